@@ -1,0 +1,103 @@
+package bench
+
+import "time"
+
+// Mode names a placement of the model: every block on the GPU ("cuda"),
+// blocks paged through a window on the GPU ("cache"), or the host ("cpu").
+type Mode string
+
+// The modes gpuz measures.
+const (
+	ModeCUDA  Mode = "cuda"
+	ModeCache Mode = "cache"
+	ModeCPU   Mode = "cpu"
+)
+
+// Task says whether a run trains the model or only evaluates it.
+type Task string
+
+// The tasks of a run.
+const (
+	TaskTrain Task = "train"
+	TaskEval  Task = "eval"
+)
+
+// StatusKind classifies how a mode's run ended.
+type StatusKind string
+
+// How a mode's run can end.
+const (
+	StatusOK          StatusKind = "ok"
+	StatusUnavailable StatusKind = "unavailable" // the mode cannot run in this build or on this machine
+	StatusOOM         StatusKind = "OOM"         // the device ran out of memory
+	StatusSkipped     StatusKind = "skipped"     // not started, e.g. its plan does not fit the host
+	StatusInterrupted StatusKind = "interrupted" // stopped by the user; the epochs done are kept
+	StatusFailed      StatusKind = "failed"      // any other error
+)
+
+// Status is how a mode's run ended, with the reason when it is not ok.
+type Status struct {
+	Kind   StatusKind
+	Reason string
+}
+
+// String renders the status as the Analyze table shows it.
+func (s Status) String() string {
+	if s.Reason == "" {
+		return string(s.Kind)
+	}
+	return string(s.Kind) + ": " + s.Reason
+}
+
+// Epoch is one timed pass over the data.
+type Epoch struct {
+	Index    int
+	Duration time.Duration
+	// Value is the mean loss over the epoch's batches when training, or the
+	// sum over batches of the output's mean when evaluating.
+	Value float64
+}
+
+// ModeResult is what one mode measured.
+type ModeResult struct {
+	Mode   Mode
+	Device string // the device's name as tables show it: "host", "sim:8GiB", "cuda:0 (…)"
+	// Epochs holds every epoch run, warm-up epochs first.
+	Epochs []Epoch
+	// Warmup is how many leading epochs are reported apart from the statistics.
+	Warmup int
+	// PeakDeviceBytes is the most memory the mode held on its device at once.
+	PeakDeviceBytes int64
+	Status          Status
+}
+
+// Timed returns the epochs after the warm-up.
+func (r ModeResult) Timed() []Epoch {
+	if len(r.Epochs) <= r.Warmup {
+		return nil
+	}
+	return r.Epochs[r.Warmup:]
+}
+
+// Header describes the run as a whole.
+type Header struct {
+	Model      string // "linear", "resnet", "attention"
+	Task       Task
+	Scale      string // "full", "small" or "custom"
+	DataBytes  int64  // bytes of input and target data
+	Params     int64  // number of trainable parameters
+	ParamBytes int64  // bytes of trainable parameters
+	Batch      int
+	Samples    int
+	BLAS       string // host BLAS in use
+	Threads    int    // host threads for BLAS and element-wise kernels
+}
+
+// Result is a whole run: the header and one result per requested mode, in
+// the order requested.
+type Result struct {
+	Header Header
+	Modes  []ModeResult
+	// PeakRSSBytes is the process's peak resident set size at the end of the run.
+	PeakRSSBytes int64
+}

@@ -1,0 +1,95 @@
+// Package device defines where gpuz keeps a model's memory and runs its
+// kernels: the Device interface, with the host (cpu) implementation here and
+// the simulated and CUDA devices beside it.
+//
+// A Device owns its memory: buffers of float32 elements allocated and freed
+// through it, filled and read back through counted copies. Out of memory is
+// an *OutOfMemoryError carrying the requested, free and total bytes.
+package device
+
+import (
+	"fmt"
+
+	"gpuz/internal/kernels"
+)
+
+// Buffer is a block of float32 elements in a device's memory. Only the device
+// that allocated a buffer can use it.
+type Buffer interface {
+	// Len is the number of float32 elements.
+	Len() int
+}
+
+// Device allocates memory, copies data to and from it and runs kernels on it.
+type Device interface {
+	// Name identifies the device in tables: "host", "sim:8GiB", "cuda:0".
+	Name() string
+	// Alloc returns a zeroed buffer of n float32 elements, or an
+	// *OutOfMemoryError.
+	Alloc(n int) (Buffer, error)
+	// Free releases a buffer; using it, or a view of it, afterwards is an
+	// error.
+	Free(Buffer)
+	// View returns a buffer of the first n elements of b, sharing its
+	// memory; it is not freed on its own.
+	View(b Buffer, n int) Buffer
+	// Upload copies src from host memory into dst.
+	Upload(dst Buffer, src []float32) error
+	// Download copies src into dst in host memory.
+	Download(dst []float32, src Buffer) error
+	// Stats reports the device's memory use and copies so far.
+	Stats() Stats
+	// Kernels runs the math on the device's buffers.
+	Kernels() Kernels
+}
+
+// Stats is a device's accounting of memory and copies.
+type Stats struct {
+	AllocatedBytes int64 // held now
+	PeakBytes      int64 // most held at once since the last ResetPeak
+	TotalBytes     int64 // capacity; 0 when bounded only by the host
+	UploadBytes    int64 // host → device, since the device was made
+	DownloadBytes  int64 // device → host, since the device was made
+}
+
+// OutOfMemoryError reports an allocation that did not fit.
+type OutOfMemoryError struct {
+	Device    string
+	Requested int64 // bytes asked for
+	Free      int64 // bytes free when asked
+	Total     int64 // capacity of the device
+}
+
+func (e *OutOfMemoryError) Error() string {
+	return fmt.Sprintf("%s: out of memory: requested %d bytes, %d of %d bytes free", e.Device, e.Requested, e.Free, e.Total)
+}
+
+// Kernels is the math a device runs on its buffers, one method per
+// operation that the engine dispatches. Matrices are row-major; every
+// method's shapes are those of the op it serves in package ops.
+type Kernels interface {
+	// Gemm computes c = op(a)·op(b) for op(a) m×k and op(b) k×n.
+	Gemm(transA, transB bool, m, n, k int, a, b, c Buffer)
+	// AddRowVector adds v to every row of m.
+	AddRowVector(m, v Buffer)
+	// SumRows sets dst to the sum of the rows of m.
+	SumRows(dst, m Buffer)
+	// LeakyReLU sets dst to the activation of src.
+	LeakyReLU(dst, src Buffer, slope float32)
+	// LeakyReLUGrad sets dst to the activation's gradient at x given g.
+	LeakyReLUGrad(dst, x, g Buffer, slope float32)
+	// Add sets dst = a + b.
+	Add(dst, a, b Buffer)
+	// MeanSquaredError sets the one element of dst to mean((pred − target)²).
+	MeanSquaredError(dst, pred, target Buffer)
+	// MeanSquaredErrorGrad sets dst = seed · 2(pred − target)/n, seed being a
+	// one-element buffer.
+	MeanSquaredErrorGrad(dst, pred, target, seed Buffer)
+	// Mean sets the one element of dst to the mean of x.
+	Mean(dst, x Buffer)
+	// SumSquares returns the sum of the squares of x's elements.
+	SumSquares(x Buffer) float64
+	// AdamStep applies Adam update number step to p from g·gradScale,
+	// updating the moments m and v (see kernels.AdamStep).
+	AdamStep(opt kernels.Adam, p, g, m, v Buffer, gradScale float64, step int)
+}

@@ -1,0 +1,143 @@
+package device
+
+import (
+	"fmt"
+	"sync"
+
+	"gpuz/internal/kernels"
+)
+
+// hostBuffer is a buffer in host memory.
+type hostBuffer struct{ data []float32 }
+
+func (b *hostBuffer) Len() int { return len(b.data) }
+
+// Floats returns the host slice behind a buffer of the host or simulated
+// device. It panics on a buffer of another device: mixing devices is a
+// programming error.
+func Floats(b Buffer) []float32 { return b.(*hostBuffer).data }
+
+// Host is the CPU as a device: buffers are Go slices and the kernels are
+// those of package kernels.
+type Host struct {
+	mu    sync.Mutex
+	stats Stats
+}
+
+// NewHost returns the host device.
+func NewHost() *Host { return &Host{} }
+
+// Name is "host".
+func (h *Host) Name() string { return "host" }
+
+// Alloc returns a zeroed buffer of n elements in host memory.
+func (h *Host) Alloc(n int) (Buffer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("host: cannot allocate %d elements", n)
+	}
+	h.mu.Lock()
+	h.stats.AllocatedBytes += 4 * int64(n)
+	h.stats.PeakBytes = max(h.stats.PeakBytes, h.stats.AllocatedBytes)
+	h.mu.Unlock()
+	return &hostBuffer{data: make([]float32, n)}, nil
+}
+
+// Free releases a buffer.
+func (h *Host) Free(b Buffer) {
+	hb := b.(*hostBuffer)
+	h.mu.Lock()
+	h.stats.AllocatedBytes -= 4 * int64(len(hb.data))
+	h.mu.Unlock()
+	hb.data = nil
+}
+
+// View returns the first n elements of b.
+func (h *Host) View(b Buffer, n int) Buffer { return &hostBuffer{data: Floats(b)[:n]} }
+
+// Upload copies src into dst.
+func (h *Host) Upload(dst Buffer, src []float32) error {
+	d := Floats(dst)
+	if len(d) != len(src) {
+		return fmt.Errorf("host: upload of %d elements into a buffer of %d", len(src), len(d))
+	}
+	copy(d, src)
+	h.mu.Lock()
+	h.stats.UploadBytes += 4 * int64(len(src))
+	h.mu.Unlock()
+	return nil
+}
+
+// Download copies src into dst.
+func (h *Host) Download(dst []float32, src Buffer) error {
+	s := Floats(src)
+	if len(s) != len(dst) {
+		return fmt.Errorf("host: download of a buffer of %d elements into %d", len(s), len(dst))
+	}
+	copy(dst, s)
+	h.mu.Lock()
+	h.stats.DownloadBytes += 4 * int64(len(dst))
+	h.mu.Unlock()
+	return nil
+}
+
+// Stats reports the memory held and copied.
+func (h *Host) Stats() Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stats
+}
+
+// Kernels returns the host kernels.
+func (h *Host) Kernels() Kernels { return HostKernels{} }
+
+// HostKernels runs the kernels of package kernels on host buffers; the
+// simulated device uses them too.
+type HostKernels struct{}
+
+// Gemm computes c = op(a)·op(b).
+func (HostKernels) Gemm(transA, transB bool, m, n, k int, a, b, c Buffer) {
+	kernels.Gemm(transA, transB, m, n, k, 1, Floats(a), Floats(b), 0, Floats(c))
+}
+
+// AddRowVector adds v to every row of m.
+func (HostKernels) AddRowVector(m, v Buffer) { kernels.AddRowVector(Floats(m), Floats(v)) }
+
+// SumRows sets dst to the sum of the rows of m.
+func (HostKernels) SumRows(dst, m Buffer) { kernels.SumRows(Floats(dst), Floats(m)) }
+
+// LeakyReLU sets dst to the activation of src.
+func (HostKernels) LeakyReLU(dst, src Buffer, slope float32) {
+	kernels.LeakyReLU(Floats(dst), Floats(src), slope)
+}
+
+// LeakyReLUGrad sets dst to the activation's gradient.
+func (HostKernels) LeakyReLUGrad(dst, x, g Buffer, slope float32) {
+	kernels.LeakyReLUGrad(Floats(dst), Floats(x), Floats(g), slope)
+}
+
+// Add sets dst = a + b.
+func (HostKernels) Add(dst, a, b Buffer) { kernels.Add(Floats(dst), Floats(a), Floats(b)) }
+
+// MeanSquaredError sets dst[0] to the loss.
+func (HostKernels) MeanSquaredError(dst, pred, target Buffer) {
+	Floats(dst)[0] = float32(kernels.MeanSquaredError(Floats(pred), Floats(target)))
+}
+
+// MeanSquaredErrorGrad sets dst to the loss gradient.
+func (HostKernels) MeanSquaredErrorGrad(dst, pred, target, seed Buffer) {
+	kernels.MeanSquaredErrorGrad(Floats(dst), Floats(pred), Floats(target), Floats(seed)[0])
+}
+
+// Mean sets dst[0] to the mean of x.
+func (HostKernels) Mean(dst, x Buffer) {
+	xs := Floats(x)
+	Floats(dst)[0] = float32(kernels.Sum(xs) / float64(len(xs)))
+}
+
+// SumSquares returns the sum of squares of x.
+func (HostKernels) SumSquares(x Buffer) float64 { return kernels.SumSquares(Floats(x)) }
+
+// AdamStep applies one Adam update.
+func (HostKernels) AdamStep(opt kernels.Adam, p, g, m, v Buffer, gradScale float64, step int) {
+	kernels.AdamStep(opt, Floats(p), Floats(g), Floats(m), Floats(v), gradScale, step)
+}

@@ -1,0 +1,14 @@
+//go:build purego
+
+package kernels
+
+import "gonum.org/v1/gonum/blas/gonum"
+
+// impl is the BLAS the kernels call: gonum's pure-Go implementation.
+var impl gonum.Implementation
+
+// BLASName names the BLAS this binary multiplies matrices with.
+func BLASName() string { return "gonum (pure Go)" }
+
+// setBLASThreads does nothing: gonum's BLAS picks its own parallelism.
+func setBLASThreads(int) {}

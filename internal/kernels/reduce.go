@@ -1,0 +1,52 @@
+package kernels
+
+// Sum returns the sum of x, accumulated in float64.
+func Sum[T Float](x []T) float64 {
+	return parallelSum(len(x), func(lo, hi int) float64 {
+		s := 0.0
+		for _, v := range x[lo:hi] {
+			s += float64(v)
+		}
+		return s
+	})
+}
+
+// SumSquares returns the sum of the squares of x, accumulated in float64.
+func SumSquares[T Float](x []T) float64 {
+	return parallelSum(len(x), func(lo, hi int) float64 {
+		s := 0.0
+		for _, v := range x[lo:hi] {
+			s += float64(v) * float64(v)
+		}
+		return s
+	})
+}
+
+// MeanSquaredError returns the mean of (pred[i] - target[i])², accumulated
+// in float64.
+func MeanSquaredError[T Float](pred, target []T) float64 {
+	if len(pred) == 0 {
+		return 0
+	}
+	s := parallelSum(len(pred), func(lo, hi int) float64 {
+		s := 0.0
+		for i, p := range pred[lo:hi] {
+			d := float64(p - target[lo+i])
+			s += d * d
+		}
+		return s
+	})
+	return s / float64(len(pred))
+}
+
+// MeanSquaredErrorGrad sets dst to the gradient of the mean squared error
+// with respect to pred, times seed: dst[i] = seed · 2(pred[i] − target[i]) / n.
+func MeanSquaredErrorGrad[T Float](dst, pred, target []T, seed T) {
+	scale := seed * 2 / T(len(pred))
+	parallelFor(len(dst), 1, func(lo, hi int) {
+		p, t, d := pred[lo:hi], target[lo:hi], dst[lo:hi]
+		for i := range d {
+			d[i] = scale * (p[i] - t[i])
+		}
+	})
+}

@@ -1,0 +1,109 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+
+	"gpuz/internal/bench"
+)
+
+// JSONVersion is the version of the format WriteJSON writes. It changes when
+// a field is renamed, removed or changes meaning; added fields leave it be.
+const JSONVersion = 1
+
+// The JSON export's documents. Durations are in seconds, sizes in bytes.
+type (
+	jsonResult struct {
+		Version      int        `json:"version"`
+		Header       jsonHeader `json:"header"`
+		Modes        []jsonMode `json:"modes"`
+		PeakRSSBytes int64      `json:"peak_rss_bytes"`
+	}
+	jsonHeader struct {
+		Model      string `json:"model"`
+		Task       string `json:"task"`
+		Scale      string `json:"scale"`
+		DataBytes  int64  `json:"data_bytes"`
+		Params     int64  `json:"params"`
+		ParamBytes int64  `json:"param_bytes"`
+		Batch      int    `json:"batch"`
+		Samples    int    `json:"samples"`
+		BLAS       string `json:"blas"`
+		Threads    int    `json:"threads"`
+	}
+	jsonMode struct {
+		Mode            string      `json:"mode"`
+		Device          string      `json:"device"`
+		Status          string      `json:"status"`
+		Reason          string      `json:"reason"`
+		Warmup          int         `json:"warmup"`
+		PeakDeviceBytes int64       `json:"peak_device_bytes"`
+		Epochs          []jsonEpoch `json:"epochs"`
+		Stats           jsonStats   `json:"stats"` // of the timed epochs
+	}
+	jsonEpoch struct {
+		Index   int      `json:"index"`
+		Warmup  bool     `json:"warmup"`
+		Seconds float64  `json:"seconds"`
+		Value   *float64 `json:"value"` // null when not finite
+	}
+	jsonStats struct {
+		N             int     `json:"n"`
+		MeanSeconds   float64 `json:"mean_seconds"`
+		StddevSeconds float64 `json:"stddev_seconds"`
+		MedianSeconds float64 `json:"median_seconds"`
+		MinSeconds    float64 `json:"min_seconds"`
+		MaxSeconds    float64 `json:"max_seconds"`
+	}
+)
+
+// WriteJSON writes r as an indented JSON object for programs to read: the
+// version of the format (JSONVersion), the header, every mode with all its
+// epochs and the Stats of its timed epochs, and the peak RSS. Field names are
+// snake_case; durations are float seconds, sizes are bytes. An epoch's value
+// that is not a finite number, such as a diverged loss, is written as null.
+func WriteJSON(w io.Writer, r bench.Result) error {
+	h := r.Header
+	doc := jsonResult{
+		Version: JSONVersion,
+		Header: jsonHeader{
+			Model: h.Model, Task: string(h.Task), Scale: h.Scale,
+			DataBytes: h.DataBytes, Params: h.Params, ParamBytes: h.ParamBytes,
+			Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads,
+		},
+		Modes:        make([]jsonMode, 0, len(r.Modes)),
+		PeakRSSBytes: r.PeakRSSBytes,
+	}
+	for _, m := range r.Modes {
+		jm := jsonMode{
+			Mode:            string(m.Mode),
+			Device:          m.Device,
+			Status:          string(m.Status.Kind),
+			Reason:          m.Status.Reason,
+			Warmup:          m.Warmup,
+			PeakDeviceBytes: m.PeakDeviceBytes,
+			Epochs:          make([]jsonEpoch, len(m.Epochs)),
+		}
+		for i, e := range m.Epochs {
+			jm.Epochs[i] = jsonEpoch{Index: e.Index, Warmup: i < m.Warmup, Seconds: e.Duration.Seconds()}
+			if !math.IsNaN(e.Value) && !math.IsInf(e.Value, 0) {
+				jm.Epochs[i].Value = &e.Value
+			}
+		}
+		s := Summarize(durations(m.Timed()))
+		jm.Stats = jsonStats{
+			N:             s.N,
+			MeanSeconds:   s.Mean.Seconds(),
+			StddevSeconds: s.Stddev.Seconds(),
+			MedianSeconds: s.Median.Seconds(),
+			MinSeconds:    s.Min.Seconds(),
+			MaxSeconds:    s.Max.Seconds(),
+		}
+		doc.Modes = append(doc.Modes, jm)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(doc)
+}

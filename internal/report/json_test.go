@@ -1,0 +1,56 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+
+	"gpuz/internal/bench"
+)
+
+func TestWriteJSON(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, interruptedResult); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "json_interrupted.golden", b.Bytes())
+}
+
+// TestWriteJSONEdges checks what has no place in the golden file: modes
+// without epochs, and values that JSON cannot hold.
+func TestWriteJSONEdges(t *testing.T) {
+	r := bench.Result{Modes: []bench.ModeResult{
+		{Mode: bench.ModeCPU, Epochs: []bench.Epoch{
+			{Index: 0, Value: math.NaN()}, {Index: 1, Value: math.Inf(1)}, {Index: 2, Value: 0.5},
+		}, Status: bench.Status{Kind: bench.StatusOK}},
+		{Mode: bench.ModeCUDA, Status: bench.Status{Kind: bench.StatusUnavailable, Reason: "no GPU"}},
+	}}
+	var b bytes.Buffer
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Modes []struct {
+			Epochs []struct {
+				Value *float64 `json:"value"`
+			} `json:"epochs"`
+			Stats struct {
+				N int `json:"n"`
+			} `json:"stats"`
+		} `json:"modes"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatalf("%v in\n%s", err, b.Bytes())
+	}
+	cpu, cuda := doc.Modes[0], doc.Modes[1]
+	if cpu.Epochs[0].Value != nil || cpu.Epochs[1].Value != nil || cpu.Epochs[2].Value == nil || *cpu.Epochs[2].Value != 0.5 {
+		t.Errorf("want values null, null, 0.5 in\n%s", b.Bytes())
+	}
+	if cpu.Stats.N != 3 {
+		t.Errorf("cpu stats n = %d, want 3", cpu.Stats.N)
+	}
+	if cuda.Epochs == nil || len(cuda.Epochs) != 0 || cuda.Stats.N != 0 {
+		t.Errorf("want an empty epochs list and n 0 for a mode that did not run in\n%s", b.Bytes())
+	}
+}

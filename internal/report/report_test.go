@@ -1,0 +1,123 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+
+	"gpuz/internal/bench"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestMain(m *testing.M) {
+	// tablewriter guesses from the locale whether "×" is one column wide or
+	// two; golden files need one answer wherever the tests run.
+	twwidth.SetEastAsian(false)
+	os.Exit(m.Run())
+}
+
+// golden compares got with testdata/name, or rewrites that file under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (go test -update rewrites it)\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+// errWriter fails every write.
+type errWriter struct{}
+
+var errWrite = errors.New("write failed")
+
+func (errWriter) Write([]byte) (int, error) { return 0, errWrite }
+
+// epochs returns epochs indexed from 0 with the given durations in seconds,
+// and values that fall from 1.
+func epochs(seconds ...float64) []bench.Epoch {
+	es := make([]bench.Epoch, len(seconds))
+	for i, s := range seconds {
+		es[i] = bench.Epoch{Index: i, Duration: time.Duration(s * float64(time.Second)), Value: 1 / float64(i+3)}
+	}
+	return es
+}
+
+// linearHeader describes the reference linear workload.
+var linearHeader = bench.Header{
+	Model: "linear", Task: bench.TaskTrain, Scale: "full",
+	DataBytes: 2 * 60 * 2000 * 4, Params: 480_240_000, ParamBytes: 4 * 480_240_000,
+	Batch: 30, Samples: 60, BLAS: "OpenBLAS 0.3.21", Threads: 2,
+}
+
+// Results that the golden-file tests render.
+var (
+	// fullResult: a machine without a GPU; only the cpu mode ran.
+	fullResult = bench.Result{
+		Header: linearHeader,
+		Modes: []bench.ModeResult{
+			{Mode: bench.ModeCUDA, Status: bench.Status{Kind: bench.StatusUnavailable, Reason: "built without the cuda tag"}},
+			{Mode: bench.ModeCache, Status: bench.Status{Kind: bench.StatusUnavailable, Reason: "no GPU device; try --device sim:8GiB"}},
+			{Mode: bench.ModeCPU, Device: "host", Epochs: epochs(30.1, 24.3, 24.0, 24.5, 23.9), Warmup: 1, Status: bench.Status{Kind: bench.StatusOK}},
+		},
+		PeakRSSBytes: 7_795_000_000,
+	}
+
+	// interruptedResult: stopped by the user during the cache mode's second
+	// epoch, so the cache row has one warm-up and one timed epoch.
+	interruptedResult = bench.Result{
+		Header: linearHeader,
+		Modes: []bench.ModeResult{
+			{Mode: bench.ModeCPU, Device: "host", Epochs: epochs(25.0, 24.2, 24.0), Warmup: 1, Status: bench.Status{Kind: bench.StatusOK}},
+			{Mode: bench.ModeCUDA, Device: "sim:8GiB", Epochs: epochs(6.2, 4.31, 4.25, 4.28, 4.22), Warmup: 1,
+				PeakDeviceBytes: 7_500_000_000, Status: bench.Status{Kind: bench.StatusOK}},
+			{Mode: bench.ModeCache, Device: "sim:8GiB", Epochs: epochs(5.9, 4.48), Warmup: 1,
+				PeakDeviceBytes: 240 << 20, Status: bench.Status{Kind: bench.StatusInterrupted, Reason: "stopped by the user"}},
+		},
+		PeakRSSBytes: 9_100_000_000,
+	}
+
+	// evalResult: the attention workload evaluated on a real GPU.
+	evalResult = bench.Result{
+		Header: bench.Header{
+			Model: "attention", Task: bench.TaskEval, Scale: "full",
+			DataBytes: 2 * 60 * 512 * 8, Params: 39_000_000, ParamBytes: 4 * 39_000_000,
+			Batch: 30, Samples: 60, BLAS: "gonum", Threads: 16,
+		},
+		Modes: []bench.ModeResult{
+			{Mode: bench.ModeCUDA, Device: "cuda:0 (NVIDIA GeForce RTX 4060 Laptop GPU)", Epochs: epochs(1.92, 0.611, 0.608, 0.615, 0.609), Warmup: 1,
+				PeakDeviceBytes: 1_300_000_000, Status: bench.Status{Kind: bench.StatusOK}},
+			{Mode: bench.ModeCache, Device: "cuda:0 (NVIDIA GeForce RTX 4060 Laptop GPU)", Epochs: epochs(2.05, 0.68, 0.69, 0.67, 0.681), Warmup: 1,
+				PeakDeviceBytes: 310 << 20, Status: bench.Status{Kind: bench.StatusOK}},
+			{Mode: bench.ModeCPU, Device: "host", Epochs: epochs(6.9, 6.31, 6.28, 6.35, 6.30), Warmup: 1, Status: bench.Status{Kind: bench.StatusOK}},
+		},
+		PeakRSSBytes: 2_400_000_000,
+	}
+
+	// failedResult: no mode got through an epoch.
+	failedResult = bench.Result{
+		Header: linearHeader,
+		Modes: []bench.ModeResult{
+			{Mode: bench.ModeCUDA, Device: "sim:1GiB", PeakDeviceBytes: 900 << 20,
+				Status: bench.Status{Kind: bench.StatusOOM, Reason: "allocating 15.3 MiB with 4.00 MiB free"}},
+			{Mode: bench.ModeCache, Device: "sim:1GiB", Status: bench.Status{Kind: bench.StatusFailed, Reason: "engine: unsupported op Tanh"}},
+			{Mode: bench.ModeCPU, Device: "host", Status: bench.Status{Kind: bench.StatusSkipped, Reason: "needs 40.0 GiB of host memory, 31.2 GiB free"}},
+		},
+	}
+)

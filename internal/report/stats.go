@@ -1,0 +1,72 @@
+package report
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"gpuz/internal/bench"
+)
+
+// Stats summarizes a sample of durations.
+type Stats struct {
+	N      int           // number of durations
+	Mean   time.Duration // arithmetic mean
+	Stddev time.Duration // sample standard deviation (n-1 denominator); 0 when N < 2
+	Median time.Duration // the middle value, or the mean of the two middle values
+	Min    time.Duration // the shortest
+	Max    time.Duration // the longest
+}
+
+// Summarize computes the Stats of durations, all of them: it removes no
+// outliers. Results are rounded down to the nanosecond, except Stddev, which
+// is rounded to the nearest. An empty sample gives the zero Stats.
+func Summarize(durations []time.Duration) Stats {
+	n := len(durations)
+	if n == 0 {
+		return Stats{}
+	}
+	sorted := slices.Clone(durations)
+	slices.Sort(sorted)
+
+	var sum time.Duration
+	for _, d := range sorted {
+		sum += d
+	}
+	mean := sum / time.Duration(n)
+
+	var stddev time.Duration
+	if n > 1 {
+		exact := float64(sum) / float64(n)
+		var sq float64
+		for _, d := range sorted {
+			dev := float64(d) - exact
+			sq += dev * dev
+		}
+		stddev = time.Duration(math.Round(math.Sqrt(sq / float64(n-1))))
+	}
+
+	median := sorted[n/2]
+	if n%2 == 0 {
+		lo := sorted[n/2-1]
+		median = lo + (median-lo)/2
+	}
+
+	return Stats{
+		N:      n,
+		Mean:   mean,
+		Stddev: stddev,
+		Median: median,
+		Min:    sorted[0],
+		Max:    sorted[n-1],
+	}
+}
+
+// durations returns the durations of epochs, in order.
+func durations(epochs []bench.Epoch) []time.Duration {
+	ds := make([]time.Duration, len(epochs))
+	for i, e := range epochs {
+		ds[i] = e.Duration
+	}
+	return ds
+}

@@ -1,0 +1,160 @@
+package report
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"gpuz/internal/bench"
+)
+
+// WriteHeader writes a few lines that describe the run: the workload, the
+// sizes of its data and model, and the host's BLAS and threads. The scale,
+// the BLAS and the threads are left out when empty or zero.
+func WriteHeader(w io.Writer, h bench.Header) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "gpuz %s %s", h.Model, h.Task)
+	if h.Scale != "" {
+		fmt.Fprintf(&b, " (scale %s)", h.Scale)
+	}
+	fmt.Fprintf(&b, ": %s in batches of %d\n", plural(int64(h.Samples), "sample"), h.Batch)
+	fmt.Fprintf(&b, "data: %s   model: %s parameters, %s\n", Bytes(h.DataBytes), count(h.Params), Bytes(h.ParamBytes))
+
+	var host []string
+	if h.BLAS != "" {
+		host = append(host, "BLAS "+h.BLAS)
+	}
+	if h.Threads > 0 {
+		host = append(host, plural(int64(h.Threads), "thread"))
+	}
+	if len(host) > 0 {
+		fmt.Fprintf(&b, "host: %s\n", strings.Join(host, ", "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// plural formats n and the noun, adding an s unless n is 1.
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun + "s"
+}
+
+// WriteEpoch writes one line for an epoch of task, as in
+//
+//	train: 0  mean loss: 0.3269  time: 4.35 s  (warm-up)
+//	eval: 3  output mean: 0.01234  time: 0.617 s
+//
+// marking it as a warm-up epoch when warmup is true.
+func WriteEpoch(w io.Writer, task bench.Task, e bench.Epoch, warmup bool) error {
+	label := "value"
+	switch task {
+	case bench.TaskTrain:
+		label = "mean loss"
+	case bench.TaskEval:
+		label = "output mean"
+	}
+	suffix := ""
+	if warmup {
+		suffix = "  (warm-up)"
+	}
+	_, err := fmt.Fprintf(w, "%s: %d  %s: %.4g  time: %s%s\n", task, e.Index, label, e.Value, Seconds(e.Duration), suffix)
+	return err
+}
+
+// analyzeColumns heads the Analyze table's columns. The cold column is the
+// mean of the warm-up epochs; vs cpu is how many times faster than the cpu
+// row a mode's mean epoch is.
+var analyzeColumns = []string{
+	"mode", "device", "epochs", "mean", "stddev", "median", "min", "max",
+	"cold", "vs cpu", "peak mem", "status",
+}
+
+// WriteAnalyze writes the Analyze table: one row per mode of r, in order,
+// with the statistics of its timed epochs, its warm-up time, its speed
+// relative to the cpu row, its peak device memory and its status; then the
+// process's peak resident set size, when known. A figure that does not apply
+// is shown as "-": every figure of a mode that ran no epoch, the standard
+// deviation of fewer than two epochs, and the speed-up when there is no
+// successful cpu row with timed epochs to compare with.
+func WriteAnalyze(w io.Writer, r bench.Result) error {
+	cpuMean := cpuReference(r.Modes)
+	align := make(tw.Alignment, len(analyzeColumns))
+	for i := range align {
+		align[i] = tw.AlignRight
+	}
+	align[0], align[1], align[len(align)-1] = tw.AlignLeft, tw.AlignLeft, tw.AlignLeft
+
+	var b bytes.Buffer
+	b.WriteString("Analyze\n")
+	table := tablewriter.NewTable(&b,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithAlignment(align),
+	)
+	table.Header(analyzeColumns)
+	for _, m := range r.Modes {
+		if err := table.Append(analyzeRow(m, cpuMean)); err != nil {
+			return fmt.Errorf("analyze table: %w", err)
+		}
+	}
+	if err := table.Render(); err != nil {
+		return fmt.Errorf("analyze table: %w", err)
+	}
+	if r.PeakRSSBytes > 0 {
+		fmt.Fprintf(&b, "peak RSS of this process: %s\n", Bytes(r.PeakRSSBytes))
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// cpuReference returns the mean timed epoch of the first successful cpu mode
+// that has timed epochs, or 0 when there is none.
+func cpuReference(modes []bench.ModeResult) time.Duration {
+	for _, m := range modes {
+		if m.Mode == bench.ModeCPU && m.Status.Kind == bench.StatusOK && len(m.Timed()) > 0 {
+			return Summarize(durations(m.Timed())).Mean
+		}
+	}
+	return 0
+}
+
+// analyzeRow returns the cells of m's row in the Analyze table; cpuMean is
+// the cpu row's mean epoch, or 0 when there is none to compare with.
+func analyzeRow(m bench.ModeResult, cpuMean time.Duration) []string {
+	const na = "-"
+	epochs, mean, stddev, median, fastest, slowest, cold, vsCPU, peak := na, na, na, na, na, na, na, na, na
+	if len(m.Epochs) > 0 {
+		s := Summarize(durations(m.Timed()))
+		epochs = strconv.Itoa(s.N)
+		if s.N > 0 {
+			mean, median, fastest, slowest = Seconds(s.Mean), Seconds(s.Median), Seconds(s.Min), Seconds(s.Max)
+		}
+		if s.N > 1 {
+			stddev = Seconds(s.Stddev)
+		}
+		if warm := m.Epochs[:min(m.Warmup, len(m.Epochs))]; len(warm) > 0 {
+			cold = Seconds(Summarize(durations(warm)).Mean)
+		}
+		if cpuMean > 0 && s.Mean > 0 {
+			vsCPU = fmt.Sprintf("%.2f×", float64(cpuMean)/float64(s.Mean))
+		}
+		if m.PeakDeviceBytes > 0 {
+			peak = Bytes(m.PeakDeviceBytes)
+		}
+	}
+	return []string{
+		string(m.Mode), cmp.Or(m.Device, na), epochs, mean, stddev, median, fastest, slowest,
+		cold, vsCPU, peak, m.Status.String(),
+	}
+}

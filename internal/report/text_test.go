@@ -1,0 +1,165 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"gpuz/internal/bench"
+)
+
+func TestWriteHeader(t *testing.T) {
+	tests := []struct {
+		name string
+		in   bench.Header
+		want string
+	}{
+		{"linear reference", linearHeader, `gpuz linear train (scale full): 60 samples in batches of 30
+data: 938 KiB   model: 480M parameters, 1.79 GiB
+host: BLAS OpenBLAS 0.3.21, 2 threads
+`},
+		{"singular counts", bench.Header{
+			Model: "resnet", Task: bench.TaskEval, Scale: "small",
+			DataBytes: 512, Params: 950, ParamBytes: 3800,
+			Batch: 1, Samples: 1, BLAS: "gonum", Threads: 1,
+		}, `gpuz resnet eval (scale small): 1 sample in batches of 1
+data: 512 B   model: 950 parameters, 3.71 KiB
+host: BLAS gonum, 1 thread
+`},
+		{"unknown scale, BLAS and threads left out", bench.Header{
+			Model: "attention", Task: bench.TaskTrain,
+			DataBytes: 491_520, Params: 39_000_000, ParamBytes: 156_000_000,
+			Batch: 30, Samples: 60,
+		}, `gpuz attention train: 60 samples in batches of 30
+data: 480 KiB   model: 39.0M parameters, 149 MiB
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := WriteHeader(&b, tt.in); err != nil {
+				t.Fatal(err)
+			}
+			if got := b.String(); got != tt.want {
+				t.Errorf("got:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWriteEpoch(t *testing.T) {
+	tests := []struct {
+		name   string
+		task   bench.Task
+		e      bench.Epoch
+		warmup bool
+		want   string
+	}{
+		{"train warm-up", bench.TaskTrain, bench.Epoch{Index: 0, Duration: 4350 * time.Millisecond, Value: 0.32691}, true,
+			"train: 0  mean loss: 0.3269  time: 4.35 s  (warm-up)\n"},
+		{"train timed", bench.TaskTrain, bench.Epoch{Index: 3, Duration: 12_640 * time.Millisecond, Value: 0.3}, false,
+			"train: 3  mean loss: 0.3  time: 12.6 s\n"},
+		{"eval", bench.TaskEval, bench.Epoch{Index: 0, Duration: 617 * time.Millisecond, Value: 0.0123449}, false,
+			"eval: 0  output mean: 0.01234  time: 0.617 s\n"},
+		{"tiny value", bench.TaskEval, bench.Epoch{Index: 12, Duration: 1560 * time.Microsecond, Value: -1.234567e-7}, false,
+			"eval: 12  output mean: -1.235e-07  time: 0.00156 s\n"},
+		{"diverged loss", bench.TaskTrain, bench.Epoch{Index: 2, Duration: 2 * time.Second, Value: math.NaN()}, false,
+			"train: 2  mean loss: NaN  time: 2.00 s\n"},
+		{"unknown task", bench.Task("infer"), bench.Epoch{Index: 1, Duration: time.Second, Value: 2}, false,
+			"infer: 1  value: 2  time: 1.00 s\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := WriteEpoch(&b, tt.task, tt.e, tt.warmup); err != nil {
+				t.Fatal(err)
+			}
+			if got := b.String(); got != tt.want {
+				t.Errorf("got  %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWriteAnalyze(t *testing.T) {
+	tests := []struct {
+		golden string
+		in     bench.Result
+	}{
+		{"analyze_full.golden", fullResult},
+		{"analyze_interrupted.golden", interruptedResult},
+		{"analyze_eval.golden", evalResult},
+		{"analyze_failed.golden", failedResult},
+	}
+	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := WriteAnalyze(&b, tt.in); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tt.golden, b.Bytes())
+		})
+	}
+}
+
+// TestAnalyzeRow checks the cells that depend on the cpu row and on how far
+// a mode got.
+func TestAnalyzeRow(t *testing.T) {
+	ok := bench.Status{Kind: bench.StatusOK}
+	cpu := func(status bench.Status, seconds ...float64) bench.ModeResult {
+		return bench.ModeResult{Mode: bench.ModeCPU, Device: "host", Epochs: epochs(seconds...), Warmup: 1, Status: status}
+	}
+	cuda := bench.ModeResult{Mode: bench.ModeCUDA, Device: "sim:8GiB", Epochs: epochs(9, 2, 2), Warmup: 1, Status: ok}
+	tests := []struct {
+		name  string
+		modes []bench.ModeResult
+		row   int      // which mode's row to check
+		want  []string // epochs, mean, stddev, cold, vs cpu
+	}{
+		{"faster than cpu", []bench.ModeResult{cpu(ok, 20, 10, 10), cuda}, 1, []string{"2", "2.00 s", "0 s", "9.00 s", "5.00×"}},
+		{"cpu itself", []bench.ModeResult{cpu(ok, 20, 10, 10), cuda}, 0, []string{"2", "10.0 s", "0 s", "20.0 s", "1.00×"}},
+		{"first ok cpu row is the reference", []bench.ModeResult{cuda, cpu(bench.Status{Kind: bench.StatusInterrupted}, 20, 4), cpu(ok, 20, 8)}, 0,
+			[]string{"2", "2.00 s", "0 s", "9.00 s", "4.00×"}},
+		{"interrupted cpu is no reference", []bench.ModeResult{cpu(bench.Status{Kind: bench.StatusInterrupted}, 20, 10), cuda}, 1,
+			[]string{"2", "2.00 s", "0 s", "9.00 s", "-"}},
+		{"cpu with only a warm-up is no reference", []bench.ModeResult{cpu(ok, 20), cuda}, 1,
+			[]string{"2", "2.00 s", "0 s", "9.00 s", "-"}},
+		{"no cpu row", []bench.ModeResult{cuda}, 0, []string{"2", "2.00 s", "0 s", "9.00 s", "-"}},
+		{"one timed epoch has no deviation", []bench.ModeResult{cpu(ok, 20, 10)}, 0, []string{"1", "10.0 s", "-", "20.0 s", "1.00×"}},
+		{"warm-up only", []bench.ModeResult{cpu(ok, 20, 10), cpu(bench.Status{Kind: bench.StatusInterrupted}, 30)}, 1,
+			[]string{"0", "-", "-", "30.0 s", "-"}},
+		{"no warm-up", []bench.ModeResult{{Mode: bench.ModeCPU, Epochs: epochs(3, 5), Status: ok}}, 0,
+			[]string{"2", "4.00 s", "1.41 s", "-", "1.00×"}},
+		{"no epochs", []bench.ModeResult{cpu(ok, 20, 10), {Mode: bench.ModeCache, PeakDeviceBytes: 1 << 30, Status: bench.Status{Kind: bench.StatusOOM}}}, 1,
+			[]string{"-", "-", "-", "-", "-"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			row := analyzeRow(tt.modes[tt.row], cpuReference(tt.modes))
+			if len(row) != len(analyzeColumns) {
+				t.Fatalf("row has %d cells for %d columns: %q", len(row), len(analyzeColumns), row)
+			}
+			got := []string{row[2], row[3], row[4], row[8], row[9]}
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("epochs, mean, stddev, cold, vs cpu = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWriteErrors(t *testing.T) {
+	writes := map[string]func() error{
+		"WriteHeader":  func() error { return WriteHeader(errWriter{}, linearHeader) },
+		"WriteEpoch":   func() error { return WriteEpoch(errWriter{}, bench.TaskTrain, bench.Epoch{}, false) },
+		"WriteAnalyze": func() error { return WriteAnalyze(errWriter{}, fullResult) },
+		"WriteJSON":    func() error { return WriteJSON(errWriter{}, fullResult) },
+	}
+	for name, write := range writes {
+		if err := write(); !errors.Is(err, errWrite) {
+			t.Errorf("%s to a failing writer returned %v, want %v", name, err, errWrite)
+		}
+	}
+}
