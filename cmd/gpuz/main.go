@@ -1,0 +1,86 @@
+// Command gpuz measures, side by side, three ways to train or run a model
+// that does not fit a small GPU: everything on the GPU (cuda), a window of
+// the model's blocks on the GPU with the rest paged in from host memory
+// (cache), and the CPU (cpu).
+//
+// Usage:
+//
+//	gpuz MODEL train|eval [MODES] [flags]
+//	gpuz version
+//
+// MODEL is a workload: linear (12 blocks of 10 × Linear(2000→2000) +
+// LeakyReLU, trained to reproduce its input). MODES is a comma list of
+// cuda, cache and cpu (gpu is accepted for cuda); the default is all three.
+// Each mode prints one line per epoch, and the run ends with an Analyze
+// table: mean, spread and first (cold) epoch time per mode, speed relative
+// to cpu, peak memory and status.
+//
+// Examples:
+//
+//	gpuz linear train cuda,cache,cpu
+//	gpuz linear train cpu --scale small
+//	gpuz linear eval cpu --epochs 3 --threads 2
+//
+// Exit status: 0 when the run completes (modes that could not run are
+// reported in the table), 1 when the run itself fails, 2 for bad input,
+// 130 when interrupted (the table of what completed is still printed).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit statuses.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+// run executes the command line args and returns the exit status. Every
+// error is reported as one line on stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "gpuz: %v\n", err)
+	var rf *runFailure
+	switch {
+	case errors.Is(err, errInterrupted):
+		return exitInterrupted
+	case errors.As(err, &rf):
+		return exitFailure
+	default:
+		// Anything else was found before the run started: a bad command,
+		// argument or flag.
+		return exitUsage
+	}
+}
+
+// runFailure marks an error that happened while running, as opposed to bad
+// input.
+type runFailure struct{ err error }
+
+func (e *runFailure) Error() string { return e.err.Error() }
+func (e *runFailure) Unwrap() error { return e.err }
+
+// errInterrupted reports a run stopped by a signal after printing what it
+// completed.
+var errInterrupted = errors.New("interrupted; the results above cover what completed")

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// newRootCmd builds the gpuz command tree writing to the given streams.
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gpuz",
+		Short: "Compare training on the GPU, on a paged GPU window and on the CPU",
+		Long: `gpuz measures, side by side, three ways to train or run a model that does
+not fit a small GPU: everything on the GPU (cuda), a window of the model's
+blocks on the GPU with the rest paged in from host memory (cache), and the
+CPU (cpu). Results come out per epoch and as an Analyze table.`,
+		Example: `  gpuz linear train cuda,cache,cpu
+  gpuz linear train cpu --scale small
+  gpuz version`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(newLinearCmd(stdout, stderr), newVersionCmd(stdout))
+	// A bare "gpuz" with an unknown word must not fall back to help.
+	root.Args = func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("unknown command %q (want linear or version; see gpuz --help)", args[0])
+		}
+		return nil
+	}
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	return root
+}

@@ -1,0 +1,102 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"gpuz/internal/engine"
+	"gpuz/internal/ops"
+)
+
+// LinearConfig sizes the linear workload: Blocks blocks, each of
+// LayersPerBlock × [Linear(Dims→Dims), LeakyReLU(0.01)], trained to
+// reproduce its input under MSE.
+type LinearConfig struct {
+	Blocks         int
+	LayersPerBlock int
+	Dims           int
+	Samples        int
+	Batch          int
+	Epochs         int
+}
+
+// LinearPreset returns the linear workload's sizes at a scale.
+func LinearPreset(scale string) (LinearConfig, error) {
+	switch scale {
+	case ScaleFull:
+		return LinearConfig{Blocks: 12, LayersPerBlock: 10, Dims: 2000, Samples: 60, Batch: 30, Epochs: 5}, nil
+	case ScaleSmall:
+		return LinearConfig{Blocks: 3, LayersPerBlock: 2, Dims: 128, Samples: 8, Batch: 4, Epochs: 5}, nil
+	}
+	return LinearConfig{}, fmt.Errorf("unknown scale %q (want %s or %s)", scale, ScaleFull, ScaleSmall)
+}
+
+// Validate reports the first size that cannot make a model.
+func (c LinearConfig) Validate() error {
+	for _, f := range []struct {
+		name  string
+		value int
+	}{
+		{"blocks", c.Blocks}, {"layers-per-block", c.LayersPerBlock}, {"dims", c.Dims},
+		{"samples", c.Samples}, {"batch", c.Batch}, {"epochs", c.Epochs},
+	} {
+		if f.value <= 0 {
+			return fmt.Errorf("--%s must be positive, got %d", f.name, f.value)
+		}
+	}
+	if c.Samples%c.Batch != 0 {
+		return fmt.Errorf("--samples (%d) must be a multiple of --batch (%d)", c.Samples, c.Batch)
+	}
+	if int64(c.Blocks)*int64(c.LayersPerBlock)*int64(c.Dims)*int64(c.Dims) > 1<<40 {
+		return errors.New("the model is too large: over 2⁴⁰ parameters")
+	}
+	return nil
+}
+
+// Data returns the workload's data: Samples rows of Dims values from
+// U(0, 1); the target is the input itself.
+func (c LinearConfig) Data(seed uint64) Data { return uniformData(seed, c.Samples, c.Dims) }
+
+// Build returns the workload's graph for one batch.
+func (c LinearConfig) Build() (*Model, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	g := gorgonia.NewGraph()
+	m := &Model{Graph: g, init: map[*gorgonia.Node]func(*rand.Rand, []float32){}}
+	m.Input = gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.Batch, c.Dims), gorgonia.WithName("input"))
+	m.Target = gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.Batch, c.Dims), gorgonia.WithName("target"))
+	bound := fanInBound(c.Dims)
+	h := m.Input
+	for b := range c.Blocks {
+		block := engine.Block{Name: fmt.Sprintf("block%d", b)}
+		for l := range c.LayersPerBlock {
+			name := fmt.Sprintf("block%d.layer%d", b, l)
+			w := gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.Dims, c.Dims), gorgonia.WithName(name+".weight"))
+			bias := gorgonia.NewVector(g, tensor.Float32, gorgonia.WithShape(c.Dims), gorgonia.WithName(name+".bias"))
+			m.init[w], m.init[bias] = uniform(bound), uniform(bound)
+			block.Params = append(block.Params, w, bias)
+			var err error
+			if h, err = gorgonia.ApplyOp(ops.Linear{}, h, w, bias); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			if h, err = gorgonia.ApplyOp(ops.LeakyReLU{Slope: ops.DefaultLeakySlope}, h); err != nil {
+				return nil, fmt.Errorf("%s activation: %w", name, err)
+			}
+		}
+		m.Blocks = append(m.Blocks, block)
+	}
+	m.Output = h
+	var err error
+	if m.Loss, err = gorgonia.ApplyOp(ops.MSE{Dims: 2}, h, m.Target); err != nil {
+		return nil, fmt.Errorf("loss: %w", err)
+	}
+	if m.OutputMean, err = gorgonia.ApplyOp(ops.Mean{Dims: 2}, h); err != nil {
+		return nil, fmt.Errorf("output mean: %w", err)
+	}
+	return m, nil
+}

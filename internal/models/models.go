@@ -1,0 +1,105 @@
+// Package models builds the workloads gpuz measures as gorgonia graphs of
+// the ops in package ops: their sizes and presets, their parameters grouped
+// in blocks, PyTorch's default initialisation and their synthetic data.
+package models
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gorgonia.org/gorgonia"
+
+	"gpuz/internal/engine"
+)
+
+// Scales name the size presets of every workload.
+const (
+	ScaleFull  = "full"  // the reference experiment's sizes
+	ScaleSmall = "small" // the same shapes shrunk to run a mode in about a second
+)
+
+// Model is a workload's graph for one batch size, ready to compile.
+type Model struct {
+	Graph  *gorgonia.ExprGraph
+	Input  *gorgonia.Node // one batch of data
+	Target *gorgonia.Node // the batch's target
+	Output *gorgonia.Node // the model's prediction
+	// Loss is the scalar training objective; OutputMean the scalar that
+	// evaluation accumulates.
+	Loss, OutputMean *gorgonia.Node
+	Blocks           []engine.Block
+	// init fills a parameter with its initial values, drawn from rng.
+	init map[*gorgonia.Node]func(rng *rand.Rand, dst []float32)
+}
+
+// InitParams draws every parameter's initial values, one parameter at a
+// time into a reused buffer, and hands each to set, so that no second copy
+// of the whole model is held. The values depend only on seed and on the
+// parameter's position in the model.
+func (m *Model) InitParams(seed uint64, set func(param *gorgonia.Node, values []float32) error) error {
+	var buf []float32
+	index := uint64(0)
+	for _, b := range m.Blocks {
+		for _, p := range b.Params {
+			n := p.Shape().TotalSize()
+			if cap(buf) < n {
+				buf = make([]float32, n)
+			}
+			rng := rand.New(rand.NewPCG(seed, index))
+			index++
+			m.init[p](rng, buf[:n])
+			if err := set(p, buf[:n]); err != nil {
+				return fmt.Errorf("initialising %s: %w", p.Name(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// ParamCount returns the number of trainable parameters.
+func (m *Model) ParamCount() int64 {
+	var n int64
+	for _, b := range m.Blocks {
+		for _, p := range b.Params {
+			n += int64(p.Shape().TotalSize())
+		}
+	}
+	return n
+}
+
+// uniform returns an initialiser drawing from U(−bound, bound), as PyTorch's
+// kaiming-uniform weights (a = √5) and fan-in biases do with
+// bound = 1/√fan_in.
+func uniform(bound float64) func(*rand.Rand, []float32) {
+	return func(rng *rand.Rand, dst []float32) {
+		for i := range dst {
+			dst[i] = float32((rng.Float64()*2 - 1) * bound)
+		}
+	}
+}
+
+// fanInBound is 1/√fanIn, the bound of PyTorch's default Linear and Conv2d
+// initialisation for both weights and biases.
+func fanInBound(fanIn int) float64 { return 1 / math.Sqrt(float64(fanIn)) }
+
+// Data is a workload's synthetic data set: samples rows of rowLen values.
+type Data struct {
+	Samples, RowLen int
+	Values          []float32
+}
+
+// Batch returns rows [i·batch, (i+1)·batch).
+func (d Data) Batch(i, batch int) []float32 {
+	return d.Values[i*batch*d.RowLen : (i+1)*batch*d.RowLen]
+}
+
+// uniformData draws samples × rowLen values from U(0, 1), as torch.rand.
+func uniformData(seed uint64, samples, rowLen int) Data {
+	rng := rand.New(rand.NewPCG(seed, math.MaxUint64))
+	d := Data{Samples: samples, RowLen: rowLen, Values: make([]float32, samples*rowLen)}
+	for i := range d.Values {
+		d.Values[i] = rng.Float32()
+	}
+	return d
+}
