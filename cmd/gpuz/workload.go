@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -28,6 +29,8 @@ type runOptions struct {
 	Seed    uint64
 	Threads int
 	JSON    string
+	// CPUProfile names a file for a pprof CPU profile of the run.
+	CPUProfile string
 }
 
 // addRunFlags registers the shared flags.
@@ -41,6 +44,7 @@ func addRunFlags(fs *pflag.FlagSet, o *runOptions) {
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the initial weights and the data")
 	fs.IntVar(&o.Threads, "threads", runtime.NumCPU(), "host threads for BLAS and element-wise kernels")
 	fs.StringVar(&o.JSON, "json", "", "also write the results as JSON to this file")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
 }
 
 // parseTask reads train or eval.
@@ -150,6 +154,17 @@ func benchmark(ctx context.Context, stdout io.Writer, o *runOptions, opts bench.
 			return
 		}
 		report.WriteEpoch(stdout, opts.Task, *e.Epoch, e.Warmup)
+	}
+	if o.CPUProfile != "" {
+		f, err := os.Create(o.CPUProfile)
+		if err != nil {
+			return &runFailure{fmt.Errorf("creating the profile: %w", err)}
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return &runFailure{fmt.Errorf("starting the profile: %w", err)}
+		}
+		defer pprof.StopCPUProfile()
 	}
 	res, err := bench.Run(ctx, opts)
 	if err != nil {

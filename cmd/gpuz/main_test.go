@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gpuzBinary is the command built once for the tests that run it as a
+// process.
+var gpuzBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gpuz-test")
+	if err != nil {
+		panic(err)
+	}
+	gpuzBinary = filepath.Join(dir, "gpuz")
+	build := exec.Command("go", "build", "-o", gpuzBinary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic("building gpuz: " + err.Error())
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// TestBadInput runs the built binary on bad command lines: each must exit
+// with status 2 and one line on stderr naming the problem, and print
+// nothing on stdout.
+func TestBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // in the error line
+	}{
+		{"unknown model", []string{"lineer", "train"}, `unknown command "lineer"`},
+		{"unknown task", []string{"linear", "fit"}, `unknown task "fit"`},
+		{"missing task", []string{"linear"}, "missing task"},
+		{"unknown mode", []string{"linear", "train", "cuda,tpu"}, `unknown mode "tpu"`},
+		{"empty mode list", []string{"linear", "train", ""}, "empty mode"},
+		{"empty mode in list", []string{"linear", "train", "cpu,,cuda"}, "empty mode"},
+		{"repeated mode", []string{"linear", "train", "cpu,cpu"}, "mode cpu given twice"},
+		{"alias repeats mode", []string{"linear", "train", "gpu,cuda"}, "mode cuda given twice"},
+		{"unknown flag", []string{"linear", "train", "cpu", "--speed", "9"}, "unknown flag: --speed"},
+		{"unknown scale", []string{"linear", "train", "cpu", "--scale", "huge"}, `unknown scale "huge"`},
+		{"zero batch", []string{"linear", "train", "cpu", "--batch", "0"}, "--batch must be positive, got 0"},
+		{"negative dims", []string{"linear", "train", "cpu", "--dims", "-5"}, "--dims must be positive, got -5"},
+		{"zero blocks", []string{"linear", "eval", "cpu", "--blocks", "0"}, "--blocks must be positive"},
+		{"zero epochs", []string{"linear", "train", "cpu", "--epochs", "0"}, "--epochs must be positive"},
+		{"zero threads", []string{"linear", "train", "cpu", "--threads", "0"}, "--threads must be positive"},
+		{"negative lr", []string{"linear", "train", "cpu", "--lr", "-1"}, "--lr must be positive"},
+		{"warm-up covers every epoch", []string{"linear", "train", "cpu", "--epochs", "2", "--warmup", "2"}, "--warmup (2) must be less than"},
+		{"batch does not divide samples", []string{"linear", "train", "cpu", "--scale", "small", "--batch", "3"}, "must be a multiple of --batch"},
+		{"not a number", []string{"linear", "train", "cpu", "--batch", "many"}, `invalid argument "many"`},
+		{"too many arguments", []string{"linear", "train", "cpu", "cuda"}, "too many arguments"},
+		{"version takes no arguments", []string{"version", "now"}, "unknown command"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			cmd := exec.Command(gpuzBinary, tc.args...)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			exitErr, ok := err.(*exec.ExitError)
+			if !ok || exitErr.ExitCode() != 2 {
+				t.Fatalf("gpuz %q: %v, want exit status 2; stderr:\n%s", tc.args, err, stderr.String())
+			}
+			lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
+				t.Errorf("stderr = %q, want one line containing %q", stderr.String(), tc.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout = %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+// TestSmallRun runs the main job at small scale in-process: the cpu mode
+// trains and the GPU modes are reported as unavailable, never with figures.
+func TestSmallRun(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"linear", "train", "cuda,cache,cpu", "--scale", "small"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit status %d; stderr: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"gpuz linear train (scale small)", "== cpu on host ==", "train: 0  mean loss:", "(warm-up)", "Analyze"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(strings.Trim(line, "| ")); len(f) > 0 {
+			rows[f[0]] = line
+		}
+	}
+	for mode, want := range map[string]string{"cuda": "| unavailable: ", "cache": "| unavailable: ", "cpu": "| ok"} {
+		if !strings.Contains(rows[mode], want) {
+			t.Errorf("%s row = %q, want it to contain %q", mode, rows[mode], want)
+		}
+	}
+	if strings.Contains(rows["cuda"], " s ") {
+		t.Errorf("the unavailable cuda row shows a time: %q", rows["cuda"])
+	}
+}
+
+// TestInterruptedRun cancels the run before it starts: the
+// table is still printed, every mode is marked, and the status is 130.
+func TestInterruptedRun(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"linear", "train", "cpu", "--scale", "small"}, &stdout, &stderr)
+	if code != exitInterrupted {
+		t.Fatalf("exit status %d, want %d", code, exitInterrupted)
+	}
+	if !strings.Contains(stdout.String(), "Analyze") || !strings.Contains(stdout.String(), "interrupted") {
+		t.Errorf("output lacks the table or the interrupted status:\n%s", stdout.String())
+	}
+}
+
+// TestManualExamples runs every example of the command's manual (its doc
+// comment and help texts) at small scale, so the manual cannot rot.
+func TestManualExamples(t *testing.T) {
+	root := newRootCmd(&bytes.Buffer{}, &bytes.Buffer{})
+	var examples []string
+	for _, c := range append(root.Commands(), root) {
+		for _, line := range strings.Split(c.Example, "\n") {
+			if line = strings.TrimSpace(line); strings.HasPrefix(line, "gpuz ") {
+				examples = append(examples, line)
+			}
+		}
+	}
+	if len(examples) < 3 {
+		t.Fatalf("found %d examples, want the manual's", len(examples))
+	}
+	for _, ex := range examples {
+		args := strings.Fields(ex)[1:]
+		if len(args) > 1 && !strings.Contains(ex, "--scale") {
+			args = append(args, "--scale", "small")
+		}
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+			t.Errorf("%s: exit status %d: %s", ex, code, stderr.String())
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var stdout bytes.Buffer
+	if code := run(context.Background(), []string{"version"}, &stdout, &bytes.Buffer{}); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	for _, want := range []string{"gpuz ", "BLAS: ", "CUDA support: no"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("version output %q lacks %q", stdout.String(), want)
+		}
+	}
+}
