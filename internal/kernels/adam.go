@@ -28,21 +28,39 @@ func ClipScale(sumSquares, maxNorm float64) float64 {
 //	v = β2·v + (1−β2)·g'²
 //	p = p − (lr / (1−β1^step)) · m / (√v / √(1−β2^step) + ε)
 func AdamStep[T Float](a Adam, p, g, m, v []T, gradScale float64, step int) {
-	scale := T(gradScale)
-	beta1, beta2 := T(a.Beta1), T(a.Beta2)
-	oneMinusBeta1, oneMinusBeta2 := T(1-a.Beta1), T(1-a.Beta2)
-	stepSize := T(a.LR / (1 - math.Pow(a.Beta1, float64(step))))
-	correction2Sqrt := T(math.Sqrt(1 - math.Pow(a.Beta2, float64(step))))
-	eps := T(a.Eps)
+	c := adamConstants[T]{
+		scale:           T(gradScale),
+		beta1:           T(a.Beta1),
+		beta2:           T(a.Beta2),
+		oneMinusBeta1:   T(1 - a.Beta1),
+		oneMinusBeta2:   T(1 - a.Beta2),
+		stepSize:        T(a.LR / (1 - math.Pow(a.Beta1, float64(step)))),
+		correction2Sqrt: T(math.Sqrt(1 - math.Pow(a.Beta2, float64(step)))),
+		eps:             T(a.Eps),
+	}
 	parallelFor(len(p), 1, func(lo, hi int) {
-		ps, gs, ms, vs := p[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi]
-		for i := range ps {
-			gi := gs[i] * scale
-			mi := ms[i]*beta1 + gi*oneMinusBeta1
-			vi := vs[i]*beta2 + gi*gi*oneMinusBeta2
-			ms[i], vs[i] = mi, vi
-			denom := T(math.Sqrt(float64(vi)))/correction2Sqrt + eps
-			ps[i] -= stepSize * (mi / denom)
+		if p32, ok := any(p).([]float32); ok {
+			adamFloat32(p32[lo:hi], any(g).([]float32)[lo:hi], any(m).([]float32)[lo:hi], any(v).([]float32)[lo:hi], any(c).(adamConstants[float32]))
+			return
 		}
+		adamGo(p[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi], c)
 	})
+}
+
+// adamConstants are the per-step factors of an Adam update, in the element
+// type.
+type adamConstants[T Float] struct {
+	scale, beta1, beta2, oneMinusBeta1, oneMinusBeta2, stepSize, correction2Sqrt, eps T
+}
+
+// adamGo is the Adam update as a Go loop.
+func adamGo[T Float](p, g, m, v []T, c adamConstants[T]) {
+	for i := range p {
+		gi := g[i] * c.scale
+		mi := m[i]*c.beta1 + gi*c.oneMinusBeta1
+		vi := v[i]*c.beta2 + gi*gi*c.oneMinusBeta2
+		m[i], v[i] = mi, vi
+		denom := T(math.Sqrt(float64(vi)))/c.correction2Sqrt + c.eps
+		p[i] -= c.stepSize * (mi / denom)
+	}
 }

@@ -55,3 +55,14 @@ func BenchmarkLeakyReLU(b *testing.B) {
 		LeakyReLU(y, x, 0.01)
 	}
 }
+
+// BenchmarkSumSquares times the gradient norm of one linear block's weights
+// and reports the memory rate it reaches.
+func BenchmarkSumSquares(b *testing.B) {
+	const n = 10 * 2000 * 2000
+	g := toFloat32(randomSlice(rand.New(rand.NewPCG(1, 1)), n))
+	for b.Loop() {
+		SumSquares(g)
+	}
+	b.ReportMetric(4*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+}

@@ -14,11 +14,22 @@ func Sum[T Float](x []T) float64 {
 // SumSquares returns the sum of the squares of x, accumulated in float64.
 func SumSquares[T Float](x []T) float64 {
 	return parallelSum(len(x), func(lo, hi int) float64 {
-		s := 0.0
-		for _, v := range x[lo:hi] {
-			s += float64(v) * float64(v)
+		// Four independent sums keep the adder busy; the order, and so the
+		// result, depends only on the chunk.
+		var s0, s1, s2, s3 float64
+		c := x[lo:hi]
+		i := 0
+		for ; i+4 <= len(c); i += 4 {
+			a, b, d, e := float64(c[i]), float64(c[i+1]), float64(c[i+2]), float64(c[i+3])
+			s0 += a * a
+			s1 += b * b
+			s2 += d * d
+			s3 += e * e
 		}
-		return s
+		for ; i < len(c); i++ {
+			s0 += float64(c[i]) * float64(c[i])
+		}
+		return (s0 + s1) + (s2 + s3)
 	})
 }
 
