@@ -87,6 +87,8 @@ type Kernels interface {
 	MeanSquaredErrorGrad(dst, pred, target, seed Buffer)
 	// Mean sets the one element of dst to the mean of x.
 	Mean(dst, x Buffer)
+	// Fill sets every element of dst to scale times the one element of s.
+	Fill(dst, s Buffer, scale float32)
 	// SumSquares returns the sum of the squares of x's elements.
 	SumSquares(x Buffer) float64
 	// AdamStep applies Adam update number step to p from g·gradScale,

@@ -134,6 +134,14 @@ func (HostKernels) Mean(dst, x Buffer) {
 	Floats(dst)[0] = float32(kernels.Sum(xs) / float64(len(xs)))
 }
 
+// Fill sets dst to scale·s[0].
+func (HostKernels) Fill(dst, s Buffer, scale float32) {
+	d, v := Floats(dst), Floats(s)[0]*scale
+	for i := range d {
+		d[i] = v
+	}
+}
+
 // SumSquares returns the sum of squares of x.
 func (HostKernels) SumSquares(x Buffer) float64 { return kernels.SumSquares(Floats(x)) }
 

@@ -226,14 +226,10 @@ func neededNodes(g *gorgonia.ExprGraph, targets gorgonia.Nodes) map[*gorgonia.No
 	return needed
 }
 
-// checkOp reports an op the engine cannot run.
+// checkOp reports an op the engine cannot run: one that is neither a
+// project op nor gorgonia's gradient sum.
 func checkOp(n *gorgonia.Node) error {
-	switch n.Op().(type) {
-	case ops.Linear, ops.LinearInputGrad, ops.LinearWeightGrad, ops.LinearBiasGrad,
-		ops.LeakyReLU, ops.LeakyReLUGrad, ops.MSE, ops.MSEGrad, ops.Mean:
-		return nil
-	}
-	if isGradientSum(n.Op()) {
+	if _, ok := n.Op().(ops.Launcher); ok || isGradientSum(n.Op()) {
 		return nil
 	}
 	return fmt.Errorf("engine: op %v is not supported; build graphs from package ops", n.Op())

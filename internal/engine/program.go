@@ -5,29 +5,39 @@ import (
 	"fmt"
 
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 
 	"gpuz/internal/device"
 	"gpuz/internal/kernels"
 	"gpuz/internal/ops"
 )
 
+// boundStep is a step with its device buffers and argument shapes resolved
+// at load time, so that running it allocates nothing.
+type boundStep struct {
+	step
+	argBuffers []device.Buffer
+	shapes     []tensor.Shape
+}
+
 // Program is a Plan loaded on a device: every buffer it needs is allocated
 // once, and each Run reuses them.
 type Program struct {
-	plan    *Plan
-	dev     device.Device
-	k       device.Kernels
-	buffers []device.Buffer // per value: its own buffer or a view of its slot
-	owned   []device.Buffer // what Close frees
-	moments [][2]device.Buffer
-	steps   []int // Adam steps taken, per block
-	scratch []float32
+	plan      *Plan
+	dev       device.Device
+	k         device.Kernels
+	buffers   []device.Buffer // per value: its own buffer or a view of its slot
+	owned     []device.Buffer // what Close frees
+	moments   [][2]device.Buffer
+	steps     []boundStep
+	adamSteps []int // Adam steps taken, per block
+	scratch   []float32
 }
 
 // Load allocates the plan's memory on dev. On error, including the device
 // running out of memory, nothing stays allocated.
 func (p *Plan) Load(dev device.Device) (prog *Program, err error) {
-	prog = &Program{plan: p, dev: dev, k: dev.Kernels(), buffers: make([]device.Buffer, len(p.values)), steps: make([]int, len(p.spec.Blocks))}
+	prog = &Program{plan: p, dev: dev, k: dev.Kernels(), buffers: make([]device.Buffer, len(p.values)), adamSteps: make([]int, len(p.spec.Blocks))}
 	defer func() {
 		if err != nil {
 			prog.Close()
@@ -75,6 +85,14 @@ func (p *Plan) Load(dev device.Device) (prog *Program, err error) {
 		if v.kind == kindTemporary {
 			prog.buffers[i] = dev.View(slots[v.slot], v.elems)
 		}
+	}
+	prog.steps = make([]boundStep, len(p.steps))
+	for i, s := range p.steps {
+		b := boundStep{step: s, argBuffers: make([]device.Buffer, len(s.args)), shapes: make([]tensor.Shape, len(s.args))}
+		for j, a := range s.args {
+			b.argBuffers[j], b.shapes[j] = prog.buffers[a], p.values[a].shape
+		}
+		prog.steps[i] = b
 	}
 	return prog, nil
 }
@@ -137,7 +155,7 @@ func (prog *Program) download(i int) ([]float32, error) {
 func (prog *Program) Run() (float32, error) {
 	p := prog.plan
 	next := 0 // next update to run
-	for si, s := range p.steps {
+	for si, s := range prog.steps {
 		if err := prog.execute(s); err != nil {
 			return 0, err
 		}
@@ -154,40 +172,17 @@ func (prog *Program) Run() (float32, error) {
 	return prog.scratch[0], nil
 }
 
-// execute dispatches one step to the device's kernels.
-func (prog *Program) execute(s step) error {
-	p, k := prog.plan, prog.k
-	arg := func(i int) device.Buffer { return prog.buffers[s.args[i]] }
-	shape := func(i int) []int { return p.values[s.args[i]].shape }
+// execute runs one step on the device: a project op through its Launch
+// method, gorgonia's gradient sum as an element-wise addition.
+func (prog *Program) execute(s boundStep) error {
 	out := prog.buffers[s.out]
-	switch op := s.op.(type) {
-	case ops.Linear:
-		x, w := shape(0), shape(1)
-		k.Gemm(false, true, x[0], w[0], x[1], arg(0), arg(1), out)
-		k.AddRowVector(out, arg(2))
-	case ops.LinearInputGrad:
-		g, w := shape(0), shape(1)
-		k.Gemm(false, false, g[0], w[1], g[1], arg(0), arg(1), out)
-	case ops.LinearWeightGrad:
-		g, x := shape(0), shape(1)
-		k.Gemm(true, false, g[1], x[1], g[0], arg(0), arg(1), out)
-	case ops.LinearBiasGrad:
-		k.SumRows(out, arg(0))
-	case ops.LeakyReLU:
-		k.LeakyReLU(out, arg(0), float32(op.Slope))
-	case ops.LeakyReLUGrad:
-		k.LeakyReLUGrad(out, arg(0), arg(1), float32(op.Slope))
-	case ops.MSE:
-		k.MeanSquaredError(out, arg(0), arg(1))
-	case ops.MSEGrad:
-		k.MeanSquaredErrorGrad(out, arg(0), arg(1), arg(2))
-	case ops.Mean:
-		k.Mean(out, arg(0))
-	default:
-		if !isGradientSum(op) {
-			return fmt.Errorf("engine: op %v is not supported", op)
-		}
-		k.Add(out, arg(0), arg(1))
+	args := s.argBuffers
+	if isGradientSum(s.op) {
+		prog.k.Add(out, args[0], args[1])
+		return nil
+	}
+	if err := s.op.(ops.Launcher).Launch(prog.k, out, args, s.shapes); err != nil {
+		return fmt.Errorf("engine: %v: %w", s.op, err)
 	}
 	return nil
 }
@@ -204,8 +199,8 @@ func (prog *Program) update(b int) {
 		}
 	}
 	scale := kernels.ClipScale(sumSquares, p.spec.ClipNorm)
-	prog.steps[b]++
+	prog.adamSteps[b]++
 	for _, i := range members {
-		prog.k.AdamStep(p.spec.Optimizer, prog.buffers[p.params[i]], prog.buffers[p.grads[i]], prog.moments[i][0], prog.moments[i][1], scale, prog.steps[b])
+		prog.k.AdamStep(p.spec.Optimizer, prog.buffers[p.params[i]], prog.buffers[p.grads[i]], prog.moments[i][0], prog.moments[i][1], scale, prog.adamSteps[b])
 	}
 }

@@ -207,7 +207,7 @@ func (op MeanGrad) Do(values ...gorgonia.Value) (gorgonia.Value, error) {
 func meanGradDo[T kernels.Float](v []gorgonia.Value) (gorgonia.Value, error) {
 	d := newTensor[T](v[0].Shape()...)
 	out := floats[T](d)
-	fill := scalar[T](v[1]) / T(len(out))
+	fill := scalar[T](v[1]) * (1 / T(len(out)))
 	for i := range out {
 		out[i] = fill
 	}

@@ -1,0 +1,81 @@
+package ops
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"gpuz/internal/device"
+)
+
+// launchCase is an op and the shapes of its float32 inputs.
+type launchCase struct {
+	name   string
+	op     gorgonia.Op
+	shapes []tensor.Shape
+}
+
+// launchCases covers every op the engine launches. Scalars are given the
+// empty shape.
+var launchCases = []launchCase{
+	{"Linear", Linear{}, []tensor.Shape{{3, 4}, {5, 4}, {5}}},
+	{"LinearInputGrad", LinearInputGrad{}, []tensor.Shape{{3, 5}, {5, 4}}},
+	{"LinearWeightGrad", LinearWeightGrad{}, []tensor.Shape{{3, 5}, {3, 4}}},
+	{"LinearBiasGrad", LinearBiasGrad{}, []tensor.Shape{{3, 5}}},
+	{"LeakyReLU", LeakyReLU{Slope: 0.01}, []tensor.Shape{{4, 6}}},
+	{"LeakyReLUGrad", LeakyReLUGrad{Slope: 0.01}, []tensor.Shape{{4, 6}, {4, 6}}},
+	{"MSE", MSE{Dims: 2}, []tensor.Shape{{3, 5}, {3, 5}}},
+	{"MSEGrad", MSEGrad{Dims: 2}, []tensor.Shape{{3, 5}, {3, 5}, {}}},
+	{"Mean", Mean{Dims: 2}, []tensor.Shape{{3, 5}}},
+	{"MeanGrad", MeanGrad{Dims: 2}, []tensor.Shape{{3, 5}, {}}},
+}
+
+// TestLaunchMatchesDo runs every op both ways on the host, through Do (what
+// the TapeMachine and the gradient checks use) and through Launch (what the
+// engine uses): the results must be identical.
+func TestLaunchMatchesDo(t *testing.T) {
+	host := device.NewHost()
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, tc := range launchCases {
+		t.Run(tc.name, func(t *testing.T) {
+			values := make([]gorgonia.Value, len(tc.shapes))
+			buffers := make([]device.Buffer, len(tc.shapes))
+			for i, s := range tc.shapes {
+				data := make([]float32, max(s.TotalSize(), 1))
+				for j := range data {
+					data[j] = rng.Float32()*2 - 1
+				}
+				if len(s) == 0 {
+					values[i] = gorgonia.NewF32(data[0])
+				} else {
+					values[i] = tensor.New(tensor.WithBacking(append([]float32(nil), data...)), tensor.WithShape(s...))
+				}
+				buffers[i], _ = host.Alloc(len(data))
+				host.Upload(buffers[i], data)
+			}
+			want, err := tc.op.Do(values...)
+			if err != nil {
+				t.Fatalf("Do: %v", err)
+			}
+			var wantData []float32
+			switch d := want.Data().(type) {
+			case float32:
+				wantData = []float32{d}
+			case []float32:
+				wantData = d
+			}
+			out, _ := host.Alloc(len(wantData))
+			if err := tc.op.(Launcher).Launch(host.Kernels(), out, buffers, tc.shapes); err != nil {
+				t.Fatalf("Launch: %v", err)
+			}
+			got := device.Floats(out)
+			for i := range wantData {
+				if got[i] != wantData[i] {
+					t.Fatalf("element %d: Launch %g, Do %g", i, got[i], wantData[i])
+				}
+			}
+		})
+	}
+}
