@@ -36,46 +36,51 @@ var launchCases = []launchCase{
 // the TapeMachine and the gradient checks use) and through Launch (what the
 // engine uses): the results must be identical.
 func TestLaunchMatchesDo(t *testing.T) {
-	host := device.NewHost()
-	rng := rand.New(rand.NewPCG(11, 12))
 	for _, tc := range launchCases {
-		t.Run(tc.name, func(t *testing.T) {
-			values := make([]gorgonia.Value, len(tc.shapes))
-			buffers := make([]device.Buffer, len(tc.shapes))
-			for i, s := range tc.shapes {
-				data := make([]float32, max(s.TotalSize(), 1))
-				for j := range data {
-					data[j] = rng.Float32()*2 - 1
-				}
-				if len(s) == 0 {
-					values[i] = gorgonia.NewF32(data[0])
-				} else {
-					values[i] = tensor.New(tensor.WithBacking(append([]float32(nil), data...)), tensor.WithShape(s...))
-				}
-				buffers[i], _ = host.Alloc(len(data))
-				host.Upload(buffers[i], data)
-			}
-			want, err := tc.op.Do(values...)
-			if err != nil {
-				t.Fatalf("Do: %v", err)
-			}
-			var wantData []float32
-			switch d := want.Data().(type) {
-			case float32:
-				wantData = []float32{d}
-			case []float32:
-				wantData = d
-			}
-			out, _ := host.Alloc(len(wantData))
-			if err := tc.op.(Launcher).Launch(host.Kernels(), out, buffers, tc.shapes); err != nil {
-				t.Fatalf("Launch: %v", err)
-			}
-			got := device.Floats(out)
-			for i := range wantData {
-				if got[i] != wantData[i] {
-					t.Fatalf("element %d: Launch %g, Do %g", i, got[i], wantData[i])
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkLaunch(t, tc) })
+	}
+}
+
+// checkLaunch runs one op through Do and through Launch on the host on
+// random float32 inputs and fails unless the results are identical.
+func checkLaunch(t *testing.T, tc launchCase) {
+	t.Helper()
+	host := device.NewHost()
+	rng := rand.New(rand.NewPCG(11, uint64(len(tc.name))))
+	values := make([]gorgonia.Value, len(tc.shapes))
+	buffers := make([]device.Buffer, len(tc.shapes))
+	for i, s := range tc.shapes {
+		data := make([]float32, max(s.TotalSize(), 1))
+		for j := range data {
+			data[j] = rng.Float32()*2 - 1
+		}
+		if len(s) == 0 {
+			values[i] = gorgonia.NewF32(data[0])
+		} else {
+			values[i] = tensor.New(tensor.WithBacking(append([]float32(nil), data...)), tensor.WithShape(s...))
+		}
+		buffers[i], _ = host.Alloc(len(data))
+		host.Upload(buffers[i], data)
+	}
+	want, err := tc.op.Do(values...)
+	if err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	var wantData []float32
+	switch d := want.Data().(type) {
+	case float32:
+		wantData = []float32{d}
+	case []float32:
+		wantData = d
+	}
+	out, _ := host.Alloc(len(wantData))
+	if err := tc.op.(Launcher).Launch(host.Kernels(), out, buffers, tc.shapes); err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	got := device.Floats(out)
+	for i := range wantData {
+		if got[i] != wantData[i] {
+			t.Fatalf("element %d: Launch %g, Do %g", i, got[i], wantData[i])
+		}
 	}
 }
