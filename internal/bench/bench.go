@@ -128,8 +128,8 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) Mod
 		return r
 	}
 	need := plan.Bytes().Total()
-	if avail, ok := hostAvailableBytes(); ok && need > avail {
-		r.Status = Status{Kind: StatusSkipped, Reason: fmt.Sprintf("needs %d bytes, the host has %d available", need, avail)}
+	if info, err := device.ReadMeminfo(); err == nil && need > info.Available {
+		r.Status = Status{Kind: StatusSkipped, Reason: fmt.Sprintf("needs %d bytes, the host has %d available", need, info.Available)}
 		return r
 	}
 	prog, err := plan.Load(dev)

@@ -39,6 +39,10 @@ type Device interface {
 	Download(dst []float32, src Buffer) error
 	// Stats reports the device's memory use and copies so far.
 	Stats() Stats
+	// MemInfo reports the bytes free for a new allocation and the device's
+	// capacity. On a simulated device, free memory accounts for what other
+	// processes reserve on it.
+	MemInfo() (free, total int64, err error)
 	// Kernels runs the math on the device's buffers.
 	Kernels() Kernels
 }

@@ -87,6 +87,16 @@ func (h *Host) Stats() Stats {
 	return h.stats
 }
 
+// MemInfo reports the host memory available (MemAvailable) and installed
+// (MemTotal).
+func (h *Host) MemInfo() (free, total int64, err error) {
+	info, err := ReadMeminfo()
+	if err != nil {
+		return 0, 0, fmt.Errorf("host: %w", err)
+	}
+	return info.Available, info.Total, nil
+}
+
 // Kernels returns the host kernels.
 func (h *Host) Kernels() Kernels { return HostKernels{} }
 
