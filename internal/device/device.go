@@ -30,9 +30,9 @@ type Device interface {
 	// Free releases a buffer; using it, or a view of it, afterwards is an
 	// error.
 	Free(Buffer)
-	// View returns a buffer of the first n elements of b, sharing its
-	// memory; it is not freed on its own.
-	View(b Buffer, n int) Buffer
+	// View returns a buffer of n elements of b starting at element offset,
+	// sharing b's memory; it is not freed on its own.
+	View(b Buffer, offset, n int) Buffer
 	// Upload copies src from host memory into dst.
 	Upload(dst Buffer, src []float32) error
 	// Download copies src into dst in host memory.

@@ -51,8 +51,10 @@ func (h *Host) Free(b Buffer) {
 	hb.data = nil
 }
 
-// View returns the first n elements of b.
-func (h *Host) View(b Buffer, n int) Buffer { return &hostBuffer{data: Floats(b)[:n]} }
+// View returns n elements of b from offset.
+func (h *Host) View(b Buffer, offset, n int) Buffer {
+	return &hostBuffer{data: Floats(b)[offset : offset+n : offset+n]}
+}
 
 // Upload copies src into dst.
 func (h *Host) Upload(dst Buffer, src []float32) error {

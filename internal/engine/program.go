@@ -83,7 +83,7 @@ func (p *Plan) Load(dev device.Device) (prog *Program, err error) {
 	}
 	for i, v := range p.values {
 		if v.kind == kindTemporary {
-			prog.buffers[i] = dev.View(slots[v.slot], v.elems)
+			prog.buffers[i] = dev.View(slots[v.slot], 0, v.elems)
 		}
 	}
 	prog.steps = make([]boundStep, len(p.steps))
