@@ -132,7 +132,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) Mod
 		r.Status = Status{Kind: StatusSkipped, Reason: fmt.Sprintf("needs %d bytes, the host has %d available", need, info.Available)}
 		return r
 	}
-	prog, err := plan.Load(dev)
+	prog, err := plan.Load(dev, engine.Placement{})
 	if err != nil {
 		r.Status = errorStatus(err)
 		return r

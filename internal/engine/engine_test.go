@@ -144,7 +144,7 @@ func TestEngineMatchesTapeMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := plan.Load(device.NewHost())
+	prog, err := plan.Load(device.NewHost(), Placement{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestLivenessKeepsResults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prog, err := plan.Load(device.NewHost())
+		prog, err := plan.Load(device.NewHost(), Placement{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -60,6 +60,7 @@ const (
 	kindParam                      // a parameter, resident for the program's life
 	kindSeed                       // the constant 1 that seeds backpropagation
 	kindTemporary                  // computed by a step, in a slot of the arena
+	kindSaved                      // computed in the forward pass, read in the backward pass: kept with its block
 )
 
 // value is one node's tensor in the plan.
@@ -69,7 +70,13 @@ type value struct {
 	shape tensor.Shape
 	elems int
 	slot  int // arena slot, for temporaries
-	block int // owning block, for parameters; -1 otherwise
+	// block owns the value: for parameters their block, for saved values
+	// the block they travel with; -1 otherwise.
+	block int
+	// produced is the step that computes the value (-1 for inputs and
+	// parameters), lastUse the last step that reads it (len(steps) when it
+	// must outlive the step, -1 when nothing reads it).
+	produced, lastUse int
 }
 
 // step is one op applied to values.
@@ -98,9 +105,18 @@ type Plan struct {
 	steps   []step
 	updates []update
 	slots   []int // elements of each arena slot
-	output  int   // value index of the output
-	grads   []int // value index of each parameter's gradient, in paramOrder
-	params  []int // value indices of parameters, block by block
+	// needs lists, per step, the blocks that must be resident on the device
+	// for it: those whose parameters it reads and those owning the saved
+	// values it reads or writes.
+	needs [][]int
+	// order is the order in which the forward and the backward pass first
+	// need each block: what a cache policy observes.
+	order [2][]int
+	// saved lists each block's saved values.
+	saved  [][]int
+	output int   // value index of the output
+	grads  []int // value index of each parameter's gradient, in paramOrder
+	params []int // value indices of parameters, block by block
 }
 
 // Compile turns the graph around spec.Output into a Plan. With spec.Train it
@@ -186,6 +202,8 @@ func Compile(spec Spec) (*Plan, error) {
 	if spec.Train {
 		p.scheduleUpdates()
 	}
+	p.computeLastUse()
+	p.assignOwners()
 	p.assignSlots()
 	return p, nil
 }
@@ -195,7 +213,7 @@ func (p *Plan) addValue(n *gorgonia.Node, kind valueKind, block int) int {
 		return i
 	}
 	s := n.Shape()
-	p.values = append(p.values, value{node: n, kind: kind, shape: s, elems: max(s.TotalSize(), 1), block: block, slot: -1})
+	p.values = append(p.values, value{node: n, kind: kind, shape: s, elems: max(s.TotalSize(), 1), block: block, slot: -1, produced: -1, lastUse: -1})
 	p.index[n] = len(p.values) - 1
 	return len(p.values) - 1
 }
@@ -266,57 +284,66 @@ func (p *Plan) scheduleUpdates() {
 	slices.SortStableFunc(p.updates, func(a, b update) int { return a.after - b.after })
 }
 
-// assignSlots gives every temporary a slot of the arena by liveness: a slot
-// is reused once the last reader of its value has run. Gradients live until
-// their block's update; the output, and gradients kept on request, live to
-// the end of the step.
-func (p *Plan) assignSlots() {
+// computeLastUse records for every value the step that produces it and the
+// last step that reads it. Gradients live until their block's update; the
+// output, and gradients kept on request, live to the end of the step.
+func (p *Plan) computeLastUse() {
 	end := len(p.steps)
-	lastUse := make([]int, len(p.values))
-	for i := range lastUse {
-		lastUse[i] = -1
-	}
 	for si, s := range p.steps {
+		p.values[s.out].produced = si
 		for _, a := range s.args {
-			lastUse[a] = si
+			p.values[a].lastUse = si
 		}
 	}
 	for i, gv := range p.grads {
-		lastUse[gv] = max(lastUse[gv], p.updateStep(p.values[p.params[i]].block))
+		p.values[gv].lastUse = max(p.values[gv].lastUse, p.updateStep(p.values[p.params[i]].block))
 		if p.spec.RetainGradients {
-			lastUse[gv] = end
+			p.values[gv].lastUse = end
 		}
 	}
-	lastUse[p.output] = end
+	p.values[p.output].lastUse = end
+}
 
+// assignSlots gives every temporary a slot of the arena by liveness: a slot
+// is reused once the last reader of its value has run. Saved values live in
+// their block's area instead.
+func (p *Plan) assignSlots() {
+	end := len(p.steps)
 	// A temporary's slot is released after the step that last uses it, or
 	// after the step that produces it when nothing reads it.
 	release := make([][]int, len(p.steps))
 	for si, s := range p.steps {
-		if at := max(si, lastUse[s.out]); at < end {
+		if at := max(si, p.values[s.out].lastUse); at < end && p.values[s.out].kind == kindTemporary {
 			release[at] = append(release[at], s.out)
 		}
 	}
 	var free []int // slot indices not in use
 	for si, s := range p.steps {
-		need := p.values[s.out].elems
-		best := -1
-		for fi, slot := range free {
-			if p.slots[slot] >= need && (best < 0 || p.slots[slot] < p.slots[free[best]]) {
-				best = fi
-			}
-		}
-		if best >= 0 {
-			p.values[s.out].slot = free[best]
-			free = slices.Delete(free, best, best+1)
-		} else {
-			p.slots = append(p.slots, need)
-			p.values[s.out].slot = len(p.slots) - 1
+		if p.values[s.out].kind == kindTemporary {
+			p.values[s.out].slot = p.takeSlot(&free, p.values[s.out].elems)
 		}
 		for _, v := range release[si] {
 			free = append(free, p.values[v].slot)
 		}
 	}
+}
+
+// takeSlot returns the smallest free slot of at least need elements,
+// removing it from free, or a new slot.
+func (p *Plan) takeSlot(free *[]int, need int) int {
+	best := -1
+	for fi, slot := range *free {
+		if p.slots[slot] >= need && (best < 0 || p.slots[slot] < p.slots[(*free)[best]]) {
+			best = fi
+		}
+	}
+	if best < 0 {
+		p.slots = append(p.slots, need)
+		return len(p.slots) - 1
+	}
+	slot := (*free)[best]
+	*free = slices.Delete(*free, best, best+1)
+	return slot
 }
 
 // updateStep returns the compute step after which block b is updated.
@@ -329,16 +356,17 @@ func (p *Plan) updateStep(b int) int {
 	return -1
 }
 
-// Bytes is the memory a plan needs on its device, by kind.
+// Bytes is the memory a plan needs with every block resident, by kind.
 type Bytes struct {
 	Parameters int64 // every block's parameters
 	Optimizer  int64 // Adam's two moments per parameter, when training
+	Saved      int64 // activations saved for the backward pass
 	Inputs     int64 // one batch of data and target
-	Arena      int64 // activations, gradients and temporaries, reused by liveness
+	Arena      int64 // other activations, gradients and temporaries, reused by liveness
 }
 
 // Total is the sum of all kinds.
-func (b Bytes) Total() int64 { return b.Parameters + b.Optimizer + b.Inputs + b.Arena }
+func (b Bytes) Total() int64 { return b.Parameters + b.Optimizer + b.Saved + b.Inputs + b.Arena }
 
 // Bytes returns the memory the plan needs, known before allocating any.
 func (p *Plan) Bytes() Bytes {
@@ -347,6 +375,8 @@ func (p *Plan) Bytes() Bytes {
 		switch v.kind {
 		case kindParam:
 			b.Parameters += 4 * int64(v.elems)
+		case kindSaved:
+			b.Saved += 4 * int64(v.elems)
 		case kindInput, kindSeed:
 			b.Inputs += 4 * int64(v.elems)
 		}

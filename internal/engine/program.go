@@ -12,8 +12,8 @@ import (
 	"gpuz/internal/ops"
 )
 
-// boundStep is a step with its device buffers and argument shapes resolved
-// at load time, so that running it allocates nothing.
+// boundStep is a step with its argument shapes and a reusable slice for its
+// argument buffers, so that running it allocates nothing.
 type boundStep struct {
 	step
 	argBuffers []device.Buffer
@@ -21,42 +21,44 @@ type boundStep struct {
 }
 
 // Program is a Plan loaded on a device: every buffer it needs is allocated
-// once, and each Run reuses them.
+// once, and each Run reuses them. A paged program also keeps every block's
+// master copy in host memory and moves blocks in and out of a window of
+// device slots as its placement's policy decides.
 type Program struct {
 	plan      *Plan
 	dev       device.Device
 	k         device.Kernels
-	buffers   []device.Buffer // per value: its own buffer or a view of its slot
-	owned     []device.Buffer // what Close frees
+	place     Placement
+	buffers   []device.Buffer // per value: its own buffer, a view of its slot or its block's area, nil while paged out
 	moments   [][2]device.Buffer
+	owned     []device.Buffer // what Close frees
 	steps     []boundStep
 	adamSteps []int // Adam steps taken, per block
 	scratch   []float32
+	layouts   []layout
+	res       *residency // nil when every block stays resident
 }
 
-// Load allocates the plan's memory on dev. On error, including the device
-// running out of memory, nothing stays allocated.
-func (p *Plan) Load(dev device.Device) (prog *Program, err error) {
-	prog = &Program{plan: p, dev: dev, k: dev.Kernels(), buffers: make([]device.Buffer, len(p.values)), adamSteps: make([]int, len(p.spec.Blocks))}
+// Load allocates the plan's memory on dev for a placement. On error,
+// including the device running out of memory, nothing stays allocated.
+func (p *Plan) Load(dev device.Device, pl Placement) (prog *Program, err error) {
+	if err := pl.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	prog = &Program{plan: p, dev: dev, k: dev.Kernels(), place: pl,
+		buffers: make([]device.Buffer, len(p.values)), moments: make([][2]device.Buffer, len(p.params)),
+		adamSteps: make([]int, len(p.spec.Blocks)), scratch: make([]float32, 1)}
 	defer func() {
 		if err != nil {
 			prog.Close()
 			prog = nil
 		}
 	}()
-	alloc := func(n int) (device.Buffer, error) {
-		b, err := dev.Alloc(n)
-		if err != nil {
-			return nil, err
-		}
-		prog.owned = append(prog.owned, b)
-		return b, nil
-	}
 	for i, v := range p.values {
-		if v.kind == kindTemporary {
+		if v.kind != kindInput && v.kind != kindSeed {
 			continue
 		}
-		if prog.buffers[i], err = alloc(v.elems); err != nil {
+		if prog.buffers[i], err = prog.alloc(v.elems); err != nil {
 			return nil, fmt.Errorf("engine: allocating %s: %w", v.node.Name(), err)
 		}
 		if v.kind == kindSeed {
@@ -65,19 +67,9 @@ func (p *Plan) Load(dev device.Device) (prog *Program, err error) {
 			}
 		}
 	}
-	if p.spec.Train {
-		prog.moments = make([][2]device.Buffer, len(p.params))
-		for i, pv := range p.params {
-			for j := range 2 {
-				if prog.moments[i][j], err = alloc(p.values[pv].elems); err != nil {
-					return nil, fmt.Errorf("engine: allocating optimizer state: %w", err)
-				}
-			}
-		}
-	}
 	slots := make([]device.Buffer, len(p.slots))
 	for i, n := range p.slots {
-		if slots[i], err = alloc(n); err != nil {
+		if slots[i], err = prog.alloc(n); err != nil {
 			return nil, fmt.Errorf("engine: allocating activations: %w", err)
 		}
 	}
@@ -86,15 +78,70 @@ func (p *Plan) Load(dev device.Device) (prog *Program, err error) {
 			prog.buffers[i] = dev.View(slots[v.slot], 0, v.elems)
 		}
 	}
+	prog.layouts = p.layouts(!(pl.Paged && pl.OptimizerOnHost))
+	if pl.Paged {
+		if prog.res, err = prog.newResidency(); err != nil {
+			return nil, err
+		}
+	} else {
+		for b, l := range prog.layouts {
+			area, err := prog.alloc(l.elems)
+			if err != nil {
+				return nil, fmt.Errorf("engine: allocating block %s: %w", p.spec.Blocks[b].Name, err)
+			}
+			prog.bind(b, area)
+		}
+	}
 	prog.steps = make([]boundStep, len(p.steps))
 	for i, s := range p.steps {
 		b := boundStep{step: s, argBuffers: make([]device.Buffer, len(s.args)), shapes: make([]tensor.Shape, len(s.args))}
 		for j, a := range s.args {
-			b.argBuffers[j], b.shapes[j] = prog.buffers[a], p.values[a].shape
+			b.shapes[j] = p.values[a].shape
 		}
 		prog.steps[i] = b
 	}
 	return prog, nil
+}
+
+// alloc allocates a buffer that Close frees.
+func (prog *Program) alloc(n int) (device.Buffer, error) {
+	b, err := prog.dev.Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	prog.owned = append(prog.owned, b)
+	return b, nil
+}
+
+// bind points block b's parameters, moments and saved values at their
+// places in area.
+func (prog *Program) bind(b int, area device.Buffer) {
+	p, l := prog.plan, prog.layouts[b]
+	for j, i := range l.params {
+		pv := p.params[i]
+		prog.buffers[pv] = prog.dev.View(area, l.offsets[j], p.values[pv].elems)
+		if l.moments != nil {
+			n := p.values[pv].elems
+			prog.moments[i] = [2]device.Buffer{prog.dev.View(area, l.moments[j][0], n), prog.dev.View(area, l.moments[j][1], n)}
+		}
+	}
+	for j, v := range p.saved[b] {
+		prog.buffers[v] = prog.dev.View(area, l.saved[j], p.values[v].elems)
+	}
+}
+
+// unbind marks block b's members as not on the device.
+func (prog *Program) unbind(b int) {
+	p, l := prog.plan, prog.layouts[b]
+	for _, i := range l.params {
+		prog.buffers[p.params[i]] = nil
+		if l.moments != nil {
+			prog.moments[i] = [2]device.Buffer{}
+		}
+	}
+	for _, v := range p.saved[b] {
+		prog.buffers[v] = nil
+	}
 }
 
 // Close frees the program's device memory.
@@ -111,6 +158,12 @@ func (prog *Program) SetInput(n *gorgonia.Node, data []float32) error {
 	if !ok || prog.plan.values[i].kind == kindTemporary || prog.plan.values[i].kind == kindSeed {
 		return fmt.Errorf("engine: %s is not an input or parameter of the program", n.Name())
 	}
+	if prog.res != nil && prog.plan.values[i].kind == kindParam {
+		if err := prog.res.setParam(i, data); err != nil {
+			return fmt.Errorf("engine: setting %s: %w", n.Name(), err)
+		}
+		return nil
+	}
 	if err := prog.dev.Upload(prog.buffers[i], data); err != nil {
 		return fmt.Errorf("engine: setting %s: %w", n.Name(), err)
 	}
@@ -121,8 +174,11 @@ func (prog *Program) SetInput(n *gorgonia.Node, data []float32) error {
 // slice.
 func (prog *Program) Read(n *gorgonia.Node) ([]float32, error) {
 	i, ok := prog.plan.index[n]
-	if !ok || prog.plan.values[i].kind == kindTemporary {
+	if !ok || prog.plan.values[i].kind != kindInput && prog.plan.values[i].kind != kindParam {
 		return nil, fmt.Errorf("engine: %s is not an input or parameter of the program", n.Name())
+	}
+	if prog.buffers[i] == nil { // a paged-out parameter: its host master is current
+		return prog.res.readParam(i), nil
 	}
 	return prog.download(i)
 }
@@ -155,16 +211,31 @@ func (prog *Program) download(i int) ([]float32, error) {
 func (prog *Program) Run() (float32, error) {
 	p := prog.plan
 	next := 0 // next update to run
+	if prog.res != nil {
+		prog.res.done = -1
+	}
 	for si, s := range prog.steps {
+		if prog.res != nil {
+			if err := prog.res.ensure(p.needs[si], s.backward, si); err != nil {
+				return 0, err
+			}
+		}
 		if err := prog.execute(s); err != nil {
 			return 0, err
 		}
-		for ; next < len(p.updates) && p.updates[next].after == si; next++ {
-			prog.update(p.updates[next].block)
+		if prog.res != nil {
+			prog.res.done = si
 		}
-	}
-	if prog.scratch == nil {
-		prog.scratch = make([]float32, 1)
+		for ; next < len(p.updates) && p.updates[next].after == si; next++ {
+			if err := prog.update(p.updates[next].block); err != nil {
+				return 0, err
+			}
+		}
+		if prog.res != nil {
+			if err := prog.res.prefetch(si); err != nil {
+				return 0, err
+			}
+		}
 	}
 	if err := prog.dev.Download(prog.scratch, prog.buffers[p.output]); err != nil {
 		return 0, fmt.Errorf("engine: reading the output: %w", err)
@@ -176,31 +247,56 @@ func (prog *Program) Run() (float32, error) {
 // method, gorgonia's gradient sum as an element-wise addition.
 func (prog *Program) execute(s boundStep) error {
 	out := prog.buffers[s.out]
+	staged := out == nil // a saved value of a paged-out block
+	if staged {
+		out = prog.res.stageOutput(s.out)
+	}
 	args := s.argBuffers
+	for j, a := range s.args {
+		args[j] = prog.buffers[a]
+	}
 	if isGradientSum(s.op) {
 		prog.k.Add(out, args[0], args[1])
-		return nil
-	}
-	if err := s.op.(ops.Launcher).Launch(prog.k, out, args, s.shapes); err != nil {
+	} else if err := s.op.(ops.Launcher).Launch(prog.k, out, args, s.shapes); err != nil {
 		return fmt.Errorf("engine: %v: %w", s.op, err)
+	}
+	if staged {
+		return prog.res.unstage(s.out, out)
 	}
 	return nil
 }
 
-// update clips block b's gradient norm and applies Adam to its parameters.
-func (prog *Program) update(b int) {
+// update clips block b's gradient norm and applies Adam to its parameters,
+// on the device, or on the host when the placement keeps the optimizer
+// there.
+func (prog *Program) update(b int) error {
 	p := prog.plan
-	var sumSquares float64
-	var members []int // indices into p.params
-	for i, pv := range p.params {
-		if p.values[pv].block == b {
-			members = append(members, i)
-			sumSquares += prog.k.SumSquares(prog.buffers[p.grads[i]])
+	if prog.res != nil && prog.place.OptimizerOnHost {
+		return prog.res.updateOnHost(b)
+	}
+	if prog.res != nil {
+		if err := prog.res.ensure([]int{b}, true, -1); err != nil {
+			return err
 		}
+		prog.res.dirty[b] = true
+	}
+	var sumSquares float64
+	members := prog.layouts[b].params
+	for _, i := range members {
+		sumSquares += prog.k.SumSquares(prog.buffers[p.grads[i]])
 	}
 	scale := kernels.ClipScale(sumSquares, p.spec.ClipNorm)
 	prog.adamSteps[b]++
 	for _, i := range members {
 		prog.k.AdamStep(p.spec.Optimizer, prog.buffers[p.params[i]], prog.buffers[p.grads[i]], prog.moments[i][0], prog.moments[i][1], scale, prog.adamSteps[b])
 	}
+	return nil
+}
+
+// Window returns the number of blocks the program keeps resident at most.
+func (prog *Program) Window() int {
+	if prog.res == nil {
+		return len(prog.layouts)
+	}
+	return len(prog.res.slots)
 }

@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Policy names how a paged program chooses the blocks it keeps resident.
+type Policy string
+
+// The cache policies.
+const (
+	// PolicyWindow is DictCache's rule: at most Window blocks resident; on a
+	// miss the whole window is written back to the host and the missed block
+	// and the next ones in the pass's observed order are loaded.
+	PolicyWindow Policy = "window"
+	// PolicyAuto sizes the window from the device's free memory, evicts the
+	// least recently used block only, loads the next needed block before
+	// the step that needs it, writes back only what changed, and can keep
+	// the optimizer state on the host.
+	PolicyAuto Policy = "auto"
+)
+
+// Placement says where a program keeps its blocks' parameters, optimizer
+// state and saved activations.
+type Placement struct {
+	// Paged keeps every block's master copy in host memory and only a
+	// window of blocks on the device (cache mode). Otherwise every block
+	// stays resident (cuda and cpu modes).
+	Paged  bool
+	Policy Policy
+	// Window is the most blocks resident at once. With PolicyAuto, 0 means
+	// as many as the device's free memory holds. It is raised to the plan's
+	// MinWindow and capped at the number of blocks.
+	Window int
+	// OptimizerOnHost keeps Adam's moments in host memory and runs each
+	// block's update there (PolicyAuto only).
+	OptimizerOnHost bool
+}
+
+// Validate reports a placement that cannot be used.
+func (pl Placement) Validate() error {
+	if !pl.Paged {
+		return nil
+	}
+	switch pl.Policy {
+	case PolicyWindow:
+		if pl.Window <= 0 {
+			return fmt.Errorf("window policy: the window must hold at least one block, got %d", pl.Window)
+		}
+		if pl.OptimizerOnHost {
+			return fmt.Errorf("window policy: the optimizer runs where the block is; the host optimizer is an auto-policy option")
+		}
+	case PolicyAuto:
+		if pl.Window < 0 {
+			return fmt.Errorf("auto policy: negative window %d", pl.Window)
+		}
+	default:
+		return fmt.Errorf("unknown cache policy %q (want window or auto)", pl.Policy)
+	}
+	return nil
+}
+
+// layout is where each member of a block sits in the block's area, in
+// elements from the area's start.
+type layout struct {
+	params  []int    // indices into Plan.params
+	offsets []int    // of each parameter
+	moments [][2]int // of each parameter's m and v, when they travel with the block
+	saved   []int    // offsets of the block's saved values, as Plan.saved[b]
+	elems   int      // the area's size
+}
+
+// layouts lays out every block's area: parameters, then their moments when
+// they live on the device, then saved activations.
+func (p *Plan) layouts(momentsOnDevice bool) []layout {
+	out := make([]layout, len(p.spec.Blocks))
+	for i, pv := range p.params {
+		b := p.values[pv].block
+		out[b].params = append(out[b].params, i)
+	}
+	for b := range out {
+		l := &out[b]
+		for _, i := range l.params {
+			l.offsets = append(l.offsets, l.elems)
+			l.elems += p.values[p.params[i]].elems
+		}
+		if p.spec.Train && momentsOnDevice {
+			for _, i := range l.params {
+				n := p.values[p.params[i]].elems
+				l.moments = append(l.moments, [2]int{l.elems, l.elems + n})
+				l.elems += 2 * n
+			}
+		}
+		for _, v := range p.saved[b] {
+			l.saved = append(l.saved, l.elems)
+			l.elems += p.values[v].elems
+		}
+	}
+	return out
+}
+
+// Footprint is the memory a placement of a plan needs, in bytes.
+type Footprint struct {
+	Window     int   // blocks resident at most
+	Device     int64 // on the device: resident areas, arena and inputs
+	Host       int64 // master copies of paged blocks and host optimizer state
+	BlockBytes int64 // the largest block area: what one window slot holds
+}
+
+// Footprint computes what pl needs, before anything is allocated. For an
+// auto policy with no fixed window, deviceFree sizes the window.
+func (p *Plan) Footprint(pl Placement, deviceFree int64) Footprint {
+	b := p.Bytes()
+	fixed := b.Inputs + b.Arena
+	ls := p.layouts(!pl.OptimizerOnHost)
+	var all, largest int64
+	for _, l := range ls {
+		all += 4 * int64(l.elems)
+		largest = max(largest, 4*int64(l.elems))
+	}
+	if !pl.Paged {
+		return Footprint{Window: len(ls), Device: all + fixed, BlockBytes: largest}
+	}
+	fixed += 4 * int64(p.largestSaved()) // the staging buffer
+	window := p.window(pl, deviceFree, fixed, largest)
+	f := Footprint{Window: window, Device: int64(window)*largest + fixed, Host: all, BlockBytes: largest}
+	if p.spec.Train && pl.OptimizerOnHost {
+		f.Host += b.Optimizer
+	}
+	return f
+}
+
+// window returns the number of resident blocks of a paged placement.
+func (p *Plan) window(pl Placement, deviceFree, fixed, slotBytes int64) int {
+	w := pl.Window
+	if pl.Policy == PolicyAuto && w == 0 {
+		w = 1
+		if slotBytes > 0 && deviceFree > fixed {
+			w = int((deviceFree - fixed) / slotBytes)
+		}
+	}
+	return min(max(w, p.MinWindow()), len(p.spec.Blocks))
+}
+
+// orderAfter returns the blocks of a pass's observed order starting at b.
+func (p *Plan) orderAfter(pass, b int) []int {
+	order := p.order[pass]
+	i := slices.Index(order, b)
+	if i < 0 {
+		return []int{b}
+	}
+	return order[i:]
+}

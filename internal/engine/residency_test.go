@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"gorgonia.org/gorgonia"
+
+	"gpuz/internal/device"
+	"gpuz/internal/kernels"
+)
+
+// trainResult is what a few training steps leave: the losses and the final
+// parameters, and the bytes the device copied.
+type trainResult struct {
+	losses    []float32
+	params    [][]float32
+	uploads   int64
+	downloads int64
+	window    int
+}
+
+// trainSmall trains the small linear model for steps steps under a placement.
+func trainSmall(t *testing.T, m smallLinear, pl Placement, steps int, train bool) trainResult {
+	t.Helper()
+	init := m.init(rand.New(rand.NewPCG(21, 22)))
+	xData := make([]float32, m.batch*m.dim)
+	for i := range xData {
+		xData[i] = float32(i%7) / 7
+	}
+	_, x, target, loss, blocks, ws, bs := m.buildProject()
+	plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: train,
+		Optimizer: kernels.DefaultAdam, ClipNorm: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := device.NewHost()
+	prog, err := plan.Load(dev, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	for _, in := range []*gorgonia.Node{x, target} {
+		if err := prog.SetInput(in, xData); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for l := range m.layers {
+		if err := prog.SetInput(ws[l], init[l].w); err != nil {
+			t.Fatal(err)
+		}
+		if err := prog.SetInput(bs[l], init[l].b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := dev.Stats()
+	var r trainResult
+	for range steps {
+		v, err := prog.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.losses = append(r.losses, v)
+	}
+	after := dev.Stats()
+	r.uploads, r.downloads = after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes
+	r.window = prog.Window()
+	for l := range m.layers {
+		for _, n := range []*gorgonia.Node{ws[l], bs[l]} {
+			v, err := prog.Read(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.params = append(r.params, v)
+		}
+	}
+	return r
+}
+
+// TestPagedMatchesResident trains and evaluates with every block resident
+// and then paged through windows of several sizes under both policies: the
+// losses and the final parameters must be bit-identical.
+func TestPagedMatchesResident(t *testing.T) {
+	m := smallLinear{batch: 2, dim: 5, layers: 8, perBlock: 2} // 4 blocks
+	for _, train := range []bool{true, false} {
+		want := trainSmall(t, m, Placement{}, 3, train)
+		for _, pl := range []Placement{
+			{Paged: true, Policy: PolicyWindow, Window: 1},
+			{Paged: true, Policy: PolicyWindow, Window: 2},
+			{Paged: true, Policy: PolicyWindow, Window: 3},
+			{Paged: true, Policy: PolicyWindow, Window: 9},
+			{Paged: true, Policy: PolicyAuto, Window: 1},
+			{Paged: true, Policy: PolicyAuto, Window: 2},
+			{Paged: true, Policy: PolicyAuto, Window: 3},
+			{Paged: true, Policy: PolicyAuto},
+			{Paged: true, Policy: PolicyAuto, Window: 2, OptimizerOnHost: true},
+			{Paged: true, Policy: PolicyAuto, Window: 1, OptimizerOnHost: true},
+		} {
+			if !train && pl.OptimizerOnHost {
+				continue
+			}
+			t.Run(fmt.Sprintf("train=%v/%s-%d/host-optimizer=%v", train, pl.Policy, pl.Window, pl.OptimizerOnHost), func(t *testing.T) {
+				got := trainSmall(t, m, pl, 3, train)
+				for i := range want.losses {
+					if got.losses[i] != want.losses[i] {
+						t.Errorf("step %d: loss %v, resident %v", i+1, got.losses[i], want.losses[i])
+					}
+				}
+				for i := range want.params {
+					for j := range want.params[i] {
+						if got.params[i][j] != want.params[i][j] {
+							t.Fatalf("parameter %d element %d: %v, resident %v", i, j, got.params[i][j], want.params[i][j])
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestWindowTransfersByHand checks the bytes the window policy copies
+// against counts worked out by hand from DictCache's rules, for 3 blocks of
+// 2 layers of Linear(5→5) + LeakyReLU at batch 2: a block's parameters are
+// 2·(25+5) = 60 floats (240 B), with Adam's moments 180 floats (720 B); an
+// activation is 10 floats (40 B); every Run downloads its 4-byte output.
+func TestWindowTransfersByHand(t *testing.T) {
+	m := smallLinear{batch: 2, dim: 5, layers: 6, perBlock: 2}
+	for _, tc := range []struct {
+		name            string
+		window, runs    int
+		train           bool
+		up, down        int64
+		effectiveWindow int
+	}{
+		// Eval, window 1: each run loads blocks 0, 1, 2 (3 × 240 B up) and
+		// writes back each block it evicts (240 B down): 2 evictions in the
+		// first run, 3 in each later one (block 2 is still resident).
+		{"eval window 1", 1, 3, false, 3 * 720, 480 + 720 + 720 + 3*4, 1},
+		// Window 2: a miss on block 0 loads 0 and 1; a miss on block 2
+		// writes both back and loads 2. The bytes are the same as window 1.
+		{"eval window 2", 2, 3, false, 3 * 720, 480 + 720 + 720 + 3*4, 2},
+		// Window 3 holds the model: one load, no write-back.
+		{"eval window 3", 3, 3, false, 720, 3 * 4, 3},
+		// Train, window 1, one step. Saved activations travel with the block
+		// whose layer reads them: block 0 keeps z0, h0, z1; block 1 h1, z2,
+		// h2, z3; block 2 h3, z4, h4, z5, h5 (z = Linear output, h = LeakyReLU
+		// output). Forward: load b0 (720 up); h1 is computed while b1 is
+		// out, so it is staged to b1's master (40 down); miss on b1: b0
+		// written back with its 3 live activations (720 + 120 down), b1
+		// loaded with h1 (720 + 40 up); likewise h3 staged (40 down), b1
+		// written back (720 + 160 down), b2 loaded with h3 (720 + 40 up).
+		// Backward: b2 is resident; miss on b1: b2 written back, its
+		// activations all used (720 down), b1 loaded with its 4 live ones
+		// (720 + 160 up); miss on b0: b1 written back (720 down), b0 loaded
+		// with its 3 (720 + 120 up).
+		{"train window 1", 1, 1, true, 5*720 + 40 + 40 + 160 + 120, 40 + 840 + 40 + 880 + 720 + 720 + 4, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := trainSmall(t, m, Placement{Paged: true, Policy: PolicyWindow, Window: tc.window}, tc.runs, tc.train)
+			if got.window != tc.effectiveWindow {
+				t.Errorf("window %d, want %d", got.window, tc.effectiveWindow)
+			}
+			if got.uploads != tc.up || got.downloads != tc.down {
+				t.Errorf("copied %d B up and %d B down, want %d and %d", got.uploads, got.downloads, tc.up, tc.down)
+			}
+		})
+	}
+}
