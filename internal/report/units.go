@@ -1,11 +1,11 @@
 package report
 
 import (
-	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
+
+	"gpuz/internal/units"
 )
 
 // Seconds formats d in seconds with three significant digits and the unit,
@@ -15,27 +15,9 @@ func Seconds(d time.Duration) string {
 	return sig3(d.Seconds()) + " s"
 }
 
-// binaryUnits are the units Bytes chooses from, each 1024 times the last.
-var binaryUnits = []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-
 // Bytes formats n bytes in binary units with three significant digits, as in
-// "512 B", "1.50 KiB", "240 MiB" or "7.26 GiB". Counts under 1 KiB are exact.
-func Bytes(n int64) string {
-	u, sign := uint64(n), ""
-	if n < 0 {
-		u, sign = -u, "-"
-	}
-	if u < 1024 {
-		return fmt.Sprintf("%s%d B", sign, u)
-	}
-	v, i := float64(u), 0
-	// 1023.5 and above would print as "1024", so move up a unit instead.
-	for v >= 1023.5 && i < len(binaryUnits)-1 {
-		v /= 1024
-		i++
-	}
-	return sign + sig3(v) + " " + binaryUnits[i]
-}
+// "512 B", "1.50 KiB", "240 MiB" or "7.26 GiB" (see units.Bytes).
+func Bytes(n int64) string { return units.Bytes(n) }
 
 // count formats n with three significant digits and a decimal suffix (k, M,
 // B for billion, T), as in "950", "12.3k" or "480M".
@@ -53,79 +35,9 @@ func count(n int64) string {
 	return sig3(v) + suffixes[i]
 }
 
-// sig3 formats v with three significant digits, without an exponent, and
-// with every integer digit when there are more than three.
-func sig3(v float64) string {
-	switch {
-	case v == 0:
-		return "0"
-	case v < 0:
-		return "-" + sig3(-v)
-	case math.IsInf(v, 0) || math.IsNaN(v):
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	}
-	// The exponent of v once rounded to three digits: 9.996 becomes 1.00e+01.
-	e := strconv.FormatFloat(v, 'e', 2, 64)
-	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
-	return strconv.FormatFloat(v, 'f', max(2-exp, 0), 64)
-}
+// sig3 formats v with three significant digits (see units.Sig3).
+func sig3(v float64) string { return units.Sig3(v) }
 
-// byteUnits maps the lower-cased units that ParseBytes accepts to their size.
-var byteUnits = map[string]int64{
-	"":    1,
-	"b":   1,
-	"kb":  1e3,
-	"mb":  1e6,
-	"gb":  1e9,
-	"tb":  1e12,
-	"kib": 1 << 10,
-	"mib": 1 << 20,
-	"gib": 1 << 30,
-	"tib": 1 << 40,
-}
-
-// ParseBytes parses a size in bytes: a non-negative decimal number, possibly
-// with a fraction, then optionally a unit, as in "512", "512MiB", "1.5 GiB" or
-// "4GB". Units are B, the decimal KB, MB, GB and TB (powers of 1000) and the
-// binary KiB, MiB, GiB and TiB (powers of 1024), in any letter case. A
-// fractional size is rounded to the nearest byte. The error names the text.
-func ParseBytes(s string) (int64, error) {
-	bad := func(why string) (int64, error) {
-		return 0, fmt.Errorf("invalid byte size %q: %s", s, why)
-	}
-	text := strings.TrimSpace(s)
-	i := strings.IndexFunc(text, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
-	if i < 0 {
-		i = len(text)
-	}
-	num, unit := text[:i], strings.TrimSpace(text[i:])
-	switch {
-	case text == "":
-		return bad("empty")
-	case strings.HasPrefix(text, "-"):
-		return bad("negative")
-	case num == "":
-		return bad("no number")
-	}
-	mult, ok := byteUnits[strings.ToLower(unit)]
-	if !ok {
-		return bad(fmt.Sprintf("unknown unit %q (want B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)", unit))
-	}
-
-	if !strings.Contains(num, ".") {
-		n, err := strconv.ParseInt(num, 10, 64)
-		if err != nil || n > math.MaxInt64/mult {
-			return bad("too large")
-		}
-		return n * mult, nil
-	}
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil {
-		return bad(fmt.Sprintf("bad number %q", num))
-	}
-	v := math.Round(f * float64(mult))
-	if v >= math.MaxInt64 { // float64(MaxInt64) is 2⁶³
-		return bad("too large")
-	}
-	return int64(v), nil
-}
+// ParseBytes parses a size in bytes such as "512", "512MiB", "1.5 GiB" or
+// "4GB" (see units.ParseBytes).
+func ParseBytes(s string) (int64, error) { return units.ParseBytes(s) }
