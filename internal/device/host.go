@@ -89,6 +89,13 @@ func (h *Host) Stats() Stats {
 	return h.stats
 }
 
+// ResetPeak starts a new peak: PeakBytes becomes what is held now.
+func (h *Host) ResetPeak() {
+	h.mu.Lock()
+	h.stats.PeakBytes = h.stats.AllocatedBytes
+	h.mu.Unlock()
+}
+
 // MemInfo reports the host memory available (MemAvailable) and installed
 // (MemTotal).
 func (h *Host) MemInfo() (free, total int64, err error) {

@@ -1,0 +1,67 @@
+package device
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	ledger := OpenLedger(filepath.Join(t.TempDir(), "ledger"))
+	for _, tt := range []struct {
+		spec, name, warning string
+		capacity            int64 // of a simulated device
+	}{
+		{"cpu", "host", "", 0},
+		{"sim", "sim:8GiB", "", 8 << 30},
+		{"sim:512MiB", "sim:512MiB", "", 512 << 20},
+		{"sim:4GiB", "sim:4GiB", "", 4 << 30},
+		{"sim:4GB", "sim:4GB", "", 4_000_000_000},
+		{"sim:1.5GiB", "sim:1536MiB", "", 3 << 29},
+		{"sim:1000000", "sim:1MB", "", 1_000_000},
+		{"sim:4", "sim:4B", "", 4},
+		{"auto", "sim:8GiB", AutoWarning, 8 << 30},
+	} {
+		dev, warning, err := Parse(tt.spec, ledger)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tt.spec, err)
+			continue
+		}
+		if dev.Name() != tt.name || warning != tt.warning {
+			t.Errorf("Parse(%q) = %s, warning %q; want %s, %q", tt.spec, dev.Name(), warning, tt.name, tt.warning)
+		}
+		if sim, ok := dev.(*Sim); ok != (tt.capacity > 0) || (ok && (sim.Capacity() != tt.capacity || sim.ledger == nil)) {
+			t.Errorf("Parse(%q) = %T %+v, want a simulated device of %d bytes on the ledger: %v", tt.spec, dev, dev, tt.capacity, ok)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tt := range []struct {
+		spec, want string
+	}{
+		{"", `unknown device ""`},
+		{"gpu", `unknown device "gpu" (want auto, cpu, sim, sim:SIZE, cuda or cuda:N)`},
+		{"CPU", `unknown device "CPU"`},
+		{"cpu:0", `unknown device "cpu:0"`},
+		{"auto:1", `unknown device "auto:1"`},
+		{"sim:", `device "sim:": invalid byte size "": empty`},
+		{"sim:lots", `device "sim:lots": invalid byte size "lots": no number`},
+		{"sim:8G", `unknown unit "G"`},
+		{"sim:-1GiB", "negative"},
+		{"sim:0", `device "sim:0": a simulated device needs at least 4 bytes`},
+		{"sim:3B", "at least 4 bytes"},
+		{"cuda", "cuda:0: this build has no CUDA support (build with -tags cuda)"},
+		{"cuda:0", "cuda:0: this build has no CUDA support (build with -tags cuda)"},
+		{"cuda:2", "cuda:2: this build has no CUDA support"},
+		{"cuda:", `device "cuda:": the GPU index must be a number`},
+		{"cuda:x", `device "cuda:x": the GPU index must be a number`},
+		{"cuda:-1", `device "cuda:-1"`},
+		{"cuda:01", `device "cuda:01"`},
+	} {
+		dev, _, err := Parse(tt.spec, nil)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v, %v; want an error containing %q", tt.spec, dev, err, tt.want)
+		}
+	}
+}

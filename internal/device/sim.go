@@ -1,0 +1,224 @@
+package device
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"gpuz/internal/units"
+)
+
+// DefaultSimCapacity is the simulated device's default capacity: 8 GiB, the
+// memory of the reference GPU.
+const DefaultSimCapacity int64 = 8 << 30
+
+// Sim is a simulated GPU: buffers in host memory and the host kernels, but a
+// fixed capacity, every copy between host and device really performed (into
+// the buffer's own memory) and counted, and its holdings recorded in a
+// cross-process Ledger so that memory taken by another process (gpuz
+// take-mem in another shell) is not free here. Its times are host times,
+// never GPU times.
+//
+// Free memory is the capacity less this device's buffers and reservations,
+// less what every other holder in the ledger records. The ledger is updated
+// on every Alloc, Free and Reserve, which programs do rarely (a program
+// allocates its memory once, when it is loaded).
+type Sim struct {
+	name     string
+	capacity int64
+	ledger   *Ledger // this device's entry; nil: no other process counts
+	label    string
+
+	mu    sync.Mutex
+	stats Stats
+	live  map[*hostBuffer]struct{} // buffers allocated and not yet freed
+}
+
+// NewSim returns a simulated device of capacity bytes that records its
+// holdings under its own entry in ledger's file; a nil ledger makes a
+// device that no other process can see or take memory from.
+func NewSim(capacity int64, ledger *Ledger) *Sim {
+	s := &Sim{
+		name:     "sim:" + units.ExactBytes(capacity),
+		capacity: capacity,
+		label:    commandLine(),
+		live:     map[*hostBuffer]struct{}{},
+	}
+	s.stats.TotalBytes = capacity
+	if ledger != nil {
+		s.ledger = ledger.newHolder()
+	}
+	return s
+}
+
+// commandLine is this process's command line, shortened, as the label of
+// its ledger entries.
+func commandLine() string {
+	args := append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...)
+	s := strings.Join(args, " ")
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}
+
+// Name is "sim:" and the capacity, as in "sim:8GiB".
+func (s *Sim) Name() string { return s.name }
+
+// Capacity is the device's size in bytes.
+func (s *Sim) Capacity() int64 { return s.capacity }
+
+// Alloc returns a zeroed buffer of n elements, or an *OutOfMemoryError when
+// 4n bytes exceed the free memory.
+func (s *Sim) Alloc(n int) (Buffer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("%s: cannot allocate %d elements", s.name, n)
+	}
+	if err := s.hold(4 * int64(n)); err != nil {
+		return nil, err
+	}
+	b := &hostBuffer{data: make([]float32, n)}
+	s.mu.Lock()
+	s.live[b] = struct{}{}
+	s.mu.Unlock()
+	return b, nil
+}
+
+// Reserve takes bytes of the device's memory without allocating host memory
+// for them: the accounting and the ledger count them as held until release
+// is called (once; later calls do nothing). It fails with an
+// *OutOfMemoryError as Alloc does. gpuz take-mem uses it to hold memory on
+// a simulated device without consuming the host's.
+func (s *Sim) Reserve(bytes int64) (release func(), err error) {
+	if bytes < 0 {
+		return nil, fmt.Errorf("%s: cannot reserve %d bytes", s.name, bytes)
+	}
+	if err := s.hold(bytes); err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { s.release(bytes) }) }, nil
+}
+
+// hold adds bytes to what the device holds, in the ledger first, failing
+// when they exceed the free memory.
+func (s *Sim) hold(bytes int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held := s.stats.AllocatedBytes
+	fits := func(others int64) (int64, error) {
+		if free := s.capacity - held - others; bytes > free {
+			return 0, &OutOfMemoryError{Device: s.name, Requested: bytes, Free: max(free, 0), Total: s.capacity}
+		}
+		return held + bytes, nil
+	}
+	if s.ledger != nil {
+		if err := s.ledger.update(fits, s.label); err != nil {
+			if _, ok := err.(*OutOfMemoryError); ok {
+				return err
+			}
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	} else if _, err := fits(0); err != nil {
+		return err
+	}
+	s.stats.AllocatedBytes += bytes
+	s.stats.PeakBytes = max(s.stats.PeakBytes, s.stats.AllocatedBytes)
+	return nil
+}
+
+// release removes bytes from what the device holds. A failure to update
+// the ledger leaves this process's entry too high until the next Alloc or
+// Reserve writes the right total, or until the process exits: Free cannot
+// report an error.
+func (s *Sim) release(bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.AllocatedBytes -= bytes
+	if s.ledger != nil {
+		_ = s.ledger.Set(s.stats.AllocatedBytes, s.label)
+	}
+}
+
+// Free releases a buffer that Alloc returned; a nil buffer is ignored.
+// Freeing a buffer twice, a view, or another device's buffer is a
+// programming error and panics, leaving the accounting as it was.
+func (s *Sim) Free(b Buffer) {
+	if b == nil {
+		return
+	}
+	hb, ok := b.(*hostBuffer)
+	s.mu.Lock()
+	_, live := s.live[hb]
+	delete(s.live, hb)
+	s.mu.Unlock()
+	if !ok || !live {
+		panic(fmt.Sprintf("%s: Free of a buffer it does not hold (freed twice, a view, or another device's)", s.name))
+	}
+	s.release(4 * int64(len(hb.data)))
+	hb.data = nil
+}
+
+// View returns n elements of b from offset.
+func (s *Sim) View(b Buffer, offset, n int) Buffer {
+	return &hostBuffer{data: Floats(b)[offset : offset+n : offset+n]}
+}
+
+// Upload copies src into dst and counts the bytes.
+func (s *Sim) Upload(dst Buffer, src []float32) error {
+	d := Floats(dst)
+	if len(d) != len(src) {
+		return fmt.Errorf("%s: upload of %d elements into a buffer of %d", s.name, len(src), len(d))
+	}
+	copy(d, src)
+	s.mu.Lock()
+	s.stats.UploadBytes += 4 * int64(len(src))
+	s.mu.Unlock()
+	return nil
+}
+
+// Download copies src into dst and counts the bytes.
+func (s *Sim) Download(dst []float32, src Buffer) error {
+	d := Floats(src)
+	if len(d) != len(dst) {
+		return fmt.Errorf("%s: download of a buffer of %d elements into %d", s.name, len(d), len(dst))
+	}
+	copy(dst, d)
+	s.mu.Lock()
+	s.stats.DownloadBytes += 4 * int64(len(dst))
+	s.mu.Unlock()
+	return nil
+}
+
+// Stats reports the memory held (buffers and reservations) and copied.
+func (s *Sim) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// ResetPeak starts a new peak: PeakBytes becomes what is held now.
+func (s *Sim) ResetPeak() {
+	s.mu.Lock()
+	s.stats.PeakBytes = s.stats.AllocatedBytes
+	s.mu.Unlock()
+}
+
+// MemInfo reports the bytes free for a new allocation — the capacity less
+// what this device and every other holder in the ledger hold — and the
+// capacity.
+func (s *Sim) MemInfo() (free, total int64, err error) {
+	var others int64
+	if s.ledger != nil {
+		if others, err = s.ledger.Others(); err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	held := s.Stats().AllocatedBytes
+	return max(s.capacity-held-others, 0), s.capacity, nil
+}
+
+// Kernels returns the host kernels.
+func (s *Sim) Kernels() Kernels { return HostKernels{} }

@@ -1,0 +1,257 @@
+package device
+
+import (
+	"errors"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// Sim must satisfy the Device interface.
+var _ Device = (*Sim)(nil)
+
+func TestSimName(t *testing.T) {
+	for _, tt := range []struct {
+		capacity int64
+		want     string
+	}{
+		{DefaultSimCapacity, "sim:8GiB"},
+		{512 << 20, "sim:512MiB"},
+		{4_000_000_000, "sim:4GB"},
+		{1000, "sim:1KB"},
+		{1001, "sim:1001B"},
+	} {
+		if got := NewSim(tt.capacity, nil).Name(); got != tt.want {
+			t.Errorf("NewSim(%d).Name() = %q, want %q", tt.capacity, got, tt.want)
+		}
+	}
+}
+
+// TestSimAccounting allocates and frees at random, with and without a
+// ledger: what the device holds is always the sum of its live buffers,
+// never more than its capacity, and an allocation fails exactly when it
+// does not fit.
+func TestSimAccounting(t *testing.T) {
+	for _, withLedger := range []bool{false, true} {
+		var ledger *Ledger
+		if withLedger {
+			ledger = OpenLedger(filepath.Join(t.TempDir(), "ledger"))
+		}
+		const capacity = 1 << 16
+		sim := NewSim(capacity, ledger)
+		rng := rand.New(rand.NewPCG(1, 2))
+		var live []Buffer
+		var held, peak int64
+		ooms := 0
+		for step := range 2000 {
+			if len(live) > 0 && rng.IntN(3) == 0 {
+				i := rng.IntN(len(live))
+				held -= 4 * int64(live[i].Len())
+				sim.Free(live[i])
+				live = slices.Delete(live, i, i+1)
+			} else {
+				n := rng.IntN(capacity / 4 / 3)
+				b, err := sim.Alloc(n)
+				if fits := held+4*int64(n) <= capacity; fits != (err == nil) {
+					t.Fatalf("ledger %v, step %d: Alloc(%d) with %d held: %v", withLedger, step, n, held, err)
+				}
+				if err != nil {
+					ooms++
+				} else {
+					live = append(live, b)
+					held += 4 * int64(n)
+					peak = max(peak, held)
+				}
+			}
+			st := sim.Stats()
+			if st.AllocatedBytes != held || st.PeakBytes != peak || st.TotalBytes != capacity || held > capacity {
+				t.Fatalf("ledger %v, step %d: stats %+v, want %d held, peak %d, of %d", withLedger, step, st, held, peak, capacity)
+			}
+		}
+		if ooms == 0 {
+			t.Errorf("ledger %v: no allocation ran out of memory; the test does not reach the capacity", withLedger)
+		}
+		free, total, err := sim.MemInfo()
+		if err != nil || free != capacity-held || total != capacity {
+			t.Errorf("ledger %v: MemInfo = %d, %d, %v; want %d, %d", withLedger, free, total, err, capacity-held, capacity)
+		}
+		if withLedger {
+			entries, err := ledger.Entries()
+			want := 0
+			if held > 0 {
+				want = 1
+			}
+			if err != nil || len(entries) != want || (want == 1 && entries[0].Bytes != held) {
+				t.Errorf("ledger entries %+v, %v; want one entry of %d bytes", entries, err, held)
+			}
+		}
+		for _, b := range live {
+			sim.Free(b)
+		}
+		if st := sim.Stats(); st.AllocatedBytes != 0 {
+			t.Errorf("ledger %v: %d bytes held after freeing everything", withLedger, st.AllocatedBytes)
+		}
+		sim.ResetPeak()
+		if st := sim.Stats(); st.PeakBytes != 0 {
+			t.Errorf("ledger %v: peak %d after ResetPeak with nothing held", withLedger, st.PeakBytes)
+		}
+		if withLedger {
+			if entries, err := ledger.Entries(); err != nil || len(entries) != 0 {
+				t.Errorf("ledger entries after freeing everything: %+v, %v", entries, err)
+			}
+		}
+	}
+}
+
+func TestSimOutOfMemory(t *testing.T) {
+	sim := NewSim(1000, nil)
+	if _, err := sim.Alloc(200); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sim.Alloc(51)
+	var oom *OutOfMemoryError
+	if !errors.As(err, &oom) {
+		t.Fatalf("Alloc(51) with 200 of 1000 bytes free: %v, want an *OutOfMemoryError", err)
+	}
+	want := OutOfMemoryError{Device: "sim:1KB", Requested: 204, Free: 200, Total: 1000}
+	if *oom != want {
+		t.Errorf("error %+v, want %+v", *oom, want)
+	}
+	if _, err := sim.Alloc(50); err != nil {
+		t.Errorf("Alloc(50) filling the device exactly: %v", err)
+	}
+	if _, err := sim.Reserve(1); !errors.As(err, &oom) || oom.Free != 0 {
+		t.Errorf("Reserve(1) on a full device: %v, want an *OutOfMemoryError with 0 free", err)
+	}
+	if _, err := sim.Alloc(-1); err == nil || errors.As(err, &oom) {
+		t.Errorf("Alloc(-1): %v, want a plain error", err)
+	}
+	if st := sim.Stats(); st.AllocatedBytes != 1000 {
+		t.Errorf("held %d after the failed calls, want 1000", st.AllocatedBytes)
+	}
+}
+
+// TestSimCopies checks that copies really move the data and that the
+// counters grow by exactly the bytes copied.
+func TestSimCopies(t *testing.T) {
+	sim := NewSim(1<<20, nil)
+	b, err := sim.Alloc(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := []float32{1, 2, 3, 4, 5, 6}
+	if err := sim.Upload(b, src); err != nil {
+		t.Fatal(err)
+	}
+	src[0] = 99 // the device holds its own copy
+	if err := sim.Upload(sim.View(b, 2, 3), []float32{7, 8, 9}); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 6)
+	if err := sim.Download(got, b); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float32{1, 2, 7, 8, 9, 6}; !slices.Equal(got, want) {
+		t.Errorf("downloaded %v, want %v", got, want)
+	}
+	got[1] = 99 // the host copy is separate
+	if Floats(b)[1] != 2 {
+		t.Errorf("writing the downloaded slice changed the device buffer")
+	}
+	if err := sim.Upload(b, make([]float32, 5)); err == nil {
+		t.Error("upload of 5 elements into 6: no error")
+	}
+	if err := sim.Download(make([]float32, 7), b); err == nil {
+		t.Error("download of 6 elements into 7: no error")
+	}
+	st := sim.Stats()
+	if st.UploadBytes != 4*(6+3) || st.DownloadBytes != 4*6 {
+		t.Errorf("counted %d bytes up, %d down; want %d, %d", st.UploadBytes, st.DownloadBytes, 4*9, 4*6)
+	}
+}
+
+// TestSimFreeMisuse checks that nil is ignored and that a double free, a
+// view or another device's buffer panics without changing the accounting.
+func TestSimFreeMisuse(t *testing.T) {
+	sim := NewSim(1<<20, nil)
+	b, err := sim.Alloc(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.Free(nil)
+	hostBuf, _ := NewHost().Alloc(10)
+	for _, tt := range []struct {
+		name string
+		buf  Buffer
+	}{
+		{"view", sim.View(b, 0, 10)},
+		{"host buffer", hostBuf},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Free of a %s did not panic", tt.name)
+				}
+			}()
+			sim.Free(tt.buf)
+		}()
+		if st := sim.Stats(); st.AllocatedBytes != 40 {
+			t.Errorf("after Free of a %s: %d bytes held, want 40", tt.name, st.AllocatedBytes)
+		}
+	}
+	sim.Free(b)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("double Free did not panic")
+			}
+		}()
+		sim.Free(b)
+	}()
+	if st := sim.Stats(); st.AllocatedBytes != 0 {
+		t.Errorf("after a double free: %d bytes held, want 0", st.AllocatedBytes)
+	}
+}
+
+func TestSimReserve(t *testing.T) {
+	ledger := OpenLedger(filepath.Join(t.TempDir(), "ledger"))
+	sim := NewSim(1000, ledger)
+	release, err := sim.Reserve(600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if free, _, err := sim.MemInfo(); err != nil || free != 400 {
+		t.Errorf("MemInfo after reserving 600 of 1000: %d free, %v", free, err)
+	}
+	// Another holder on the same ledger sees the reservation.
+	if others, err := ledger.Others(); err != nil || others != 600 {
+		t.Errorf("another holder sees %d bytes taken, %v; want 600", others, err)
+	}
+	if _, err := sim.Alloc(101); err == nil {
+		t.Error("Alloc of 404 bytes with 400 free succeeded")
+	}
+	release()
+	release() // a second call does nothing
+	if st := sim.Stats(); st.AllocatedBytes != 0 || st.PeakBytes != 600 {
+		t.Errorf("after release: stats %+v, want 0 held, peak 600", st)
+	}
+	if others, err := ledger.Others(); err != nil || others != 0 {
+		t.Errorf("after release another holder sees %d bytes, %v", others, err)
+	}
+}
+
+// TestSimKernels runs a kernel on sim buffers: they are host memory.
+func TestSimKernels(t *testing.T) {
+	sim := NewSim(1<<20, nil)
+	a, _ := sim.Alloc(3)
+	b, _ := sim.Alloc(3)
+	c, _ := sim.Alloc(3)
+	if err := errors.Join(sim.Upload(a, []float32{1, 2, 3}), sim.Upload(b, []float32{10, 20, 30})); err != nil {
+		t.Fatal(err)
+	}
+	sim.Kernels().Add(c, a, b)
+	if got, want := Floats(c), []float32{11, 22, 33}; !slices.Equal(got, want) {
+		t.Errorf("Add = %v, want %v", got, want)
+	}
+}
