@@ -1,0 +1,257 @@
+// Package memhog holds device memory until told to stop: the work of gpuz
+// take-mem, which creates the memory pressure that the cache mode is
+// measured under. It holds memory the way the reference did, as linear
+// blocks of 10 × Linear(2000→2000) weights and biases, and can keep the
+// device busy with forward passes through them.
+package memhog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gpuz/internal/device"
+)
+
+// The shape of what the reference's take-mem held: blocks of LayersPerBlock
+// Linear(LayerDims→LayerDims) layers.
+const (
+	LayerDims      = 2000
+	LayersPerBlock = 10
+	// BusyBatch is the rows of the input of a busy forward pass, the batch
+	// of the linear workload.
+	BusyBatch = 30
+	// BusyInterval is the time between the starts of busy passes.
+	BusyInterval = time.Second
+)
+
+// layerElems is one Linear(2000→2000) layer's weights and bias.
+const layerElems = LayerDims*LayerDims + LayerDims
+
+// LayerBytes is the bytes of one Linear(2000→2000) layer: 16,008,000.
+const LayerBytes = 4 * layerElems
+
+// BlocksBytes is the bytes of n linear blocks, n × 10 × (2000·2000 + 2000)
+// float32 elements: 160,080,000 bytes a block.
+func BlocksBytes(n int) int64 { return int64(n) * LayersPerBlock * LayerBytes }
+
+// busyScratchBytes is the memory a busy pass works in besides the layers:
+// its input and output, BusyBatch rows each.
+const busyScratchBytes = 2 * 4 * BusyBatch * LayerDims
+
+// BusyMinBytes is the least that Hold can hold with busy passes: one layer
+// and the pass's input and output.
+const BusyMinBytes = LayerBytes + busyScratchBytes
+
+// EventKind says what an Event reports.
+type EventKind int
+
+// The events of Hold, in the order they happen.
+const (
+	Holding  EventKind = iota // the memory is held
+	BusyPass                  // a busy pass has run
+	Released                  // the memory is released
+)
+
+// Event reports progress of Hold.
+type Event struct {
+	Kind  EventKind
+	Bytes int64 // bytes held on the device
+	// Pass counts busy passes from 1, and Duration is the pass's; BusyPass
+	// only.
+	Pass     int
+	Duration time.Duration
+}
+
+// Reserver is a device that can take memory without backing it with host
+// memory, as the simulated device can (device.Sim.Reserve).
+type Reserver interface {
+	Reserve(bytes int64) (release func(), err error)
+}
+
+// Hold takes bytes of dev's memory and holds it until ctx is done, then
+// releases it and returns nil. It reports Holding once the memory is held,
+// then BusyPass after each busy pass, then Released; report may be nil. If
+// the memory is not free it returns a *device.OutOfMemoryError for the
+// whole amount and holds nothing.
+//
+// On a device that is a Reserver (the simulated device) the memory is
+// reserved, not allocated: the device and every process sharing its ledger
+// count it as taken, but the host's memory is not consumed. Elsewhere it is
+// allocated as Linear(2000→2000) layers, each weights and bias, plus one
+// buffer for what does not fill a layer.
+//
+// With busy, a forward pass runs at once and then every BusyInterval: a
+// Linear(2000→2000) + LeakyReLU(0.01) on a BusyBatch-row input through every
+// layer held, as the reference's take-mem ran through its blocks. When the
+// memory is reserved rather than allocated there are no layers to run
+// through, so the pass runs one layer per block held (at least one) on a
+// single real layer, whose memory and the pass's input and output are
+// allocated for real and counted in bytes: the device's kernels then do real
+// work, a tenth of the reference's. Busy needs bytes ≥ BusyMinBytes.
+func Hold(ctx context.Context, dev device.Device, bytes int64, busy bool, report func(Event)) error {
+	if report == nil {
+		report = func(Event) {}
+	}
+	if bytes < 0 {
+		return fmt.Errorf("memhog: cannot hold %d bytes", bytes)
+	}
+	if busy && bytes < BusyMinBytes {
+		return fmt.Errorf("memhog: busy passes need at least %d bytes held (one Linear(%d→%d) layer and its input and output), got %d",
+			BusyMinBytes, LayerDims, LayerDims, bytes)
+	}
+	free, total, err := dev.MemInfo()
+	if err != nil {
+		return fmt.Errorf("memhog: %w", err)
+	}
+	if bytes > free {
+		return &device.OutOfMemoryError{Device: dev.Name(), Requested: bytes, Free: free, Total: total}
+	}
+	h := &holding{dev: dev}
+	if err := h.take(bytes, busy); err != nil {
+		held := h.held
+		h.release()
+		var oom *device.OutOfMemoryError
+		if errors.As(err, &oom) {
+			// Something else took memory since MemInfo: report the whole
+			// request against what was free to it.
+			return &device.OutOfMemoryError{Device: oom.Device, Requested: bytes, Free: oom.Free + held, Total: oom.Total}
+		}
+		return fmt.Errorf("memhog: %w", err)
+	}
+	report(Event{Kind: Holding, Bytes: h.held})
+	h.wait(ctx, busy, report)
+	h.release()
+	report(Event{Kind: Released})
+	return nil
+}
+
+// wait returns when ctx is done, running busy passes until then if asked.
+func (h *holding) wait(ctx context.Context, busy bool, report func(Event)) {
+	if !busy {
+		<-ctx.Done()
+		return
+	}
+	tick := time.NewTicker(BusyInterval)
+	defer tick.Stop()
+	for pass := 1; ctx.Err() == nil; pass++ {
+		start := time.Now()
+		h.forward()
+		report(Event{Kind: BusyPass, Bytes: h.held, Pass: pass, Duration: time.Since(start)})
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+	}
+}
+
+// holding is the memory Hold holds.
+type holding struct {
+	dev      device.Device
+	held     int64
+	buffers  []device.Buffer
+	releases []func()
+	// layers are the weights and biases a busy pass runs through, passes
+	// the times it runs through them, and x and y its input and output.
+	layers [][2]device.Buffer
+	passes int
+	x, y   device.Buffer
+}
+
+// take holds bytes in h; with busy it also sets up the busy pass.
+func (h *holding) take(bytes int64, busy bool) error {
+	if busy {
+		var err error
+		if h.x, err = h.alloc(BusyBatch * LayerDims); err != nil {
+			return err
+		}
+		if h.y, err = h.alloc(BusyBatch * LayerDims); err != nil {
+			return err
+		}
+		input := make([]float32, BusyBatch*LayerDims)
+		for i := range input {
+			input[i] = 1
+		}
+		if err := h.dev.Upload(h.x, input); err != nil {
+			return err
+		}
+	}
+	if r, ok := h.dev.(Reserver); ok {
+		if busy {
+			if err := h.allocLayer(); err != nil {
+				return err
+			}
+			h.passes = max(1, int(bytes/BlocksBytes(1)))
+		}
+		release, err := r.Reserve(bytes - h.held)
+		if err != nil {
+			return err
+		}
+		h.releases = append(h.releases, release)
+		h.held = bytes
+		return nil
+	}
+	for bytes-h.held >= LayerBytes {
+		if err := h.allocLayer(); err != nil {
+			return err
+		}
+	}
+	if rest := bytes - h.held; rest > 0 {
+		if _, err := h.alloc(int((rest + 3) / 4)); err != nil {
+			return err
+		}
+	}
+	h.passes = 1
+	return nil
+}
+
+// allocLayer allocates one Linear layer's weights and bias.
+func (h *holding) allocLayer() error {
+	w, err := h.alloc(LayerDims * LayerDims)
+	if err != nil {
+		return err
+	}
+	b, err := h.alloc(LayerDims)
+	if err != nil {
+		return err
+	}
+	h.layers = append(h.layers, [2]device.Buffer{w, b})
+	return nil
+}
+
+func (h *holding) alloc(n int) (device.Buffer, error) {
+	b, err := h.dev.Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	h.buffers = append(h.buffers, b)
+	h.held += 4 * int64(n)
+	return b, nil
+}
+
+// forward runs one busy pass: h.passes times through every layer,
+// y = LeakyReLU(x·W + b), the output feeding the next layer.
+func (h *holding) forward() {
+	k := h.dev.Kernels()
+	x, y := h.x, h.y
+	for range h.passes {
+		for _, l := range h.layers {
+			k.Gemm(false, false, BusyBatch, LayerDims, LayerDims, x, l[0], y)
+			k.AddRowVector(y, l[1])
+			k.LeakyReLU(y, y, 0.01)
+			x, y = y, x
+		}
+	}
+}
+
+// release frees everything h holds.
+func (h *holding) release() {
+	for _, r := range h.releases {
+		r()
+	}
+	for _, b := range h.buffers {
+		h.dev.Free(b)
+	}
+	h.releases, h.buffers, h.layers, h.held = nil, nil, nil, 0
+}
