@@ -20,7 +20,7 @@ ARGS  ?= linear train cuda,cache,cpu
 
 help:
 	@echo "targets:"
-	@echo "  deps         install gcc and libopenblas-dev if missing (scripts/install-deps.sh)"
+	@echo "  deps         install gcc, libc6-dev and libopenblas-dev if missing (scripts/install-deps.sh)"
 	@echo "  build        deps, then go build -o $(BIN) ./cmd/gpuz (default)"
 	@echo "  run          build, then $(BIN) \$$ARGS (default ARGS: $(ARGS))"
 	@echo "  test         deps, gofmt check, go vet ./..., go test ./..."

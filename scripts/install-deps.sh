@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs what building gpuz needs on Debian: gcc (for cgo) and OpenBLAS
-# (libopenblas-dev, linked by the default build). Idempotent: when both are
-# already there it installs nothing and prints one line. It also checks that
+# Installs what building gpuz needs on Debian: gcc and the C library headers
+# (libc6-dev, only a Recommends of gcc, so --no-install-recommends would leave
+# it out) for cgo, and OpenBLAS (libopenblas-dev, linked by the default
+# build). Idempotent: when all are already there it installs nothing and
+# prints one line. It also checks that
 # the Go toolchain can be found; it does not install Go.
 set -euo pipefail
 
@@ -9,14 +11,18 @@ log() { echo "install-deps: $*"; }
 die() { echo "install-deps: error: $*" >&2; exit 1; }
 
 # have_pkg PKG: whether the Debian package PKG is installed (not merely known).
+# (No pipe into grep -q: with pipefail, dpkg's SIGPIPE would fail the test.)
 have_pkg() {
-	dpkg -s "$1" 2>/dev/null | grep -q '^Status: .* ok installed$'
+	local out
+	out=$(dpkg -s "$1" 2>/dev/null) || return 1
+	[[ $'\n'$out$'\n' == *$'\nStatus: install ok installed\n'* ]]
 }
 
 missing=()
 if command -v dpkg >/dev/null 2>&1; then
 	have_pkg libopenblas-dev || missing+=(libopenblas-dev)
 	command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+	have_pkg libc6-dev || missing+=(libc6-dev)
 elif ! command -v gcc >/dev/null 2>&1; then
 	die "gcc not found and this is not a Debian system (no dpkg): install gcc and OpenBLAS yourself, or build with -tags purego"
 fi
@@ -27,14 +33,14 @@ if ((${#missing[@]} > 0)); then
 	elif command -v sudo >/dev/null 2>&1; then
 		sudo=(sudo)
 	else
-		die "need to install ${missing[*]} but not root and sudo not found; as root run: apt-get update && apt-get install -y --no-install-recommends libopenblas-dev gcc"
+		die "need to install ${missing[*]} but not root and sudo not found; as root run: apt-get update && apt-get install -y --no-install-recommends libopenblas-dev gcc libc6-dev"
 	fi
 	log "installing ${missing[*]} with apt-get"
 	export DEBIAN_FRONTEND=noninteractive
 	"${sudo[@]}" apt-get update -qq >/dev/null \
 		|| die "apt-get update failed"
-	"${sudo[@]}" apt-get install -y -qq --no-install-recommends libopenblas-dev gcc >/dev/null \
-		|| die "apt-get install libopenblas-dev gcc failed"
+	"${sudo[@]}" apt-get install -y -qq --no-install-recommends libopenblas-dev gcc libc6-dev >/dev/null \
+		|| die "apt-get install libopenblas-dev gcc libc6-dev failed"
 fi
 
 if ! command -v go >/dev/null 2>&1; then
@@ -46,7 +52,7 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 
 if ((${#missing[@]} > 0)); then
-	log "installed ${missing[*]}; gcc and libopenblas-dev ready"
+	log "installed ${missing[*]}; gcc, libc6-dev and libopenblas-dev ready"
 else
-	log "gcc and libopenblas-dev already installed"
+	log "gcc, libc6-dev and libopenblas-dev already installed"
 fi
