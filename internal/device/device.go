@@ -98,4 +98,42 @@ type Kernels interface {
 	// AdamStep applies Adam update number step to p from g·gradScale,
 	// updating the moments m and v (see kernels.AdamStep).
 	AdamStep(opt kernels.Adam, p, g, m, v Buffer, gradScale float64, step int)
+
+	// LayerNorm normalises each row of x over len(gamma) columns, then
+	// scales by gamma and shifts by beta (see kernels.LayerNorm).
+	LayerNorm(dst, x, gamma, beta Buffer, eps float64)
+	// LayerNormInputGrad sets dst to LayerNorm's gradient with respect to x
+	// given the output gradient g.
+	LayerNormInputGrad(dst, x, gamma, g Buffer, eps float64)
+	// LayerNormWeightGrad sets dst to LayerNorm's gradient with respect to
+	// gamma given the output gradient g.
+	LayerNormWeightGrad(dst, x, g Buffer, eps float64)
+	// Embedding sets dst to the rows of weight that ids select plus the
+	// positions (see kernels.Embedding); ids out of range are an error.
+	Embedding(dst, ids, weight, positions Buffer) error
+	// EmbeddingGrad sets dst to Embedding's gradient with respect to weight
+	// given the output gradient g.
+	EmbeddingGrad(dst, ids, g Buffer) error
+	// AttentionProbs sets dst to the attention probabilities of the packed
+	// queries, keys and values qkv (see kernels.Attention for the layouts).
+	AttentionProbs(dst, qkv Buffer, a kernels.Attention)
+	// AttentionProbsGrad sets dst to AttentionProbs' gradient with respect
+	// to qkv given its output p and that output's gradient dp.
+	AttentionProbsGrad(dst, qkv, p, dp Buffer, a kernels.Attention)
+	// AttentionMix sets dst to the attention output: the probabilities p
+	// times the values in qkv, heads merged.
+	AttentionMix(dst, p, qkv Buffer, a kernels.Attention)
+	// AttentionMixProbsGrad sets dst to AttentionMix's gradient with
+	// respect to p given the output gradient g.
+	AttentionMixProbsGrad(dst, g, qkv Buffer, a kernels.Attention)
+	// AttentionMixValueGrad sets dst to AttentionMix's gradient with
+	// respect to qkv given the output gradient g.
+	AttentionMixValueGrad(dst, p, g Buffer, a kernels.Attention)
+	// SoftmaxCrossEntropy sets the one element of dst to the mean over the
+	// rows of logits of the cross-entropy with the integer class ids in
+	// targets; ids out of range are an error.
+	SoftmaxCrossEntropy(dst, logits, targets Buffer) error
+	// SoftmaxCrossEntropyGrad sets dst to the loss's gradient with respect
+	// to the logits times the one element of seed.
+	SoftmaxCrossEntropyGrad(dst, logits, targets, seed Buffer) error
 }

@@ -48,6 +48,14 @@ func TestGradients(t *testing.T) {
 // differences of L = Σ r ⊙ op(inputs) for a random cotangent r.
 func checkGradients(t *testing.T, tc gradCase) {
 	t.Helper()
+	checkGradientsWith(t, tc, nil)
+}
+
+// checkGradientsWith is checkGradients with the inputs whose index is in
+// fixed given those values instead of random ones: data such as integer
+// ids, in which the op is not differentiable.
+func checkGradientsWith(t *testing.T, tc gradCase, fixed map[int][]float64) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(7, uint64(len(tc.name))))
 	random := func(shape tensor.Shape) *tensor.Dense {
 		data := make([]float64, shape.TotalSize())
@@ -69,6 +77,9 @@ func checkGradients(t *testing.T, tc gradCase) {
 	values := make([]*tensor.Dense, len(tc.shapes))
 	for i, s := range tc.shapes {
 		values[i] = random(s)
+		if v, ok := fixed[i]; ok {
+			values[i] = tensor.New(tensor.WithBacking(append([]float64(nil), v...)), tensor.WithShape(s...))
+		}
 		inputs[i] = gorgonia.NewTensor(g, tensor.Float64, len(s), gorgonia.WithShape(s...), gorgonia.WithValue(values[i]), gorgonia.WithName(fmt.Sprint("input", i)))
 	}
 	y, err := gorgonia.ApplyOp(tc.op, inputs...)

@@ -45,6 +45,13 @@ func TestLaunchMatchesDo(t *testing.T) {
 // random float32 inputs and fails unless the results are identical.
 func checkLaunch(t *testing.T, tc launchCase) {
 	t.Helper()
+	checkLaunchWith(t, tc, nil)
+}
+
+// checkLaunchWith is checkLaunch with the inputs whose index is in fixed
+// given those values instead of random ones, such as integer ids.
+func checkLaunchWith(t *testing.T, tc launchCase, fixed map[int][]float32) {
+	t.Helper()
 	host := device.NewHost()
 	rng := rand.New(rand.NewPCG(11, uint64(len(tc.name))))
 	values := make([]gorgonia.Value, len(tc.shapes))
@@ -53,6 +60,9 @@ func checkLaunch(t *testing.T, tc launchCase) {
 		data := make([]float32, max(s.TotalSize(), 1))
 		for j := range data {
 			data[j] = rng.Float32()*2 - 1
+		}
+		if v, ok := fixed[i]; ok {
+			data = append([]float32(nil), v...)
 		}
 		if len(s) == 0 {
 			values[i] = gorgonia.NewF32(data[0])
