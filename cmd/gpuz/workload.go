@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/device"
+	"gpuz/internal/engine"
 	"gpuz/internal/kernels"
 	"gpuz/internal/models"
 	"gpuz/internal/report"
@@ -31,6 +33,12 @@ type runOptions struct {
 	JSON    string
 	// CPUProfile names a file for a pprof CPU profile of the run.
 	CPUProfile string
+	// Device names the device of the cuda and cache modes.
+	Device string
+	// Policy, WinSize and OptimizerOn place the blocks in cache mode.
+	Policy      string
+	WinSize     int
+	OptimizerOn string
 }
 
 // addRunFlags registers the shared flags.
@@ -43,8 +51,13 @@ func addRunFlags(fs *pflag.FlagSet, o *runOptions) {
 	fs.Float64Var(&o.LR, "lr", kernels.DefaultAdam.LR, "Adam learning rate")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the initial weights and the data")
 	fs.IntVar(&o.Threads, "threads", runtime.NumCPU(), "host threads for BLAS and element-wise kernels")
-	fs.StringVar(&o.JSON, "json", "", "also write the results as JSON to this file")
+	fs.StringVar(&o.JSON, "json", "", "also write the results as JSON to this file (--json alone: to standard output)")
+	fs.Lookup("json").NoOptDefVal = "-"
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
+	fs.StringVar(&o.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE] or cuda[:N]")
+	fs.StringVar(&o.Policy, "policy", string(engine.PolicyWindow), "cache policy: window (DictCache's) or auto")
+	fs.IntVar(&o.WinSize, "win-size", 3, "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory)")
+	fs.StringVar(&o.OptimizerOn, "optimizer-on", "device", "where cache mode runs the optimizer: device or host (auto policy)")
 }
 
 // parseTask reads train or eval.
@@ -96,8 +109,37 @@ func (o *runOptions) validate(epochs int) error {
 		return fmt.Errorf("--lr must be positive, got %g", o.LR)
 	case o.Threads <= 0:
 		return fmt.Errorf("--threads must be positive, got %d", o.Threads)
+	case o.OptimizerOn != "device" && o.OptimizerOn != "host":
+		return fmt.Errorf("unknown --optimizer-on %q (want device or host)", o.OptimizerOn)
 	}
-	return nil
+	return o.placement().Validate()
+}
+
+// placement is cache mode's placement of the blocks.
+func (o *runOptions) placement() engine.Placement {
+	return engine.Placement{Paged: true, Policy: engine.Policy(o.Policy), Window: o.WinSize, OptimizerOnHost: o.OptimizerOn == "host"}
+}
+
+// gpu checks --device and returns the factory of fresh devices for the cuda
+// and cache modes (nil for --device cpu) and a warning line, if any.
+func (o *runOptions) gpu() (func() (device.Device, error), string, error) {
+	ledger := device.OpenLedger(device.DefaultLedgerPath())
+	dev, warning, err := device.Parse(o.Device, ledger)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, host := dev.(*device.Host); host {
+		return nil, warning, nil
+	}
+	first := true
+	return func() (device.Device, error) {
+		if first {
+			first = false
+			return dev, nil
+		}
+		d, _, err := device.Parse(o.Device, ledger)
+		return d, err
+	}, warning, nil
 }
 
 // sizeFlag is an integer flag whose zero default means "the preset's".
@@ -144,6 +186,18 @@ func parseWorkloadArgs(args []string) (bench.Task, []bench.Mode, error) {
 // benchmark runs the matrix and prints the header, one line per epoch and
 // the Analyze table; with --json it also writes the results there.
 func benchmark(ctx context.Context, stdout io.Writer, o *runOptions, opts bench.Options) error {
+	newGPU, warning, err := o.gpu()
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		fmt.Fprintf(stdout, "warning: %s\n", warning)
+	}
+	opts.NewGPU, opts.Cache = newGPU, o.placement()
+	if planOnly(ctx) {
+		kernels.SetThreads(o.Threads)
+		return printPlan(stdout, o, opts)
+	}
 	opts.Progress = func(e bench.Event) {
 		if e.Header != nil {
 			report.WriteHeader(stdout, *e.Header)
@@ -175,7 +229,7 @@ func benchmark(ctx context.Context, stdout io.Writer, o *runOptions, opts bench.
 		return &runFailure{fmt.Errorf("writing the table: %w", err)}
 	}
 	if o.JSON != "" {
-		if err := writeJSONFile(o.JSON, res); err != nil {
+		if err := writeJSONFile(stdout, o.JSON, res); err != nil {
 			return &runFailure{err}
 		}
 	}
@@ -185,7 +239,10 @@ func benchmark(ctx context.Context, stdout io.Writer, o *runOptions, opts bench.
 	return nil
 }
 
-func writeJSONFile(path string, res bench.Result) error {
+func writeJSONFile(stdout io.Writer, path string, res bench.Result) error {
+	if path == "-" {
+		return report.WriteJSON(stdout, res)
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("writing results: %w", err)

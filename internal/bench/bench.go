@@ -19,6 +19,7 @@ import (
 	"gpuz/internal/engine"
 	"gpuz/internal/kernels"
 	"gpuz/internal/models"
+	"gpuz/internal/units"
 )
 
 // Workload is a model the runner can build: its graph and its data.
@@ -42,6 +43,12 @@ type Options struct {
 	ClipNorm  float64
 	Seed      uint64
 	Threads   int
+	// NewGPU returns a fresh device for the cuda and cache modes (a CUDA
+	// GPU or a simulated one); nil leaves those modes unavailable.
+	NewGPU func() (device.Device, error)
+	// Cache places the blocks in cache mode: its policy, window and where
+	// the optimizer runs. Paged is implied.
+	Cache engine.Placement
 	// Progress, when set, is called as the run advances.
 	Progress func(Event)
 }
@@ -63,23 +70,11 @@ type Event struct {
 // not started are skipped.
 func Run(ctx context.Context, opts Options) (Result, error) {
 	kernels.SetThreads(opts.Threads)
-	probe, err := opts.Workload.Build()
-	if err != nil {
+	if _, err := opts.Workload.Build(); err != nil {
 		return Result{}, err
 	}
 	data := opts.Workload.Data(opts.Seed)
-	res := Result{Header: Header{
-		Model:      opts.ModelName,
-		Task:       opts.Task,
-		Scale:      opts.Scale,
-		DataBytes:  4 * int64(len(data.Values)),
-		Params:     probe.ParamCount(),
-		ParamBytes: 4 * probe.ParamCount(),
-		Batch:      opts.Batch,
-		Samples:    opts.Samples,
-		BLAS:       kernels.BLASName(),
-		Threads:    kernels.Threads(),
-	}}
+	res := Result{Header: opts.header()}
 	if opts.Progress != nil {
 		opts.Progress(Event{Header: &res.Header})
 	}
@@ -96,10 +91,29 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	return res, nil
 }
 
+// header describes the run.
+func (opts Options) header() Header {
+	h := Header{
+		Model:   opts.ModelName,
+		Task:    opts.Task,
+		Scale:   opts.Scale,
+		Batch:   opts.Batch,
+		Samples: opts.Samples,
+		BLAS:    kernels.BLASName(),
+		Threads: kernels.Threads(),
+	}
+	if model, err := opts.Workload.Build(); err == nil {
+		h.Params = model.ParamCount()
+		h.ParamBytes = 4 * h.Params
+	}
+	h.DataBytes = 4 * int64(opts.Samples) * int64(opts.Workload.Data(opts.Seed).RowLen)
+	return h
+}
+
 // runMode measures one mode.
 func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) ModeResult {
 	r := ModeResult{Mode: mode, Warmup: opts.Warmup}
-	dev, status := deviceFor(mode)
+	dev, placement, status := opts.deviceFor(mode)
 	if dev == nil {
 		r.Status = status
 		return r
@@ -110,31 +124,31 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) Mod
 	}
 	defer releaseHostMemory()
 
-	model, err := opts.Workload.Build()
+	model, plan, err := opts.compile()
 	if err != nil {
 		r.Status = Status{Kind: StatusFailed, Reason: err.Error()}
 		return r
 	}
-	output := model.OutputMean
-	if opts.Task == TaskTrain {
-		output = model.Loss
-	}
-	plan, err := engine.Compile(engine.Spec{
-		Inputs: []*gorgonia.Node{model.Input, model.Target}, Blocks: model.Blocks, Output: output,
-		Train: opts.Task == TaskTrain, Optimizer: opts.Optimizer, ClipNorm: opts.ClipNorm,
-	})
-	if err != nil {
-		r.Status = Status{Kind: StatusFailed, Reason: err.Error()}
-		return r
-	}
-	need := plan.Bytes().Total()
-	if info, err := device.ReadMeminfo(); err == nil && need > info.Available {
-		r.Status = Status{Kind: StatusSkipped, Reason: fmt.Sprintf("needs %d bytes, the host has %d available", need, info.Available)}
-		return r
-	}
-	prog, err := plan.Load(dev, engine.Placement{})
+	free, _, err := dev.MemInfo()
 	if err != nil {
 		r.Status = errorStatus(err)
+		return r
+	}
+	fp := plan.Footprint(placement, free)
+	if placement.Paged {
+		r.Placement = fmt.Sprintf("%s %d/%d", placement.Policy, fp.Window, plan.Blocks())
+	}
+	if reason := hostShortfall(dev, fp); reason != "" {
+		r.Status = Status{Kind: StatusSkipped, Reason: reason}
+		return r
+	}
+	prog, err := plan.Load(dev, placement)
+	if err != nil {
+		r.Status = errorStatus(err)
+		var oom *device.OutOfMemoryError
+		if errors.As(err, &oom) {
+			r.Status.Reason = fmt.Sprintf("needs %s, %s of %s free", units.Bytes(fp.Device), units.Bytes(free), units.Bytes(oom.Total))
+		}
 		return r
 	}
 	defer prog.Close()
@@ -145,6 +159,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) Mod
 
 	batches := opts.Samples / opts.Batch
 	for e := range opts.Epochs {
+		before := dev.Stats()
 		start := time.Now()
 		sum := 0.0
 		for i := range batches {
@@ -173,7 +188,10 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) Mod
 		if opts.Task == TaskTrain {
 			value = sum / float64(batches)
 		}
-		epoch := Epoch{Index: e, Duration: time.Since(start), Value: value}
+		after := dev.Stats()
+		epoch := Epoch{Index: e, Duration: time.Since(start), Value: value,
+			UploadBytes: after.UploadBytes - before.UploadBytes, DownloadBytes: after.DownloadBytes - before.DownloadBytes,
+			CopyTime: after.CopyTime - before.CopyTime}
 		r.Epochs = append(r.Epochs, epoch)
 		if opts.Progress != nil {
 			opts.Progress(Event{Mode: mode, Device: r.Device, Epoch: &epoch, Warmup: e < opts.Warmup})
@@ -184,23 +202,83 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) Mod
 	return r
 }
 
-// deviceFor returns the device a mode runs on, or nil and the reason it
-// cannot run in this build.
-func deviceFor(mode Mode) (device.Device, Status) {
+// deviceFor returns the device and placement of a mode, or nil and the
+// reason the mode cannot run.
+func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Status) {
 	switch mode {
 	case ModeCPU:
-		return device.NewHost(), Status{}
+		return device.NewHost(), engine.Placement{}, Status{}
 	case ModeCUDA, ModeCache:
-		return nil, Status{Kind: StatusUnavailable, Reason: "no GPU device: this build has no CUDA support and no simulated device yet"}
+		if opts.NewGPU == nil {
+			return nil, engine.Placement{}, Status{Kind: StatusUnavailable, Reason: "no GPU device given (--device cpu)"}
+		}
+		dev, err := opts.NewGPU()
+		if err != nil {
+			return nil, engine.Placement{}, Status{Kind: StatusUnavailable, Reason: err.Error()}
+		}
+		if mode == ModeCUDA {
+			return dev, engine.Placement{}, Status{}
+		}
+		pl := opts.Cache
+		pl.Paged = true
+		return dev, pl, Status{}
 	}
-	return nil, Status{Kind: StatusFailed, Reason: fmt.Sprintf("unknown mode %q", mode)}
+	return nil, engine.Placement{}, Status{Kind: StatusFailed, Reason: fmt.Sprintf("unknown mode %q", mode)}
+}
+
+// compile builds the workload's graph and compiles it for the task.
+func (opts Options) compile() (*models.Model, *engine.Plan, error) {
+	model, err := opts.Workload.Build()
+	if err != nil {
+		return nil, nil, err
+	}
+	output := model.OutputMean
+	if opts.Task == TaskTrain {
+		output = model.Loss
+	}
+	plan, err := engine.Compile(engine.Spec{
+		Inputs: []*gorgonia.Node{model.Input, model.Target}, Blocks: model.Blocks, Output: output,
+		Train: opts.Task == TaskTrain, Optimizer: opts.Optimizer, ClipNorm: opts.ClipNorm,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return model, plan, nil
+}
+
+// hostShortfall says why a footprint cannot fit the host's available
+// memory, or "" when it fits. Memory of the host and of a simulated device
+// is the same memory.
+func hostShortfall(dev device.Device, fp engine.Footprint) string {
+	info, err := device.ReadMeminfo()
+	if err != nil {
+		return ""
+	}
+	need := fp.Host
+	if sharesHostMemory(dev) {
+		need += fp.Device
+	}
+	if need > info.Available {
+		return fmt.Sprintf("needs %s of host memory, %s available", units.Bytes(need), units.Bytes(info.Available))
+	}
+	return ""
+}
+
+// sharesHostMemory reports whether a device's memory is host memory: the
+// host itself and the simulated GPU.
+func sharesHostMemory(dev device.Device) bool {
+	switch dev.(type) {
+	case *device.Host, *device.Sim:
+		return true
+	}
+	return false
 }
 
 // errorStatus classifies an error that stopped a mode.
 func errorStatus(err error) Status {
 	var oom *device.OutOfMemoryError
 	if errors.As(err, &oom) {
-		return Status{Kind: StatusOOM, Reason: fmt.Sprintf("needed %d more bytes, %d free", oom.Requested, oom.Free)}
+		return Status{Kind: StatusOOM, Reason: fmt.Sprintf("%s more needed, %s of %s free", units.Bytes(oom.Requested), units.Bytes(oom.Free), units.Bytes(oom.Total))}
 	}
 	return Status{Kind: StatusFailed, Reason: err.Error()}
 }

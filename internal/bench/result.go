@@ -56,12 +56,19 @@ type Epoch struct {
 	// Value is the mean loss over the epoch's batches when training, or the
 	// sum over batches of the output's mean when evaluating.
 	Value float64
+	// UploadBytes and DownloadBytes are the bytes copied host → device and
+	// device → host during the epoch, CopyTime the time those copies took.
+	UploadBytes, DownloadBytes int64
+	CopyTime                   time.Duration
 }
 
 // ModeResult is what one mode measured.
 type ModeResult struct {
 	Mode   Mode
 	Device string // the device's name as tables show it: "host", "sim:8GiB", "cuda:0 (…)"
+	// Placement describes a paged mode's policy and window, e.g. "window
+	// 3/12" for 3 of 12 blocks resident; empty when every block is resident.
+	Placement string
 	// Epochs holds every epoch run, warm-up epochs first.
 	Epochs []Epoch
 	// Warmup is how many leading epochs are reported apart from the statistics.

@@ -9,6 +9,7 @@ package device
 
 import (
 	"fmt"
+	"time"
 
 	"gpuz/internal/kernels"
 )
@@ -54,6 +55,8 @@ type Stats struct {
 	TotalBytes     int64 // capacity; 0 when bounded only by the host
 	UploadBytes    int64 // host → device, since the device was made
 	DownloadBytes  int64 // device → host, since the device was made
+	// CopyTime is the time spent in those copies.
+	CopyTime time.Duration
 }
 
 // OutOfMemoryError reports an allocation that did not fit.
@@ -84,6 +87,18 @@ type Kernels interface {
 	LeakyReLUGrad(dst, x, g Buffer, slope float32)
 	// Add sets dst = a + b.
 	Add(dst, a, b Buffer)
+	// Conv2d sets dst to the stride-1 convolution of x with w plus bias,
+	// NCHW, with weights [out, in, k, k] (see kernels.ConvShape).
+	Conv2d(dst, x, w, bias Buffer, s kernels.ConvShape)
+	// Conv2dInputGrad sets dst to Conv2d's gradient with respect to x given
+	// the output gradient g.
+	Conv2dInputGrad(dst, g, w Buffer, s kernels.ConvShape)
+	// Conv2dWeightGrad sets dst to Conv2d's gradient with respect to w given
+	// the input x and the output gradient g.
+	Conv2dWeightGrad(dst, x, g Buffer, s kernels.ConvShape)
+	// Conv2dBiasGrad sets dst to Conv2d's gradient with respect to the
+	// bias: g summed over images and positions, per channel.
+	Conv2dBiasGrad(dst, g Buffer, s kernels.ConvShape)
 	// MeanSquaredError sets the one element of dst to mean((pred − target)²).
 	MeanSquaredError(dst, pred, target Buffer)
 	// MeanSquaredErrorGrad sets dst = seed · 2(pred − target)/n, seed being a

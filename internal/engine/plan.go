@@ -390,5 +390,15 @@ func (p *Plan) Bytes() Bytes {
 	return b
 }
 
+// GradientBytes returns the bytes of all parameters' gradients. They live
+// in the arena, each from its computation to its block's update.
+func (p *Plan) GradientBytes() int64 {
+	var n int64
+	for _, g := range p.grads {
+		n += 4 * int64(p.values[g].elems)
+	}
+	return n
+}
+
 // Steps returns the number of compute steps.
 func (p *Plan) Steps() int { return len(p.steps) }

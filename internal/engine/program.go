@@ -48,10 +48,10 @@ func (p *Plan) Load(dev device.Device, pl Placement) (prog *Program, err error) 
 	prog = &Program{plan: p, dev: dev, k: dev.Kernels(), place: pl,
 		buffers: make([]device.Buffer, len(p.values)), moments: make([][2]device.Buffer, len(p.params)),
 		adamSteps: make([]int, len(p.spec.Blocks)), scratch: make([]float32, 1)}
+	loading := prog // the returns below set prog to nil before this runs
 	defer func() {
 		if err != nil {
-			prog.Close()
-			prog = nil
+			loading.Close()
 		}
 	}()
 	for i, v := range p.values {

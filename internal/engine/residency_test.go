@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -165,5 +166,83 @@ func TestWindowTransfersByHand(t *testing.T) {
 				t.Errorf("copied %d B up and %d B down, want %d and %d", got.uploads, got.downloads, tc.up, tc.down)
 			}
 		})
+	}
+}
+
+// TestLoadOutOfMemoryFreesEverything loads the small model on simulated
+// devices too small for it, resident and paged: Load must fail with the
+// device's out-of-memory error and leave nothing allocated.
+func TestLoadOutOfMemoryFreesEverything(t *testing.T) {
+	m := smallLinear{batch: 2, dim: 5, layers: 6, perBlock: 2}
+	_, x, target, loss, blocks, _, _ := m.buildProject()
+	plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
+		Optimizer: kernels.DefaultAdam, ClipNorm: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		capacity int64
+		pl       Placement
+	}{
+		{"resident", 2000, Placement{}},
+		{"paged window 1", 1000, Placement{Paged: true, Policy: PolicyWindow, Window: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dev := device.NewSim(tc.capacity, nil)
+			_, err := plan.Load(dev, tc.pl)
+			var oom *device.OutOfMemoryError
+			if !errors.As(err, &oom) {
+				t.Fatalf("Load on %d bytes: %v, want an out-of-memory error", tc.capacity, err)
+			}
+			if got := dev.Stats().AllocatedBytes; got != 0 {
+				t.Errorf("%d bytes still allocated after the failed Load", got)
+			}
+		})
+	}
+}
+
+// TestFootprintIsMeasuredPeak runs the plan on a simulated device under
+// several placements: the device's measured peak must equal the footprint
+// computed before allocating.
+func TestFootprintIsMeasuredPeak(t *testing.T) {
+	m := smallLinear{batch: 2, dim: 5, layers: 6, perBlock: 2}
+	for _, train := range []bool{true, false} {
+		for _, pl := range []Placement{
+			{},
+			{Paged: true, Policy: PolicyWindow, Window: 1},
+			{Paged: true, Policy: PolicyWindow, Window: 2},
+			{Paged: true, Policy: PolicyAuto, Window: 2},
+			{Paged: true, Policy: PolicyAuto, OptimizerOnHost: train},
+		} {
+			_, x, target, loss, blocks, _, _ := m.buildProject()
+			plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: train,
+				Optimizer: kernels.DefaultAdam, ClipNorm: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dev := device.NewSim(1<<20, nil)
+			free, _, _ := dev.MemInfo()
+			want := plan.Footprint(pl, free)
+			prog, err := plan.Load(dev, pl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if _, err := prog.Run(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := dev.Stats().PeakBytes; got != want.Device {
+				t.Errorf("train=%v %+v: measured peak %d bytes, footprint %d", train, pl, got, want.Device)
+			}
+			if prog.Window() != want.Window {
+				t.Errorf("train=%v %+v: window %d, footprint's %d", train, pl, prog.Window(), want.Window)
+			}
+			prog.Close()
+			if got := dev.Stats().AllocatedBytes; got != 0 {
+				t.Errorf("%d bytes still allocated after Close", got)
+			}
+		}
 	}
 }

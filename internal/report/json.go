@@ -38,6 +38,7 @@ type (
 		Status          string      `json:"status"`
 		Reason          string      `json:"reason"`
 		Warmup          int         `json:"warmup"`
+		Placement       string      `json:"placement"`
 		PeakDeviceBytes int64       `json:"peak_device_bytes"`
 		Epochs          []jsonEpoch `json:"epochs"`
 		Stats           jsonStats   `json:"stats"` // of the timed epochs
@@ -47,6 +48,10 @@ type (
 		Warmup  bool     `json:"warmup"`
 		Seconds float64  `json:"seconds"`
 		Value   *float64 `json:"value"` // null when not finite
+		// Bytes copied host → device and device → host, and the copies' time.
+		UploadBytes   int64   `json:"upload_bytes"`
+		DownloadBytes int64   `json:"download_bytes"`
+		CopySeconds   float64 `json:"copy_seconds"`
 	}
 	jsonStats struct {
 		N             int     `json:"n"`
@@ -58,20 +63,24 @@ type (
 	}
 )
 
+// toJSONHeader converts a run's header for the JSON documents.
+func toJSONHeader(h bench.Header) jsonHeader {
+	return jsonHeader{
+		Model: h.Model, Task: string(h.Task), Scale: h.Scale,
+		DataBytes: h.DataBytes, Params: h.Params, ParamBytes: h.ParamBytes,
+		Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads,
+	}
+}
+
 // WriteJSON writes r as an indented JSON object for programs to read: the
 // version of the format (JSONVersion), the header, every mode with all its
 // epochs and the Stats of its timed epochs, and the peak RSS. Field names are
 // snake_case; durations are float seconds, sizes are bytes. An epoch's value
 // that is not a finite number, such as a diverged loss, is written as null.
 func WriteJSON(w io.Writer, r bench.Result) error {
-	h := r.Header
 	doc := jsonResult{
-		Version: JSONVersion,
-		Header: jsonHeader{
-			Model: h.Model, Task: string(h.Task), Scale: h.Scale,
-			DataBytes: h.DataBytes, Params: h.Params, ParamBytes: h.ParamBytes,
-			Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads,
-		},
+		Version:      JSONVersion,
+		Header:       toJSONHeader(r.Header),
 		Modes:        make([]jsonMode, 0, len(r.Modes)),
 		PeakRSSBytes: r.PeakRSSBytes,
 	}
@@ -82,11 +91,13 @@ func WriteJSON(w io.Writer, r bench.Result) error {
 			Status:          string(m.Status.Kind),
 			Reason:          m.Status.Reason,
 			Warmup:          m.Warmup,
+			Placement:       m.Placement,
 			PeakDeviceBytes: m.PeakDeviceBytes,
 			Epochs:          make([]jsonEpoch, len(m.Epochs)),
 		}
 		for i, e := range m.Epochs {
-			jm.Epochs[i] = jsonEpoch{Index: e.Index, Warmup: i < m.Warmup, Seconds: e.Duration.Seconds()}
+			jm.Epochs[i] = jsonEpoch{Index: e.Index, Warmup: i < m.Warmup, Seconds: e.Duration.Seconds(),
+				UploadBytes: e.UploadBytes, DownloadBytes: e.DownloadBytes, CopySeconds: e.CopyTime.Seconds()}
 			if !math.IsNaN(e.Value) && !math.IsInf(e.Value, 0) {
 				jm.Epochs[i].Value = &e.Value
 			}

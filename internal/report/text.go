@@ -74,10 +74,12 @@ func WriteEpoch(w io.Writer, task bench.Task, e bench.Epoch, warmup bool) error 
 
 // analyzeColumns heads the Analyze table's columns. The cold column is the
 // mean of the warm-up epochs; vs cpu is how many times faster than the cpu
-// row a mode's mean epoch is.
+// row a mode's mean epoch is; H→D and D→H are the mean bytes a timed epoch
+// copied each way, and the copy rate is those bytes over the time the
+// copies took.
 var analyzeColumns = []string{
 	"mode", "device", "epochs", "mean", "stddev", "median", "min", "max",
-	"cold", "vs cpu", "peak mem", "status",
+	"cold", "vs cpu", "peak mem", "H→D/epoch", "D→H/epoch", "copy rate", "status",
 }
 
 // WriteAnalyze writes the Analyze table: one row per mode of r, in order,
@@ -134,6 +136,7 @@ func cpuReference(modes []bench.ModeResult) time.Duration {
 func analyzeRow(m bench.ModeResult, cpuMean time.Duration) []string {
 	const na = "-"
 	epochs, mean, stddev, median, fastest, slowest, cold, vsCPU, peak := na, na, na, na, na, na, na, na, na
+	up, down, rate := na, na, na
 	if len(m.Epochs) > 0 {
 		s := Summarize(durations(m.Timed()))
 		epochs = strconv.Itoa(s.N)
@@ -152,9 +155,25 @@ func analyzeRow(m bench.ModeResult, cpuMean time.Duration) []string {
 		if m.PeakDeviceBytes > 0 {
 			peak = Bytes(m.PeakDeviceBytes)
 		}
+		if timed := m.Timed(); len(timed) > 0 {
+			var upBytes, downBytes int64
+			var copyTime time.Duration
+			for _, e := range timed {
+				upBytes, downBytes, copyTime = upBytes+e.UploadBytes, downBytes+e.DownloadBytes, copyTime+e.CopyTime
+			}
+			n := int64(len(timed))
+			up, down = Bytes(upBytes/n), Bytes(downBytes/n)
+			if copyTime > 0 {
+				rate = fmt.Sprintf("%.3g GB/s", float64(upBytes+downBytes)/copyTime.Seconds()/1e9)
+			}
+		}
+	}
+	device := cmp.Or(m.Device, na)
+	if m.Placement != "" {
+		device += ", " + m.Placement
 	}
 	return []string{
-		string(m.Mode), cmp.Or(m.Device, na), epochs, mean, stddev, median, fastest, slowest,
-		cold, vsCPU, peak, m.Status.String(),
+		string(m.Mode), device, epochs, mean, stddev, median, fastest, slowest,
+		cold, vsCPU, peak, up, down, rate, m.Status.String(),
 	}
 }

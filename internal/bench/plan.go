@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"fmt"
+
+	"gpuz/internal/device"
+	"gpuz/internal/engine"
+)
+
+// ModePlan is the memory one mode would need, computed from the compiled
+// program before anything is allocated.
+type ModePlan struct {
+	Mode      Mode
+	Device    string // "" when the mode has no device
+	Placement engine.Placement
+	Footprint engine.Footprint
+	// DeviceFree and HostAvailable are the bytes free now on the device
+	// and in host memory.
+	DeviceFree, HostAvailable int64
+	// HostNeed is the host memory the mode needs: the footprint's host
+	// bytes, plus its device bytes where the device's memory is host
+	// memory (the host itself, a simulated GPU).
+	HostNeed int64
+	// FitsDevice and FitsHost say whether the footprint fits them.
+	FitsDevice, FitsHost bool
+	Status               Status // unavailable modes say why; ok otherwise
+}
+
+// PlanResult is the memory plan of a workload for every mode and cache
+// policy.
+type PlanResult struct {
+	Header    Header
+	Bytes     engine.Bytes // with every block resident
+	Gradients int64        // all parameters' gradients, part of Bytes.Arena while live
+	Blocks    int
+	MinWindow int
+	Modes     []ModePlan
+}
+
+// Plan computes the memory each requested mode needs, and for cache mode
+// each policy: the window policy with opts.Cache's window, the auto policy
+// sized from free memory, and the auto policy with the optimizer on the
+// host. Nothing is allocated.
+func Plan(opts Options) (PlanResult, error) {
+	_, plan, err := opts.compile()
+	if err != nil {
+		return PlanResult{}, err
+	}
+	res := PlanResult{Header: opts.header(), Bytes: plan.Bytes(), Gradients: plan.GradientBytes(),
+		Blocks: plan.Blocks(), MinWindow: plan.MinWindow()}
+	host, err := device.ReadMeminfo()
+	if err != nil {
+		return PlanResult{}, err
+	}
+	for _, mode := range opts.Modes {
+		placements := []engine.Placement{{}}
+		if mode == ModeCache {
+			window := opts.Cache
+			window.Paged, window.Policy, window.OptimizerOnHost = true, engine.PolicyWindow, false
+			placements = []engine.Placement{
+				window,
+				{Paged: true, Policy: engine.PolicyAuto},
+			}
+			if opts.Task == TaskTrain {
+				placements = append(placements, engine.Placement{Paged: true, Policy: engine.PolicyAuto, OptimizerOnHost: true})
+			}
+		}
+		dev, _, status := opts.deviceFor(mode)
+		for _, pl := range placements {
+			mp := ModePlan{Mode: mode, Placement: pl, HostAvailable: host.Available, Status: status}
+			if dev == nil {
+				res.Modes = append(res.Modes, mp)
+				continue
+			}
+			mp.Status = Status{Kind: StatusOK}
+			mp.Device = dev.Name()
+			if mp.DeviceFree, _, err = dev.MemInfo(); err != nil {
+				return PlanResult{}, fmt.Errorf("%s: %w", mode, err)
+			}
+			mp.Footprint = plan.Footprint(pl, mp.DeviceFree)
+			mp.FitsDevice = mp.Footprint.Device <= mp.DeviceFree
+			mp.HostNeed = mp.Footprint.Host
+			if sharesHostMemory(dev) {
+				mp.HostNeed += mp.Footprint.Device
+			}
+			mp.FitsHost = mp.HostNeed <= host.Available
+			res.Modes = append(res.Modes, mp)
+		}
+	}
+	return res, nil
+}
