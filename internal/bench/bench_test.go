@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"fmt"
+	"testing"
+
+	"gpuz/internal/device"
+	"gpuz/internal/engine"
+	"gpuz/internal/kernels"
+	"gpuz/internal/models"
+)
+
+// smallWorkloads are the workloads at small scale, with their batch sizes.
+func smallWorkloads(t *testing.T) map[string]Options {
+	t.Helper()
+	linear, err := models.LinearPreset(models.ScaleSmall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]Options{
+		"linear": {ModelName: "linear", Workload: linear, Samples: linear.Samples, Batch: linear.Batch},
+	}
+}
+
+// trained is what a few training steps leave behind.
+type trained struct {
+	losses []float32
+	params [][]float32
+	peak   int64
+	plan   engine.Footprint
+}
+
+// trainOn runs steps batches of a workload on a fresh simulated device under
+// a placement and reads back every parameter.
+func trainOn(t *testing.T, opts Options, task Task, pl engine.Placement, steps int) trained {
+	t.Helper()
+	opts.Task, opts.Optimizer, opts.ClipNorm, opts.Seed = task, kernels.DefaultAdam, 1, 5
+	model, plan, err := opts.compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := device.NewSim(64<<20, nil)
+	free, _, _ := dev.MemInfo()
+	var r trained
+	r.plan = plan.Footprint(pl, free)
+	prog, err := plan.Load(dev, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	if err := model.InitParams(opts.Seed, prog.SetInput); err != nil {
+		t.Fatal(err)
+	}
+	data := opts.Workload.Data(opts.Seed)
+	batches := opts.Samples / opts.Batch
+	for i := range steps {
+		batch := data.Batch(i%batches, opts.Batch)
+		if err := prog.SetInput(model.Input, batch); err != nil {
+			t.Fatal(err)
+		}
+		if err := prog.SetInput(model.Target, batch); err != nil {
+			t.Fatal(err)
+		}
+		v, err := prog.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.losses = append(r.losses, v)
+	}
+	for _, b := range model.Blocks {
+		for _, p := range b.Params {
+			v, err := prog.Read(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.params = append(r.params, v)
+		}
+	}
+	r.peak = dev.Stats().PeakBytes
+	if r.peak > dev.Stats().TotalBytes {
+		t.Errorf("the device held %d bytes at its peak, over its capacity %d", r.peak, dev.Stats().TotalBytes)
+	}
+	return r
+}
+
+// TestCacheMatchesCUDA trains and evaluates every workload at small scale on
+// the simulated device with every block resident (cuda mode) and paged
+// (cache mode) under both policies, with windows of 1, 2, 3 and more blocks
+// than the model has: losses and final weights must be bit-identical, and
+// the device's measured peak must equal the plan's.
+func TestCacheMatchesCUDA(t *testing.T) {
+	for name, opts := range smallWorkloads(t) {
+		for _, task := range []Task{TaskTrain, TaskEval} {
+			want := trainOn(t, opts, task, engine.Placement{}, 3)
+			if want.peak != want.plan.Device {
+				t.Errorf("%s %s cuda: measured peak %d, plan %d", name, task, want.peak, want.plan.Device)
+			}
+			var placements []engine.Placement
+			for _, policy := range []engine.Policy{engine.PolicyWindow, engine.PolicyAuto} {
+				for _, w := range []int{1, 2, 3, 100} {
+					placements = append(placements, engine.Placement{Paged: true, Policy: policy, Window: w})
+				}
+			}
+			if task == TaskTrain {
+				placements = append(placements, engine.Placement{Paged: true, Policy: engine.PolicyAuto, OptimizerOnHost: true})
+			}
+			for _, pl := range placements {
+				t.Run(fmt.Sprintf("%s/%s/%s-%d/host-optimizer=%v", name, task, pl.Policy, pl.Window, pl.OptimizerOnHost), func(t *testing.T) {
+					got := trainOn(t, opts, task, pl, 3)
+					for i := range want.losses {
+						if got.losses[i] != want.losses[i] {
+							t.Errorf("step %d: %v, cuda mode %v", i+1, got.losses[i], want.losses[i])
+						}
+					}
+					for i := range want.params {
+						for j := range want.params[i] {
+							if got.params[i][j] != want.params[i][j] {
+								t.Fatalf("parameter %d element %d: %v, cuda mode %v", i, j, got.params[i][j], want.params[i][j])
+							}
+						}
+					}
+					if got.peak != got.plan.Device {
+						t.Errorf("measured peak %d, plan %d", got.peak, got.plan.Device)
+					}
+				})
+			}
+		}
+	}
+}
