@@ -1,0 +1,185 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"gpuz/internal/engine"
+	"gpuz/internal/ops"
+)
+
+// ResnetConfig sizes the resnet workload: Levels nested residual levels of
+// two ConvModel blocks each, on Channels × ImageSize × ImageSize images,
+// trained with MSE to reproduce its input. A ConvModel is
+// 2 × [Conv2d(Channels→MidChannels), Conv2d(MidChannels→Channels),
+// LeakyReLU(0.01)] with Kernel × Kernel kernels padded by Kernel/2; level 1
+// is x + b₁(a₁(x)) and level i is x + bᵢ(level i−1(aᵢ(x))).
+type ResnetConfig struct {
+	Levels      int
+	Channels    int
+	MidChannels int
+	ImageSize   int
+	Kernel      int
+	Samples     int
+	Batch       int
+	Epochs      int
+}
+
+// ResnetPreset returns the resnet workload's sizes at a scale: the
+// reference experiment's, or the PyTorch peer's small ones.
+func ResnetPreset(scale string) (ResnetConfig, error) {
+	switch scale {
+	case ScaleFull:
+		return ResnetConfig{Levels: 12, Channels: 10, MidChannels: 30, ImageSize: 512, Kernel: 5, Samples: 6, Batch: 2, Epochs: 10}, nil
+	case ScaleSmall:
+		return ResnetConfig{Levels: 3, Channels: 4, MidChannels: 8, ImageSize: 32, Kernel: 3, Samples: 6, Batch: 2, Epochs: 10}, nil
+	}
+	return ResnetConfig{}, fmt.Errorf("unknown scale %q (want %s or %s)", scale, ScaleFull, ScaleSmall)
+}
+
+// Validate reports the first size that cannot make a model.
+func (c ResnetConfig) Validate() error {
+	for _, f := range []struct {
+		name  string
+		value int
+	}{
+		{"levels", c.Levels}, {"channels", c.Channels}, {"mid-channels", c.MidChannels},
+		{"image-size", c.ImageSize}, {"kernel", c.Kernel},
+		{"samples", c.Samples}, {"batch", c.Batch}, {"epochs", c.Epochs},
+	} {
+		if f.value <= 0 {
+			return fmt.Errorf("--%s must be positive, got %d", f.name, f.value)
+		}
+	}
+	if c.Kernel%2 == 0 {
+		return fmt.Errorf("--kernel must be odd, got %d: padding kernel/2 keeps the image size only for odd kernels", c.Kernel)
+	}
+	if c.Samples%c.Batch != 0 {
+		return fmt.Errorf("--samples (%d) must be a multiple of --batch (%d)", c.Samples, c.Batch)
+	}
+	// Every tensor's elements, and the data set's, must stay far below what
+	// int and the host can hold.
+	image := int64(c.ImageSize) * int64(c.ImageSize)
+	if image > 1<<32 || int64(max(c.Samples, c.Batch))*int64(max(c.Channels, c.MidChannels))*image > 1<<34 {
+		return errors.New("the images are too large: over 2³⁴ values in a tensor")
+	}
+	if int64(c.Levels)*int64(c.Channels)*int64(c.MidChannels)*int64(c.Kernel)*int64(c.Kernel) > 1<<36 {
+		return errors.New("the model is too large: over 2³⁶ weights")
+	}
+	return nil
+}
+
+// Data returns the workload's data: Samples images of Channels ×
+// ImageSize × ImageSize values from U(0, 1); the target is the input
+// itself.
+func (c ResnetConfig) Data(seed uint64) Data {
+	return uniformData(seed, c.Samples, c.Channels*c.ImageSize*c.ImageSize)
+}
+
+// convModel is one ConvModel block: its parameters and how to apply it.
+type convModel struct {
+	block engine.Block
+	// layers holds, per half, the weights and biases of its two
+	// convolutions.
+	layers [2][2]struct{ w, b *gorgonia.Node }
+}
+
+// Build returns the workload's graph for one batch. The blocks are listed
+// as the PyTorch peer lists them: a₁, b₁, a₂, b₂, …, aₗ, bₗ.
+func (c ResnetConfig) Build() (*Model, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	g := gorgonia.NewGraph()
+	m := &Model{Graph: g, init: map[*gorgonia.Node]func(*rand.Rand, []float32){}}
+	shape := []int{c.Batch, c.Channels, c.ImageSize, c.ImageSize}
+	m.Input = gorgonia.NewTensor(g, tensor.Float32, 4, gorgonia.WithShape(shape...), gorgonia.WithName("input"))
+	m.Target = gorgonia.NewTensor(g, tensor.Float32, 4, gorgonia.WithShape(shape...), gorgonia.WithName("target"))
+
+	models := make([][2]*convModel, c.Levels) // per level: a, b
+	for l := range c.Levels {
+		for i, side := range []string{"a", "b"} {
+			cm := c.newConvModel(g, m, fmt.Sprintf("level%d.%s", l+1, side))
+			models[l][i] = cm
+			m.Blocks = append(m.Blocks, cm.block)
+		}
+	}
+
+	// level(l, x) is x + b_l(level(l−1, a_l(x))), level 1 having no inner
+	// level.
+	var level func(l int, x *gorgonia.Node) (*gorgonia.Node, error)
+	level = func(l int, x *gorgonia.Node) (*gorgonia.Node, error) {
+		h, err := c.apply(models[l][0], x)
+		if err != nil {
+			return nil, err
+		}
+		if l > 0 {
+			if h, err = level(l-1, h); err != nil {
+				return nil, err
+			}
+		}
+		if h, err = c.apply(models[l][1], h); err != nil {
+			return nil, err
+		}
+		if h, err = gorgonia.ApplyOp(ops.Add{}, x, h); err != nil {
+			return nil, fmt.Errorf("level %d residual: %w", l+1, err)
+		}
+		return h, nil
+	}
+	out, err := level(c.Levels-1, m.Input)
+	if err != nil {
+		return nil, err
+	}
+	m.Output = out
+	if m.Loss, err = gorgonia.ApplyOp(ops.MSE{Dims: 4}, out, m.Target); err != nil {
+		return nil, fmt.Errorf("loss: %w", err)
+	}
+	if m.OutputMean, err = gorgonia.ApplyOp(ops.Mean{Dims: 4}, out); err != nil {
+		return nil, fmt.Errorf("output mean: %w", err)
+	}
+	return m, nil
+}
+
+// newConvModel makes one block's parameters with PyTorch's default Conv2d
+// initialisation: weights and biases from U(±1/√fan_in), fan_in being
+// in_channels · Kernel².
+func (c ResnetConfig) newConvModel(g *gorgonia.ExprGraph, m *Model, name string) *convModel {
+	cm := &convModel{block: engine.Block{Name: name}}
+	k := c.Kernel
+	for half := range 2 {
+		for j, io := range [2][2]int{{c.Channels, c.MidChannels}, {c.MidChannels, c.Channels}} {
+			in, out := io[0], io[1]
+			layer := fmt.Sprintf("%s.conv%d", name, 2*half+j)
+			w := gorgonia.NewTensor(g, tensor.Float32, 4, gorgonia.WithShape(out, in, k, k), gorgonia.WithName(layer+".weight"))
+			b := gorgonia.NewVector(g, tensor.Float32, gorgonia.WithShape(out), gorgonia.WithName(layer+".bias"))
+			bound := fanInBound(in * k * k)
+			m.init[w], m.init[b] = uniform(bound), uniform(bound)
+			cm.block.Params = append(cm.block.Params, w, b)
+			cm.layers[half][j].w, cm.layers[half][j].b = w, b
+		}
+	}
+	return cm
+}
+
+// apply adds one ConvModel applied to x to the graph.
+func (c ResnetConfig) apply(cm *convModel, x *gorgonia.Node) (*gorgonia.Node, error) {
+	conv := ops.Conv2d{Pad: c.Kernel / 2}
+	h := x
+	for half := range 2 {
+		for _, layer := range cm.layers[half] {
+			var err error
+			if h, err = gorgonia.ApplyOp(conv, h, layer.w, layer.b); err != nil {
+				return nil, fmt.Errorf("%s: %w", layer.w.Name(), err)
+			}
+		}
+		var err error
+		if h, err = gorgonia.ApplyOp(ops.LeakyReLU{Slope: ops.DefaultLeakySlope}, h); err != nil {
+			return nil, fmt.Errorf("%s activation %d: %w", cm.block.Name, half, err)
+		}
+	}
+	return h, nil
+}
