@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gpuz/internal/device"
 )
 
 // gpuzBinary is the command built once for the tests that run it as a
@@ -60,6 +62,20 @@ func TestBadInput(t *testing.T) {
 		{"not a number", []string{"linear", "train", "cpu", "--batch", "many"}, `invalid argument "many"`},
 		{"too many arguments", []string{"linear", "train", "cpu", "cuda"}, "too many arguments"},
 		{"version takes no arguments", []string{"version", "now"}, "unknown command"},
+		{"take-mem without amount", []string{"take-mem"}, "missing amount"},
+		{"take-mem zero blocks", []string{"take-mem", "0"}, "number of blocks must be positive"},
+		{"take-mem fractional blocks", []string{"take-mem", "1.5"}, `invalid amount "1.5"`},
+		{"take-mem bad size", []string{"take-mem", "4G"}, `unknown unit "G"`},
+		{"take-mem not a size", []string{"take-mem", "lots"}, `invalid byte size "lots"`},
+		{"take-mem zero size", []string{"take-mem", "0GiB"}, "amount must be positive"},
+		{"take-mem too many blocks", []string{"take-mem", "99999999999999999999"}, "too many blocks"},
+		{"take-mem two amounts", []string{"take-mem", "1", "2"}, "too many arguments"},
+		{"take-mem zero duration", []string{"take-mem", "2", "--for", "0s"}, "--for must be positive"},
+		{"take-mem bad duration", []string{"take-mem", "2", "--for", "soon"}, `invalid argument "soon" for "--for"`},
+		{"take-mem unknown device", []string{"take-mem", "2", "--device", "gpu"}, `unknown device "gpu"`},
+		{"take-mem bad sim size", []string{"take-mem", "2", "--device", "sim:big"}, `device "sim:big"`},
+		{"take-mem no cuda", []string{"take-mem", "2", "--device", "cuda:0"}, "this build has no CUDA support"},
+		{"take-mem busy on too little", []string{"take-mem", "1MiB", "--busy"}, "--busy needs at least"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -81,34 +97,71 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// TestSmallRun runs the main job at small scale in-process: the cpu mode
-// trains and the GPU modes are reported as unavailable, never with figures.
+// TestSmallRun runs the main job at small scale in-process: cuda and cache
+// run on the simulated device, say so, and train to the same losses as cpu.
 func TestSmallRun(t *testing.T) {
+	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"linear", "train", "cuda,cache,cpu", "--scale", "small"}, &stdout, &stderr)
+	code := run(context.Background(), []string{"linear", "train", "cuda,cache,cpu", "--scale", "small", "--win-size", "1"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit status %d; stderr: %s", code, stderr.String())
 	}
 	out := stdout.String()
-	for _, want := range []string{"gpuz linear train (scale small)", "== cpu on host ==", "train: 0  mean loss:", "(warm-up)", "Analyze"} {
+	for _, want := range []string{"warning: no CUDA GPU", "gpuz linear train (scale small)", "== cpu on host ==",
+		"== cuda on sim:8GiB ==", "== cache on sim:8GiB ==", "train: 0  mean loss:", "(warm-up)", "Analyze"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	rows := tableRows(out)
+	for mode, want := range map[string]string{"cuda": "| sim:8GiB ", "cache": "| sim:8GiB, window 1/3 ", "cpu": "| host "} {
+		if !strings.Contains(rows[mode], want) || !strings.HasSuffix(strings.TrimSpace(rows[mode]), "| ok     |") {
+			t.Errorf("%s row = %q, want device %q and status ok", mode, rows[mode], want)
+		}
+	}
+	// Every mode prints the same five epoch losses: the modes differ in
+	// where memory lives, never in the numbers.
+	losses := map[string][]string{}
+	mode := ""
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "== ") {
+			mode = strings.Fields(line)[1]
+		}
+		if _, after, ok := strings.Cut(line, "mean loss: "); ok {
+			losses[mode] = append(losses[mode], strings.Fields(after)[0])
+		}
+	}
+	if len(losses["cpu"]) != 5 || strings.Join(losses["cuda"], " ") != strings.Join(losses["cpu"], " ") ||
+		strings.Join(losses["cache"], " ") != strings.Join(losses["cpu"], " ") {
+		t.Errorf("losses differ between modes: %v", losses)
+	}
+}
+
+// TestCPUDeviceLeavesGPUModesUnavailable runs with --device cpu: the cuda
+// and cache rows say why they did not run and show no figures.
+func TestCPUDeviceLeavesGPUModesUnavailable(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"linear", "train", "cuda,cache,cpu", "--scale", "small", "--device", "cpu"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit status %d; stderr: %s", code, stderr.String())
+	}
+	rows := tableRows(stdout.String())
+	for _, mode := range []string{"cuda", "cache"} {
+		if !strings.Contains(rows[mode], "| unavailable: ") || strings.Contains(rows[mode], " s |") {
+			t.Errorf("%s row = %q, want unavailable with no figures", mode, rows[mode])
+		}
+	}
+}
+
+// tableRows maps the first cell of each table line to the line.
+func tableRows(out string) map[string]string {
 	rows := map[string]string{}
 	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(strings.Trim(line, "| ")); len(f) > 0 {
+		if f := strings.Fields(strings.Trim(line, "| ")); len(f) > 0 && strings.HasPrefix(line, "|") {
 			rows[f[0]] = line
 		}
 	}
-	for mode, want := range map[string]string{"cuda": "| unavailable: ", "cache": "| unavailable: ", "cpu": "| ok"} {
-		if !strings.Contains(rows[mode], want) {
-			t.Errorf("%s row = %q, want it to contain %q", mode, rows[mode], want)
-		}
-	}
-	if strings.Contains(rows["cuda"], " s ") {
-		t.Errorf("the unavailable cuda row shows a time: %q", rows["cuda"])
-	}
+	return rows
 }
 
 // TestInterruptedRun cancels the run before it starts: the
@@ -129,6 +182,7 @@ func TestInterruptedRun(t *testing.T) {
 // TestManualExamples runs every example of the command's manual (its doc
 // comment and help texts) at small scale, so the manual cannot rot.
 func TestManualExamples(t *testing.T) {
+	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
 	root := newRootCmd(&bytes.Buffer{}, &bytes.Buffer{})
 	var examples []string
 	for _, c := range append(root.Commands(), root) {
@@ -143,7 +197,9 @@ func TestManualExamples(t *testing.T) {
 	}
 	for _, ex := range examples {
 		args := strings.Fields(ex)[1:]
-		if len(args) > 1 && !strings.Contains(ex, "--scale") {
+		if args[0] == "take-mem" {
+			args = append(args, "--for", "1ms") // the last --for wins
+		} else if len(args) > 1 && !strings.Contains(ex, "--scale") {
 			args = append(args, "--scale", "small")
 		}
 		var stdout, stderr bytes.Buffer

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"gpuz/internal/device"
+	"gpuz/internal/memhog"
+	"gpuz/internal/units"
+)
+
+// takeMemOptions are the arguments and flags of gpuz take-mem.
+type takeMemOptions struct {
+	Amount string // N blocks or a size
+	Device string
+	For    time.Duration // 0: until interrupted
+	Busy   bool
+}
+
+func newTakeMemCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := &takeMemOptions{}
+	cmd := &cobra.Command{
+		Use:   "take-mem N|SIZE",
+		Short: "Hold device memory until interrupted, as a second program on the GPU would",
+		Long: `take-mem holds memory on a device until it is interrupted (Ctrl-C) or --for
+elapses, so that a benchmark run in another shell meets a device with less
+free memory. N is a number of linear blocks, each 10 × Linear(2000→2000)
+weights and biases (160,080,000 bytes) as the reference's take-mem held:
+12 ≈ 1.8 GiB, 20 ≈ 3 GiB. SIZE is an amount with a unit: 512MiB, 4GiB, 4GB.
+
+On a simulated device (sim, sim:SIZE, and auto without a CUDA GPU) the
+memory is recorded in a ledger file shared by every gpuz process
+($GPUZ_SIM_LEDGER, default gpuz-sim-ledger in the temporary directory)
+without taking host memory; a benchmark's sim device sees it taken.
+
+With --busy, a forward pass through the held layers runs every second, so
+that the device is busy as well as full. On a simulated device the memory
+is not real, so the pass runs one Linear(2000→2000) layer per held block on
+one real layer: real work on the CPU that the simulation runs on.`,
+		Example: `  gpuz take-mem 20
+  gpuz take-mem 4GiB --device sim:8GiB --for 10m
+  gpuz take-mem 12 --busy`,
+		Args: func(_ *cobra.Command, args []string) error {
+			switch len(args) {
+			case 0:
+				return errors.New("missing amount: a number of linear blocks (20) or a size (4GiB)")
+			case 1:
+				return nil
+			}
+			return fmt.Errorf("too many arguments: %q (want N|SIZE)", strings.Join(args, " "))
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("for") && o.For <= 0 {
+				return fmt.Errorf("--for must be positive, got %v", o.For)
+			}
+			o.Amount = args[0]
+			return takeMemRun(cmd.Context(), stdout, stderr, o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.Device, "device", "auto", "device to hold memory on: auto, cpu, sim, sim:SIZE or cuda:N")
+	fs.DurationVar(&o.For, "for", 0, "release after this long, e.g. 30s or 10m (default: until interrupted)")
+	fs.BoolVar(&o.Busy, "busy", false, "run a forward pass through the held layers every second")
+	return cmd
+}
+
+// takeMemAmount reads N|SIZE: the bytes to hold and, for N, the blocks.
+func takeMemAmount(s string) (bytes int64, blocks int, err error) {
+	if s != "" && strings.Trim(s, "0123456789") == "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || int64(n) > math.MaxInt64/memhog.BlocksBytes(1) {
+			return 0, 0, fmt.Errorf("too many blocks: %s", s)
+		}
+		if n == 0 {
+			return 0, 0, errors.New("the number of blocks must be positive, got 0")
+		}
+		return memhog.BlocksBytes(n), n, nil
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return 0, 0, fmt.Errorf("invalid amount %q: want a whole number of blocks or a size with a unit (4GiB)", s)
+	}
+	b, err := units.ParseBytes(s)
+	if err != nil {
+		return 0, 0, fmt.Errorf("invalid amount: %w", err)
+	}
+	if b == 0 {
+		return 0, 0, fmt.Errorf("the amount must be positive, got %q", s)
+	}
+	return b, 0, nil
+}
+
+// takeMemRun holds the memory until ctx is done or o.For elapses.
+func takeMemRun(ctx context.Context, stdout, stderr io.Writer, o *takeMemOptions) error {
+	bytes, blocks, err := takeMemAmount(o.Amount)
+	if err != nil {
+		return err
+	}
+	// what says what is held: "20 linear blocks = 2.98 GiB" or "4.00 GiB";
+	// blocksNote adds the blocks to the size in the out-of-memory line.
+	what, blocksNote := units.Bytes(bytes), ""
+	if blocks > 0 {
+		n := fmt.Sprintf("%d linear blocks", blocks)
+		if blocks == 1 {
+			n = "1 linear block"
+		}
+		what, blocksNote = n+" = "+what, " ("+n+")"
+	}
+	if o.Busy && bytes < memhog.BusyMinBytes {
+		return fmt.Errorf("--busy needs at least %s held (one Linear(2000→2000) layer and its input), got %s",
+			units.Bytes(memhog.BusyMinBytes), units.Bytes(bytes))
+	}
+	dev, warning, err := device.Parse(o.Device, device.OpenLedger(""))
+	if err != nil {
+		return fmt.Errorf("--device: %w", err)
+	}
+	if warning != "" {
+		fmt.Fprintf(stderr, "gpuz: warning: %s\n", warning)
+	}
+	before, _, err := dev.MemInfo()
+	if err != nil {
+		return &runFailure{err}
+	}
+	if o.For > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.For)
+		defer cancel()
+	}
+	err = memhog.Hold(ctx, dev, bytes, o.Busy, func(e memhog.Event) {
+		switch e.Kind {
+		case memhog.Holding:
+			fmt.Fprintf(stdout, "holding %s on %s\n", what, dev.Name())
+			if now, _, err := dev.MemInfo(); err == nil {
+				fmt.Fprintf(stdout, "free on %s: %s before, %s now\n", dev.Name(), units.Bytes(before), units.Bytes(now))
+			}
+			if o.For > 0 {
+				fmt.Fprintf(stdout, "releasing after %v or on Ctrl-C\n", o.For)
+			} else {
+				fmt.Fprintln(stdout, "releasing on Ctrl-C")
+			}
+		case memhog.BusyPass:
+			if e.Pass == 1 {
+				fmt.Fprintf(stdout, "busy: a forward pass every %v; the first took %s\n", memhog.BusyInterval, units.Sig3(e.Duration.Seconds())+" s")
+			}
+		case memhog.Released:
+			fmt.Fprintf(stdout, "released %s on %s", units.Bytes(bytes), dev.Name())
+			if now, _, err := dev.MemInfo(); err == nil {
+				fmt.Fprintf(stdout, "; %s free", units.Bytes(now))
+			}
+			fmt.Fprintln(stdout)
+		}
+	})
+	var oom *device.OutOfMemoryError
+	switch {
+	case errors.As(err, &oom):
+		return &runFailure{fmt.Errorf("%s: not enough free memory: needs %s%s, %s of %s free",
+			oom.Device, units.Bytes(oom.Requested), blocksNote, units.Bytes(oom.Free), units.Bytes(oom.Total))}
+	case err != nil:
+		return &runFailure{err}
+	}
+	return nil
+}
