@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"gorgonia.org/gorgonia"
-
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/kernels"
@@ -237,7 +235,7 @@ func (opts Options) compile() (*models.Model, *engine.Plan, error) {
 		output = model.Loss
 	}
 	plan, err := engine.Compile(engine.Spec{
-		Inputs: []*gorgonia.Node{model.Input, model.Target}, Blocks: model.Blocks, Output: output,
+		Inputs: model.Inputs(), Blocks: model.Blocks, Output: output,
 		Train: opts.Task == TaskTrain, Optimizer: opts.Optimizer, ClipNorm: opts.ClipNorm,
 	})
 	if err != nil {

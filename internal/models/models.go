@@ -29,14 +29,34 @@ type Model struct {
 	// evaluation accumulates.
 	Loss, OutputMean *gorgonia.Node
 	Blocks           []engine.Block
+	// Constants are inputs whose values are fixed for the model's life,
+	// such as a positional table: fed once by InitParams, not per batch.
+	Constants []Constant
 	// init fills a parameter with its initial values, drawn from rng.
 	init map[*gorgonia.Node]func(rng *rand.Rand, dst []float32)
 }
 
+// Constant is an input node with its fixed values.
+type Constant struct {
+	Node   *gorgonia.Node
+	Values []float32
+}
+
+// Inputs returns the nodes a program is fed from outside: the batch, its
+// target and the constants.
+func (m *Model) Inputs() []*gorgonia.Node {
+	inputs := []*gorgonia.Node{m.Input, m.Target}
+	for _, c := range m.Constants {
+		inputs = append(inputs, c.Node)
+	}
+	return inputs
+}
+
 // InitParams draws every parameter's initial values, one parameter at a
 // time into a reused buffer, and hands each to set, so that no second copy
-// of the whole model is held. The values depend only on seed and on the
-// parameter's position in the model.
+// of the whole model is held; then it hands set every constant's values.
+// The parameters' values depend only on seed and on the parameter's
+// position in the model.
 func (m *Model) InitParams(seed uint64, set func(param *gorgonia.Node, values []float32) error) error {
 	var buf []float32
 	index := uint64(0)
@@ -52,6 +72,11 @@ func (m *Model) InitParams(seed uint64, set func(param *gorgonia.Node, values []
 			if err := set(p, buf[:n]); err != nil {
 				return fmt.Errorf("initialising %s: %w", p.Name(), err)
 			}
+		}
+	}
+	for _, c := range m.Constants {
+		if err := set(c.Node, c.Values); err != nil {
+			return fmt.Errorf("setting %s: %w", c.Node.Name(), err)
 		}
 	}
 	return nil

@@ -1,0 +1,244 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"gpuz/internal/engine"
+	"gpuz/internal/ops"
+)
+
+// AttentionConfig sizes the attention workload: a causal self-attention
+// decoder over sequences of SeqLen token ids below Vocab, trained with
+// cross-entropy to predict each token's own id. The model is an Embedding
+// of Vocab × DModel plus fixed sinusoidal positions, Layers decoder layers,
+// each x = LayerNorm(x + MHA(x)); x = LayerNorm(x + Linear(x)) with Heads
+// causal heads, and a final Linear(DModel → Vocab), as the PyTorch peer
+// builds it.
+type AttentionConfig struct {
+	Vocab   int
+	DModel  int
+	Heads   int
+	Layers  int
+	SeqLen  int
+	Samples int
+	Batch   int
+	Epochs  int
+}
+
+// AttentionPreset returns the attention workload's sizes at a scale.
+func AttentionPreset(scale string) (AttentionConfig, error) {
+	switch scale {
+	case ScaleFull:
+		return AttentionConfig{Vocab: 1024, DModel: 512, Heads: 8, Layers: 12, SeqLen: 512, Samples: 60, Batch: 30, Epochs: 5}, nil
+	case ScaleSmall:
+		return AttentionConfig{Vocab: 64, DModel: 32, Heads: 4, Layers: 2, SeqLen: 32, Samples: 8, Batch: 4, Epochs: 5}, nil
+	}
+	return AttentionConfig{}, fmt.Errorf("unknown scale %q (want %s or %s)", scale, ScaleFull, ScaleSmall)
+}
+
+// Validate reports the first size that cannot make a model.
+func (c AttentionConfig) Validate() error {
+	for _, f := range []struct {
+		name  string
+		value int
+	}{
+		{"vocab", c.Vocab}, {"d-model", c.DModel}, {"heads", c.Heads}, {"layers", c.Layers},
+		{"seq-len", c.SeqLen}, {"samples", c.Samples}, {"batch", c.Batch}, {"epochs", c.Epochs},
+	} {
+		if f.value <= 0 {
+			return fmt.Errorf("--%s must be positive, got %d", f.name, f.value)
+		}
+	}
+	switch {
+	case c.DModel%c.Heads != 0:
+		return fmt.Errorf("--d-model (%d) must be divisible by --heads (%d)", c.DModel, c.Heads)
+	case c.DModel%2 != 0:
+		return fmt.Errorf("--d-model (%d) must be even: the sinusoidal positions pair a sine and a cosine", c.DModel)
+	case c.Samples%c.Batch != 0:
+		return fmt.Errorf("--samples (%d) must be a multiple of --batch (%d)", c.Samples, c.Batch)
+	case c.Vocab > 1<<24:
+		return fmt.Errorf("--vocab (%d) must be at most 2²⁴ so that every id is exact in float32", c.Vocab)
+	}
+	// The largest tensors: the parameters, and one layer's attention
+	// probabilities, batch × heads × seq².
+	params := int64(c.Layers)*5*int64(c.DModel)*int64(c.DModel) + 2*int64(c.Vocab)*int64(c.DModel)
+	probs := int64(c.Batch) * int64(c.Heads) * int64(c.SeqLen) * int64(c.SeqLen)
+	if params > 1<<40 || probs > 1<<40 {
+		return errors.New("the model is too large: over 2⁴⁰ parameters or attention probabilities")
+	}
+	return nil
+}
+
+// Data returns the workload's data: Samples sequences of SeqLen token ids
+// drawn uniformly from [0, Vocab), stored as float32; the target is the
+// ids themselves.
+func (c AttentionConfig) Data(seed uint64) Data {
+	rng := rand.New(rand.NewPCG(seed, math.MaxUint64))
+	d := Data{Samples: c.Samples, RowLen: c.SeqLen, Values: make([]float32, c.Samples*c.SeqLen)}
+	for i := range d.Values {
+		d.Values[i] = float32(rng.IntN(c.Vocab))
+	}
+	return d
+}
+
+// Build returns the workload's graph for one batch. Its blocks are, in the
+// peer's order, the head Linear, the Embedding and the decoder layers
+// layer1 … layerN.
+func (c AttentionConfig) Build() (*Model, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	g := gorgonia.NewGraph()
+	m := &Model{Graph: g, init: map[*gorgonia.Node]func(*rand.Rand, []float32){}}
+	m.Input = gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.Batch, c.SeqLen), gorgonia.WithName("ids"))
+	m.Target = gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.Batch, c.SeqLen), gorgonia.WithName("target"))
+	positions := gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.SeqLen, c.DModel), gorgonia.WithName("positions"))
+	m.Constants = []Constant{{Node: positions, Values: SinusoidalPositions(c.SeqLen, c.DModel)}}
+
+	head := engine.Block{Name: "head"}
+	headW := m.param(&head, "head.weight", uniform(fanInBound(c.DModel)), c.Vocab, c.DModel)
+	headB := m.param(&head, "head.bias", uniform(fanInBound(c.DModel)), c.Vocab)
+	embed := engine.Block{Name: "embed"}
+	embedW := m.param(&embed, "embed.weight", normal(1), c.Vocab, c.DModel)
+	m.Blocks = append(m.Blocks, head, embed)
+
+	x, err := gorgonia.ApplyOp(ops.Embedding{}, m.Input, embedW, positions)
+	if err != nil {
+		return nil, fmt.Errorf("embedding: %w", err)
+	}
+	for l := 1; l <= c.Layers; l++ {
+		block := engine.Block{Name: fmt.Sprintf("layer%d", l)}
+		if x, err = c.decoderLayer(m, &block, x); err != nil {
+			return nil, fmt.Errorf("%s: %w", block.Name, err)
+		}
+		m.Blocks = append(m.Blocks, block)
+	}
+	if m.Output, err = gorgonia.ApplyOp(ops.Linear{}, x, headW, headB); err != nil {
+		return nil, fmt.Errorf("head: %w", err)
+	}
+	if m.Loss, err = gorgonia.ApplyOp(ops.SoftmaxCrossEntropy{}, m.Output, m.Target); err != nil {
+		return nil, fmt.Errorf("loss: %w", err)
+	}
+	if m.OutputMean, err = gorgonia.ApplyOp(ops.Mean{Dims: 2}, m.Output); err != nil {
+		return nil, fmt.Errorf("output mean: %w", err)
+	}
+	return m, nil
+}
+
+// decoderLayer adds one decoder layer on x [tokens, d] to the graph, its
+// parameters to block, named as PyTorch names them, and returns the
+// layer's output:
+//
+//	x = LayerNorm(x + out_proj(Attention(in_proj(x))))
+//	x = LayerNorm(x + Linear(x))
+func (c AttentionConfig) decoderLayer(m *Model, block *engine.Block, x *gorgonia.Node) (*gorgonia.Node, error) {
+	d := c.DModel
+	p := func(name string, init func(*rand.Rand, []float32), shape ...int) *gorgonia.Node {
+		return m.param(block, block.Name+"."+name, init, shape...)
+	}
+	// nn.MultiheadAttention: xavier-uniform in_proj_weight, zero biases;
+	// out_proj keeps nn.Linear's weight initialisation.
+	inW := p("attn.in_proj_weight", uniform(math.Sqrt(6/float64(d+3*d))), 3*d, d)
+	inB := p("attn.in_proj_bias", constant(0), 3*d)
+	outW := p("attn.out_proj.weight", uniform(fanInBound(d)), d, d)
+	outB := p("attn.out_proj.bias", constant(0), d)
+	norm1W := p("norm1.weight", constant(1), d)
+	norm1B := p("norm1.bias", constant(0), d)
+	ffW := p("ff.weight", uniform(fanInBound(d)), d, d)
+	ffB := p("ff.bias", uniform(fanInBound(d)), d)
+	norm2W := p("norm2.weight", constant(1), d)
+	norm2B := p("norm2.bias", constant(0), d)
+
+	attn := ops.AttentionConfig{Heads: c.Heads, SeqLen: c.SeqLen, Causal: true}
+	ln := ops.LayerNorm{Eps: ops.DefaultLayerNormEps}
+	qkv, err := gorgonia.ApplyOp(ops.Linear{}, x, inW, inB)
+	if err != nil {
+		return nil, fmt.Errorf("in_proj: %w", err)
+	}
+	probs, err := gorgonia.ApplyOp(ops.AttentionProbs{AttentionConfig: attn}, qkv)
+	if err != nil {
+		return nil, fmt.Errorf("attention: %w", err)
+	}
+	mixed, err := gorgonia.ApplyOp(ops.AttentionMix{AttentionConfig: attn}, probs, qkv)
+	if err != nil {
+		return nil, fmt.Errorf("attention: %w", err)
+	}
+	a, err := gorgonia.ApplyOp(ops.Linear{}, mixed, outW, outB)
+	if err != nil {
+		return nil, fmt.Errorf("out_proj: %w", err)
+	}
+	if x, err = residualNorm(ln, x, a, norm1W, norm1B); err != nil {
+		return nil, fmt.Errorf("norm1: %w", err)
+	}
+	f, err := gorgonia.ApplyOp(ops.Linear{}, x, ffW, ffB)
+	if err != nil {
+		return nil, fmt.Errorf("ff: %w", err)
+	}
+	if x, err = residualNorm(ln, x, f, norm2W, norm2B); err != nil {
+		return nil, fmt.Errorf("norm2: %w", err)
+	}
+	return x, nil
+}
+
+// residualNorm returns LayerNorm(x + f).
+func residualNorm(ln ops.LayerNorm, x, f, gamma, beta *gorgonia.Node) (*gorgonia.Node, error) {
+	sum, err := gorgonia.ApplyOp(ops.Add{}, x, f)
+	if err != nil {
+		return nil, err
+	}
+	return gorgonia.ApplyOp(ln, sum, gamma, beta)
+}
+
+// param adds a float32 parameter of the given shape, with its initialiser,
+// to the graph and to block.
+func (m *Model) param(block *engine.Block, name string, init func(*rand.Rand, []float32), shape ...int) *gorgonia.Node {
+	n := gorgonia.NewTensor(m.Graph, tensor.Float32, len(shape), gorgonia.WithShape(shape...), gorgonia.WithName(name))
+	m.init[n] = init
+	block.Params = append(block.Params, n)
+	return n
+}
+
+// normal returns an initialiser drawing from N(0, std²), as PyTorch's
+// nn.Embedding does with std 1.
+func normal(std float64) func(*rand.Rand, []float32) {
+	return func(rng *rand.Rand, dst []float32) {
+		for i := range dst {
+			dst[i] = float32(rng.NormFloat64() * std)
+		}
+	}
+}
+
+// constant returns an initialiser filling with v, as PyTorch's LayerNorm
+// (ones and zeros) and MultiheadAttention's biases (zeros) start.
+func constant(v float32) func(*rand.Rand, []float32) {
+	return func(_ *rand.Rand, dst []float32) {
+		for i := range dst {
+			dst[i] = v
+		}
+	}
+}
+
+// SinusoidalPositions returns the fixed positional table [length, d] of
+// the PyTorch peer's sinusoidal_encoding, d even: for position p and
+// i = 0, 2, 4, …, with freq = exp(−ln(10000)·i/d), entry (p, i) is
+// sin(p·freq) and entry (p, i+1) is cos(p·freq). Every intermediate is
+// rounded to float32 where torch computes in float32.
+func SinusoidalPositions(length, d int) []float32 {
+	pe := make([]float32, length*d)
+	negLog := float32(-math.Log(10000.0))
+	for i := 0; i+1 < d; i += 2 {
+		freq := float32(math.Exp(float64(negLog * float32(i) / float32(d))))
+		for p := range length {
+			arg := float64(float32(p) * freq)
+			pe[p*d+i] = float32(math.Sin(arg))
+			pe[p*d+i+1] = float32(math.Cos(arg))
+		}
+	}
+	return pe
+}
