@@ -138,8 +138,8 @@ func TestLedgerReclaimsKilled(t *testing.T) {
 		if others, err := ledger.Others(); err != nil || others != 0 {
 			t.Errorf("reaped %v: after SIGKILL Others = %d, %v; want 0", reap, others, err)
 		}
-		if text, err := os.ReadFile(path); err != nil || len(text) != 0 {
-			t.Errorf("reaped %v: the ledger file still holds %q, %v", reap, text, err)
+		if text, err := os.ReadFile(path); err != nil || string(text) != ledgerHeader+"\n"+ledgerEnd+"\n" {
+			t.Errorf("reaped %v: the ledger file holds %q, %v; want no entries", reap, text, err)
 		}
 		cmd.Wait()
 	}
@@ -222,6 +222,30 @@ func TestLedgerHolders(t *testing.T) {
 	entries, err := b.Entries()
 	if err != nil || len(entries) != 1 || entries[0].Label != "a new label" {
 		t.Errorf("entries %+v, %v; want a's with tabs and newlines turned into spaces", entries, err)
+	}
+}
+
+// TestLedgerTornWrite reads a file whose writer died between writing new
+// entries over longer old ones and truncating it: what follows the end
+// line is ignored, and the next write removes it.
+func TestLedgerTornWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger")
+	self := currentProcess()
+	e := LedgerEntry{PID: self.pid, Start: self.start, Holder: 1 << 40, Bytes: 7, Label: "live"}
+	text := string(formatLedger([]LedgerEntry{e})) + "ld\tentry\tcut short\n"
+	if err := os.WriteFile(path, []byte(text), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	l := OpenLedger(path)
+	if others, err := l.Others(); err != nil || others != 7 {
+		t.Errorf("Others = %d, %v; want 7", others, err)
+	}
+	if err := l.Set(1, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || strings.Contains(string(got), "cut short") || !strings.HasSuffix(string(got), ledgerEnd+"\n") {
+		t.Errorf("after a write the file holds %q, %v", got, err)
 	}
 }
 

@@ -255,3 +255,26 @@ func TestSimKernels(t *testing.T) {
 		t.Errorf("Add = %v, want %v", got, want)
 	}
 }
+
+// BenchmarkSimAlloc measures an Alloc and Free pair, with the two ledger
+// transactions (lock, read, liveness checks, atomic write) they cost.
+func BenchmarkSimAlloc(b *testing.B) {
+	for _, withLedger := range []bool{false, true} {
+		name := "no-ledger"
+		var ledger *Ledger
+		if withLedger {
+			name = "ledger"
+			ledger = OpenLedger(filepath.Join(b.TempDir(), "ledger"))
+		}
+		b.Run(name, func(b *testing.B) {
+			sim := NewSim(1<<30, ledger)
+			for b.Loop() {
+				buf, err := sim.Alloc(16)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sim.Free(buf)
+			}
+		})
+	}
+}
