@@ -27,11 +27,11 @@ CPU (cpu). Results come out per epoch and as an Analyze table.`,
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newLinearCmd(stdout, stderr), newTakeMemCmd(stdout, stderr), newVersionCmd(stdout))
+	root.AddCommand(newLinearCmd(stdout, stderr), newAttentionCmd(stdout, stderr), newTakeMemCmd(stdout, stderr), newVersionCmd(stdout))
 	// A bare "gpuz" with an unknown word must not fall back to help.
 	root.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return fmt.Errorf("unknown command %q (want linear, take-mem or version; see gpuz --help)", args[0])
+			return fmt.Errorf("unknown command %q (want linear, attention, take-mem or version; see gpuz --help)", args[0])
 		}
 		return nil
 	}
