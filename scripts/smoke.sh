@@ -73,6 +73,12 @@ echo "== eval: cpu at small scale"
 expect_ok eval "$BIN" linear eval cpu --scale small
 check_table eval
 
+echo "== attention: train and eval, cpu at small scale"
+expect_ok attention_train "$BIN" attention train cpu --scale small
+check_table attention_train
+expect_ok attention_eval "$BIN" attention eval cpu --scale small
+check_table attention_eval
+
 echo "== version"
 expect_ok version "$BIN" version
 [[ -s $tmp/version.out ]] || fail "version printed nothing on stdout"
