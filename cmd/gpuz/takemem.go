@@ -25,7 +25,7 @@ type takeMemOptions struct {
 	Busy   bool
 }
 
-func newTakeMemCmd(stdout, stderr io.Writer) *cobra.Command {
+func newTakeMemCmd(stdout, _ io.Writer) *cobra.Command {
 	o := &takeMemOptions{}
 	cmd := &cobra.Command{
 		Use:   "take-mem N|SIZE",
@@ -62,7 +62,7 @@ one real layer: real work on the CPU that the simulation runs on.`,
 				return fmt.Errorf("--for must be positive, got %v", o.For)
 			}
 			o.Amount = args[0]
-			return takeMemRun(cmd.Context(), stdout, stderr, o)
+			return takeMemRun(cmd.Context(), stdout, o)
 		},
 	}
 	fs := cmd.Flags()
@@ -98,7 +98,7 @@ func takeMemAmount(s string) (bytes int64, blocks int, err error) {
 }
 
 // takeMemRun holds the memory until ctx is done or o.For elapses.
-func takeMemRun(ctx context.Context, stdout, stderr io.Writer, o *takeMemOptions) error {
+func takeMemRun(ctx context.Context, stdout io.Writer, o *takeMemOptions) error {
 	bytes, blocks, err := takeMemAmount(o.Amount)
 	if err != nil {
 		return err
@@ -122,7 +122,7 @@ func takeMemRun(ctx context.Context, stdout, stderr io.Writer, o *takeMemOptions
 		return fmt.Errorf("--device: %w", err)
 	}
 	if warning != "" {
-		fmt.Fprintf(stderr, "gpuz: warning: %s\n", warning)
+		fmt.Fprintf(stdout, "warning: %s\n", warning)
 	}
 	before, _, err := dev.MemInfo()
 	if err != nil {

@@ -150,9 +150,9 @@ func TestTakeMemRun(t *testing.T) {
 			stderr: "gpuz: sim:1GiB: not enough free memory: needs 611 MiB (4 linear blocks), 512 MiB of 1.00 GiB free\n",
 		},
 		{
-			args:   []string{"take-mem", "1", "--for", "1ms"},
-			stdout: []string{"holding 1 linear block = 153 MiB on sim:8GiB", "free on sim:8GiB: 7.50 GiB before, 7.35 GiB now"},
-			stderr: "gpuz: warning: " + device.AutoWarning + "\n",
+			args: []string{"take-mem", "1", "--for", "1ms"},
+			stdout: []string{"warning: " + device.AutoWarning, "holding 1 linear block = 153 MiB on sim:8GiB",
+				"free on sim:8GiB: 7.50 GiB before, 7.35 GiB now"},
 		},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -160,10 +160,17 @@ func TestTakeMemRun(t *testing.T) {
 		if code != tt.code || stderr.String() != tt.stderr {
 			t.Errorf("gpuz %s: exit status %d, stderr %q; want %d, %q", strings.Join(tt.args, " "), code, stderr.String(), tt.code, tt.stderr)
 		}
+		rest := stdout.String() // the lines must come in order, the first first
+		if len(tt.stdout) > 0 && !strings.HasPrefix(rest, tt.stdout[0]+"\n") {
+			t.Errorf("gpuz %s: output does not start with %q:\n%s", strings.Join(tt.args, " "), tt.stdout[0], rest)
+		}
 		for _, want := range tt.stdout {
-			if !strings.Contains(stdout.String(), want+"\n") {
-				t.Errorf("gpuz %s: output lacks %q:\n%s", strings.Join(tt.args, " "), want, stdout.String())
+			_, after, ok := strings.Cut(rest, want+"\n")
+			if !ok {
+				t.Errorf("gpuz %s: output lacks %q after the lines before it:\n%s", strings.Join(tt.args, " "), want, stdout.String())
+				break
 			}
+			rest = after
 		}
 		if tt.stdout == nil && stdout.Len() != 0 {
 			t.Errorf("gpuz %s: output %q, want none", strings.Join(tt.args, " "), stdout.String())
