@@ -27,11 +27,15 @@ CPU (cpu). Results come out per epoch and as an Analyze table.`,
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newLinearCmd(stdout, stderr), newAttentionCmd(stdout, stderr), newTakeMemCmd(stdout, stderr), newVersionCmd(stdout))
+	workloads := []func(io.Writer, io.Writer) *cobra.Command{newLinearCmd, newResnetCmd, newAttentionCmd}
+	for _, newWorkload := range workloads {
+		root.AddCommand(newWorkload(stdout, stderr))
+	}
+	root.AddCommand(newPlanCmd(stdout, stderr, workloads), newTakeMemCmd(stdout, stderr), newVersionCmd(stdout))
 	// A bare "gpuz" with an unknown word must not fall back to help.
 	root.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return fmt.Errorf("unknown command %q (want linear, attention, take-mem or version; see gpuz --help)", args[0])
+			return fmt.Errorf("unknown command %q (want linear, resnet, attention, plan, take-mem or version; see gpuz --help)", args[0])
 		}
 		return nil
 	}

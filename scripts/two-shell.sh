@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The two-shell scenario at small scale: `gpuz take-mem` holds memory of a
+# small simulated GPU in the background while `gpuz linear train` runs all
+# three modes on the same device. cuda must report OOM; cache and cpu must
+# complete. Then the holder is interrupted and must release its memory.
+#
+#   scripts/two-shell.sh [BIN]     (default BIN: bin/gpuz)
+set -euo pipefail
+
+BIN=${1:-bin/gpuz}
+case $BIN in */*) ;; *) BIN=./$BIN ;; esac
+tmp=$(mktemp -d)
+export GPUZ_SIM_LEDGER=$tmp/ledger # a ledger of our own: no other run interferes
+holder=
+cleanup() {
+	[[ -n $holder ]] && kill "$holder" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# The small linear model needs 1.29 MiB with every block resident and
+# 536 KiB with a window of one block: on a 2 MiB device with 1 MiB taken,
+# cuda cannot fit and cache can.
+device=sim:2MiB
+echo "+ $BIN take-mem 1MiB --device $device &"
+"$BIN" take-mem 1MiB --device "$device" >"$tmp/holder.out" 2>&1 &
+holder=$!
+for _ in $(seq 100); do
+	grep -q holding "$tmp/holder.out" 2>/dev/null && break
+	sleep 0.1
+done
+cat "$tmp/holder.out"
+grep -q holding "$tmp/holder.out" || { echo "two-shell: take-mem did not start holding" >&2; exit 1; }
+
+echo "+ $BIN linear train cuda,cache,cpu --scale small --device $device --win-size 1"
+"$BIN" linear train cuda,cache,cpu --scale small --device "$device" --win-size 1 | tee "$tmp/run.out"
+
+fail=0
+row() { grep -E "^\|[[:space:]]*$1[[:space:]]*\|" "$tmp/run.out" || true; }
+row cuda | grep -q '| OOM: ' || { echo "two-shell: the cuda row does not report OOM" >&2; fail=1; }
+for mode in cache cpu; do
+	row "$mode" | grep -Eq '\| ok[[:space:]]*\|$' || { echo "two-shell: the $mode row is not ok" >&2; fail=1; }
+done
+
+echo "+ kill -INT take-mem"
+kill -INT "$holder"
+status=0
+wait "$holder" || status=$?
+holder=
+cat "$tmp/holder.out"
+((status == 0)) || { echo "two-shell: take-mem exited with status $status after SIGINT" >&2; fail=1; }
+exit $fail
