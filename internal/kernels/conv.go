@@ -50,7 +50,7 @@ func (s ConvShape) validate(out, in, w int) {
 // padded input. A call holds at most this per thread (more only when a
 // single output row needs more), whatever the image or batch size; the
 // direct weight gradient adds 16 partial sums per weight per thread.
-const ConvScratchBytes = 1 << 20
+const ConvScratchBytes = 2 << 20
 
 // convScratchBytes is the budget in force; tests lower it to exercise
 // tiling on small images.
@@ -336,13 +336,42 @@ func conv2dWeightGradDirect(dw, x, g []float32, s ConvShape) {
 }
 
 // Conv2dBiasGrad sets db to the gradient of Conv2d's bias: the sum of the
-// output gradient g over images and positions, per channel.
+// output gradient g over images and positions, per channel, accumulated in
+// float64. Channels are spread over the threads.
 func Conv2dBiasGrad[T Float](db, g []T, batch, channels, plane int) {
-	for o := range channels {
-		s := 0.0
-		for img := range batch {
-			s += Sum(g[(img*channels+o)*plane:][:plane])
-		}
-		db[o] = T(s)
+	if plane == 0 {
+		clear(db)
+		return
 	}
+	parallelFor(channels*plane, plane, func(lo, hi int) {
+		for o := lo / plane; o < hi/plane; o++ {
+			s := 0.0
+			for img := range batch {
+				s += sum8(g[(img*channels+o)*plane:][:plane])
+			}
+			db[o] = T(s)
+		}
+	})
+}
+
+// sum8 returns the sum of x in float64 with eight independent partial
+// sums, so that the additions do not wait on one another.
+func sum8[T Float](x []T) float64 {
+	var s [8]float64
+	i := 0
+	for ; i+8 <= len(x); i += 8 {
+		c := x[i : i+8 : i+8]
+		s[0] += float64(c[0])
+		s[1] += float64(c[1])
+		s[2] += float64(c[2])
+		s[3] += float64(c[3])
+		s[4] += float64(c[4])
+		s[5] += float64(c[5])
+		s[6] += float64(c[6])
+		s[7] += float64(c[7])
+	}
+	for ; i < len(x); i++ {
+		s[0] += float64(x[i])
+	}
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
 }

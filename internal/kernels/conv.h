@@ -117,11 +117,14 @@ static void gpuz_conv_fwd_tile(const float *tile, int C, int wp, int rows_in, co
 	                              gpuz_fwd_ob4, gpuz_fwd_ob5, gpuz_fwd_ob6};
 	const ptrdiff_t plane_in = (ptrdiff_t)rows_in * wp, wso = (ptrdiff_t)C * k * k;
 	const int blocks = (O + 5) / 6, per = (O + blocks - 1) / blocks;
-	for (int o0 = 0; o0 < O; o0 += per) {
-		int ob = O - o0 < per ? O - o0 : per;
-		fns[ob](tile, C, k, wp, plane_in, w + o0 * wso, wso, bias ? bias + o0 : NULL, out + o0 * oplane, oplane,
-		        rows, out_w);
-	}
+	// Row by row, every channel block in turn: the k input rows per channel
+	// that one output row reads stay in cache across the blocks.
+	for (int r = 0; r < rows; r++)
+		for (int o0 = 0; o0 < O; o0 += per) {
+			int ob = O - o0 < per ? O - o0 : per;
+			fns[ob](tile + (ptrdiff_t)r * wp, C, k, wp, plane_in, w + o0 * wso, wso, bias ? bias + o0 : NULL,
+			        out + o0 * oplane + (ptrdiff_t)r * out_w, oplane, 1, out_w);
+		}
 }
 
 // gpuz_wgrad_kernel accumulates, for OB output channels, one input channel,
