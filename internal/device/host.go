@@ -58,28 +58,12 @@ func (h *Host) View(b Buffer, offset, n int) Buffer {
 
 // Upload copies src into dst.
 func (h *Host) Upload(dst Buffer, src []float32) error {
-	d := Floats(dst)
-	if len(d) != len(src) {
-		return fmt.Errorf("host: upload of %d elements into a buffer of %d", len(src), len(d))
-	}
-	copy(d, src)
-	h.mu.Lock()
-	h.stats.UploadBytes += 4 * int64(len(src))
-	h.mu.Unlock()
-	return nil
+	return copyCounter{&h.mu, &h.stats, "host"}.upload(dst, src)
 }
 
 // Download copies src into dst.
 func (h *Host) Download(dst []float32, src Buffer) error {
-	s := Floats(src)
-	if len(s) != len(dst) {
-		return fmt.Errorf("host: download of a buffer of %d elements into %d", len(s), len(dst))
-	}
-	copy(dst, s)
-	h.mu.Lock()
-	h.stats.DownloadBytes += 4 * int64(len(dst))
-	h.mu.Unlock()
-	return nil
+	return copyCounter{&h.mu, &h.stats, "host"}.download(dst, src)
 }
 
 // Stats reports the memory held and copied.

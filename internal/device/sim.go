@@ -168,28 +168,12 @@ func (s *Sim) View(b Buffer, offset, n int) Buffer {
 
 // Upload copies src into dst and counts the bytes.
 func (s *Sim) Upload(dst Buffer, src []float32) error {
-	d := Floats(dst)
-	if len(d) != len(src) {
-		return fmt.Errorf("%s: upload of %d elements into a buffer of %d", s.name, len(src), len(d))
-	}
-	copy(d, src)
-	s.mu.Lock()
-	s.stats.UploadBytes += 4 * int64(len(src))
-	s.mu.Unlock()
-	return nil
+	return copyCounter{&s.mu, &s.stats, s.name}.upload(dst, src)
 }
 
-// Download copies src into dst and counts the bytes.
+// Download copies src into dst in host memory, and counts it.
 func (s *Sim) Download(dst []float32, src Buffer) error {
-	d := Floats(src)
-	if len(d) != len(dst) {
-		return fmt.Errorf("%s: download of a buffer of %d elements into %d", s.name, len(d), len(dst))
-	}
-	copy(dst, d)
-	s.mu.Lock()
-	s.stats.DownloadBytes += 4 * int64(len(dst))
-	s.mu.Unlock()
-	return nil
+	return copyCounter{&s.mu, &s.stats, s.name}.download(dst, src)
 }
 
 // Stats reports the memory held (buffers and reservations) and copied.
