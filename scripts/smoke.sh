@@ -79,6 +79,12 @@ check_table attention_train
 expect_ok attention_eval "$BIN" attention eval cpu --scale small
 check_table attention_eval
 
+echo "== resnet: train and eval, cpu at small scale"
+expect_ok resnet_train "$BIN" resnet train cpu --scale small
+check_table resnet_train
+expect_ok resnet_eval "$BIN" resnet eval cpu --scale small
+check_table resnet_eval
+
 echo "== version"
 expect_ok version "$BIN" version
 [[ -s $tmp/version.out ]] || fail "version printed nothing on stdout"
