@@ -59,6 +59,14 @@ func epochs(seconds ...float64) []bench.Epoch {
 	return es
 }
 
+// withCopies sets every epoch's copied bytes and copy time.
+func withCopies(es []bench.Epoch, up, down int64, took time.Duration) []bench.Epoch {
+	for i := range es {
+		es[i].UploadBytes, es[i].DownloadBytes, es[i].CopyTime = up, down, took
+	}
+	return es
+}
+
 // linearHeader describes the reference linear workload.
 var linearHeader = bench.Header{
 	Model: "linear", Task: bench.TaskTrain, Scale: "full",
@@ -87,7 +95,7 @@ var (
 			{Mode: bench.ModeCPU, Device: "host", Epochs: epochs(25.0, 24.2, 24.0), Warmup: 1, Status: bench.Status{Kind: bench.StatusOK}},
 			{Mode: bench.ModeCUDA, Device: "sim:8GiB", Epochs: epochs(6.2, 4.31, 4.25, 4.28, 4.22), Warmup: 1,
 				PeakDeviceBytes: 7_500_000_000, Status: bench.Status{Kind: bench.StatusOK}},
-			{Mode: bench.ModeCache, Device: "sim:8GiB", Epochs: epochs(5.9, 4.48), Warmup: 1,
+			{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: "window 3/12", Epochs: withCopies(epochs(5.9, 4.48), 9<<30, 6<<30, 2*time.Second), Warmup: 1,
 				PeakDeviceBytes: 240 << 20, Status: bench.Status{Kind: bench.StatusInterrupted, Reason: "stopped by the user"}},
 		},
 		PeakRSSBytes: 9_100_000_000,
