@@ -6,20 +6,34 @@
 // Usage:
 //
 //	gpuz MODEL train|eval [MODES] [flags]
+//	gpuz plan MODEL train|eval [MODES] [flags]
+//	gpuz take-mem N|SIZE [--device D] [--for DURATION] [--busy]
 //	gpuz version
 //
 // MODEL is a workload: linear (12 blocks of 10 × Linear(2000→2000) +
-// LeakyReLU, trained to reproduce its input). MODES is a comma list of
-// cuda, cache and cpu (gpu is accepted for cuda); the default is all three.
-// Each mode prints one line per epoch, and the run ends with an Analyze
-// table: mean, spread and first (cold) epoch time per mode, speed relative
-// to cpu, peak memory and status.
+// LeakyReLU), resnet (24 blocks of 5×5 convolutions nested in 12 residual
+// levels, on 512×512 images) or attention (a 12-layer transformer decoder).
+// MODES is a comma list of cuda, cache and cpu (gpu is accepted for cuda);
+// the default is all three. Each mode prints one line per epoch, and the run
+// ends with an Analyze table: mean, spread and first (cold) epoch time per
+// mode, speed relative to cpu, peak device memory, bytes copied each way per
+// epoch, and status (ok, OOM with what was needed and free, unavailable or
+// skipped with the reason, interrupted).
+//
+// The cuda and cache modes run on --device: a CUDA GPU, or without one the
+// simulated GPU sim:SIZE (default 8GiB), whose every copy is real and
+// counted and whose times are host times, labelled sim. Cache mode pages
+// blocks by --policy window (DictCache's: at most --win-size blocks) or auto
+// (window from free memory, prefetch, optimizer on --optimizer-on). plan
+// prints the memory each mode and policy needs without allocating it.
+// take-mem, run in a second shell, holds device memory until interrupted.
 //
 // Examples:
 //
 //	gpuz linear train cuda,cache,cpu
+//	gpuz take-mem 20          # in a second shell, then run the first again
 //	gpuz linear train cpu --scale small
-//	gpuz linear eval cpu --epochs 3 --threads 2
+//	gpuz plan linear train --device sim:4GiB
 //
 // Exit status: 0 when the run completes (modes that could not run are
 // reported in the table), 1 when the run itself fails, 2 for bad input,
