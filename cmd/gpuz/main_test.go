@@ -218,6 +218,19 @@ func TestManualExamples(t *testing.T) {
 			}
 		}
 	}
+	// The package's doc comment is the manual too.
+	doc, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, examplesSection, _ := strings.Cut(string(doc), "// Examples:")
+	examplesSection, _, _ = strings.Cut(examplesSection, "// Exit status")
+	for _, line := range strings.Split(examplesSection, "\n") {
+		if rest, ok := strings.CutPrefix(line, "//\tgpuz "); ok {
+			rest, _, _ = strings.Cut(rest, "#")
+			examples = append(examples, "gpuz "+strings.TrimSpace(rest))
+		}
+	}
 	if len(examples) < 3 {
 		t.Fatalf("found %d examples, want the manual's", len(examples))
 	}
