@@ -17,8 +17,18 @@ func smallWorkloads(t *testing.T) map[string]Options {
 	if err != nil {
 		t.Fatal(err)
 	}
+	resnet, err := models.ResnetPreset(models.ScaleSmall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attention, err := models.AttentionPreset(models.ScaleSmall)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return map[string]Options{
-		"linear": {ModelName: "linear", Workload: linear, Samples: linear.Samples, Batch: linear.Batch},
+		"linear":    {ModelName: "linear", Workload: linear, Samples: linear.Samples, Batch: linear.Batch},
+		"resnet":    {ModelName: "resnet", Workload: resnet, Samples: resnet.Samples, Batch: resnet.Batch},
+		"attention": {ModelName: "attention", Workload: attention, Samples: attention.Samples, Batch: attention.Batch},
 	}
 }
 

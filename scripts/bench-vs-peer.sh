@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs gpuz and the PyTorch peer (shared/peer/peer.py) on the same workload
+# one after the other, and prints one line comparing them: mean seconds per
+# timed epoch, the ratio gpuz/peer, and each one's peak RSS.
+#
+#   scripts/bench-vs-peer.sh MODEL TASK [EPOCHS [GPUZ FLAGS...]]
+#
+#   MODEL  linear | resnet | attention      TASK  train | eval
+#   EPOCHS total epochs of each, the warm-up included (default: the workload's)
+#
+# Needs /usr/bin/python3 with Debian's python3-torch, and OpenBLAS for the
+# peer as shared/peer/README.md describes (PEER_BLAS: the directory holding
+# its libblas.so.3; default /tmp/peer_obl/root/usr/lib/x86_64-linux-gnu/openblas-openmp).
+# Set GPUZ_BIN to the binary (default bin/gpuz). Runs under
+# flock /tmp/gpuz-bench.lock so that two benchmarks never overlap.
+set -euo pipefail
+
+model=${1:?usage: bench-vs-peer.sh MODEL TASK [EPOCHS [FLAGS...]]}
+task=${2:?usage: bench-vs-peer.sh MODEL TASK [EPOCHS [FLAGS...]]}
+epochs=${3:-}
+shift $(($# < 3 ? $# : 3))
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin=${GPUZ_BIN:-$root/bin/gpuz}
+peer=${PEER_DIR:-$root/../shared/peer}
+blas=${PEER_BLAS:-/tmp/peer_obl/root/usr/lib/x86_64-linux-gnu/openblas-openmp}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ep=()
+[[ -n $epochs ]] && ep=(--epochs "$epochs")
+
+exec 9>/tmp/gpuz-bench.lock
+flock 9
+
+/usr/bin/time -f '%M' -o "$tmp/gpuz.rss" "$bin" "$model" "$task" cpu "${ep[@]}" --json "$tmp/gpuz.json" "$@" >"$tmp/gpuz.out"
+LD_LIBRARY_PATH="$blas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" /usr/bin/time -f '%M' -o "$tmp/peer.rss" \
+	/usr/bin/python3 "$peer/peer.py" "$model" "$task" --scale full --threads 2 "${ep[@]}" --json "$tmp/peer.json" >"$tmp/peer.out"
+
+/usr/bin/python3 - "$tmp" "$model" "$task" <<'PY'
+import json, sys
+tmp, model, task = sys.argv[1:]
+g = json.load(open(f"{tmp}/gpuz.json"))
+p = json.load(open(f"{tmp}/peer.json"))
+cpu = next(m for m in g["modes"] if m["mode"] == "cpu")
+gm = cpu["stats"]["mean_seconds"]
+pm = p["mean_s"]
+grss = int(open(f"{tmp}/gpuz.rss").read().split()[-1]) * 1024
+prss = int(open(f"{tmp}/peer.rss").read().split()[-1]) * 1024
+print(f"{model} {task}: gpuz {gm:.3g} s/epoch ({cpu['stats']['n']} timed), "
+      f"peer {pm:.3g} s/epoch ({len(p['epoch_times_s']) - 1} timed), "
+      f"gpuz/peer {gm / pm:.2f}, peak RSS gpuz {grss / 1e9:.2f} GB, peer {prss / 1e9:.2f} GB")
+PY
