@@ -207,7 +207,7 @@ func benchmark(ctx context.Context, stdout io.Writer, o *runOptions, opts bench.
 			fmt.Fprintf(stdout, "\n== %s on %s ==\n", e.Mode, e.Device)
 			return
 		}
-		report.WriteEpoch(stdout, opts.Task, *e.Epoch, e.Warmup)
+		report.WriteEpoch(stdout, opts.Task, *e.Epoch, e.Warmup, e.Device)
 	}
 	if o.CPUProfile != "" {
 		f, err := os.Create(o.CPUProfile)

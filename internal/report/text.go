@@ -56,7 +56,12 @@ func plural(n int64, noun string) string {
 //	eval: 3  output mean: 0.01234  time: 0.617 s
 //
 // marking it as a warm-up epoch when warmup is true.
-func WriteEpoch(w io.Writer, task bench.Task, e bench.Epoch, warmup bool) error {
+//
+// An epoch on a device other than the host says which, so that a time from
+// the simulated GPU is never read as a GPU time:
+//
+//	train: 1  mean loss: 0.3244  time: 4.48 s  on sim:8GiB
+func WriteEpoch(w io.Writer, task bench.Task, e bench.Epoch, warmup bool, device string) error {
 	label := "value"
 	switch task {
 	case bench.TaskTrain:
@@ -65,8 +70,11 @@ func WriteEpoch(w io.Writer, task bench.Task, e bench.Epoch, warmup bool) error 
 		label = "output mean"
 	}
 	suffix := ""
+	if device != "" && device != "host" {
+		suffix = "  on " + device
+	}
 	if warmup {
-		suffix = "  (warm-up)"
+		suffix += "  (warm-up)"
 	}
 	_, err := fmt.Fprintf(w, "%s: %d  %s: %.4g  time: %s%s\n", task, e.Index, label, e.Value, Seconds(e.Duration), suffix)
 	return err

@@ -56,25 +56,30 @@ func TestWriteEpoch(t *testing.T) {
 		task   bench.Task
 		e      bench.Epoch
 		warmup bool
+		device string
 		want   string
 	}{
-		{"train warm-up", bench.TaskTrain, bench.Epoch{Index: 0, Duration: 4350 * time.Millisecond, Value: 0.32691}, true,
+		{"train warm-up", bench.TaskTrain, bench.Epoch{Index: 0, Duration: 4350 * time.Millisecond, Value: 0.32691}, true, "host",
 			"train: 0  mean loss: 0.3269  time: 4.35 s  (warm-up)\n"},
-		{"train timed", bench.TaskTrain, bench.Epoch{Index: 3, Duration: 12_640 * time.Millisecond, Value: 0.3}, false,
+		{"simulated device", bench.TaskTrain, bench.Epoch{Index: 1, Duration: 4480 * time.Millisecond, Value: 0.3244}, false, "sim:8GiB",
+			"train: 1  mean loss: 0.3244  time: 4.48 s  on sim:8GiB\n"},
+		{"simulated device, warm-up", bench.TaskTrain, bench.Epoch{Index: 0, Duration: 5 * time.Second, Value: 0.3251}, true, "sim:8GiB",
+			"train: 0  mean loss: 0.3251  time: 5.00 s  on sim:8GiB  (warm-up)\n"},
+		{"train timed", bench.TaskTrain, bench.Epoch{Index: 3, Duration: 12_640 * time.Millisecond, Value: 0.3}, false, "host",
 			"train: 3  mean loss: 0.3  time: 12.6 s\n"},
-		{"eval", bench.TaskEval, bench.Epoch{Index: 0, Duration: 617 * time.Millisecond, Value: 0.0123449}, false,
+		{"eval", bench.TaskEval, bench.Epoch{Index: 0, Duration: 617 * time.Millisecond, Value: 0.0123449}, false, "host",
 			"eval: 0  output mean: 0.01234  time: 0.617 s\n"},
-		{"tiny value", bench.TaskEval, bench.Epoch{Index: 12, Duration: 1560 * time.Microsecond, Value: -1.234567e-7}, false,
+		{"tiny value", bench.TaskEval, bench.Epoch{Index: 12, Duration: 1560 * time.Microsecond, Value: -1.234567e-7}, false, "host",
 			"eval: 12  output mean: -1.235e-07  time: 0.00156 s\n"},
-		{"diverged loss", bench.TaskTrain, bench.Epoch{Index: 2, Duration: 2 * time.Second, Value: math.NaN()}, false,
+		{"diverged loss", bench.TaskTrain, bench.Epoch{Index: 2, Duration: 2 * time.Second, Value: math.NaN()}, false, "host",
 			"train: 2  mean loss: NaN  time: 2.00 s\n"},
-		{"unknown task", bench.Task("infer"), bench.Epoch{Index: 1, Duration: time.Second, Value: 2}, false,
+		{"unknown task", bench.Task("infer"), bench.Epoch{Index: 1, Duration: time.Second, Value: 2}, false, "host",
 			"infer: 1  value: 2  time: 1.00 s\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strings.Builder
-			if err := WriteEpoch(&b, tt.task, tt.e, tt.warmup); err != nil {
+			if err := WriteEpoch(&b, tt.task, tt.e, tt.warmup, tt.device); err != nil {
 				t.Fatal(err)
 			}
 			if got := b.String(); got != tt.want {
@@ -153,7 +158,7 @@ func TestAnalyzeRow(t *testing.T) {
 func TestWriteErrors(t *testing.T) {
 	writes := map[string]func() error{
 		"WriteHeader":  func() error { return WriteHeader(errWriter{}, linearHeader) },
-		"WriteEpoch":   func() error { return WriteEpoch(errWriter{}, bench.TaskTrain, bench.Epoch{}, false) },
+		"WriteEpoch":   func() error { return WriteEpoch(errWriter{}, bench.TaskTrain, bench.Epoch{}, false, "host") },
 		"WriteAnalyze": func() error { return WriteAnalyze(errWriter{}, fullResult) },
 		"WriteJSON":    func() error { return WriteJSON(errWriter{}, fullResult) },
 	}
