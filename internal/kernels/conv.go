@@ -158,13 +158,22 @@ func elemIndex[T Float]() int {
 	return 1
 }
 
-// forTiles runs body over the convolution's output in tiles of rows output
-// rows, with up to Threads() workers, each with its own scratch of
+// forTiles runs body over the convolution's output in tiles of at most
+// rows output rows, with up to Threads() workers, each with its own scratch of
 // scratch elements; worker w takes tiles w, w+workers, … so that the
 // assignment, and any per-worker sum, is the same on every call. With
 // useBLAS, the BLAS runs one thread per call while several workers run. It
 // returns the number of workers.
 func forTiles[T Float](s ConvShape, rows, scratch int, useBLAS bool, body func(worker int, buf []T, t convTile)) int {
+	// Even out the tiles: as few per image as fit rows, or a few more so
+	// that every thread gets as many, then of equal heights.
+	perImage := (s.OutH + rows - 1) / max(rows, 1)
+	for threads := Threads(); perImage < s.OutH && (s.Batch*perImage)%threads != 0; {
+		perImage++
+	}
+	if perImage > 0 {
+		rows = (s.OutH + perImage - 1) / perImage
+	}
 	var tiles []convTile
 	for img := range s.Batch {
 		for y0 := 0; y0 < s.OutH; y0 += rows {
