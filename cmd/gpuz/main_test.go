@@ -259,3 +259,23 @@ func TestVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONFlags: a run takes --json FILE, and a plan takes --json alone.
+func TestJSONFlags(t *testing.T) {
+	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	path := filepath.Join(t.TempDir(), "run.json")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"linear", "eval", "cpu", "--scale", "small", "--json", path}, &stdout, &stderr); code != 0 {
+		t.Fatalf("run with --json FILE: exit status %d: %s", code, stderr.String())
+	}
+	if data, err := os.ReadFile(path); err != nil || !bytes.Contains(data, []byte(`"modes"`)) {
+		t.Errorf("run JSON: %v, %.80q", err, data)
+	}
+	stdout.Reset()
+	if code := run(context.Background(), []string{"plan", "linear", "train", "--scale", "small", "--json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("plan --json: exit status %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `"min_window"`) {
+		t.Errorf("plan --json printed %.200q, want the plan as JSON", stdout.String())
+	}
+}

@@ -41,7 +41,11 @@ workload's command; --json prints the plan as JSON.`,
 		},
 	}
 	for _, newWorkload := range workloads {
-		cmd.AddCommand(newWorkload(stdout, stderr))
+		w := newWorkload(stdout, stderr)
+		// A plan is printed, not saved: --json alone prints it as JSON.
+		js := w.Flags().Lookup("json")
+		js.NoOptDefVal, js.Usage = "-", "print the plan as JSON (--json=FILE writes it to FILE)"
+		cmd.AddCommand(w)
 	}
 	cmd.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) == 0 {

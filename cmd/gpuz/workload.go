@@ -51,8 +51,7 @@ func addRunFlags(fs *pflag.FlagSet, o *runOptions) {
 	fs.Float64Var(&o.LR, "lr", kernels.DefaultAdam.LR, "Adam learning rate")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the initial weights and the data")
 	fs.IntVar(&o.Threads, "threads", runtime.NumCPU(), "host threads for BLAS and element-wise kernels")
-	fs.StringVar(&o.JSON, "json", "", "also write the results as JSON to this file (--json alone: to standard output)")
-	fs.Lookup("json").NoOptDefVal = "-"
+	fs.StringVar(&o.JSON, "json", "", "also write the results as JSON to this file (- for standard output)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
 	fs.StringVar(&o.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE] or cuda[:N]")
 	fs.StringVar(&o.Policy, "policy", string(engine.PolicyWindow), "cache policy: window (DictCache's) or auto")
