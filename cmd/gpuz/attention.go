@@ -16,7 +16,7 @@ type attentionOptions struct {
 	Vocab, DModel, Heads, Layers, SeqLen int
 }
 
-func newAttentionCmd(stdout, _ io.Writer) *cobra.Command {
+func newAttentionCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &attentionOptions{}
 	cmd := &cobra.Command{
 		Use:   "attention train|eval [MODES]",
@@ -41,7 +41,7 @@ the default is all three.`,
 			if err != nil {
 				return err
 			}
-			return benchmark(cmd.Context(), stdout, &o.runOptions, opts)
+			return benchmark(cmd.Context(), stdout, stderr, &o.runOptions, opts)
 		},
 	}
 	fs := cmd.Flags()

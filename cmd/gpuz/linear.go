@@ -16,7 +16,7 @@ type linearOptions struct {
 	Blocks, LayersPerBlock, Dims int
 }
 
-func newLinearCmd(stdout, _ io.Writer) *cobra.Command {
+func newLinearCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &linearOptions{}
 	cmd := &cobra.Command{
 		Use:   "linear train|eval [MODES]",
@@ -37,7 +37,7 @@ gradient norm clipped to 1 and its own Adam. MODES is a comma list of cuda
 			if err != nil {
 				return err
 			}
-			return benchmark(cmd.Context(), stdout, &o.runOptions, opts)
+			return benchmark(cmd.Context(), stdout, stderr, &o.runOptions, opts)
 		},
 	}
 	fs := cmd.Flags()

@@ -16,7 +16,7 @@ type resnetOptions struct {
 	Levels, Channels, MidChannels, ImageSize, Kernel int
 }
 
-func newResnetCmd(stdout, _ io.Writer) *cobra.Command {
+func newResnetCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &resnetOptions{}
 	cmd := &cobra.Command{
 		Use:   "resnet train|eval [MODES]",
@@ -39,7 +39,7 @@ gradient norm clipped to 1 and its own Adam. MODES is a comma list of cuda
 			if err != nil {
 				return err
 			}
-			return benchmark(cmd.Context(), stdout, &o.runOptions, opts)
+			return benchmark(cmd.Context(), stdout, stderr, &o.runOptions, opts)
 		},
 	}
 	fs := cmd.Flags()

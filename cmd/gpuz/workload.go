@@ -184,13 +184,19 @@ func parseWorkloadArgs(args []string) (bench.Task, []bench.Mode, error) {
 
 // benchmark runs the matrix and prints the header, one line per epoch and
 // the Analyze table; with --json it also writes the results there.
-func benchmark(ctx context.Context, stdout io.Writer, o *runOptions, opts bench.Options) error {
+func benchmark(ctx context.Context, stdout, stderr io.Writer, o *runOptions, opts bench.Options) error {
 	newGPU, warning, err := o.gpu()
 	if err != nil {
 		return err
 	}
 	if warning != "" {
-		fmt.Fprintf(stdout, "warning: %s\n", warning)
+		// JSON on standard output must stay parseable: the warning then
+		// goes to standard error.
+		w := stdout
+		if o.JSON == "-" {
+			w = stderr
+		}
+		fmt.Fprintf(w, "warning: %s\n", warning)
 	}
 	opts.NewGPU, opts.Cache = newGPU, o.placement()
 	if planOnly(ctx) {
