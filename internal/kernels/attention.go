@@ -91,12 +91,7 @@ func AttentionProbs[T Float](p, qkv []T, a Attention) {
 				cols = r1
 			}
 			gemmLD(false, true, r1-r0, cols, dh, scale, qkv[at.q+r0*ld:], ld, qkv[at.k:], ld, 0, p[at.p+r0*s:], s)
-			for r := r0; r < r1; r++ {
-				row := p[at.p+r*s : at.p+(r+1)*s]
-				lim := a.limit(r)
-				softmax(row[:lim])
-				clear(row[lim:])
-			}
+			softmaxRows(p[at.p+r0*s:at.p+r1*s], r1-r0, s, s, r0, a.Causal)
 		})
 	})
 }
@@ -187,17 +182,8 @@ func AttentionProbsGrad[T Float](dqkv, qkv, p, dp []T, a Attention) {
 	scale := T(a.Scale())
 	forEachPair[T](a.Batch*a.Heads, s*s, func(i int, ds []T) {
 		at := a.pair(i)
+		softmaxGradRows(ds, p[at.p:at.p+s*s], dp[at.p:at.p+s*s], s, s, s, 0, a.Causal)
 		for r := range s {
-			lim := a.limit(r)
-			pr, gr, out := p[at.p+r*s:at.p+r*s+lim], dp[at.p+r*s:at.p+r*s+lim], ds[r*s:(r+1)*s]
-			var dot T
-			for j, v := range pr {
-				dot += v * gr[j]
-			}
-			for j, v := range pr {
-				out[j] = v * (gr[j] - dot)
-			}
-			clear(out[lim:])
 			clear(dqkv[at.v+r*ld : at.v+r*ld+dh])
 		}
 		// dS is exactly zero above the diagonal when causal, so whole

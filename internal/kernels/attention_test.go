@@ -270,3 +270,38 @@ func TestExp32(t *testing.T) {
 		t.Errorf("exp32(NaN) = %g, want NaN", got)
 	}
 }
+
+// BenchmarkAttention times each attention kernel on two sequences of the
+// full-scale layer (8 heads of 64, 512 causal positions) and reports the
+// rate of the products' useful (lower-triangle) arithmetic: 2·seq²/2·64
+// multiply-adds per pair and product.
+func BenchmarkAttention(b *testing.B) {
+	a := Attention{Batch: 2, Seq: 512, Heads: 8, HeadDim: 64, Causal: true}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rows, d := a.Batch*a.Seq, a.DModel()
+	qkv := toFloat32(randomSlice(rng, rows*3*d))
+	g := toFloat32(randomSlice(rng, rows*d))
+	p := make([]float32, a.Batch*a.Heads*a.Seq*a.Seq)
+	dp := toFloat32(randomSlice(rng, len(p)))
+	AttentionProbs(p, qkv, a)
+	out, dqkv := make([]float32, rows*d), make([]float32, rows*3*d)
+	flopsPerProduct := float64(a.Batch*a.Heads) * float64(a.Seq*a.Seq) * float64(a.HeadDim)
+	for _, k := range []struct {
+		name     string
+		products float64
+		run      func()
+	}{
+		{"probs", 1, func() { AttentionProbs(p, qkv, a) }},
+		{"mix", 1, func() { AttentionMix(out, p, qkv, a) }},
+		{"mix probs grad", 1, func() { AttentionMixProbsGrad(dp, g, qkv, a) }},
+		{"mix value grad", 1, func() { AttentionMixValueGrad(dqkv, p, g, a) }},
+		{"probs grad", 2, func() { AttentionProbsGrad(dqkv, qkv, p, dp, a) }},
+	} {
+		b.Run(k.name, func(b *testing.B) {
+			for b.Loop() {
+				k.run()
+			}
+			b.ReportMetric(k.products*flopsPerProduct*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

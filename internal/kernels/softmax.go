@@ -76,12 +76,88 @@ func maxOf[T Float](x []T) T {
 	return m
 }
 
-// softmax sets row = softmax(row) in place; row is not empty.
-func softmax[T Float](row []T) {
-	sum := expShifted(row, row, 1, maxOf(row))
-	inv := T(1 / sum)
-	for i := range row {
-		row[i] *= inv
+// causalLimit is how many leading entries of row r0+r of a block take
+// part in a softmax: all n, or when causal those up to the diagonal.
+func causalLimit(r0, r, n int, causal bool) int {
+	if causal {
+		return min(r0+r+1, n)
+	}
+	return n
+}
+
+// softmaxRows sets each of rows rows (stride ld) of p, the first being row
+// r0 of its matrix, to the softmax of its leading entries (all n, or those
+// up to the diagonal when causal) and the rest of its n entries to zero.
+func softmaxRows[T Float](p []T, rows, n, ld, r0 int, causal bool) {
+	if p32, ok := any(p).([]float32); ok {
+		softmaxRowsF32(p32, rows, n, ld, r0, causal)
+		return
+	}
+	softmaxRowsGo(p, rows, n, ld, r0, causal)
+}
+
+func softmaxRowsGo[T Float](p []T, rows, n, ld, r0 int, causal bool) {
+	for r := range rows {
+		row := p[r*ld : r*ld+n]
+		lim := causalLimit(r0, r, n, causal)
+		inv := T(1 / expShifted(row[:lim], row[:lim], 1, maxOf(row[:lim])))
+		for i := range row[:lim] {
+			row[i] *= inv
+		}
+		clear(row[lim:])
+	}
+}
+
+// softmaxGradRows sets ds = p ⊙ (dp − rowsum(p ⊙ dp)), the gradient of
+// softmaxRows' input given its output p and that output's gradient dp,
+// over the same leading entries, and the rest of each row to zero.
+func softmaxGradRows[T Float](ds, p, dp []T, rows, n, ld, r0 int, causal bool) {
+	if ds32, ok := any(ds).([]float32); ok {
+		softmaxGradRowsF32(ds32, any(p).([]float32), any(dp).([]float32), rows, n, ld, r0, causal)
+		return
+	}
+	softmaxGradRowsGo(ds, p, dp, rows, n, ld, r0, causal)
+}
+
+func softmaxGradRowsGo[T Float](ds, p, dp []T, rows, n, ld, r0 int, causal bool) {
+	for r := range rows {
+		lim := causalLimit(r0, r, n, causal)
+		pr, gr, out := p[r*ld:r*ld+lim], dp[r*ld:r*ld+lim], ds[r*ld:r*ld+n]
+		var dot T
+		for j, v := range pr {
+			dot += v * gr[j]
+		}
+		for j, v := range pr {
+			out[j] = v * (gr[j] - dot)
+		}
+		clear(out[lim:])
+	}
+}
+
+// softmaxScaledRows sets each of rows contiguous rows of n entries of dst
+// to scale·softmax of the matching row of x and, when lse is not nil,
+// lse[r] to the row's log-sum-exp, computed with the row maximum
+// subtracted.
+func softmaxScaledRows[T Float](dst, x []T, rows, n int, scale T, lse []float64) {
+	if d32, ok := any(dst).([]float32); ok {
+		softmaxScaledRowsF32(d32, any(x).([]float32), rows, n, float32(scale), lse)
+		return
+	}
+	softmaxScaledRowsGo(dst, x, rows, n, scale, lse)
+}
+
+func softmaxScaledRowsGo[T Float](dst, x []T, rows, n int, scale T, lse []float64) {
+	for r := range rows {
+		xr, d := x[r*n:(r+1)*n], dst[r*n:(r+1)*n]
+		m := maxOf(xr)
+		sum := expShifted(d, xr, 1, m)
+		if lse != nil {
+			lse[r] = float64(m) + math.Log(sum)
+		}
+		k := scale * T(1/sum)
+		for i := range d {
+			d[i] *= k
+		}
 	}
 }
 
@@ -122,13 +198,18 @@ func SoftmaxCrossEntropy[T Float](logits, targets []T) (float64, error) {
 		return 0, fmt.Errorf("cross-entropy targets: %w", err)
 	}
 	sum := parallelRowSum(rows, classes, func(lo, hi int) float64 {
-		scratch := make([]T, classes)
+		// Rows go through a small scratch a few at a time: only their
+		// log-sum-exp is kept.
+		const chunk = 16
+		scratch := make([]T, chunk*classes)
+		lse := make([]float64, chunk)
 		s := 0.0
-		for r := lo; r < hi; r++ {
-			row := logits[r*classes : (r+1)*classes]
-			m := maxOf(row)
-			lse := float64(m) + math.Log(expShifted(scratch, row, 1, m))
-			s += lse - float64(row[int(targets[r])])
+		for r0 := lo; r0 < hi; r0 += chunk {
+			n := min(chunk, hi-r0)
+			softmaxScaledRows(scratch, logits[r0*classes:(r0+n)*classes], n, classes, 1, lse)
+			for r := range n {
+				s += lse[r] - float64(logits[(r0+r)*classes+int(targets[r0+r])])
+			}
 		}
 		return s
 	})
@@ -149,14 +230,9 @@ func SoftmaxCrossEntropyGrad[T Float](dst, logits, targets []T, seed T) error {
 	}
 	scale := seed / T(rows)
 	parallelFor(len(dst), classes, func(lo, hi int) {
-		for r := lo; r < hi; r += classes {
-			row, d := logits[r:r+classes], dst[r:r+classes]
-			m := maxOf(row)
-			inv := scale * T(1/expShifted(d, row, 1, m))
-			for i := range d {
-				d[i] *= inv
-			}
-			d[int(targets[r/classes])] -= scale
+		softmaxScaledRows(dst[lo:hi], logits[lo:hi], (hi-lo)/classes, classes, scale, nil)
+		for r := lo / classes; r < hi/classes; r++ {
+			dst[r*classes+int(targets[r])] -= scale
 		}
 	})
 	return nil
