@@ -120,15 +120,16 @@ func (o *runOptions) placement() engine.Placement {
 }
 
 // gpu checks --device and returns the factory of fresh devices for the cuda
-// and cache modes (nil for --device cpu) and a warning line, if any.
-func (o *runOptions) gpu() (func() (device.Device, error), string, error) {
+// and cache modes (nil for --device cpu), their name and a warning line, if
+// any.
+func (o *runOptions) gpu() (func() (device.Device, error), string, string, error) {
 	ledger := device.OpenLedger(device.DefaultLedgerPath())
 	dev, warning, err := device.Parse(o.Device, ledger)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	if _, host := dev.(*device.Host); host {
-		return nil, warning, nil
+		return nil, "", warning, nil
 	}
 	first := true
 	return func() (device.Device, error) {
@@ -138,7 +139,7 @@ func (o *runOptions) gpu() (func() (device.Device, error), string, error) {
 		}
 		d, _, err := device.Parse(o.Device, ledger)
 		return d, err
-	}, warning, nil
+	}, dev.Name(), warning, nil
 }
 
 // sizeFlag is an integer flag whose zero default means "the preset's".
@@ -185,7 +186,7 @@ func parseWorkloadArgs(args []string) (bench.Task, []bench.Mode, error) {
 // benchmark runs the matrix and prints the header, one line per epoch and
 // the Analyze table; with --json it also writes the results there.
 func benchmark(ctx context.Context, stdout, stderr io.Writer, o *runOptions, opts bench.Options) error {
-	newGPU, warning, err := o.gpu()
+	newGPU, gpuName, warning, err := o.gpu()
 	if err != nil {
 		return err
 	}
@@ -198,7 +199,7 @@ func benchmark(ctx context.Context, stdout, stderr io.Writer, o *runOptions, opt
 		}
 		fmt.Fprintf(w, "warning: %s\n", warning)
 	}
-	opts.NewGPU, opts.Cache = newGPU, o.placement()
+	opts.NewGPU, opts.GPUName, opts.Cache = newGPU, gpuName, o.placement()
 	if planOnly(ctx) {
 		kernels.SetThreads(o.Threads)
 		return printPlan(stdout, o, opts)

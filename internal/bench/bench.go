@@ -42,8 +42,10 @@ type Options struct {
 	Seed      uint64
 	Threads   int
 	// NewGPU returns a fresh device for the cuda and cache modes (a CUDA
-	// GPU or a simulated one); nil leaves those modes unavailable.
-	NewGPU func() (device.Device, error)
+	// GPU or a simulated one); nil leaves those modes unavailable. GPUName
+	// is the name of the devices it makes.
+	NewGPU  func() (device.Device, error)
+	GPUName string
 	// Cache places the blocks in cache mode: its policy, window and where
 	// the optimizer runs. Paged is implied.
 	Cache engine.Placement
@@ -99,6 +101,7 @@ func (opts Options) header() Header {
 		Samples: opts.Samples,
 		BLAS:    kernels.BLASName(),
 		Threads: kernels.Threads(),
+		GPU:     opts.GPUName,
 	}
 	if model, err := opts.Workload.Build(); err == nil {
 		h.Params = model.ParamCount()

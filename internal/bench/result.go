@@ -98,6 +98,9 @@ type Header struct {
 	Samples    int
 	BLAS       string // host BLAS in use
 	Threads    int    // host threads for BLAS and element-wise kernels
+	// GPU names the device of the cuda and cache modes; empty when they
+	// have none.
+	GPU string
 }
 
 // Result is a whole run: the header and one result per requested mode, in

@@ -38,6 +38,9 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	if len(host) > 0 {
 		fmt.Fprintf(&b, "host: %s\n", strings.Join(host, ", "))
 	}
+	if h.GPU != "" {
+		fmt.Fprintf(&b, "devices: cuda and cache on %s, cpu on host\n", h.GPU)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -29,6 +29,15 @@ host: BLAS OpenBLAS 0.3.21, 2 threads
 data: 512 B   model: 950 parameters, 3.71 KiB
 host: BLAS gonum, 1 thread
 `},
+		{"on a simulated GPU", bench.Header{
+			Model: "linear", Task: bench.TaskTrain, Scale: "small",
+			DataBytes: 4096, Params: 99_072, ParamBytes: 396_288,
+			Batch: 4, Samples: 8, BLAS: "OpenBLAS 0.3.21", Threads: 2, GPU: "sim:8GiB",
+		}, `gpuz linear train (scale small): 8 samples in batches of 4
+data: 4.00 KiB   model: 99.1k parameters, 387 KiB
+host: BLAS OpenBLAS 0.3.21, 2 threads
+devices: cuda and cache on sim:8GiB, cpu on host
+`},
 		{"unknown scale, BLAS and threads left out", bench.Header{
 			Model: "attention", Task: bench.TaskTrain,
 			DataBytes: 491_520, Params: 39_000_000, ParamBytes: 156_000_000,
