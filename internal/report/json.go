@@ -31,6 +31,7 @@ type (
 		Samples    int    `json:"samples"`
 		BLAS       string `json:"blas"`
 		Threads    int    `json:"threads"`
+		GPU        string `json:"gpu"`
 	}
 	jsonMode struct {
 		Mode            string      `json:"mode"`
@@ -68,7 +69,7 @@ func toJSONHeader(h bench.Header) jsonHeader {
 	return jsonHeader{
 		Model: h.Model, Task: string(h.Task), Scale: h.Scale,
 		DataBytes: h.DataBytes, Params: h.Params, ParamBytes: h.ParamBytes,
-		Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads,
+		Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads, GPU: h.GPU,
 	}
 }
 
