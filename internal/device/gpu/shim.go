@@ -190,7 +190,7 @@ func (s *Shim) Launch(kernel string, grid, block, sharedBytes int, args []Arg) {
 func (s *Shim) locate(p uintptr) (unsafe.Pointer, int, error) {
 	for _, b := range s.allocs {
 		if p >= b.ptr && p < b.ptr+uintptr(4*b.n) {
-			return unsafe.Add(b.raw, p-uintptr(b.raw)), int(b.ptr+uintptr(4*b.n)-p), nil
+			return unsafe.Add(b.raw, p-uintptr(b.raw)), int(b.ptr + uintptr(4*b.n) - p), nil
 		}
 	}
 	return nil, 0, fmt.Errorf("shim: address %#x is in no allocation", p)

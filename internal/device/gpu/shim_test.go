@@ -132,11 +132,17 @@ func kernelCases() []kernelCase {
 	}
 	cases = append(cases,
 		kernelCase{name: "AddRowVector", bufs: func(r *rand.Rand) [][]float32 { return bufs(randn(r, 6*13), randn(r, 13)) },
-			call: func(k device.Kernels, b []device.Buffer) (float64, error) { k.AddRowVector(b[0], b[1]); return none(nil) }},
+			call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+				k.AddRowVector(b[0], b[1])
+				return none(nil)
+			}},
 		kernelCase{name: "SumRows", bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(11), randn(r, 37*11)) },
 			call: func(k device.Kernels, b []device.Buffer) (float64, error) { k.SumRows(b[0], b[1]); return none(nil) }},
 		kernelCase{name: "LeakyReLU", bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(1000), randn(r, 1000)) },
-			call: func(k device.Kernels, b []device.Buffer) (float64, error) { k.LeakyReLU(b[0], b[1], 0.01); return none(nil) }},
+			call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+				k.LeakyReLU(b[0], b[1], 0.01)
+				return none(nil)
+			}},
 		kernelCase{name: "LeakyReLUGrad", bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(1000), randn(r, 1000), randn(r, 1000)) },
 			call: func(k device.Kernels, b []device.Buffer) (float64, error) {
 				k.LeakyReLUGrad(b[0], b[1], b[2], 0.01)
@@ -191,20 +197,28 @@ func kernelCases() []kernelCase {
 		}},
 		kernelCase{name: "Embedding", bufs: func(r *rand.Rand) [][]float32 {
 			return bufs(zeros(8*6), ints(r, 8, 11), randn(r, 11*6), randn(r, 4*6))
-		}, call: func(k device.Kernels, b []device.Buffer) (float64, error) { return none(k.Embedding(b[0], b[1], b[2], b[3])) }},
+		}, call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+			return none(k.Embedding(b[0], b[1], b[2], b[3]))
+		}},
 		kernelCase{name: "Embedding/bad-id", bufs: func(r *rand.Rand) [][]float32 {
 			ids := ints(r, 8, 11)
 			ids[5] = 11
 			return bufs(zeros(8*6), ids, randn(r, 11*6), randn(r, 4*6))
-		}, call: func(k device.Kernels, b []device.Buffer) (float64, error) { return none(k.Embedding(b[0], b[1], b[2], b[3])) }},
+		}, call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+			return none(k.Embedding(b[0], b[1], b[2], b[3]))
+		}},
 		kernelCase{name: "EmbeddingGrad", bufs: func(r *rand.Rand) [][]float32 {
 			return bufs(zeros(11*6), ints(r, 20, 11), randn(r, 20*6))
-		}, call: func(k device.Kernels, b []device.Buffer) (float64, error) { return none(k.EmbeddingGrad(b[0], b[1], b[2])) }},
+		}, call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+			return none(k.EmbeddingGrad(b[0], b[1], b[2]))
+		}},
 		kernelCase{name: "EmbeddingGrad/fractional-id", bufs: func(r *rand.Rand) [][]float32 {
 			ids := ints(r, 20, 11)
 			ids[3] = 2.5
 			return bufs(zeros(11*6), ids, randn(r, 20*6))
-		}, call: func(k device.Kernels, b []device.Buffer) (float64, error) { return none(k.EmbeddingGrad(b[0], b[1], b[2])) }},
+		}, call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+			return none(k.EmbeddingGrad(b[0], b[1], b[2]))
+		}},
 		kernelCase{name: "SoftmaxCrossEntropy", bufs: func(r *rand.Rand) [][]float32 {
 			return bufs(zeros(1), randn(r, 6*300), ints(r, 6, 300))
 		}, call: func(k device.Kernels, b []device.Buffer) (float64, error) {
@@ -231,7 +245,10 @@ func kernelCases() []kernelCase {
 		suffix := fmt.Sprintf("/causal=%v", a.Causal)
 		cases = append(cases,
 			kernelCase{name: "AttentionProbs" + suffix, bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(pn), randn(r, qkv)) },
-				call: func(k device.Kernels, b []device.Buffer) (float64, error) { k.AttentionProbs(b[0], b[1], a); return none(nil) }},
+				call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+					k.AttentionProbs(b[0], b[1], a)
+					return none(nil)
+				}},
 			kernelCase{name: "AttentionProbsGrad" + suffix, bufs: func(r *rand.Rand) [][]float32 {
 				return bufs(zeros(qkv), randn(r, qkv), probs(r, a.Batch*a.Heads*a.Seq, a.Seq), randn(r, pn))
 			}, call: func(k device.Kernels, b []device.Buffer) (float64, error) {
@@ -240,7 +257,10 @@ func kernelCases() []kernelCase {
 			}},
 			kernelCase{name: "AttentionMix" + suffix, bufs: func(r *rand.Rand) [][]float32 {
 				return bufs(zeros(o), probs(r, a.Batch*a.Heads*a.Seq, a.Seq), randn(r, qkv))
-			}, call: func(k device.Kernels, b []device.Buffer) (float64, error) { k.AttentionMix(b[0], b[1], b[2], a); return none(nil) }},
+			}, call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+				k.AttentionMix(b[0], b[1], b[2], a)
+				return none(nil)
+			}},
 			kernelCase{name: "AttentionMixProbsGrad" + suffix, bufs: func(r *rand.Rand) [][]float32 {
 				return bufs(zeros(pn), randn(r, o), randn(r, qkv))
 			}, call: func(k device.Kernels, b []device.Buffer) (float64, error) {
