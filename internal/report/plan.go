@@ -12,6 +12,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/engine"
+	"gpuz/internal/units"
 )
 
 // planColumns head the plan table's columns.
@@ -38,7 +39,7 @@ func WritePlan(w io.Writer, p bench.PlanResult) error {
 		{"arena", p.Bytes.Arena, "activations, gradients and temporaries, reused by liveness"},
 		{"inputs", p.Bytes.Inputs, "one batch and its target"},
 	} {
-		fmt.Fprintf(&b, "  %-18s %10s", row.name, Bytes(row.bytes))
+		fmt.Fprintf(&b, "  %-18s %10s", row.name, units.Bytes(row.bytes))
 		if row.note != "" {
 			fmt.Fprintf(&b, "   %s", row.note)
 		}
@@ -93,8 +94,8 @@ func planRow(m bench.ModePlan, blocks int) []string {
 	}
 	return []string{
 		string(m.Mode), placementText(m.Placement, m.Footprint.Window, blocks), m.Device,
-		Bytes(m.Footprint.Device), Bytes(m.DeviceFree), yesNo(m.FitsDevice),
-		Bytes(m.HostNeed), Bytes(m.HostAvailable), yesNo(m.FitsHost),
+		units.Bytes(m.Footprint.Device), units.Bytes(m.DeviceFree), yesNo(m.FitsDevice),
+		units.Bytes(m.HostNeed), units.Bytes(m.HostAvailable), yesNo(m.FitsHost),
 	}
 }
 

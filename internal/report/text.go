@@ -14,6 +14,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/units"
 )
 
 // WriteHeader writes a few lines that describe the run: the workload, the
@@ -26,7 +27,7 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 		fmt.Fprintf(&b, " (scale %s)", h.Scale)
 	}
 	fmt.Fprintf(&b, ": %s in batches of %d\n", plural(int64(h.Samples), "sample"), h.Batch)
-	fmt.Fprintf(&b, "data: %s   model: %s parameters, %s\n", Bytes(h.DataBytes), count(h.Params), Bytes(h.ParamBytes))
+	fmt.Fprintf(&b, "data: %s   model: %s parameters, %s\n", units.Bytes(h.DataBytes), count(h.Params), units.Bytes(h.ParamBytes))
 
 	var host []string
 	if h.BLAS != "" {
@@ -125,7 +126,7 @@ func WriteAnalyze(w io.Writer, r bench.Result) error {
 		return fmt.Errorf("analyze table: %w", err)
 	}
 	if r.PeakRSSBytes > 0 {
-		fmt.Fprintf(&b, "peak RSS of this process: %s\n", Bytes(r.PeakRSSBytes))
+		fmt.Fprintf(&b, "peak RSS of this process: %s\n", units.Bytes(r.PeakRSSBytes))
 	}
 	_, err := w.Write(b.Bytes())
 	return err
@@ -164,7 +165,7 @@ func analyzeRow(m bench.ModeResult, cpuMean time.Duration) []string {
 			vsCPU = fmt.Sprintf("%.2f×", float64(cpuMean)/float64(s.Mean))
 		}
 		if m.PeakDeviceBytes > 0 {
-			peak = Bytes(m.PeakDeviceBytes)
+			peak = units.Bytes(m.PeakDeviceBytes)
 		}
 		if timed := m.Timed(); len(timed) > 0 {
 			var upBytes, downBytes int64
@@ -173,7 +174,7 @@ func analyzeRow(m bench.ModeResult, cpuMean time.Duration) []string {
 				upBytes, downBytes, copyTime = upBytes+e.UploadBytes, downBytes+e.DownloadBytes, copyTime+e.CopyTime
 			}
 			n := int64(len(timed))
-			up, down = Bytes(upBytes/n), Bytes(downBytes/n)
+			up, down = units.Bytes(upBytes/n), units.Bytes(downBytes/n)
 			if copyTime > 0 {
 				rate = fmt.Sprintf("%.3g GB/s", float64(upBytes+downBytes)/copyTime.Seconds()/1e9)
 			}

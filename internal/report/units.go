@@ -12,12 +12,8 @@ import (
 // as in "4.35 s", "0.617 s", "0.00156 s" or "12.6 s". Integer digits are
 // never rounded away: 1234.6 s is "1235 s".
 func Seconds(d time.Duration) string {
-	return sig3(d.Seconds()) + " s"
+	return units.Sig3(d.Seconds()) + " s"
 }
-
-// Bytes formats n bytes in binary units with three significant digits, as in
-// "512 B", "1.50 KiB", "240 MiB" or "7.26 GiB" (see units.Bytes).
-func Bytes(n int64) string { return units.Bytes(n) }
 
 // count formats n with three significant digits and a decimal suffix (k, M,
 // B for billion, T), as in "950", "12.3k" or "480M".
@@ -32,12 +28,5 @@ func count(n int64) string {
 		v /= 1000
 		i++
 	}
-	return sig3(v) + suffixes[i]
+	return units.Sig3(v) + suffixes[i]
 }
-
-// sig3 formats v with three significant digits (see units.Sig3).
-func sig3(v float64) string { return units.Sig3(v) }
-
-// ParseBytes parses a size in bytes such as "512", "512MiB", "1.5 GiB" or
-// "4GB" (see units.ParseBytes).
-func ParseBytes(s string) (int64, error) { return units.ParseBytes(s) }

@@ -1,9 +1,6 @@
 package report
 
 import (
-	"math"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -33,35 +30,6 @@ func TestSeconds(t *testing.T) {
 	}
 }
 
-func TestBytes(t *testing.T) {
-	tests := []struct {
-		in   int64
-		want string
-	}{
-		{0, "0 B"},
-		{1, "1 B"},
-		{512, "512 B"},
-		{1023, "1023 B"},
-		{1024, "1.00 KiB"},
-		{1536, "1.50 KiB"},
-		{10_235, "10.0 KiB"}, // 9.995 KiB rounds up into a new digit
-		{480_000, "469 KiB"},
-		{1_048_064, "1.00 MiB"}, // 1023.5 KiB would read "1024 KiB"
-		{240 << 20, "240 MiB"},
-		{7_795_000_000, "7.26 GiB"},
-		{1_920_960_000, "1.79 GiB"},
-		{3 << 40, "3.00 TiB"},
-		{math.MaxInt64, "8.00 EiB"},
-		{-1536, "-1.50 KiB"},
-		{math.MinInt64, "-8.00 EiB"},
-	}
-	for _, tt := range tests {
-		if got := Bytes(tt.in); got != tt.want {
-			t.Errorf("Bytes(%d) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestCount(t *testing.T) {
 	tests := []struct {
 		in   int64
@@ -80,83 +48,6 @@ func TestCount(t *testing.T) {
 	for _, tt := range tests {
 		if got := count(tt.in); got != tt.want {
 			t.Errorf("count(%d) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestParseBytes(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int64
-	}{
-		{"0", 0},
-		{"512", 512},
-		{"512B", 512},
-		{"512b", 512},
-		{"512MiB", 512 << 20},
-		{"512mib", 512 << 20},
-		{"4GiB", 4 << 30},
-		{"4GIB", 4 << 30},
-		{"4 GiB", 4 << 30},
-		{"  4GiB\n", 4 << 30},
-		{"4GB", 4_000_000_000},
-		{"4gb", 4_000_000_000},
-		{"3KB", 3000},
-		{"3kB", 3000},
-		{"3MB", 3_000_000},
-		{"2TB", 2_000_000_000_000},
-		{"2KiB", 2048},
-		{"2TiB", 2 << 40},
-		{"1.5GiB", 3 << 29},
-		{"1.50 KiB", 1536}, // what Bytes writes reads back
-		{"1.1KiB", 1126},   // 1126.4 rounds to the nearest byte
-		{".5KiB", 512},
-		{"1.", 1},
-		{"9223372036854775807", math.MaxInt64},
-		{"8388607TiB", math.MaxInt64 - (1<<40 - 1)},
-	}
-	for _, tt := range tests {
-		got, err := ParseBytes(tt.in)
-		if err != nil || got != tt.want {
-			t.Errorf("ParseBytes(%q) = %d, %v; want %d, nil", tt.in, got, err, tt.want)
-		}
-	}
-}
-
-func TestParseBytesErrors(t *testing.T) {
-	tests := []struct {
-		in, why string
-	}{
-		{"", "empty"},
-		{"   ", "empty"},
-		{"-1", "negative"},
-		{"-4GiB", "negative"},
-		{"GiB", "no number"},
-		{"+5", "no number"},
-		{"8g", `unknown unit "g"`},
-		{"8G", `unknown unit "G"`},
-		{"4 GiBs", `unknown unit "GiBs"`},
-		{"4EiB", `unknown unit "EiB"`},
-		{"1e9", `unknown unit "e9"`},
-		{"1_000", `unknown unit "_000"`},
-		{"1.2.3MB", `bad number "1.2.3"`},
-		{".", `bad number "."`},
-		{"9223372036854775808", "too large"},
-		{"99999999999999999999", "too large"},
-		{"8388608TiB", "too large"},
-		{"10000000TB", "too large"},
-		{"9223372036854775807.0", "too large"},
-		{"8388608.0TiB", "too large"},
-	}
-	for _, tt := range tests {
-		got, err := ParseBytes(tt.in)
-		if err == nil {
-			t.Errorf("ParseBytes(%q) = %d, want an error", tt.in, got)
-			continue
-		}
-		msg := err.Error()
-		if !strings.Contains(msg, strconv.Quote(tt.in)) || !strings.Contains(msg, tt.why) {
-			t.Errorf("ParseBytes(%q) error %q should quote the input and say %q", tt.in, msg, tt.why)
 		}
 	}
 }
