@@ -113,7 +113,10 @@ type Plan struct {
 	// need each block: what a cache policy observes.
 	order [2][]int
 	// saved lists each block's saved values.
-	saved  [][]int
+	saved [][]int
+	// gradOf maps a gradient's value index to its parameter's index in
+	// params.
+	gradOf map[int]int
 	output int   // value index of the output
 	grads  []int // value index of each parameter's gradient, in paramOrder
 	params []int // value indices of parameters, block by block
@@ -196,8 +199,10 @@ func Compile(spec Spec) (*Plan, error) {
 		p.steps = append(p.steps, s)
 	}
 	p.output = p.index[spec.Output]
-	for _, gn := range grads {
+	p.gradOf = map[int]int{}
+	for i, gn := range grads {
 		p.grads = append(p.grads, p.index[gn])
+		p.gradOf[p.index[gn]] = i
 	}
 	if spec.Train {
 		p.scheduleUpdates()

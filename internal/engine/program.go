@@ -37,6 +37,9 @@ type Program struct {
 	scratch   []float32
 	layouts   []layout
 	res       *residency // nil when every block stays resident
+	// gradSquares holds each parameter's gradient's sum of squares,
+	// computed right after the gradient, while it is still in cache.
+	gradSquares []float64
 }
 
 // Load allocates the plan's memory on dev for a placement. On error,
@@ -47,7 +50,8 @@ func (p *Plan) Load(dev device.Device, pl Placement) (prog *Program, err error) 
 	}
 	prog = &Program{plan: p, dev: dev, k: dev.Kernels(), place: pl,
 		buffers: make([]device.Buffer, len(p.values)), moments: make([][2]device.Buffer, len(p.params)),
-		adamSteps: make([]int, len(p.spec.Blocks)), scratch: make([]float32, 1)}
+		adamSteps: make([]int, len(p.spec.Blocks)), scratch: make([]float32, 1),
+		gradSquares: make([]float64, len(p.params))}
 	loading := prog // the returns below set prog to nil before this runs
 	defer func() {
 		if err != nil {
@@ -226,6 +230,9 @@ func (prog *Program) Run() (float32, error) {
 		if prog.res != nil {
 			prog.res.done = si
 		}
+		if i, ok := p.gradOf[s.out]; ok && p.spec.Train {
+			prog.gradSquares[i] = prog.k.SumSquares(prog.buffers[s.out])
+		}
 		for ; next < len(p.updates) && p.updates[next].after == si; next++ {
 			if err := prog.update(p.updates[next].block); err != nil {
 				return 0, err
@@ -283,7 +290,7 @@ func (prog *Program) update(b int) error {
 	var sumSquares float64
 	members := prog.layouts[b].params
 	for _, i := range members {
-		sumSquares += prog.k.SumSquares(prog.buffers[p.grads[i]])
+		sumSquares += prog.gradSquares[i]
 	}
 	scale := kernels.ClipScale(sumSquares, p.spec.ClipNorm)
 	prog.adamSteps[b]++
