@@ -220,7 +220,7 @@ func (prog *Program) Run() (float32, error) {
 	}
 	for si, s := range prog.steps {
 		if prog.res != nil {
-			if err := prog.res.ensure(p.needs[si], s.backward, si); err != nil {
+			if err := prog.res.ensure(p.needs[si], s.backward); err != nil {
 				return 0, err
 			}
 		}
@@ -282,7 +282,7 @@ func (prog *Program) update(b int) error {
 		return prog.res.updateOnHost(b)
 	}
 	if prog.res != nil {
-		if err := prog.res.ensure([]int{b}, true, -1); err != nil {
+		if err := prog.res.ensure([]int{b}, true); err != nil {
 			return err
 		}
 		prog.res.dirty[b] = true

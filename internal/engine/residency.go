@@ -110,9 +110,9 @@ func (r *residency) readParam(valueIndex int) []float32 {
 	return append([]float32(nil), r.host[b][off:off+n]...)
 }
 
-// ensure makes the blocks a step needs resident, as the policy decides.
-// step is the step about to run (-1 for an update).
-func (r *residency) ensure(needs []int, backward bool, step int) error {
+// ensure makes the blocks a step (or an update, which is in the backward
+// pass) needs resident, as the policy decides.
+func (r *residency) ensure(needs []int, backward bool) error {
 	r.clock++
 	for _, b := range needs {
 		r.lastUse[b] = r.clock
