@@ -50,7 +50,7 @@ func Parse(spec string, ledger *Ledger) (dev Device, warning string, err error) 
 		if hasArg {
 			n, err := strconv.Atoi(arg)
 			if err != nil || n < 0 || arg != strconv.Itoa(n) {
-				return nil, "", fmt.Errorf("device %q: the GPU index must be a number 0, 1, ...", spec)
+				return nil, "", fmt.Errorf("device %q: the GPU index must be a whole number from 0", spec)
 			}
 			index = n
 		}

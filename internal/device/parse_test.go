@@ -54,8 +54,8 @@ func TestParseErrors(t *testing.T) {
 		{"cuda", "cuda:0: this build has no CUDA support (build with -tags cuda)"},
 		{"cuda:0", "cuda:0: this build has no CUDA support (build with -tags cuda)"},
 		{"cuda:2", "cuda:2: this build has no CUDA support"},
-		{"cuda:", `device "cuda:": the GPU index must be a number`},
-		{"cuda:x", `device "cuda:x": the GPU index must be a number`},
+		{"cuda:", `device "cuda:": the GPU index must be a whole number`},
+		{"cuda:x", `device "cuda:x": the GPU index must be a whole number`},
 		{"cuda:-1", `device "cuda:-1"`},
 		{"cuda:01", `device "cuda:01"`},
 	} {
