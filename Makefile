@@ -16,7 +16,7 @@ BIN   := bin/gpuz
 ARGS  ?= linear train cuda,cache,cpu
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build run test test-purego bench smoke clean
+.PHONY: help deps build run test test-purego bench smoke clean cuda test-cuda
 
 help:
 	@echo "targets:"
@@ -27,6 +27,9 @@ help:
 	@echo "  test-purego  go vet and go test with -tags purego (gonum BLAS, no OpenBLAS)"
 	@echo "  bench        go test benchmarks of ./internal/... (-benchtime 3x)"
 	@echo "  smoke        build, then scripts/smoke.sh $(BIN)"
+	@echo "  cuda         build the GPU binary bin/gpuz-cuda (-tags gpuzcuda; needs the CUDA 11 headers and libraries)"
+	@echo "  test-cuda    fetch Debian's CUDA 11.8 headers/stubs/NVRTC (scripts/cuda-toolchain.sh), vet and build the GPU"
+	@echo "               binary, compile every kernel with NVRTC, run the kernels on the CPU shim (no GPU needed)"
 	@echo "  clean        remove bin/"
 
 deps:
@@ -58,6 +61,27 @@ bench: deps
 
 smoke: build
 	bash scripts/smoke.sh $(BIN)
+
+# The GPU build's tag is gpuzcuda, not cuda: gorgonia's own package compiles
+# its cuDNN engine under the cuda tag, and cuDNN is not available here.
+cuda: deps
+	$(GO) build -tags gpuzcuda -o bin/gpuz-cuda ./cmd/gpuz
+
+# test-cuda needs no GPU. It fails, never skips, when the toolchain cannot be
+# fetched. The last step starts the GPU binary against the stub driver: it
+# must stop with its one-line "no usable CUDA GPU" message and status 2.
+test-cuda: deps
+	@set -e; env="$$(bash scripts/cuda-toolchain.sh)"; eval "$$env"; \
+	echo "$(GO) vet -tags gpuzcuda ./..."; $(GO) vet -tags gpuzcuda ./...; \
+	echo "$(GO) build -tags gpuzcuda -o bin/gpuz-cuda ./cmd/gpuz"; $(GO) build -tags gpuzcuda -o bin/gpuz-cuda ./cmd/gpuz; \
+	echo "$(GO) test -tags gpuzcuda ./internal/device/gpu/ (NVRTC compile, PTX signatures, PTX cache)"; \
+	$(GO) test -count=1 -tags gpuzcuda ./internal/device/gpu/; \
+	echo "$(GO) test ./internal/device/gpu/ (the kernels on the CPU shim against the host)"; \
+	$(GO) test -count=1 ./internal/device/gpu/; \
+	echo "bin/gpuz-cuda devices (stub driver: must fail with one line and status 2)"; \
+	rc=0; out="$$(bin/gpuz-cuda devices 2>&1)" || rc=$$?; echo "$$out"; \
+	if [ $$rc -ne 2 ] || [ "$$(echo "$$out" | wc -l)" -ne 1 ] || ! echo "$$out" | grep -q "no usable CUDA GPU"; then \
+		echo "test-cuda: expected one 'no usable CUDA GPU' line and status 2, got status $$rc"; exit 1; fi
 
 clean:
 	rm -rf bin

@@ -18,9 +18,11 @@
 #   eval "$(scripts/cuda-toolchain.sh)"
 #
 # CGO_CFLAGS and CGO_LDFLAGS point cgo at the headers and stubs;
-# LD_LIBRARY_PATH lets programs load NVRTC and, through a libcuda.so.1 link to
-# the stub, lets the GPU build start on a machine without a driver (where it
-# then stops with its "no usable CUDA GPU" line, as it must). Progress goes to
+# LD_LIBRARY_PATH lets programs load NVRTC and, through links named
+# libcuda.so.1, libcublas.so.11 and libcublasLt.so.11 to the stubs, lets the
+# GPU build start on a machine without a driver (where it then stops with its
+# "no usable CUDA GPU" line, as it must). Do not use this LD_LIBRARY_PATH on a
+# machine with a GPU: the stubs would hide the real driver. Progress goes to
 # standard error. Any failure exits non-zero: the CUDA checks are never
 # skipped silently.
 set -euo pipefail
@@ -38,7 +40,20 @@ emit() {
 	printf 'export GPUZ_CUDA_ROOT=%q\n' "$root"
 }
 
+# stub_links lets the GPU build start without a driver or CUDA runtime: the
+# stubs stand for the sonames the binary needs (libcuda.so.1 from the driver,
+# libcublas.so.11 and libcublasLt.so.11 from the CUDA runtime). Every stub
+# call answers CUDA_ERROR_STUB_LIBRARY, so the binary then stops with its
+# "no usable CUDA GPU" line, as it must.
+stub_links() {
+	mkdir -p "$1/driver-stub"
+	ln -sfn ../usr/lib/x86_64-linux-gnu/stubs/libcuda.so "$1/driver-stub/libcuda.so.1"
+	ln -sfn ../usr/lib/x86_64-linux-gnu/stubs/libcublas.so "$1/driver-stub/libcublas.so.11"
+	ln -sfn ../usr/lib/x86_64-linux-gnu/stubs/libcublasLt.so "$1/driver-stub/libcublasLt.so.11"
+}
+
 if [[ -f $stamp ]]; then
+	stub_links "$root"
 	log "using $root"
 	emit
 	exit 0
@@ -79,11 +94,7 @@ dpkg-deb --fsys-tarfile "$work"/nvidia-cuda-dev_*.deb |
 for deb in "$work"/libnvrtc11.2_*.deb "$work"/libnvrtc-builtins11.8_*.deb; do
 	dpkg-deb -x "$deb" "$tmp"
 done
-# The GPU build links libcuda.so.1 (the driver's soname). The stub answers
-# every call with CUDA_ERROR_STUB_LIBRARY, which lets the binary start and
-# report that there is no usable GPU.
-mkdir -p "$tmp/driver-stub"
-ln -s ../usr/lib/x86_64-linux-gnu/stubs/libcuda.so "$tmp/driver-stub/libcuda.so.1"
+stub_links "$tmp"
 for f in usr/include/cuda.h usr/include/cublas_v2.h usr/include/nvrtc.h \
 	usr/lib/x86_64-linux-gnu/stubs/libcuda.so usr/lib/x86_64-linux-gnu/stubs/libcublas.so \
 	usr/lib/x86_64-linux-gnu/stubs/libnvrtc.so; do

@@ -12,6 +12,7 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"sort"
 	"unsafe"
 
 	"gpuz/internal/device"
@@ -126,4 +127,14 @@ func CheckArgs(kernel string, args []Arg) error {
 		return fmt.Errorf("kernel %s takes %q, launched with %q", kernel, sig, kinds)
 	}
 	return nil
+}
+
+// sortedNames returns m's keys in order.
+func sortedNames(m map[string]string) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }

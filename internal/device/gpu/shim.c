@@ -1,4 +1,4 @@
-//go:build !cuda
+//go:build !gpuzcuda
 
 // The CPU shim: gpuz's CUDA C kernels compiled by gcc and run with one fiber
 // per GPU thread, so that __syncthreads is a real barrier.

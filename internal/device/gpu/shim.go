@@ -1,4 +1,4 @@
-//go:build !cuda
+//go:build !gpuzcuda
 
 package gpu
 
@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"sync"
 	"unsafe"
@@ -273,16 +272,6 @@ func ShimKernels() map[string]string {
 		out[name] = kinds
 	}
 	return out
-}
-
-// sortedNames returns m's keys in order.
-func sortedNames(m map[string]string) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // isMarker reports whether v is the guard marker.
