@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"gonum.org/v1/gonum/blas"
@@ -158,15 +159,10 @@ func elemIndex[T Float]() int {
 	return 1
 }
 
-// forTiles runs body over the convolution's output in tiles of at most
-// rows output rows, with up to Threads() workers, each with its own scratch of
-// scratch elements; worker w takes tiles w, w+workers, … so that the
-// assignment, and any per-worker sum, is the same on every call. With
-// useBLAS, the BLAS runs one thread per call while several workers run. It
-// returns the number of workers.
-func forTiles[T Float](s ConvShape, rows, scratch int, useBLAS bool, body func(worker int, buf []T, t convTile)) int {
-	// Even out the tiles: as few per image as fit rows, or a few more so
-	// that every thread gets as many, then of equal heights.
+// convTiles splits the convolution's output into tiles of at most rows
+// output rows: as few per image as fit, or a few more so that every thread
+// can get as many, all of about one height.
+func convTiles(s ConvShape, rows int) []convTile {
 	perImage := (s.OutH + rows - 1) / max(rows, 1)
 	for threads := Threads(); perImage < s.OutH && (s.Batch*perImage)%threads != 0; {
 		perImage++
@@ -180,33 +176,44 @@ func forTiles[T Float](s ConvShape, rows, scratch int, useBLAS bool, body func(w
 			tiles = append(tiles, convTile{img, y0, min(y0+rows, s.OutH)})
 		}
 	}
+	return tiles
+}
+
+// runTiles calls body(worker, buf, i) for every tile index i, with up to
+// Threads() workers, each with its own scratch buf of scratch elements.
+// Workers take the next tile as they become free, so that a worker that
+// another process slows down does not hold the others up; which worker
+// computes a tile must therefore not change its result, and sums over tiles
+// are kept per tile and added in tile order. With useBLAS, the BLAS runs
+// one thread per call while several workers run.
+func runTiles[T Float](tiles []convTile, scratch int, useBLAS bool, body func(worker int, buf []T, i int)) {
 	workers := min(Threads(), len(tiles))
 	if workers <= 1 {
 		p := getScratch[T](&tilePool, scratch)
-		for _, t := range tiles {
-			body(0, *p, t)
+		for i := range tiles {
+			body(0, *p, i)
 		}
 		putScratch(&tilePool, p)
-		return 1
+		return
 	}
 	if useBLAS {
 		setBLASThreads(1)
 		defer setBLASThreads(Threads())
 	}
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			p := getScratch[T](&tilePool, scratch)
-			for i := w; i < len(tiles); i += workers {
-				body(w, *p, tiles[i])
+			for i := int(next.Add(1) - 1); i < len(tiles); i = int(next.Add(1) - 1) {
+				body(w, *p, i)
 			}
 			putScratch(&tilePool, p)
 		}()
 	}
 	wg.Wait()
-	return workers
 }
 
 // gemmStrided computes c = alpha·op(a)·op(b) + beta·c like Gemm, with
@@ -245,7 +252,9 @@ func Conv2d[T Float](out, in, w, bias []T, s ConvShape) {
 	}
 	plane, k := s.OutH*s.OutW, s.patch()
 	rows := s.im2colRows(int(unsafe.Sizeof(T(0))))
-	forTiles(s, rows, k*rows*s.OutW, true, func(_ int, cols []T, t convTile) {
+	tiles := convTiles(s, rows)
+	runTiles(tiles, k*rows*s.OutW, true, func(_ int, cols []T, i int) {
+		t := tiles[i]
 		width := (t.y1 - t.y0) * s.OutW
 		cols = cols[:k*width]
 		im2col(cols, in, s, t.img, t.y0, t.y1)
@@ -266,7 +275,9 @@ func Conv2d[T Float](out, in, w, bias []T, s ConvShape) {
 
 func conv2dDirect(out, in, w, bias []float32, s ConvShape) {
 	plane, rows := s.OutH*s.OutW, s.directRows()
-	forTiles(s, rows, s.InC*(rows+s.Kernel-1)*(s.OutW+s.Kernel-1), false, func(_ int, tile []float32, t convTile) {
+	tiles := convTiles(s, rows)
+	runTiles(tiles, s.InC*(rows+s.Kernel-1)*(s.OutW+s.Kernel-1), false, func(_ int, tile []float32, i int) {
+		t := tiles[i]
 		padTile(tile, in, s, t.img, t.y0, t.y1-t.y0)
 		convForwardTile(tile, s, t.y1-t.y0, w, bias, out[t.img*s.OutC*plane+t.y0*s.OutW:])
 	})
@@ -294,10 +305,11 @@ func Conv2dInputGrad[T Float](dx, g, w []T, s ConvShape) {
 }
 
 // Conv2dWeightGrad sets dw to the gradient of Conv2d's weights given the
-// input x and the output gradient g. Each worker sums its own tiles (with
-// im2col: g[OutC, tile] · cols[patch, tile]ᵀ; directly: 16-lane partial
-// sums per weight); the workers' sums are added in a fixed order, so the
-// result depends only on the shapes and the thread count.
+// input x and the output gradient g. Each tile's contribution is computed
+// on its own (with im2col: g[OutC, tile] · cols[patch, tile]ᵀ; directly:
+// 16-lane partial sums per weight) and kept in float64; the tiles' sums are
+// added in tile order, so the result does not depend on which thread
+// computed which tile.
 func Conv2dWeightGrad[T Float](dw, x, g []T, s ConvShape) {
 	s.validate(len(g), len(x), len(dw))
 	if d, ok := any(dw).([]float32); ok && directConv {
@@ -306,41 +318,58 @@ func Conv2dWeightGrad[T Float](dw, x, g []T, s ConvShape) {
 	}
 	plane, k := s.OutH*s.OutW, s.patch()
 	n := len(dw)
-	parts := make([]T, Threads()*n)
 	rows := s.im2colRows(int(unsafe.Sizeof(T(0))))
-	workers := forTiles(s, rows, k*rows*s.OutW, true, func(worker int, cols []T, t convTile) {
+	tiles := convTiles(s, rows)
+	sums := make([]float64, len(tiles)*n)
+	parts := make([]T, Threads()*n)
+	runTiles(tiles, k*rows*s.OutW, true, func(worker int, cols []T, i int) {
+		t := tiles[i]
 		width := (t.y1 - t.y0) * s.OutW
 		cols = cols[:k*width]
 		im2col(cols, x, s, t.img, t.y0, t.y1)
-		src := g[t.img*s.OutC*plane+t.y0*s.OutW:]
-		gemmStrided(false, true, s.OutC, k, width, 1, src, plane, cols, width, 1, parts[worker*n:][:n], k)
+		part := parts[worker*n:][:n]
+		gemmStrided(false, true, s.OutC, k, width, 1, g[t.img*s.OutC*plane+t.y0*s.OutW:], plane, cols, width, 0, part, k)
+		for j, v := range part {
+			sums[i*n+j] = float64(v)
+		}
 	})
-	copy(dw, parts[:n])
-	for wk := 1; wk < workers; wk++ {
-		Add(dw, dw, parts[wk*n:][:n])
-	}
+	addTileSums(dw, sums)
 }
 
 func conv2dWeightGradDirect(dw, x, g []float32, s ConvShape) {
 	const lanes = 16
 	plane, rows, n := s.OutH*s.OutW, s.directRows(), len(dw)
-	threads := Threads()
-	p := getScratch[float32](&accPool, threads*n*lanes)
+	tiles := convTiles(s, rows)
+	sums := make([]float64, len(tiles)*n)
+	p := getScratch[float32](&accPool, Threads()*n*lanes)
 	defer putScratch(&accPool, p)
-	acc := *p
-	clear(acc)
-	workers := forTiles(s, rows, s.InC*(rows+s.Kernel-1)*(s.OutW+s.Kernel-1), false, func(worker int, tile []float32, t convTile) {
+	accs := *p
+	runTiles(tiles, s.InC*(rows+s.Kernel-1)*(s.OutW+s.Kernel-1), false, func(worker int, tile []float32, i int) {
+		t := tiles[i]
+		acc := accs[worker*n*lanes:][:n*lanes]
 		padTile(tile, x, s, t.img, t.y0, t.y1-t.y0)
-		convWeightGradTile(tile, s, t.y1-t.y0, g[t.img*s.OutC*plane+t.y0*s.OutW:], acc[worker*n*lanes:][:n*lanes])
-	})
-	for i := range dw {
-		sum := 0.0
-		for wk := range workers {
-			for _, v := range acc[(wk*n+i)*lanes:][:lanes] {
+		convWeightGradTile(tile, s, t.y1-t.y0, g[t.img*s.OutC*plane+t.y0*s.OutW:], acc)
+		for j := range n {
+			sum := 0.0
+			for _, v := range acc[j*lanes:][:lanes] {
 				sum += float64(v)
 			}
+			sums[i*n+j] = sum
 		}
-		dw[i] = float32(sum)
+	})
+	addTileSums(dw, sums)
+}
+
+// addTileSums sets dst[j] to the sum over tiles of sums[i·len(dst) + j],
+// added in tile order.
+func addTileSums[T Float](dst []T, sums []float64) {
+	n := len(dst)
+	for j := range dst {
+		total := 0.0
+		for i := j; i < len(sums); i += n {
+			total += sums[i]
+		}
+		dst[j] = T(total)
 	}
 }
 

@@ -127,10 +127,10 @@ static void gpuz_conv_fwd_tile(const float *tile, int C, int wp, int rows_in, co
 		}
 }
 
-// gpuz_wgrad_kernel accumulates, for OB output channels, one input channel,
-// one kernel row ky and KX kernel columns from kx0, the products of the
-// output gradient with the shifted input over the tile, into 16-lane
-// partial sums acc[((o·C + c)·k + ky)·k + kx][16].
+// gpuz_wgrad_kernel sums, for OB output channels, one input channel, one
+// kernel row ky and KX kernel columns from kx0, the products of the output
+// gradient with the shifted input over the tile, and stores the 16-lane
+// partial sums in acc[((o·C + c)·k + ky)·k + kx][16].
 static inline __attribute__((always_inline)) void gpuz_wgrad_kernel(
     const int OB, const int KX, const float *in, int wp, const float *g, ptrdiff_t gplane, int rows, int out_w,
     float *acc, ptrdiff_t acc_o) {
@@ -155,8 +155,7 @@ static inline __attribute__((always_inline)) void gpuz_wgrad_kernel(
 	}
 	GPUZ_UNROLL for (int o = 0; o < OB; o++)
 		GPUZ_UNROLL for (int j = 0; j < KX; j++) {
-			float *p = acc + o * acc_o + 16 * j;
-			_mm512_storeu_ps(p, _mm512_add_ps(_mm512_loadu_ps(p), a[o][j]));
+			_mm512_storeu_ps(acc + o * acc_o + 16 * j, a[o][j]);
 		}
 }
 
@@ -174,9 +173,9 @@ GPUZ_WG_ROW(5)
 #undef GPUZ_WG_ROW
 #undef GPUZ_WG
 
-// gpuz_conv_wgrad_tile adds the tile's contribution to the weight gradient
-// of all O output channels to the 16-lane partial sums acc, which hold
-// O·C·k·k vectors.
+// gpuz_conv_wgrad_tile stores the tile's contribution to the weight
+// gradient of all O output channels as 16-lane partial sums in acc, which
+// holds O·C·k·k vectors, each written once.
 static void gpuz_conv_wgrad_tile(const float *tile, int C, int wp, int rows_in, const float *g, ptrdiff_t gplane,
                                  int O, int k, int rows, int out_w, float *acc) {
 	typedef void (*wg_fn)(const float *, int, const float *, ptrdiff_t, int, int, float *, ptrdiff_t);

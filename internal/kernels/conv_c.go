@@ -27,8 +27,8 @@ func convForwardTile(tile []float32, s ConvShape, rows int, w, bias, out []float
 		C.ptrdiff_t(s.OutH*s.OutW), C.int(rows), C.int(s.OutW))
 }
 
-// convWeightGradTile adds one padded tile's contribution to the weight
-// gradient's 16-lane partial sums acc; g starts at the tile's first
+// convWeightGradTile stores one padded tile's contribution to the weight
+// gradient as 16-lane partial sums in acc; g starts at the tile's first
 // gradient element of channel 0.
 func convWeightGradTile(tile []float32, s ConvShape, rows int, g, acc []float32) {
 	C.gpuz_conv_wgrad_tile(floatPtr(tile), C.int(s.InC), C.int(s.OutW+s.Kernel-1), C.int(rows+s.Kernel-1),

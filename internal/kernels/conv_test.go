@@ -203,3 +203,28 @@ func BenchmarkConv2d(b *testing.B) {
 		}
 	}
 }
+
+// TestConv2dWeightGradReproducible runs the weight gradient, whose tiles go
+// to whichever thread is free, several times on three threads with one-row
+// tiles: every run must give the same bits.
+func TestConv2dWeightGradReproducible(t *testing.T) {
+	defer SetThreads(0)
+	defer func(b int) { convScratchBytes = b }(convScratchBytes)
+	SetThreads(3)
+	convScratchBytes = 1
+	s := ConvShape{Batch: 2, InC: 3, InH: 20, InW: 33, OutC: 4, OutH: 20, OutW: 33, Kernel: 3, Pad: 1}
+	rng := rand.New(rand.NewPCG(8, 8))
+	x := toFloat32(randomSlice(rng, s.Batch*s.InC*s.InH*s.InW))
+	g := toFloat32(randomSlice(rng, s.Batch*s.OutC*s.OutH*s.OutW))
+	first := make([]float32, s.OutC*s.InC*9)
+	Conv2dWeightGrad(first, x, g, s)
+	for run := range 10 {
+		dw := make([]float32, len(first))
+		Conv2dWeightGrad(dw, x, g, s)
+		for i := range dw {
+			if dw[i] != first[i] {
+				t.Fatalf("run %d: weight %d is %g, first run %g", run, i, dw[i], first[i])
+			}
+		}
+	}
+}
