@@ -1,0 +1,115 @@
+//go:build !gpuzcuda
+
+package gpu
+
+import (
+	"fmt"
+	"sync"
+
+	"gpuz/internal/device"
+)
+
+// ShimDevice is a device.Device whose kernels are gpuz's CUDA kernels run
+// on the CPU shim: the engine, the placements and the self-test run on it
+// exactly as on a GPU, only slowly. Tests use it; no command offers it.
+type ShimDevice struct {
+	shim     *Shim
+	capacity int64
+	mu       sync.Mutex
+	stats    device.Stats
+}
+
+var _ device.Device = (*ShimDevice)(nil)
+
+// DefaultShimWorkspace is the workspace of the shim devices of tests.
+const DefaultShimWorkspace = 4 << 20
+
+// NewShimDevice returns a shim device of capacity bytes running in order,
+// with a workspace of workspaceBytes.
+func NewShimDevice(order Order, capacity int64, workspaceBytes int) *ShimDevice {
+	d := &ShimDevice{shim: NewShim(order, 7, workspaceBytes), capacity: capacity}
+	d.stats.TotalBytes = capacity
+	return d
+}
+
+// Name is "shim (order)".
+func (d *ShimDevice) Name() string { return fmt.Sprintf("shim (%s)", d.shim.order) }
+
+// Alloc returns n zeroed elements or an *OutOfMemoryError beyond the
+// capacity.
+func (d *ShimDevice) Alloc(n int) (device.Buffer, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	bytes := 4 * int64(n)
+	if free := d.capacity - d.stats.AllocatedBytes; bytes > free {
+		return nil, &device.OutOfMemoryError{Device: d.Name(), Requested: bytes, Free: free, Total: d.capacity}
+	}
+	b := d.shim.Alloc(n)
+	clear(b.Floats())
+	d.stats.AllocatedBytes += bytes
+	d.stats.PeakBytes = max(d.stats.PeakBytes, d.stats.AllocatedBytes)
+	return b, nil
+}
+
+// Free returns a buffer's bytes to the capacity; the memory itself stays
+// until Close, so that a use after Free reads the old values rather than
+// crashing the test.
+func (d *ShimDevice) Free(b device.Buffer) {
+	d.mu.Lock()
+	d.stats.AllocatedBytes -= 4 * int64(b.Len())
+	d.mu.Unlock()
+}
+
+// View returns n elements of b from offset.
+func (d *ShimDevice) View(b device.Buffer, offset, n int) device.Buffer {
+	return d.shim.View(b.(*ShimBuffer), offset, n)
+}
+
+// Upload copies src into dst.
+func (d *ShimDevice) Upload(dst device.Buffer, src []float32) error {
+	if dst.Len() != len(src) {
+		return fmt.Errorf("%s: upload of %d elements into a buffer of %d", d.Name(), len(src), dst.Len())
+	}
+	copy(dst.(*ShimBuffer).Floats(), src)
+	d.mu.Lock()
+	d.stats.UploadBytes += 4 * int64(len(src))
+	d.mu.Unlock()
+	return d.shim.Err()
+}
+
+// Download copies src into dst, reporting the first launch error.
+func (d *ShimDevice) Download(dst []float32, src device.Buffer) error {
+	if src.Len() != len(dst) {
+		return fmt.Errorf("%s: download of a buffer of %d elements into %d", d.Name(), src.Len(), len(dst))
+	}
+	if err := d.shim.Err(); err != nil {
+		return err
+	}
+	if err := d.shim.CheckGuards(); err != nil {
+		return err
+	}
+	copy(dst, src.(*ShimBuffer).Floats())
+	d.mu.Lock()
+	d.stats.DownloadBytes += 4 * int64(len(dst))
+	d.mu.Unlock()
+	return nil
+}
+
+// Stats reports the memory held and copied.
+func (d *ShimDevice) Stats() device.Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stats
+}
+
+// MemInfo reports the capacity less what is held.
+func (d *ShimDevice) MemInfo() (free, total int64, err error) {
+	s := d.Stats()
+	return d.capacity - s.AllocatedBytes, d.capacity, nil
+}
+
+// Kernels returns the CUDA kernels on the shim.
+func (d *ShimDevice) Kernels() device.Kernels { return Kernels{L: d.shim} }
+
+// Close frees the shim's memory.
+func (d *ShimDevice) Close() { d.shim.Free() }

@@ -1,0 +1,280 @@
+package selftest
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"gpuz/internal/device"
+	"gpuz/internal/kernels"
+)
+
+// Case is one call of a device.Kernels method on random buffers. The
+// call may write any of its buffers; all are compared afterwards.
+type Case struct {
+	Name string
+	// Bufs makes the buffers' initial contents.
+	Bufs func(r *rand.Rand) [][]float32
+	// Call runs the method; value is its float64 result, if any.
+	Call func(k device.Kernels, b []device.Buffer) (value float64, err error)
+	// Workspace, when not 0, is the device workspace in bytes that makes
+	// the case tile (the CPU shim honours it; real devices have more).
+	Workspace int
+}
+
+// Tolerances of a kernel against the host: the GPU kernels add in other
+// orders (trees, per-thread partial sums, double instead of float32
+// accumulators), use expf (within 2 ulp) where the host uses its own exp32,
+// and the GEMMs are cuBLAS's (gonum's on the CPU shim) instead of OpenBLAS's; each of these moves a
+// float32 result by a few ulp of the largest term. An element passes when
+// |device − host| ≤ RelTol·|host| + AbsTol·max|host| over its buffer.
+const (
+	RelTol = 1e-4
+	AbsTol = 1e-5
+)
+
+func randn(r *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	return x
+}
+
+func ints(r *rand.Rand, n, classes int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(r.IntN(classes))
+	}
+	return x
+}
+
+func zeros(n int) []float32 { return make([]float32, n) }
+
+func bufs(parts ...[]float32) [][]float32 { return parts }
+
+// probs returns rows rows of n probabilities.
+func probs(r *rand.Rand, rows, n int) []float32 {
+	p := make([]float32, rows*n)
+	for i := range rows {
+		s := float32(0)
+		for j := range n {
+			p[i*n+j] = r.Float32() + 0.01
+			s += p[i*n+j]
+		}
+		for j := range n {
+			p[i*n+j] /= s
+		}
+	}
+	return p
+}
+
+// Cases returns one Case per device.Kernels method and shape family: small
+// random inputs with odd sizes, several blocks, rows wider than a block,
+// both attention masks, convolution paddings that grow, keep and crop, and
+// ids out of range, which must fail as on the host.
+func Cases() []Case {
+	none := func(err error) (float64, error) { return 0, err }
+	var cases []Case
+	for _, t := range []struct{ a, b bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
+		m, n, k := 7, 5, 9
+		cases = append(cases, Case{
+			Name: fmt.Sprintf("Gemm/transA=%v,transB=%v", t.a, t.b),
+			Bufs: func(r *rand.Rand) [][]float32 { return bufs(randn(r, m*k), randn(r, k*n), zeros(m*n)) },
+			Call: func(kk device.Kernels, b []device.Buffer) (float64, error) {
+				kk.Gemm(t.a, t.b, m, n, k, b[0], b[1], b[2])
+				return none(nil)
+			},
+		})
+	}
+	conv := []kernels.ConvShape{
+		{Batch: 2, InC: 3, InH: 7, InW: 6, OutC: 4, OutH: 7, OutW: 6, Kernel: 3, Pad: 1},
+		{Batch: 1, InC: 2, InH: 5, InW: 5, OutC: 3, OutH: 4, OutW: 4, Kernel: 2, Pad: 0},
+		{Batch: 2, InC: 1, InH: 4, InW: 3, OutC: 2, OutH: 6, OutW: 5, Kernel: 3, Pad: 2},
+	}
+	for i, s := range conv {
+		x, w, y := s.Batch*s.InC*s.InH*s.InW, s.OutC*s.InC*s.Kernel*s.Kernel, s.Batch*s.OutC*s.OutH*s.OutW
+		// The default workspace holds whole images; the tiled one two
+		// output rows' column matrices (of the larger patch, the input
+		// gradient's) besides the flipped weights.
+		for _, tiled := range []bool{false, true} {
+			suffix, ws, wsFlip := fmt.Sprintf("/shape%d", i), 0, 0
+			if tiled {
+				patch := max(s.InC, s.OutC) * s.Kernel * s.Kernel
+				suffix += "/tiled"
+				ws = 2 * 4 * patch * max(s.OutW, s.InW)
+				wsFlip = ws + 4*w + 256
+			}
+			cases = append(cases,
+				Case{Name: "Conv2d" + suffix, Workspace: ws,
+					Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(y), randn(r, x), randn(r, w), randn(r, s.OutC)) },
+					Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+						k.Conv2d(b[0], b[1], b[2], b[3], s)
+						return none(nil)
+					}},
+				Case{Name: "Conv2dInputGrad" + suffix, Workspace: wsFlip,
+					Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(x), randn(r, y), randn(r, w)) },
+					Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+						k.Conv2dInputGrad(b[0], b[1], b[2], s)
+						return none(nil)
+					}},
+				Case{Name: "Conv2dWeightGrad" + suffix, Workspace: ws,
+					Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(w), randn(r, x), randn(r, y)) },
+					Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+						k.Conv2dWeightGrad(b[0], b[1], b[2], s)
+						return none(nil)
+					}})
+		}
+		cases = append(cases, Case{Name: fmt.Sprintf("Conv2dBiasGrad/shape%d", i),
+			Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(s.OutC), randn(r, y)) },
+			Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+				k.Conv2dBiasGrad(b[0], b[1], s)
+				return none(nil)
+			}})
+	}
+	cases = append(cases,
+		Case{Name: "AddRowVector", Bufs: func(r *rand.Rand) [][]float32 { return bufs(randn(r, 6*13), randn(r, 13)) },
+			Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+				k.AddRowVector(b[0], b[1])
+				return none(nil)
+			}},
+		Case{Name: "SumRows", Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(11), randn(r, 37*11)) },
+			Call: func(k device.Kernels, b []device.Buffer) (float64, error) { k.SumRows(b[0], b[1]); return none(nil) }},
+		Case{Name: "LeakyReLU", Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(1000), randn(r, 1000)) },
+			Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+				k.LeakyReLU(b[0], b[1], 0.01)
+				return none(nil)
+			}},
+		Case{Name: "LeakyReLUGrad", Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(1000), randn(r, 1000), randn(r, 1000)) },
+			Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+				k.LeakyReLUGrad(b[0], b[1], b[2], 0.01)
+				return none(nil)
+			}},
+		Case{Name: "Add", Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(777), randn(r, 777), randn(r, 777)) },
+			Call: func(k device.Kernels, b []device.Buffer) (float64, error) { k.Add(b[0], b[1], b[2]); return none(nil) }},
+		Case{Name: "MeanSquaredError", Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(1), randn(r, 9000), randn(r, 9000)) },
+			Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+				k.MeanSquaredError(b[0], b[1], b[2])
+				return none(nil)
+			}},
+		Case{Name: "MeanSquaredErrorGrad", Bufs: func(r *rand.Rand) [][]float32 {
+			return bufs(zeros(500), randn(r, 500), randn(r, 500), []float32{0.75})
+		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+			k.MeanSquaredErrorGrad(b[0], b[1], b[2], b[3])
+			return none(nil)
+		}},
+		Case{Name: "Mean", Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(1), randn(r, 5000)) },
+			Call: func(k device.Kernels, b []device.Buffer) (float64, error) { k.Mean(b[0], b[1]); return none(nil) }},
+		Case{Name: "Fill", Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(300), []float32{1.5}) },
+			Call: func(k device.Kernels, b []device.Buffer) (float64, error) { k.Fill(b[0], b[1], 0.25); return none(nil) }},
+		Case{Name: "SumSquares", Bufs: func(r *rand.Rand) [][]float32 { return bufs(randn(r, 10001)) },
+			Call: func(k device.Kernels, b []device.Buffer) (float64, error) { return k.SumSquares(b[0]), nil }},
+		Case{Name: "AdamStep", Bufs: func(r *rand.Rand) [][]float32 {
+			v := randn(r, 600)
+			for i := range v {
+				v[i] *= v[i]
+			}
+			return bufs(randn(r, 600), randn(r, 600), randn(r, 600), v)
+		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+			k.AdamStep(kernels.DefaultAdam, b[0], b[1], b[2], b[3], 0.5, 3)
+			return none(nil)
+		}},
+		Case{Name: "LayerNorm", Bufs: func(r *rand.Rand) [][]float32 {
+			return bufs(zeros(5*300), randn(r, 5*300), randn(r, 300), randn(r, 300))
+		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+			k.LayerNorm(b[0], b[1], b[2], b[3], 1e-5)
+			return none(nil)
+		}},
+		Case{Name: "LayerNormInputGrad", Bufs: func(r *rand.Rand) [][]float32 {
+			return bufs(zeros(5*300), randn(r, 5*300), randn(r, 300), randn(r, 5*300))
+		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+			k.LayerNormInputGrad(b[0], b[1], b[2], b[3], 1e-5)
+			return none(nil)
+		}},
+		Case{Name: "LayerNormWeightGrad", Bufs: func(r *rand.Rand) [][]float32 {
+			return bufs(zeros(30), randn(r, 9*30), randn(r, 9*30))
+		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+			k.LayerNormWeightGrad(b[0], b[1], b[2], 1e-5)
+			return none(nil)
+		}},
+		Case{Name: "Embedding", Bufs: func(r *rand.Rand) [][]float32 {
+			return bufs(zeros(8*6), ints(r, 8, 11), randn(r, 11*6), randn(r, 4*6))
+		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+			return none(k.Embedding(b[0], b[1], b[2], b[3]))
+		}},
+		Case{Name: "Embedding/bad-id", Bufs: func(r *rand.Rand) [][]float32 {
+			ids := ints(r, 8, 11)
+			ids[5] = 11
+			return bufs(zeros(8*6), ids, randn(r, 11*6), randn(r, 4*6))
+		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+			return none(k.Embedding(b[0], b[1], b[2], b[3]))
+		}},
+		Case{Name: "EmbeddingGrad", Bufs: func(r *rand.Rand) [][]float32 {
+			return bufs(zeros(11*6), ints(r, 20, 11), randn(r, 20*6))
+		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+			return none(k.EmbeddingGrad(b[0], b[1], b[2]))
+		}},
+		Case{Name: "EmbeddingGrad/fractional-id", Bufs: func(r *rand.Rand) [][]float32 {
+			ids := ints(r, 20, 11)
+			ids[3] = 2.5
+			return bufs(zeros(11*6), ids, randn(r, 20*6))
+		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+			return none(k.EmbeddingGrad(b[0], b[1], b[2]))
+		}},
+		Case{Name: "SoftmaxCrossEntropy", Bufs: func(r *rand.Rand) [][]float32 {
+			return bufs(zeros(1), randn(r, 6*300), ints(r, 6, 300))
+		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+			return none(k.SoftmaxCrossEntropy(b[0], b[1], b[2]))
+		}},
+		Case{Name: "SoftmaxCrossEntropy/bad-target", Bufs: func(r *rand.Rand) [][]float32 {
+			t := ints(r, 6, 300)
+			t[2] = -1
+			return bufs(zeros(1), randn(r, 6*300), t)
+		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+			return none(k.SoftmaxCrossEntropy(b[0], b[1], b[2]))
+		}},
+		Case{Name: "SoftmaxCrossEntropyGrad", Bufs: func(r *rand.Rand) [][]float32 {
+			return bufs(zeros(6*300), randn(r, 6*300), ints(r, 6, 300), []float32{1.25})
+		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+			return none(k.SoftmaxCrossEntropyGrad(b[0], b[1], b[2], b[3]))
+		}},
+	)
+	for _, a := range []kernels.Attention{
+		{Batch: 2, Seq: 5, Heads: 2, HeadDim: 3, Causal: true},
+		{Batch: 1, Seq: 7, Heads: 3, HeadDim: 4, Causal: false},
+	} {
+		qkv, pn, o := a.Batch*a.Seq*3*a.DModel(), a.Batch*a.Heads*a.Seq*a.Seq, a.Batch*a.Seq*a.DModel()
+		suffix := fmt.Sprintf("/causal=%v", a.Causal)
+		cases = append(cases,
+			Case{Name: "AttentionProbs" + suffix, Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(pn), randn(r, qkv)) },
+				Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+					k.AttentionProbs(b[0], b[1], a)
+					return none(nil)
+				}},
+			Case{Name: "AttentionProbsGrad" + suffix, Bufs: func(r *rand.Rand) [][]float32 {
+				return bufs(zeros(qkv), randn(r, qkv), probs(r, a.Batch*a.Heads*a.Seq, a.Seq), randn(r, pn))
+			}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+				k.AttentionProbsGrad(b[0], b[1], b[2], b[3], a)
+				return none(nil)
+			}},
+			Case{Name: "AttentionMix" + suffix, Bufs: func(r *rand.Rand) [][]float32 {
+				return bufs(zeros(o), probs(r, a.Batch*a.Heads*a.Seq, a.Seq), randn(r, qkv))
+			}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+				k.AttentionMix(b[0], b[1], b[2], a)
+				return none(nil)
+			}},
+			Case{Name: "AttentionMixProbsGrad" + suffix, Bufs: func(r *rand.Rand) [][]float32 {
+				return bufs(zeros(pn), randn(r, o), randn(r, qkv))
+			}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+				k.AttentionMixProbsGrad(b[0], b[1], b[2], a)
+				return none(nil)
+			}},
+			Case{Name: "AttentionMixValueGrad" + suffix, Bufs: func(r *rand.Rand) [][]float32 {
+				return bufs(zeros(qkv), probs(r, a.Batch*a.Heads*a.Seq, a.Seq), randn(r, o))
+			}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+				k.AttentionMixValueGrad(b[0], b[1], b[2], a)
+				return none(nil)
+			}},
+		)
+	}
+	return cases
+}
