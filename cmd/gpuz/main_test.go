@@ -97,6 +97,10 @@ func TestBadInput(t *testing.T) {
 		{"take-mem bad sim size", []string{"take-mem", "2", "--device", "sim:big"}, `device "sim:big"`},
 		{"take-mem no cuda", []string{"take-mem", "2", "--device", "cuda:0"}, "this build has no CUDA support"},
 		{"take-mem busy on too little", []string{"take-mem", "1MiB", "--busy"}, "--busy needs at least"},
+		{"selftest no cuda", []string{"selftest", "--device", "cuda"}, "this build has no CUDA support"},
+		{"selftest unknown device", []string{"selftest", "--device", "gpu"}, `unknown device "gpu"`},
+		{"selftest argument", []string{"selftest", "now"}, "unknown command"},
+		{"devices argument", []string{"devices", "all"}, "unknown command"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -32,10 +32,11 @@ CPU (cpu). Results come out per epoch and as an Analyze table.`,
 		root.AddCommand(newWorkload(stdout, stderr))
 	}
 	root.AddCommand(newPlanCmd(stdout, stderr, workloads), newTakeMemCmd(stdout, stderr), newVersionCmd(stdout))
+	root.AddCommand(newDevicesCmd(stdout, stderr), newSelftestCmd(stdout, stderr))
 	// A bare "gpuz" with an unknown word must not fall back to help.
 	root.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return fmt.Errorf("unknown command %q (want linear, resnet, attention, plan, take-mem or version; see gpuz --help)", args[0])
+			return fmt.Errorf("unknown command %q (want linear, resnet, attention, plan, take-mem, devices, selftest or version; see gpuz --help)", args[0])
 		}
 		return nil
 	}

@@ -476,3 +476,42 @@ func (d *Device) Write(dst uintptr, src unsafe.Pointer, bytes int) error {
 	}
 	return err
 }
+
+// PinnedCopyRates times copies of bytes (at most the staging size) between
+// the pinned staging buffer and device memory on the copy stream, each way,
+// best of three: the bus's rate without the pageable memcpy.
+func (d *Device) PinnedCopyRates(bytes int) (up, down float64, err error) {
+	bytes = min(bytes, stagingBytes)
+	var p cu.DevicePtr
+	err = d.do(func() (err error) {
+		if p, err = cu.MemAlloc(int64(bytes)); err != nil {
+			return err
+		}
+		defer cu.MemFree(p)
+		timeCopy := func(copyOnce func() error) (float64, error) {
+			fastest := 0.0
+			for range 3 {
+				start := time.Now()
+				if err := copyOnce(); err != nil {
+					return 0, err
+				}
+				if err := d.copies.Synchronize(); err != nil {
+					return 0, err
+				}
+				if s := time.Since(start).Seconds(); fastest == 0 || s < fastest {
+					fastest = s
+				}
+			}
+			return float64(bytes) / fastest, nil
+		}
+		if up, err = timeCopy(func() error { return cu.MemcpyHtoDAsync(p, d.staging[0].p, int64(bytes), d.copies) }); err != nil {
+			return err
+		}
+		down, err = timeCopy(func() error { return cu.MemcpyDtoHAsync(d.staging[0].p, p, int64(bytes), d.copies) })
+		return err
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: timing pinned copies: %w", d.Name(), err)
+	}
+	return up, down, nil
+}

@@ -1,0 +1,131 @@
+package selftest
+
+import (
+	"fmt"
+	"time"
+
+	"gpuz/internal/device"
+)
+
+// DeviceInfo describes a device and its measured speeds. Rates are in
+// bytes per second and FLOP per second; 0 means not measured.
+type DeviceInfo struct {
+	Name       string
+	Capability string // compute capability, "" when not a GPU
+	Free       int64
+	Total      int64
+	// Copies between host and device memory: from page-locked (pinned)
+	// host memory, and from ordinary Go memory (pageable), as Upload and
+	// Download do. Host and simulated devices copy within host memory: their
+	// pageable figures are memcpy rates and they have no pinned path.
+	UploadPinned, DownloadPinned     float64
+	UploadPageable, DownloadPageable float64
+	GemmSize                         int     // n of the n×n×n SGEMM timed
+	GemmFLOPS                        float64 // its speed
+}
+
+// PinnedCopier is a device with a page-locked host staging path, whose raw
+// copy rates it can measure (the CUDA device).
+type PinnedCopier interface {
+	PinnedCopyRates(bytes int) (up, down float64, err error)
+}
+
+// Capable is a device with a compute capability (a CUDA GPU).
+type Capable interface {
+	ComputeCapability() (major, minor int)
+}
+
+// copyBytes is the size of the buffer the copy rates are measured with.
+const copyBytes = 64 << 20
+
+// Measure reads a device's memory and times its copies (best of three)
+// and an n×n×n SGEMM (best of three after a warm-up).
+func Measure(dev device.Device, n int) (DeviceInfo, error) {
+	info := DeviceInfo{Name: dev.Name(), GemmSize: n}
+	if c, ok := dev.(Capable); ok {
+		major, minor := c.ComputeCapability()
+		info.Capability = fmt.Sprintf("%d.%d", major, minor)
+	}
+	var err error
+	if info.Free, info.Total, err = dev.MemInfo(); err != nil {
+		return info, err
+	}
+	if p, ok := dev.(PinnedCopier); ok {
+		if info.UploadPinned, info.DownloadPinned, err = p.PinnedCopyRates(copyBytes); err != nil {
+			return info, err
+		}
+	}
+	if info.UploadPageable, info.DownloadPageable, err = pageableRates(dev); err != nil {
+		return info, err
+	}
+	if info.GemmFLOPS, err = gemmRate(dev, n); err != nil {
+		return info, err
+	}
+	return info, nil
+}
+
+// best returns the shortest of three runs of f.
+func best(f func() error) (time.Duration, error) {
+	var fastest time.Duration
+	for i := range 3 {
+		start := time.Now()
+		if err := f(); err != nil {
+			return 0, err
+		}
+		if d := time.Since(start); i == 0 || d < fastest {
+			fastest = d
+		}
+	}
+	return fastest, nil
+}
+
+func pageableRates(dev device.Device) (up, down float64, err error) {
+	host := make([]float32, copyBytes/4)
+	b, err := dev.Alloc(len(host))
+	if err != nil {
+		return 0, 0, fmt.Errorf("measuring copies: %w", err)
+	}
+	defer dev.Free(b)
+	tUp, err := best(func() error {
+		if err := dev.Upload(b, host); err != nil {
+			return err
+		}
+		// An upload may return before its copy ends: a one-element
+		// download waits for it.
+		return dev.Download(host[:1], dev.View(b, 0, 1))
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("measuring uploads: %w", err)
+	}
+	tDown, err := best(func() error { return dev.Download(host, b) })
+	if err != nil {
+		return 0, 0, fmt.Errorf("measuring downloads: %w", err)
+	}
+	return copyBytes / tUp.Seconds(), copyBytes / tDown.Seconds(), nil
+}
+
+func gemmRate(dev device.Device, n int) (float64, error) {
+	var bufs [3]device.Buffer
+	for i := range bufs {
+		b, err := dev.Alloc(n * n)
+		if err != nil {
+			return 0, fmt.Errorf("measuring GEMM: %w", err)
+		}
+		defer dev.Free(b)
+		bufs[i] = b
+	}
+	k := dev.Kernels()
+	one := make([]float32, 1)
+	run := func() error {
+		k.Gemm(false, false, n, n, n, bufs[0], bufs[1], bufs[2])
+		return dev.Download(one, dev.View(bufs[2], 0, 1)) // waits for the GEMM
+	}
+	if err := run(); err != nil {
+		return 0, fmt.Errorf("measuring GEMM: %w", err)
+	}
+	t, err := best(run)
+	if err != nil {
+		return 0, fmt.Errorf("measuring GEMM: %w", err)
+	}
+	return 2 * float64(n) * float64(n) * float64(n) / t.Seconds(), nil
+}
