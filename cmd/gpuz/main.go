@@ -8,6 +8,8 @@
 //	gpuz MODEL train|eval [MODES] [flags]
 //	gpuz plan MODEL train|eval [MODES] [flags]
 //	gpuz take-mem N|SIZE [--device D] [--for DURATION] [--busy]
+//	gpuz devices
+//	gpuz selftest [--device D]
 //	gpuz version
 //
 // MODEL is a workload: linear (12 blocks of 10 × Linear(2000→2000) +
@@ -27,6 +29,9 @@
 // (window from free memory, prefetch, optimizer on --optimizer-on). plan
 // prints the memory each mode and policy needs without allocating it.
 // take-mem, run in a second shell, holds device memory until interrupted.
+// devices lists the devices with their memory, copy rates and SGEMM speed;
+// selftest checks a device's kernels and training steps against the host
+// (the GPU build, make cuda, adds the CUDA device: see docs/gpu.md).
 //
 // Examples:
 //
