@@ -113,3 +113,20 @@ func (p *Plan) MinWindow() int {
 
 // Blocks returns the number of blocks.
 func (p *Plan) Blocks() int { return len(p.spec.Blocks) }
+
+// blockUses lists, per block, the steps that need it in increasing order; a
+// block's update counts as a use at the step it follows.
+func (p *Plan) blockUses() [][]int {
+	uses := make([][]int, len(p.spec.Blocks))
+	for si, need := range p.needs {
+		for _, b := range need {
+			uses[b] = append(uses[b], si)
+		}
+		for _, u := range p.updates {
+			if u.after == si && !slices.Contains(need, u.block) {
+				uses[u.block] = append(uses[u.block], si)
+			}
+		}
+	}
+	return uses
+}

@@ -220,6 +220,7 @@ func (prog *Program) Run() (float32, error) {
 	}
 	for si, s := range prog.steps {
 		if prog.res != nil {
+			prog.res.now = si
 			if err := prog.res.ensure(p.needs[si], s.backward); err != nil {
 				return 0, err
 			}
@@ -282,6 +283,7 @@ func (prog *Program) update(b int) error {
 		return prog.res.updateOnHost(b)
 	}
 	if prog.res != nil {
+		prog.res.now = p.updateStep(b)
 		if err := prog.res.ensure([]int{b}, true); err != nil {
 			return err
 		}

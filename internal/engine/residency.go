@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"gpuz/internal/device"
@@ -20,10 +21,14 @@ type residency struct {
 	// runs on the host.
 	hostMoments [][2][]float32
 	dirty       []bool // block changed on the device since it was loaded
-	lastUse     []int  // logical clock of each block's last use, for LRU
-	clock       int
-	done        int // last step executed in this Run, -1 before the first
-	gradHost    []float32
+	// uses lists, per block, the steps that need it in increasing order
+	// (an update counts as a use at the step it follows): the whole future
+	// of a Run is known, so the auto policy evicts the block needed
+	// farthest ahead (Belady's rule).
+	uses     [][]int
+	now      int // the step about to run
+	done     int // last step executed in this Run, -1 before the first
+	gradHost []float32
 	// staging receives a saved value computed while its block is paged
 	// out, on its way to the block's host master.
 	staging device.Buffer
@@ -47,7 +52,7 @@ func (prog *Program) newResidency() (*residency, error) {
 	window := p.window(prog.place, free-4*int64(staging), 0, 4*int64(largest))
 	r := &residency{prog: prog, slots: make([]int, window), slotOf: make([]int, len(prog.layouts)),
 		host: make([][]float32, len(prog.layouts)), dirty: make([]bool, len(prog.layouts)),
-		lastUse: make([]int, len(prog.layouts)), done: -1}
+		uses: p.blockUses(), done: -1}
 	for i := range r.slots {
 		r.slots[i] = -1
 		area, err := prog.alloc(largest)
@@ -110,13 +115,36 @@ func (r *residency) readParam(valueIndex int) []float32 {
 	return append([]float32(nil), r.host[b][off:off+n]...)
 }
 
+// nextUse returns the first step at or after r.now that needs block b;
+// a block not needed again in this Run is needed in the next one, after
+// every step of this one.
+func (r *residency) nextUse(b int) int {
+	uses := r.uses[b]
+	i, _ := slices.BinarySearch(uses, r.now)
+	if i < len(uses) {
+		return uses[i]
+	}
+	if len(uses) == 0 {
+		return math.MaxInt
+	}
+	return uses[0] + len(r.prog.plan.steps)
+}
+
+// victim returns the resident block, other than those keep lists, that is
+// needed farthest ahead, or -1 when every resident block is kept.
+func (r *residency) victim(keep []int) int {
+	victim := -1
+	for _, b := range r.slots {
+		if b >= 0 && !slices.Contains(keep, b) && (victim < 0 || r.nextUse(b) > r.nextUse(victim)) {
+			victim = b
+		}
+	}
+	return victim
+}
+
 // ensure makes the blocks a step (or an update, which is in the backward
 // pass) needs resident, as the policy decides.
 func (r *residency) ensure(needs []int, backward bool) error {
-	r.clock++
-	for _, b := range needs {
-		r.lastUse[b] = r.clock
-	}
 	missing := -1
 	for _, b := range needs {
 		if r.slotOf[b] < 0 {
@@ -177,52 +205,41 @@ func (r *residency) missWindow(needs []int, backward bool, missed int) error {
 	return nil
 }
 
-// freeSlot returns a free slot, evicting the least recently used block
-// that keep does not list when none is free.
+// freeSlot returns a free slot, evicting the block needed farthest ahead
+// among those keep does not list when none is free.
 func (r *residency) freeSlot(keep []int) (int, error) {
-	victim, victimSlot := -1, -1
-	for slot, b := range r.slots {
-		if b < 0 {
-			return slot, nil
-		}
-		if !slices.Contains(keep, b) && (victim < 0 || r.lastUse[b] < r.lastUse[victim]) {
-			victim, victimSlot = b, slot
-		}
+	if slot := slices.Index(r.slots, -1); slot >= 0 {
+		return slot, nil
 	}
+	victim := r.victim(keep)
 	if victim < 0 {
 		return -1, fmt.Errorf("engine: a window of %d blocks cannot hold the %d blocks one step needs", len(r.slots), len(keep))
 	}
-	return victimSlot, r.evict(victim, r.dirty[victim])
+	slot := r.slotOf[victim]
+	return slot, r.evict(victim, r.dirty[victim])
 }
 
 // prefetch, under the auto policy, loads the next block that a coming step
 // needs and is not resident, so that on a device with a copy stream the
-// copy overlaps the steps before it. It evicts only blocks that neither the
-// next step nor that step needs.
+// copy overlaps the steps before it. It evicts a block only when that block
+// is needed later than the one it makes room for, and never one the next
+// step needs.
 func (r *residency) prefetch(after int) error {
 	if r.prog.place.Policy != PolicyAuto {
 		return nil
 	}
 	needs := r.prog.plan.needs
-	if after+1 >= len(needs) {
-		return nil
-	}
+	r.now = after + 1
 	for s := after + 1; s < len(needs); s++ {
 		for _, b := range needs[s] {
 			if r.slotOf[b] >= 0 {
 				continue
 			}
-			keep := append(slices.Clone(needs[after+1]), needs[s]...)
 			slot := slices.Index(r.slots, -1)
 			if slot < 0 {
-				victim := -1
-				for _, v := range r.slots {
-					if !slices.Contains(keep, v) && (victim < 0 || r.lastUse[v] < r.lastUse[victim]) {
-						victim = v
-					}
-				}
-				if victim < 0 {
-					return nil // every resident block is needed soon
+				victim := r.victim(append(slices.Clone(needs[after+1]), needs[s]...))
+				if victim < 0 || r.nextUse(victim) <= s {
+					return nil // nothing resident is needed later than b
 				}
 				slot = r.slotOf[victim]
 				if err := r.evict(victim, r.dirty[victim]); err != nil {

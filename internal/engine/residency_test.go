@@ -246,3 +246,29 @@ func TestFootprintIsMeasuredPeak(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoCopiesNoMoreThanWindow checks that the auto policy, which evicts
+// the block needed farthest ahead and loads the next block early, never
+// copies more than DictCache's window policy with the same window, and
+// never reloads a block more often than the model has blocks per pass.
+func TestAutoCopiesNoMoreThanWindow(t *testing.T) {
+	m := smallLinear{batch: 2, dim: 5, layers: 12, perBlock: 1} // 12 blocks
+	for _, train := range []bool{true, false} {
+		for window := 1; window <= 12; window++ {
+			win := trainSmall(t, m, Placement{Paged: true, Policy: PolicyWindow, Window: window}, 3, train)
+			auto := trainSmall(t, m, Placement{Paged: true, Policy: PolicyAuto, Window: window}, 3, train)
+			if auto.uploads > win.uploads {
+				t.Errorf("train=%v window %d: auto copied %d B up, the window policy %d B", train, window, auto.uploads, win.uploads)
+			}
+			// A block is 30 floats; with Adam's moments 90. Each of 3 steps
+			// can load each block at most once per pass (2 passes in training).
+			blockBytes, passes := int64(4*30), int64(1)
+			if train {
+				blockBytes, passes = 3*blockBytes, 2
+			}
+			if limit := 3 * passes * 12 * (blockBytes + 4*2*5*3); auto.uploads > limit {
+				t.Errorf("train=%v window %d: auto copied %d B up, more than %d B", train, window, auto.uploads, limit)
+			}
+		}
+	}
+}
