@@ -138,6 +138,7 @@ type scratchPool [2]sync.Pool
 var (
 	tilePool scratchPool // im2col columns and padded tiles
 	accPool  scratchPool // the direct weight gradient's partial sums
+	sumPool  scratchPool // the weight gradient's per-tile sums
 )
 
 func getScratch[T Float](pool *scratchPool, n int) *[]T {
@@ -320,7 +321,9 @@ func Conv2dWeightGrad[T Float](dw, x, g []T, s ConvShape) {
 	n := len(dw)
 	rows := s.im2colRows(int(unsafe.Sizeof(T(0))))
 	tiles := convTiles(s, rows)
-	sums := make([]float64, len(tiles)*n)
+	ps := getScratch[float64](&sumPool, len(tiles)*n)
+	defer putScratch(&sumPool, ps)
+	sums := *ps
 	parts := make([]T, Threads()*n)
 	runTiles(tiles, k*rows*s.OutW, true, func(worker int, cols []T, i int) {
 		t := tiles[i]
@@ -340,7 +343,9 @@ func conv2dWeightGradDirect(dw, x, g []float32, s ConvShape) {
 	const lanes = 16
 	plane, rows, n := s.OutH*s.OutW, s.directRows(), len(dw)
 	tiles := convTiles(s, rows)
-	sums := make([]float64, len(tiles)*n)
+	ps := getScratch[float64](&sumPool, len(tiles)*n)
+	defer putScratch(&sumPool, ps)
+	sums := *ps
 	p := getScratch[float32](&accPool, Threads()*n*lanes)
 	defer putScratch(&accPool, p)
 	accs := *p
