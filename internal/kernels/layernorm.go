@@ -20,9 +20,14 @@ func rowStats[T Float](row []T, eps float64) (mean, rstd T) {
 
 // LayerNorm normalises each row of x over its len(gamma) columns and sets
 // y = (x − mean)/√(var + eps) ⊙ gamma + beta, the variance being biased.
+// On float32 rows and a CPU with AVX-512, the LayerNorm kernels run in C
+// (layernorm.h), with float rather than double row sums.
 func LayerNorm[T Float](y, x, gamma, beta []T, eps float64) {
 	cols := len(gamma)
 	parallelFor(len(x), cols, func(lo, hi int) {
+		if layerNormFast(y[lo:hi], x[lo:hi], gamma, beta, eps) {
+			return
+		}
 		for r := lo; r < hi; r += cols {
 			xr, yr := x[r:r+cols], y[r:r+cols]
 			mean, rstd := rowStats(xr, eps)
@@ -39,6 +44,9 @@ func LayerNorm[T Float](y, x, gamma, beta []T, eps float64) {
 func LayerNormInputGrad[T Float](dx, x, gamma, g []T, eps float64) {
 	cols := len(gamma)
 	parallelFor(len(x), cols, func(lo, hi int) {
+		if layerNormInputGradFast(dx[lo:hi], x[lo:hi], gamma, g[lo:hi], eps) {
+			return
+		}
 		for r := lo; r < hi; r += cols {
 			xr, gr, dr := x[r:r+cols], g[r:r+cols], dx[r:r+cols]
 			mean, rstd := rowStats(xr, eps)
@@ -70,6 +78,12 @@ func LayerNormWeightGrad[T Float](dgamma, x, g []T, eps float64) {
 	for w := range workers {
 		go func() {
 			acc := make([]float64, cols)
+			lo, hi := min(w*per, rows)*cols, min((w+1)*per, rows)*cols
+			if hi > lo && layerNormWeightGradFast(acc, x[lo:hi], g[lo:hi], eps) {
+				partial[w] = acc
+				done <- struct{}{}
+				return
+			}
 			for r := w * per; r < min((w+1)*per, rows); r++ {
 				xr, gr := x[r*cols:(r+1)*cols], g[r*cols:(r+1)*cols]
 				mean, rstd := rowStats(xr, eps)

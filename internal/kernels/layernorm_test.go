@@ -176,3 +176,38 @@ func TestSoftmaxCrossEntropy(t *testing.T) {
 		t.Errorf("float32 gradient off by %.3g", d)
 	}
 }
+
+// TestLayerNormFloat32 compares the float32 LayerNorm kernels (in C where
+// the CPU has AVX-512) with the float64 Go loops, on rows of 33 (vector
+// tails) and 512 columns. Tolerance: float32 results of order 1 through a
+// few sums of ≤ 512 terms, 1e-5 absolute; the weight gradient sums 2000
+// rows, 1e-4.
+func TestLayerNormFloat32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 1))
+	for _, cols := range []int{33, 512} {
+		rows, eps := 2000, 1e-5
+		x, g := randomSlice(rng, rows*cols), randomSlice(rng, rows*cols)
+		gamma, beta := randomSlice(rng, cols), randomSlice(rng, cols)
+		for i := range x {
+			x[i] = x[i]*3 + 5
+		}
+		want := make([]float64, len(x))
+		LayerNorm(want, x, gamma, beta, eps)
+		got := make([]float32, len(x))
+		LayerNorm(got, toFloat32(x), toFloat32(gamma), toFloat32(beta), eps)
+		if d := maxAbsDiff(got, want); d > 1e-5 {
+			t.Errorf("%d columns: LayerNorm off by %.3g", cols, d)
+		}
+		LayerNormInputGrad(want, x, gamma, g, eps)
+		LayerNormInputGrad(got, toFloat32(x), toFloat32(gamma), toFloat32(g), eps)
+		if d := maxAbsDiff(got, want); d > 1e-5 {
+			t.Errorf("%d columns: LayerNormInputGrad off by %.3g", cols, d)
+		}
+		wantW, gotW := make([]float64, cols), make([]float32, cols)
+		LayerNormWeightGrad(wantW, x, g, eps)
+		LayerNormWeightGrad(gotW, toFloat32(x), toFloat32(g), eps)
+		if d := maxAbsDiff(gotW, wantW); d > 1e-4 {
+			t.Errorf("%d columns: LayerNormWeightGrad off by %.3g", cols, d)
+		}
+	}
+}
