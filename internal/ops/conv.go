@@ -31,7 +31,7 @@ func (Conv2d) Type() hm.Type {
 // InferShape checks that x, W and b fit together and returns the output's
 // shape.
 func (op Conv2d) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	shapes, err := inputShapes(op, inputs, 3)
+	shapes, err := shapesOf(op, inputs, 3)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func (op Conv2dInputGrad) shape(g, w tensor.Shape) (kernels.ConvShape, error) {
 
 // InferShape returns the input's shape.
 func (op Conv2dInputGrad) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	shapes, err := inputShapes(op, inputs, 2)
+	shapes, err := shapesOf(op, inputs, 2)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +238,7 @@ func (op Conv2dWeightGrad) shape(x, g tensor.Shape) (kernels.ConvShape, error) {
 
 // InferShape returns the weights' shape.
 func (op Conv2dWeightGrad) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	shapes, err := inputShapes(op, inputs, 2)
+	shapes, err := shapesOf(op, inputs, 2)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +308,7 @@ func (op Conv2dBiasGrad) shape(g tensor.Shape) (kernels.ConvShape, error) {
 
 // InferShape returns [out].
 func (op Conv2dBiasGrad) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	shapes, err := inputShapes(op, inputs, 1)
+	shapes, err := shapesOf(op, inputs, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -357,16 +357,3 @@ func (op Conv2dBiasGrad) WriteHash(h hash.Hash) { writeHash(h, op) }
 
 // Hashcode is the op's hash.
 func (op Conv2dBiasGrad) Hashcode() uint32 { return hashcode(op) }
-
-// inputShapes returns the shapes of the first n inputs given to InferShape.
-func inputShapes(op fmt.Stringer, inputs []gorgonia.DimSizer, n int) ([]tensor.Shape, error) {
-	shapes := make([]tensor.Shape, n)
-	for i := range n {
-		s, err := shapeOf(inputs, i)
-		if err != nil {
-			return nil, fmt.Errorf("%v: %w", op, err)
-		}
-		shapes[i] = s
-	}
-	return shapes, nil
-}
