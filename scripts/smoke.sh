@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Smoke test of a built gpuz binary: a small linear train and eval, version,
-# and the bad-input contract (exit status 2, one line on stderr).
+# Smoke test of a built gpuz binary: a small linear train and eval, a small
+# attention train and eval, version, and the bad-input contract (exit
+# status 2, one line on stderr).
 #
 #   scripts/smoke.sh [BIN]     (default BIN: bin/gpuz)
 set -euo pipefail
