@@ -5,8 +5,6 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
-
-	"gonum.org/v1/gonum/blas"
 )
 
 // Attention describes multi-head scaled dot-product self-attention over a
@@ -90,7 +88,7 @@ func AttentionProbs[T Float](p, qkv []T, a Attention) {
 			if a.Causal {
 				cols = r1
 			}
-			gemmLD(false, true, r1-r0, cols, dh, scale, qkv[at.q+r0*ld:], ld, qkv[at.k:], ld, 0, p[at.p+r0*s:], s)
+			gemmStrided(false, true, r1-r0, cols, dh, scale, qkv[at.q+r0*ld:], ld, qkv[at.k:], ld, 0, p[at.p+r0*s:], s)
 			softmaxRows(p[at.p+r0*s:at.p+r1*s], r1-r0, s, s, r0, a.Causal)
 		})
 	})
@@ -106,17 +104,17 @@ func AttentionMix[T Float](o, p, qkv []T, a Attention) {
 		a.blocks(func(r0, r1 int) {
 			out := o[at.o+r0*d:]
 			if !a.Causal {
-				gemmLD(false, false, r1-r0, dh, s, 1, p[at.p+r0*s:], s, qkv[at.v:], ld, 0, out, d)
+				gemmStrided(false, false, r1-r0, dh, s, 1, p[at.p+r0*s:], s, qkv[at.v:], ld, 0, out, d)
 				return
 			}
 			var beta T
 			if r0 > 0 {
-				gemmLD(false, false, r1-r0, dh, r0, 1, p[at.p+r0*s:], s, qkv[at.v:], ld, 0, out, d)
+				gemmStrided(false, false, r1-r0, dh, r0, 1, p[at.p+r0*s:], s, qkv[at.v:], ld, 0, out, d)
 				beta = 1
 			}
 			n := r1 - r0
 			lowerTriangle(tri[:n*n], p[at.p+r0*s+r0:], s, n)
-			gemmLD(false, false, n, dh, n, 1, tri, n, qkv[at.v+r0*ld:], ld, beta, out, d)
+			gemmStrided(false, false, n, dh, n, 1, tri, n, qkv[at.v+r0*ld:], ld, beta, out, d)
 		})
 	})
 }
@@ -133,7 +131,7 @@ func AttentionMixProbsGrad[T Float](dp, g, qkv []T, a Attention) {
 			if a.Causal {
 				cols = r1
 			}
-			gemmLD(false, true, r1-r0, cols, dh, 1, g[at.o+r0*d:], d, qkv[at.v:], ld, 0, dp[at.p+r0*s:], s)
+			gemmStrided(false, true, r1-r0, cols, dh, 1, g[at.o+r0*d:], d, qkv[at.v:], ld, 0, dp[at.p+r0*s:], s)
 			for r := r0; r < r1; r++ {
 				clear(dp[at.p+r*s+a.limit(r) : at.p+(r+1)*s])
 			}
@@ -154,7 +152,7 @@ func AttentionMixValueGrad[T Float](dqkv, p, g []T, a Attention) {
 			clear(dqkv[at.k+r*ld : at.k+r*ld+dh])
 		}
 		if !a.Causal {
-			gemmLD(true, false, s, dh, s, 1, p[at.p:], s, g[at.o:], d, 0, dqkv[at.v:], ld)
+			gemmStrided(true, false, s, dh, s, 1, p[at.p:], s, g[at.o:], d, 0, dqkv[at.v:], ld)
 			return
 		}
 		// Rows c0…c1 of dV take the diagonal block, masked, and the full
@@ -163,9 +161,9 @@ func AttentionMixValueGrad[T Float](dqkv, p, g []T, a Attention) {
 			n := c1 - c0
 			dv := dqkv[at.v+c0*ld:]
 			lowerTriangle(tri[:n*n], p[at.p+c0*s+c0:], s, n)
-			gemmLD(true, false, n, dh, n, 1, tri, n, g[at.o+c0*d:], d, 0, dv, ld)
+			gemmStrided(true, false, n, dh, n, 1, tri, n, g[at.o+c0*d:], d, 0, dv, ld)
 			if c1 < s {
-				gemmLD(true, false, n, dh, s-c1, 1, p[at.p+c1*s+c0:], s, g[at.o+c1*d:], d, 1, dv, ld)
+				gemmStrided(true, false, n, dh, s-c1, 1, p[at.p+c1*s+c0:], s, g[at.o+c1*d:], d, 1, dv, ld)
 			}
 		})
 	})
@@ -193,14 +191,14 @@ func AttentionProbsGrad[T Float](dqkv, qkv, p, dp []T, a Attention) {
 			if a.Causal {
 				cols = r1
 			}
-			gemmLD(false, false, r1-r0, dh, cols, scale, ds[r0*s:], s, qkv[at.k:], ld, 0, dqkv[at.q+r0*ld:], ld)
+			gemmStrided(false, false, r1-r0, dh, cols, scale, ds[r0*s:], s, qkv[at.k:], ld, 0, dqkv[at.q+r0*ld:], ld)
 		})
 		a.blocks(func(c0, c1 int) {
 			first := 0
 			if a.Causal {
 				first = c0
 			}
-			gemmLD(true, false, c1-c0, dh, s-first, scale, ds[first*s+c0:], s, qkv[at.q+first*ld:], ld, 0, dqkv[at.k+c0*ld:], ld)
+			gemmStrided(true, false, c1-c0, dh, s-first, scale, ds[first*s+c0:], s, qkv[at.q+first*ld:], ld, 0, dqkv[at.k+c0*ld:], ld)
 		})
 	})
 }
@@ -212,29 +210,6 @@ func lowerTriangle[T Float](dst, src []T, ld, n int) {
 		row := dst[r*n : (r+1)*n]
 		copy(row[:r+1], src[r*ld:r*ld+r+1])
 		clear(row[r+1:])
-	}
-}
-
-// gemmLD computes c = alpha·op(a)·op(b) + beta·c for row-major matrices
-// with row strides lda, ldb and ldc, where op(a) is m×k and op(b) k×n; a, b
-// and c start at the matrices' first elements, so that one head's columns
-// of a packed matrix are multiplied in place.
-func gemmLD[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
-	if m == 0 || n == 0 {
-		return
-	}
-	tA, tB := blas.NoTrans, blas.NoTrans
-	if transA {
-		tA = blas.Trans
-	}
-	if transB {
-		tB = blas.Trans
-	}
-	switch c := any(c).(type) {
-	case []float32:
-		impl.Sgemm(tA, tB, m, n, k, float32(alpha), any(a).([]float32), lda, any(b).([]float32), ldb, float32(beta), c, ldc)
-	case []float64:
-		impl.Dgemm(tA, tB, m, n, k, float64(alpha), any(a).([]float64), lda, any(b).([]float64), ldb, float64(beta), c, ldc)
 	}
 }
 

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"gonum.org/v1/gonum/blas"
 )
 
 // ConvShape describes a stride-1 two-dimensional cross-correlation, the
@@ -215,28 +213,6 @@ func runTiles[T Float](tiles []convTile, scratch int, useBLAS bool, body func(wo
 		}()
 	}
 	wg.Wait()
-}
-
-// gemmStrided computes c = alpha·op(a)·op(b) + beta·c like Gemm, with
-// explicit leading dimensions so that a tile of an image can be multiplied
-// in place.
-func gemmStrided[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
-	if m == 0 || n == 0 {
-		return
-	}
-	tA, tB := blas.NoTrans, blas.NoTrans
-	if transA {
-		tA = blas.Trans
-	}
-	if transB {
-		tB = blas.Trans
-	}
-	switch c := any(c).(type) {
-	case []float32:
-		impl.Sgemm(tA, tB, m, n, k, float32(alpha), any(a).([]float32), lda, any(b).([]float32), ldb, float32(beta), c, ldc)
-	case []float64:
-		impl.Dgemm(tA, tB, m, n, k, float64(alpha), any(a).([]float64), lda, any(b).([]float64), ldb, float64(beta), c, ldc)
-	}
 }
 
 // Conv2d computes out = correlate(in, w) + bias for the shape s (see

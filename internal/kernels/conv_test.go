@@ -163,14 +163,6 @@ func checkConv[T Float](t *testing.T, s ConvShape, tol float64) {
 	}
 }
 
-func toFloat64(s []float32) []float64 {
-	out := make([]float64, len(s))
-	for i, v := range s {
-		out[i] = float64(v)
-	}
-	return out
-}
-
 // BenchmarkConv2d times the two convolutions of the reference resnet
 // workload (10→30 and 30→10 channels, 5×5, padding 2) on a batch of two
 // 512×512 images, forward and both gradients, and reports GFLOP/s counting

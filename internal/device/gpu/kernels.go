@@ -42,9 +42,6 @@ var _ device.Kernels = Kernels{}
 // ptr is a buffer's device address.
 func ptr(b device.Buffer) uintptr { return b.(Buffer).Ptr() }
 
-// at is the address of element i of b.
-func at(b device.Buffer, i int) uintptr { return ptr(b) + uintptr(4*i) }
-
 // grid is the grid of a grid-stride loop over n elements.
 func grid(n int) int { return max(1, min(maxGrid, (n+BlockSize-1)/BlockSize)) }
 
