@@ -213,31 +213,8 @@ func lowerTriangle[T Float](dst, src []T, ld, n int) {
 	}
 }
 
-// pairScratch holds the attention workers' scratch slices between calls,
-// one pool per element type, so that steps reuse them instead of mapping
-// fresh pages.
-var pairScratch [2]sync.Pool
-
-func getPairScratch[T Float](n int) *[]T {
-	pool := &pairScratch[floatIndex[T]()]
-	if s, ok := pool.Get().(*[]T); ok && cap(*s) >= n {
-		*s = (*s)[:n]
-		return s
-	}
-	s := make([]T, n)
-	return &s
-}
-
-func putPairScratch[T Float](s *[]T) { pairScratch[floatIndex[T]()].Put(s) }
-
-// floatIndex is 0 for float32 and 1 for float64.
-func floatIndex[T Float]() int {
-	var zero T
-	if _, ok := any(zero).(float32); ok {
-		return 0
-	}
-	return 1
-}
+// pairPool keeps the attention workers' scratch slices between calls.
+var pairPool scratchPool
 
 // forEachPair calls body(i, scratch) for every i in [0, n), spread over the
 // kernels' threads, each worker with its own scratch of scratchLen
@@ -247,8 +224,8 @@ func floatIndex[T Float]() int {
 func forEachPair[T Float](n, scratchLen int, body func(i int, scratch []T)) {
 	workers := min(Threads(), n)
 	if workers <= 1 {
-		s := getPairScratch[T](scratchLen)
-		defer putPairScratch(s)
+		s := getScratch[T](&pairPool, scratchLen)
+		defer putScratch(&pairPool, s)
 		for i := range n {
 			body(i, *s)
 		}
@@ -262,8 +239,8 @@ func forEachPair[T Float](n, scratchLen int, body func(i int, scratch []T)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := getPairScratch[T](scratchLen)
-			defer putPairScratch(s)
+			s := getScratch[T](&pairPool, scratchLen)
+			defer putScratch(&pairPool, s)
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
 				body(i, *s)
 			}
