@@ -52,14 +52,39 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"gpuz/internal/kernels"
 )
 
 func main() {
+	reexecForBLAS()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// reexecForBLAS re-executes gpuz with the environment settings the BLAS
+// reads only when it loads (kernels.LoadEnv), unless the user set them. It
+// returns, and gpuz runs without them, only if the re-execution fails.
+func reexecForBLAS() {
+	var missing []string
+	for _, kv := range kernels.LoadEnv() {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, set := os.LookupEnv(name); !set {
+			missing = append(missing, kv)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	syscall.Exec(exe, os.Args, append(os.Environ(), missing...))
 }
 
 // Exit statuses.

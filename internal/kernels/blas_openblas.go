@@ -27,3 +27,12 @@ func BLASName() string {
 }
 
 func setBLASThreads(n int) { C.openblas_set_num_threads(C.int(n)) }
+
+// LoadEnv lists the environment settings the BLAS reads only when it is
+// loaded, with the values gpuz needs; a program sets them by re-executing
+// itself before any work. OpenBLAS's idle worker threads otherwise spin for
+// 2²⁸ cycles after each multi-threaded product, competing with the
+// element-wise and attention kernels' own threads (measured: 13 % of a
+// training run's CPU time); OPENBLAS_THREAD_TIMEOUT=4 makes them sleep after
+// 2⁴ cycles.
+func LoadEnv() []string { return []string{"OPENBLAS_THREAD_TIMEOUT=4"} }

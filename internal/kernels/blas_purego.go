@@ -12,3 +12,7 @@ func BLASName() string { return "gonum (pure Go)" }
 
 // setBLASThreads does nothing: gonum's BLAS picks its own parallelism.
 func setBLASThreads(int) {}
+
+// LoadEnv lists the environment settings the BLAS reads when it is loaded:
+// none for gonum.
+func LoadEnv() []string { return nil }
