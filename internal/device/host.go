@@ -2,7 +2,6 @@ package device
 
 import (
 	"fmt"
-	"sync"
 
 	"gpuz/internal/kernels"
 )
@@ -19,13 +18,10 @@ func Floats(b Buffer) []float32 { return b.(*hostBuffer).data }
 
 // Host is the CPU as a device: buffers are Go slices and the kernels are
 // those of package kernels.
-type Host struct {
-	mu    sync.Mutex
-	stats Stats
-}
+type Host struct{ hostMemory }
 
 // NewHost returns the host device.
-func NewHost() *Host { return &Host{} }
+func NewHost() *Host { return &Host{hostMemory{name: "host"}} }
 
 // Name is "host".
 func (h *Host) Name() string { return "host" }
@@ -51,35 +47,6 @@ func (h *Host) Free(b Buffer) {
 	hb.data = nil
 }
 
-// View returns n elements of b from offset.
-func (h *Host) View(b Buffer, offset, n int) Buffer {
-	return &hostBuffer{data: Floats(b)[offset : offset+n : offset+n]}
-}
-
-// Upload copies src into dst.
-func (h *Host) Upload(dst Buffer, src []float32) error {
-	return copyCounter{&h.mu, &h.stats, "host"}.upload(dst, src)
-}
-
-// Download copies src into dst.
-func (h *Host) Download(dst []float32, src Buffer) error {
-	return copyCounter{&h.mu, &h.stats, "host"}.download(dst, src)
-}
-
-// Stats reports the memory held and copied.
-func (h *Host) Stats() Stats {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.stats
-}
-
-// ResetPeak starts a new peak: PeakBytes becomes what is held now.
-func (h *Host) ResetPeak() {
-	h.mu.Lock()
-	h.stats.PeakBytes = h.stats.AllocatedBytes
-	h.mu.Unlock()
-}
-
 // MemInfo reports the host memory available (MemAvailable) and installed
 // (MemTotal).
 func (h *Host) MemInfo() (free, total int64, err error) {
@@ -89,9 +56,6 @@ func (h *Host) MemInfo() (free, total int64, err error) {
 	}
 	return info.Available, info.Total, nil
 }
-
-// Kernels returns the host kernels.
-func (h *Host) Kernels() Kernels { return HostKernels{} }
 
 // HostKernels runs the kernels of package kernels on host buffers; the
 // simulated device uses them too.

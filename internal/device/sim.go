@@ -26,14 +26,11 @@ const DefaultSimCapacity int64 = 8 << 30
 // on every Alloc, Free and Reserve, which programs do rarely (a program
 // allocates its memory once, when it is loaded).
 type Sim struct {
-	name     string
+	hostMemory
 	capacity int64
 	ledger   *Ledger // this device's entry; nil: no other process counts
 	label    string
-
-	mu    sync.Mutex
-	stats Stats
-	live  map[*hostBuffer]struct{} // buffers allocated and not yet freed
+	live     map[*hostBuffer]struct{} // buffers allocated and not yet freed
 }
 
 // NewSim returns a simulated device of capacity bytes that records its
@@ -41,10 +38,10 @@ type Sim struct {
 // device that no other process can see or take memory from.
 func NewSim(capacity int64, ledger *Ledger) *Sim {
 	s := &Sim{
-		name:     "sim:" + units.ExactBytes(capacity),
-		capacity: capacity,
-		label:    commandLine(),
-		live:     map[*hostBuffer]struct{}{},
+		hostMemory: hostMemory{name: "sim:" + units.ExactBytes(capacity)},
+		capacity:   capacity,
+		label:      commandLine(),
+		live:       map[*hostBuffer]struct{}{},
 	}
 	s.stats.TotalBytes = capacity
 	if ledger != nil {
@@ -161,35 +158,6 @@ func (s *Sim) Free(b Buffer) {
 	hb.data = nil
 }
 
-// View returns n elements of b from offset.
-func (s *Sim) View(b Buffer, offset, n int) Buffer {
-	return &hostBuffer{data: Floats(b)[offset : offset+n : offset+n]}
-}
-
-// Upload copies src into dst and counts the bytes.
-func (s *Sim) Upload(dst Buffer, src []float32) error {
-	return copyCounter{&s.mu, &s.stats, s.name}.upload(dst, src)
-}
-
-// Download copies src into dst in host memory, and counts it.
-func (s *Sim) Download(dst []float32, src Buffer) error {
-	return copyCounter{&s.mu, &s.stats, s.name}.download(dst, src)
-}
-
-// Stats reports the memory held (buffers and reservations) and copied.
-func (s *Sim) Stats() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stats
-}
-
-// ResetPeak starts a new peak: PeakBytes becomes what is held now.
-func (s *Sim) ResetPeak() {
-	s.mu.Lock()
-	s.stats.PeakBytes = s.stats.AllocatedBytes
-	s.mu.Unlock()
-}
-
 // MemInfo reports the bytes free for a new allocation — the capacity less
 // what this device and every other holder in the ledger hold — and the
 // capacity.
@@ -203,6 +171,3 @@ func (s *Sim) MemInfo() (free, total int64, err error) {
 	held := s.Stats().AllocatedBytes
 	return max(s.capacity-held-others, 0), s.capacity, nil
 }
-
-// Kernels returns the host kernels.
-func (s *Sim) Kernels() Kernels { return HostKernels{} }
