@@ -94,14 +94,11 @@ func (LeakyReLUGrad) Type() hm.Type {
 
 // InferShape returns the shape of x, which must equal that of g.
 func (op LeakyReLUGrad) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	x, err := shapeOf(inputs, 0)
+	shapes, err := shapesOf(op, inputs, 2)
 	if err != nil {
-		return nil, fmt.Errorf("%v: %w", op, err)
+		return nil, err
 	}
-	g, err := shapeOf(inputs, 1)
-	if err != nil {
-		return nil, fmt.Errorf("%v: %w", op, err)
-	}
+	x, g := shapes[0], shapes[1]
 	if !x.Eq(g) {
 		return nil, fmt.Errorf("%v: x %v and gradient %v differ in shape", op, x, g)
 	}

@@ -55,6 +55,19 @@ func shapeOf(inputs []gorgonia.DimSizer, i int) (tensor.Shape, error) {
 	return nil, fmt.Errorf("input %d: expected a shape, got %T", i, inputs[i])
 }
 
+// shapesOf returns the shapes of the first n inputs given to InferShape.
+func shapesOf(op fmt.Stringer, inputs []gorgonia.DimSizer, n int) ([]tensor.Shape, error) {
+	shapes := make([]tensor.Shape, n)
+	for i := range n {
+		s, err := shapeOf(inputs, i)
+		if err != nil {
+			return nil, fmt.Errorf("%v: %w", op, err)
+		}
+		shapes[i] = s
+	}
+	return shapes, nil
+}
+
 // checkArity reports an error unless exactly n values were given.
 func checkArity(op fmt.Stringer, values []gorgonia.Value, n int) error {
 	if len(values) != n {

@@ -214,16 +214,3 @@ func (op LayerNormWeightGrad) WriteHash(h hash.Hash) { writeHash(h, op) }
 
 // Hashcode is the op's hash.
 func (op LayerNormWeightGrad) Hashcode() uint32 { return hashcode(op) }
-
-// shapesOf returns the shapes of the first n inputs given to InferShape.
-func shapesOf(op fmt.Stringer, inputs []gorgonia.DimSizer, n int) ([]tensor.Shape, error) {
-	shapes := make([]tensor.Shape, n)
-	for i := range n {
-		s, err := shapeOf(inputs, i)
-		if err != nil {
-			return nil, fmt.Errorf("%v: %w", op, err)
-		}
-		shapes[i] = s
-	}
-	return shapes, nil
-}

@@ -25,18 +25,11 @@ func (Linear) Type() hm.Type {
 
 // InferShape checks that x, W and b fit together and returns [batch, out].
 func (op Linear) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	x, err := shapeOf(inputs, 0)
+	shapes, err := shapesOf(op, inputs, 3)
 	if err != nil {
-		return nil, fmt.Errorf("%v: %w", op, err)
+		return nil, err
 	}
-	w, err := shapeOf(inputs, 1)
-	if err != nil {
-		return nil, fmt.Errorf("%v: %w", op, err)
-	}
-	b, err := shapeOf(inputs, 2)
-	if err != nil {
-		return nil, fmt.Errorf("%v: %w", op, err)
-	}
+	x, w, b := shapes[0], shapes[1], shapes[2]
 	if len(x) != 2 || len(w) != 2 || len(b) != 1 || x[1] != w[1] || b[0] != w[0] {
 		return nil, fmt.Errorf("%v: shapes x %v, W %v, b %v do not fit", op, x, w, b)
 	}
@@ -183,14 +176,11 @@ func (op LinearWeightGrad) Hashcode() uint32 { return hashcode(op) }
 // matmulShape infers the shape of g·W (transposeG false) or gᵀ·x
 // (transposeG true) for the two matrix inputs of a Linear gradient op.
 func matmulShape(op fmt.Stringer, inputs []gorgonia.DimSizer, transposeG bool) (tensor.Shape, error) {
-	g, err := shapeOf(inputs, 0)
+	shapes, err := shapesOf(op, inputs, 2)
 	if err != nil {
-		return nil, fmt.Errorf("%v: %w", op, err)
+		return nil, err
 	}
-	other, err := shapeOf(inputs, 1)
-	if err != nil {
-		return nil, fmt.Errorf("%v: %w", op, err)
-	}
+	g, other := shapes[0], shapes[1]
 	if len(g) != 2 || len(other) != 2 {
 		return nil, fmt.Errorf("%v: expected matrices, got %v and %v", op, g, other)
 	}

@@ -225,17 +225,13 @@ func (op MeanGrad) Hashcode() uint32 { return hashcode(op) }
 
 // sameShapes checks that the first n inputs have one shape.
 func sameShapes(op fmt.Stringer, inputs []gorgonia.DimSizer, n int) error {
-	first, err := shapeOf(inputs, 0)
+	shapes, err := shapesOf(op, inputs, n)
 	if err != nil {
-		return fmt.Errorf("%v: %w", op, err)
+		return err
 	}
-	for i := 1; i < n; i++ {
-		s, err := shapeOf(inputs, i)
-		if err != nil {
-			return fmt.Errorf("%v: %w", op, err)
-		}
-		if !s.Eq(first) {
-			return fmt.Errorf("%v: input shapes %v and %v differ", op, first, s)
+	for _, s := range shapes[1:] {
+		if !s.Eq(shapes[0]) {
+			return fmt.Errorf("%v: input shapes %v and %v differ", op, shapes[0], s)
 		}
 	}
 	return nil
