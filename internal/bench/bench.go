@@ -70,11 +70,12 @@ type Event struct {
 // not started are skipped.
 func Run(ctx context.Context, opts Options) (Result, error) {
 	kernels.SetThreads(opts.Threads)
-	if _, err := opts.Workload.Build(); err != nil {
+	model, err := opts.Workload.Build()
+	if err != nil {
 		return Result{}, err
 	}
 	data := opts.Workload.Data(opts.Seed)
-	res := Result{Header: opts.header()}
+	res := Result{Header: opts.header(model, data)}
 	if opts.Progress != nil {
 		opts.Progress(Event{Header: &res.Header})
 	}
@@ -91,8 +92,8 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	return res, nil
 }
 
-// header describes the run.
-func (opts Options) header() Header {
+// header describes the run of a built model on its data.
+func (opts Options) header(model *models.Model, data models.Data) Header {
 	h := Header{
 		Model:   opts.ModelName,
 		Task:    opts.Task,
@@ -103,11 +104,9 @@ func (opts Options) header() Header {
 		Threads: kernels.Threads(),
 		GPU:     opts.GPUName,
 	}
-	if model, err := opts.Workload.Build(); err == nil {
-		h.Params = model.ParamCount()
-		h.ParamBytes = 4 * h.Params
-	}
-	h.DataBytes = 4 * int64(opts.Samples) * int64(opts.Workload.Data(opts.Seed).RowLen)
+	h.Params = model.ParamCount()
+	h.ParamBytes = 4 * h.Params
+	h.DataBytes = 4 * int64(len(data.Values))
 	return h
 }
 

@@ -42,11 +42,11 @@ type PlanResult struct {
 // sized from free memory, and the auto policy with the optimizer on the
 // host. Nothing is allocated.
 func Plan(opts Options) (PlanResult, error) {
-	_, plan, err := opts.compile()
+	model, plan, err := opts.compile()
 	if err != nil {
 		return PlanResult{}, err
 	}
-	res := PlanResult{Header: opts.header(), Bytes: plan.Bytes(), Gradients: plan.GradientBytes(),
+	res := PlanResult{Header: opts.header(model, opts.Workload.Data(opts.Seed)), Bytes: plan.Bytes(), Gradients: plan.GradientBytes(),
 		Blocks: plan.Blocks(), MinWindow: plan.MinWindow()}
 	host, err := device.ReadMeminfo()
 	if err != nil {
