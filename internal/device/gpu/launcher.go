@@ -1,7 +1,7 @@
 // Package gpu holds gpuz's CUDA C kernels (the .cu files, embedded) and the
 // Go code that drives them: Kernels implements device.Kernels by launching
 // those kernels and cuBLAS-convention GEMMs through a Launcher. Two
-// Launchers exist: the CUDA device (package cuda, built with -tags cuda),
+// Launchers exist: the CUDA device (package cuda, built with -tags gpuzcuda),
 // and, in the default build, Shim, which runs the very same .cu sources on
 // the CPU (compiled by gcc through a header shim, one fiber per GPU thread)
 // and GEMM through gonum with cuBLAS's column-major arguments, so that the
@@ -75,42 +75,6 @@ func Float(v float32) Arg { return Arg{'f', uint64(math.Float32bits(v))} }
 
 // Double is a float64 argument.
 func Double(v float64) Arg { return Arg{'d', math.Float64bits(v)} }
-
-// Signatures lists every kernel of the .cu sources with the kinds of its
-// parameters in order: p pointer, i int32, l int64, f float32, d float64.
-// The shim checks every launch against it and the NVRTC test checks it
-// against the parameters of the compiled PTX.
-var Signatures = map[string]string{
-	"fill_scalar":            "pplf",
-	"fill_value":             "plf",
-	"add":                    "pppl",
-	"leaky_relu":             "pplf",
-	"leaky_relu_grad":        "ppplf",
-	"add_row_vector":         "ppli",
-	"add_channel_bias":       "pplli",
-	"sum_rows":               "ppii",
-	"mse_grad":               "ppppl",
-	"adam":                   "pppplffffffff",
-	"reduce_partial":         "ppplli",
-	"reduce_final":           "pppid",
-	"xent_rows":              "pppi",
-	"xent_grad":              "ppppii",
-	"layer_norm":             "ppppid",
-	"layer_norm_input_grad":  "ppppid",
-	"row_stats":              "ppid",
-	"layer_norm_weight_grad": "ppppii",
-	"embedding":              "pppplii",
-	"embedding_grad":         "ppppli",
-	"im2col":                 "ppiiiiiiii",
-	"flip_weights":           "ppiii",
-	"bias_grad":              "ppiil",
-	"attn_probs":             "ppiiiif",
-	"attn_mix":               "pppiiiii",
-	"attn_mix_probs_grad":    "pppiiiii",
-	"attn_mix_value_grad":    "pppiiiii",
-	"attn_row_dot":           "ppplii",
-	"attn_probs_grad":        "pppppiiiiif",
-}
 
 // CheckArgs reports arguments whose kinds do not match the kernel's
 // signature.
