@@ -8,7 +8,6 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/report"
-	"gpuz/internal/selftest"
 )
 
 // devicesGemmSize is the n of the n×n×n SGEMM that gpuz devices times.
@@ -36,13 +35,13 @@ BLAS; a few seconds in all.`,
 			for i := range n {
 				specs = append(specs, fmt.Sprintf("cuda:%d", i))
 			}
-			var infos []selftest.DeviceInfo
+			var infos []device.Info
 			for _, spec := range specs {
 				dev, _, err := device.Parse(spec, device.OpenLedger(""))
 				if err != nil {
 					return &runFailure{fmt.Errorf("opening %s: %w", spec, err)}
 				}
-				info, err := selftest.Measure(dev, devicesGemmSize)
+				info, err := device.Measure(dev, devicesGemmSize)
 				if err != nil {
 					return &runFailure{fmt.Errorf("measuring %s: %w", dev.Name(), err)}
 				}

@@ -9,7 +9,7 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 
-	"gpuz/internal/selftest"
+	"gpuz/internal/device"
 	"gpuz/internal/units"
 )
 
@@ -42,7 +42,7 @@ func rate(v, scale float64, unit string) string {
 // WriteDevices writes one row per device: its name, compute capability,
 // free and total memory, the copy rates between host and device memory
 // (pinned and pageable, each way) and the speed of an n×n×n SGEMM.
-func WriteDevices(w io.Writer, devs []selftest.DeviceInfo) error {
+func WriteDevices(w io.Writer, devs []device.Info) error {
 	var b bytes.Buffer
 	gemm := "SGEMM"
 	if len(devs) > 0 {
@@ -70,34 +70,51 @@ func WriteDevices(w io.Writer, devs []selftest.DeviceInfo) error {
 	return err
 }
 
+// SelftestResult is a self-test as WriteSelftest prints it: the device
+// tested and its checks. selftest.Result is one; the interface keeps report
+// from depending on the self-test's package.
+type SelftestResult interface {
+	// DeviceName is the name of the device tested.
+	DeviceName() string
+	// CheckCount is the number of checks.
+	CheckCount() int
+	// CheckRow is check i: its name and kind, its largest normalised
+	// error and its tolerance (0: bit-identical), and what failed, "" when
+	// it passed.
+	CheckRow(i int) (name, kind string, maxErr, tolerance float64, problem string)
+}
+
 // WriteSelftest writes a self-test's checks, one row each with the largest
 // normalised error and the tolerance, then a summary line.
-func WriteSelftest(w io.Writer, r selftest.Result) error {
+func WriteSelftest(w io.Writer, r SelftestResult) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "Self-test of %s against the host (cpu)\n", r.Device)
+	fmt.Fprintf(&b, "Self-test of %s against the host (cpu)\n", r.DeviceName())
 	header := []string{"check", "kind", "largest error", "tolerance", "result"}
 	table := asciiTable(&b, header, 2)
 	table.Header(header)
-	for _, c := range r.Checks {
+	failed := 0
+	for i := range r.CheckCount() {
+		name, kind, maxErr, tolerance, problem := r.CheckRow(i)
 		result := "pass"
-		if !c.Passed() {
-			result = "FAIL: " + c.Problem
+		if problem != "" {
+			result = "FAIL: " + problem
+			failed++
 		}
-		tol := fmt.Sprintf("%.0e", c.Tolerance)
-		if c.Tolerance == 0 {
+		tol := fmt.Sprintf("%.0e", tolerance)
+		if tolerance == 0 {
 			tol = "bit-identical"
 		}
-		if err := table.Append([]string{c.Name, c.Kind, fmt.Sprintf("%.2g", c.MaxErr), tol, result}); err != nil {
+		if err := table.Append([]string{name, kind, fmt.Sprintf("%.2g", maxErr), tol, result}); err != nil {
 			return fmt.Errorf("self-test table: %w", err)
 		}
 	}
 	if err := table.Render(); err != nil {
 		return fmt.Errorf("self-test table: %w", err)
 	}
-	if n := r.Failed(); n > 0 {
-		fmt.Fprintf(&b, "%d of %d checks FAILED\n", n, len(r.Checks))
+	if failed > 0 {
+		fmt.Fprintf(&b, "%d of %d checks FAILED\n", failed, r.CheckCount())
 	} else {
-		fmt.Fprintf(&b, "all %d checks passed\n", len(r.Checks))
+		fmt.Fprintf(&b, "all %d checks passed\n", r.CheckCount())
 	}
 	_, err := w.Write(b.Bytes())
 	return err

@@ -61,6 +61,19 @@ func (r Result) Failed() int {
 	return n
 }
 
+// DeviceName is the name of the device tested (for report.WriteSelftest).
+func (r Result) DeviceName() string { return r.Device }
+
+// CheckCount is the number of checks.
+func (r Result) CheckCount() int { return len(r.Checks) }
+
+// CheckRow is check i's name, kind, largest normalised error, tolerance
+// and problem ("" when it passed).
+func (r Result) CheckRow(i int) (name, kind string, maxErr, tolerance float64, problem string) {
+	c := r.Checks[i]
+	return c.Name, c.Kind, c.MaxErr, c.Tolerance, c.Problem
+}
+
 // Run checks dev: the kernels, then the training steps.
 func Run(dev device.Device) Result {
 	r := Result{Device: dev.Name()}

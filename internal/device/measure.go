@@ -1,15 +1,13 @@
-package selftest
+package device
 
 import (
 	"fmt"
 	"time"
-
-	"gpuz/internal/device"
 )
 
-// DeviceInfo describes a device and its measured speeds. Rates are in
+// Info describes a device and its measured speeds. Rates are in
 // bytes per second and FLOP per second; 0 means not measured.
-type DeviceInfo struct {
+type Info struct {
 	Name       string
 	Capability string // compute capability, "" when not a GPU
 	Free       int64
@@ -35,27 +33,32 @@ type Capable interface {
 	ComputeCapability() (major, minor int)
 }
 
-// copyBytes is the size of the buffer the copy rates are measured with.
+// copyBytes is the size of the buffer Measure times copies with.
 const copyBytes = 64 << 20
 
-// Measure reads a device's memory and times its copies (best of three)
-// and an n×n×n SGEMM (best of three after a warm-up).
-func Measure(dev device.Device, n int) (DeviceInfo, error) {
-	info := DeviceInfo{Name: dev.Name(), GemmSize: n}
+// Measure reads a device's memory and times its copies of 64 MiB (best of
+// three) and an n×n×n SGEMM (best of three after a warm-up).
+func Measure(dev Device, n int) (Info, error) {
+	return measure(dev, n, copyBytes)
+}
+
+// measure is Measure with copies of the given size in bytes.
+func measure(dev Device, n, copySize int) (Info, error) {
+	info := Info{Name: dev.Name(), GemmSize: n}
 	if c, ok := dev.(Capable); ok {
 		major, minor := c.ComputeCapability()
 		info.Capability = fmt.Sprintf("%d.%d", major, minor)
 	}
 	var err error
 	if info.Free, info.Total, err = dev.MemInfo(); err != nil {
-		return info, err
+		return info, fmt.Errorf("reading free memory: %w", err)
 	}
 	if p, ok := dev.(PinnedCopier); ok {
-		if info.UploadPinned, info.DownloadPinned, err = p.PinnedCopyRates(copyBytes); err != nil {
-			return info, err
+		if info.UploadPinned, info.DownloadPinned, err = p.PinnedCopyRates(copySize); err != nil {
+			return info, fmt.Errorf("measuring pinned copies: %w", err)
 		}
 	}
-	if info.UploadPageable, info.DownloadPageable, err = pageableRates(dev); err != nil {
+	if info.UploadPageable, info.DownloadPageable, err = pageableRates(dev, copySize); err != nil {
 		return info, err
 	}
 	if info.GemmFLOPS, err = gemmRate(dev, n); err != nil {
@@ -79,8 +82,9 @@ func best(f func() error) (time.Duration, error) {
 	return fastest, nil
 }
 
-func pageableRates(dev device.Device) (up, down float64, err error) {
-	host := make([]float32, copyBytes/4)
+// pageableRates times copies of bytes between Go memory and dev, each way.
+func pageableRates(dev Device, bytes int) (up, down float64, err error) {
+	host := make([]float32, bytes/4)
 	b, err := dev.Alloc(len(host))
 	if err != nil {
 		return 0, 0, fmt.Errorf("measuring copies: %w", err)
@@ -101,11 +105,12 @@ func pageableRates(dev device.Device) (up, down float64, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("measuring downloads: %w", err)
 	}
-	return copyBytes / tUp.Seconds(), copyBytes / tDown.Seconds(), nil
+	return float64(bytes) / tUp.Seconds(), float64(bytes) / tDown.Seconds(), nil
 }
 
-func gemmRate(dev device.Device, n int) (float64, error) {
-	var bufs [3]device.Buffer
+// gemmRate times an n×n×n SGEMM on dev in FLOP per second.
+func gemmRate(dev Device, n int) (float64, error) {
+	var bufs [3]Buffer
 	for i := range bufs {
 		b, err := dev.Alloc(n * n)
 		if err != nil {
