@@ -3,7 +3,7 @@ package device
 import "fmt"
 
 // CUDADriver is the CUDA implementation of devices, which package
-// gpuz/internal/device/cuda registers in the GPU build (-tags cuda); the
+// gpuz/internal/device/cuda registers in the GPU build (-tags gpuzcuda); the
 // default build has none and needs no CUDA.
 type CUDADriver interface {
 	// Open returns CUDA GPU index as a Device.
