@@ -31,19 +31,14 @@ func (h *Host) Alloc(n int) (Buffer, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("host: cannot allocate %d elements", n)
 	}
-	h.mu.Lock()
-	h.stats.AllocatedBytes += 4 * int64(n)
-	h.stats.PeakBytes = max(h.stats.PeakBytes, h.stats.AllocatedBytes)
-	h.mu.Unlock()
+	h.meter.Hold(4 * int64(n))
 	return &hostBuffer{data: make([]float32, n)}, nil
 }
 
 // Free releases a buffer.
 func (h *Host) Free(b Buffer) {
 	hb := b.(*hostBuffer)
-	h.mu.Lock()
-	h.stats.AllocatedBytes -= 4 * int64(len(hb.data))
-	h.mu.Unlock()
+	h.meter.Hold(-4 * int64(len(hb.data)))
 	hb.data = nil
 }
 

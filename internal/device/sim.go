@@ -43,7 +43,7 @@ func NewSim(capacity int64, ledger *Ledger) *Sim {
 		label:      commandLine(),
 		live:       map[*hostBuffer]struct{}{},
 	}
-	s.stats.TotalBytes = capacity
+	s.meter.SetTotal(capacity)
 	if ledger != nil {
 		s.ledger = ledger.newHolder()
 	}
@@ -77,9 +77,9 @@ func (s *Sim) Alloc(n int) (Buffer, error) {
 		return nil, err
 	}
 	b := &hostBuffer{data: make([]float32, n)}
-	s.mu.Lock()
+	s.meter.mu.Lock()
 	s.live[b] = struct{}{}
-	s.mu.Unlock()
+	s.meter.mu.Unlock()
 	return b, nil
 }
 
@@ -102,9 +102,9 @@ func (s *Sim) Reserve(bytes int64) (release func(), err error) {
 // hold adds bytes to what the device holds, in the ledger first, failing
 // when they exceed the free memory.
 func (s *Sim) hold(bytes int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	held := s.stats.AllocatedBytes
+	s.meter.mu.Lock()
+	defer s.meter.mu.Unlock()
+	held := s.meter.stats.AllocatedBytes
 	fits := func(others int64) (int64, error) {
 		if free := s.capacity - held - others; bytes > free {
 			return 0, &OutOfMemoryError{Device: s.name, Requested: bytes, Free: max(free, 0), Total: s.capacity}
@@ -121,8 +121,7 @@ func (s *Sim) hold(bytes int64) error {
 	} else if _, err := fits(0); err != nil {
 		return err
 	}
-	s.stats.AllocatedBytes += bytes
-	s.stats.PeakBytes = max(s.stats.PeakBytes, s.stats.AllocatedBytes)
+	s.meter.hold(bytes)
 	return nil
 }
 
@@ -131,11 +130,11 @@ func (s *Sim) hold(bytes int64) error {
 // Reserve writes the right total, or until the process exits: Free cannot
 // report an error.
 func (s *Sim) release(bytes int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stats.AllocatedBytes -= bytes
+	s.meter.mu.Lock()
+	defer s.meter.mu.Unlock()
+	s.meter.stats.AllocatedBytes -= bytes
 	if s.ledger != nil {
-		_ = s.ledger.Set(s.stats.AllocatedBytes, s.label)
+		_ = s.ledger.Set(s.meter.stats.AllocatedBytes, s.label)
 	}
 }
 
@@ -147,10 +146,10 @@ func (s *Sim) Free(b Buffer) {
 		return
 	}
 	hb, ok := b.(*hostBuffer)
-	s.mu.Lock()
+	s.meter.mu.Lock()
 	_, live := s.live[hb]
 	delete(s.live, hb)
-	s.mu.Unlock()
+	s.meter.mu.Unlock()
 	if !ok || !live {
 		panic(fmt.Sprintf("%s: Free of a buffer it does not hold (freed twice, a view, or another device's)", s.name))
 	}

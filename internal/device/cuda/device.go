@@ -64,8 +64,8 @@ type Device struct {
 	copied  [2]cu.Event // the last copy through each staging buffer
 	marker  cu.Event    // scratch event for ordering the streams
 
-	mu    sync.Mutex
-	stats device.Stats
+	meter device.Meter
+	mu    sync.Mutex // guards err and live
 	err   error
 	live  map[cu.DevicePtr]int64
 }
@@ -158,10 +158,11 @@ func Open(index int) (d *Device, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Name(), err)
 	}
-	d.stats.TotalBytes, err = d.dev.TotalMem()
+	total, err := d.dev.TotalMem()
 	if err != nil {
 		return nil, fmt.Errorf("%s: total memory: %w", d.Name(), err)
 	}
+	d.meter.SetTotal(total)
 	return d, nil
 }
 
@@ -245,9 +246,8 @@ func (d *Device) Alloc(n int) (device.Buffer, error) {
 	}
 	d.mu.Lock()
 	d.live[p] = bytes
-	d.stats.AllocatedBytes += bytes
-	d.stats.PeakBytes = max(d.stats.PeakBytes, d.stats.AllocatedBytes)
 	d.mu.Unlock()
+	d.meter.Hold(bytes)
 	return &buffer{ptr: p, n: n}, nil
 }
 
@@ -268,9 +268,7 @@ func (d *Device) Free(b device.Buffer) {
 	if err := d.do(func() error { return cu.MemFree(cb.ptr) }); err != nil {
 		d.fail(fmt.Errorf("%s: freeing: %w", d.Name(), err))
 	}
-	d.mu.Lock()
-	d.stats.AllocatedBytes -= bytes
-	d.mu.Unlock()
+	d.meter.Hold(-bytes)
 }
 
 // View returns n elements of b from offset.
@@ -286,8 +284,8 @@ func (d *Device) View(b device.Buffer, offset, n int) device.Buffer {
 // stream. It returns once the last chunk is staged: the copy itself may
 // still run, overlapping the kernels that do not need it.
 func (d *Device) Upload(dst device.Buffer, src []float32) error {
-	if dst.Len() != len(src) {
-		return fmt.Errorf("%s: upload of %d elements into a buffer of %d", d.Name(), len(src), dst.Len())
+	if err := device.CheckUpload(d.Name(), dst, src); err != nil {
+		return err
 	}
 	if err := d.sticky(); err != nil {
 		return err
@@ -321,7 +319,7 @@ func (d *Device) Upload(dst device.Buffer, src []float32) error {
 		d.fail(err)
 		return err
 	}
-	d.count(&d.stats.UploadBytes, len(bytes), time.Since(start))
+	d.meter.Uploaded(int64(len(bytes)), time.Since(start))
 	return nil
 }
 
@@ -335,8 +333,8 @@ func (d *Device) order(from, to cu.Stream) error {
 
 // Download copies src into dst once the kernels queued before it are done.
 func (d *Device) Download(dst []float32, src device.Buffer) error {
-	if src.Len() != len(dst) {
-		return fmt.Errorf("%s: download of a buffer of %d elements into %d", d.Name(), src.Len(), len(dst))
+	if err := device.CheckDownload(d.Name(), dst, src); err != nil {
+		return err
 	}
 	if err := d.sticky(); err != nil {
 		return err
@@ -371,30 +369,15 @@ func (d *Device) Download(dst []float32, src device.Buffer) error {
 		d.fail(err)
 		return err
 	}
-	d.count(&d.stats.DownloadBytes, len(bytes), time.Since(start))
+	d.meter.Downloaded(int64(len(bytes)), time.Since(start))
 	return nil
 }
 
-func (d *Device) count(total *int64, bytes int, took time.Duration) {
-	d.mu.Lock()
-	*total += int64(bytes)
-	d.stats.CopyTime += took
-	d.mu.Unlock()
-}
-
 // Stats reports the memory held by buffers (not the workspace) and copied.
-func (d *Device) Stats() device.Stats {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.stats
-}
+func (d *Device) Stats() device.Stats { return d.meter.Stats() }
 
 // ResetPeak starts a new peak: PeakBytes becomes what is held now.
-func (d *Device) ResetPeak() {
-	d.mu.Lock()
-	d.stats.PeakBytes = d.stats.AllocatedBytes
-	d.mu.Unlock()
-}
+func (d *Device) ResetPeak() { d.meter.ResetPeak() }
 
 // MemInfo reports the driver's free and total memory of the GPU: what other
 // processes hold is not free.

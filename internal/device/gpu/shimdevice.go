@@ -15,8 +15,8 @@ import (
 type ShimDevice struct {
 	shim     *Shim
 	capacity int64
-	mu       sync.Mutex
-	stats    device.Stats
+	mu       sync.Mutex // makes Alloc's check and count one step
+	meter    device.Meter
 }
 
 var _ device.Device = (*ShimDevice)(nil)
@@ -28,7 +28,7 @@ const DefaultShimWorkspace = 4 << 20
 // with a workspace of workspaceBytes.
 func NewShimDevice(order Order, capacity int64, workspaceBytes int) *ShimDevice {
 	d := &ShimDevice{shim: NewShim(order, 7, workspaceBytes), capacity: capacity}
-	d.stats.TotalBytes = capacity
+	d.meter.SetTotal(capacity)
 	return d
 }
 
@@ -41,13 +41,12 @@ func (d *ShimDevice) Alloc(n int) (device.Buffer, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	bytes := 4 * int64(n)
-	if free := d.capacity - d.stats.AllocatedBytes; bytes > free {
+	if free := d.capacity - d.meter.Stats().AllocatedBytes; bytes > free {
 		return nil, &device.OutOfMemoryError{Device: d.Name(), Requested: bytes, Free: free, Total: d.capacity}
 	}
 	b := d.shim.Alloc(n)
 	clear(b.Floats())
-	d.stats.AllocatedBytes += bytes
-	d.stats.PeakBytes = max(d.stats.PeakBytes, d.stats.AllocatedBytes)
+	d.meter.Hold(bytes)
 	return b, nil
 }
 
@@ -55,9 +54,7 @@ func (d *ShimDevice) Alloc(n int) (device.Buffer, error) {
 // until Close, so that a use after Free reads the old values rather than
 // crashing the test.
 func (d *ShimDevice) Free(b device.Buffer) {
-	d.mu.Lock()
-	d.stats.AllocatedBytes -= 4 * int64(b.Len())
-	d.mu.Unlock()
+	d.meter.Hold(-4 * int64(b.Len()))
 }
 
 // View returns n elements of b from offset.
@@ -67,20 +64,18 @@ func (d *ShimDevice) View(b device.Buffer, offset, n int) device.Buffer {
 
 // Upload copies src into dst.
 func (d *ShimDevice) Upload(dst device.Buffer, src []float32) error {
-	if dst.Len() != len(src) {
-		return fmt.Errorf("%s: upload of %d elements into a buffer of %d", d.Name(), len(src), dst.Len())
+	if err := device.CheckUpload(d.Name(), dst, src); err != nil {
+		return err
 	}
 	copy(dst.(*ShimBuffer).Floats(), src)
-	d.mu.Lock()
-	d.stats.UploadBytes += 4 * int64(len(src))
-	d.mu.Unlock()
+	d.meter.Uploaded(4*int64(len(src)), 0)
 	return d.shim.Err()
 }
 
 // Download copies src into dst, reporting the first launch error.
 func (d *ShimDevice) Download(dst []float32, src device.Buffer) error {
-	if src.Len() != len(dst) {
-		return fmt.Errorf("%s: download of a buffer of %d elements into %d", d.Name(), src.Len(), len(dst))
+	if err := device.CheckDownload(d.Name(), dst, src); err != nil {
+		return err
 	}
 	if err := d.shim.Err(); err != nil {
 		return err
@@ -89,18 +84,12 @@ func (d *ShimDevice) Download(dst []float32, src device.Buffer) error {
 		return err
 	}
 	copy(dst, src.(*ShimBuffer).Floats())
-	d.mu.Lock()
-	d.stats.DownloadBytes += 4 * int64(len(dst))
-	d.mu.Unlock()
+	d.meter.Downloaded(4*int64(len(dst)), 0)
 	return nil
 }
 
 // Stats reports the memory held and copied.
-func (d *ShimDevice) Stats() device.Stats {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.stats
-}
+func (d *ShimDevice) Stats() device.Stats { return d.meter.Stats() }
 
 // MemInfo reports the capacity less what is held.
 func (d *ShimDevice) MemInfo() (free, total int64, err error) {
