@@ -265,10 +265,10 @@ func (k Kernels) readIDs(b device.Buffer, classes int, what string) ([]int32, er
 // device.
 func (k Kernels) Embedding(dst, ids, weight, positions device.Buffer) error {
 	n, rows := dst.Len(), ids.Len()
-	if rows == 0 || n%rows != 0 {
-		return fmt.Errorf("embedding: %d outputs do not split into %d rows", n, rows)
+	d, err := rowLength("embedding", "outputs", n, rows)
+	if err != nil {
+		return err
 	}
-	d := n / rows
 	if weight.Len()%d != 0 || positions.Len()%d != 0 || positions.Len() == 0 {
 		return fmt.Errorf("embedding: weight (%d) and positions (%d) are not rows of %d", weight.Len(), positions.Len(), d)
 	}
@@ -285,10 +285,10 @@ func (k Kernels) Embedding(dst, ids, weight, positions device.Buffer) error {
 // its rows in the host's order.
 func (k Kernels) EmbeddingGrad(dst, ids, g device.Buffer) error {
 	rows := ids.Len()
-	if rows == 0 || g.Len()%rows != 0 {
-		return fmt.Errorf("embedding gradient: %d gradients do not split into %d rows", g.Len(), rows)
+	d, err := rowLength("embedding gradient", "gradients", g.Len(), rows)
+	if err != nil {
+		return err
 	}
-	d := g.Len() / rows
 	if dst.Len()%d != 0 {
 		return fmt.Errorf("embedding gradient: %d weights are not rows of %d", dst.Len(), d)
 	}
@@ -325,15 +325,24 @@ func (k Kernels) EmbeddingGrad(dst, ids, g device.Buffer) error {
 	return nil
 }
 
+// rowLength returns the length of the rows when n elements (what they
+// are) split into rows, or op's error when they do not.
+func rowLength(op, what string, n, rows int) (int, error) {
+	if rows == 0 || n%rows != 0 {
+		return 0, fmt.Errorf("%s: %d %s do not split into %d rows", op, n, what, rows)
+	}
+	return n / rows, nil
+}
+
 // SoftmaxCrossEntropy sets dst[0] to the mean cross-entropy of the rows of
 // logits with the class ids in targets. It reads the targets back to check
 // them, which waits for the device.
 func (k Kernels) SoftmaxCrossEntropy(dst, logits, targets device.Buffer) error {
 	rows := targets.Len()
-	if rows == 0 || logits.Len()%rows != 0 {
-		return fmt.Errorf("cross-entropy: %d logits do not split into %d rows", logits.Len(), rows)
+	classes, err := rowLength("cross-entropy", "logits", logits.Len(), rows)
+	if err != nil {
+		return err
 	}
-	classes := logits.Len() / rows
 	if _, err := k.readIDs(targets, classes, "cross-entropy targets"); err != nil {
 		return err
 	}

@@ -224,17 +224,28 @@ func (s *Shim) Sgemm(transA, transB bool, m, n, k int, alpha float32, a uintptr,
 	gonum.Implementation{}.Sgemm(tB, tA, n, m, k, alpha, s.span(b), ldb, s.span(a), lda, beta, s.span(c), ldc)
 }
 
-// Read copies device memory to the host.
-func (s *Shim) Read(dst unsafe.Pointer, src uintptr, bytes int) error {
+// access returns the memory of a read or write (what) of bytes at device
+// address p, or the launcher's error, or records and returns the error of
+// an access outside every allocation.
+func (s *Shim) access(what string, p uintptr, bytes int) (unsafe.Pointer, error) {
 	if s.err != nil {
-		return s.err
+		return nil, s.err
 	}
-	mem, left, err := s.locate(src)
+	mem, left, err := s.locate(p)
 	if err == nil && bytes > left {
-		err = fmt.Errorf("shim: read of %d bytes at %#x runs %d bytes past its allocation", bytes, src, bytes-left)
+		err = fmt.Errorf("shim: %s of %d bytes at %#x runs %d bytes past its allocation", what, bytes, p, bytes-left)
 	}
 	if err != nil {
 		s.Fail(err)
+		return nil, err
+	}
+	return mem, nil
+}
+
+// Read copies device memory to the host.
+func (s *Shim) Read(dst unsafe.Pointer, src uintptr, bytes int) error {
+	mem, err := s.access("read", src, bytes)
+	if err != nil {
 		return err
 	}
 	copy(unsafe.Slice((*byte)(dst), bytes), unsafe.Slice((*byte)(mem), bytes))
@@ -243,15 +254,8 @@ func (s *Shim) Read(dst unsafe.Pointer, src uintptr, bytes int) error {
 
 // Write copies host memory to the device.
 func (s *Shim) Write(dst uintptr, src unsafe.Pointer, bytes int) error {
-	if s.err != nil {
-		return s.err
-	}
-	mem, left, err := s.locate(dst)
-	if err == nil && bytes > left {
-		err = fmt.Errorf("shim: write of %d bytes at %#x runs %d bytes past its allocation", bytes, dst, bytes-left)
-	}
+	mem, err := s.access("write", dst, bytes)
 	if err != nil {
-		s.Fail(err)
 		return err
 	}
 	copy(unsafe.Slice((*byte)(mem), bytes), unsafe.Slice((*byte)(src), bytes))

@@ -122,15 +122,5 @@ func compareBuffer(t *testing.T, what string, got, want []float32) {
 // TestSignaturesMatchShim checks that the shim's thunks and Signatures
 // name the same kernels with the same parameter kinds.
 func TestSignaturesMatchShim(t *testing.T) {
-	shim := ShimKernels()
-	for _, name := range sortedNames(Signatures) {
-		if shim[name] != Signatures[name] {
-			t.Errorf("kernel %s: Signatures %q, shim %q", name, Signatures[name], shim[name])
-		}
-	}
-	for _, name := range sortedNames(shim) {
-		if _, ok := Signatures[name]; !ok {
-			t.Errorf("shim kernel %s missing from Signatures", name)
-		}
-	}
+	compareSignatures(t, "shim", ShimKernels(), "Signatures", Signatures)
 }

@@ -59,16 +59,7 @@ static __device__ float helper(float x) { return x; }
 		t.Fatal(err)
 	}
 	want := map[string]string{"a": "pplf", "b": "pllid", "c": "", "d": ""}
-	for _, name := range sortedNames(want) {
-		if got[name] != want[name] {
-			t.Errorf("kernel %s: parsed %q, want %q", name, got[name], want[name])
-		}
-	}
-	for _, name := range sortedNames(got) {
-		if _, ok := want[name]; !ok {
-			t.Errorf("parsed a kernel %s that src does not declare", name)
-		}
-	}
+	compareSignatures(t, "parsed", got, "declared", want)
 
 	for _, bad := range []string{
 		"GPUZ_KERNEL e(unsigned n) {}",
@@ -78,6 +69,24 @@ static __device__ float helper(float x) { return x; }
 	} {
 		if err := parseSignatures(bad, map[string]string{}); err == nil {
 			t.Errorf("parseSignatures(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+// compareSignatures reports the kernels that two tables, named gotName and
+// wantName, do not both have with the same kinds.
+func compareSignatures(t *testing.T, gotName string, got map[string]string, wantName string, want map[string]string) {
+	t.Helper()
+	for _, name := range sortedNames(want) {
+		if k, ok := got[name]; !ok {
+			t.Errorf("kernel %s of %s is missing from %s", name, wantName, gotName)
+		} else if k != want[name] {
+			t.Errorf("kernel %s: %s %q, %s %q", name, gotName, k, wantName, want[name])
+		}
+	}
+	for _, name := range sortedNames(got) {
+		if _, ok := want[name]; !ok {
+			t.Errorf("kernel %s of %s is missing from %s", name, gotName, wantName)
 		}
 	}
 }
