@@ -75,6 +75,15 @@ func (a Attention) blocks(f func(r0, r1 int)) {
 	}
 }
 
+// visible is the number of key columns that rows up to r1 of a pair attend
+// to: every position, or those up to r1 when causal.
+func (a Attention) visible(r1 int) int {
+	if a.Causal {
+		return r1
+	}
+	return a.Seq
+}
+
 // AttentionProbs sets p to the attention probabilities
 // softmax(Scale·Q·Kᵀ) of every (sequence, head) pair, causally masked when
 // a.Causal, from the packed qkv.
@@ -84,10 +93,7 @@ func AttentionProbs[T Float](p, qkv []T, a Attention) {
 	forEachPair[T](a.Batch*a.Heads, 0, func(i int, _ []T) {
 		at := a.pair(i)
 		a.blocks(func(r0, r1 int) {
-			cols := s
-			if a.Causal {
-				cols = r1
-			}
+			cols := a.visible(r1)
 			gemmStrided(false, true, r1-r0, cols, dh, scale, qkv[at.q+r0*ld:], ld, qkv[at.k:], ld, 0, p[at.p+r0*s:], s)
 			softmaxRows(p[at.p+r0*s:at.p+r1*s], r1-r0, s, s, r0, a.Causal)
 		})
@@ -127,10 +133,7 @@ func AttentionMixProbsGrad[T Float](dp, g, qkv []T, a Attention) {
 	forEachPair[T](a.Batch*a.Heads, 0, func(i int, _ []T) {
 		at := a.pair(i)
 		a.blocks(func(r0, r1 int) {
-			cols := s
-			if a.Causal {
-				cols = r1
-			}
+			cols := a.visible(r1)
 			gemmStrided(false, true, r1-r0, cols, dh, 1, g[at.o+r0*d:], d, qkv[at.v:], ld, 0, dp[at.p+r0*s:], s)
 			for r := r0; r < r1; r++ {
 				clear(dp[at.p+r*s+a.limit(r) : at.p+(r+1)*s])
@@ -187,10 +190,7 @@ func AttentionProbsGrad[T Float](dqkv, qkv, p, dp []T, a Attention) {
 		// dS is exactly zero above the diagonal when causal, so whole
 		// blocks that straddle it multiply correctly.
 		a.blocks(func(r0, r1 int) {
-			cols := s
-			if a.Causal {
-				cols = r1
-			}
+			cols := a.visible(r1)
 			gemmStrided(false, false, r1-r0, dh, cols, scale, ds[r0*s:], s, qkv[at.k:], ld, 0, dqkv[at.q+r0*ld:], ld)
 		})
 		a.blocks(func(c0, c1 int) {
