@@ -38,12 +38,7 @@ simulated device copy within host memory (memcpy rates) and run the host's
 BLAS; a few seconds in all.`,
 		Example: "  gpuz devices",
 		Args:    cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
-			return devicesRun(opts)
-		},
+		RunE:    runWith(opts, runF, devicesRun),
 	}
 }
 

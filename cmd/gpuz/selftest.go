@@ -41,12 +41,7 @@ gpuz selftest --device cuda. The default device is cuda in the GPU build and
 sim otherwise (where the checks are equal by construction).`,
 		Example: "  gpuz selftest",
 		Args:    cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
-			return selftestRun(opts)
-		},
+		RunE:    runWith(opts, runF, selftestRun),
 	}
 	cmd.Flags().StringVar(&opts.Device, "device", opts.Device, "device to test: cuda[:N], sim[:SIZE] or cpu")
 	return cmd
