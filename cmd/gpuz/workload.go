@@ -215,7 +215,7 @@ func (o *WorkloadOptions) benchOptions() (bench.Options, error) {
 	if err != nil {
 		return bench.Options{}, err
 	}
-	s := cfg.Schedule()
+	s := models.ScheduleOf(cfg)
 	if err := o.validate(s.Epochs); err != nil {
 		return bench.Options{}, err
 	}

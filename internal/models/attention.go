@@ -40,24 +40,15 @@ var attentionSizes = append([]Size{
 	{Name: "seq-len", Usage: "tokens per sequence (default: the preset's)", Full: 512, Small: 32},
 }, sharedSizes([2]int{30, 4}, [2]int{60, 8}, [2]int{5, 5})...)
 
-// sizes returns pointers to the config's sizes, in attentionSizes' order.
-func (c *AttentionConfig) sizes() []*int {
-	return []*int{&c.Vocab, &c.DModel, &c.Heads, &c.Layers, &c.SeqLen, &c.Batch, &c.Samples, &c.Epochs}
-}
-
-// Schedule returns how the data is fed.
-func (c AttentionConfig) Schedule() Schedule { return Schedule{c.Samples, c.Batch, c.Epochs} }
-
-// AttentionPreset returns the attention workload's sizes at a scale.
-func AttentionPreset(scale string) (AttentionConfig, error) {
-	var c AttentionConfig
-	err := preset(attentionSizes, scale, c.sizes())
-	return c, err
+// sizes returns the declared sizes and pointers to the config's fields,
+// in attentionSizes' order.
+func (c *AttentionConfig) sizes() ([]Size, []*int) {
+	return attentionSizes, []*int{&c.Vocab, &c.DModel, &c.Heads, &c.Layers, &c.SeqLen, &c.Batch, &c.Samples, &c.Epochs}
 }
 
 // Validate reports the first size that cannot make a model.
 func (c AttentionConfig) Validate() error {
-	if err := positive(attentionSizes, c.sizes()); err != nil {
+	if err := positive(c.sizes()); err != nil {
 		return err
 	}
 	switch {

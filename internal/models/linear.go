@@ -31,24 +31,15 @@ var linearSizes = append([]Size{
 	{Name: "dims", Usage: "width of every layer (default: the preset's)", Full: 2000, Small: 128},
 }, sharedSizes([2]int{30, 4}, [2]int{60, 8}, [2]int{5, 5})...)
 
-// sizes returns pointers to the config's sizes, in linearSizes' order.
-func (c *LinearConfig) sizes() []*int {
-	return []*int{&c.Blocks, &c.LayersPerBlock, &c.Dims, &c.Batch, &c.Samples, &c.Epochs}
-}
-
-// Schedule returns how the data is fed.
-func (c LinearConfig) Schedule() Schedule { return Schedule{c.Samples, c.Batch, c.Epochs} }
-
-// LinearPreset returns the linear workload's sizes at a scale.
-func LinearPreset(scale string) (LinearConfig, error) {
-	var c LinearConfig
-	err := preset(linearSizes, scale, c.sizes())
-	return c, err
+// sizes returns the declared sizes and pointers to the config's fields,
+// in linearSizes' order.
+func (c *LinearConfig) sizes() ([]Size, []*int) {
+	return linearSizes, []*int{&c.Blocks, &c.LayersPerBlock, &c.Dims, &c.Batch, &c.Samples, &c.Epochs}
 }
 
 // Validate reports the first size that cannot make a model.
 func (c LinearConfig) Validate() error {
-	if err := positive(linearSizes, c.sizes()); err != nil {
+	if err := positive(c.sizes()); err != nil {
 		return err
 	}
 	if err := divides(c.Samples, c.Batch); err != nil {

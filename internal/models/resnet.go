@@ -39,25 +39,15 @@ var resnetSizes = append([]Size{
 	{Name: "kernel", Usage: "side of the square kernels, odd; padded by kernel/2 (default: the preset's)", Full: 5, Small: 3},
 }, sharedSizes([2]int{2, 2}, [2]int{6, 6}, [2]int{10, 10})...)
 
-// sizes returns pointers to the config's sizes, in resnetSizes' order.
-func (c *ResnetConfig) sizes() []*int {
-	return []*int{&c.Levels, &c.Channels, &c.MidChannels, &c.ImageSize, &c.Kernel, &c.Batch, &c.Samples, &c.Epochs}
-}
-
-// Schedule returns how the data is fed.
-func (c ResnetConfig) Schedule() Schedule { return Schedule{c.Samples, c.Batch, c.Epochs} }
-
-// ResnetPreset returns the resnet workload's sizes at a scale: the
-// reference experiment's, or the PyTorch peer's small ones.
-func ResnetPreset(scale string) (ResnetConfig, error) {
-	var c ResnetConfig
-	err := preset(resnetSizes, scale, c.sizes())
-	return c, err
+// sizes returns the declared sizes and pointers to the config's fields,
+// in resnetSizes' order.
+func (c *ResnetConfig) sizes() ([]Size, []*int) {
+	return resnetSizes, []*int{&c.Levels, &c.Channels, &c.MidChannels, &c.ImageSize, &c.Kernel, &c.Batch, &c.Samples, &c.Epochs}
 }
 
 // Validate reports the first size that cannot make a model.
 func (c ResnetConfig) Validate() error {
-	if err := positive(resnetSizes, c.sizes()); err != nil {
+	if err := positive(c.sizes()); err != nil {
 		return err
 	}
 	if c.Kernel%2 == 0 {

@@ -34,13 +34,19 @@ func sharedSizes(batch, samples, epochs [2]int) []Size {
 }
 
 // Config is a workload's sizes: what the runner builds and feeds, and
-// their check.
+// their check. The configs are *LinearConfig, *ResnetConfig and
+// *AttentionConfig.
 type Config interface {
 	Build() (*Model, error)
 	Data(seed uint64) Data
 	Validate() error
-	// Schedule returns the sizes that say how the data is fed.
-	Schedule() Schedule
+	sized
+}
+
+// sized is a config that pairs its workload's declared sizes with pointers
+// to its fields, in the same order.
+type sized interface {
+	sizes() ([]Size, []*int)
 }
 
 // Schedule is how a workload's data is fed: Samples in batches of Batch,
@@ -49,37 +55,84 @@ type Schedule struct {
 	Samples, Batch, Epochs int
 }
 
+// ScheduleOf returns how c's data is fed: its shared sizes.
+func ScheduleOf(c Config) Schedule {
+	var s Schedule
+	sizes, fields := c.sizes()
+	for i, size := range sizes {
+		switch size.Name {
+		case "samples":
+			s.Samples = *fields[i]
+		case "batch":
+			s.Batch = *fields[i]
+		case "epochs":
+			s.Epochs = *fields[i]
+		}
+	}
+	return s
+}
+
 // Workload describes a workload: its name and its sizes, declared once,
 // from which its command's flags, its presets, its size checks and the
 // run's header follow.
 type Workload struct {
 	Name  string
 	Sizes []Size
-	// config returns a zero config and pointers to its sizes, in the order
-	// of Sizes.
-	config func() (Config, []*int)
+	// config returns a new config, zero.
+	config func() Config
+}
+
+// workload describes the workload whose config is a C.
+func workload[C any, P interface {
+	*C
+	Config
+}](name string) Workload {
+	sizes, _ := P(new(C)).sizes()
+	return Workload{Name: name, Sizes: sizes, config: func() Config { return P(new(C)) }}
 }
 
 // The workloads.
 var (
 	// Linear is the linear workload: blocks of Linear + LeakyReLU layers.
-	Linear = Workload{Name: "linear", Sizes: linearSizes, config: func() (Config, []*int) { c := &LinearConfig{}; return c, c.sizes() }}
+	Linear = workload[LinearConfig]("linear")
 	// Resnet is the resnet workload: nested residual convolutions.
-	Resnet = Workload{Name: "resnet", Sizes: resnetSizes, config: func() (Config, []*int) { c := &ResnetConfig{}; return c, c.sizes() }}
+	Resnet = workload[ResnetConfig]("resnet")
 	// Attention is the attention workload: a causal self-attention decoder.
-	Attention = Workload{Name: "attention", Sizes: attentionSizes, config: func() (Config, []*int) { c := &AttentionConfig{}; return c, c.sizes() }}
+	Attention = workload[AttentionConfig]("attention")
 )
+
+// LinearPreset returns the linear workload's sizes at a scale.
+func LinearPreset(scale string) (LinearConfig, error) { return presetOf[LinearConfig](scale) }
+
+// ResnetPreset returns the resnet workload's sizes at a scale: the
+// reference experiment's, or the PyTorch peer's small ones.
+func ResnetPreset(scale string) (ResnetConfig, error) { return presetOf[ResnetConfig](scale) }
+
+// AttentionPreset returns the attention workload's sizes at a scale.
+func AttentionPreset(scale string) (AttentionConfig, error) { return presetOf[AttentionConfig](scale) }
+
+// presetOf returns a C with its sizes at a scale.
+func presetOf[C any, P interface {
+	*C
+	sized
+}](scale string) (C, error) {
+	var c C
+	sizes, fields := P(&c).sizes()
+	err := preset(scale, sizes, fields)
+	return c, err
+}
 
 // Configure returns the workload's config at a scale with the sizes in set
 // (by name) put over the preset's, checked, and the name of the run's
 // scale: the preset's, or "custom" when set changes the shape.
 func (w Workload) Configure(scale string, set map[string]int) (Config, string, error) {
-	c, fields := w.config()
-	if err := preset(w.Sizes, scale, fields); err != nil {
+	c := w.config()
+	sizes, fields := c.sizes()
+	if err := preset(scale, sizes, fields); err != nil {
 		return nil, "", err
 	}
 	name := scale
-	for i, s := range w.Sizes {
+	for i, s := range sizes {
 		if v, ok := set[s.Name]; ok {
 			*fields[i] = v
 			if !s.KeepsScale {
@@ -88,7 +141,7 @@ func (w Workload) Configure(scale string, set map[string]int) (Config, string, e
 		}
 	}
 	for n := range set {
-		if !slices.ContainsFunc(w.Sizes, func(s Size) bool { return s.Name == n }) {
+		if !slices.ContainsFunc(sizes, func(s Size) bool { return s.Name == n }) {
 			return nil, "", fmt.Errorf("the %s workload has no size %q", w.Name, n)
 		}
 	}
@@ -99,7 +152,7 @@ func (w Workload) Configure(scale string, set map[string]int) (Config, string, e
 }
 
 // preset sets each field to its size's value at a scale.
-func preset(sizes []Size, scale string, fields []*int) error {
+func preset(scale string, sizes []Size, fields []*int) error {
 	for i, s := range sizes {
 		switch scale {
 		case ScaleFull:
