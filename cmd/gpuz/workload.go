@@ -30,17 +30,19 @@ type workloadDef struct {
 type WorkloadOptions struct {
 	IO       *IOStreams
 	Workload models.Workload
-	Task     bench.Task
-	Modes    []bench.Mode
-	Scale    string
+	Task     bench.Task   // train or eval
+	Modes    []bench.Mode // in the order given
+	Scale    string       // the size preset: full or small
 	// Sizes are the workload's sizes the user set, by name (its flag's);
 	// the others are the preset's.
 	Sizes   map[string]int
-	Warmup  int
-	LR      float64
-	Seed    uint64
-	Threads int
-	JSON    string
+	Warmup  int     // leading epochs reported apart
+	LR      float64 // Adam's learning rate
+	Seed    uint64  // of the initial weights and the data
+	Threads int     // host threads, applied by bench
+	// JSON names a file for the results (or the plan) as JSON; "-" is
+	// standard output.
+	JSON string
 	// CPUProfile names a file for a pprof CPU profile of the run.
 	CPUProfile string
 	// Device names the device of the cuda and cache modes.
