@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +12,19 @@ import (
 // devicesGemmSize is the n of the n×n×n SGEMM that gpuz devices times.
 const devicesGemmSize = 2000
 
-func newDevicesCmd(stdout, stderr io.Writer) *cobra.Command {
+// DevicesOptions are the settings of gpuz devices.
+type DevicesOptions struct {
+	IO *IOStreams
+	// Specs are the devices to list; nil lists cpu, sim and every CUDA GPU.
+	Specs []string
+	// GemmSize is the n of the n×n×n SGEMM timed on each device.
+	GemmSize int
+}
+
+// newDevicesCmd builds gpuz devices; runF, when not nil, is called instead
+// of devicesRun.
+func newDevicesCmd(ios *IOStreams, runF func(*DevicesOptions) error) *cobra.Command {
+	opts := &DevicesOptions{IO: ios, GemmSize: devicesGemmSize}
 	return &cobra.Command{
 		Use:   "devices",
 		Short: "List the devices with their memory, copy rates and SGEMM speed",
@@ -26,28 +37,44 @@ simulated device copy within host memory (memcpy rates) and run the host's
 BLAS; a few seconds in all.`,
 		Example: "  gpuz devices",
 		Args:    cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			specs := []string{"cpu", "sim"}
-			n, err := device.CUDACount()
-			if err != nil {
-				fmt.Fprintf(stderr, "gpuz: no CUDA GPUs listed: %v\n", err)
-			}
-			for i := range n {
-				specs = append(specs, fmt.Sprintf("cuda:%d", i))
-			}
-			var infos []device.Info
-			for _, spec := range specs {
-				dev, _, err := device.Parse(spec, device.OpenLedger(""))
-				if err != nil {
-					return &runFailure{fmt.Errorf("opening %s: %w", spec, err)}
-				}
-				info, err := device.Measure(dev, devicesGemmSize)
-				if err != nil {
-					return &runFailure{fmt.Errorf("measuring %s: %w", dev.Name(), err)}
-				}
-				infos = append(infos, info)
-			}
-			return report.WriteDevices(stdout, infos)
-		},
+		RunE:    runWith(opts, runF, devicesRun),
 	}
+}
+
+// devicesRun measures each device and writes the table.
+func devicesRun(opts *DevicesOptions) error {
+	specs := opts.Specs
+	if specs == nil {
+		specs = []string{"cpu", "sim"}
+		n, err := device.CUDACount()
+		if err != nil {
+			fmt.Fprintf(opts.IO.ErrOut, "gpuz: no CUDA GPUs listed: %v\n", err)
+		}
+		for i := range n {
+			specs = append(specs, fmt.Sprintf("cuda:%d", i))
+		}
+	}
+	infos, err := measureDevices(specs, opts.GemmSize)
+	if err != nil {
+		return &runFailure{err}
+	}
+	return report.WriteDevices(opts.IO.Out, infos)
+}
+
+// measureDevices opens and measures each device in turn. It is the one
+// place that names where the measurement lives.
+func measureDevices(specs []string, gemmSize int) ([]device.Info, error) {
+	var infos []device.Info
+	for _, spec := range specs {
+		dev, _, err := device.Parse(spec, device.OpenLedger(""))
+		if err != nil {
+			return nil, fmt.Errorf("opening %s: %w", spec, err)
+		}
+		info, err := device.Measure(dev, gemmSize)
+		if err != nil {
+			return nil, fmt.Errorf("measuring %s: %w", dev.Name(), err)
+		}
+		infos = append(infos, info)
+	}
+	return infos, nil
 }

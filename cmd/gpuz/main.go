@@ -55,7 +55,7 @@ import (
 	"strings"
 	"syscall"
 
-	"gpuz/internal/kernels"
+	"gpuz/internal/bench"
 )
 
 func main() {
@@ -67,11 +67,11 @@ func main() {
 }
 
 // reexecForBLAS re-executes gpuz with the environment settings the BLAS
-// reads only when it loads (kernels.LoadEnv), unless the user set them. It
+// reads only when it loads (bench.BLASEnv), unless the user set them. It
 // returns, and gpuz runs without them, only if the re-execution fails.
 func reexecForBLAS() {
 	var missing []string
-	for _, kv := range kernels.LoadEnv() {
+	for _, kv := range bench.BLASEnv() {
 		name, _, _ := strings.Cut(kv, "=")
 		if _, set := os.LookupEnv(name); !set {
 			missing = append(missing, kv)

@@ -9,6 +9,7 @@ import (
 
 // newRootCmd builds the gpuz command tree writing to the given streams.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	ios := newIOStreams(stdout, stderr)
 	root := &cobra.Command{
 		Use:   "gpuz",
 		Short: "Compare training on the GPU, on a paged GPU window and on the CPU",
@@ -27,12 +28,12 @@ CPU (cpu). Results come out per epoch and as an Analyze table.`,
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	root.CompletionOptions.DisableDefaultCmd = true
-	workloads := []func(io.Writer, io.Writer) *cobra.Command{newLinearCmd, newResnetCmd, newAttentionCmd}
-	for _, newWorkload := range workloads {
-		root.AddCommand(newWorkload(stdout, stderr))
+	workloads := []workloadDef{linearWorkload, resnetWorkload, attentionWorkload}
+	for _, def := range workloads {
+		root.AddCommand(newWorkloadCmd(ios, def, false, nil))
 	}
-	root.AddCommand(newPlanCmd(stdout, stderr, workloads), newTakeMemCmd(stdout, stderr), newVersionCmd(stdout))
-	root.AddCommand(newDevicesCmd(stdout, stderr), newSelftestCmd(stdout, stderr))
+	root.AddCommand(newPlanCmd(ios, workloads), newTakeMemCmd(ios, nil), newVersionCmd(ios))
+	root.AddCommand(newDevicesCmd(ios, nil), newSelftestCmd(ios, nil))
 	// A bare "gpuz" with an unknown word must not fall back to help.
 	root.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) > 0 {

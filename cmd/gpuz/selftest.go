@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -14,10 +13,19 @@ import (
 // simSelftestNote says what a self-test of the simulated device shows.
 const simSelftestNote = "note: %s runs the host kernels, so every check is equal by construction; this checks the self-test's machinery, not a GPU (run the GPU build: gpuz selftest --device cuda)\n"
 
-func newSelftestCmd(stdout, stderr io.Writer) *cobra.Command {
-	spec := "sim"
+// SelftestOptions are the flags of gpuz selftest.
+type SelftestOptions struct {
+	IO *IOStreams
+	// Device names the device to test.
+	Device string
+}
+
+// newSelftestCmd builds gpuz selftest; runF, when not nil, is called
+// instead of selftestRun.
+func newSelftestCmd(ios *IOStreams, runF func(*SelftestOptions) error) *cobra.Command {
+	opts := &SelftestOptions{IO: ios, Device: "sim"}
 	if device.CUDASupport {
-		spec = "cuda"
+		opts.Device = "cuda"
 	}
 	cmd := &cobra.Command{
 		Use:   "selftest [--device D]",
@@ -33,27 +41,32 @@ gpuz selftest --device cuda. The default device is cuda in the GPU build and
 sim otherwise (where the checks are equal by construction).`,
 		Example: "  gpuz selftest",
 		Args:    cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			dev, _, err := device.Parse(spec, device.OpenLedger(""))
-			if err != nil {
-				return err
-			}
-			if _, ok := dev.(*device.Sim); ok {
-				fmt.Fprintf(stdout, simSelftestNote, dev.Name())
-			}
-			if _, ok := dev.(*device.Host); ok {
-				fmt.Fprintf(stdout, "note: cpu is the host itself; every check is equal by construction\n")
-			}
-			r := selftest.Run(dev)
-			if err := report.WriteSelftest(stdout, r); err != nil {
-				return &runFailure{err}
-			}
-			if n := r.Failed(); n > 0 {
-				return &runFailure{fmt.Errorf("%s: %d of %d self-test checks failed", dev.Name(), n, len(r.Checks))}
-			}
-			return nil
-		},
+		RunE:    runWith(opts, runF, selftestRun),
 	}
-	cmd.Flags().StringVar(&spec, "device", spec, "device to test: cuda[:N], sim[:SIZE] or cpu")
+	cmd.Flags().StringVar(&opts.Device, "device", opts.Device, "device to test: cuda[:N], sim[:SIZE] or cpu")
 	return cmd
+}
+
+// selftestRun checks the device against the host and writes the table; a
+// failed check is a run failure.
+func selftestRun(opts *SelftestOptions) error {
+	stdout := opts.IO.Out
+	dev, _, err := device.Parse(opts.Device, device.OpenLedger(""))
+	if err != nil {
+		return err
+	}
+	if _, ok := dev.(*device.Sim); ok {
+		fmt.Fprintf(stdout, simSelftestNote, dev.Name())
+	}
+	if _, ok := dev.(*device.Host); ok {
+		fmt.Fprintf(stdout, "note: cpu is the host itself; every check is equal by construction\n")
+	}
+	r := selftest.Run(dev)
+	if err := report.WriteSelftest(stdout, r); err != nil {
+		return &runFailure{err}
+	}
+	if n := r.Failed(); n > 0 {
+		return &runFailure{fmt.Errorf("%s: %d of %d self-test checks failed", dev.Name(), n, len(r.Checks))}
+	}
+	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -17,16 +16,19 @@ import (
 	"gpuz/internal/units"
 )
 
-// takeMemOptions are the arguments and flags of gpuz take-mem.
-type takeMemOptions struct {
+// TakeMemOptions are the arguments and flags of gpuz take-mem.
+type TakeMemOptions struct {
+	IO     *IOStreams
 	Amount string // N blocks or a size
 	Device string
 	For    time.Duration // 0: until interrupted
 	Busy   bool
 }
 
-func newTakeMemCmd(stdout, _ io.Writer) *cobra.Command {
-	o := &takeMemOptions{}
+// newTakeMemCmd builds gpuz take-mem; runF, when not nil, is called instead
+// of takeMemRun.
+func newTakeMemCmd(ios *IOStreams, runF func(context.Context, *TakeMemOptions) error) *cobra.Command {
+	o := &TakeMemOptions{IO: ios}
 	cmd := &cobra.Command{
 		Use:   "take-mem N|SIZE",
 		Short: "Hold device memory until interrupted, as a second program on the GPU would",
@@ -62,7 +64,10 @@ one real layer: real work on the CPU that the simulation runs on.`,
 				return fmt.Errorf("--for must be positive, got %v", o.For)
 			}
 			o.Amount = args[0]
-			return takeMemRun(cmd.Context(), stdout, o)
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return takeMemRun(cmd.Context(), o)
 		},
 	}
 	fs := cmd.Flags()
@@ -98,7 +103,8 @@ func takeMemAmount(s string) (bytes int64, blocks int, err error) {
 }
 
 // takeMemRun holds the memory until ctx is done or o.For elapses.
-func takeMemRun(ctx context.Context, stdout io.Writer, o *takeMemOptions) error {
+func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
+	stdout := o.IO.Out
 	bytes, blocks, err := takeMemAmount(o.Amount)
 	if err != nil {
 		return err

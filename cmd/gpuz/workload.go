@@ -10,27 +10,39 @@ import (
 	"runtime/pprof"
 	"strings"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"gpuz/internal/bench"
 	"gpuz/internal/device"
-	"gpuz/internal/engine"
-	"gpuz/internal/kernels"
 	"gpuz/internal/models"
 	"gpuz/internal/report"
 )
 
-// runOptions are the flags every workload command shares.
-type runOptions struct {
-	Scale   string
-	Epochs  int
-	Warmup  int
-	Batch   int
-	Samples int
-	LR      float64
-	Seed    uint64
-	Threads int
-	JSON    string
+// workloadDef is a workload command: the workload, whose sizes give the
+// command its size flags, and the command's texts.
+type workloadDef struct {
+	workload             models.Workload
+	short, long, example string
+}
+
+// WorkloadOptions are the arguments and flags of a workload command,
+// gpuz MODEL train|eval [MODES], and of its plan, gpuz plan MODEL ….
+type WorkloadOptions struct {
+	IO       *IOStreams
+	Workload models.Workload
+	Task     bench.Task   // train or eval
+	Modes    []bench.Mode // in the order given
+	Scale    string       // the size preset: full or small
+	// Sizes are the workload's sizes the user set, by name (its flag's);
+	// the others are the preset's.
+	Sizes   map[string]int
+	Warmup  int     // leading epochs reported apart
+	LR      float64 // Adam's learning rate
+	Seed    uint64  // of the initial weights and the data
+	Threads int     // host threads, applied by bench
+	// JSON names a file for the results (or the plan) as JSON; "-" is
+	// standard output.
+	JSON string
 	// CPUProfile names a file for a pprof CPU profile of the run.
 	CPUProfile string
 	// Device names the device of the cuda and cache modes.
@@ -39,24 +51,79 @@ type runOptions struct {
 	Policy      string
 	WinSize     int
 	OptimizerOn string
+	// PlanOnly prints the memory plan instead of running.
+	PlanOnly bool
 }
 
-// addRunFlags registers the shared flags.
-func addRunFlags(fs *pflag.FlagSet, o *runOptions) {
-	fs.StringVar(&o.Scale, "scale", models.ScaleFull, "size preset: full (the reference sizes) or small (about a second per mode)")
-	fs.IntVar(&o.Epochs, "epochs", 0, "epochs per mode, warm-up included (default: the workload's)")
-	fs.IntVar(&o.Warmup, "warmup", 1, "leading epochs reported apart from the statistics")
-	fs.IntVar(&o.Batch, "batch", 0, "samples per batch (default: the preset's)")
-	fs.IntVar(&o.Samples, "samples", 0, "samples in the data set, a multiple of --batch (default: the preset's)")
-	fs.Float64Var(&o.LR, "lr", kernels.DefaultAdam.LR, "Adam learning rate")
-	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the initial weights and the data")
-	fs.IntVar(&o.Threads, "threads", runtime.NumCPU(), "host threads for BLAS and element-wise kernels")
-	fs.StringVar(&o.JSON, "json", "", "also write the results as JSON to this file (- for standard output)")
-	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
-	fs.StringVar(&o.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE] or cuda[:N]")
-	fs.StringVar(&o.Policy, "policy", string(engine.PolicyWindow), "cache policy: window (DictCache's) or auto")
-	fs.IntVar(&o.WinSize, "win-size", 3, "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory)")
-	fs.StringVar(&o.OptimizerOn, "optimizer-on", "device", "where cache mode runs the optimizer: device or host (auto policy)")
+// newWorkloadCmd builds "gpuz NAME train|eval [MODES]", or with planOnly
+// its plan, with the shared flags and a flag for each of the workload's
+// sizes. runF, when not nil, is called instead of workloadRun.
+func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(context.Context, *WorkloadOptions) error) *cobra.Command {
+	opts := &WorkloadOptions{IO: ios, Workload: def.workload, PlanOnly: planOnly}
+	sizes := make([]int, len(def.workload.Sizes))
+	cmd := &cobra.Command{
+		Use:     def.workload.Name + " train|eval [MODES]",
+		Short:   def.short,
+		Long:    def.long,
+		Example: def.example,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if opts.Task, opts.Modes, err = parseWorkloadArgs(args); err != nil {
+				return err
+			}
+			opts.Sizes = map[string]int{}
+			for i, s := range def.workload.Sizes {
+				if cmd.Flags().Changed(s.Name) {
+					opts.Sizes[s.Name] = sizes[i]
+				}
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return workloadRun(cmd.Context(), opts)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&opts.Scale, "scale", models.ScaleFull, "size preset: full (the reference sizes) or small (about a second per mode)")
+	for i, s := range def.workload.Sizes {
+		fs.IntVar(&sizes[i], s.Name, 0, s.Usage)
+	}
+	fs.IntVar(&opts.Warmup, "warmup", 1, "leading epochs reported apart from the statistics")
+	fs.Float64Var(&opts.LR, "lr", bench.DefaultLR, "Adam learning rate")
+	fs.Uint64Var(&opts.Seed, "seed", 1, "seed of the initial weights and the data")
+	fs.IntVar(&opts.Threads, "threads", runtime.NumCPU(), "host threads for BLAS and element-wise kernels")
+	fs.StringVar(&opts.JSON, "json", "", "also write the results as JSON to this file (- for standard output)")
+	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
+	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE] or cuda[:N]")
+	fs.StringVar(&opts.Policy, "policy", bench.PolicyWindow, "cache policy: window (DictCache's) or auto")
+	fs.IntVar(&opts.WinSize, "win-size", 3, "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory)")
+	fs.StringVar(&opts.OptimizerOn, "optimizer-on", "device", "where cache mode runs the optimizer: device or host (auto policy)")
+	if planOnly {
+		// A plan is printed, not saved: --json alone prints it as JSON.
+		js := fs.Lookup("json")
+		js.NoOptDefVal, js.Usage = "-", "print the plan as JSON (--json=FILE writes it to FILE)"
+	}
+	return cmd
+}
+
+// parseWorkloadArgs reads "train|eval [MODES]".
+func parseWorkloadArgs(args []string) (bench.Task, []bench.Mode, error) {
+	if len(args) == 0 {
+		return "", nil, errors.New("missing task: train or eval")
+	}
+	if len(args) > 2 {
+		return "", nil, fmt.Errorf("too many arguments: %q (want train|eval [MODES])", strings.Join(args, " "))
+	}
+	task, err := parseTask(args[0])
+	if err != nil {
+		return "", nil, err
+	}
+	modes := "cuda,cache,cpu"
+	if len(args) == 2 {
+		modes = args[1]
+	}
+	m, err := parseModes(modes)
+	return task, m, err
 }
 
 // parseTask reads train or eval.
@@ -97,8 +164,8 @@ func parseModes(s string) ([]bench.Mode, error) {
 	return modes, nil
 }
 
-// validate checks the shared flags against a workload's total epochs.
-func (o *runOptions) validate(epochs int) error {
+// validate checks the shared settings against the workload's total epochs.
+func (o *WorkloadOptions) validate(epochs int) error {
 	switch {
 	case o.Warmup < 0:
 		return fmt.Errorf("--warmup must not be negative, got %d", o.Warmup)
@@ -111,18 +178,18 @@ func (o *runOptions) validate(epochs int) error {
 	case o.OptimizerOn != "device" && o.OptimizerOn != "host":
 		return fmt.Errorf("unknown --optimizer-on %q (want device or host)", o.OptimizerOn)
 	}
-	return o.placement().Validate()
+	return o.cache().Validate()
 }
 
-// placement is cache mode's placement of the blocks.
-func (o *runOptions) placement() engine.Placement {
-	return engine.Placement{Paged: true, Policy: engine.Policy(o.Policy), Window: o.WinSize, OptimizerOnHost: o.OptimizerOn == "host"}
+// cache is cache mode's placement of the blocks.
+func (o *WorkloadOptions) cache() bench.Cache {
+	return bench.Cache{Policy: o.Policy, Window: o.WinSize, OptimizerOnHost: o.OptimizerOn == "host"}
 }
 
-// gpu checks --device and returns the factory of fresh devices for the cuda
-// and cache modes (nil for --device cpu), their name and a warning line, if
+// gpu checks the device and returns the factory of fresh devices for the
+// cuda and cache modes (nil for cpu), their name and a warning line, if
 // any.
-func (o *runOptions) gpu() (func() (device.Device, error), string, string, error) {
+func (o *WorkloadOptions) gpu() (func() (device.Device, error), string, string, error) {
 	ledger := device.OpenLedger(device.DefaultLedgerPath())
 	dev, warning, err := device.Parse(o.Device, ledger)
 	if err != nil {
@@ -142,68 +209,51 @@ func (o *runOptions) gpu() (func() (device.Device, error), string, string, error
 	}, dev.Name(), warning, nil
 }
 
-// sizeFlag is an integer flag whose zero default means "the preset's".
-type sizeFlag struct {
-	name  string
-	value *int
-}
-
-// overrideSizes copies every size flag the user set over the preset's value,
-// rejecting non-positive ones.
-func overrideSizes(fs *pflag.FlagSet, flags []sizeFlag, preset []*int) error {
-	for i, f := range flags {
-		if !fs.Changed(f.name) {
-			continue
-		}
-		if *f.value <= 0 {
-			return fmt.Errorf("--%s must be positive, got %d", f.name, *f.value)
-		}
-		*preset[i] = *f.value
-	}
-	return nil
-}
-
-// parseWorkloadArgs reads "train|eval [MODES]".
-func parseWorkloadArgs(args []string) (bench.Task, []bench.Mode, error) {
-	if len(args) == 0 {
-		return "", nil, errors.New("missing task: train or eval")
-	}
-	if len(args) > 2 {
-		return "", nil, fmt.Errorf("too many arguments: %q (want train|eval [MODES])", strings.Join(args, " "))
-	}
-	task, err := parseTask(args[0])
+// benchOptions puts the sizes the user set over the preset, checks
+// everything, opens the device, writes its warning if any, and returns the
+// runner's options.
+func (o *WorkloadOptions) benchOptions() (bench.Options, error) {
+	cfg, scale, err := o.Workload.Configure(o.Scale, o.Sizes)
 	if err != nil {
-		return "", nil, err
+		return bench.Options{}, err
 	}
-	modes := "cuda,cache,cpu"
-	if len(args) == 2 {
-		modes = args[1]
+	s := models.ScheduleOf(cfg)
+	if err := o.validate(s.Epochs); err != nil {
+		return bench.Options{}, err
 	}
-	m, err := parseModes(modes)
-	return task, m, err
-}
-
-// benchmark runs the matrix and prints the header, one line per epoch and
-// the Analyze table; with --json it also writes the results there.
-func benchmark(ctx context.Context, stdout, stderr io.Writer, o *runOptions, opts bench.Options) error {
 	newGPU, gpuName, warning, err := o.gpu()
 	if err != nil {
-		return err
+		return bench.Options{}, err
 	}
 	if warning != "" {
 		// JSON on standard output must stay parseable: the warning then
 		// goes to standard error.
-		w := stdout
+		w := o.IO.Out
 		if o.JSON == "-" {
-			w = stderr
+			w = o.IO.ErrOut
 		}
 		fmt.Fprintf(w, "warning: %s\n", warning)
 	}
-	opts.NewGPU, opts.GPUName, opts.Cache = newGPU, gpuName, o.placement()
-	if planOnly(ctx) {
-		kernels.SetThreads(o.Threads)
-		return printPlan(stdout, o, opts)
+	return bench.Options{
+		ModelName: o.Workload.Name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
+		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
+		LR: o.LR, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
+		NewGPU: newGPU, GPUName: gpuName, Cache: o.cache(),
+	}, nil
+}
+
+// workloadRun runs the matrix and prints the header, one line per epoch and
+// the Analyze table; with JSON set it also writes the results there. With
+// PlanOnly it prints the memory plan instead (planRun).
+func workloadRun(ctx context.Context, o *WorkloadOptions) error {
+	if o.PlanOnly {
+		return planRun(o)
 	}
+	opts, err := o.benchOptions()
+	if err != nil {
+		return err
+	}
+	stdout := o.IO.Out
 	opts.Progress = func(e bench.Event) {
 		if e.Header != nil {
 			report.WriteHeader(stdout, *e.Header)
@@ -235,7 +285,7 @@ func benchmark(ctx context.Context, stdout, stderr io.Writer, o *runOptions, opt
 		return &runFailure{fmt.Errorf("writing the table: %w", err)}
 	}
 	if o.JSON != "" {
-		if err := writeJSONFile(stdout, o.JSON, res); err != nil {
+		if err := writeJSON(stdout, o.JSON, "results", func(w io.Writer) error { return report.WriteJSON(w, res) }); err != nil {
 			return &runFailure{err}
 		}
 	}
@@ -245,17 +295,19 @@ func benchmark(ctx context.Context, stdout, stderr io.Writer, o *runOptions, opt
 	return nil
 }
 
-func writeJSONFile(stdout io.Writer, path string, res bench.Result) error {
+// writeJSON writes JSON with write to stdout (path "-") or to the file
+// path; what names it in errors.
+func writeJSON(stdout io.Writer, path, what string, write func(io.Writer) error) error {
 	if path == "-" {
-		return report.WriteJSON(stdout, res)
+		return write(stdout)
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("writing results: %w", err)
+		return fmt.Errorf("writing %s: %w", what, err)
 	}
-	if err := report.WriteJSON(f, res); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
-		return fmt.Errorf("writing results to %s: %w", path, err)
+		return fmt.Errorf("writing %s to %s: %w", what, path, err)
 	}
 	return f.Close()
 }

@@ -37,18 +37,22 @@ type Options struct {
 	Batch     int
 	Epochs    int // total epochs, warm-up included
 	Warmup    int // leading epochs reported apart
-	Optimizer kernels.Adam
-	ClipNorm  float64
-	Seed      uint64
-	Threads   int
+	// LR is the learning rate of each block's Adam, whose other settings
+	// are the reference experiment's (DefaultLR is its rate).
+	LR       float64
+	ClipNorm float64
+	Seed     uint64
+	// Threads is how many host threads the BLAS and the element-wise
+	// kernels use; Run and Plan apply it, and the header reports it.
+	Threads int
 	// NewGPU returns a fresh device for the cuda and cache modes (a CUDA
 	// GPU or a simulated one); nil leaves those modes unavailable. GPUName
 	// is the name of the devices it makes.
 	NewGPU  func() (device.Device, error)
 	GPUName string
 	// Cache places the blocks in cache mode: its policy, window and where
-	// the optimizer runs. Paged is implied.
-	Cache engine.Placement
+	// the optimizer runs.
+	Cache Cache
 	// Progress, when set, is called as the run advances.
 	Progress func(Event)
 }
@@ -69,7 +73,7 @@ type Event struct {
 // epochs completed are kept, the mode is marked interrupted, and the modes
 // not started are skipped.
 func Run(ctx context.Context, opts Options) (Result, error) {
-	kernels.SetThreads(opts.Threads)
+	opts.applyThreads()
 	model, err := opts.Workload.Build()
 	if err != nil {
 		return Result{}, err
@@ -101,7 +105,7 @@ func (opts Options) header(model *models.Model, data models.Data) Header {
 		Batch:   opts.Batch,
 		Samples: opts.Samples,
 		BLAS:    kernels.BLASName(),
-		Threads: kernels.Threads(),
+		Threads: opts.Threads,
 		GPU:     opts.GPUName,
 	}
 	h.Params = model.ParamCount()
@@ -219,12 +223,23 @@ func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Statu
 		if mode == ModeCUDA {
 			return dev, engine.Placement{}, Status{}
 		}
-		pl := opts.Cache
-		pl.Paged = true
-		return dev, pl, Status{}
+		return dev, opts.Cache.placement(), Status{}
 	}
 	return nil, engine.Placement{}, Status{Kind: StatusFailed, Reason: fmt.Sprintf("unknown mode %q", mode)}
 }
+
+// adam is each block's optimizer: the reference experiment's Adam at the
+// run's learning rate.
+func (opts Options) adam() kernels.Adam {
+	a := kernels.DefaultAdam
+	a.LR = opts.LR
+	return a
+}
+
+// applyThreads sets the host threads of the BLAS and the element-wise
+// kernels to opts.Threads. The setting is process-wide, as the BLAS's is;
+// this is the one place gpuz makes it.
+func (opts Options) applyThreads() { kernels.SetThreads(opts.Threads) }
 
 // compile builds the workload's graph and compiles it for the task.
 func (opts Options) compile() (*models.Model, *engine.Plan, error) {
@@ -238,7 +253,7 @@ func (opts Options) compile() (*models.Model, *engine.Plan, error) {
 	}
 	plan, err := engine.Compile(engine.Spec{
 		Inputs: model.Inputs(), Blocks: model.Blocks, Output: output,
-		Train: opts.Task == TaskTrain, Optimizer: opts.Optimizer, ClipNorm: opts.ClipNorm,
+		Train: opts.Task == TaskTrain, Optimizer: opts.adam(), ClipNorm: opts.ClipNorm,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -6,7 +6,6 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
-	"gpuz/internal/kernels"
 	"gpuz/internal/models"
 )
 
@@ -44,7 +43,7 @@ type trained struct {
 // a placement and reads back every parameter.
 func trainOn(t *testing.T, opts Options, task Task, pl engine.Placement, steps int) trained {
 	t.Helper()
-	opts.Task, opts.Optimizer, opts.ClipNorm, opts.Seed = task, kernels.DefaultAdam, 1, 5
+	opts.Task, opts.LR, opts.ClipNorm, opts.Seed = task, DefaultLR, 1, 5
 	model, plan, err := opts.compile()
 	if err != nil {
 		t.Fatal(err)

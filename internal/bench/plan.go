@@ -42,6 +42,7 @@ type PlanResult struct {
 // sized from free memory, and the auto policy with the optimizer on the
 // host. Nothing is allocated.
 func Plan(opts Options) (PlanResult, error) {
+	opts.applyThreads()
 	model, plan, err := opts.compile()
 	if err != nil {
 		return PlanResult{}, err
@@ -55,8 +56,8 @@ func Plan(opts Options) (PlanResult, error) {
 	for _, mode := range opts.Modes {
 		placements := []engine.Placement{{}}
 		if mode == ModeCache {
-			window := opts.Cache
-			window.Paged, window.Policy, window.OptimizerOnHost = true, engine.PolicyWindow, false
+			window := opts.Cache.placement()
+			window.Policy, window.OptimizerOnHost = engine.PolicyWindow, false
 			placements = []engine.Placement{
 				window,
 				{Paged: true, Policy: engine.PolicyAuto},

@@ -31,29 +31,25 @@ type AttentionConfig struct {
 	Epochs  int
 }
 
-// AttentionPreset returns the attention workload's sizes at a scale.
-func AttentionPreset(scale string) (AttentionConfig, error) {
-	switch scale {
-	case ScaleFull:
-		return AttentionConfig{Vocab: 1024, DModel: 512, Heads: 8, Layers: 12, SeqLen: 512, Samples: 60, Batch: 30, Epochs: 5}, nil
-	case ScaleSmall:
-		return AttentionConfig{Vocab: 64, DModel: 32, Heads: 4, Layers: 2, SeqLen: 32, Samples: 8, Batch: 4, Epochs: 5}, nil
-	}
-	return AttentionConfig{}, fmt.Errorf("unknown scale %q (want %s or %s)", scale, ScaleFull, ScaleSmall)
+// attentionSizes declares the attention workload's sizes.
+var attentionSizes = append([]Size{
+	{Name: "vocab", Usage: "token ids, rows of the embedding and outputs of the head (default: the preset's)", Full: 1024, Small: 64},
+	{Name: "d-model", Usage: "width of the model, even and a multiple of --heads (default: the preset's)", Full: 512, Small: 32},
+	{Name: "heads", Usage: "attention heads per layer (default: the preset's)", Full: 8, Small: 4},
+	{Name: "layers", Usage: "decoder layers, one block each (default: the preset's)", Full: 12, Small: 2},
+	{Name: "seq-len", Usage: "tokens per sequence (default: the preset's)", Full: 512, Small: 32},
+}, sharedSizes([2]int{30, 4}, [2]int{60, 8}, [2]int{5, 5})...)
+
+// sizes returns the declared sizes and pointers to the config's fields,
+// in attentionSizes' order.
+func (c *AttentionConfig) sizes() ([]Size, []*int) {
+	return attentionSizes, []*int{&c.Vocab, &c.DModel, &c.Heads, &c.Layers, &c.SeqLen, &c.Batch, &c.Samples, &c.Epochs}
 }
 
 // Validate reports the first size that cannot make a model.
 func (c AttentionConfig) Validate() error {
-	for _, f := range []struct {
-		name  string
-		value int
-	}{
-		{"vocab", c.Vocab}, {"d-model", c.DModel}, {"heads", c.Heads}, {"layers", c.Layers},
-		{"seq-len", c.SeqLen}, {"samples", c.Samples}, {"batch", c.Batch}, {"epochs", c.Epochs},
-	} {
-		if f.value <= 0 {
-			return fmt.Errorf("--%s must be positive, got %d", f.name, f.value)
-		}
+	if err := positive(c.sizes()); err != nil {
+		return err
 	}
 	switch {
 	case c.DModel%c.Heads != 0:
@@ -61,7 +57,7 @@ func (c AttentionConfig) Validate() error {
 	case c.DModel%2 != 0:
 		return fmt.Errorf("--d-model (%d) must be even: the sinusoidal positions pair a sine and a cosine", c.DModel)
 	case c.Samples%c.Batch != 0:
-		return fmt.Errorf("--samples (%d) must be a multiple of --batch (%d)", c.Samples, c.Batch)
+		return divides(c.Samples, c.Batch)
 	case c.Vocab > 1<<24:
 		return fmt.Errorf("--vocab (%d) must be at most 2²⁴ so that every id is exact in float32", c.Vocab)
 	}

@@ -10,7 +10,6 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/kernels"
 	"gpuz/internal/ops"
@@ -204,39 +203,7 @@ func TestAttentionModel(t *testing.T) {
 // an untrained model's near-uniform predictions give.
 func TestAttentionLossFalls(t *testing.T) {
 	c, _ := AttentionPreset(ScaleSmall)
-	m, err := c.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	adam := kernels.DefaultAdam
-	adam.LR = 1e-3
-	plan, err := engine.Compile(engine.Spec{Inputs: m.Inputs(), Blocks: m.Blocks, Output: m.Loss, Train: true, Optimizer: adam, ClipNorm: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := plan.Load(device.NewHost(), engine.Placement{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prog.Close()
-	if err := m.InitParams(1, prog.SetInput); err != nil {
-		t.Fatal(err)
-	}
-	batch := c.Data(1).Batch(0, c.Batch)
-	if err := prog.SetInput(m.Input, batch); err != nil {
-		t.Fatal(err)
-	}
-	if err := prog.SetInput(m.Target, batch); err != nil {
-		t.Fatal(err)
-	}
-	var losses []float64
-	for range 8 {
-		loss, err := prog.Run()
-		if err != nil {
-			t.Fatal(err)
-		}
-		losses = append(losses, float64(loss))
-	}
+	losses := trainFirstBatch(t, &c, 1e-3, 8)
 	if first := losses[0]; math.Abs(first-math.Log(float64(c.Vocab))) > 1 {
 		t.Errorf("first loss %.3f, want about ln(%d) = %.3f", first, c.Vocab, math.Log(float64(c.Vocab)))
 	}
@@ -478,16 +445,8 @@ func TestDecoderLayerMatchesTapeMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := engine.Compile(engine.Spec{Inputs: []*gorgonia.Node{target}, Blocks: []engine.Block{inputBlock, layer},
+	prog := loadOnHost(t, engine.Spec{Inputs: []*gorgonia.Node{target}, Blocks: []engine.Block{inputBlock, layer},
 		Output: loss, Train: true, Optimizer: kernels.DefaultAdam, ClipNorm: 1, RetainGradients: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := plan.Load(device.NewHost(), engine.Placement{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prog.Close()
 
 	xData, targetData := random(tokens*d), random(tokens*d)
 	params := map[string][]float32{}

@@ -24,32 +24,26 @@ type LinearConfig struct {
 	Epochs         int
 }
 
-// LinearPreset returns the linear workload's sizes at a scale.
-func LinearPreset(scale string) (LinearConfig, error) {
-	switch scale {
-	case ScaleFull:
-		return LinearConfig{Blocks: 12, LayersPerBlock: 10, Dims: 2000, Samples: 60, Batch: 30, Epochs: 5}, nil
-	case ScaleSmall:
-		return LinearConfig{Blocks: 3, LayersPerBlock: 2, Dims: 128, Samples: 8, Batch: 4, Epochs: 5}, nil
-	}
-	return LinearConfig{}, fmt.Errorf("unknown scale %q (want %s or %s)", scale, ScaleFull, ScaleSmall)
+// linearSizes declares the linear workload's sizes.
+var linearSizes = append([]Size{
+	{Name: "blocks", Usage: "blocks in the model (default: the preset's)", Full: 12, Small: 3},
+	{Name: "layers-per-block", Usage: "Linear+LeakyReLU layers per block (default: the preset's)", Full: 10, Small: 2},
+	{Name: "dims", Usage: "width of every layer (default: the preset's)", Full: 2000, Small: 128},
+}, sharedSizes([2]int{30, 4}, [2]int{60, 8}, [2]int{5, 5})...)
+
+// sizes returns the declared sizes and pointers to the config's fields,
+// in linearSizes' order.
+func (c *LinearConfig) sizes() ([]Size, []*int) {
+	return linearSizes, []*int{&c.Blocks, &c.LayersPerBlock, &c.Dims, &c.Batch, &c.Samples, &c.Epochs}
 }
 
 // Validate reports the first size that cannot make a model.
 func (c LinearConfig) Validate() error {
-	for _, f := range []struct {
-		name  string
-		value int
-	}{
-		{"blocks", c.Blocks}, {"layers-per-block", c.LayersPerBlock}, {"dims", c.Dims},
-		{"samples", c.Samples}, {"batch", c.Batch}, {"epochs", c.Epochs},
-	} {
-		if f.value <= 0 {
-			return fmt.Errorf("--%s must be positive, got %d", f.name, f.value)
-		}
+	if err := positive(c.sizes()); err != nil {
+		return err
 	}
-	if c.Samples%c.Batch != 0 {
-		return fmt.Errorf("--samples (%d) must be a multiple of --batch (%d)", c.Samples, c.Batch)
+	if err := divides(c.Samples, c.Batch); err != nil {
+		return err
 	}
 	if int64(c.Blocks)*int64(c.LayersPerBlock)*int64(c.Dims)*int64(c.Dims) > 1<<40 {
 		return errors.New("the model is too large: over 2⁴⁰ parameters")

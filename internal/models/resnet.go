@@ -29,37 +29,32 @@ type ResnetConfig struct {
 	Epochs      int
 }
 
-// ResnetPreset returns the resnet workload's sizes at a scale: the
-// reference experiment's, or the PyTorch peer's small ones.
-func ResnetPreset(scale string) (ResnetConfig, error) {
-	switch scale {
-	case ScaleFull:
-		return ResnetConfig{Levels: 12, Channels: 10, MidChannels: 30, ImageSize: 512, Kernel: 5, Samples: 6, Batch: 2, Epochs: 10}, nil
-	case ScaleSmall:
-		return ResnetConfig{Levels: 3, Channels: 4, MidChannels: 8, ImageSize: 32, Kernel: 3, Samples: 6, Batch: 2, Epochs: 10}, nil
-	}
-	return ResnetConfig{}, fmt.Errorf("unknown scale %q (want %s or %s)", scale, ScaleFull, ScaleSmall)
+// resnetSizes declares the resnet workload's sizes: the reference
+// experiment's, and at small scale the PyTorch peer's.
+var resnetSizes = append([]Size{
+	{Name: "levels", Usage: "nested residual levels, two blocks each (default: the preset's)", Full: 12, Small: 3},
+	{Name: "channels", Usage: "channels of the images and of every residual (default: the preset's)", Full: 10, Small: 4},
+	{Name: "mid-channels", Usage: "channels inside a block, between its convolutions (default: the preset's)", Full: 30, Small: 8},
+	{Name: "image-size", Usage: "height and width of the images (default: the preset's)", Full: 512, Small: 32},
+	{Name: "kernel", Usage: "side of the square kernels, odd; padded by kernel/2 (default: the preset's)", Full: 5, Small: 3},
+}, sharedSizes([2]int{2, 2}, [2]int{6, 6}, [2]int{10, 10})...)
+
+// sizes returns the declared sizes and pointers to the config's fields,
+// in resnetSizes' order.
+func (c *ResnetConfig) sizes() ([]Size, []*int) {
+	return resnetSizes, []*int{&c.Levels, &c.Channels, &c.MidChannels, &c.ImageSize, &c.Kernel, &c.Batch, &c.Samples, &c.Epochs}
 }
 
 // Validate reports the first size that cannot make a model.
 func (c ResnetConfig) Validate() error {
-	for _, f := range []struct {
-		name  string
-		value int
-	}{
-		{"levels", c.Levels}, {"channels", c.Channels}, {"mid-channels", c.MidChannels},
-		{"image-size", c.ImageSize}, {"kernel", c.Kernel},
-		{"samples", c.Samples}, {"batch", c.Batch}, {"epochs", c.Epochs},
-	} {
-		if f.value <= 0 {
-			return fmt.Errorf("--%s must be positive, got %d", f.name, f.value)
-		}
+	if err := positive(c.sizes()); err != nil {
+		return err
 	}
 	if c.Kernel%2 == 0 {
 		return fmt.Errorf("--kernel must be odd, got %d: padding kernel/2 keeps the image size only for odd kernels", c.Kernel)
 	}
-	if c.Samples%c.Batch != 0 {
-		return fmt.Errorf("--samples (%d) must be a multiple of --batch (%d)", c.Samples, c.Batch)
+	if err := divides(c.Samples, c.Batch); err != nil {
+		return err
 	}
 	// Every tensor's elements, and the data set's, must stay far below what
 	// int and the host can hold.

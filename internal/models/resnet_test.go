@@ -10,7 +10,6 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/kernels"
 	"gpuz/internal/ops"
@@ -157,16 +156,8 @@ func TestConvModelMatchesTapeMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	loss := gorgonia.Must(gorgonia.ApplyOp(ops.MSE{Dims: 4}, out, target))
-	plan, err := engine.Compile(engine.Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: []engine.Block{cm.block},
+	prog := loadOnHost(t, engine.Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: []engine.Block{cm.block},
 		Output: loss, Train: true, Optimizer: kernels.DefaultAdam, ClipNorm: 1, RetainGradients: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := plan.Load(device.NewHost(), engine.Placement{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prog.Close()
 
 	rng := rand.New(rand.NewPCG(9, 9))
 	random := func(n int, scale float64) []float32 {
@@ -272,16 +263,8 @@ func TestResnetNesting(t *testing.T) {
 		if train {
 			output = m.Loss
 		}
-		plan, err := engine.Compile(engine.Spec{Inputs: []*gorgonia.Node{m.Input, m.Target}, Blocks: m.Blocks, Output: output,
+		prog := loadOnHost(t, engine.Spec{Inputs: []*gorgonia.Node{m.Input, m.Target}, Blocks: m.Blocks, Output: output,
 			Train: train, Optimizer: kernels.DefaultAdam, ClipNorm: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		prog, err := plan.Load(device.NewHost(), engine.Placement{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer prog.Close()
 		// Weights three times PyTorch's defaults, so that every block
 		// changes the output by more than rounding and the nesting shows.
 		err = m.InitParams(5, func(p *gorgonia.Node, v []float32) error {
@@ -377,34 +360,7 @@ func TestResnetLossFalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := c.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := engine.Compile(engine.Spec{Inputs: []*gorgonia.Node{m.Input, m.Target}, Blocks: m.Blocks, Output: m.Loss,
-		Train: true, Optimizer: kernels.DefaultAdam, ClipNorm: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := plan.Load(device.NewHost(), engine.Placement{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prog.Close()
-	if err := m.InitParams(1, prog.SetInput); err != nil {
-		t.Fatal(err)
-	}
-	batch := c.Data(1).Batch(0, c.Batch)
-	prog.SetInput(m.Input, batch)
-	prog.SetInput(m.Target, batch)
-	var losses []float32
-	for range 5 {
-		v, err := prog.Run()
-		if err != nil {
-			t.Fatal(err)
-		}
-		losses = append(losses, v)
-	}
+	losses := trainFirstBatch(t, &c, kernels.DefaultAdam.LR, 5)
 	for i := 1; i < len(losses); i++ {
 		if !(losses[i] < losses[i-1]) {
 			t.Fatalf("losses %v do not fall", losses)

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gpuz/internal/bench"
+	"gpuz/internal/device"
+	"gpuz/internal/models"
+)
+
+// testIO returns streams that write to buffers, neither a terminal.
+func testIO() (*IOStreams, *bytes.Buffer, *bytes.Buffer) {
+	var out, errOut bytes.Buffer
+	return newIOStreams(&out, &errOut), &out, &errOut
+}
+
+// smallLinear returns the options of "gpuz linear train cpu --scale small
+// --device D" with the flags' defaults, writing to ios.
+func smallLinear(ios *IOStreams, dev string) *WorkloadOptions {
+	return &WorkloadOptions{
+		IO: ios, Workload: models.Linear, Task: bench.TaskTrain, Modes: []bench.Mode{bench.ModeCPU},
+		Scale: models.ScaleSmall, Warmup: 1, LR: bench.DefaultLR, Seed: 1, Threads: 1,
+		Device: dev, Policy: bench.PolicyWindow, WinSize: 3, OptimizerOn: "device",
+	}
+}
+
+// TestFlagsFillOptions runs a workload command and the plan command with a
+// runF that keeps the options: the flags and arguments fill them, the
+// sizes the user set and only those are in Sizes, and plan sets PlanOnly.
+func TestFlagsFillOptions(t *testing.T) {
+	for _, plan := range []bool{false, true} {
+		ios, _, _ := testIO()
+		var got *WorkloadOptions
+		cmd := newWorkloadCmd(ios, linearWorkload, plan, func(_ context.Context, o *WorkloadOptions) error {
+			got = o
+			return nil
+		})
+		cmd.SetArgs([]string{"train", "cpu,cuda", "--dims", "64", "--batch", "2", "--lr", "0.5", "--threads", "3"})
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		if got.Task != bench.TaskTrain || len(got.Modes) != 2 || got.Modes[1] != bench.ModeCUDA || got.LR != 0.5 || got.Threads != 3 || got.PlanOnly != plan {
+			t.Errorf("options %+v", got)
+		}
+		if len(got.Sizes) != 2 || got.Sizes["dims"] != 64 || got.Sizes["batch"] != 2 {
+			t.Errorf("sizes %v, want dims 64 and batch 2 only", got.Sizes)
+		}
+	}
+}
+
+// TestWorkloadRunWritesTable runs the small linear workload on the cpu
+// through workloadRun: the header, the epochs and the table come out, and
+// the header reports the threads the options gave.
+func TestWorkloadRunWritesTable(t *testing.T) {
+	ios, out, errOut := testIO()
+	opts := smallLinear(ios, "cpu")
+	opts.Sizes = map[string]int{"epochs": 2}
+	if err := workloadRun(context.Background(), opts); err != nil {
+		t.Fatalf("%v; stderr: %s", err, errOut)
+	}
+	for _, want := range []string{"gpuz linear train (scale small): 8 samples in batches of 4", ", 1 thread\n",
+		"== cpu on host ==", "train: 1  mean loss:", "Analyze"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if row := tableRows(out.String())["cpu"]; status(row) != "ok" {
+		t.Errorf("cpu row %q, want ok", row)
+	}
+}
+
+// TestPlanRunWritesPlan prints the plan of the small linear workload on a
+// simulated device, and then refuses bad sizes with the flag's message.
+func TestPlanRunWritesPlan(t *testing.T) {
+	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	ios, out, _ := testIO()
+	opts := smallLinear(ios, "sim:1GiB")
+	opts.PlanOnly, opts.Modes = true, []bench.Mode{bench.ModeCUDA, bench.ModeCache}
+	if err := planRun(opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"gpuz linear train (scale small)", "| cuda ", "window policy, 3/3 blocks", "sim:1GiB"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+	opts.Sizes = map[string]int{"dims": 0}
+	if err := workloadRun(context.Background(), opts); err == nil || err.Error() != "--dims must be positive, got 0" {
+		t.Errorf("a zero --dims gave %v", err)
+	}
+}
+
+// TestDevicesRunOnSim measures the simulated device with a small SGEMM.
+func TestDevicesRunOnSim(t *testing.T) {
+	ios, out, _ := testIO()
+	if err := devicesRun(&DevicesOptions{IO: ios, Specs: []string{"sim:1GiB"}, GemmSize: 64}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "sim:1GiB") {
+		t.Errorf("the table lacks the device:\n%s", out)
+	}
+	if err := devicesRun(&DevicesOptions{IO: ios, Specs: []string{"gpu"}, GemmSize: 64}); err == nil {
+		t.Error("an unknown device was measured")
+	}
+}
+
+// TestSelftestRunOnSim self-tests the simulated device: every check
+// passes, after the note that they are equal by construction.
+func TestSelftestRunOnSim(t *testing.T) {
+	ios, out, _ := testIO()
+	if err := selftestRun(&SelftestOptions{IO: ios, Device: "sim:1GiB"}); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.HasPrefix(out.String(), "note: sim:1GiB runs the host kernels") {
+		t.Errorf("output does not start with the note:\n%.300s", out)
+	}
+}
