@@ -155,12 +155,7 @@ type Conv2dBiasGrad struct{}
 
 func (Conv2dBiasGrad) signature() []int { return []int{4, 1} }
 
-func (Conv2dBiasGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
-	if g := in[0]; len(g) != 4 {
-		return nil, fmt.Errorf("expected a [N, C, H, W] gradient, got %v", g)
-	}
-	return tensor.Shape{in[0][1]}, nil
-}
+func (Conv2dBiasGrad) shape(in []tensor.Shape) (tensor.Shape, error) { return biasShape(in[0], 4) }
 
 func (op Conv2dBiasGrad) host() host {
 	return hostOf(op, conv2dBiasGradHost[float32], conv2dBiasGradHost[float64])

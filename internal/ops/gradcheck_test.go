@@ -139,6 +139,9 @@ func checkGradients(t *testing.T, tc gradCase) {
 		}
 		got := analytic[i].Data().([]float64)
 		data := v.Data().([]float64)
+		if len(got) != len(data) {
+			t.Fatalf("input %d: gradient of %d elements, want %d", i, len(got), len(data))
+		}
 		worst, scale := 0.0, 0.0
 		for j := range data {
 			orig := data[j]

@@ -128,11 +128,15 @@ type LinearBiasGrad struct{}
 
 func (LinearBiasGrad) signature() []int { return []int{2, 1} }
 
-func (LinearBiasGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
-	if g := in[0]; len(g) != 2 {
-		return nil, fmt.Errorf("expected a matrix gradient, got %v", g)
+func (LinearBiasGrad) shape(in []tensor.Shape) (tensor.Shape, error) { return biasShape(in[0], 2) }
+
+// biasShape is the shape rule of a bias gradient: [C] for an output
+// gradient g of dims dimensions whose axis 1 is C channels.
+func biasShape(g tensor.Shape, dims int) (tensor.Shape, error) {
+	if len(g) != dims {
+		return nil, fmt.Errorf("expected a %d-dimensional gradient, got %v", dims, g)
 	}
-	return tensor.Shape{in[0][1]}, nil
+	return tensor.Shape{g[1]}, nil
 }
 
 func (op LinearBiasGrad) host() host {
