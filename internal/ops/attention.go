@@ -58,8 +58,8 @@ func (c AttentionConfig) read(in []tensor.Shape, names ...string) (kernels.Atten
 		return a, err
 	}
 	for i, n := range names {
-		if want := attentionShape(n, a); !in[i].Eq(want) {
-			return a, fmt.Errorf("%s has shape %v, want %v", n, in[i], want)
+		if !in[i].Eq(attentionShape(n, a)) {
+			return a, fmt.Errorf("%s has shape %v, want %v", n, in[i], attentionShape(n, a))
 		}
 	}
 	return a, nil
