@@ -53,10 +53,10 @@ func (m smallLinear) buildProject() (g *gorgonia.ExprGraph, x, target, loss *gor
 			blocks = append(blocks, Block{Name: fmt.Sprint("block", l/m.perBlock)})
 		}
 		blocks[len(blocks)-1].Params = append(blocks[len(blocks)-1].Params, w, b)
-		h = gorgonia.Must(gorgonia.ApplyOp(ops.Linear{}, h, w, b))
-		h = gorgonia.Must(gorgonia.ApplyOp(ops.LeakyReLU{Slope: ops.DefaultLeakySlope}, h))
+		h = gorgonia.Must(ops.Apply(ops.Linear{}, h, w, b))
+		h = gorgonia.Must(ops.Apply(ops.LeakyReLU{Slope: ops.DefaultLeakySlope}, h))
 	}
-	loss = gorgonia.Must(gorgonia.ApplyOp(ops.MSE{Dims: 2}, h, target))
+	loss = gorgonia.Must(ops.Apply(ops.MSE{Dims: 2}, h, target))
 	return
 }
 

@@ -20,7 +20,6 @@ import (
 	"gorgonia.org/tensor"
 
 	"gpuz/internal/kernels"
-	"gpuz/internal/ops"
 )
 
 // Block is a named group of parameters: the unit that moves between host and
@@ -250,9 +249,9 @@ func neededNodes(g *gorgonia.ExprGraph, targets gorgonia.Nodes) map[*gorgonia.No
 }
 
 // checkOp reports an op the engine cannot run: one that is neither a
-// project op nor gorgonia's gradient sum.
+// DeviceOp nor gorgonia's gradient sum.
 func checkOp(n *gorgonia.Node) error {
-	if _, ok := n.Op().(ops.Launcher); ok || isGradientSum(n.Op()) {
+	if _, ok := n.Op().(DeviceOp); ok || isGradientSum(n.Op()) {
 		return nil
 	}
 	return fmt.Errorf("engine: op %v is not supported; build graphs from package ops", n.Op())

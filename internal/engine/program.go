@@ -9,8 +9,14 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/kernels"
-	"gpuz/internal/ops"
 )
+
+// DeviceOp is an op the engine runs: Launch computes it with a device's
+// kernels, from argument buffers whose shapes are given, into out, which
+// never aliases an argument. Every op of package ops is one.
+type DeviceOp interface {
+	Launch(k device.Kernels, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error
+}
 
 // boundStep is a step with its argument shapes and a reusable slice for its
 // argument buffers, so that running it allocates nothing.
@@ -265,7 +271,7 @@ func (prog *Program) execute(s boundStep) error {
 	}
 	if isGradientSum(s.op) {
 		prog.k.Add(out, args[0], args[1])
-	} else if err := s.op.(ops.Launcher).Launch(prog.k, out, args, s.shapes); err != nil {
+	} else if err := s.op.(DeviceOp).Launch(prog.k, out, args, s.shapes); err != nil {
 		return fmt.Errorf("engine: %v: %w", s.op, err)
 	}
 	if staged {

@@ -104,7 +104,7 @@ func (c AttentionConfig) Build() (*Model, error) {
 	embedW := m.param(&embed, "embed.weight", normal(1), c.Vocab, c.DModel)
 	m.Blocks = append(m.Blocks, head, embed)
 
-	x, err := gorgonia.ApplyOp(ops.Embedding{}, m.Input, embedW, positions)
+	x, err := ops.Apply(ops.Embedding{}, m.Input, embedW, positions)
 	if err != nil {
 		return nil, fmt.Errorf("embedding: %w", err)
 	}
@@ -115,13 +115,13 @@ func (c AttentionConfig) Build() (*Model, error) {
 		}
 		m.Blocks = append(m.Blocks, block)
 	}
-	if m.Output, err = gorgonia.ApplyOp(ops.Linear{}, x, headW, headB); err != nil {
+	if m.Output, err = ops.Apply(ops.Linear{}, x, headW, headB); err != nil {
 		return nil, fmt.Errorf("head: %w", err)
 	}
-	if m.Loss, err = gorgonia.ApplyOp(ops.SoftmaxCrossEntropy{}, m.Output, m.Target); err != nil {
+	if m.Loss, err = ops.Apply(ops.SoftmaxCrossEntropy{}, m.Output, m.Target); err != nil {
 		return nil, fmt.Errorf("loss: %w", err)
 	}
-	if m.OutputMean, err = gorgonia.ApplyOp(ops.Mean{Dims: 2}, m.Output); err != nil {
+	if m.OutputMean, err = ops.Apply(ops.Mean{Dims: 2}, m.Output); err != nil {
 		return nil, fmt.Errorf("output mean: %w", err)
 	}
 	return m, nil
@@ -153,26 +153,26 @@ func (c AttentionConfig) decoderLayer(m *Model, block *engine.Block, x *gorgonia
 
 	attn := ops.AttentionConfig{Heads: c.Heads, SeqLen: c.SeqLen, Causal: true}
 	ln := ops.LayerNorm{Eps: ops.DefaultLayerNormEps}
-	qkv, err := gorgonia.ApplyOp(ops.Linear{}, x, inW, inB)
+	qkv, err := ops.Apply(ops.Linear{}, x, inW, inB)
 	if err != nil {
 		return nil, fmt.Errorf("in_proj: %w", err)
 	}
-	probs, err := gorgonia.ApplyOp(ops.AttentionProbs{AttentionConfig: attn}, qkv)
+	probs, err := ops.Apply(ops.AttentionProbs{AttentionConfig: attn}, qkv)
 	if err != nil {
 		return nil, fmt.Errorf("attention: %w", err)
 	}
-	mixed, err := gorgonia.ApplyOp(ops.AttentionMix{AttentionConfig: attn}, probs, qkv)
+	mixed, err := ops.Apply(ops.AttentionMix{AttentionConfig: attn}, probs, qkv)
 	if err != nil {
 		return nil, fmt.Errorf("attention: %w", err)
 	}
-	a, err := gorgonia.ApplyOp(ops.Linear{}, mixed, outW, outB)
+	a, err := ops.Apply(ops.Linear{}, mixed, outW, outB)
 	if err != nil {
 		return nil, fmt.Errorf("out_proj: %w", err)
 	}
 	if x, err = residualNorm(ln, x, a, norm1W, norm1B); err != nil {
 		return nil, fmt.Errorf("norm1: %w", err)
 	}
-	f, err := gorgonia.ApplyOp(ops.Linear{}, x, ffW, ffB)
+	f, err := ops.Apply(ops.Linear{}, x, ffW, ffB)
 	if err != nil {
 		return nil, fmt.Errorf("ff: %w", err)
 	}
@@ -184,11 +184,11 @@ func (c AttentionConfig) decoderLayer(m *Model, block *engine.Block, x *gorgonia
 
 // residualNorm returns LayerNorm(x + f).
 func residualNorm(ln ops.LayerNorm, x, f, gamma, beta *gorgonia.Node) (*gorgonia.Node, error) {
-	sum, err := gorgonia.ApplyOp(ops.Add{}, x, f)
+	sum, err := ops.Apply(ops.Add{}, x, f)
 	if err != nil {
 		return nil, err
 	}
-	return gorgonia.ApplyOp(ln, sum, gamma, beta)
+	return ops.Apply(ln, sum, gamma, beta)
 }
 
 // param adds a float32 parameter of the given shape, with its initialiser,

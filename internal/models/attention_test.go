@@ -441,7 +441,7 @@ func TestDecoderLayerMatchesTapeMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(tokens, d), gorgonia.WithName("target"))
-	loss, err := gorgonia.ApplyOp(ops.MSE{Dims: 2}, h, target)
+	loss, err := ops.Apply(ops.MSE{Dims: 2}, h, target)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,10 +75,10 @@ func (c LinearConfig) Build() (*Model, error) {
 			m.init[w], m.init[bias] = uniform(bound), uniform(bound)
 			block.Params = append(block.Params, w, bias)
 			var err error
-			if h, err = gorgonia.ApplyOp(ops.Linear{}, h, w, bias); err != nil {
+			if h, err = ops.Apply(ops.Linear{}, h, w, bias); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
-			if h, err = gorgonia.ApplyOp(ops.LeakyReLU{Slope: ops.DefaultLeakySlope}, h); err != nil {
+			if h, err = ops.Apply(ops.LeakyReLU{Slope: ops.DefaultLeakySlope}, h); err != nil {
 				return nil, fmt.Errorf("%s activation: %w", name, err)
 			}
 		}
@@ -86,10 +86,10 @@ func (c LinearConfig) Build() (*Model, error) {
 	}
 	m.Output = h
 	var err error
-	if m.Loss, err = gorgonia.ApplyOp(ops.MSE{Dims: 2}, h, m.Target); err != nil {
+	if m.Loss, err = ops.Apply(ops.MSE{Dims: 2}, h, m.Target); err != nil {
 		return nil, fmt.Errorf("loss: %w", err)
 	}
-	if m.OutputMean, err = gorgonia.ApplyOp(ops.Mean{Dims: 2}, h); err != nil {
+	if m.OutputMean, err = ops.Apply(ops.Mean{Dims: 2}, h); err != nil {
 		return nil, fmt.Errorf("output mean: %w", err)
 	}
 	return m, nil

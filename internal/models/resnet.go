@@ -120,7 +120,7 @@ func (c ResnetConfig) Build() (*Model, error) {
 		if h, err = c.apply(models[l][1], h); err != nil {
 			return nil, err
 		}
-		if h, err = gorgonia.ApplyOp(ops.Add{}, x, h); err != nil {
+		if h, err = ops.Apply(ops.Add{}, x, h); err != nil {
 			return nil, fmt.Errorf("level %d residual: %w", l+1, err)
 		}
 		return h, nil
@@ -130,10 +130,10 @@ func (c ResnetConfig) Build() (*Model, error) {
 		return nil, err
 	}
 	m.Output = out
-	if m.Loss, err = gorgonia.ApplyOp(ops.MSE{Dims: 4}, out, m.Target); err != nil {
+	if m.Loss, err = ops.Apply(ops.MSE{Dims: 4}, out, m.Target); err != nil {
 		return nil, fmt.Errorf("loss: %w", err)
 	}
-	if m.OutputMean, err = gorgonia.ApplyOp(ops.Mean{Dims: 4}, out); err != nil {
+	if m.OutputMean, err = ops.Apply(ops.Mean{Dims: 4}, out); err != nil {
 		return nil, fmt.Errorf("output mean: %w", err)
 	}
 	return m, nil
@@ -167,12 +167,12 @@ func (c ResnetConfig) apply(cm *convModel, x *gorgonia.Node) (*gorgonia.Node, er
 	for half := range 2 {
 		for _, layer := range cm.layers[half] {
 			var err error
-			if h, err = gorgonia.ApplyOp(conv, h, layer.w, layer.b); err != nil {
+			if h, err = ops.Apply(conv, h, layer.w, layer.b); err != nil {
 				return nil, fmt.Errorf("%s: %w", layer.w.Name(), err)
 			}
 		}
 		var err error
-		if h, err = gorgonia.ApplyOp(ops.LeakyReLU{Slope: ops.DefaultLeakySlope}, h); err != nil {
+		if h, err = ops.Apply(ops.LeakyReLU{Slope: ops.DefaultLeakySlope}, h); err != nil {
 			return nil, fmt.Errorf("%s activation %d: %w", cm.block.Name, half, err)
 		}
 	}

@@ -155,7 +155,7 @@ func TestConvModelMatchesTapeMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loss := gorgonia.Must(gorgonia.ApplyOp(ops.MSE{Dims: 4}, out, target))
+	loss := gorgonia.Must(ops.Apply(ops.MSE{Dims: 4}, out, target))
 	prog := loadOnHost(t, engine.Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: []engine.Block{cm.block},
 		Output: loss, Train: true, Optimizer: kernels.DefaultAdam, ClipNorm: 1, RetainGradients: true})
 

@@ -2,14 +2,10 @@ package ops
 
 import (
 	"fmt"
-	"hash"
 	"slices"
 
-	"github.com/chewxy/hm"
-	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"gpuz/internal/device"
 	"gpuz/internal/kernels"
 )
 
@@ -33,429 +29,212 @@ type AttentionConfig struct {
 	Causal bool // position s attends to positions t ≤ s only
 }
 
-// String describes the configuration.
-func (c AttentionConfig) String() string {
-	return fmt.Sprintf("heads %d, seq %d, causal %v", c.Heads, c.SeqLen, c.Causal)
-}
-
 // attention returns the kernels' description for rows tokens of width d.
 func (c AttentionConfig) attention(rows, d int) (kernels.Attention, error) {
 	if c.Heads <= 0 || c.SeqLen <= 0 || d <= 0 || d%c.Heads != 0 || rows%c.SeqLen != 0 || rows == 0 {
-		return kernels.Attention{}, fmt.Errorf("%d tokens of width %d do not make sequences for %v", rows, d, c)
+		return kernels.Attention{}, fmt.Errorf("%d tokens of width %d do not make sequences for %+v", rows, d, c)
 	}
 	return kernels.Attention{Batch: rows / c.SeqLen, Seq: c.SeqLen, Heads: c.Heads, HeadDim: d / c.Heads, Causal: c.Causal}, nil
 }
 
-// fromQKV returns the kernels' description for a packed qkv of shape s.
-func (c AttentionConfig) fromQKV(s tensor.Shape) (kernels.Attention, error) {
-	if len(s) != 2 || s[1]%3 != 0 {
-		return kernels.Attention{}, fmt.Errorf("qkv shape %v is not [tokens, 3d]", s)
-	}
-	return c.attention(s[0], s[1]/3)
-}
-
-// fromOutput returns the kernels' description for an attention output (or
-// its gradient) of shape s.
-func (c AttentionConfig) fromOutput(s tensor.Shape) (kernels.Attention, error) {
-	if len(s) != 2 {
-		return kernels.Attention{}, fmt.Errorf("attention output shape %v is not [tokens, d]", s)
-	}
-	return c.attention(s[0], s[1])
-}
-
-// probsShape is the shape of the attention probabilities.
-func probsShape(a kernels.Attention) tensor.Shape {
-	return tensor.Shape{a.Batch, a.Heads, a.Seq, a.Seq}
-}
-
-// qkvShape is the shape of the packed queries, keys and values.
-func qkvShape(a kernels.Attention) tensor.Shape {
-	return tensor.Shape{a.Batch * a.Seq, 3 * a.DModel()}
-}
-
-// inferAttention checks the shapes of an attention op's inputs: each named
-// input must have the shape that the configuration and the input named
-// "qkv" or "out" (which fixes the sizes) imply. It returns the sizes.
-func inferAttention(op fmt.Stringer, c AttentionConfig, inputs []gorgonia.DimSizer, names ...string) (kernels.Attention, error) {
-	shapes, err := shapesOf(op, inputs, len(names))
-	if err != nil {
-		return kernels.Attention{}, err
-	}
+// read returns the kernels' description for the inputs of an attention op
+// whose shapes are in and whose kinds, "qkv", "out" or "probs", are names:
+// the input named "qkv", or else "out", fixes the sizes, and every input
+// must have the shape of its kind at those sizes.
+func (c AttentionConfig) read(in []tensor.Shape, names ...string) (kernels.Attention, error) {
 	var a kernels.Attention
+	var err error
 	if i := slices.Index(names, "qkv"); i >= 0 {
-		a, err = c.fromQKV(shapes[i])
+		if s := in[i]; len(s) != 2 || s[1]%3 != 0 {
+			return a, fmt.Errorf("qkv shape %v is not [tokens, 3d]", s)
+		}
+		a, err = c.attention(in[i][0], in[i][1]/3)
+	} else if s := in[slices.Index(names, "out")]; len(s) != 2 {
+		return a, fmt.Errorf("attention output shape %v is not [tokens, d]", s)
 	} else {
-		a, err = c.fromOutput(shapes[slices.Index(names, "out")])
+		a, err = c.attention(s[0], s[1])
 	}
 	if err != nil {
-		return a, fmt.Errorf("%v: %w", op, err)
+		return a, err
 	}
-	want := map[string]tensor.Shape{"qkv": qkvShape(a), "out": {a.Batch * a.Seq, a.DModel()}, "probs": probsShape(a)}
 	for i, n := range names {
-		if !shapes[i].Eq(want[n]) {
-			return a, fmt.Errorf("%v: %s has shape %v, want %v", op, n, shapes[i], want[n])
+		if !in[i].Eq(attentionShape(n, a)) {
+			return a, fmt.Errorf("%s has shape %v, want %v", n, in[i], attentionShape(n, a))
 		}
 	}
 	return a, nil
 }
 
-// attentionDo runs a kernel on the values' float slices into a new tensor of
-// the given shape.
-func attentionDo[T kernels.Float](shape tensor.Shape, v []gorgonia.Value, kernel func(out []T, args [][]T)) gorgonia.Value {
-	out := newTensor[T](shape...)
-	args := make([][]T, len(v))
-	for i := range v {
-		args[i] = floats[T](v[i])
+// attentionShape is the shape of the packed queries, keys and values
+// ("qkv"), of the attention output ("out") or of the probabilities
+// ("probs") for the sizes a.
+func attentionShape(name string, a kernels.Attention) tensor.Shape {
+	switch name {
+	case "qkv":
+		return qkvShape(a)
+	case "out":
+		return outShape(a)
 	}
-	kernel(floats[T](out), args)
-	return out
+	return probsShape(a)
 }
+
+func probsShape(a kernels.Attention) tensor.Shape {
+	return tensor.Shape{a.Batch, a.Heads, a.Seq, a.Seq}
+}
+func qkvShape(a kernels.Attention) tensor.Shape { return tensor.Shape{a.Batch * a.Seq, 3 * a.DModel()} }
+func outShape(a kernels.Attention) tensor.Shape { return tensor.Shape{a.Batch * a.Seq, a.DModel()} }
 
 // AttentionProbs is the attention probabilities softmax(QKᵀ/√(d/Heads))
 // of every sequence and head, causally masked when Causal: from qkv
 // [tokens, 3d] to [tokens/SeqLen, Heads, SeqLen, SeqLen].
-type AttentionProbs struct {
-	base
-	AttentionConfig
+type AttentionProbs struct{ AttentionConfig }
+
+func (AttentionProbs) signature() []int { return []int{2, 4} }
+
+func (op AttentionProbs) sizes(in []tensor.Shape) (kernels.Attention, error) {
+	return op.read(in, "qkv")
 }
 
-// Arity is 1: qkv.
-func (AttentionProbs) Arity() int { return 1 }
-
-// Type is matrix → 4-tensor.
-func (AttentionProbs) Type() hm.Type { return hm.NewFnType(tensorType(2), tensorType(4)) }
-
-// InferShape returns [batch, heads, seq, seq].
-func (op AttentionProbs) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	a, err := inferAttention(op, op.AttentionConfig, inputs, "qkv")
-	if err != nil {
-		return nil, err
-	}
-	return probsShape(a), nil
+func (op AttentionProbs) shape(in []tensor.Shape) (tensor.Shape, error) {
+	return shapeBy(op.sizes, in, probsShape)
 }
 
-// Do computes the probabilities.
-func (op AttentionProbs) Do(values ...gorgonia.Value) (gorgonia.Value, error) {
-	if err := checkArity(op, values, 1); err != nil {
-		return nil, err
-	}
-	a, err := op.fromQKV(values[0].Shape())
-	if err != nil {
-		return nil, fmt.Errorf("%v: %w", op, err)
-	}
-	return byDtype(op, values,
-		func(v []gorgonia.Value) (gorgonia.Value, error) {
-			return attentionDo(probsShape(a), v, func(out []float32, x [][]float32) { kernels.AttentionProbs(out, x[0], a) }), nil
-		},
-		func(v []gorgonia.Value) (gorgonia.Value, error) {
-			return attentionDo(probsShape(a), v, func(out []float64, x [][]float64) { kernels.AttentionProbs(out, x[0], a) }), nil
-		})
+func (op AttentionProbs) host() host {
+	return hostOf(op, attentionProbsHost[float32], attentionProbsHost[float64])
 }
 
-// Launch computes the probabilities.
-func (op AttentionProbs) Launch(k device.Kernels, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error {
-	a, err := op.fromQKV(shapes[0])
-	if err != nil {
-		return err
-	}
-	k.AttentionProbs(out, args[0], a)
-	return nil
+func attentionProbsHost[T kernels.Float](op AttentionProbs, h hostArgs[T]) error {
+	return sized(op.sizes, h.shapes, func(a kernels.Attention) { kernels.AttentionProbs(h.out, h.in[0], a) })
 }
 
-// String names the op with its configuration.
-func (op AttentionProbs) String() string {
-	return fmt.Sprintf("AttentionProbs(%v)", op.AttentionConfig)
+func (op AttentionProbs) launch(d launchArgs) error {
+	return sized(op.sizes, d.shapes, func(a kernels.Attention) { d.k.AttentionProbs(d.out, d.args[0], a) })
 }
 
-// WriteHash writes the op's identity to h.
-func (op AttentionProbs) WriteHash(h hash.Hash) { writeHash(h, op) }
-
-// Hashcode is the op's hash.
-func (op AttentionProbs) Hashcode() uint32 { return hashcode(op) }
-
-// DiffWRT reports that the op is differentiable in qkv.
-func (AttentionProbs) DiffWRT(int) []bool { return []bool{true} }
-
-// SymDiff returns the gradient node for qkv, computed from the
-// probabilities themselves.
-func (op AttentionProbs) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (gorgonia.Nodes, error) {
-	dqkv, err := gorgonia.ApplyOp(AttentionProbsGrad(op), inputs[0], output, grad)
-	if err != nil {
-		return nil, fmt.Errorf("%v gradient: %w", op, err)
-	}
-	return gorgonia.Nodes{dqkv}, nil
+// grads compute qkv's gradient from the probabilities themselves.
+func (op AttentionProbs) grads() []grad {
+	return []grad{gradOf(AttentionProbsGrad(op), 0, yArg, gArg)}
 }
 
 // AttentionProbsGrad is the gradient of AttentionProbs with respect to qkv,
 // given qkv, the probabilities p and their gradient dp: the softmax's
 // backward pass, then the query and key gradients; the value columns are 0.
-type AttentionProbsGrad struct {
-	base
-	AttentionConfig
+type AttentionProbsGrad struct{ AttentionConfig }
+
+func (AttentionProbsGrad) signature() []int { return []int{2, 4, 4, 2} }
+
+func (op AttentionProbsGrad) sizes(in []tensor.Shape) (kernels.Attention, error) {
+	return op.read(in, "qkv", "probs", "probs")
 }
 
-// Arity is 3: qkv, p, dp.
-func (AttentionProbsGrad) Arity() int { return 3 }
-
-// Type is (matrix, 4-tensor, 4-tensor) → matrix.
-func (AttentionProbsGrad) Type() hm.Type {
-	return hm.NewFnType(tensorType(2), tensorType(4), tensorType(4), tensorType(2))
+func (op AttentionProbsGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
+	return shapeBy(op.sizes, in, qkvShape)
 }
 
-// InferShape returns the shape of qkv.
-func (op AttentionProbsGrad) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	a, err := inferAttention(op, op.AttentionConfig, inputs, "qkv", "probs", "probs")
-	if err != nil {
-		return nil, err
-	}
-	return qkvShape(a), nil
+func (op AttentionProbsGrad) host() host {
+	return hostOf(op, attentionProbsGradHost[float32], attentionProbsGradHost[float64])
 }
 
-// Do computes the gradient.
-func (op AttentionProbsGrad) Do(values ...gorgonia.Value) (gorgonia.Value, error) {
-	if err := checkArity(op, values, 3); err != nil {
-		return nil, err
-	}
-	a, err := op.fromQKV(values[0].Shape())
-	if err != nil {
-		return nil, fmt.Errorf("%v: %w", op, err)
-	}
-	return byDtype(op, values,
-		func(v []gorgonia.Value) (gorgonia.Value, error) {
-			return attentionDo(qkvShape(a), v, func(out []float32, x [][]float32) { kernels.AttentionProbsGrad(out, x[0], x[1], x[2], a) }), nil
-		},
-		func(v []gorgonia.Value) (gorgonia.Value, error) {
-			return attentionDo(qkvShape(a), v, func(out []float64, x [][]float64) { kernels.AttentionProbsGrad(out, x[0], x[1], x[2], a) }), nil
-		})
+func attentionProbsGradHost[T kernels.Float](op AttentionProbsGrad, h hostArgs[T]) error {
+	return sized(op.sizes, h.shapes, func(a kernels.Attention) {
+		kernels.AttentionProbsGrad(h.out, h.in[0], h.in[1], h.in[2], a)
+	})
 }
 
-// Launch computes the gradient.
-func (op AttentionProbsGrad) Launch(k device.Kernels, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error {
-	a, err := op.fromQKV(shapes[0])
-	if err != nil {
-		return err
-	}
-	k.AttentionProbsGrad(out, args[0], args[1], args[2], a)
-	return nil
+func (op AttentionProbsGrad) launch(d launchArgs) error {
+	return sized(op.sizes, d.shapes, func(a kernels.Attention) {
+		d.k.AttentionProbsGrad(d.out, d.args[0], d.args[1], d.args[2], a)
+	})
 }
-
-// String names the op with its configuration.
-func (op AttentionProbsGrad) String() string {
-	return fmt.Sprintf("AttentionProbsGrad(%v)", op.AttentionConfig)
-}
-
-// WriteHash writes the op's identity to h.
-func (op AttentionProbsGrad) WriteHash(h hash.Hash) { writeHash(h, op) }
-
-// Hashcode is the op's hash.
-func (op AttentionProbsGrad) Hashcode() uint32 { return hashcode(op) }
 
 // AttentionMix is the attention output: for every sequence and head the
 // probabilities times the values, P·V (with P's entries above the diagonal
 // taken as 0 when Causal), the heads merged into [tokens, d].
-type AttentionMix struct {
-	base
-	AttentionConfig
+type AttentionMix struct{ AttentionConfig }
+
+func (AttentionMix) signature() []int { return []int{4, 2, 2} }
+
+func (op AttentionMix) sizes(in []tensor.Shape) (kernels.Attention, error) {
+	return op.read(in, "probs", "qkv")
 }
 
-// Arity is 2: p, qkv.
-func (AttentionMix) Arity() int { return 2 }
-
-// Type is (4-tensor, matrix) → matrix.
-func (AttentionMix) Type() hm.Type {
-	return hm.NewFnType(tensorType(4), tensorType(2), tensorType(2))
+func (op AttentionMix) shape(in []tensor.Shape) (tensor.Shape, error) {
+	return shapeBy(op.sizes, in, outShape)
 }
 
-// InferShape returns [tokens, d].
-func (op AttentionMix) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	a, err := inferAttention(op, op.AttentionConfig, inputs, "probs", "qkv")
-	if err != nil {
-		return nil, err
-	}
-	return tensor.Shape{a.Batch * a.Seq, a.DModel()}, nil
+func (op AttentionMix) host() host {
+	return hostOf(op, attentionMixHost[float32], attentionMixHost[float64])
 }
 
-// Do computes the output.
-func (op AttentionMix) Do(values ...gorgonia.Value) (gorgonia.Value, error) {
-	if err := checkArity(op, values, 2); err != nil {
-		return nil, err
-	}
-	a, err := op.fromQKV(values[1].Shape())
-	if err != nil {
-		return nil, fmt.Errorf("%v: %w", op, err)
-	}
-	shape := tensor.Shape{a.Batch * a.Seq, a.DModel()}
-	return byDtype(op, values,
-		func(v []gorgonia.Value) (gorgonia.Value, error) {
-			return attentionDo(shape, v, func(out []float32, x [][]float32) { kernels.AttentionMix(out, x[0], x[1], a) }), nil
-		},
-		func(v []gorgonia.Value) (gorgonia.Value, error) {
-			return attentionDo(shape, v, func(out []float64, x [][]float64) { kernels.AttentionMix(out, x[0], x[1], a) }), nil
-		})
+func attentionMixHost[T kernels.Float](op AttentionMix, h hostArgs[T]) error {
+	return sized(op.sizes, h.shapes, func(a kernels.Attention) { kernels.AttentionMix(h.out, h.in[0], h.in[1], a) })
 }
 
-// Launch computes the output.
-func (op AttentionMix) Launch(k device.Kernels, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error {
-	a, err := op.fromQKV(shapes[1])
-	if err != nil {
-		return err
-	}
-	k.AttentionMix(out, args[0], args[1], a)
-	return nil
+func (op AttentionMix) launch(d launchArgs) error {
+	return sized(op.sizes, d.shapes, func(a kernels.Attention) { d.k.AttentionMix(d.out, d.args[0], d.args[1], a) })
 }
 
-// String names the op with its configuration.
-func (op AttentionMix) String() string { return fmt.Sprintf("AttentionMix(%v)", op.AttentionConfig) }
-
-// WriteHash writes the op's identity to h.
-func (op AttentionMix) WriteHash(h hash.Hash) { writeHash(h, op) }
-
-// Hashcode is the op's hash.
-func (op AttentionMix) Hashcode() uint32 { return hashcode(op) }
-
-// DiffWRT reports that the op is differentiable in p and qkv.
-func (AttentionMix) DiffWRT(int) []bool { return []bool{true, true} }
-
-// SymDiff returns the gradient nodes for p and for qkv (whose value columns
-// only are non-zero; gorgonia adds them to the query and key gradients that
-// AttentionProbs gives).
-func (op AttentionMix) SymDiff(inputs gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.Nodes, error) {
-	p, qkv := inputs[0], inputs[1]
-	dp, err := gorgonia.ApplyOp(AttentionMixProbsGrad(op), grad, qkv)
-	if err != nil {
-		return nil, fmt.Errorf("%v probabilities gradient: %w", op, err)
-	}
-	dqkv, err := gorgonia.ApplyOp(AttentionMixValueGrad(op), p, grad)
-	if err != nil {
-		return nil, fmt.Errorf("%v value gradient: %w", op, err)
-	}
-	return gorgonia.Nodes{dp, dqkv}, nil
+// grads give p's gradient and qkv's, whose value columns only are non-zero;
+// gorgonia adds them to the query and key gradients that AttentionProbs
+// gives.
+func (op AttentionMix) grads() []grad {
+	return []grad{gradOf(AttentionMixProbsGrad(op), gArg, 1), gradOf(AttentionMixValueGrad(op), 0, gArg)}
 }
 
 // AttentionMixProbsGrad is the gradient of AttentionMix with respect to the
 // probabilities, given the output gradient g [tokens, d] and qkv: G·Vᵀ per
 // sequence and head, 0 above the diagonal when Causal.
-type AttentionMixProbsGrad struct {
-	base
-	AttentionConfig
+type AttentionMixProbsGrad struct{ AttentionConfig }
+
+func (AttentionMixProbsGrad) signature() []int { return []int{2, 2, 4} }
+
+func (op AttentionMixProbsGrad) sizes(in []tensor.Shape) (kernels.Attention, error) {
+	return op.read(in, "out", "qkv")
 }
 
-// Arity is 2: g, qkv.
-func (AttentionMixProbsGrad) Arity() int { return 2 }
-
-// Type is (matrix, matrix) → 4-tensor.
-func (AttentionMixProbsGrad) Type() hm.Type {
-	return hm.NewFnType(tensorType(2), tensorType(2), tensorType(4))
+func (op AttentionMixProbsGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
+	return shapeBy(op.sizes, in, probsShape)
 }
 
-// InferShape returns [batch, heads, seq, seq].
-func (op AttentionMixProbsGrad) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	a, err := inferAttention(op, op.AttentionConfig, inputs, "out", "qkv")
-	if err != nil {
-		return nil, err
-	}
-	return probsShape(a), nil
+func (op AttentionMixProbsGrad) host() host {
+	return hostOf(op, attentionMixProbsGradHost[float32], attentionMixProbsGradHost[float64])
 }
 
-// Do computes the gradient.
-func (op AttentionMixProbsGrad) Do(values ...gorgonia.Value) (gorgonia.Value, error) {
-	if err := checkArity(op, values, 2); err != nil {
-		return nil, err
-	}
-	a, err := op.fromQKV(values[1].Shape())
-	if err != nil {
-		return nil, fmt.Errorf("%v: %w", op, err)
-	}
-	return byDtype(op, values,
-		func(v []gorgonia.Value) (gorgonia.Value, error) {
-			return attentionDo(probsShape(a), v, func(out []float32, x [][]float32) { kernels.AttentionMixProbsGrad(out, x[0], x[1], a) }), nil
-		},
-		func(v []gorgonia.Value) (gorgonia.Value, error) {
-			return attentionDo(probsShape(a), v, func(out []float64, x [][]float64) { kernels.AttentionMixProbsGrad(out, x[0], x[1], a) }), nil
-		})
+func attentionMixProbsGradHost[T kernels.Float](op AttentionMixProbsGrad, h hostArgs[T]) error {
+	return sized(op.sizes, h.shapes, func(a kernels.Attention) {
+		kernels.AttentionMixProbsGrad(h.out, h.in[0], h.in[1], a)
+	})
 }
 
-// Launch computes the gradient.
-func (op AttentionMixProbsGrad) Launch(k device.Kernels, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error {
-	a, err := op.fromQKV(shapes[1])
-	if err != nil {
-		return err
-	}
-	k.AttentionMixProbsGrad(out, args[0], args[1], a)
-	return nil
+func (op AttentionMixProbsGrad) launch(d launchArgs) error {
+	return sized(op.sizes, d.shapes, func(a kernels.Attention) {
+		d.k.AttentionMixProbsGrad(d.out, d.args[0], d.args[1], a)
+	})
 }
-
-// String names the op with its configuration.
-func (op AttentionMixProbsGrad) String() string {
-	return fmt.Sprintf("AttentionMixProbsGrad(%v)", op.AttentionConfig)
-}
-
-// WriteHash writes the op's identity to h.
-func (op AttentionMixProbsGrad) WriteHash(h hash.Hash) { writeHash(h, op) }
-
-// Hashcode is the op's hash.
-func (op AttentionMixProbsGrad) Hashcode() uint32 { return hashcode(op) }
 
 // AttentionMixValueGrad is the gradient of AttentionMix with respect to
 // qkv, given the probabilities p and the output gradient g: Pᵀ·G per
 // sequence and head in the value columns, 0 in the query and key columns.
-type AttentionMixValueGrad struct {
-	base
-	AttentionConfig
+type AttentionMixValueGrad struct{ AttentionConfig }
+
+func (AttentionMixValueGrad) signature() []int { return []int{4, 2, 2} }
+
+func (op AttentionMixValueGrad) sizes(in []tensor.Shape) (kernels.Attention, error) {
+	return op.read(in, "probs", "out")
 }
 
-// Arity is 2: p, g.
-func (AttentionMixValueGrad) Arity() int { return 2 }
-
-// Type is (4-tensor, matrix) → matrix.
-func (AttentionMixValueGrad) Type() hm.Type {
-	return hm.NewFnType(tensorType(4), tensorType(2), tensorType(2))
+func (op AttentionMixValueGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
+	return shapeBy(op.sizes, in, qkvShape)
 }
 
-// InferShape returns [tokens, 3d].
-func (op AttentionMixValueGrad) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	a, err := inferAttention(op, op.AttentionConfig, inputs, "probs", "out")
-	if err != nil {
-		return nil, err
-	}
-	return qkvShape(a), nil
+func (op AttentionMixValueGrad) host() host {
+	return hostOf(op, attentionMixValueGradHost[float32], attentionMixValueGradHost[float64])
 }
 
-// Do computes the gradient.
-func (op AttentionMixValueGrad) Do(values ...gorgonia.Value) (gorgonia.Value, error) {
-	if err := checkArity(op, values, 2); err != nil {
-		return nil, err
-	}
-	a, err := op.fromOutput(values[1].Shape())
-	if err != nil {
-		return nil, fmt.Errorf("%v: %w", op, err)
-	}
-	return byDtype(op, values,
-		func(v []gorgonia.Value) (gorgonia.Value, error) {
-			return attentionDo(qkvShape(a), v, func(out []float32, x [][]float32) { kernels.AttentionMixValueGrad(out, x[0], x[1], a) }), nil
-		},
-		func(v []gorgonia.Value) (gorgonia.Value, error) {
-			return attentionDo(qkvShape(a), v, func(out []float64, x [][]float64) { kernels.AttentionMixValueGrad(out, x[0], x[1], a) }), nil
-		})
+func attentionMixValueGradHost[T kernels.Float](op AttentionMixValueGrad, h hostArgs[T]) error {
+	return sized(op.sizes, h.shapes, func(a kernels.Attention) { kernels.AttentionMixValueGrad(h.out, h.in[0], h.in[1], a) })
 }
 
-// Launch computes the gradient.
-func (op AttentionMixValueGrad) Launch(k device.Kernels, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error {
-	a, err := op.fromOutput(shapes[1])
-	if err != nil {
-		return err
-	}
-	k.AttentionMixValueGrad(out, args[0], args[1], a)
-	return nil
+func (op AttentionMixValueGrad) launch(d launchArgs) error {
+	return sized(op.sizes, d.shapes, func(a kernels.Attention) { d.k.AttentionMixValueGrad(d.out, d.args[0], d.args[1], a) })
 }
-
-// String names the op with its configuration.
-func (op AttentionMixValueGrad) String() string {
-	return fmt.Sprintf("AttentionMixValueGrad(%v)", op.AttentionConfig)
-}
-
-// WriteHash writes the op's identity to h.
-func (op AttentionMixValueGrad) WriteHash(h hash.Hash) { writeHash(h, op) }
-
-// Hashcode is the op's hash.
-func (op AttentionMixValueGrad) Hashcode() uint32 { return hashcode(op) }

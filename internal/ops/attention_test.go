@@ -1,10 +1,6 @@
 package ops
 
-import (
-	"testing"
-
-	"gorgonia.org/tensor"
-)
+import "gorgonia.org/tensor"
 
 // The attention workload's ops: gradient checks against finite differences
 // and Launch against Do. Integer inputs (token ids, class targets) are
@@ -22,51 +18,41 @@ func ids32() []float32 {
 	return out
 }
 
-func TestAttentionGradients(t *testing.T) {
-	causal := AttentionConfig{Heads: 2, SeqLen: 3, Causal: true}
-	full := AttentionConfig{Heads: 2, SeqLen: 3}
+var (
+	causal = AttentionConfig{Heads: 2, SeqLen: 3, Causal: true}
+	full   = AttentionConfig{Heads: 2, SeqLen: 3}
 	// One head over 130 positions crosses the kernels' 128-row blocks.
-	long := AttentionConfig{Heads: 1, SeqLen: 130, Causal: true}
-	for _, tc := range []struct {
-		gradCase
-		fixed map[int][]float64
-	}{
-		{gradCase{name: "Add", op: Add{}, shapes: []tensor.Shape{{3, 4}, {3, 4}}}, nil},
-		{gradCase{name: "LayerNorm", op: LayerNorm{Eps: DefaultLayerNormEps}, shapes: []tensor.Shape{{4, 6}, {6}, {6}}}, nil},
-		{gradCase{name: "LayerNorm eps 0.5", op: LayerNorm{Eps: 0.5}, shapes: []tensor.Shape{{2, 3}, {3}, {3}}}, nil},
-		{gradCase{name: "Embedding", op: Embedding{}, shapes: []tensor.Shape{{2, 3}, {5, 4}, {3, 4}}}, map[int][]float64{0: ids}},
-		{gradCase{name: "AttentionProbs causal", op: AttentionProbs{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 12}}}, nil},
-		{gradCase{name: "AttentionProbs full", op: AttentionProbs{AttentionConfig: full}, shapes: []tensor.Shape{{6, 12}}}, nil},
-		{gradCase{name: "AttentionProbs 130 positions", op: AttentionProbs{AttentionConfig: long}, shapes: []tensor.Shape{{130, 6}}}, nil},
-		{gradCase{name: "AttentionMix causal", op: AttentionMix{AttentionConfig: causal}, shapes: []tensor.Shape{{2, 2, 3, 3}, {6, 12}}}, nil},
-		{gradCase{name: "AttentionMix full", op: AttentionMix{AttentionConfig: full}, shapes: []tensor.Shape{{2, 2, 3, 3}, {6, 12}}}, nil},
-		{gradCase{name: "AttentionMix 130 positions", op: AttentionMix{AttentionConfig: long}, shapes: []tensor.Shape{{1, 1, 130, 130}, {130, 6}}}, nil},
-		{gradCase{name: "SoftmaxCrossEntropy", op: SoftmaxCrossEntropy{}, shapes: []tensor.Shape{{6, 5}, {2, 3}}}, map[int][]float64{1: ids}},
-	} {
-		t.Run(tc.name, func(t *testing.T) { checkGradientsWith(t, tc.gradCase, tc.fixed) })
-	}
+	long = AttentionConfig{Heads: 1, SeqLen: 130, Causal: true}
+)
+
+// attentionGradCases are the attention workload's forward ops.
+var attentionGradCases = []gradCase{
+	{name: "Add", op: Add{}, shapes: []tensor.Shape{{3, 4}, {3, 4}}},
+	{name: "LayerNorm", op: LayerNorm{Eps: DefaultLayerNormEps}, shapes: []tensor.Shape{{4, 6}, {6}, {6}}},
+	{name: "LayerNorm eps 0.5", op: LayerNorm{Eps: 0.5}, shapes: []tensor.Shape{{2, 3}, {3}, {3}}},
+	{name: "Embedding", op: Embedding{}, shapes: []tensor.Shape{{2, 3}, {5, 4}, {3, 4}}, fixed: map[int][]float64{0: ids}},
+	{name: "AttentionProbs causal", op: AttentionProbs{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 12}}},
+	{name: "AttentionProbs full", op: AttentionProbs{AttentionConfig: full}, shapes: []tensor.Shape{{6, 12}}},
+	{name: "AttentionProbs 130 positions", op: AttentionProbs{AttentionConfig: long}, shapes: []tensor.Shape{{130, 6}}},
+	{name: "AttentionMix causal", op: AttentionMix{AttentionConfig: causal}, shapes: []tensor.Shape{{2, 2, 3, 3}, {6, 12}}},
+	{name: "AttentionMix full", op: AttentionMix{AttentionConfig: full}, shapes: []tensor.Shape{{2, 2, 3, 3}, {6, 12}}},
+	{name: "AttentionMix 130 positions", op: AttentionMix{AttentionConfig: long}, shapes: []tensor.Shape{{1, 1, 130, 130}, {130, 6}}},
+	{name: "SoftmaxCrossEntropy", op: SoftmaxCrossEntropy{}, shapes: []tensor.Shape{{6, 5}, {2, 3}}, fixed: map[int][]float64{1: ids}},
 }
 
-func TestAttentionLaunchMatchesDo(t *testing.T) {
-	c := AttentionConfig{Heads: 2, SeqLen: 3, Causal: true}
-	for _, tc := range []struct {
-		launchCase
-		fixed map[int][]float32
-	}{
-		{launchCase{"Add", Add{}, []tensor.Shape{{3, 4}, {3, 4}}}, nil},
-		{launchCase{"LayerNorm", LayerNorm{Eps: DefaultLayerNormEps}, []tensor.Shape{{4, 6}, {6}, {6}}}, nil},
-		{launchCase{"LayerNormInputGrad", LayerNormInputGrad{Eps: DefaultLayerNormEps}, []tensor.Shape{{4, 6}, {6}, {4, 6}}}, nil},
-		{launchCase{"LayerNormWeightGrad", LayerNormWeightGrad{Eps: DefaultLayerNormEps}, []tensor.Shape{{4, 6}, {4, 6}}}, nil},
-		{launchCase{"Embedding", Embedding{}, []tensor.Shape{{2, 3}, {5, 4}, {3, 4}}}, map[int][]float32{0: ids32()}},
-		{launchCase{"EmbeddingGrad", EmbeddingGrad{Vocab: 5}, []tensor.Shape{{2, 3}, {6, 4}}}, map[int][]float32{0: ids32()}},
-		{launchCase{"AttentionProbs", AttentionProbs{AttentionConfig: c}, []tensor.Shape{{6, 12}}}, nil},
-		{launchCase{"AttentionProbsGrad", AttentionProbsGrad{AttentionConfig: c}, []tensor.Shape{{6, 12}, {2, 2, 3, 3}, {2, 2, 3, 3}}}, nil},
-		{launchCase{"AttentionMix", AttentionMix{AttentionConfig: c}, []tensor.Shape{{2, 2, 3, 3}, {6, 12}}}, nil},
-		{launchCase{"AttentionMixProbsGrad", AttentionMixProbsGrad{AttentionConfig: c}, []tensor.Shape{{6, 4}, {6, 12}}}, nil},
-		{launchCase{"AttentionMixValueGrad", AttentionMixValueGrad{AttentionConfig: c}, []tensor.Shape{{2, 2, 3, 3}, {6, 4}}}, nil},
-		{launchCase{"SoftmaxCrossEntropy", SoftmaxCrossEntropy{}, []tensor.Shape{{6, 5}, {2, 3}}}, map[int][]float32{1: ids32()}},
-		{launchCase{"SoftmaxCrossEntropyGrad", SoftmaxCrossEntropyGrad{}, []tensor.Shape{{6, 5}, {2, 3}, {}}}, map[int][]float32{1: ids32()}},
-	} {
-		t.Run(tc.name, func(t *testing.T) { checkLaunchWith(t, tc.launchCase, tc.fixed) })
-	}
+// attentionLaunchCases are the attention workload's ops.
+var attentionLaunchCases = []launchCase{
+	{name: "Add", op: Add{}, shapes: []tensor.Shape{{3, 4}, {3, 4}}},
+	{name: "LayerNorm", op: LayerNorm{Eps: DefaultLayerNormEps}, shapes: []tensor.Shape{{4, 6}, {6}, {6}}},
+	{name: "LayerNormInputGrad", op: LayerNormInputGrad{Eps: DefaultLayerNormEps}, shapes: []tensor.Shape{{4, 6}, {6}, {4, 6}}},
+	{name: "LayerNormWeightGrad", op: LayerNormWeightGrad{Eps: DefaultLayerNormEps}, shapes: []tensor.Shape{{4, 6}, {4, 6}}},
+	{name: "Embedding", op: Embedding{}, shapes: []tensor.Shape{{2, 3}, {5, 4}, {3, 4}}, fixed: map[int][]float32{0: ids32()}},
+	{name: "EmbeddingGrad", op: EmbeddingGrad{Vocab: 5}, shapes: []tensor.Shape{{2, 3}, {6, 4}}, fixed: map[int][]float32{0: ids32()}},
+	{name: "AttentionProbs", op: AttentionProbs{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 12}}},
+	{name: "AttentionProbsGrad", op: AttentionProbsGrad{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 12}, {2, 2, 3, 3}, {2, 2, 3, 3}}},
+	{name: "AttentionMix", op: AttentionMix{AttentionConfig: causal}, shapes: []tensor.Shape{{2, 2, 3, 3}, {6, 12}}},
+	{name: "AttentionMixProbsGrad", op: AttentionMixProbsGrad{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 4}, {6, 12}}},
+	{name: "AttentionMixValueGrad", op: AttentionMixValueGrad{AttentionConfig: causal}, shapes: []tensor.Shape{{2, 2, 3, 3}, {6, 4}}},
+	{name: "SoftmaxCrossEntropy", op: SoftmaxCrossEntropy{}, shapes: []tensor.Shape{{6, 5}, {2, 3}}, fixed: map[int][]float32{1: ids32()}},
+	{name: "SoftmaxCrossEntropyGrad", op: SoftmaxCrossEntropyGrad{}, shapes: []tensor.Shape{{6, 5}, {2, 3}, {}}, fixed: map[int][]float32{1: ids32()}},
 }

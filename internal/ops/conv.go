@@ -2,13 +2,9 @@ package ops
 
 import (
 	"fmt"
-	"hash"
 
-	"github.com/chewxy/hm"
-	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"gpuz/internal/device"
 	"gpuz/internal/kernels"
 )
 
@@ -16,344 +12,163 @@ import (
 // on every side and a bias: inputs x [batch, in, H, W], W [out, in, k, k]
 // and b [out]; output [batch, out, H+2·Pad−k+1, W+2·Pad−k+1].
 type Conv2d struct {
-	base
 	Pad int
 }
 
-// Arity is 3: x, W, b.
-func (Conv2d) Arity() int { return 3 }
+func (Conv2d) signature() []int { return []int{4, 4, 1, 4} }
 
-// Type is (4-tensor, 4-tensor, vector) → 4-tensor.
-func (Conv2d) Type() hm.Type {
-	return hm.NewFnType(tensorType(4), tensorType(4), tensorType(1), tensorType(4))
-}
-
-// InferShape checks that x, W and b fit together and returns the output's
-// shape.
-func (op Conv2d) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	shapes, err := shapesOf(op, inputs, 3)
+func (op Conv2d) shape(in []tensor.Shape) (tensor.Shape, error) {
+	s, err := op.conv(in)
 	if err != nil {
 		return nil, err
 	}
-	s, err := op.shape(shapes[0], shapes[1])
-	if err != nil {
-		return nil, err
-	}
-	if b := shapes[2]; len(b) != 1 || b[0] != s.OutC {
-		return nil, fmt.Errorf("%v: bias %v does not fit weights %v", op, b, shapes[1])
+	if b := in[2]; len(b) != 1 || b[0] != s.OutC {
+		return nil, fmt.Errorf("bias %v does not fit weights %v", b, in[1])
 	}
 	return tensor.Shape{s.Batch, s.OutC, s.OutH, s.OutW}, nil
 }
 
-// shape returns the convolution of input x by weights w, or why they do not
+// conv returns the convolution of input x by weights W, or why they do not
 // fit.
-func (op Conv2d) shape(x, w tensor.Shape) (kernels.ConvShape, error) {
+func (op Conv2d) conv(in []tensor.Shape) (kernels.ConvShape, error) {
+	x, w := in[0], in[1]
 	if op.Pad < 0 {
-		return kernels.ConvShape{}, fmt.Errorf("%v: negative padding", op)
+		return kernels.ConvShape{}, fmt.Errorf("negative padding")
 	}
 	if len(x) != 4 || len(w) != 4 || w[1] != x[1] || w[2] != w[3] || w[2] <= 0 {
-		return kernels.ConvShape{}, fmt.Errorf("%v: input %v and weights %v do not fit (want [N, C, H, W] and [M, C, k, k])", op, x, w)
+		return kernels.ConvShape{}, fmt.Errorf("input %v and weights %v do not fit (want [N, C, H, W] and [M, C, k, k])", x, w)
 	}
 	k := w[2]
 	s := kernels.ConvShape{Batch: x[0], InC: x[1], InH: x[2], InW: x[3], OutC: w[0],
 		OutH: kernels.ConvOutSize(x[2], k, op.Pad), OutW: kernels.ConvOutSize(x[3], k, op.Pad), Kernel: k, Pad: op.Pad}
 	if s.OutH <= 0 || s.OutW <= 0 {
-		return kernels.ConvShape{}, fmt.Errorf("%v: a %d×%d kernel does not fit the padded %d×%d input", op, k, k, x[2], x[3])
+		return kernels.ConvShape{}, fmt.Errorf("a %d×%d kernel does not fit the padded %d×%d input", k, k, x[2], x[3])
 	}
 	return s, nil
 }
 
-// Do computes the convolution.
-func (op Conv2d) Do(values ...gorgonia.Value) (gorgonia.Value, error) {
-	if err := checkArity(op, values, 3); err != nil {
-		return nil, err
-	}
-	s, err := op.shape(values[0].Shape(), values[1].Shape())
-	if err != nil {
-		return nil, err
-	}
-	return byDtype(op, values,
-		func(v []gorgonia.Value) (gorgonia.Value, error) { return conv2dDo[float32](s, v) },
-		func(v []gorgonia.Value) (gorgonia.Value, error) { return conv2dDo[float64](s, v) })
+func (op Conv2d) host() host { return hostOf(op, conv2dHost[float32], conv2dHost[float64]) }
+
+func conv2dHost[T kernels.Float](op Conv2d, h hostArgs[T]) error {
+	return sized(op.conv, h.shapes, func(s kernels.ConvShape) {
+		kernels.Conv2d(h.out, h.in[0], h.in[1], h.in[2], s)
+	})
 }
 
-func conv2dDo[T kernels.Float](s kernels.ConvShape, v []gorgonia.Value) (gorgonia.Value, error) {
-	y := newTensor[T](s.Batch, s.OutC, s.OutH, s.OutW)
-	kernels.Conv2d(floats[T](y), floats[T](v[0]), floats[T](v[1]), floats[T](v[2]), s)
-	return y, nil
+func (op Conv2d) launch(d launchArgs) error {
+	return sized(op.conv, d.shapes, func(s kernels.ConvShape) {
+		d.k.Conv2d(d.out, d.args[0], d.args[1], d.args[2], s)
+	})
 }
 
-// Launch computes the convolution.
-func (op Conv2d) Launch(k device.Kernels, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error {
-	s, err := op.shape(shapes[0], shapes[1])
-	if err != nil {
-		return err
+func (op Conv2d) grads() []grad {
+	return []grad{
+		gradOf(Conv2dInputGrad(op), gArg, 1),
+		gradOf(Conv2dWeightGrad(op), 0, gArg),
+		gradOf(Conv2dBiasGrad{}, gArg),
 	}
-	k.Conv2d(out, args[0], args[1], args[2], s)
-	return nil
-}
-
-// String names the op with its padding.
-func (op Conv2d) String() string { return fmt.Sprintf("Conv2d(pad=%d)", op.Pad) }
-
-// WriteHash writes the op's identity to h.
-func (op Conv2d) WriteHash(h hash.Hash) { writeHash(h, op) }
-
-// Hashcode is the op's hash.
-func (op Conv2d) Hashcode() uint32 { return hashcode(op) }
-
-// DiffWRT reports that Conv2d is differentiable in all three inputs.
-func (Conv2d) DiffWRT(int) []bool { return []bool{true, true, true} }
-
-// SymDiff returns the gradient nodes for x, W and b given the gradient of
-// the output.
-func (op Conv2d) SymDiff(inputs gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.Nodes, error) {
-	x, w := inputs[0], inputs[1]
-	dx, err := gorgonia.ApplyOp(Conv2dInputGrad{Pad: op.Pad}, grad, w)
-	if err != nil {
-		return nil, fmt.Errorf("%v input gradient: %w", op, err)
-	}
-	dw, err := gorgonia.ApplyOp(Conv2dWeightGrad{Pad: op.Pad}, x, grad)
-	if err != nil {
-		return nil, fmt.Errorf("%v weight gradient: %w", op, err)
-	}
-	db, err := gorgonia.ApplyOp(Conv2dBiasGrad{}, grad)
-	if err != nil {
-		return nil, fmt.Errorf("%v bias gradient: %w", op, err)
-	}
-	return gorgonia.Nodes{dx, dw, db}, nil
 }
 
 // Conv2dInputGrad is the gradient of Conv2d with respect to x, given the
 // output gradient g [batch, out, H', W'] and W [out, in, k, k]: a
 // [batch, in, H'−2·Pad+k−1, W'−2·Pad+k−1] tensor.
 type Conv2dInputGrad struct {
-	base
 	Pad int
 }
 
-// Arity is 2: g, W.
-func (Conv2dInputGrad) Arity() int { return 2 }
+func (Conv2dInputGrad) signature() []int { return []int{4, 4, 4} }
 
-// Type is (4-tensor, 4-tensor) → 4-tensor.
-func (Conv2dInputGrad) Type() hm.Type {
-	return hm.NewFnType(tensorType(4), tensorType(4), tensorType(4))
-}
-
-// shape returns the forward convolution whose output gradient is g.
-func (op Conv2dInputGrad) shape(g, w tensor.Shape) (kernels.ConvShape, error) {
+// conv returns the forward convolution whose output gradient is g.
+func (op Conv2dInputGrad) conv(in []tensor.Shape) (kernels.ConvShape, error) {
+	g, w := in[0], in[1]
 	if len(g) != 4 || len(w) != 4 || g[1] != w[0] || w[2] != w[3] || w[2] <= 0 || op.Pad < 0 {
-		return kernels.ConvShape{}, fmt.Errorf("%v: gradient %v and weights %v do not fit", op, g, w)
+		return kernels.ConvShape{}, fmt.Errorf("gradient %v and weights %v do not fit", g, w)
 	}
 	k := w[2]
 	s := kernels.ConvShape{Batch: g[0], InC: w[1], InH: g[2] - 2*op.Pad + k - 1, InW: g[3] - 2*op.Pad + k - 1,
 		OutC: w[0], OutH: g[2], OutW: g[3], Kernel: k, Pad: op.Pad}
 	if s.InH <= 0 || s.InW <= 0 {
-		return kernels.ConvShape{}, fmt.Errorf("%v: no input fits gradient %v and weights %v", op, g, w)
+		return kernels.ConvShape{}, fmt.Errorf("no input fits gradient %v and weights %v", g, w)
 	}
 	return s, nil
 }
 
-// InferShape returns the input's shape.
-func (op Conv2dInputGrad) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	shapes, err := shapesOf(op, inputs, 2)
-	if err != nil {
-		return nil, err
-	}
-	s, err := op.shape(shapes[0], shapes[1])
-	if err != nil {
-		return nil, err
-	}
-	return tensor.Shape{s.Batch, s.InC, s.InH, s.InW}, nil
+func (op Conv2dInputGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
+	return shapeBy(op.conv, in, func(s kernels.ConvShape) tensor.Shape { return tensor.Shape{s.Batch, s.InC, s.InH, s.InW} })
 }
 
-// Do computes the gradient.
-func (op Conv2dInputGrad) Do(values ...gorgonia.Value) (gorgonia.Value, error) {
-	if err := checkArity(op, values, 2); err != nil {
-		return nil, err
-	}
-	s, err := op.shape(values[0].Shape(), values[1].Shape())
-	if err != nil {
-		return nil, err
-	}
-	return byDtype(op, values,
-		func(v []gorgonia.Value) (gorgonia.Value, error) { return conv2dInputGradDo[float32](s, v) },
-		func(v []gorgonia.Value) (gorgonia.Value, error) { return conv2dInputGradDo[float64](s, v) })
+func (op Conv2dInputGrad) host() host {
+	return hostOf(op, conv2dInputGradHost[float32], conv2dInputGradHost[float64])
 }
 
-func conv2dInputGradDo[T kernels.Float](s kernels.ConvShape, v []gorgonia.Value) (gorgonia.Value, error) {
-	dx := newTensor[T](s.Batch, s.InC, s.InH, s.InW)
-	kernels.Conv2dInputGrad(floats[T](dx), floats[T](v[0]), floats[T](v[1]), s)
-	return dx, nil
+func conv2dInputGradHost[T kernels.Float](op Conv2dInputGrad, h hostArgs[T]) error {
+	return sized(op.conv, h.shapes, func(s kernels.ConvShape) { kernels.Conv2dInputGrad(h.out, h.in[0], h.in[1], s) })
 }
 
-// Launch computes the gradient.
-func (op Conv2dInputGrad) Launch(k device.Kernels, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error {
-	s, err := op.shape(shapes[0], shapes[1])
-	if err != nil {
-		return err
-	}
-	k.Conv2dInputGrad(out, args[0], args[1], s)
-	return nil
+func (op Conv2dInputGrad) launch(d launchArgs) error {
+	return sized(op.conv, d.shapes, func(s kernels.ConvShape) { d.k.Conv2dInputGrad(d.out, d.args[0], d.args[1], s) })
 }
-
-// String names the op with its padding.
-func (op Conv2dInputGrad) String() string { return fmt.Sprintf("Conv2dInputGrad(pad=%d)", op.Pad) }
-
-// WriteHash writes the op's identity to h.
-func (op Conv2dInputGrad) WriteHash(h hash.Hash) { writeHash(h, op) }
-
-// Hashcode is the op's hash.
-func (op Conv2dInputGrad) Hashcode() uint32 { return hashcode(op) }
 
 // Conv2dWeightGrad is the gradient of Conv2d with respect to W, given the
 // input x [batch, in, H, W] and the output gradient g [batch, out, H', W']:
 // an [out, in, k, k] tensor with k = H+2·Pad−H'+1.
 type Conv2dWeightGrad struct {
-	base
 	Pad int
 }
 
-// Arity is 2: x, g.
-func (Conv2dWeightGrad) Arity() int { return 2 }
+func (Conv2dWeightGrad) signature() []int { return []int{4, 4, 4} }
 
-// Type is (4-tensor, 4-tensor) → 4-tensor.
-func (Conv2dWeightGrad) Type() hm.Type {
-	return hm.NewFnType(tensorType(4), tensorType(4), tensorType(4))
-}
-
-// shape returns the forward convolution of input x whose output gradient
-// is g.
-func (op Conv2dWeightGrad) shape(x, g tensor.Shape) (kernels.ConvShape, error) {
+// conv returns the forward convolution of input x whose output gradient is
+// g.
+func (op Conv2dWeightGrad) conv(in []tensor.Shape) (kernels.ConvShape, error) {
+	x, g := in[0], in[1]
 	if len(x) != 4 || len(g) != 4 || x[0] != g[0] || op.Pad < 0 {
-		return kernels.ConvShape{}, fmt.Errorf("%v: input %v and gradient %v do not fit", op, x, g)
+		return kernels.ConvShape{}, fmt.Errorf("input %v and gradient %v do not fit", x, g)
 	}
 	k := x[2] + 2*op.Pad - g[2] + 1
 	if k <= 0 || x[3]+2*op.Pad-g[3]+1 != k {
-		return kernels.ConvShape{}, fmt.Errorf("%v: no square kernel maps input %v to gradient %v", op, x, g)
+		return kernels.ConvShape{}, fmt.Errorf("no square kernel maps input %v to gradient %v", x, g)
 	}
 	return kernels.ConvShape{Batch: x[0], InC: x[1], InH: x[2], InW: x[3], OutC: g[1], OutH: g[2], OutW: g[3],
 		Kernel: k, Pad: op.Pad}, nil
 }
 
-// InferShape returns the weights' shape.
-func (op Conv2dWeightGrad) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	shapes, err := shapesOf(op, inputs, 2)
-	if err != nil {
-		return nil, err
-	}
-	s, err := op.shape(shapes[0], shapes[1])
-	if err != nil {
-		return nil, err
-	}
-	return tensor.Shape{s.OutC, s.InC, s.Kernel, s.Kernel}, nil
+func (op Conv2dWeightGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
+	return shapeBy(op.conv, in, func(s kernels.ConvShape) tensor.Shape { return tensor.Shape{s.OutC, s.InC, s.Kernel, s.Kernel} })
 }
 
-// Do computes the gradient.
-func (op Conv2dWeightGrad) Do(values ...gorgonia.Value) (gorgonia.Value, error) {
-	if err := checkArity(op, values, 2); err != nil {
-		return nil, err
-	}
-	s, err := op.shape(values[0].Shape(), values[1].Shape())
-	if err != nil {
-		return nil, err
-	}
-	return byDtype(op, values,
-		func(v []gorgonia.Value) (gorgonia.Value, error) { return conv2dWeightGradDo[float32](s, v) },
-		func(v []gorgonia.Value) (gorgonia.Value, error) { return conv2dWeightGradDo[float64](s, v) })
+func (op Conv2dWeightGrad) host() host {
+	return hostOf(op, conv2dWeightGradHost[float32], conv2dWeightGradHost[float64])
 }
 
-func conv2dWeightGradDo[T kernels.Float](s kernels.ConvShape, v []gorgonia.Value) (gorgonia.Value, error) {
-	dw := newTensor[T](s.OutC, s.InC, s.Kernel, s.Kernel)
-	kernels.Conv2dWeightGrad(floats[T](dw), floats[T](v[0]), floats[T](v[1]), s)
-	return dw, nil
+func conv2dWeightGradHost[T kernels.Float](op Conv2dWeightGrad, h hostArgs[T]) error {
+	return sized(op.conv, h.shapes, func(s kernels.ConvShape) { kernels.Conv2dWeightGrad(h.out, h.in[0], h.in[1], s) })
 }
 
-// Launch computes the gradient.
-func (op Conv2dWeightGrad) Launch(k device.Kernels, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error {
-	s, err := op.shape(shapes[0], shapes[1])
-	if err != nil {
-		return err
-	}
-	k.Conv2dWeightGrad(out, args[0], args[1], s)
-	return nil
+func (op Conv2dWeightGrad) launch(d launchArgs) error {
+	return sized(op.conv, d.shapes, func(s kernels.ConvShape) { d.k.Conv2dWeightGrad(d.out, d.args[0], d.args[1], s) })
 }
-
-// String names the op with its padding.
-func (op Conv2dWeightGrad) String() string { return fmt.Sprintf("Conv2dWeightGrad(pad=%d)", op.Pad) }
-
-// WriteHash writes the op's identity to h.
-func (op Conv2dWeightGrad) WriteHash(h hash.Hash) { writeHash(h, op) }
-
-// Hashcode is the op's hash.
-func (op Conv2dWeightGrad) Hashcode() uint32 { return hashcode(op) }
 
 // Conv2dBiasGrad is the gradient of Conv2d with respect to b: the output
 // gradient g [batch, out, H', W'] summed over images and positions, [out].
-type Conv2dBiasGrad struct{ base }
+type Conv2dBiasGrad struct{}
 
-// Arity is 1: g.
-func (Conv2dBiasGrad) Arity() int { return 1 }
+func (Conv2dBiasGrad) signature() []int { return []int{4, 1} }
 
-// Type is 4-tensor → vector.
-func (Conv2dBiasGrad) Type() hm.Type { return hm.NewFnType(tensorType(4), tensorType(1)) }
+func (Conv2dBiasGrad) shape(in []tensor.Shape) (tensor.Shape, error) { return biasShape(in[0], 4) }
 
-// shape returns the convolution shape that the kernel needs of g.
-func (op Conv2dBiasGrad) shape(g tensor.Shape) (kernels.ConvShape, error) {
-	if len(g) != 4 {
-		return kernels.ConvShape{}, fmt.Errorf("%v: expected a [N, C, H, W] gradient, got %v", op, g)
-	}
-	return kernels.ConvShape{Batch: g[0], OutC: g[1], OutH: g[2], OutW: g[3]}, nil
+func (op Conv2dBiasGrad) host() host {
+	return hostOf(op, conv2dBiasGradHost[float32], conv2dBiasGradHost[float64])
 }
 
-// InferShape returns [out].
-func (op Conv2dBiasGrad) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	shapes, err := shapesOf(op, inputs, 1)
-	if err != nil {
-		return nil, err
-	}
-	s, err := op.shape(shapes[0])
-	if err != nil {
-		return nil, err
-	}
-	return tensor.Shape{s.OutC}, nil
-}
-
-// Do sums the gradient per channel.
-func (op Conv2dBiasGrad) Do(values ...gorgonia.Value) (gorgonia.Value, error) {
-	if err := checkArity(op, values, 1); err != nil {
-		return nil, err
-	}
-	s, err := op.shape(values[0].Shape())
-	if err != nil {
-		return nil, err
-	}
-	return byDtype(op, values,
-		func(v []gorgonia.Value) (gorgonia.Value, error) { return conv2dBiasGradDo[float32](s, v) },
-		func(v []gorgonia.Value) (gorgonia.Value, error) { return conv2dBiasGradDo[float64](s, v) })
-}
-
-func conv2dBiasGradDo[T kernels.Float](s kernels.ConvShape, v []gorgonia.Value) (gorgonia.Value, error) {
-	db := newTensor[T](s.OutC)
-	kernels.Conv2dBiasGrad(floats[T](db), floats[T](v[0]), s.Batch, s.OutC, s.OutH*s.OutW)
-	return db, nil
-}
-
-// Launch sums the gradient per channel.
-func (op Conv2dBiasGrad) Launch(k device.Kernels, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error {
-	s, err := op.shape(shapes[0])
-	if err != nil {
-		return err
-	}
-	k.Conv2dBiasGrad(out, args[0], s)
+func conv2dBiasGradHost[T kernels.Float](_ Conv2dBiasGrad, h hostArgs[T]) error {
+	g := h.shapes[0]
+	kernels.Conv2dBiasGrad(h.out, h.in[0], g[0], g[1], g[2]*g[3])
 	return nil
 }
 
-// String names the op.
-func (Conv2dBiasGrad) String() string { return "Conv2dBiasGrad" }
-
-// WriteHash writes the op's identity to h.
-func (op Conv2dBiasGrad) WriteHash(h hash.Hash) { writeHash(h, op) }
-
-// Hashcode is the op's hash.
-func (op Conv2dBiasGrad) Hashcode() uint32 { return hashcode(op) }
+func (Conv2dBiasGrad) launch(d launchArgs) error {
+	g := d.shapes[0]
+	d.k.Conv2dBiasGrad(d.out, d.args[0], kernels.ConvShape{Batch: g[0], OutC: g[1], OutH: g[2], OutW: g[3]})
+	return nil
+}

@@ -7,46 +7,36 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// TestConv2dGradients checks Conv2d's three gradients against finite
+// conv2dGradCases check Conv2d's three gradients against finite
 // differences: paddings 0, 1 and 2 (one wider than a 3×3 kernel's reach),
 // several channel counts, non-square images, one and two images.
-func TestConv2dGradients(t *testing.T) {
-	for _, tc := range []gradCase{
-		{name: "Conv2d pad 0", op: Conv2d{Pad: 0}, shapes: []tensor.Shape{{2, 3, 5, 4}, {2, 3, 3, 3}, {2}}},
-		{name: "Conv2d pad 1", op: Conv2d{Pad: 1}, shapes: []tensor.Shape{{1, 2, 4, 6}, {4, 2, 3, 3}, {4}}},
-		{name: "Conv2d pad 2 k5", op: Conv2d{Pad: 2}, shapes: []tensor.Shape{{2, 2, 5, 3}, {3, 2, 5, 5}, {3}}},
-		{name: "Conv2d pad 2 k3", op: Conv2d{Pad: 2}, shapes: []tensor.Shape{{1, 1, 3, 4}, {2, 1, 3, 3}, {2}}},
-		{name: "Conv2d 1x1", op: Conv2d{Pad: 0}, shapes: []tensor.Shape{{2, 4, 3, 2}, {3, 4, 1, 1}, {3}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) { checkGradients(t, tc) })
-	}
+var conv2dGradCases = []gradCase{
+	{name: "Conv2d pad 0", op: Conv2d{Pad: 0}, shapes: []tensor.Shape{{2, 3, 5, 4}, {2, 3, 3, 3}, {2}}},
+	{name: "Conv2d pad 1", op: Conv2d{Pad: 1}, shapes: []tensor.Shape{{1, 2, 4, 6}, {4, 2, 3, 3}, {4}}},
+	{name: "Conv2d pad 2 k5", op: Conv2d{Pad: 2}, shapes: []tensor.Shape{{2, 2, 5, 3}, {3, 2, 5, 5}, {3}}},
+	{name: "Conv2d pad 2 k3", op: Conv2d{Pad: 2}, shapes: []tensor.Shape{{1, 1, 3, 4}, {2, 1, 3, 3}, {2}}},
+	{name: "Conv2d 1x1", op: Conv2d{Pad: 0}, shapes: []tensor.Shape{{2, 4, 3, 2}, {3, 4, 1, 1}, {3}}},
 }
 
-// TestConv2dLaunch checks that Launch and Do agree bit for bit for the
+// conv2dLaunchCases check that Launch and Do agree bit for bit for the
 // convolution and its gradient ops, at sizes that take the direct kernels'
 // full 64-column blocks, their masked tails and several channel blocks.
-func TestConv2dLaunch(t *testing.T) {
-	for _, tc := range []launchCase{
-		{"Conv2d", Conv2d{Pad: 2}, []tensor.Shape{{2, 3, 7, 70}, {8, 3, 5, 5}, {8}}},
-		{"Conv2d pad 0", Conv2d{Pad: 0}, []tensor.Shape{{1, 2, 5, 6}, {3, 2, 3, 3}, {3}}},
-		{"Conv2dInputGrad", Conv2dInputGrad{Pad: 2}, []tensor.Shape{{2, 8, 7, 70}, {8, 3, 5, 5}}},
-		{"Conv2dInputGrad pad 1", Conv2dInputGrad{Pad: 1}, []tensor.Shape{{1, 3, 4, 4}, {3, 2, 3, 3}}},
-		{"Conv2dWeightGrad", Conv2dWeightGrad{Pad: 2}, []tensor.Shape{{2, 3, 7, 70}, {2, 8, 7, 70}}},
-		{"Conv2dWeightGrad pad 0", Conv2dWeightGrad{Pad: 0}, []tensor.Shape{{1, 2, 5, 6}, {1, 3, 3, 4}}},
-		{"Conv2dBiasGrad", Conv2dBiasGrad{}, []tensor.Shape{{2, 8, 7, 70}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) { checkLaunch(t, tc) })
-	}
+var conv2dLaunchCases = []launchCase{
+	{name: "Conv2d", op: Conv2d{Pad: 2}, shapes: []tensor.Shape{{2, 3, 7, 70}, {8, 3, 5, 5}, {8}}},
+	{name: "Conv2d pad 0", op: Conv2d{Pad: 0}, shapes: []tensor.Shape{{1, 2, 5, 6}, {3, 2, 3, 3}, {3}}},
+	{name: "Conv2dInputGrad", op: Conv2dInputGrad{Pad: 2}, shapes: []tensor.Shape{{2, 8, 7, 70}, {8, 3, 5, 5}}},
+	{name: "Conv2dInputGrad pad 1", op: Conv2dInputGrad{Pad: 1}, shapes: []tensor.Shape{{1, 3, 4, 4}, {3, 2, 3, 3}}},
+	{name: "Conv2dWeightGrad", op: Conv2dWeightGrad{Pad: 2}, shapes: []tensor.Shape{{2, 3, 7, 70}, {2, 8, 7, 70}}},
+	{name: "Conv2dWeightGrad pad 0", op: Conv2dWeightGrad{Pad: 0}, shapes: []tensor.Shape{{1, 2, 5, 6}, {1, 3, 3, 4}}},
+	{name: "Conv2dBiasGrad", op: Conv2dBiasGrad{}, shapes: []tensor.Shape{{2, 8, 7, 70}}},
 }
 
 // TestConv2dShapes checks the shapes the ops infer and the inputs they
 // refuse.
 func TestConv2dShapes(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		op   interface {
-			InferShape(...gorgonia.DimSizer) (tensor.Shape, error)
-		}
+		name   string
+		op     Spec
 		inputs []tensor.Shape
 		want   tensor.Shape // nil: an error is expected
 	}{
@@ -69,7 +59,7 @@ func TestConv2dShapes(t *testing.T) {
 			for i, s := range tc.inputs {
 				in[i] = s
 			}
-			got, err := tc.op.InferShape(in...)
+			got, err := New(tc.op).InferShape(in...)
 			switch {
 			case tc.want == nil && err == nil:
 				t.Errorf("inferred %v, want an error", got)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gorgonia.org/gorgonia"
@@ -20,25 +21,35 @@ const (
 	gradTolerance = 1e-6
 )
 
-// gradCase is one op with the shapes of its inputs.
+// gradCase is one forward op with the shapes of its inputs.
 type gradCase struct {
 	name   string
-	op     gorgonia.SDOp
+	op     Spec
 	shapes []tensor.Shape
 	// awayFromZero keeps random inputs at least 1e-3 from 0, where an
 	// activation has a kink that finite differences cannot cross.
 	awayFromZero bool
+	// fixed gives the inputs whose index is in it those values instead of
+	// random ones: data such as integer ids, in which the op is not
+	// differentiable.
+	fixed map[int][]float64
 }
 
+// gradCases are the dense workload's forward ops; conv_test.go and
+// attention_test.go have the others'.
+var gradCases = []gradCase{
+	{name: "Linear", op: Linear{}, shapes: []tensor.Shape{{3, 4}, {5, 4}, {5}}},
+	{name: "Linear batch 1", op: Linear{}, shapes: []tensor.Shape{{1, 2}, {3, 2}, {3}}},
+	{name: "LeakyReLU", op: LeakyReLU{Slope: DefaultLeakySlope}, shapes: []tensor.Shape{{4, 6}}, awayFromZero: true},
+	{name: "LeakyReLU slope 0.2 vector", op: LeakyReLU{Slope: 0.2}, shapes: []tensor.Shape{{17}}, awayFromZero: true},
+	{name: "MSE", op: MSE{Dims: 2}, shapes: []tensor.Shape{{3, 5}, {3, 5}}},
+	{name: "Mean", op: Mean{Dims: 3}, shapes: []tensor.Shape{{2, 3, 4}}},
+}
+
+// TestGradients checks every forward op's gradients against finite
+// differences.
 func TestGradients(t *testing.T) {
-	for _, tc := range []gradCase{
-		{"Linear", Linear{}, []tensor.Shape{{3, 4}, {5, 4}, {5}}, false},
-		{"Linear batch 1", Linear{}, []tensor.Shape{{1, 2}, {3, 2}, {3}}, false},
-		{"LeakyReLU", LeakyReLU{Slope: DefaultLeakySlope}, []tensor.Shape{{4, 6}}, true},
-		{"LeakyReLU slope 0.2 vector", LeakyReLU{Slope: 0.2}, []tensor.Shape{{17}}, true},
-		{"MSE", MSE{Dims: 2}, []tensor.Shape{{3, 5}, {3, 5}}, false},
-		{"Mean", Mean{Dims: 3}, []tensor.Shape{{2, 3, 4}}, false},
-	} {
+	for _, tc := range slices.Concat(gradCases, conv2dGradCases, attentionGradCases) {
 		t.Run(tc.name, func(t *testing.T) { checkGradients(t, tc) })
 	}
 }
@@ -48,14 +59,10 @@ func TestGradients(t *testing.T) {
 // differences of L = Σ r ⊙ op(inputs) for a random cotangent r.
 func checkGradients(t *testing.T, tc gradCase) {
 	t.Helper()
-	checkGradientsWith(t, tc, nil)
-}
-
-// checkGradientsWith is checkGradients with the inputs whose index is in
-// fixed given those values instead of random ones: data such as integer
-// ids, in which the op is not differentiable.
-func checkGradientsWith(t *testing.T, tc gradCase, fixed map[int][]float64) {
-	t.Helper()
+	op, ok := New(tc.op).(gorgonia.SDOp)
+	if !ok {
+		t.Fatalf("%v is not differentiable", tc.op)
+	}
 	rng := rand.New(rand.NewPCG(7, uint64(len(tc.name))))
 	random := func(shape tensor.Shape) *tensor.Dense {
 		data := make([]float64, shape.TotalSize())
@@ -77,12 +84,12 @@ func checkGradientsWith(t *testing.T, tc gradCase, fixed map[int][]float64) {
 	values := make([]*tensor.Dense, len(tc.shapes))
 	for i, s := range tc.shapes {
 		values[i] = random(s)
-		if v, ok := fixed[i]; ok {
+		if v, ok := tc.fixed[i]; ok {
 			values[i] = tensor.New(tensor.WithBacking(append([]float64(nil), v...)), tensor.WithShape(s...))
 		}
 		inputs[i] = gorgonia.NewTensor(g, tensor.Float64, len(s), gorgonia.WithShape(s...), gorgonia.WithValue(values[i]), gorgonia.WithName(fmt.Sprint("input", i)))
 	}
-	y, err := gorgonia.ApplyOp(tc.op, inputs...)
+	y, err := gorgonia.ApplyOp(op, inputs...)
 	if err != nil {
 		t.Fatalf("ApplyOp: %v", err)
 	}
@@ -95,11 +102,11 @@ func checkGradientsWith(t *testing.T, tc gradCase, fixed map[int][]float64) {
 		rValue = random(y.Shape())
 		r = gorgonia.NewTensor(g, tensor.Float64, y.Dims(), gorgonia.WithShape(y.Shape()...), gorgonia.WithValue(rValue), gorgonia.WithName("cotangent"))
 	}
-	grads, err := tc.op.SymDiff(inputs, y, r)
+	grads, err := op.SymDiff(inputs, y, r)
 	if err != nil {
 		t.Fatalf("SymDiff: %v", err)
 	}
-	diffable := tc.op.DiffWRT(len(inputs))
+	diffable := op.DiffWRT(len(inputs))
 	analytic := make([]gorgonia.Value, len(grads))
 	for i, gn := range grads {
 		if diffable[i] {
@@ -117,7 +124,7 @@ func checkGradientsWith(t *testing.T, tc gradCase, fixed map[int][]float64) {
 		for i, v := range values {
 			args[i] = v
 		}
-		out, err := tc.op.Do(args...)
+		out, err := op.Do(args...)
 		if err != nil {
 			t.Fatalf("Do: %v", err)
 		}
@@ -132,6 +139,9 @@ func checkGradientsWith(t *testing.T, tc gradCase, fixed map[int][]float64) {
 		}
 		got := analytic[i].Data().([]float64)
 		data := v.Data().([]float64)
+		if len(got) != len(data) {
+			t.Fatalf("input %d: gradient of %d elements, want %d", i, len(got), len(data))
+		}
 		worst, scale := 0.0, 0.0
 		for j := range data {
 			orig := data[j]

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gorgonia.org/gorgonia"
@@ -13,30 +14,38 @@ import (
 // launchCase is an op and the shapes of its float32 inputs.
 type launchCase struct {
 	name   string
-	op     gorgonia.Op
+	op     Spec
 	shapes []tensor.Shape
+	// fixed gives the inputs whose index is in it those values instead of
+	// random ones, such as integer ids.
+	fixed map[int][]float32
 }
 
-// launchCases covers every op the engine launches. Scalars are given the
-// empty shape.
+// deviceOp is what package engine calls on an op.
+type deviceOp interface {
+	Launch(k device.Kernels, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error
+}
+
+// launchCases are the dense workload's ops; conv_test.go and
+// attention_test.go have the others'. Scalars are given the empty shape.
 var launchCases = []launchCase{
-	{"Linear", Linear{}, []tensor.Shape{{3, 4}, {5, 4}, {5}}},
-	{"LinearInputGrad", LinearInputGrad{}, []tensor.Shape{{3, 5}, {5, 4}}},
-	{"LinearWeightGrad", LinearWeightGrad{}, []tensor.Shape{{3, 5}, {3, 4}}},
-	{"LinearBiasGrad", LinearBiasGrad{}, []tensor.Shape{{3, 5}}},
-	{"LeakyReLU", LeakyReLU{Slope: 0.01}, []tensor.Shape{{4, 6}}},
-	{"LeakyReLUGrad", LeakyReLUGrad{Slope: 0.01}, []tensor.Shape{{4, 6}, {4, 6}}},
-	{"MSE", MSE{Dims: 2}, []tensor.Shape{{3, 5}, {3, 5}}},
-	{"MSEGrad", MSEGrad{Dims: 2}, []tensor.Shape{{3, 5}, {3, 5}, {}}},
-	{"Mean", Mean{Dims: 2}, []tensor.Shape{{3, 5}}},
-	{"MeanGrad", MeanGrad{Dims: 2}, []tensor.Shape{{3, 5}, {}}},
+	{name: "Linear", op: Linear{}, shapes: []tensor.Shape{{3, 4}, {5, 4}, {5}}},
+	{name: "LinearInputGrad", op: LinearInputGrad{}, shapes: []tensor.Shape{{3, 5}, {5, 4}}},
+	{name: "LinearWeightGrad", op: LinearWeightGrad{}, shapes: []tensor.Shape{{3, 5}, {3, 4}}},
+	{name: "LinearBiasGrad", op: LinearBiasGrad{}, shapes: []tensor.Shape{{3, 5}}},
+	{name: "LeakyReLU", op: LeakyReLU{Slope: 0.01}, shapes: []tensor.Shape{{4, 6}}},
+	{name: "LeakyReLUGrad", op: LeakyReLUGrad{Slope: 0.01}, shapes: []tensor.Shape{{4, 6}, {4, 6}}},
+	{name: "MSE", op: MSE{Dims: 2}, shapes: []tensor.Shape{{3, 5}, {3, 5}}},
+	{name: "MSEGrad", op: MSEGrad{Dims: 2}, shapes: []tensor.Shape{{3, 5}, {3, 5}, {}}},
+	{name: "Mean", op: Mean{Dims: 2}, shapes: []tensor.Shape{{3, 5}}},
+	{name: "MeanGrad", op: MeanGrad{Dims: 2}, shapes: []tensor.Shape{{3, 5}, {}}},
 }
 
 // TestLaunchMatchesDo runs every op both ways on the host, through Do (what
 // the TapeMachine and the gradient checks use) and through Launch (what the
 // engine uses): the results must be identical.
 func TestLaunchMatchesDo(t *testing.T) {
-	for _, tc := range launchCases {
+	for _, tc := range slices.Concat(launchCases, conv2dLaunchCases, attentionLaunchCases) {
 		t.Run(tc.name, func(t *testing.T) { checkLaunch(t, tc) })
 	}
 }
@@ -45,13 +54,7 @@ func TestLaunchMatchesDo(t *testing.T) {
 // random float32 inputs and fails unless the results are identical.
 func checkLaunch(t *testing.T, tc launchCase) {
 	t.Helper()
-	checkLaunchWith(t, tc, nil)
-}
-
-// checkLaunchWith is checkLaunch with the inputs whose index is in fixed
-// given those values instead of random ones, such as integer ids.
-func checkLaunchWith(t *testing.T, tc launchCase, fixed map[int][]float32) {
-	t.Helper()
+	op := New(tc.op)
 	host := device.NewHost()
 	rng := rand.New(rand.NewPCG(11, uint64(len(tc.name))))
 	values := make([]gorgonia.Value, len(tc.shapes))
@@ -61,7 +64,7 @@ func checkLaunchWith(t *testing.T, tc launchCase, fixed map[int][]float32) {
 		for j := range data {
 			data[j] = rng.Float32()*2 - 1
 		}
-		if v, ok := fixed[i]; ok {
+		if v, ok := tc.fixed[i]; ok {
 			data = append([]float32(nil), v...)
 		}
 		if len(s) == 0 {
@@ -72,7 +75,7 @@ func checkLaunchWith(t *testing.T, tc launchCase, fixed map[int][]float32) {
 		buffers[i], _ = host.Alloc(len(data))
 		host.Upload(buffers[i], data)
 	}
-	want, err := tc.op.Do(values...)
+	want, err := op.Do(values...)
 	if err != nil {
 		t.Fatalf("Do: %v", err)
 	}
@@ -84,7 +87,7 @@ func checkLaunchWith(t *testing.T, tc launchCase, fixed map[int][]float32) {
 		wantData = d
 	}
 	out, _ := host.Alloc(len(wantData))
-	if err := tc.op.(Launcher).Launch(host.Kernels(), out, buffers, tc.shapes); err != nil {
+	if err := op.(deviceOp).Launch(host.Kernels(), out, buffers, tc.shapes); err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
 	got := device.Floats(out)

@@ -2,10 +2,7 @@ package ops
 
 import (
 	"fmt"
-	"hash"
 
-	"github.com/chewxy/hm"
-	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
 	"gpuz/internal/kernels"
@@ -13,43 +10,24 @@ import (
 
 // Linear is the affine layer y = x·Wᵀ + b of PyTorch's nn.Linear: inputs x
 // [batch, in], W [out, in] and b [out]; output [batch, out].
-type Linear struct{ base }
+type Linear struct{}
 
-// Arity is 3: x, W, b.
-func (Linear) Arity() int { return 3 }
+func (Linear) signature() []int { return []int{2, 2, 1, 2} }
 
-// Type is (matrix, matrix, vector) → matrix.
-func (Linear) Type() hm.Type {
-	return hm.NewFnType(tensorType(2), tensorType(2), tensorType(1), tensorType(2))
-}
-
-// InferShape checks that x, W and b fit together and returns [batch, out].
-func (op Linear) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	shapes, err := shapesOf(op, inputs, 3)
-	if err != nil {
-		return nil, err
-	}
-	x, w, b := shapes[0], shapes[1], shapes[2]
+func (Linear) shape(in []tensor.Shape) (tensor.Shape, error) {
+	x, w, b := in[0], in[1], in[2]
 	if len(x) != 2 || len(w) != 2 || len(b) != 1 || x[1] != w[1] || b[0] != w[0] {
-		return nil, fmt.Errorf("%v: shapes x %v, W %v, b %v do not fit", op, x, w, b)
+		return nil, fmt.Errorf("shapes x %v, W %v, b %v do not fit", x, w, b)
 	}
 	return tensor.Shape{x[0], w[0]}, nil
 }
 
-// Do computes x·Wᵀ + b.
-func (op Linear) Do(values ...gorgonia.Value) (gorgonia.Value, error) {
-	if err := checkArity(op, values, 3); err != nil {
-		return nil, err
-	}
-	return byDtype(op, values, linearDo[float32], linearDo[float64])
-}
+func (op Linear) host() host { return hostOf(op, linearHost[float32], linearHost[float64]) }
 
-func linearDo[T kernels.Float](v []gorgonia.Value) (gorgonia.Value, error) {
-	batch, in := v[0].Shape()[0], v[0].Shape()[1]
-	out := v[1].Shape()[0]
-	y := newTensor[T](batch, out)
-	LinearForward(floats[T](y), floats[T](v[0]), floats[T](v[1]), floats[T](v[2]), batch, in, out)
-	return y, nil
+func linearHost[T kernels.Float](_ Linear, h hostArgs[T]) error {
+	x, w := h.shapes[0], h.shapes[1]
+	LinearForward(h.out, h.in[0], h.in[1], h.in[2], x[0], x[1], w[0])
+	return nil
 }
 
 // LinearForward computes y = x·Wᵀ + b on host slices; x is [batch, in],
@@ -59,181 +37,118 @@ func LinearForward[T kernels.Float](y, x, w, b []T, batch, in, out int) {
 	kernels.AddRowVector(y, b)
 }
 
-// String names the op.
-func (Linear) String() string { return "Linear" }
+func (Linear) launch(d launchArgs) error {
+	x, w := d.shapes[0], d.shapes[1]
+	d.k.Gemm(false, true, x[0], w[0], x[1], d.args[0], d.args[1], d.out)
+	d.k.AddRowVector(d.out, d.args[2])
+	return nil
+}
 
-// WriteHash writes the op's identity to h.
-func (op Linear) WriteHash(h hash.Hash) { writeHash(h, op) }
-
-// Hashcode is the op's hash.
-func (op Linear) Hashcode() uint32 { return hashcode(op) }
-
-// DiffWRT reports that Linear is differentiable in all three inputs.
-func (Linear) DiffWRT(int) []bool { return []bool{true, true, true} }
-
-// SymDiff returns the gradient nodes for x, W and b given the gradient of y.
-func (Linear) SymDiff(inputs gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.Nodes, error) {
-	x, w := inputs[0], inputs[1]
-	dx, err := gorgonia.ApplyOp(LinearInputGrad{}, grad, w)
-	if err != nil {
-		return nil, fmt.Errorf("Linear input gradient: %w", err)
-	}
-	dw, err := gorgonia.ApplyOp(LinearWeightGrad{}, grad, x)
-	if err != nil {
-		return nil, fmt.Errorf("Linear weight gradient: %w", err)
-	}
-	db, err := gorgonia.ApplyOp(LinearBiasGrad{}, grad)
-	if err != nil {
-		return nil, fmt.Errorf("Linear bias gradient: %w", err)
-	}
-	return gorgonia.Nodes{dx, dw, db}, nil
+func (Linear) grads() []grad {
+	return []grad{gradOf(LinearInputGrad{}, gArg, 1), gradOf(LinearWeightGrad{}, gArg, 0), gradOf(LinearBiasGrad{}, gArg)}
 }
 
 // LinearInputGrad is the gradient of Linear with respect to x: given the
 // output gradient g [batch, out] and W [out, in], dx = g·W [batch, in].
-type LinearInputGrad struct{ base }
-
-// Arity is 2: g, W.
-func (LinearInputGrad) Arity() int { return 2 }
-
-// Type is (matrix, matrix) → matrix.
-func (LinearInputGrad) Type() hm.Type {
-	return hm.NewFnType(tensorType(2), tensorType(2), tensorType(2))
-}
-
-// InferShape returns [batch, in].
-func (op LinearInputGrad) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	return matmulShape(op, inputs, false)
-}
-
-// Do computes g·W.
-func (op LinearInputGrad) Do(values ...gorgonia.Value) (gorgonia.Value, error) {
-	if err := checkArity(op, values, 2); err != nil {
-		return nil, err
-	}
-	return byDtype(op, values, linearInputGradDo[float32], linearInputGradDo[float64])
-}
-
-func linearInputGradDo[T kernels.Float](v []gorgonia.Value) (gorgonia.Value, error) {
-	batch, out := v[0].Shape()[0], v[0].Shape()[1]
-	in := v[1].Shape()[1]
-	dx := newTensor[T](batch, in)
-	kernels.Gemm(false, false, batch, in, out, 1, floats[T](v[0]), floats[T](v[1]), 0, floats[T](dx))
-	return dx, nil
-}
-
-// String names the op.
-func (LinearInputGrad) String() string { return "LinearInputGrad" }
-
-// WriteHash writes the op's identity to h.
-func (op LinearInputGrad) WriteHash(h hash.Hash) { writeHash(h, op) }
-
-// Hashcode is the op's hash.
-func (op LinearInputGrad) Hashcode() uint32 { return hashcode(op) }
+type LinearInputGrad struct{}
 
 // LinearWeightGrad is the gradient of Linear with respect to W: given the
 // output gradient g [batch, out] and x [batch, in], dW = gᵀ·x [out, in].
-type LinearWeightGrad struct{ base }
+type LinearWeightGrad struct{}
 
-// Arity is 2: g, x.
-func (LinearWeightGrad) Arity() int { return 2 }
+func (LinearInputGrad) signature() []int  { return []int{2, 2, 2} }
+func (LinearWeightGrad) signature() []int { return []int{2, 2, 2} }
+func (LinearInputGrad) transposed() bool  { return false }
+func (LinearWeightGrad) transposed() bool { return true }
 
-// Type is (matrix, matrix) → matrix.
-func (LinearWeightGrad) Type() hm.Type {
-	return hm.NewFnType(tensorType(2), tensorType(2), tensorType(2))
+func (op LinearInputGrad) shape(in []tensor.Shape) (tensor.Shape, error)  { return gemmShape(op, in) }
+func (op LinearWeightGrad) shape(in []tensor.Shape) (tensor.Shape, error) { return gemmShape(op, in) }
+func (op LinearInputGrad) launch(d launchArgs) error                      { return gemmLaunch(op, d) }
+func (op LinearWeightGrad) launch(d launchArgs) error                     { return gemmLaunch(op, d) }
+
+func (op LinearInputGrad) host() host {
+	return hostOf(op, gemmHost[float32, LinearInputGrad], gemmHost[float64, LinearInputGrad])
 }
 
-// InferShape returns [out, in].
-func (op LinearWeightGrad) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	return matmulShape(op, inputs, true)
+func (op LinearWeightGrad) host() host {
+	return hostOf(op, gemmHost[float32, LinearWeightGrad], gemmHost[float64, LinearWeightGrad])
 }
 
-// Do computes gᵀ·x.
-func (op LinearWeightGrad) Do(values ...gorgonia.Value) (gorgonia.Value, error) {
-	if err := checkArity(op, values, 2); err != nil {
-		return nil, err
-	}
-	return byDtype(op, values, linearWeightGradDo[float32], linearWeightGradDo[float64])
+// gemmSpec is LinearInputGrad or LinearWeightGrad: the product g·W of the
+// output gradient and the weights, or, transposed, gᵀ·x of the output
+// gradient and the input.
+type gemmSpec interface {
+	Spec
+	transposed() bool
 }
 
-func linearWeightGradDo[T kernels.Float](v []gorgonia.Value) (gorgonia.Value, error) {
-	batch, out := v[0].Shape()[0], v[0].Shape()[1]
-	in := v[1].Shape()[1]
-	dw := newTensor[T](out, in)
-	kernels.Gemm(true, false, out, in, batch, 1, floats[T](v[0]), floats[T](v[1]), 0, floats[T](dw))
-	return dw, nil
-}
+// gemm is the sizes of a gemmSpec's product, m×k by k×n.
+type gemm struct{ m, n, k int }
 
-// String names the op.
-func (LinearWeightGrad) String() string { return "LinearWeightGrad" }
-
-// WriteHash writes the op's identity to h.
-func (op LinearWeightGrad) WriteHash(h hash.Hash) { writeHash(h, op) }
-
-// Hashcode is the op's hash.
-func (op LinearWeightGrad) Hashcode() uint32 { return hashcode(op) }
-
-// matmulShape infers the shape of g·W (transposeG false) or gᵀ·x
-// (transposeG true) for the two matrix inputs of a Linear gradient op.
-func matmulShape(op fmt.Stringer, inputs []gorgonia.DimSizer, transposeG bool) (tensor.Shape, error) {
-	shapes, err := shapesOf(op, inputs, 2)
-	if err != nil {
-		return nil, err
-	}
-	g, other := shapes[0], shapes[1]
-	if len(g) != 2 || len(other) != 2 {
-		return nil, fmt.Errorf("%v: expected matrices, got %v and %v", op, g, other)
-	}
-	if transposeG {
-		if g[0] != other[0] {
-			return nil, fmt.Errorf("%v: batch sizes %v and %v differ", op, g, other)
+// gemmOf reads the sizes of op's product off the shapes of its inputs.
+func gemmOf(op gemmSpec) func([]tensor.Shape) (gemm, error) {
+	return func(in []tensor.Shape) (gemm, error) {
+		g, other := in[0], in[1]
+		switch {
+		case len(g) != 2 || len(other) != 2:
+			return gemm{}, fmt.Errorf("expected matrices, got %v and %v", g, other)
+		case op.transposed() && g[0] != other[0]:
+			return gemm{}, fmt.Errorf("batch sizes %v and %v differ", g, other)
+		case op.transposed():
+			return gemm{m: g[1], n: other[1], k: g[0]}, nil
+		case g[1] != other[0]:
+			return gemm{}, fmt.Errorf("shapes %v and %v do not fit", g, other)
 		}
-		return tensor.Shape{g[1], other[1]}, nil
+		return gemm{m: g[0], n: other[1], k: g[1]}, nil
 	}
-	if g[1] != other[0] {
-		return nil, fmt.Errorf("%v: shapes %v and %v do not fit", op, g, other)
-	}
-	return tensor.Shape{g[0], other[1]}, nil
+}
+
+// gemmShape is a gemmSpec's shape rule: [m, n].
+func gemmShape(op gemmSpec, in []tensor.Shape) (tensor.Shape, error) {
+	return shapeBy(gemmOf(op), in, func(p gemm) tensor.Shape { return tensor.Shape{p.m, p.n} })
+}
+
+// gemmHost is a gemmSpec's host math.
+func gemmHost[T kernels.Float, S gemmSpec](op S, h hostArgs[T]) error {
+	return sized(gemmOf(op), h.shapes, func(p gemm) {
+		kernels.Gemm(op.transposed(), false, p.m, p.n, p.k, 1, h.in[0], h.in[1], 0, h.out)
+	})
+}
+
+// gemmLaunch is a gemmSpec's launch.
+func gemmLaunch(op gemmSpec, d launchArgs) error {
+	return sized(gemmOf(op), d.shapes, func(p gemm) {
+		d.k.Gemm(op.transposed(), false, p.m, p.n, p.k, d.args[0], d.args[1], d.out)
+	})
 }
 
 // LinearBiasGrad is the gradient of Linear with respect to b: the column
 // sums of the output gradient g [batch, out].
-type LinearBiasGrad struct{ base }
+type LinearBiasGrad struct{}
 
-// Arity is 1: g.
-func (LinearBiasGrad) Arity() int { return 1 }
+func (LinearBiasGrad) signature() []int { return []int{2, 1} }
 
-// Type is matrix → vector.
-func (LinearBiasGrad) Type() hm.Type { return hm.NewFnType(tensorType(2), tensorType(1)) }
+func (LinearBiasGrad) shape(in []tensor.Shape) (tensor.Shape, error) { return biasShape(in[0], 2) }
 
-// InferShape returns [out].
-func (op LinearBiasGrad) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
-	g, err := shapeOf(inputs, 0)
-	if err != nil || len(g) != 2 {
-		return nil, fmt.Errorf("%v: expected a matrix gradient, got %v (%v)", op, g, err)
+// biasShape is the shape rule of a bias gradient: [C] for an output
+// gradient g of dims dimensions whose axis 1 is C channels.
+func biasShape(g tensor.Shape, dims int) (tensor.Shape, error) {
+	if len(g) != dims {
+		return nil, fmt.Errorf("expected a %d-dimensional gradient, got %v", dims, g)
 	}
 	return tensor.Shape{g[1]}, nil
 }
 
-// Do sums the rows of g.
-func (op LinearBiasGrad) Do(values ...gorgonia.Value) (gorgonia.Value, error) {
-	if err := checkArity(op, values, 1); err != nil {
-		return nil, err
-	}
-	return byDtype(op, values, linearBiasGradDo[float32], linearBiasGradDo[float64])
+func (op LinearBiasGrad) host() host {
+	return hostOf(op, linearBiasGradHost[float32], linearBiasGradHost[float64])
 }
 
-func linearBiasGradDo[T kernels.Float](v []gorgonia.Value) (gorgonia.Value, error) {
-	db := newTensor[T](v[0].Shape()[1])
-	kernels.SumRows(floats[T](db), floats[T](v[0]))
-	return db, nil
+func linearBiasGradHost[T kernels.Float](_ LinearBiasGrad, h hostArgs[T]) error {
+	kernels.SumRows(h.out, h.in[0])
+	return nil
 }
 
-// String names the op.
-func (LinearBiasGrad) String() string { return "LinearBiasGrad" }
-
-// WriteHash writes the op's identity to h.
-func (op LinearBiasGrad) WriteHash(h hash.Hash) { writeHash(h, op) }
-
-// Hashcode is the op's hash.
-func (op LinearBiasGrad) Hashcode() uint32 { return hashcode(op) }
+func (LinearBiasGrad) launch(d launchArgs) error {
+	d.k.SumRows(d.out, d.args[0])
+	return nil
+}
