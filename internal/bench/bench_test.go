@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"gpuz/internal/device"
@@ -116,16 +117,12 @@ func TestCacheMatchesCUDA(t *testing.T) {
 			for _, pl := range placements {
 				t.Run(fmt.Sprintf("%s/%s/%s-%d/host-optimizer=%v", name, task, pl.Policy, pl.Window, pl.OptimizerOnHost), func(t *testing.T) {
 					got := trainOn(t, opts, task, pl, 3)
-					for i := range want.losses {
-						if got.losses[i] != want.losses[i] {
-							t.Errorf("step %d: %v, cuda mode %v", i+1, got.losses[i], want.losses[i])
-						}
+					if !slices.Equal(got.losses, want.losses) {
+						t.Errorf("losses %v, cuda mode %v", got.losses, want.losses)
 					}
 					for i := range want.params {
-						for j := range want.params[i] {
-							if got.params[i][j] != want.params[i][j] {
-								t.Fatalf("parameter %d element %d: %v, cuda mode %v", i, j, got.params[i][j], want.params[i][j])
-							}
+						if !slices.Equal(got.params[i], want.params[i]) {
+							t.Fatalf("parameter %d differs from cuda mode's", i)
 						}
 					}
 					if got.peak != got.plan.Device {

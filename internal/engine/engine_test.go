@@ -124,6 +124,25 @@ func relErr(got, want []float32) float64 {
 	return math.Sqrt(d / max(n, 1e-30))
 }
 
+// loadTraining compiles the project-op model for training, every gradient
+// kept when retain is set, and loads it resident on the host; the program is
+// closed when the test ends.
+func (m smallLinear) loadTraining(t *testing.T, retain bool) (x, target *gorgonia.Node, ws, bs []*gorgonia.Node, prog *Program) {
+	t.Helper()
+	_, x, target, loss, blocks, ws, bs := m.buildProject()
+	plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
+		Optimizer: kernels.DefaultAdam, ClipNorm: 1, RetainGradients: retain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err = plan.Load(device.NewHost(), Placement{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prog.Close)
+	return x, target, ws, bs, prog
+}
+
 // TestEngineMatchesTapeMachine trains the same model with the engine and
 // with gorgonia's TapeMachine on built-in ops for three steps. Each step the
 // loss and every gradient must agree within 1e-5 relative (float32 sums in a
@@ -138,17 +157,7 @@ func TestEngineMatchesTapeMachine(t *testing.T) {
 		xData[i] = rng.Float32()
 	}
 
-	_, x, target, loss, blocks, ws, bs := m.buildProject()
-	plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
-		Optimizer: kernels.DefaultAdam, ClipNorm: 1, RetainGradients: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := plan.Load(device.NewHost(), Placement{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prog.Close()
+	x, target, ws, bs, prog := m.loadTraining(t, true)
 	mustSet := func(n *gorgonia.Node, data []float32) {
 		if err := prog.SetInput(n, data); err != nil {
 			t.Fatal(err)
@@ -208,7 +217,7 @@ func TestEngineMatchesTapeMachine(t *testing.T) {
 			o.gradW[l] = dense(wantW, m.dim, m.dim)
 			o.gradB[l] = dense(wantB, m.dim)
 		}
-		for b := range len(blocks) {
+		for b := range m.layers / m.perBlock {
 			layers := []int{2 * b, 2*b + 1}
 			sumSquares := 0.0
 			for _, l := range layers {
@@ -241,17 +250,7 @@ func TestLivenessKeepsResults(t *testing.T) {
 	}
 	final := make([][][]float32, 2)
 	for run, retain := range []bool{true, false} {
-		_, x, target, loss, blocks, ws, bs := m.buildProject()
-		plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
-			Optimizer: kernels.DefaultAdam, ClipNorm: 1, RetainGradients: retain})
-		if err != nil {
-			t.Fatal(err)
-		}
-		prog, err := plan.Load(device.NewHost(), Placement{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer prog.Close()
+		x, target, ws, bs, prog := m.loadTraining(t, retain)
 		prog.SetInput(x, xData)
 		prog.SetInput(target, xData)
 		for l := range m.layers {

@@ -21,14 +21,14 @@ import (
 // causal heads, and a final Linear(DModel → Vocab), as the PyTorch peer
 // builds it.
 type AttentionConfig struct {
-	Vocab   int
-	DModel  int
-	Heads   int
-	Layers  int
-	SeqLen  int
-	Samples int
-	Batch   int
-	Epochs  int
+	Vocab  int
+	DModel int
+	Heads  int
+	Layers int
+	SeqLen int
+	// Samples, Batch and Epochs size the data set and the run, as in
+	// every workload.
+	Samples, Batch, Epochs int
 }
 
 // attentionSizes declares the attention workload's sizes.

@@ -19,9 +19,9 @@ type LinearConfig struct {
 	Blocks         int
 	LayersPerBlock int
 	Dims           int
-	Samples        int
-	Batch          int
-	Epochs         int
+	// Samples, Batch and Epochs size the data set and the run, as in
+	// every workload.
+	Samples, Batch, Epochs int
 }
 
 // linearSizes declares the linear workload's sizes.

@@ -24,9 +24,9 @@ type ResnetConfig struct {
 	MidChannels int
 	ImageSize   int
 	Kernel      int
-	Samples     int
-	Batch       int
-	Epochs      int
+	// Samples, Batch and Epochs size the data set and the run, as in
+	// every workload.
+	Samples, Batch, Epochs int
 }
 
 // resnetSizes declares the resnet workload's sizes: the reference
