@@ -9,10 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
-
 	"gpuz/internal/bench"
 	"gpuz/internal/units"
 )
@@ -103,27 +99,14 @@ var analyzeColumns = []string{
 // successful cpu row with timed epochs to compare with.
 func WriteAnalyze(w io.Writer, r bench.Result) error {
 	cpuMean := cpuReference(r.Modes)
-	align := make(tw.Alignment, len(analyzeColumns))
-	for i := range align {
-		align[i] = tw.AlignRight
+	var rows [][]string
+	for _, m := range r.Modes {
+		rows = append(rows, analyzeRow(m, cpuMean))
 	}
-	align[0], align[1], align[len(align)-1] = tw.AlignLeft, tw.AlignLeft, tw.AlignLeft
-
 	var b bytes.Buffer
 	b.WriteString("Analyze\n")
-	table := tablewriter.NewTable(&b,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithAlignment(align),
-	)
-	table.Header(analyzeColumns)
-	for _, m := range r.Modes {
-		if err := table.Append(analyzeRow(m, cpuMean)); err != nil {
-			return fmt.Errorf("analyze table: %w", err)
-		}
-	}
-	if err := table.Render(); err != nil {
-		return fmt.Errorf("analyze table: %w", err)
+	if err := writeTable(&b, "analyze", analyzeColumns, []int{0, 1, len(analyzeColumns) - 1}, rows); err != nil {
+		return err
 	}
 	if r.PeakRSSBytes > 0 {
 		fmt.Fprintf(&b, "peak RSS of this process: %s\n", units.Bytes(r.PeakRSSBytes))
