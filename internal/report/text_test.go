@@ -1,8 +1,8 @@
 package report
 
 import (
-	"bytes"
 	"errors"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -48,11 +48,8 @@ data: 480 KiB   model: 39.0M parameters, 149 MiB
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var b strings.Builder
-			if err := WriteHeader(&b, tt.in); err != nil {
-				t.Fatal(err)
-			}
-			if got := b.String(); got != tt.want {
+			got := written(t, func(w io.Writer) error { return WriteHeader(w, tt.in) })
+			if got != tt.want {
 				t.Errorf("got:\n%s\nwant:\n%s", got, tt.want)
 			}
 		})
@@ -87,11 +84,8 @@ func TestWriteEpoch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var b strings.Builder
-			if err := WriteEpoch(&b, tt.task, tt.e, tt.warmup, tt.device); err != nil {
-				t.Fatal(err)
-			}
-			if got := b.String(); got != tt.want {
+			got := written(t, func(w io.Writer) error { return WriteEpoch(w, tt.task, tt.e, tt.warmup, tt.device) })
+			if got != tt.want {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
 		})
@@ -110,11 +104,7 @@ func TestWriteAnalyze(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := WriteAnalyze(&b, tt.in); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, tt.golden, b.Bytes())
+			golden(t, tt.golden, written(t, func(w io.Writer) error { return WriteAnalyze(w, tt.in) }))
 		})
 	}
 }
