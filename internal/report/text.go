@@ -23,7 +23,7 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 		fmt.Fprintf(&b, " (scale %s)", h.Scale)
 	}
 	fmt.Fprintf(&b, ": %s in batches of %d\n", plural(int64(h.Samples), "sample"), h.Batch)
-	fmt.Fprintf(&b, "data: %s   model: %s parameters, %s\n", units.Bytes(h.DataBytes), count(h.Params), units.Bytes(h.ParamBytes))
+	fmt.Fprintf(&b, "data: %s   model: %s parameters, %s\n", units.Bytes(h.DataBytes), units.Count(h.Params), units.Bytes(h.ParamBytes))
 
 	var host []string
 	if h.BLAS != "" {
@@ -76,7 +76,7 @@ func WriteEpoch(w io.Writer, task bench.Task, e bench.Epoch, warmup bool, device
 	if warmup {
 		suffix += "  (warm-up)"
 	}
-	_, err := fmt.Fprintf(w, "%s: %d  %s: %.4g  time: %s%s\n", task, e.Index, label, e.Value, Seconds(e.Duration), suffix)
+	_, err := fmt.Fprintf(w, "%s: %d  %s: %.4g  time: %s%s\n", task, e.Index, label, e.Value, units.Seconds(e.Duration), suffix)
 	return err
 }
 
@@ -136,13 +136,13 @@ func analyzeRow(m bench.ModeResult, cpuMean time.Duration) []string {
 		s := Summarize(durations(m.Timed()))
 		epochs = strconv.Itoa(s.N)
 		if s.N > 0 {
-			mean, median, fastest, slowest = Seconds(s.Mean), Seconds(s.Median), Seconds(s.Min), Seconds(s.Max)
+			mean, median, fastest, slowest = units.Seconds(s.Mean), units.Seconds(s.Median), units.Seconds(s.Min), units.Seconds(s.Max)
 		}
 		if s.N > 1 {
-			stddev = Seconds(s.Stddev)
+			stddev = units.Seconds(s.Stddev)
 		}
 		if warm := m.Epochs[:min(m.Warmup, len(m.Epochs))]; len(warm) > 0 {
-			cold = Seconds(Summarize(durations(warm)).Mean)
+			cold = units.Seconds(Summarize(durations(warm)).Mean)
 		}
 		if cpuMean > 0 && s.Mean > 0 {
 			vsCPU = fmt.Sprintf("%.2f×", float64(cpuMean)/float64(s.Mean))
