@@ -37,6 +37,19 @@ func (n naiveAttention) each(f func(b, h, s, t int)) {
 	}
 }
 
+// eachTerm calls f for every column j of the head at every unmasked
+// (sequence, head, row, column): the terms of the products after softmax.
+func (n naiveAttention) eachTerm(f func(b, h, s, t, j int)) {
+	n.each(func(b, h, s, t int) {
+		if n.masked(s, t) {
+			return
+		}
+		for j := range n.HeadDim {
+			f(b, h, s, t, j)
+		}
+	})
+}
+
 func (n naiveAttention) probs(qkv []float64) []float64 {
 	p := make([]float64, n.Batch*n.Heads*n.Seq*n.Seq)
 	n.each(func(b, h, s, t int) {
@@ -70,26 +83,16 @@ func (n naiveAttention) probs(qkv []float64) []float64 {
 
 func (n naiveAttention) mix(p, qkv []float64) []float64 {
 	o := make([]float64, n.Batch*n.Seq*n.DModel())
-	n.each(func(b, h, s, t int) {
-		if n.masked(s, t) {
-			return
-		}
-		for j := range n.HeadDim {
-			o[n.oi(b, h, s, j)] += p[n.pi(b, h, s, t)] * n.v(qkv, b, h, t, j)
-		}
+	n.eachTerm(func(b, h, s, t, j int) {
+		o[n.oi(b, h, s, j)] += p[n.pi(b, h, s, t)] * n.v(qkv, b, h, t, j)
 	})
 	return o
 }
 
 func (n naiveAttention) mixProbsGrad(g, qkv []float64) []float64 {
 	dp := make([]float64, len(g)/n.DModel()*n.Heads*n.Seq)
-	n.each(func(b, h, s, t int) {
-		if n.masked(s, t) {
-			return
-		}
-		for j := range n.HeadDim {
-			dp[n.pi(b, h, s, t)] += g[n.oi(b, h, s, j)] * n.v(qkv, b, h, t, j)
-		}
+	n.eachTerm(func(b, h, s, t, j int) {
+		dp[n.pi(b, h, s, t)] += g[n.oi(b, h, s, j)] * n.v(qkv, b, h, t, j)
 	})
 	return dp
 }
@@ -97,13 +100,8 @@ func (n naiveAttention) mixProbsGrad(g, qkv []float64) []float64 {
 func (n naiveAttention) mixValueGrad(p, g []float64) []float64 {
 	d := n.DModel()
 	dqkv := make([]float64, 3*len(g))
-	n.each(func(b, h, s, t int) {
-		if n.masked(s, t) {
-			return
-		}
-		for j := range n.HeadDim {
-			dqkv[(b*n.Seq+t)*3*d+2*d+h*n.HeadDim+j] += p[n.pi(b, h, s, t)] * g[n.oi(b, h, s, j)]
-		}
+	n.eachTerm(func(b, h, s, t, j int) {
+		dqkv[(b*n.Seq+t)*3*d+2*d+h*n.HeadDim+j] += p[n.pi(b, h, s, t)] * g[n.oi(b, h, s, j)]
 	})
 	return dqkv
 }
@@ -121,15 +119,10 @@ func (n naiveAttention) probsGrad(qkv, p, dp []float64) []float64 {
 			ds[r+i] = p[r+i] * (dp[r+i] - dot)
 		}
 	}
-	n.each(func(b, h, s, t int) {
-		if n.masked(s, t) {
-			return
-		}
-		for j := range n.HeadDim {
-			x := ds[n.pi(b, h, s, t)] * n.Scale()
-			dqkv[(b*n.Seq+s)*3*d+h*n.HeadDim+j] += x * n.k(qkv, b, h, t, j)
-			dqkv[(b*n.Seq+t)*3*d+d+h*n.HeadDim+j] += x * n.q(qkv, b, h, s, j)
-		}
+	n.eachTerm(func(b, h, s, t, j int) {
+		x := ds[n.pi(b, h, s, t)] * n.Scale()
+		dqkv[(b*n.Seq+s)*3*d+h*n.HeadDim+j] += x * n.k(qkv, b, h, t, j)
+		dqkv[(b*n.Seq+t)*3*d+d+h*n.HeadDim+j] += x * n.q(qkv, b, h, s, j)
 	})
 	return dqkv
 }

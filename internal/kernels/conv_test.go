@@ -6,65 +6,55 @@ import (
 	"testing"
 )
 
+// eachTap calls f with the flat indices of the output, weight and input
+// elements of every term of the direct correlation, skipping the kernel
+// taps that fall in the padding. The terms of one output come one after
+// another, by input channel, kernel row and kernel column.
+func eachTap(s ConvShape, f func(oi, wi, xi int)) {
+	k := s.Kernel
+	for n := range s.Batch {
+		for o := range s.OutC {
+			for y := range s.OutH {
+				for x := range s.OutW {
+					oi := ((n*s.OutC+o)*s.OutH+y)*s.OutW + x
+					for c := range s.InC {
+						for ky := range k {
+							for kx := range k {
+								iy, ix := y+ky-s.Pad, x+kx-s.Pad
+								if iy < 0 || iy >= s.InH || ix < 0 || ix >= s.InW {
+									continue
+								}
+								f(oi, ((o*s.InC+c)*k+ky)*k+kx, ((n*s.InC+c)*s.InH+iy)*s.InW+ix)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // naiveConv is the direct six-loop correlation in float64, the reference
 // for Conv2d: out[n,o,y,x] = bias[o] + Σ w[o,c,ky,kx]·in[n,c,y+ky−pad,x+kx−pad].
 func naiveConv(in, w, bias []float64, s ConvShape) []float64 {
 	out := make([]float64, s.Batch*s.OutC*s.OutH*s.OutW)
-	k := s.Kernel
-	for n := range s.Batch {
-		for o := range s.OutC {
-			for y := range s.OutH {
-				for x := range s.OutW {
-					sum := 0.0
-					if bias != nil {
-						sum = bias[o]
-					}
-					for c := range s.InC {
-						for ky := range k {
-							for kx := range k {
-								iy, ix := y+ky-s.Pad, x+kx-s.Pad
-								if iy < 0 || iy >= s.InH || ix < 0 || ix >= s.InW {
-									continue
-								}
-								sum += w[((o*s.InC+c)*k+ky)*k+kx] * in[((n*s.InC+c)*s.InH+iy)*s.InW+ix]
-							}
-						}
-					}
-					out[((n*s.OutC+o)*s.OutH+y)*s.OutW+x] = sum
-				}
-			}
+	if bias != nil {
+		for i := range out {
+			out[i] = bias[i/(s.OutH*s.OutW)%s.OutC]
 		}
 	}
+	eachTap(s, func(oi, wi, xi int) { out[oi] += w[wi] * in[xi] })
 	return out
 }
 
 // naiveConvGrads returns the gradients of Σ g ⊙ naiveConv(in, w) with
-// respect to in and w, by the chain rule written out loop by loop.
+// respect to in and w, by the chain rule written out term by term.
 func naiveConvGrads(in, w, g []float64, s ConvShape) (dx, dw []float64) {
 	dx, dw = make([]float64, len(in)), make([]float64, len(w))
-	k := s.Kernel
-	for n := range s.Batch {
-		for o := range s.OutC {
-			for y := range s.OutH {
-				for x := range s.OutW {
-					gv := g[((n*s.OutC+o)*s.OutH+y)*s.OutW+x]
-					for c := range s.InC {
-						for ky := range k {
-							for kx := range k {
-								iy, ix := y+ky-s.Pad, x+kx-s.Pad
-								if iy < 0 || iy >= s.InH || ix < 0 || ix >= s.InW {
-									continue
-								}
-								wi, xi := ((o*s.InC+c)*k+ky)*k+kx, ((n*s.InC+c)*s.InH+iy)*s.InW+ix
-								dx[xi] += gv * w[wi]
-								dw[wi] += gv * in[xi]
-							}
-						}
-					}
-				}
-			}
-		}
-	}
+	eachTap(s, func(oi, wi, xi int) {
+		dx[xi] += g[oi] * w[wi]
+		dw[wi] += g[oi] * in[xi]
+	})
 	return dx, dw
 }
 

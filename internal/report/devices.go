@@ -13,22 +13,32 @@ import (
 	"gpuz/internal/units"
 )
 
-// asciiTable is a table in the style of the other reports: ASCII rules,
-// headers as given, the first leftAligned columns on the left and the rest
-// on the right.
-func asciiTable(w io.Writer, header []string, leftAligned int) *tablewriter.Table {
+// writeTable renders a table in the style of every report into w: ASCII
+// rules, the header as given, the columns whose indices left lists aligned
+// left and the rest right, then rows. name says which table in an error.
+func writeTable(w io.Writer, name string, header []string, left []int, rows [][]string) error {
 	align := make(tw.Alignment, len(header))
 	for i := range align {
 		align[i] = tw.AlignRight
-		if i < leftAligned {
-			align[i] = tw.AlignLeft
-		}
 	}
-	return tablewriter.NewTable(w,
+	for _, i := range left {
+		align[i] = tw.AlignLeft
+	}
+	table := tablewriter.NewTable(w,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
 		tablewriter.WithHeaderAutoFormat(tw.Off),
 		tablewriter.WithAlignment(align),
 	)
+	table.Header(header)
+	for _, row := range rows {
+		if err := table.Append(row); err != nil {
+			return fmt.Errorf("%s table: %w", name, err)
+		}
+	}
+	if err := table.Render(); err != nil {
+		return fmt.Errorf("%s table: %w", name, err)
+	}
+	return nil
 }
 
 // rate renders a rate in units of scale with a unit, or "-" when 0.
@@ -49,22 +59,19 @@ func WriteDevices(w io.Writer, devs []device.Info) error {
 		gemm = fmt.Sprintf("SGEMM %d³", devs[0].GemmSize)
 	}
 	header := []string{"device", "compute", "free", "total", "H→D pinned", "D→H pinned", "H→D pageable", "D→H pageable", gemm}
-	table := asciiTable(&b, header, 1)
-	table.Header(header)
+	var rows [][]string
 	for _, d := range devs {
 		cc := d.Capability
 		if cc == "" {
 			cc = "-"
 		}
-		if err := table.Append([]string{d.Name, cc, units.Bytes(d.Free), units.Bytes(d.Total),
+		rows = append(rows, []string{d.Name, cc, units.Bytes(d.Free), units.Bytes(d.Total),
 			rate(d.UploadPinned, 1e9, "GB/s"), rate(d.DownloadPinned, 1e9, "GB/s"),
 			rate(d.UploadPageable, 1e9, "GB/s"), rate(d.DownloadPageable, 1e9, "GB/s"),
-			rate(d.GemmFLOPS, 1e9, "GFLOP/s")}); err != nil {
-			return fmt.Errorf("devices table: %w", err)
-		}
+			rate(d.GemmFLOPS, 1e9, "GFLOP/s")})
 	}
-	if err := table.Render(); err != nil {
-		return fmt.Errorf("devices table: %w", err)
+	if err := writeTable(&b, "devices", header, []int{0}, rows); err != nil {
+		return err
 	}
 	_, err := w.Write(b.Bytes())
 	return err
@@ -90,8 +97,7 @@ func WriteSelftest(w io.Writer, r SelftestResult) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "Self-test of %s against the host (cpu)\n", r.DeviceName())
 	header := []string{"check", "kind", "largest error", "tolerance", "result"}
-	table := asciiTable(&b, header, 2)
-	table.Header(header)
+	var rows [][]string
 	failed := 0
 	for i := range r.CheckCount() {
 		name, kind, maxErr, tolerance, problem := r.CheckRow(i)
@@ -104,12 +110,10 @@ func WriteSelftest(w io.Writer, r SelftestResult) error {
 		if tolerance == 0 {
 			tol = "bit-identical"
 		}
-		if err := table.Append([]string{name, kind, fmt.Sprintf("%.2g", maxErr), tol, result}); err != nil {
-			return fmt.Errorf("self-test table: %w", err)
-		}
+		rows = append(rows, []string{name, kind, fmt.Sprintf("%.2g", maxErr), tol, result})
 	}
-	if err := table.Render(); err != nil {
-		return fmt.Errorf("self-test table: %w", err)
+	if err := writeTable(&b, "self-test", header, []int{0, 1}, rows); err != nil {
+		return err
 	}
 	if failed > 0 {
 		fmt.Fprintf(&b, "%d of %d checks FAILED\n", failed, r.CheckCount())

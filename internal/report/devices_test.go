@@ -1,7 +1,7 @@
 package report
 
 import (
-	"bytes"
+	"io"
 	"strings"
 	"testing"
 
@@ -9,15 +9,13 @@ import (
 )
 
 func TestWriteDevices(t *testing.T) {
-	var b bytes.Buffer
-	err := WriteDevices(&b, []device.Info{
-		{Name: "host", Free: 1 << 30, Total: 2 << 30, UploadPageable: 10e9, DownloadPageable: 12e9, GemmSize: 2000, GemmFLOPS: 150e9},
-		{Name: "cuda:0", Capability: "8.6", Free: 20 << 30, Total: 24 << 30, UploadPinned: 25e9, DownloadPinned: 26e9,
-			UploadPageable: 11e9, DownloadPageable: 9e9, GemmSize: 2000, GemmFLOPS: 30e12},
+	got := written(t, func(w io.Writer) error {
+		return WriteDevices(w, []device.Info{
+			{Name: "host", Free: 1 << 30, Total: 2 << 30, UploadPageable: 10e9, DownloadPageable: 12e9, GemmSize: 2000, GemmFLOPS: 150e9},
+			{Name: "cuda:0", Capability: "8.6", Free: 20 << 30, Total: 24 << 30, UploadPinned: 25e9, DownloadPinned: 26e9,
+				UploadPageable: 11e9, DownloadPageable: 9e9, GemmSize: 2000, GemmFLOPS: 30e12},
+		})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := `+--------+---------+----------+----------+------------+------------+--------------+--------------+---------------+
 | device | compute |     free |    total | H→D pinned | D→H pinned | H→D pageable | D→H pageable |   SGEMM 2000³ |
 +--------+---------+----------+----------+------------+------------+--------------+--------------+---------------+
@@ -25,7 +23,7 @@ func TestWriteDevices(t *testing.T) {
 | cuda:0 |     8.6 | 20.0 GiB | 24.0 GiB |    25 GB/s |    26 GB/s |      11 GB/s |       9 GB/s | 3e+04 GFLOP/s |
 +--------+---------+----------+----------+------------+------------+--------------+--------------+---------------+
 `
-	if got := b.String(); got != want {
+	if got != want {
 		t.Errorf("WriteDevices wrote\n%s\nwant\n%s", got, want)
 	}
 }
@@ -43,11 +41,7 @@ func (fakeSelftest) CheckRow(i int) (name, kind string, maxErr, tolerance float6
 }
 
 func TestWriteSelftest(t *testing.T) {
-	var b bytes.Buffer
-	if err := WriteSelftest(&b, fakeSelftest{}); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
+	out := written(t, func(w io.Writer) error { return WriteSelftest(w, fakeSelftest{}) })
 	for _, want := range []string{"Self-test of sim:8GiB against the host (cpu)\n", "| gemm ", "bit-identical", "pass",
 		"| linear step ", "0.003", "1e-04", "FAIL: too far", "1 of 2 checks FAILED\n"} {
 		if !strings.Contains(out, want) {

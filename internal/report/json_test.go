@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
 	"testing"
 
@@ -10,11 +11,7 @@ import (
 )
 
 func TestWriteJSON(t *testing.T) {
-	var b bytes.Buffer
-	if err := WriteJSON(&b, interruptedResult); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "json_interrupted.golden", b.Bytes())
+	golden(t, "json_interrupted.golden", written(t, func(w io.Writer) error { return WriteJSON(w, interruptedResult) }))
 }
 
 // TestWriteJSONEdges checks what has no place in the golden file: modes

@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
-
 	"gpuz/internal/bench"
 	"gpuz/internal/engine"
 	"gpuz/internal/units"
@@ -47,24 +43,12 @@ func WritePlan(w io.Writer, p bench.PlanResult) error {
 	}
 	fmt.Fprintf(&b, "  a step needs at most %s resident\n\n", plural(int64(p.MinWindow), "block"))
 
-	align := make(tw.Alignment, len(planColumns))
-	for i := range align {
-		align[i] = tw.AlignRight
-	}
-	align[0], align[1], align[2] = tw.AlignLeft, tw.AlignLeft, tw.AlignLeft
-	table := tablewriter.NewTable(&b,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithAlignment(align),
-	)
-	table.Header(planColumns)
+	var rows [][]string
 	for _, m := range p.Modes {
-		if err := table.Append(planRow(m, p.Blocks)); err != nil {
-			return fmt.Errorf("plan table: %w", err)
-		}
+		rows = append(rows, planRow(m, p.Blocks))
 	}
-	if err := table.Render(); err != nil {
-		return fmt.Errorf("plan table: %w", err)
+	if err := writeTable(&b, "plan", planColumns, []int{0, 1, 2}, rows); err != nil {
+		return err
 	}
 	_, err := w.Write(b.Bytes())
 	return err

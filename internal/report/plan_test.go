@@ -1,7 +1,7 @@
 package report
 
 import (
-	"bytes"
+	"io"
 	"testing"
 
 	"gpuz/internal/bench"
@@ -31,13 +31,6 @@ var linearPlan = bench.PlanResult{
 }
 
 func TestWritePlan(t *testing.T) {
-	var text, js bytes.Buffer
-	if err := WritePlan(&text, linearPlan); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "plan_linear.golden", text.Bytes())
-	if err := WritePlanJSON(&js, linearPlan); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "plan_linear_json.golden", js.Bytes())
+	golden(t, "plan_linear.golden", written(t, func(w io.Writer) error { return WritePlan(w, linearPlan) }))
+	golden(t, "plan_linear_json.golden", written(t, func(w io.Writer) error { return WritePlanJSON(w, linearPlan) }))
 }

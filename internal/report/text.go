@@ -9,10 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
-
 	"gpuz/internal/bench"
 	"gpuz/internal/units"
 )
@@ -27,7 +23,7 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 		fmt.Fprintf(&b, " (scale %s)", h.Scale)
 	}
 	fmt.Fprintf(&b, ": %s in batches of %d\n", plural(int64(h.Samples), "sample"), h.Batch)
-	fmt.Fprintf(&b, "data: %s   model: %s parameters, %s\n", units.Bytes(h.DataBytes), count(h.Params), units.Bytes(h.ParamBytes))
+	fmt.Fprintf(&b, "data: %s   model: %s parameters, %s\n", units.Bytes(h.DataBytes), units.Count(h.Params), units.Bytes(h.ParamBytes))
 
 	var host []string
 	if h.BLAS != "" {
@@ -80,7 +76,7 @@ func WriteEpoch(w io.Writer, task bench.Task, e bench.Epoch, warmup bool, device
 	if warmup {
 		suffix += "  (warm-up)"
 	}
-	_, err := fmt.Fprintf(w, "%s: %d  %s: %.4g  time: %s%s\n", task, e.Index, label, e.Value, Seconds(e.Duration), suffix)
+	_, err := fmt.Fprintf(w, "%s: %d  %s: %.4g  time: %s%s\n", task, e.Index, label, e.Value, units.Seconds(e.Duration), suffix)
 	return err
 }
 
@@ -103,27 +99,14 @@ var analyzeColumns = []string{
 // successful cpu row with timed epochs to compare with.
 func WriteAnalyze(w io.Writer, r bench.Result) error {
 	cpuMean := cpuReference(r.Modes)
-	align := make(tw.Alignment, len(analyzeColumns))
-	for i := range align {
-		align[i] = tw.AlignRight
+	var rows [][]string
+	for _, m := range r.Modes {
+		rows = append(rows, analyzeRow(m, cpuMean))
 	}
-	align[0], align[1], align[len(align)-1] = tw.AlignLeft, tw.AlignLeft, tw.AlignLeft
-
 	var b bytes.Buffer
 	b.WriteString("Analyze\n")
-	table := tablewriter.NewTable(&b,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithAlignment(align),
-	)
-	table.Header(analyzeColumns)
-	for _, m := range r.Modes {
-		if err := table.Append(analyzeRow(m, cpuMean)); err != nil {
-			return fmt.Errorf("analyze table: %w", err)
-		}
-	}
-	if err := table.Render(); err != nil {
-		return fmt.Errorf("analyze table: %w", err)
+	if err := writeTable(&b, "analyze", analyzeColumns, []int{0, 1, len(analyzeColumns) - 1}, rows); err != nil {
+		return err
 	}
 	if r.PeakRSSBytes > 0 {
 		fmt.Fprintf(&b, "peak RSS of this process: %s\n", units.Bytes(r.PeakRSSBytes))
@@ -153,13 +136,13 @@ func analyzeRow(m bench.ModeResult, cpuMean time.Duration) []string {
 		s := Summarize(durations(m.Timed()))
 		epochs = strconv.Itoa(s.N)
 		if s.N > 0 {
-			mean, median, fastest, slowest = Seconds(s.Mean), Seconds(s.Median), Seconds(s.Min), Seconds(s.Max)
+			mean, median, fastest, slowest = units.Seconds(s.Mean), units.Seconds(s.Median), units.Seconds(s.Min), units.Seconds(s.Max)
 		}
 		if s.N > 1 {
-			stddev = Seconds(s.Stddev)
+			stddev = units.Seconds(s.Stddev)
 		}
 		if warm := m.Epochs[:min(m.Warmup, len(m.Epochs))]; len(warm) > 0 {
-			cold = Seconds(Summarize(durations(warm)).Mean)
+			cold = units.Seconds(Summarize(durations(warm)).Mean)
 		}
 		if cpuMean > 0 && s.Mean > 0 {
 			vsCPU = fmt.Sprintf("%.2f×", float64(cpuMean)/float64(s.Mean))

@@ -1,8 +1,8 @@
 package report
 
 import (
-	"bytes"
 	"errors"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -11,87 +11,67 @@ import (
 	"gpuz/internal/bench"
 )
 
-func TestWriteHeader(t *testing.T) {
+// TestWriteLines checks the lines of WriteHeader and WriteEpoch.
+func TestWriteLines(t *testing.T) {
+	header := func(h bench.Header) func(io.Writer) error {
+		return func(w io.Writer) error { return WriteHeader(w, h) }
+	}
+	epoch := func(task bench.Task, e bench.Epoch, warmup bool, device string) func(io.Writer) error {
+		return func(w io.Writer) error { return WriteEpoch(w, task, e, warmup, device) }
+	}
 	tests := []struct {
-		name string
-		in   bench.Header
-		want string
+		name  string
+		write func(io.Writer) error
+		want  string
 	}{
-		{"linear reference", linearHeader, `gpuz linear train (scale full): 60 samples in batches of 30
+		{"header/linear reference", header(linearHeader), `gpuz linear train (scale full): 60 samples in batches of 30
 data: 938 KiB   model: 480M parameters, 1.79 GiB
 host: BLAS OpenBLAS 0.3.21, 2 threads
 `},
-		{"singular counts", bench.Header{
+		{"header/singular counts", header(bench.Header{
 			Model: "resnet", Task: bench.TaskEval, Scale: "small",
 			DataBytes: 512, Params: 950, ParamBytes: 3800,
 			Batch: 1, Samples: 1, BLAS: "gonum", Threads: 1,
-		}, `gpuz resnet eval (scale small): 1 sample in batches of 1
+		}), `gpuz resnet eval (scale small): 1 sample in batches of 1
 data: 512 B   model: 950 parameters, 3.71 KiB
 host: BLAS gonum, 1 thread
 `},
-		{"on a simulated GPU", bench.Header{
+		{"header/on a simulated GPU", header(bench.Header{
 			Model: "linear", Task: bench.TaskTrain, Scale: "small",
 			DataBytes: 4096, Params: 99_072, ParamBytes: 396_288,
 			Batch: 4, Samples: 8, BLAS: "OpenBLAS 0.3.21", Threads: 2, GPU: "sim:8GiB",
-		}, `gpuz linear train (scale small): 8 samples in batches of 4
+		}), `gpuz linear train (scale small): 8 samples in batches of 4
 data: 4.00 KiB   model: 99.1k parameters, 387 KiB
 host: BLAS OpenBLAS 0.3.21, 2 threads
 devices: cuda and cache on sim:8GiB, cpu on host
 `},
-		{"unknown scale, BLAS and threads left out", bench.Header{
+		{"header/unknown scale, BLAS and threads left out", header(bench.Header{
 			Model: "attention", Task: bench.TaskTrain,
 			DataBytes: 491_520, Params: 39_000_000, ParamBytes: 156_000_000,
 			Batch: 30, Samples: 60,
-		}, `gpuz attention train: 60 samples in batches of 30
+		}), `gpuz attention train: 60 samples in batches of 30
 data: 480 KiB   model: 39.0M parameters, 149 MiB
 `},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var b strings.Builder
-			if err := WriteHeader(&b, tt.in); err != nil {
-				t.Fatal(err)
-			}
-			if got := b.String(); got != tt.want {
-				t.Errorf("got:\n%s\nwant:\n%s", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestWriteEpoch(t *testing.T) {
-	tests := []struct {
-		name   string
-		task   bench.Task
-		e      bench.Epoch
-		warmup bool
-		device string
-		want   string
-	}{
-		{"train warm-up", bench.TaskTrain, bench.Epoch{Index: 0, Duration: 4350 * time.Millisecond, Value: 0.32691}, true, "host",
+		{"epoch/train warm-up", epoch(bench.TaskTrain, bench.Epoch{Index: 0, Duration: 4350 * time.Millisecond, Value: 0.32691}, true, "host"),
 			"train: 0  mean loss: 0.3269  time: 4.35 s  (warm-up)\n"},
-		{"simulated device", bench.TaskTrain, bench.Epoch{Index: 1, Duration: 4480 * time.Millisecond, Value: 0.3244}, false, "sim:8GiB",
+		{"epoch/simulated device", epoch(bench.TaskTrain, bench.Epoch{Index: 1, Duration: 4480 * time.Millisecond, Value: 0.3244}, false, "sim:8GiB"),
 			"train: 1  mean loss: 0.3244  time: 4.48 s  on sim:8GiB\n"},
-		{"simulated device, warm-up", bench.TaskTrain, bench.Epoch{Index: 0, Duration: 5 * time.Second, Value: 0.3251}, true, "sim:8GiB",
+		{"epoch/simulated device, warm-up", epoch(bench.TaskTrain, bench.Epoch{Index: 0, Duration: 5 * time.Second, Value: 0.3251}, true, "sim:8GiB"),
 			"train: 0  mean loss: 0.3251  time: 5.00 s  on sim:8GiB  (warm-up)\n"},
-		{"train timed", bench.TaskTrain, bench.Epoch{Index: 3, Duration: 12_640 * time.Millisecond, Value: 0.3}, false, "host",
+		{"epoch/train timed", epoch(bench.TaskTrain, bench.Epoch{Index: 3, Duration: 12_640 * time.Millisecond, Value: 0.3}, false, "host"),
 			"train: 3  mean loss: 0.3  time: 12.6 s\n"},
-		{"eval", bench.TaskEval, bench.Epoch{Index: 0, Duration: 617 * time.Millisecond, Value: 0.0123449}, false, "host",
+		{"epoch/eval", epoch(bench.TaskEval, bench.Epoch{Index: 0, Duration: 617 * time.Millisecond, Value: 0.0123449}, false, "host"),
 			"eval: 0  output mean: 0.01234  time: 0.617 s\n"},
-		{"tiny value", bench.TaskEval, bench.Epoch{Index: 12, Duration: 1560 * time.Microsecond, Value: -1.234567e-7}, false, "host",
+		{"epoch/tiny value", epoch(bench.TaskEval, bench.Epoch{Index: 12, Duration: 1560 * time.Microsecond, Value: -1.234567e-7}, false, "host"),
 			"eval: 12  output mean: -1.235e-07  time: 0.00156 s\n"},
-		{"diverged loss", bench.TaskTrain, bench.Epoch{Index: 2, Duration: 2 * time.Second, Value: math.NaN()}, false, "host",
+		{"epoch/diverged loss", epoch(bench.TaskTrain, bench.Epoch{Index: 2, Duration: 2 * time.Second, Value: math.NaN()}, false, "host"),
 			"train: 2  mean loss: NaN  time: 2.00 s\n"},
-		{"unknown task", bench.Task("infer"), bench.Epoch{Index: 1, Duration: time.Second, Value: 2}, false, "host",
+		{"epoch/unknown task", epoch(bench.Task("infer"), bench.Epoch{Index: 1, Duration: time.Second, Value: 2}, false, "host"),
 			"infer: 1  value: 2  time: 1.00 s\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var b strings.Builder
-			if err := WriteEpoch(&b, tt.task, tt.e, tt.warmup, tt.device); err != nil {
-				t.Fatal(err)
-			}
-			if got := b.String(); got != tt.want {
+			if got := written(t, tt.write); got != tt.want {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
 		})
@@ -110,11 +90,7 @@ func TestWriteAnalyze(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := WriteAnalyze(&b, tt.in); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, tt.golden, b.Bytes())
+			golden(t, tt.golden, written(t, func(w io.Writer) error { return WriteAnalyze(w, tt.in) }))
 		})
 	}
 }

@@ -68,22 +68,31 @@ func probs(r *rand.Rand, rows, n int) []float32 {
 	return p
 }
 
+// noValue is the Call of a method that returns nothing.
+func noValue(call func(k device.Kernels, b []device.Buffer)) func(device.Kernels, []device.Buffer) (float64, error) {
+	return func(k device.Kernels, b []device.Buffer) (float64, error) {
+		call(k, b)
+		return 0, nil
+	}
+}
+
+// errOnly is the Call of a method that returns only an error.
+func errOnly(call func(k device.Kernels, b []device.Buffer) error) func(device.Kernels, []device.Buffer) (float64, error) {
+	return func(k device.Kernels, b []device.Buffer) (float64, error) { return 0, call(k, b) }
+}
+
 // Cases returns one Case per device.Kernels method and shape family: small
 // random inputs with odd sizes, several blocks, rows wider than a block,
 // both attention masks, convolution paddings that grow, keep and crop, and
 // ids out of range, which must fail as on the host.
 func Cases() []Case {
-	none := func(err error) (float64, error) { return 0, err }
 	var cases []Case
 	for _, t := range []struct{ a, b bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
 		m, n, k := 7, 5, 9
 		cases = append(cases, Case{
 			Name: fmt.Sprintf("Gemm/transA=%v,transB=%v", t.a, t.b),
 			Bufs: func(r *rand.Rand) [][]float32 { return bufs(randn(r, m*k), randn(r, k*n), zeros(m*n)) },
-			Call: func(kk device.Kernels, b []device.Buffer) (float64, error) {
-				kk.Gemm(t.a, t.b, m, n, k, b[0], b[1], b[2])
-				return none(nil)
-			},
+			Call: noValue(func(kk device.Kernels, b []device.Buffer) { kk.Gemm(t.a, t.b, m, n, k, b[0], b[1], b[2]) }),
 		})
 	}
 	conv := []kernels.ConvShape{
@@ -107,65 +116,38 @@ func Cases() []Case {
 			cases = append(cases,
 				Case{Name: "Conv2d" + suffix, Workspace: ws,
 					Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(y), randn(r, x), randn(r, w), randn(r, s.OutC)) },
-					Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-						k.Conv2d(b[0], b[1], b[2], b[3], s)
-						return none(nil)
-					}},
+					Call: noValue(func(k device.Kernels, b []device.Buffer) { k.Conv2d(b[0], b[1], b[2], b[3], s) })},
 				Case{Name: "Conv2dInputGrad" + suffix, Workspace: wsFlip,
 					Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(x), randn(r, y), randn(r, w)) },
-					Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-						k.Conv2dInputGrad(b[0], b[1], b[2], s)
-						return none(nil)
-					}},
+					Call: noValue(func(k device.Kernels, b []device.Buffer) { k.Conv2dInputGrad(b[0], b[1], b[2], s) })},
 				Case{Name: "Conv2dWeightGrad" + suffix, Workspace: ws,
 					Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(w), randn(r, x), randn(r, y)) },
-					Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-						k.Conv2dWeightGrad(b[0], b[1], b[2], s)
-						return none(nil)
-					}})
+					Call: noValue(func(k device.Kernels, b []device.Buffer) { k.Conv2dWeightGrad(b[0], b[1], b[2], s) })})
 		}
 		cases = append(cases, Case{Name: fmt.Sprintf("Conv2dBiasGrad/shape%d", i),
 			Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(s.OutC), randn(r, y)) },
-			Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-				k.Conv2dBiasGrad(b[0], b[1], s)
-				return none(nil)
-			}})
+			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.Conv2dBiasGrad(b[0], b[1], s) })})
 	}
 	cases = append(cases,
 		Case{Name: "AddRowVector", Bufs: func(r *rand.Rand) [][]float32 { return bufs(randn(r, 6*13), randn(r, 13)) },
-			Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-				k.AddRowVector(b[0], b[1])
-				return none(nil)
-			}},
+			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.AddRowVector(b[0], b[1]) })},
 		Case{Name: "SumRows", Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(11), randn(r, 37*11)) },
-			Call: func(k device.Kernels, b []device.Buffer) (float64, error) { k.SumRows(b[0], b[1]); return none(nil) }},
+			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.SumRows(b[0], b[1]) })},
 		Case{Name: "LeakyReLU", Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(1000), randn(r, 1000)) },
-			Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-				k.LeakyReLU(b[0], b[1], 0.01)
-				return none(nil)
-			}},
+			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.LeakyReLU(b[0], b[1], 0.01) })},
 		Case{Name: "LeakyReLUGrad", Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(1000), randn(r, 1000), randn(r, 1000)) },
-			Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-				k.LeakyReLUGrad(b[0], b[1], b[2], 0.01)
-				return none(nil)
-			}},
+			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.LeakyReLUGrad(b[0], b[1], b[2], 0.01) })},
 		Case{Name: "Add", Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(777), randn(r, 777), randn(r, 777)) },
-			Call: func(k device.Kernels, b []device.Buffer) (float64, error) { k.Add(b[0], b[1], b[2]); return none(nil) }},
+			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.Add(b[0], b[1], b[2]) })},
 		Case{Name: "MeanSquaredError", Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(1), randn(r, 9000), randn(r, 9000)) },
-			Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-				k.MeanSquaredError(b[0], b[1], b[2])
-				return none(nil)
-			}},
+			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.MeanSquaredError(b[0], b[1], b[2]) })},
 		Case{Name: "MeanSquaredErrorGrad", Bufs: func(r *rand.Rand) [][]float32 {
 			return bufs(zeros(500), randn(r, 500), randn(r, 500), []float32{0.75})
-		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-			k.MeanSquaredErrorGrad(b[0], b[1], b[2], b[3])
-			return none(nil)
-		}},
+		}, Call: noValue(func(k device.Kernels, b []device.Buffer) { k.MeanSquaredErrorGrad(b[0], b[1], b[2], b[3]) })},
 		Case{Name: "Mean", Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(1), randn(r, 5000)) },
-			Call: func(k device.Kernels, b []device.Buffer) (float64, error) { k.Mean(b[0], b[1]); return none(nil) }},
+			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.Mean(b[0], b[1]) })},
 		Case{Name: "Fill", Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(300), []float32{1.5}) },
-			Call: func(k device.Kernels, b []device.Buffer) (float64, error) { k.Fill(b[0], b[1], 0.25); return none(nil) }},
+			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.Fill(b[0], b[1], 0.25) })},
 		Case{Name: "SumSquares", Bufs: func(r *rand.Rand) [][]float32 { return bufs(randn(r, 10001)) },
 			Call: func(k device.Kernels, b []device.Buffer) (float64, error) { return k.SumSquares(b[0]), nil }},
 		Case{Name: "AdamStep", Bufs: func(r *rand.Rand) [][]float32 {
@@ -174,69 +156,47 @@ func Cases() []Case {
 				v[i] *= v[i]
 			}
 			return bufs(randn(r, 600), randn(r, 600), randn(r, 600), v)
-		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
+		}, Call: noValue(func(k device.Kernels, b []device.Buffer) {
 			k.AdamStep(kernels.DefaultAdam, b[0], b[1], b[2], b[3], 0.5, 3)
-			return none(nil)
-		}},
+		})},
 		Case{Name: "LayerNorm", Bufs: func(r *rand.Rand) [][]float32 {
 			return bufs(zeros(5*300), randn(r, 5*300), randn(r, 300), randn(r, 300))
-		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-			k.LayerNorm(b[0], b[1], b[2], b[3], 1e-5)
-			return none(nil)
-		}},
+		}, Call: noValue(func(k device.Kernels, b []device.Buffer) { k.LayerNorm(b[0], b[1], b[2], b[3], 1e-5) })},
 		Case{Name: "LayerNormInputGrad", Bufs: func(r *rand.Rand) [][]float32 {
 			return bufs(zeros(5*300), randn(r, 5*300), randn(r, 300), randn(r, 5*300))
-		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-			k.LayerNormInputGrad(b[0], b[1], b[2], b[3], 1e-5)
-			return none(nil)
-		}},
+		}, Call: noValue(func(k device.Kernels, b []device.Buffer) { k.LayerNormInputGrad(b[0], b[1], b[2], b[3], 1e-5) })},
 		Case{Name: "LayerNormWeightGrad", Bufs: func(r *rand.Rand) [][]float32 {
 			return bufs(zeros(30), randn(r, 9*30), randn(r, 9*30))
-		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-			k.LayerNormWeightGrad(b[0], b[1], b[2], 1e-5)
-			return none(nil)
-		}},
+		}, Call: noValue(func(k device.Kernels, b []device.Buffer) { k.LayerNormWeightGrad(b[0], b[1], b[2], 1e-5) })},
 		Case{Name: "Embedding", Bufs: func(r *rand.Rand) [][]float32 {
 			return bufs(zeros(8*6), ints(r, 8, 11), randn(r, 11*6), randn(r, 4*6))
-		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-			return none(k.Embedding(b[0], b[1], b[2], b[3]))
-		}},
+		}, Call: errOnly(func(k device.Kernels, b []device.Buffer) error { return k.Embedding(b[0], b[1], b[2], b[3]) })},
 		Case{Name: "Embedding/bad-id", Bufs: func(r *rand.Rand) [][]float32 {
 			ids := ints(r, 8, 11)
 			ids[5] = 11
 			return bufs(zeros(8*6), ids, randn(r, 11*6), randn(r, 4*6))
-		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-			return none(k.Embedding(b[0], b[1], b[2], b[3]))
-		}},
+		}, Call: errOnly(func(k device.Kernels, b []device.Buffer) error { return k.Embedding(b[0], b[1], b[2], b[3]) })},
 		Case{Name: "EmbeddingGrad", Bufs: func(r *rand.Rand) [][]float32 {
 			return bufs(zeros(11*6), ints(r, 20, 11), randn(r, 20*6))
-		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-			return none(k.EmbeddingGrad(b[0], b[1], b[2]))
-		}},
+		}, Call: errOnly(func(k device.Kernels, b []device.Buffer) error { return k.EmbeddingGrad(b[0], b[1], b[2]) })},
 		Case{Name: "EmbeddingGrad/fractional-id", Bufs: func(r *rand.Rand) [][]float32 {
 			ids := ints(r, 20, 11)
 			ids[3] = 2.5
 			return bufs(zeros(11*6), ids, randn(r, 20*6))
-		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-			return none(k.EmbeddingGrad(b[0], b[1], b[2]))
-		}},
+		}, Call: errOnly(func(k device.Kernels, b []device.Buffer) error { return k.EmbeddingGrad(b[0], b[1], b[2]) })},
 		Case{Name: "SoftmaxCrossEntropy", Bufs: func(r *rand.Rand) [][]float32 {
 			return bufs(zeros(1), randn(r, 6*300), ints(r, 6, 300))
-		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-			return none(k.SoftmaxCrossEntropy(b[0], b[1], b[2]))
-		}},
+		}, Call: errOnly(func(k device.Kernels, b []device.Buffer) error { return k.SoftmaxCrossEntropy(b[0], b[1], b[2]) })},
 		Case{Name: "SoftmaxCrossEntropy/bad-target", Bufs: func(r *rand.Rand) [][]float32 {
 			t := ints(r, 6, 300)
 			t[2] = -1
 			return bufs(zeros(1), randn(r, 6*300), t)
-		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-			return none(k.SoftmaxCrossEntropy(b[0], b[1], b[2]))
-		}},
+		}, Call: errOnly(func(k device.Kernels, b []device.Buffer) error { return k.SoftmaxCrossEntropy(b[0], b[1], b[2]) })},
 		Case{Name: "SoftmaxCrossEntropyGrad", Bufs: func(r *rand.Rand) [][]float32 {
 			return bufs(zeros(6*300), randn(r, 6*300), ints(r, 6, 300), []float32{1.25})
-		}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-			return none(k.SoftmaxCrossEntropyGrad(b[0], b[1], b[2], b[3]))
-		}},
+		}, Call: errOnly(func(k device.Kernels, b []device.Buffer) error {
+			return k.SoftmaxCrossEntropyGrad(b[0], b[1], b[2], b[3])
+		})},
 	)
 	for _, a := range []kernels.Attention{
 		{Batch: 2, Seq: 5, Heads: 2, HeadDim: 3, Causal: true},
@@ -246,34 +206,19 @@ func Cases() []Case {
 		suffix := fmt.Sprintf("/causal=%v", a.Causal)
 		cases = append(cases,
 			Case{Name: "AttentionProbs" + suffix, Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(pn), randn(r, qkv)) },
-				Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-					k.AttentionProbs(b[0], b[1], a)
-					return none(nil)
-				}},
+				Call: noValue(func(k device.Kernels, b []device.Buffer) { k.AttentionProbs(b[0], b[1], a) })},
 			Case{Name: "AttentionProbsGrad" + suffix, Bufs: func(r *rand.Rand) [][]float32 {
 				return bufs(zeros(qkv), randn(r, qkv), probs(r, a.Batch*a.Heads*a.Seq, a.Seq), randn(r, pn))
-			}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-				k.AttentionProbsGrad(b[0], b[1], b[2], b[3], a)
-				return none(nil)
-			}},
+			}, Call: noValue(func(k device.Kernels, b []device.Buffer) { k.AttentionProbsGrad(b[0], b[1], b[2], b[3], a) })},
 			Case{Name: "AttentionMix" + suffix, Bufs: func(r *rand.Rand) [][]float32 {
 				return bufs(zeros(o), probs(r, a.Batch*a.Heads*a.Seq, a.Seq), randn(r, qkv))
-			}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-				k.AttentionMix(b[0], b[1], b[2], a)
-				return none(nil)
-			}},
+			}, Call: noValue(func(k device.Kernels, b []device.Buffer) { k.AttentionMix(b[0], b[1], b[2], a) })},
 			Case{Name: "AttentionMixProbsGrad" + suffix, Bufs: func(r *rand.Rand) [][]float32 {
 				return bufs(zeros(pn), randn(r, o), randn(r, qkv))
-			}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-				k.AttentionMixProbsGrad(b[0], b[1], b[2], a)
-				return none(nil)
-			}},
+			}, Call: noValue(func(k device.Kernels, b []device.Buffer) { k.AttentionMixProbsGrad(b[0], b[1], b[2], a) })},
 			Case{Name: "AttentionMixValueGrad" + suffix, Bufs: func(r *rand.Rand) [][]float32 {
 				return bufs(zeros(qkv), probs(r, a.Batch*a.Heads*a.Seq, a.Seq), randn(r, o))
-			}, Call: func(k device.Kernels, b []device.Buffer) (float64, error) {
-				k.AttentionMixValueGrad(b[0], b[1], b[2], a)
-				return none(nil)
-			}},
+			}, Call: noValue(func(k device.Kernels, b []device.Buffer) { k.AttentionMixValueGrad(b[0], b[1], b[2], a) })},
 		)
 	}
 	return cases

@@ -210,36 +210,33 @@ type workload struct {
 	build func() (*models.Model, models.Data, int, error) // model, data, batch
 }
 
-// workloads are the three workloads at small scale, attention smaller
-// still.
+// config is what the models' configurations have in common.
+type config interface {
+	Build() (*models.Model, error)
+	Data(seed uint64) models.Data
+}
+
+// small is a workload that builds the preset's small scale after shrink
+// has adjusted the configuration and returned its batch.
+func small[C config](name string, preset func(scale string) (C, error), shrink func(c *C) (batch int)) workload {
+	return workload{name, func() (*models.Model, models.Data, int, error) {
+		c, err := preset(models.ScaleSmall)
+		if err != nil {
+			return nil, models.Data{}, 0, err
+		}
+		batch := shrink(&c)
+		m, err := c.Build()
+		return m, c.Data(7), batch, err
+	}}
+}
+
+// workloads are the three workloads at small scale, resnet's images and
+// attention's sequences smaller still.
 func workloads() []workload {
 	return []workload{
-		{"linear", func() (*models.Model, models.Data, int, error) {
-			c, err := models.LinearPreset(models.ScaleSmall)
-			if err != nil {
-				return nil, models.Data{}, 0, err
-			}
-			m, err := c.Build()
-			return m, c.Data(7), c.Batch, err
-		}},
-		{"resnet", func() (*models.Model, models.Data, int, error) {
-			c, err := models.ResnetPreset(models.ScaleSmall)
-			if err != nil {
-				return nil, models.Data{}, 0, err
-			}
-			c.ImageSize = 16
-			m, err := c.Build()
-			return m, c.Data(7), c.Batch, err
-		}},
-		{"attention", func() (*models.Model, models.Data, int, error) {
-			c, err := models.AttentionPreset(models.ScaleSmall)
-			if err != nil {
-				return nil, models.Data{}, 0, err
-			}
-			c.SeqLen = 16
-			m, err := c.Build()
-			return m, c.Data(7), c.Batch, err
-		}},
+		small("linear", models.LinearPreset, func(c *models.LinearConfig) int { return c.Batch }),
+		small("resnet", models.ResnetPreset, func(c *models.ResnetConfig) int { c.ImageSize = 16; return c.Batch }),
+		small("attention", models.AttentionPreset, func(c *models.AttentionConfig) int { c.SeqLen = 16; return c.Batch }),
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package units formats and parses the quantities gpuz prints and reads:
-// byte sizes in binary or decimal units and numbers to three significant
-// digits. It imports nothing of gpuz, so every layer can use it.
+// byte sizes in binary or decimal units, durations in seconds, counts with
+// decimal suffixes and numbers to three significant digits. It imports
+// nothing of gpuz, so every layer can use it.
 package units
 
 import (
@@ -8,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // binaryUnits are the units Bytes chooses from, each 1024 times the last.
@@ -72,6 +74,33 @@ func Sig3(v float64) string {
 	e := strconv.FormatFloat(v, 'e', 2, 64)
 	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
 	return strconv.FormatFloat(v, 'f', max(2-exp, 0), 64)
+}
+
+// Seconds formats d in seconds with three significant digits and the unit,
+// as in "4.35 s", "0.617 s", "0.00156 s" or "12.6 s". Integer digits are
+// never rounded away: 1234.6 s is "1235 s".
+func Seconds(d time.Duration) string {
+	return Sig3(d.Seconds()) + " s"
+}
+
+// countSuffixes are the decimal suffixes Count chooses from, each 1000
+// times the last: thousand, million, billion, trillion.
+var countSuffixes = []string{"", "k", "M", "B", "T"}
+
+// Count formats n with three significant digits and a decimal suffix (k, M,
+// B for billion, T), as in "950", "12.3k" or "480M". Counts under 1000 are
+// exact.
+func Count(n int64) string {
+	v := float64(n)
+	if math.Abs(v) < 999.5 {
+		return strconv.FormatInt(n, 10)
+	}
+	i := 0
+	for math.Abs(v) >= 999.5 && i < len(countSuffixes)-1 {
+		v /= 1000
+		i++
+	}
+	return Sig3(v) + countSuffixes[i]
 }
 
 // byteUnits maps the lower-cased units that ParseBytes accepts to their size.

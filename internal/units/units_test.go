@@ -5,13 +5,28 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
+// pair is an input and the output wanted for it.
+type pair[In, Out any] struct {
+	in   In
+	want Out
+}
+
+// checkPairs calls f, named name, on every pair's input and compares the
+// result with the pair's output.
+func checkPairs[In any, Out comparable](t *testing.T, name string, f func(In) Out, tests []pair[In, Out]) {
+	t.Helper()
+	for _, tt := range tests {
+		if got := f(tt.in); got != tt.want {
+			t.Errorf("%s(%v) = %#v, want %#v", name, tt.in, got, tt.want)
+		}
+	}
+}
+
 func TestBytes(t *testing.T) {
-	tests := []struct {
-		in   int64
-		want string
-	}{
+	checkPairs(t, "Bytes", Bytes, []pair[int64, string]{
 		{0, "0 B"},
 		{1, "1 B"},
 		{512, "512 B"},
@@ -28,12 +43,7 @@ func TestBytes(t *testing.T) {
 		{math.MaxInt64, "8.00 EiB"},
 		{-1536, "-1.50 KiB"},
 		{math.MinInt64, "-8.00 EiB"},
-	}
-	for _, tt := range tests {
-		if got := Bytes(tt.in); got != tt.want {
-			t.Errorf("Bytes(%d) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
+	})
 }
 
 func TestParseBytes(t *testing.T) {
@@ -114,10 +124,7 @@ func TestParseBytesErrors(t *testing.T) {
 }
 
 func TestExactBytes(t *testing.T) {
-	tests := []struct {
-		in   int64
-		want string
-	}{
+	tests := []pair[int64, string]{
 		{0, "0B"},
 		{1, "1B"},
 		{1000, "1KB"},
@@ -133,25 +140,19 @@ func TestExactBytes(t *testing.T) {
 		{160_080_000, "160080KB"},
 		{-5, "-5B"},
 	}
+	checkPairs(t, "ExactBytes", ExactBytes, tests)
 	for _, tt := range tests {
-		got := ExactBytes(tt.in)
-		if got != tt.want {
-			t.Errorf("ExactBytes(%d) = %q, want %q", tt.in, got, tt.want)
-		}
 		if tt.in < 0 {
 			continue
 		}
-		if back, err := ParseBytes(got); err != nil || back != tt.in {
+		if back, err := ParseBytes(tt.want); err != nil || back != tt.in {
 			t.Errorf("ParseBytes(ExactBytes(%d)) = %d, %v; want it back", tt.in, back, err)
 		}
 	}
 }
 
 func TestSig3(t *testing.T) {
-	tests := []struct {
-		in   float64
-		want string
-	}{
+	checkPairs(t, "Sig3", Sig3, []pair[float64, string]{
 		{0, "0"},
 		{4.35, "4.35"},
 		{0.617, "0.617"},
@@ -160,10 +161,36 @@ func TestSig3(t *testing.T) {
 		{1234.6, "1235"},
 		{-1.5, "-1.50"},
 		{math.Inf(1), "+Inf"},
-	}
-	for _, tt := range tests {
-		if got := Sig3(tt.in); got != tt.want {
-			t.Errorf("Sig3(%g) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
+	})
+}
+
+func TestSeconds(t *testing.T) {
+	checkPairs(t, "Seconds", Seconds, []pair[time.Duration, string]{
+		{0, "0 s"},
+		{4350 * time.Millisecond, "4.35 s"},
+		{617 * time.Millisecond, "0.617 s"},
+		{1560 * time.Microsecond, "0.00156 s"},
+		{12_640 * time.Millisecond, "12.6 s"},
+		{124_400 * time.Millisecond, "124 s"},
+		{2 * time.Second, "2.00 s"},
+		{9996 * time.Millisecond, "10.0 s"},  // rounding carries into a new digit
+		{99_960 * time.Millisecond, "100 s"}, // likewise
+		{1_234_600 * time.Millisecond, "1235 s"},
+		{time.Nanosecond, "0.00000000100 s"},
+		{-1500 * time.Millisecond, "-1.50 s"},
+	})
+}
+
+func TestCount(t *testing.T) {
+	checkPairs(t, "Count", Count, []pair[int64, string]{
+		{0, "0"},
+		{999, "999"},
+		{1000, "1.00k"},
+		{12_345, "12.3k"},
+		{999_600, "1.00M"},
+		{480_240_000, "480M"},
+		{7_000_000_000, "7.00B"},
+		{1_500_000_000_000, "1.50T"},
+		{-2500, "-2.50k"},
+	})
 }
