@@ -45,7 +45,7 @@ func planRun(o *WorkloadOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := bench.Plan(opts)
+	p, err := bench.PlanMemory(opts)
 	if err != nil {
 		return &runFailure{err}
 	}

@@ -217,7 +217,7 @@ func (o *WorkloadOptions) benchOptions() (bench.Options, error) {
 	if err != nil {
 		return bench.Options{}, err
 	}
-	s := models.ScheduleOf(cfg)
+	s := models.FeedOf(cfg)
 	if err := o.validate(s.Epochs); err != nil {
 		return bench.Options{}, err
 	}

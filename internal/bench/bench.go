@@ -15,7 +15,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 	"gpuz/internal/models"
 	"gpuz/internal/units"
 )
@@ -43,7 +43,7 @@ type Options struct {
 	ClipNorm float64
 	Seed     uint64
 	// Threads is how many host threads the BLAS and the element-wise
-	// kernels use; Run and Plan apply it, and the header reports it.
+	// kernels use; Run and PlanMemory apply it, and the header reports it.
 	Threads int
 	// NewGPU returns a fresh device for the cuda and cache modes (a CUDA
 	// GPU or a simulated one); nil leaves those modes unavailable. GPUName
@@ -104,7 +104,7 @@ func (opts Options) header(model *models.Model, data models.Data) Header {
 		Scale:   opts.Scale,
 		Batch:   opts.Batch,
 		Samples: opts.Samples,
-		BLAS:    kernels.BLASName(),
+		BLAS:    hostmath.BLASName(),
 		Threads: opts.Threads,
 		GPU:     opts.GPUName,
 	}
@@ -230,8 +230,8 @@ func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Statu
 
 // adam is each block's optimizer: the reference experiment's Adam at the
 // run's learning rate.
-func (opts Options) adam() kernels.Adam {
-	a := kernels.DefaultAdam
+func (opts Options) adam() hostmath.Adam {
+	a := hostmath.DefaultAdam
 	a.LR = opts.LR
 	return a
 }
@@ -239,10 +239,10 @@ func (opts Options) adam() kernels.Adam {
 // applyThreads sets the host threads of the BLAS and the element-wise
 // kernels to opts.Threads. The setting is process-wide, as the BLAS's is;
 // this is the one place gpuz makes it.
-func (opts Options) applyThreads() { kernels.SetThreads(opts.Threads) }
+func (opts Options) applyThreads() { hostmath.SetThreads(opts.Threads) }
 
 // compile builds the workload's graph and compiles it for the task.
-func (opts Options) compile() (*models.Model, *engine.Plan, error) {
+func (opts Options) compile() (*models.Model, *engine.Schedule, error) {
 	model, err := opts.Workload.Build()
 	if err != nil {
 		return nil, nil, err

@@ -2,7 +2,7 @@ package bench
 
 import (
 	"gpuz/internal/engine"
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // The cache policies cache mode can page blocks by.
@@ -15,7 +15,7 @@ const (
 )
 
 // DefaultLR is the reference experiment's Adam learning rate.
-var DefaultLR = kernels.DefaultAdam.LR
+var DefaultLR = hostmath.DefaultAdam.LR
 
 // Cache describes how cache mode places the blocks.
 type Cache struct {
@@ -37,8 +37,8 @@ func (c Cache) placement() engine.Placement {
 }
 
 // BLASName names the host BLAS the kernels use.
-func BLASName() string { return kernels.BLASName() }
+func BLASName() string { return hostmath.BLASName() }
 
 // BLASEnv returns the environment settings, NAME=VALUE, that the BLAS reads
 // only when it loads: a program sets them before it starts.
-func BLASEnv() []string { return kernels.LoadEnv() }
+func BLASEnv() []string { return hostmath.LoadEnv() }

@@ -26,9 +26,9 @@ type ModePlan struct {
 	Status               Status // unavailable modes say why; ok otherwise
 }
 
-// PlanResult is the memory plan of a workload for every mode and cache
+// MemoryPlan is the memory plan of a workload for every mode and cache
 // policy.
-type PlanResult struct {
+type MemoryPlan struct {
 	Header    Header
 	Bytes     engine.Bytes // with every block resident
 	Gradients int64        // all parameters' gradients, part of Bytes.Arena while live
@@ -37,21 +37,21 @@ type PlanResult struct {
 	Modes     []ModePlan
 }
 
-// Plan computes the memory each requested mode needs, and for cache mode
+// PlanMemory computes the memory each requested mode needs, and for cache mode
 // each policy: the window policy with opts.Cache's window, the auto policy
 // sized from free memory, and the auto policy with the optimizer on the
 // host. Nothing is allocated.
-func Plan(opts Options) (PlanResult, error) {
+func PlanMemory(opts Options) (MemoryPlan, error) {
 	opts.applyThreads()
 	model, plan, err := opts.compile()
 	if err != nil {
-		return PlanResult{}, err
+		return MemoryPlan{}, err
 	}
-	res := PlanResult{Header: opts.header(model, opts.Workload.Data(opts.Seed)), Bytes: plan.Bytes(), Gradients: plan.GradientBytes(),
+	res := MemoryPlan{Header: opts.header(model, opts.Workload.Data(opts.Seed)), Bytes: plan.Bytes(), Gradients: plan.GradientBytes(),
 		Blocks: plan.Blocks(), MinWindow: plan.MinWindow()}
 	host, err := device.ReadMeminfo()
 	if err != nil {
-		return PlanResult{}, err
+		return MemoryPlan{}, err
 	}
 	for _, mode := range opts.Modes {
 		placements := []engine.Placement{{}}
@@ -76,7 +76,7 @@ func Plan(opts Options) (PlanResult, error) {
 			mp.Status = Status{Kind: StatusOK}
 			mp.Device = dev.Name()
 			if mp.DeviceFree, _, err = dev.MemInfo(); err != nil {
-				return PlanResult{}, fmt.Errorf("%s: %w", mode, err)
+				return MemoryPlan{}, fmt.Errorf("%s: %w", mode, err)
 			}
 			mp.Footprint = plan.Footprint(pl, mp.DeviceFree)
 			mp.FitsDevice = mp.Footprint.Device <= mp.DeviceFree

@@ -13,7 +13,7 @@ func (b *hostBuffer) Len() int { return len(b.data) }
 func Floats(b Buffer) []float32 { return b.(*hostBuffer).data }
 
 // Host is the CPU as a device: buffers are Go slices and the kernels are
-// those of package kernels.
+// those of package hostmath.
 type Host struct{ hostMemory }
 
 // NewHost returns the host device.

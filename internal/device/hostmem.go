@@ -44,4 +44,4 @@ func (m *hostMemory) Stats() Stats { return m.meter.Stats() }
 func (m *hostMemory) ResetPeak() { m.meter.ResetPeak() }
 
 // Kernels returns the host kernels.
-func (m *hostMemory) Kernels() Kernels { return HostKernels{} }
+func (m *hostMemory) Kernels() Kernels { return hostKernels{} }

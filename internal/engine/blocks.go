@@ -11,7 +11,7 @@ import "slices"
 // PyTorch's autograd saves it with the layer that uses it); a value no such
 // step reads travels with the block that produced it, found through
 // parameter-free steps back to a step that reads parameters.
-func (p *Plan) assignOwners() {
+func (p *Schedule) assignOwners() {
 	producerBlock := make([]int, len(p.values))
 	consumerBlock := make([]int, len(p.values))
 	for i := range p.values {
@@ -91,7 +91,7 @@ func (p *Plan) assignOwners() {
 }
 
 // largestSaved returns the elements of the largest saved value.
-func (p *Plan) largestSaved() int {
+func (p *Schedule) largestSaved() int {
 	n := 0
 	for _, v := range p.values {
 		if v.kind == kindSaved {
@@ -103,7 +103,7 @@ func (p *Plan) largestSaved() int {
 
 // MinWindow is the fewest blocks that must be resident at once: the most
 // blocks any one step needs.
-func (p *Plan) MinWindow() int {
+func (p *Schedule) MinWindow() int {
 	n := 1
 	for _, need := range p.needs {
 		n = max(n, len(need))
@@ -112,11 +112,11 @@ func (p *Plan) MinWindow() int {
 }
 
 // Blocks returns the number of blocks.
-func (p *Plan) Blocks() int { return len(p.spec.Blocks) }
+func (p *Schedule) Blocks() int { return len(p.spec.Blocks) }
 
 // blockUses lists, per block, the steps that need it in increasing order; a
 // block's update counts as a use at the step it follows.
-func (p *Plan) blockUses() [][]int {
+func (p *Schedule) blockUses() [][]int {
 	uses := make([][]int, len(p.spec.Blocks))
 	for si, need := range p.needs {
 		for _, b := range need {

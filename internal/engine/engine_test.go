@@ -10,7 +10,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"gpuz/internal/device"
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 	"gpuz/internal/ops"
 )
 
@@ -131,7 +131,7 @@ func (m smallLinear) loadTraining(t *testing.T, retain bool) (x, target *gorgoni
 	t.Helper()
 	_, x, target, loss, blocks, ws, bs := m.buildProject()
 	plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
-		Optimizer: kernels.DefaultAdam, ClipNorm: 1, RetainGradients: retain})
+		Optimizer: hostmath.DefaultAdam, ClipNorm: 1, RetainGradients: retain})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,12 +221,12 @@ func TestEngineMatchesTapeMachine(t *testing.T) {
 			layers := []int{2 * b, 2*b + 1}
 			sumSquares := 0.0
 			for _, l := range layers {
-				sumSquares += kernels.SumSquares(o.gradW[l].Data().([]float32)) + kernels.SumSquares(o.gradB[l].Data().([]float32))
+				sumSquares += hostmath.SumSquares(o.gradW[l].Data().([]float32)) + hostmath.SumSquares(o.gradB[l].Data().([]float32))
 			}
-			scale := kernels.ClipScale(sumSquares, 1)
+			scale := hostmath.ClipScale(sumSquares, 1)
 			for _, l := range layers {
-				kernels.AdamStep(kernels.DefaultAdam, oracleW[l], o.gradW[l].Data().([]float32), moments[l][0], moments[l][1], scale, step)
-				kernels.AdamStep(kernels.DefaultAdam, oracleB[l], o.gradB[l].Data().([]float32), moments[l][2], moments[l][3], scale, step)
+				hostmath.AdamStep(hostmath.DefaultAdam, oracleW[l], o.gradW[l].Data().([]float32), moments[l][0], moments[l][1], scale, step)
+				hostmath.AdamStep(hostmath.DefaultAdam, oracleB[l], o.gradB[l].Data().([]float32), moments[l][2], moments[l][3], scale, step)
 			}
 		}
 	}

@@ -64,16 +64,16 @@ func (pl Placement) Validate() error {
 // layout is where each member of a block sits in the block's area, in
 // elements from the area's start.
 type layout struct {
-	params  []int    // indices into Plan.params
+	params  []int    // indices into Schedule.params
 	offsets []int    // of each parameter
 	moments [][2]int // of each parameter's m and v, when they travel with the block
-	saved   []int    // offsets of the block's saved values, as Plan.saved[b]
+	saved   []int    // offsets of the block's saved values, as Schedule.saved[b]
 	elems   int      // the area's size
 }
 
 // layouts lays out every block's area: parameters, then their moments when
 // they live on the device, then saved activations.
-func (p *Plan) layouts(momentsOnDevice bool) []layout {
+func (p *Schedule) layouts(momentsOnDevice bool) []layout {
 	out := make([]layout, len(p.spec.Blocks))
 	for i, pv := range p.params {
 		b := p.values[pv].block
@@ -110,7 +110,7 @@ type Footprint struct {
 
 // Footprint computes what pl needs, before anything is allocated. For an
 // auto policy with no fixed window, deviceFree sizes the window.
-func (p *Plan) Footprint(pl Placement, deviceFree int64) Footprint {
+func (p *Schedule) Footprint(pl Placement, deviceFree int64) Footprint {
 	b := p.Bytes()
 	fixed := b.Inputs + b.Arena
 	ls := p.layouts(!pl.OptimizerOnHost)
@@ -132,7 +132,7 @@ func (p *Plan) Footprint(pl Placement, deviceFree int64) Footprint {
 }
 
 // window returns the number of resident blocks of a paged placement.
-func (p *Plan) window(pl Placement, deviceFree, fixed, slotBytes int64) int {
+func (p *Schedule) window(pl Placement, deviceFree, fixed, slotBytes int64) int {
 	w := pl.Window
 	if pl.Policy == PolicyAuto && w == 0 {
 		w = 1
@@ -144,7 +144,7 @@ func (p *Plan) window(pl Placement, deviceFree, fixed, slotBytes int64) int {
 }
 
 // orderAfter returns the blocks of a pass's observed order starting at b.
-func (p *Plan) orderAfter(pass, b int) []int {
+func (p *Schedule) orderAfter(pass, b int) []int {
 	order := p.order[pass]
 	i := slices.Index(order, b)
 	if i < 0 {

@@ -8,7 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"gpuz/internal/device"
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // DeviceOp is an op the engine runs: Launch computes it with a device's
@@ -26,12 +26,12 @@ type boundStep struct {
 	shapes     []tensor.Shape
 }
 
-// Program is a Plan loaded on a device: every buffer it needs is allocated
+// Program is a Schedule loaded on a device: every buffer it needs is allocated
 // once, and each Run reuses them. A paged program also keeps every block's
 // master copy in host memory and moves blocks in and out of a window of
 // device slots as its placement's policy decides.
 type Program struct {
-	plan      *Plan
+	plan      *Schedule
 	dev       device.Device
 	k         device.Kernels
 	place     Placement
@@ -50,7 +50,7 @@ type Program struct {
 
 // Load allocates the plan's memory on dev for a placement. On error,
 // including the device running out of memory, nothing stays allocated.
-func (p *Plan) Load(dev device.Device, pl Placement) (prog *Program, err error) {
+func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err error) {
 	if err := pl.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
@@ -300,7 +300,7 @@ func (prog *Program) update(b int) error {
 	for _, i := range members {
 		sumSquares += prog.gradSquares[i]
 	}
-	scale := kernels.ClipScale(sumSquares, p.spec.ClipNorm)
+	scale := hostmath.ClipScale(sumSquares, p.spec.ClipNorm)
 	prog.adamSteps[b]++
 	for _, i := range members {
 		prog.k.AdamStep(p.spec.Optimizer, prog.buffers[p.params[i]], prog.buffers[p.grads[i]], prog.moments[i][0], prog.moments[i][1], scale, prog.adamSteps[b])

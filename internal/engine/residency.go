@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"gpuz/internal/device"
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // residency keeps a paged program's blocks: a master copy of every block's
@@ -337,14 +337,14 @@ func (r *residency) updateOnHost(b int) error {
 		if err := prog.dev.Download(grads[j], prog.buffers[p.grads[i]]); err != nil {
 			return fmt.Errorf("engine: copying block %s's gradients: %w", p.spec.Blocks[b].Name, err)
 		}
-		sumSquares += kernels.SumSquares(grads[j])
+		sumSquares += hostmath.SumSquares(grads[j])
 	}
-	scale := kernels.ClipScale(sumSquares, p.spec.ClipNorm)
+	scale := hostmath.ClipScale(sumSquares, p.spec.ClipNorm)
 	prog.adamSteps[b]++
 	for j, i := range l.params {
 		n := p.values[p.params[i]].elems
 		params := r.host[b][l.offsets[j] : l.offsets[j]+n]
-		kernels.AdamStep(p.spec.Optimizer, params, grads[j], r.hostMoments[i][0], r.hostMoments[i][1], scale, prog.adamSteps[b])
+		hostmath.AdamStep(p.spec.Optimizer, params, grads[j], r.hostMoments[i][0], r.hostMoments[i][1], scale, prog.adamSteps[b])
 	}
 	if r.slotOf[b] >= 0 {
 		return r.evict(b, false)

@@ -11,7 +11,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"gpuz/internal/engine"
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 	"gpuz/internal/ops"
 )
 
@@ -446,7 +446,7 @@ func TestDecoderLayerMatchesTapeMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	prog := loadOnHost(t, engine.Spec{Inputs: []*gorgonia.Node{target}, Blocks: []engine.Block{inputBlock, layer},
-		Output: loss, Train: true, Optimizer: kernels.DefaultAdam, ClipNorm: 1, RetainGradients: true})
+		Output: loss, Train: true, Optimizer: hostmath.DefaultAdam, ClipNorm: 1, RetainGradients: true})
 
 	xData, targetData := random(tokens*d), random(tokens*d)
 	params := map[string][]float32{}

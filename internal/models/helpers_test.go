@@ -7,7 +7,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // loadOnHost compiles spec and loads it on the host with every block
@@ -35,13 +35,13 @@ func trainFirstBatch(t *testing.T, c Config, lr float64, steps int) []float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adam := kernels.DefaultAdam
+	adam := hostmath.DefaultAdam
 	adam.LR = lr
 	prog := loadOnHost(t, engine.Spec{Inputs: m.Inputs(), Blocks: m.Blocks, Output: m.Loss, Train: true, Optimizer: adam, ClipNorm: 1})
 	if err := m.InitParams(1, prog.SetInput); err != nil {
 		t.Fatal(err)
 	}
-	batch := c.Data(1).Batch(0, ScheduleOf(c).Batch)
+	batch := c.Data(1).Batch(0, FeedOf(c).Batch)
 	for _, in := range []*gorgonia.Node{m.Input, m.Target} {
 		if err := prog.SetInput(in, batch); err != nil {
 			t.Fatal(err)

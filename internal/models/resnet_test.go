@@ -11,7 +11,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"gpuz/internal/engine"
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 	"gpuz/internal/ops"
 )
 
@@ -157,7 +157,7 @@ func TestConvModelMatchesTapeMachine(t *testing.T) {
 	}
 	loss := gorgonia.Must(ops.Apply(ops.MSE{Dims: 4}, out, target))
 	prog := loadOnHost(t, engine.Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: []engine.Block{cm.block},
-		Output: loss, Train: true, Optimizer: kernels.DefaultAdam, ClipNorm: 1, RetainGradients: true})
+		Output: loss, Train: true, Optimizer: hostmath.DefaultAdam, ClipNorm: 1, RetainGradients: true})
 
 	rng := rand.New(rand.NewPCG(9, 9))
 	random := func(n int, scale float64) []float32 {
@@ -264,7 +264,7 @@ func TestResnetNesting(t *testing.T) {
 			output = m.Loss
 		}
 		prog := loadOnHost(t, engine.Spec{Inputs: []*gorgonia.Node{m.Input, m.Target}, Blocks: m.Blocks, Output: output,
-			Train: train, Optimizer: kernels.DefaultAdam, ClipNorm: 1})
+			Train: train, Optimizer: hostmath.DefaultAdam, ClipNorm: 1})
 		// Weights three times PyTorch's defaults, so that every block
 		// changes the output by more than rounding and the nesting shows.
 		err = m.InitParams(5, func(p *gorgonia.Node, v []float32) error {
@@ -290,11 +290,11 @@ func TestResnetNesting(t *testing.T) {
 		}
 	}
 
-	s := kernels.ConvShape{Batch: 1, InH: c.ImageSize, InW: c.ImageSize, OutH: c.ImageSize, OutW: c.ImageSize, Kernel: c.Kernel, Pad: c.Kernel / 2}
+	s := hostmath.ConvShape{Batch: 1, InH: c.ImageSize, InW: c.ImageSize, OutH: c.ImageSize, OutW: c.ImageSize, Kernel: c.Kernel, Pad: c.Kernel / 2}
 	conv := func(x []float64, name string, in, out int) []float64 {
 		y := make([]float64, out*c.ImageSize*c.ImageSize)
 		s.InC, s.OutC = in, out
-		kernels.Conv2d(y, x, params[name+".weight"], params[name+".bias"], s)
+		hostmath.Conv2d(y, x, params[name+".weight"], params[name+".bias"], s)
 		return y
 	}
 	block := func(name string, x []float64) []float64 {
@@ -360,7 +360,7 @@ func TestResnetLossFalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	losses := trainFirstBatch(t, &c, kernels.DefaultAdam.LR, 5)
+	losses := trainFirstBatch(t, &c, hostmath.DefaultAdam.LR, 5)
 	for i := 1; i < len(losses); i++ {
 		if !(losses[i] < losses[i-1]) {
 			t.Fatalf("losses %v do not fall", losses)

@@ -49,15 +49,15 @@ type sized interface {
 	sizes() ([]Size, []*int)
 }
 
-// Schedule is how a workload's data is fed: Samples in batches of Batch,
+// Feed is how a workload's data is fed: Samples in batches of Batch,
 // for Epochs epochs.
-type Schedule struct {
+type Feed struct {
 	Samples, Batch, Epochs int
 }
 
-// ScheduleOf returns how c's data is fed: its shared sizes.
-func ScheduleOf(c Config) Schedule {
-	var s Schedule
+// FeedOf returns how c's data is fed: its shared sizes.
+func FeedOf(c Config) Feed {
+	var s Feed
 	sizes, fields := c.sizes()
 	for i, size := range sizes {
 		switch size.Name {

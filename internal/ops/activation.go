@@ -5,7 +5,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // DefaultLeakySlope is the negative slope of PyTorch's nn.LeakyReLU.
@@ -23,8 +23,8 @@ func (LeakyReLU) shape(in []tensor.Shape) (tensor.Shape, error) { return in[0], 
 
 func (op LeakyReLU) host() host { return hostOf(op, leakyReLUHost[float32], leakyReLUHost[float64]) }
 
-func leakyReLUHost[T kernels.Float](op LeakyReLU, h hostArgs[T]) error {
-	kernels.LeakyReLU(h.out, h.in[0], T(op.Slope))
+func leakyReLUHost[T hostmath.Float](op LeakyReLU, h hostArgs[T]) error {
+	hostmath.LeakyReLU(h.out, h.in[0], T(op.Slope))
 	return nil
 }
 
@@ -54,8 +54,8 @@ func (op LeakyReLUGrad) host() host {
 	return hostOf(op, leakyReLUGradHost[float32], leakyReLUGradHost[float64])
 }
 
-func leakyReLUGradHost[T kernels.Float](op LeakyReLUGrad, h hostArgs[T]) error {
-	kernels.LeakyReLUGrad(h.out, h.in[0], h.in[1], T(op.Slope))
+func leakyReLUGradHost[T hostmath.Float](op LeakyReLUGrad, h hostArgs[T]) error {
+	hostmath.LeakyReLUGrad(h.out, h.in[0], h.in[1], T(op.Slope))
 	return nil
 }
 

@@ -3,7 +3,7 @@ package ops
 import (
 	"gorgonia.org/tensor"
 
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // Add is the element-wise sum of two tensors of one shape: the residual
@@ -15,8 +15,8 @@ func (Add) shape(in []tensor.Shape) (tensor.Shape, error) { return sameShape(in)
 func (op Add) host() host                                 { return hostOf(op, addHost[float32], addHost[float64]) }
 func (Add) grads() []grad                                 { return []grad{passGrad, passGrad} }
 
-func addHost[T kernels.Float](_ Add, h hostArgs[T]) error {
-	kernels.Add(h.out, h.in[0], h.in[1])
+func addHost[T hostmath.Float](_ Add, h hostArgs[T]) error {
+	hostmath.Add(h.out, h.in[0], h.in[1])
 	return nil
 }
 

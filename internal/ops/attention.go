@@ -6,13 +6,13 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // AttentionConfig is what the attention ops share: multi-head scaled
 // dot-product self-attention over sequences of SeqLen tokens whose queries,
 // keys and values are packed as [tokens, 3d] rows the way PyTorch's
-// MultiheadAttention in_proj produces them (see kernels.Attention).
+// MultiheadAttention in_proj produces them (see hostmath.Attention).
 //
 // Multi-head self-attention is built from these ops and Linear:
 //
@@ -30,19 +30,19 @@ type AttentionConfig struct {
 }
 
 // attention returns the kernels' description for rows tokens of width d.
-func (c AttentionConfig) attention(rows, d int) (kernels.Attention, error) {
+func (c AttentionConfig) attention(rows, d int) (hostmath.Attention, error) {
 	if c.Heads <= 0 || c.SeqLen <= 0 || d <= 0 || d%c.Heads != 0 || rows%c.SeqLen != 0 || rows == 0 {
-		return kernels.Attention{}, fmt.Errorf("%d tokens of width %d do not make sequences for %+v", rows, d, c)
+		return hostmath.Attention{}, fmt.Errorf("%d tokens of width %d do not make sequences for %+v", rows, d, c)
 	}
-	return kernels.Attention{Batch: rows / c.SeqLen, Seq: c.SeqLen, Heads: c.Heads, HeadDim: d / c.Heads, Causal: c.Causal}, nil
+	return hostmath.Attention{Batch: rows / c.SeqLen, Seq: c.SeqLen, Heads: c.Heads, HeadDim: d / c.Heads, Causal: c.Causal}, nil
 }
 
 // read returns the kernels' description for the inputs of an attention op
 // whose shapes are in and whose kinds, "qkv", "out" or "probs", are names:
 // the input named "qkv", or else "out", fixes the sizes, and every input
 // must have the shape of its kind at those sizes.
-func (c AttentionConfig) read(in []tensor.Shape, names ...string) (kernels.Attention, error) {
-	var a kernels.Attention
+func (c AttentionConfig) read(in []tensor.Shape, names ...string) (hostmath.Attention, error) {
+	var a hostmath.Attention
 	var err error
 	if i := slices.Index(names, "qkv"); i >= 0 {
 		if s := in[i]; len(s) != 2 || s[1]%3 != 0 {
@@ -68,7 +68,7 @@ func (c AttentionConfig) read(in []tensor.Shape, names ...string) (kernels.Atten
 // attentionShape is the shape of the packed queries, keys and values
 // ("qkv"), of the attention output ("out") or of the probabilities
 // ("probs") for the sizes a.
-func attentionShape(name string, a kernels.Attention) tensor.Shape {
+func attentionShape(name string, a hostmath.Attention) tensor.Shape {
 	switch name {
 	case "qkv":
 		return qkvShape(a)
@@ -78,11 +78,13 @@ func attentionShape(name string, a kernels.Attention) tensor.Shape {
 	return probsShape(a)
 }
 
-func probsShape(a kernels.Attention) tensor.Shape {
+func probsShape(a hostmath.Attention) tensor.Shape {
 	return tensor.Shape{a.Batch, a.Heads, a.Seq, a.Seq}
 }
-func qkvShape(a kernels.Attention) tensor.Shape { return tensor.Shape{a.Batch * a.Seq, 3 * a.DModel()} }
-func outShape(a kernels.Attention) tensor.Shape { return tensor.Shape{a.Batch * a.Seq, a.DModel()} }
+func qkvShape(a hostmath.Attention) tensor.Shape {
+	return tensor.Shape{a.Batch * a.Seq, 3 * a.DModel()}
+}
+func outShape(a hostmath.Attention) tensor.Shape { return tensor.Shape{a.Batch * a.Seq, a.DModel()} }
 
 // AttentionProbs is the attention probabilities softmax(QKᵀ/√(d/Heads))
 // of every sequence and head, causally masked when Causal: from qkv
@@ -91,7 +93,7 @@ type AttentionProbs struct{ AttentionConfig }
 
 func (AttentionProbs) signature() []int { return []int{2, 4} }
 
-func (op AttentionProbs) sizes(in []tensor.Shape) (kernels.Attention, error) {
+func (op AttentionProbs) sizes(in []tensor.Shape) (hostmath.Attention, error) {
 	return op.read(in, "qkv")
 }
 
@@ -103,12 +105,12 @@ func (op AttentionProbs) host() host {
 	return hostOf(op, attentionProbsHost[float32], attentionProbsHost[float64])
 }
 
-func attentionProbsHost[T kernels.Float](op AttentionProbs, h hostArgs[T]) error {
-	return sized(op.sizes, h.shapes, func(a kernels.Attention) { kernels.AttentionProbs(h.out, h.in[0], a) })
+func attentionProbsHost[T hostmath.Float](op AttentionProbs, h hostArgs[T]) error {
+	return sized(op.sizes, h.shapes, func(a hostmath.Attention) { hostmath.AttentionProbs(h.out, h.in[0], a) })
 }
 
 func (op AttentionProbs) launch(d launchArgs) error {
-	return sized(op.sizes, d.shapes, func(a kernels.Attention) { d.k.AttentionProbs(d.out, d.args[0], a) })
+	return sized(op.sizes, d.shapes, func(a hostmath.Attention) { d.k.AttentionProbs(d.out, d.args[0], a) })
 }
 
 // grads compute qkv's gradient from the probabilities themselves.
@@ -123,7 +125,7 @@ type AttentionProbsGrad struct{ AttentionConfig }
 
 func (AttentionProbsGrad) signature() []int { return []int{2, 4, 4, 2} }
 
-func (op AttentionProbsGrad) sizes(in []tensor.Shape) (kernels.Attention, error) {
+func (op AttentionProbsGrad) sizes(in []tensor.Shape) (hostmath.Attention, error) {
 	return op.read(in, "qkv", "probs", "probs")
 }
 
@@ -135,14 +137,14 @@ func (op AttentionProbsGrad) host() host {
 	return hostOf(op, attentionProbsGradHost[float32], attentionProbsGradHost[float64])
 }
 
-func attentionProbsGradHost[T kernels.Float](op AttentionProbsGrad, h hostArgs[T]) error {
-	return sized(op.sizes, h.shapes, func(a kernels.Attention) {
-		kernels.AttentionProbsGrad(h.out, h.in[0], h.in[1], h.in[2], a)
+func attentionProbsGradHost[T hostmath.Float](op AttentionProbsGrad, h hostArgs[T]) error {
+	return sized(op.sizes, h.shapes, func(a hostmath.Attention) {
+		hostmath.AttentionProbsGrad(h.out, h.in[0], h.in[1], h.in[2], a)
 	})
 }
 
 func (op AttentionProbsGrad) launch(d launchArgs) error {
-	return sized(op.sizes, d.shapes, func(a kernels.Attention) {
+	return sized(op.sizes, d.shapes, func(a hostmath.Attention) {
 		d.k.AttentionProbsGrad(d.out, d.args[0], d.args[1], d.args[2], a)
 	})
 }
@@ -154,7 +156,7 @@ type AttentionMix struct{ AttentionConfig }
 
 func (AttentionMix) signature() []int { return []int{4, 2, 2} }
 
-func (op AttentionMix) sizes(in []tensor.Shape) (kernels.Attention, error) {
+func (op AttentionMix) sizes(in []tensor.Shape) (hostmath.Attention, error) {
 	return op.read(in, "probs", "qkv")
 }
 
@@ -166,12 +168,12 @@ func (op AttentionMix) host() host {
 	return hostOf(op, attentionMixHost[float32], attentionMixHost[float64])
 }
 
-func attentionMixHost[T kernels.Float](op AttentionMix, h hostArgs[T]) error {
-	return sized(op.sizes, h.shapes, func(a kernels.Attention) { kernels.AttentionMix(h.out, h.in[0], h.in[1], a) })
+func attentionMixHost[T hostmath.Float](op AttentionMix, h hostArgs[T]) error {
+	return sized(op.sizes, h.shapes, func(a hostmath.Attention) { hostmath.AttentionMix(h.out, h.in[0], h.in[1], a) })
 }
 
 func (op AttentionMix) launch(d launchArgs) error {
-	return sized(op.sizes, d.shapes, func(a kernels.Attention) { d.k.AttentionMix(d.out, d.args[0], d.args[1], a) })
+	return sized(op.sizes, d.shapes, func(a hostmath.Attention) { d.k.AttentionMix(d.out, d.args[0], d.args[1], a) })
 }
 
 // grads give p's gradient and qkv's, whose value columns only are non-zero;
@@ -188,7 +190,7 @@ type AttentionMixProbsGrad struct{ AttentionConfig }
 
 func (AttentionMixProbsGrad) signature() []int { return []int{2, 2, 4} }
 
-func (op AttentionMixProbsGrad) sizes(in []tensor.Shape) (kernels.Attention, error) {
+func (op AttentionMixProbsGrad) sizes(in []tensor.Shape) (hostmath.Attention, error) {
 	return op.read(in, "out", "qkv")
 }
 
@@ -200,14 +202,14 @@ func (op AttentionMixProbsGrad) host() host {
 	return hostOf(op, attentionMixProbsGradHost[float32], attentionMixProbsGradHost[float64])
 }
 
-func attentionMixProbsGradHost[T kernels.Float](op AttentionMixProbsGrad, h hostArgs[T]) error {
-	return sized(op.sizes, h.shapes, func(a kernels.Attention) {
-		kernels.AttentionMixProbsGrad(h.out, h.in[0], h.in[1], a)
+func attentionMixProbsGradHost[T hostmath.Float](op AttentionMixProbsGrad, h hostArgs[T]) error {
+	return sized(op.sizes, h.shapes, func(a hostmath.Attention) {
+		hostmath.AttentionMixProbsGrad(h.out, h.in[0], h.in[1], a)
 	})
 }
 
 func (op AttentionMixProbsGrad) launch(d launchArgs) error {
-	return sized(op.sizes, d.shapes, func(a kernels.Attention) {
+	return sized(op.sizes, d.shapes, func(a hostmath.Attention) {
 		d.k.AttentionMixProbsGrad(d.out, d.args[0], d.args[1], a)
 	})
 }
@@ -219,7 +221,7 @@ type AttentionMixValueGrad struct{ AttentionConfig }
 
 func (AttentionMixValueGrad) signature() []int { return []int{4, 2, 2} }
 
-func (op AttentionMixValueGrad) sizes(in []tensor.Shape) (kernels.Attention, error) {
+func (op AttentionMixValueGrad) sizes(in []tensor.Shape) (hostmath.Attention, error) {
 	return op.read(in, "probs", "out")
 }
 
@@ -231,10 +233,10 @@ func (op AttentionMixValueGrad) host() host {
 	return hostOf(op, attentionMixValueGradHost[float32], attentionMixValueGradHost[float64])
 }
 
-func attentionMixValueGradHost[T kernels.Float](op AttentionMixValueGrad, h hostArgs[T]) error {
-	return sized(op.sizes, h.shapes, func(a kernels.Attention) { kernels.AttentionMixValueGrad(h.out, h.in[0], h.in[1], a) })
+func attentionMixValueGradHost[T hostmath.Float](op AttentionMixValueGrad, h hostArgs[T]) error {
+	return sized(op.sizes, h.shapes, func(a hostmath.Attention) { hostmath.AttentionMixValueGrad(h.out, h.in[0], h.in[1], a) })
 }
 
 func (op AttentionMixValueGrad) launch(d launchArgs) error {
-	return sized(op.sizes, d.shapes, func(a kernels.Attention) { d.k.AttentionMixValueGrad(d.out, d.args[0], d.args[1], a) })
+	return sized(op.sizes, d.shapes, func(a hostmath.Attention) { d.k.AttentionMixValueGrad(d.out, d.args[0], d.args[1], a) })
 }

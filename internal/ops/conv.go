@@ -5,7 +5,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // Conv2d is PyTorch's nn.Conv2d with stride 1, a square kernel, Pad zeros
@@ -30,33 +30,33 @@ func (op Conv2d) shape(in []tensor.Shape) (tensor.Shape, error) {
 
 // conv returns the convolution of input x by weights W, or why they do not
 // fit.
-func (op Conv2d) conv(in []tensor.Shape) (kernels.ConvShape, error) {
+func (op Conv2d) conv(in []tensor.Shape) (hostmath.ConvShape, error) {
 	x, w := in[0], in[1]
 	if op.Pad < 0 {
-		return kernels.ConvShape{}, fmt.Errorf("negative padding")
+		return hostmath.ConvShape{}, fmt.Errorf("negative padding")
 	}
 	if len(x) != 4 || len(w) != 4 || w[1] != x[1] || w[2] != w[3] || w[2] <= 0 {
-		return kernels.ConvShape{}, fmt.Errorf("input %v and weights %v do not fit (want [N, C, H, W] and [M, C, k, k])", x, w)
+		return hostmath.ConvShape{}, fmt.Errorf("input %v and weights %v do not fit (want [N, C, H, W] and [M, C, k, k])", x, w)
 	}
 	k := w[2]
-	s := kernels.ConvShape{Batch: x[0], InC: x[1], InH: x[2], InW: x[3], OutC: w[0],
-		OutH: kernels.ConvOutSize(x[2], k, op.Pad), OutW: kernels.ConvOutSize(x[3], k, op.Pad), Kernel: k, Pad: op.Pad}
+	s := hostmath.ConvShape{Batch: x[0], InC: x[1], InH: x[2], InW: x[3], OutC: w[0],
+		OutH: hostmath.ConvOutSize(x[2], k, op.Pad), OutW: hostmath.ConvOutSize(x[3], k, op.Pad), Kernel: k, Pad: op.Pad}
 	if s.OutH <= 0 || s.OutW <= 0 {
-		return kernels.ConvShape{}, fmt.Errorf("a %d×%d kernel does not fit the padded %d×%d input", k, k, x[2], x[3])
+		return hostmath.ConvShape{}, fmt.Errorf("a %d×%d kernel does not fit the padded %d×%d input", k, k, x[2], x[3])
 	}
 	return s, nil
 }
 
 func (op Conv2d) host() host { return hostOf(op, conv2dHost[float32], conv2dHost[float64]) }
 
-func conv2dHost[T kernels.Float](op Conv2d, h hostArgs[T]) error {
-	return sized(op.conv, h.shapes, func(s kernels.ConvShape) {
-		kernels.Conv2d(h.out, h.in[0], h.in[1], h.in[2], s)
+func conv2dHost[T hostmath.Float](op Conv2d, h hostArgs[T]) error {
+	return sized(op.conv, h.shapes, func(s hostmath.ConvShape) {
+		hostmath.Conv2d(h.out, h.in[0], h.in[1], h.in[2], s)
 	})
 }
 
 func (op Conv2d) launch(d launchArgs) error {
-	return sized(op.conv, d.shapes, func(s kernels.ConvShape) {
+	return sized(op.conv, d.shapes, func(s hostmath.ConvShape) {
 		d.k.Conv2d(d.out, d.args[0], d.args[1], d.args[2], s)
 	})
 }
@@ -79,34 +79,34 @@ type Conv2dInputGrad struct {
 func (Conv2dInputGrad) signature() []int { return []int{4, 4, 4} }
 
 // conv returns the forward convolution whose output gradient is g.
-func (op Conv2dInputGrad) conv(in []tensor.Shape) (kernels.ConvShape, error) {
+func (op Conv2dInputGrad) conv(in []tensor.Shape) (hostmath.ConvShape, error) {
 	g, w := in[0], in[1]
 	if len(g) != 4 || len(w) != 4 || g[1] != w[0] || w[2] != w[3] || w[2] <= 0 || op.Pad < 0 {
-		return kernels.ConvShape{}, fmt.Errorf("gradient %v and weights %v do not fit", g, w)
+		return hostmath.ConvShape{}, fmt.Errorf("gradient %v and weights %v do not fit", g, w)
 	}
 	k := w[2]
-	s := kernels.ConvShape{Batch: g[0], InC: w[1], InH: g[2] - 2*op.Pad + k - 1, InW: g[3] - 2*op.Pad + k - 1,
+	s := hostmath.ConvShape{Batch: g[0], InC: w[1], InH: g[2] - 2*op.Pad + k - 1, InW: g[3] - 2*op.Pad + k - 1,
 		OutC: w[0], OutH: g[2], OutW: g[3], Kernel: k, Pad: op.Pad}
 	if s.InH <= 0 || s.InW <= 0 {
-		return kernels.ConvShape{}, fmt.Errorf("no input fits gradient %v and weights %v", g, w)
+		return hostmath.ConvShape{}, fmt.Errorf("no input fits gradient %v and weights %v", g, w)
 	}
 	return s, nil
 }
 
 func (op Conv2dInputGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
-	return shapeBy(op.conv, in, func(s kernels.ConvShape) tensor.Shape { return tensor.Shape{s.Batch, s.InC, s.InH, s.InW} })
+	return shapeBy(op.conv, in, func(s hostmath.ConvShape) tensor.Shape { return tensor.Shape{s.Batch, s.InC, s.InH, s.InW} })
 }
 
 func (op Conv2dInputGrad) host() host {
 	return hostOf(op, conv2dInputGradHost[float32], conv2dInputGradHost[float64])
 }
 
-func conv2dInputGradHost[T kernels.Float](op Conv2dInputGrad, h hostArgs[T]) error {
-	return sized(op.conv, h.shapes, func(s kernels.ConvShape) { kernels.Conv2dInputGrad(h.out, h.in[0], h.in[1], s) })
+func conv2dInputGradHost[T hostmath.Float](op Conv2dInputGrad, h hostArgs[T]) error {
+	return sized(op.conv, h.shapes, func(s hostmath.ConvShape) { hostmath.Conv2dInputGrad(h.out, h.in[0], h.in[1], s) })
 }
 
 func (op Conv2dInputGrad) launch(d launchArgs) error {
-	return sized(op.conv, d.shapes, func(s kernels.ConvShape) { d.k.Conv2dInputGrad(d.out, d.args[0], d.args[1], s) })
+	return sized(op.conv, d.shapes, func(s hostmath.ConvShape) { d.k.Conv2dInputGrad(d.out, d.args[0], d.args[1], s) })
 }
 
 // Conv2dWeightGrad is the gradient of Conv2d with respect to W, given the
@@ -120,33 +120,33 @@ func (Conv2dWeightGrad) signature() []int { return []int{4, 4, 4} }
 
 // conv returns the forward convolution of input x whose output gradient is
 // g.
-func (op Conv2dWeightGrad) conv(in []tensor.Shape) (kernels.ConvShape, error) {
+func (op Conv2dWeightGrad) conv(in []tensor.Shape) (hostmath.ConvShape, error) {
 	x, g := in[0], in[1]
 	if len(x) != 4 || len(g) != 4 || x[0] != g[0] || op.Pad < 0 {
-		return kernels.ConvShape{}, fmt.Errorf("input %v and gradient %v do not fit", x, g)
+		return hostmath.ConvShape{}, fmt.Errorf("input %v and gradient %v do not fit", x, g)
 	}
 	k := x[2] + 2*op.Pad - g[2] + 1
 	if k <= 0 || x[3]+2*op.Pad-g[3]+1 != k {
-		return kernels.ConvShape{}, fmt.Errorf("no square kernel maps input %v to gradient %v", x, g)
+		return hostmath.ConvShape{}, fmt.Errorf("no square kernel maps input %v to gradient %v", x, g)
 	}
-	return kernels.ConvShape{Batch: x[0], InC: x[1], InH: x[2], InW: x[3], OutC: g[1], OutH: g[2], OutW: g[3],
+	return hostmath.ConvShape{Batch: x[0], InC: x[1], InH: x[2], InW: x[3], OutC: g[1], OutH: g[2], OutW: g[3],
 		Kernel: k, Pad: op.Pad}, nil
 }
 
 func (op Conv2dWeightGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
-	return shapeBy(op.conv, in, func(s kernels.ConvShape) tensor.Shape { return tensor.Shape{s.OutC, s.InC, s.Kernel, s.Kernel} })
+	return shapeBy(op.conv, in, func(s hostmath.ConvShape) tensor.Shape { return tensor.Shape{s.OutC, s.InC, s.Kernel, s.Kernel} })
 }
 
 func (op Conv2dWeightGrad) host() host {
 	return hostOf(op, conv2dWeightGradHost[float32], conv2dWeightGradHost[float64])
 }
 
-func conv2dWeightGradHost[T kernels.Float](op Conv2dWeightGrad, h hostArgs[T]) error {
-	return sized(op.conv, h.shapes, func(s kernels.ConvShape) { kernels.Conv2dWeightGrad(h.out, h.in[0], h.in[1], s) })
+func conv2dWeightGradHost[T hostmath.Float](op Conv2dWeightGrad, h hostArgs[T]) error {
+	return sized(op.conv, h.shapes, func(s hostmath.ConvShape) { hostmath.Conv2dWeightGrad(h.out, h.in[0], h.in[1], s) })
 }
 
 func (op Conv2dWeightGrad) launch(d launchArgs) error {
-	return sized(op.conv, d.shapes, func(s kernels.ConvShape) { d.k.Conv2dWeightGrad(d.out, d.args[0], d.args[1], s) })
+	return sized(op.conv, d.shapes, func(s hostmath.ConvShape) { d.k.Conv2dWeightGrad(d.out, d.args[0], d.args[1], s) })
 }
 
 // Conv2dBiasGrad is the gradient of Conv2d with respect to b: the output
@@ -161,14 +161,14 @@ func (op Conv2dBiasGrad) host() host {
 	return hostOf(op, conv2dBiasGradHost[float32], conv2dBiasGradHost[float64])
 }
 
-func conv2dBiasGradHost[T kernels.Float](_ Conv2dBiasGrad, h hostArgs[T]) error {
+func conv2dBiasGradHost[T hostmath.Float](_ Conv2dBiasGrad, h hostArgs[T]) error {
 	g := h.shapes[0]
-	kernels.Conv2dBiasGrad(h.out, h.in[0], g[0], g[1], g[2]*g[3])
+	hostmath.Conv2dBiasGrad(h.out, h.in[0], g[0], g[1], g[2]*g[3])
 	return nil
 }
 
 func (Conv2dBiasGrad) launch(d launchArgs) error {
 	g := d.shapes[0]
-	d.k.Conv2dBiasGrad(d.out, d.args[0], kernels.ConvShape{Batch: g[0], OutC: g[1], OutH: g[2], OutW: g[3]})
+	d.k.Conv2dBiasGrad(d.out, d.args[0], hostmath.ConvShape{Batch: g[0], OutC: g[1], OutH: g[2], OutW: g[3]})
 	return nil
 }

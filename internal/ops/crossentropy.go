@@ -5,7 +5,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // SoftmaxCrossEntropy is PyTorch's F.cross_entropy with integer targets and
@@ -40,8 +40,8 @@ func (op SoftmaxCrossEntropy) host() host {
 	return hostOf(op, softmaxCrossEntropyHost[float32], softmaxCrossEntropyHost[float64])
 }
 
-func softmaxCrossEntropyHost[T kernels.Float](_ SoftmaxCrossEntropy, h hostArgs[T]) error {
-	loss, err := kernels.SoftmaxCrossEntropy(h.in[0], h.in[1])
+func softmaxCrossEntropyHost[T hostmath.Float](_ SoftmaxCrossEntropy, h hostArgs[T]) error {
+	loss, err := hostmath.SoftmaxCrossEntropy(h.in[0], h.in[1])
 	h.out[0] = T(loss)
 	return err
 }
@@ -67,8 +67,8 @@ func (op SoftmaxCrossEntropyGrad) host() host {
 	return hostOf(op, softmaxCrossEntropyGradHost[float32], softmaxCrossEntropyGradHost[float64])
 }
 
-func softmaxCrossEntropyGradHost[T kernels.Float](_ SoftmaxCrossEntropyGrad, h hostArgs[T]) error {
-	return kernels.SoftmaxCrossEntropyGrad(h.out, h.in[0], h.in[1], h.in[2][0])
+func softmaxCrossEntropyGradHost[T hostmath.Float](_ SoftmaxCrossEntropyGrad, h hostArgs[T]) error {
+	return hostmath.SoftmaxCrossEntropyGrad(h.out, h.in[0], h.in[1], h.in[2][0])
 }
 
 func (SoftmaxCrossEntropyGrad) launch(d launchArgs) error {

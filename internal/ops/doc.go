@@ -5,7 +5,7 @@
 // slope, Conv2d's padding) with the few methods that are particular to it:
 // its signature (the dimensions of its inputs and output), its shape rule,
 // its host math in float32 and float64 (one generic function that calls the
-// kernels of package kernels), its Launch on a device's kernels and, for a
+// kernels of package hostmath), its Launch on a device's kernels and, for a
 // forward op, which gradient ops make its gradients. New wraps a Spec in the
 // one implementation of gorgonia.Op in this package, which derives all that
 // gorgonia asks besides: arity and type from the signature, the name and

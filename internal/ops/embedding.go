@@ -6,7 +6,7 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // Embedding is PyTorch's nn.Embedding followed by the addition of fixed
@@ -30,8 +30,8 @@ func (Embedding) shape(in []tensor.Shape) (tensor.Shape, error) {
 
 func (op Embedding) host() host { return hostOf(op, embeddingHost[float32], embeddingHost[float64]) }
 
-func embeddingHost[T kernels.Float](_ Embedding, h hostArgs[T]) error {
-	return kernels.Embedding(h.out, h.in[0], h.in[1], h.in[2])
+func embeddingHost[T hostmath.Float](_ Embedding, h hostArgs[T]) error {
+	return hostmath.Embedding(h.out, h.in[0], h.in[1], h.in[2])
 }
 
 func (Embedding) launch(d launchArgs) error {
@@ -67,8 +67,8 @@ func (op EmbeddingGrad) host() host {
 	return hostOf(op, embeddingGradHost[float32], embeddingGradHost[float64])
 }
 
-func embeddingGradHost[T kernels.Float](_ EmbeddingGrad, h hostArgs[T]) error {
-	return kernels.EmbeddingGrad(h.out, h.in[0], h.in[1])
+func embeddingGradHost[T hostmath.Float](_ EmbeddingGrad, h hostArgs[T]) error {
+	return hostmath.EmbeddingGrad(h.out, h.in[0], h.in[1])
 }
 
 func (EmbeddingGrad) launch(d launchArgs) error {

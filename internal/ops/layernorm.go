@@ -5,7 +5,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // DefaultLayerNormEps is the ε of PyTorch's nn.LayerNorm.
@@ -30,8 +30,8 @@ func (LayerNorm) shape(in []tensor.Shape) (tensor.Shape, error) {
 
 func (op LayerNorm) host() host { return hostOf(op, layerNormHost[float32], layerNormHost[float64]) }
 
-func layerNormHost[T kernels.Float](op LayerNorm, h hostArgs[T]) error {
-	kernels.LayerNorm(h.out, h.in[0], h.in[1], h.in[2], op.Eps)
+func layerNormHost[T hostmath.Float](op LayerNorm, h hostArgs[T]) error {
+	hostmath.LayerNorm(h.out, h.in[0], h.in[1], h.in[2], op.Eps)
 	return nil
 }
 
@@ -70,8 +70,8 @@ func (op LayerNormInputGrad) host() host {
 	return hostOf(op, layerNormInputGradHost[float32], layerNormInputGradHost[float64])
 }
 
-func layerNormInputGradHost[T kernels.Float](op LayerNormInputGrad, h hostArgs[T]) error {
-	kernels.LayerNormInputGrad(h.out, h.in[0], h.in[1], h.in[2], op.Eps)
+func layerNormInputGradHost[T hostmath.Float](op LayerNormInputGrad, h hostArgs[T]) error {
+	hostmath.LayerNormInputGrad(h.out, h.in[0], h.in[1], h.in[2], op.Eps)
 	return nil
 }
 
@@ -99,8 +99,8 @@ func (op LayerNormWeightGrad) host() host {
 	return hostOf(op, layerNormWeightGradHost[float32], layerNormWeightGradHost[float64])
 }
 
-func layerNormWeightGradHost[T kernels.Float](op LayerNormWeightGrad, h hostArgs[T]) error {
-	kernels.LayerNormWeightGrad(h.out, h.in[0], h.in[1], op.Eps)
+func layerNormWeightGradHost[T hostmath.Float](op LayerNormWeightGrad, h hostArgs[T]) error {
+	hostmath.LayerNormWeightGrad(h.out, h.in[0], h.in[1], op.Eps)
 	return nil
 }
 

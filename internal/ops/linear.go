@@ -5,7 +5,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // Linear is the affine layer y = x·Wᵀ + b of PyTorch's nn.Linear: inputs x
@@ -24,7 +24,7 @@ func (Linear) shape(in []tensor.Shape) (tensor.Shape, error) {
 
 func (op Linear) host() host { return hostOf(op, linearHost[float32], linearHost[float64]) }
 
-func linearHost[T kernels.Float](_ Linear, h hostArgs[T]) error {
+func linearHost[T hostmath.Float](_ Linear, h hostArgs[T]) error {
 	x, w := h.shapes[0], h.shapes[1]
 	LinearForward(h.out, h.in[0], h.in[1], h.in[2], x[0], x[1], w[0])
 	return nil
@@ -32,9 +32,9 @@ func linearHost[T kernels.Float](_ Linear, h hostArgs[T]) error {
 
 // LinearForward computes y = x·Wᵀ + b on host slices; x is [batch, in],
 // W [out, in], b [out] and y [batch, out].
-func LinearForward[T kernels.Float](y, x, w, b []T, batch, in, out int) {
-	kernels.Gemm(false, true, batch, out, in, 1, x, w, 0, y)
-	kernels.AddRowVector(y, b)
+func LinearForward[T hostmath.Float](y, x, w, b []T, batch, in, out int) {
+	hostmath.Gemm(false, true, batch, out, in, 1, x, w, 0, y)
+	hostmath.AddRowVector(y, b)
 }
 
 func (Linear) launch(d launchArgs) error {
@@ -109,9 +109,9 @@ func gemmShape(op gemmSpec, in []tensor.Shape) (tensor.Shape, error) {
 }
 
 // gemmHost is a gemmSpec's host math.
-func gemmHost[T kernels.Float, S gemmSpec](op S, h hostArgs[T]) error {
+func gemmHost[T hostmath.Float, S gemmSpec](op S, h hostArgs[T]) error {
 	return sized(gemmOf(op), h.shapes, func(p gemm) {
-		kernels.Gemm(op.transposed(), false, p.m, p.n, p.k, 1, h.in[0], h.in[1], 0, h.out)
+		hostmath.Gemm(op.transposed(), false, p.m, p.n, p.k, 1, h.in[0], h.in[1], 0, h.out)
 	})
 }
 
@@ -143,8 +143,8 @@ func (op LinearBiasGrad) host() host {
 	return hostOf(op, linearBiasGradHost[float32], linearBiasGradHost[float64])
 }
 
-func linearBiasGradHost[T kernels.Float](_ LinearBiasGrad, h hostArgs[T]) error {
-	kernels.SumRows(h.out, h.in[0])
+func linearBiasGradHost[T hostmath.Float](_ LinearBiasGrad, h hostArgs[T]) error {
+	hostmath.SumRows(h.out, h.in[0])
 	return nil
 }
 

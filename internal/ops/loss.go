@@ -3,7 +3,7 @@ package ops
 import (
 	"gorgonia.org/tensor"
 
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // MSE is the mean squared error between a prediction and a target of the
@@ -24,8 +24,8 @@ func (MSE) shape(in []tensor.Shape) (tensor.Shape, error) {
 
 func (op MSE) host() host { return hostOf(op, mseHost[float32], mseHost[float64]) }
 
-func mseHost[T kernels.Float](_ MSE, h hostArgs[T]) error {
-	h.out[0] = T(kernels.MeanSquaredError(h.in[0], h.in[1]))
+func mseHost[T hostmath.Float](_ MSE, h hostArgs[T]) error {
+	h.out[0] = T(hostmath.MeanSquaredError(h.in[0], h.in[1]))
 	return nil
 }
 
@@ -49,8 +49,8 @@ func (MSEGrad) shape(in []tensor.Shape) (tensor.Shape, error) { return sameShape
 
 func (op MSEGrad) host() host { return hostOf(op, mseGradHost[float32], mseGradHost[float64]) }
 
-func mseGradHost[T kernels.Float](_ MSEGrad, h hostArgs[T]) error {
-	kernels.MeanSquaredErrorGrad(h.out, h.in[0], h.in[1], h.in[2][0])
+func mseGradHost[T hostmath.Float](_ MSEGrad, h hostArgs[T]) error {
+	hostmath.MeanSquaredErrorGrad(h.out, h.in[0], h.in[1], h.in[2][0])
 	return nil
 }
 
@@ -71,8 +71,8 @@ func (Mean) shape([]tensor.Shape) (tensor.Shape, error) { return tensor.ScalarSh
 
 func (op Mean) host() host { return hostOf(op, meanHost[float32], meanHost[float64]) }
 
-func meanHost[T kernels.Float](_ Mean, h hostArgs[T]) error {
-	h.out[0] = T(kernels.Sum(h.in[0]) / float64(len(h.in[0])))
+func meanHost[T hostmath.Float](_ Mean, h hostArgs[T]) error {
+	h.out[0] = T(hostmath.Sum(h.in[0]) / float64(len(h.in[0])))
 	return nil
 }
 
@@ -95,7 +95,7 @@ func (MeanGrad) shape(in []tensor.Shape) (tensor.Shape, error) { return in[0], n
 
 func (op MeanGrad) host() host { return hostOf(op, meanGradHost[float32], meanGradHost[float64]) }
 
-func meanGradHost[T kernels.Float](_ MeanGrad, h hostArgs[T]) error {
+func meanGradHost[T hostmath.Float](_ MeanGrad, h hostArgs[T]) error {
 	fill := h.in[1][0] * (1 / T(len(h.out)))
 	for i := range h.out {
 		h.out[i] = fill

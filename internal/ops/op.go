@@ -11,7 +11,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"gpuz/internal/device"
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // Spec is what is particular to one op; New makes it a gorgonia op. Its
@@ -237,7 +237,7 @@ type launchArgs struct {
 
 // hostArgs are what an op's host math computes with: the output's elements
 // (one for a scalar), the inputs' elements and the inputs' shapes.
-type hostArgs[T kernels.Float] struct {
+type hostArgs[T hostmath.Float] struct {
 	out    []T
 	in     [][]T
 	shapes []tensor.Shape
@@ -261,7 +261,7 @@ func hostOf[S Spec](s S, f32 func(S, hostArgs[float32]) error, f64 func(S, hostA
 
 // do runs host math f on values into a new value of the shape that s's
 // shape rule gives: a gorgonia scalar for the scalar shape.
-func do[T kernels.Float](s Spec, values []gorgonia.Value, f func(hostArgs[T]) error) (gorgonia.Value, error) {
+func do[T hostmath.Float](s Spec, values []gorgonia.Value, f func(hostArgs[T]) error) (gorgonia.Value, error) {
 	h := hostArgs[T]{in: make([][]T, len(values)), shapes: make([]tensor.Shape, len(values))}
 	for i, v := range values {
 		switch d := v.Data().(type) {
@@ -293,7 +293,7 @@ func do[T kernels.Float](s Spec, values []gorgonia.Value, f func(hostArgs[T]) er
 }
 
 // scalarValue wraps x as a gorgonia scalar.
-func scalarValue[T kernels.Float](x T) gorgonia.Value {
+func scalarValue[T hostmath.Float](x T) gorgonia.Value {
 	if x32, ok := any(x).(float32); ok {
 		return gorgonia.NewF32(x32)
 	}

@@ -19,7 +19,7 @@ var planColumns = []string{
 // WritePlan writes a memory plan: what the program holds by kind, then one
 // row per mode and cache policy with the bytes it needs on the device and on
 // the host and whether they fit.
-func WritePlan(w io.Writer, p bench.PlanResult) error {
+func WritePlan(w io.Writer, p bench.MemoryPlan) error {
 	var b bytes.Buffer
 	h := p.Header
 	fmt.Fprintf(&b, "Memory plan of gpuz %s %s (scale %s): %d blocks, batch %d\n", h.Model, h.Task, h.Scale, p.Blocks, h.Batch)
@@ -119,7 +119,7 @@ type (
 )
 
 // WritePlanJSON writes the memory plan as one JSON document.
-func WritePlanJSON(w io.Writer, p bench.PlanResult) error {
+func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
 	doc := jsonPlan{
 		Version: JSONVersion, Header: toJSONHeader(p.Header), Blocks: p.Blocks, MinWindow: p.MinWindow,
 		Bytes: jsonPlanBytes{Parameters: p.Bytes.Parameters, Gradients: p.Gradients, Optimizer: p.Bytes.Optimizer,

@@ -10,7 +10,7 @@ import (
 
 // linearPlan is the reference linear workload's plan on a simulated 8 GiB
 // device with 4 GiB taken by another process.
-var linearPlan = bench.PlanResult{
+var linearPlan = bench.MemoryPlan{
 	Header:    linearHeader,
 	Bytes:     engine.Bytes{Parameters: 1_920_960_000, Optimizer: 3_841_920_000, Saved: 57_600_000, Inputs: 480_004, Arena: 160_560_000},
 	Gradients: 1_920_960_000,

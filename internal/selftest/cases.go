@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 
 	"gpuz/internal/device"
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // Case is one call of a device.Kernels method on random buffers. The
@@ -95,7 +95,7 @@ func Cases() []Case {
 			Call: noValue(func(kk device.Kernels, b []device.Buffer) { kk.Gemm(t.a, t.b, m, n, k, b[0], b[1], b[2]) }),
 		})
 	}
-	conv := []kernels.ConvShape{
+	conv := []hostmath.ConvShape{
 		{Batch: 2, InC: 3, InH: 7, InW: 6, OutC: 4, OutH: 7, OutW: 6, Kernel: 3, Pad: 1},
 		{Batch: 1, InC: 2, InH: 5, InW: 5, OutC: 3, OutH: 4, OutW: 4, Kernel: 2, Pad: 0},
 		{Batch: 2, InC: 1, InH: 4, InW: 3, OutC: 2, OutH: 6, OutW: 5, Kernel: 3, Pad: 2},
@@ -157,7 +157,7 @@ func Cases() []Case {
 			}
 			return bufs(randn(r, 600), randn(r, 600), randn(r, 600), v)
 		}, Call: noValue(func(k device.Kernels, b []device.Buffer) {
-			k.AdamStep(kernels.DefaultAdam, b[0], b[1], b[2], b[3], 0.5, 3)
+			k.AdamStep(hostmath.DefaultAdam, b[0], b[1], b[2], b[3], 0.5, 3)
 		})},
 		Case{Name: "LayerNorm", Bufs: func(r *rand.Rand) [][]float32 {
 			return bufs(zeros(5*300), randn(r, 5*300), randn(r, 300), randn(r, 300))
@@ -198,7 +198,7 @@ func Cases() []Case {
 			return k.SoftmaxCrossEntropyGrad(b[0], b[1], b[2], b[3])
 		})},
 	)
-	for _, a := range []kernels.Attention{
+	for _, a := range []hostmath.Attention{
 		{Batch: 2, Seq: 5, Heads: 2, HeadDim: 3, Causal: true},
 		{Batch: 1, Seq: 7, Heads: 3, HeadDim: 4, Causal: false},
 	} {

@@ -393,7 +393,7 @@ func (d *Device) MemInfo() (free, total int64, err error) {
 }
 
 // Kernels returns gpuz's kernels on this GPU.
-func (d *Device) Kernels() device.Kernels { return gpu.Kernels{L: d} }
+func (d *Device) Kernels() device.Kernels { return gpu.Dispatcher{L: d} }
 
 // Launch runs a kernel on the compute stream.
 func (d *Device) Launch(kernel string, grid, block, sharedBytes int, args []gpu.Arg) {

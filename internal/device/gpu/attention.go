@@ -2,11 +2,11 @@ package gpu
 
 import (
 	"gpuz/internal/device"
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // causal is a's mask flag as the kernels take it.
-func causal(a kernels.Attention) Arg {
+func causal(a hostmath.Attention) Arg {
 	if a.Causal {
 		return Int(1)
 	}
@@ -15,7 +15,7 @@ func causal(a kernels.Attention) Arg {
 
 // AttentionProbs sets dst to the attention probabilities: one block per
 // probability row.
-func (k Kernels) AttentionProbs(dst, qkv device.Buffer, a kernels.Attention) {
+func (k Dispatcher) AttentionProbs(dst, qkv device.Buffer, a hostmath.Attention) {
 	if rows := a.Batch * a.Heads * a.Seq; rows > 0 {
 		k.L.Launch("attn_probs", rows, BlockSize, sharedReduce, []Arg{Pointer(ptr(dst)), Pointer(ptr(qkv)), Int(a.Seq), Int(a.Heads), Int(a.HeadDim), causal(a), Float(float32(a.Scale()))})
 	}
@@ -24,7 +24,7 @@ func (k Kernels) AttentionProbs(dst, qkv device.Buffer, a kernels.Attention) {
 // AttentionProbsGrad sets dst to AttentionProbs' gradient with respect to
 // qkv: each probability row's Σ p·dp into the workspace, then one thread
 // per element of dst.
-func (k Kernels) AttentionProbsGrad(dst, qkv, p, dp device.Buffer, a kernels.Attention) {
+func (k Dispatcher) AttentionProbsGrad(dst, qkv, p, dp device.Buffer, a hostmath.Attention) {
 	rows := a.Batch * a.Heads * a.Seq
 	rowdot := k.take(k.workspace(), 4*rows, "the attention row sums")
 	if rowdot == 0 {
@@ -37,18 +37,18 @@ func (k Kernels) AttentionProbsGrad(dst, qkv, p, dp device.Buffer, a kernels.Att
 
 // AttentionMix sets dst to the probabilities times the values, heads
 // merged.
-func (k Kernels) AttentionMix(dst, p, qkv device.Buffer, a kernels.Attention) {
+func (k Dispatcher) AttentionMix(dst, p, qkv device.Buffer, a hostmath.Attention) {
 	k.each("attn_mix", dst.Len(), Pointer(ptr(dst)), Pointer(ptr(p)), Pointer(ptr(qkv)), Int(a.Batch), Int(a.Seq), Int(a.Heads), Int(a.HeadDim), causal(a))
 }
 
 // AttentionMixProbsGrad sets dst to AttentionMix's gradient with respect to
 // the probabilities.
-func (k Kernels) AttentionMixProbsGrad(dst, g, qkv device.Buffer, a kernels.Attention) {
+func (k Dispatcher) AttentionMixProbsGrad(dst, g, qkv device.Buffer, a hostmath.Attention) {
 	k.each("attn_mix_probs_grad", dst.Len(), Pointer(ptr(dst)), Pointer(ptr(g)), Pointer(ptr(qkv)), Int(a.Batch), Int(a.Seq), Int(a.Heads), Int(a.HeadDim), causal(a))
 }
 
 // AttentionMixValueGrad sets dst to AttentionMix's gradient with respect to
 // qkv.
-func (k Kernels) AttentionMixValueGrad(dst, p, g device.Buffer, a kernels.Attention) {
+func (k Dispatcher) AttentionMixValueGrad(dst, p, g device.Buffer, a hostmath.Attention) {
 	k.each("attn_mix_value_grad", dst.Len(), Pointer(ptr(dst)), Pointer(ptr(p)), Pointer(ptr(g)), Int(a.Batch), Int(a.Seq), Int(a.Heads), Int(a.HeadDim), causal(a))
 }

@@ -4,13 +4,13 @@ import (
 	"fmt"
 
 	"gpuz/internal/device"
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // conv computes out = x ⊛ w (+ bias when bias is not 0) for shape s, image
 // by image, as im2col into the workspace and one GEMM per tile of output
 // rows: as many rows as the workspace left in w holds.
-func (k Kernels) conv(ws *workspace, out, x, w, bias uintptr, s kernels.ConvShape) {
+func (k Dispatcher) conv(ws *workspace, out, x, w, bias uintptr, s hostmath.ConvShape) {
 	plane, patch := s.OutH*s.OutW, s.InC*s.Kernel*s.Kernel
 	if s.Batch == 0 || plane == 0 {
 		return
@@ -40,7 +40,7 @@ func (k Kernels) conv(ws *workspace, out, x, w, bias uintptr, s kernels.ConvShap
 }
 
 // Conv2d sets dst to the convolution of x with w plus bias.
-func (k Kernels) Conv2d(dst, x, w, bias device.Buffer, s kernels.ConvShape) {
+func (k Dispatcher) Conv2d(dst, x, w, bias device.Buffer, s hostmath.ConvShape) {
 	var b uintptr
 	if bias != nil {
 		b = ptr(bias)
@@ -51,21 +51,21 @@ func (k Kernels) Conv2d(dst, x, w, bias device.Buffer, s kernels.ConvShape) {
 // Conv2dInputGrad sets dst to Conv2d's gradient with respect to x: the
 // correlation of g with the weights flipped and transposed, padded by
 // Kernel−1−Pad, as the host computes it.
-func (k Kernels) Conv2dInputGrad(dst, g, w device.Buffer, s kernels.ConvShape) {
+func (k Dispatcher) Conv2dInputGrad(dst, g, w device.Buffer, s hostmath.ConvShape) {
 	ws := k.workspace()
 	flipped := k.take(ws, 4*w.Len(), "the flipped weights")
 	if flipped == 0 {
 		return
 	}
 	k.each("flip_weights", w.Len(), Pointer(flipped), Pointer(ptr(w)), Int(s.OutC), Int(s.InC), Int(s.Kernel))
-	back := kernels.ConvShape{Batch: s.Batch, InC: s.OutC, InH: s.OutH, InW: s.OutW, OutC: s.InC, OutH: s.InH, OutW: s.InW, Kernel: s.Kernel, Pad: s.Kernel - 1 - s.Pad}
+	back := hostmath.ConvShape{Batch: s.Batch, InC: s.OutC, InH: s.OutH, InW: s.OutW, OutC: s.InC, OutH: s.InH, OutW: s.InW, Kernel: s.Kernel, Pad: s.Kernel - 1 - s.Pad}
 	k.conv(ws, ptr(dst), ptr(g), flipped, 0, back)
 }
 
 // Conv2dWeightGrad sets dst to Conv2d's gradient with respect to w:
 // Σ over images and row tiles of g_tile · cols_tileᵀ, accumulated by the
 // GEMMs in a fixed order.
-func (k Kernels) Conv2dWeightGrad(dst, x, g device.Buffer, s kernels.ConvShape) {
+func (k Dispatcher) Conv2dWeightGrad(dst, x, g device.Buffer, s hostmath.ConvShape) {
 	plane, patch := s.OutH*s.OutW, s.InC*s.Kernel*s.Kernel
 	if s.Batch == 0 || plane == 0 {
 		k.each("fill_value", dst.Len(), Pointer(ptr(dst)), Long(dst.Len()), Float(0))
@@ -95,6 +95,6 @@ func (k Kernels) Conv2dWeightGrad(dst, x, g device.Buffer, s kernels.ConvShape) 
 
 // Conv2dBiasGrad sets dst to g summed over images and positions, one block
 // per channel.
-func (k Kernels) Conv2dBiasGrad(dst, g device.Buffer, s kernels.ConvShape) {
+func (k Dispatcher) Conv2dBiasGrad(dst, g device.Buffer, s hostmath.ConvShape) {
 	k.L.Launch("bias_grad", s.OutC, BlockSize, sharedReduce, []Arg{Pointer(ptr(dst)), Pointer(ptr(g)), Int(s.Batch), Int(s.OutC), Long(s.OutH * s.OutW)})
 }

@@ -7,7 +7,7 @@ import (
 	"unsafe"
 
 	"gpuz/internal/device"
-	"gpuz/internal/kernels"
+	"gpuz/internal/hostmath"
 )
 
 // BlockSize is the number of threads of every block gpuz launches; the
@@ -28,16 +28,16 @@ const (
 // double per thread.
 const sharedReduce = BlockSize * 8
 
-// Kernels implements device.Kernels by launching gpuz's CUDA kernels and
+// Dispatcher implements device.Kernels by launching gpuz's CUDA kernels and
 // GEMMs through a Launcher. Its arithmetic follows the host kernels'
-// (kernels package) operation by operation where it can; sums are in a
+// (package hostmath) operation by operation where it can; sums are in a
 // different order, fixed by the sizes, so results are deterministic on a
 // device but not bit-identical to the host's.
-type Kernels struct {
+type Dispatcher struct {
 	L Launcher
 }
 
-var _ device.Kernels = Kernels{}
+var _ device.Kernels = Dispatcher{}
 
 // ptr is a buffer's device address.
 func ptr(b device.Buffer) uintptr { return b.(Buffer).Ptr() }
@@ -46,7 +46,7 @@ func ptr(b device.Buffer) uintptr { return b.(Buffer).Ptr() }
 func grid(n int) int { return max(1, min(maxGrid, (n+BlockSize-1)/BlockSize)) }
 
 // each launches a grid-stride kernel over n elements; nothing when n is 0.
-func (k Kernels) each(kernel string, n int, args ...Arg) {
+func (k Dispatcher) each(kernel string, n int, args ...Arg) {
 	if n > 0 {
 		k.L.Launch(kernel, grid(n), BlockSize, 0, args)
 	}
@@ -60,14 +60,14 @@ type workspace struct {
 	used int
 }
 
-func (k Kernels) workspace() *workspace {
+func (k Dispatcher) workspace() *workspace {
 	p, n := k.L.Workspace()
 	return &workspace{base: p, size: n}
 }
 
 // take returns the address of bytes of workspace, or 0 after recording an
 // error when they do not fit.
-func (k Kernels) take(w *workspace, bytes int, what string) uintptr {
+func (k Dispatcher) take(w *workspace, bytes int, what string) uintptr {
 	off := (w.used + 255) &^ 255
 	if off+bytes > w.size {
 		k.L.Fail(fmt.Errorf("gpu: %s needs %d bytes of workspace, %d of %d are left", what, bytes, w.size-off, w.size))
@@ -82,7 +82,7 @@ func (k Kernels) take(w *workspace, bytes int, what string) uintptr {
 // Sgemm: a row-major matrix is the column-major transpose, so
 // cᵀ = op(b)ᵀ·op(a)ᵀ is one column-major GEMM with the operands and their
 // transpose flags swapped and m and n swapped.
-func (k Kernels) gemm(transA, transB bool, m, n, kk int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {
+func (k Dispatcher) gemm(transA, transB bool, m, n, kk int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -90,7 +90,7 @@ func (k Kernels) gemm(transA, transB bool, m, n, kk int, alpha float32, a uintpt
 }
 
 // Gemm computes c = op(a)·op(b).
-func (k Kernels) Gemm(transA, transB bool, m, n, kk int, a, b, c device.Buffer) {
+func (k Dispatcher) Gemm(transA, transB bool, m, n, kk int, a, b, c device.Buffer) {
 	lda, ldb := kk, n
 	if transA {
 		lda = m
@@ -106,34 +106,34 @@ func (k Kernels) Gemm(transA, transB bool, m, n, kk int, a, b, c device.Buffer) 
 }
 
 // AddRowVector adds v to every row of m.
-func (k Kernels) AddRowVector(m, v device.Buffer) {
+func (k Dispatcher) AddRowVector(m, v device.Buffer) {
 	k.each("add_row_vector", m.Len(), Pointer(ptr(m)), Pointer(ptr(v)), Long(m.Len()), Int(v.Len()))
 }
 
 // SumRows sets dst to the sum of the rows of m.
-func (k Kernels) SumRows(dst, m device.Buffer) {
+func (k Dispatcher) SumRows(dst, m device.Buffer) {
 	cols := dst.Len()
 	k.each("sum_rows", cols, Pointer(ptr(dst)), Pointer(ptr(m)), Int(m.Len()/cols), Int(cols))
 }
 
 // LeakyReLU sets dst to the activation of src.
-func (k Kernels) LeakyReLU(dst, src device.Buffer, slope float32) {
+func (k Dispatcher) LeakyReLU(dst, src device.Buffer, slope float32) {
 	k.each("leaky_relu", dst.Len(), Pointer(ptr(dst)), Pointer(ptr(src)), Long(dst.Len()), Float(slope))
 }
 
 // LeakyReLUGrad sets dst to the activation's gradient at x given g.
-func (k Kernels) LeakyReLUGrad(dst, x, g device.Buffer, slope float32) {
+func (k Dispatcher) LeakyReLUGrad(dst, x, g device.Buffer, slope float32) {
 	k.each("leaky_relu_grad", dst.Len(), Pointer(ptr(dst)), Pointer(ptr(x)), Pointer(ptr(g)), Long(dst.Len()), Float(slope))
 }
 
 // Add sets dst = a + b.
-func (k Kernels) Add(dst, a, b device.Buffer) {
+func (k Dispatcher) Add(dst, a, b device.Buffer) {
 	k.each("add", dst.Len(), Pointer(ptr(dst)), Pointer(ptr(a)), Pointer(ptr(b)), Long(dst.Len()))
 }
 
 // reduce adds op's terms over n elements of a (and b) into the double
 // result[0] and, when out is not 0, sets out[0] = sum/div.
-func (k Kernels) reduce(w *workspace, op, n int, a, b uintptr, out uintptr, div float64) (result uintptr) {
+func (k Dispatcher) reduce(w *workspace, op, n int, a, b uintptr, out uintptr, div float64) (result uintptr) {
 	parts := max(1, min(maxParts, (n+reduceChunk-1)/reduceChunk))
 	chunk := max(1, (n+parts-1)/parts)
 	partials := k.take(w, 8*parts, "a reduction")
@@ -154,7 +154,7 @@ const (
 )
 
 // MeanSquaredError sets dst[0] to mean((pred − target)²).
-func (k Kernels) MeanSquaredError(dst, pred, target device.Buffer) {
+func (k Dispatcher) MeanSquaredError(dst, pred, target device.Buffer) {
 	n := pred.Len()
 	if n == 0 {
 		k.each("fill_value", 1, Pointer(ptr(dst)), Long(1), Float(0))
@@ -164,24 +164,24 @@ func (k Kernels) MeanSquaredError(dst, pred, target device.Buffer) {
 }
 
 // MeanSquaredErrorGrad sets dst = seed·2(pred − target)/n.
-func (k Kernels) MeanSquaredErrorGrad(dst, pred, target, seed device.Buffer) {
+func (k Dispatcher) MeanSquaredErrorGrad(dst, pred, target, seed device.Buffer) {
 	k.each("mse_grad", dst.Len(), Pointer(ptr(dst)), Pointer(ptr(pred)), Pointer(ptr(target)), Pointer(ptr(seed)), Long(pred.Len()))
 }
 
 // Mean sets dst[0] to the mean of x.
-func (k Kernels) Mean(dst, x device.Buffer) {
+func (k Dispatcher) Mean(dst, x device.Buffer) {
 	k.reduce(k.workspace(), opSum, x.Len(), ptr(x), 0, ptr(dst), float64(x.Len()))
 }
 
 // Fill sets dst to scale·s[0].
-func (k Kernels) Fill(dst, s device.Buffer, scale float32) {
+func (k Dispatcher) Fill(dst, s device.Buffer, scale float32) {
 	k.each("fill_scalar", dst.Len(), Pointer(ptr(dst)), Pointer(ptr(s)), Long(dst.Len()), Float(scale))
 }
 
 // SumSquares returns the sum of the squares of x; it waits for the device.
 // On a device error it returns NaN, and the device reports the error at
 // its next copy.
-func (k Kernels) SumSquares(x device.Buffer) float64 {
+func (k Dispatcher) SumSquares(x device.Buffer) float64 {
 	result := k.reduce(k.workspace(), opSumSquares, x.Len(), ptr(x), 0, 0, 1)
 	if result == 0 {
 		return math.NaN()
@@ -195,8 +195,8 @@ func (k Kernels) SumSquares(x device.Buffer) float64 {
 }
 
 // AdamStep applies Adam update number step, with the per-step constants in
-// float32 exactly as kernels.AdamStep computes them.
-func (k Kernels) AdamStep(opt kernels.Adam, p, g, m, v device.Buffer, gradScale float64, step int) {
+// float32 exactly as hostmath.AdamStep computes them.
+func (k Dispatcher) AdamStep(opt hostmath.Adam, p, g, m, v device.Buffer, gradScale float64, step int) {
 	n := p.Len()
 	k.each("adam", n, Pointer(ptr(p)), Pointer(ptr(g)), Pointer(ptr(m)), Pointer(ptr(v)), Long(n),
 		Float(float32(gradScale)), Float(float32(opt.Beta1)), Float(float32(opt.Beta2)),
@@ -206,7 +206,7 @@ func (k Kernels) AdamStep(opt kernels.Adam, p, g, m, v device.Buffer, gradScale 
 }
 
 // LayerNorm normalises each row of x over len(gamma) columns.
-func (k Kernels) LayerNorm(dst, x, gamma, beta device.Buffer, eps float64) {
+func (k Dispatcher) LayerNorm(dst, x, gamma, beta device.Buffer, eps float64) {
 	cols := gamma.Len()
 	if rows := x.Len() / cols; rows > 0 {
 		k.L.Launch("layer_norm", rows, BlockSize, sharedReduce, []Arg{Pointer(ptr(dst)), Pointer(ptr(x)), Pointer(ptr(gamma)), Pointer(ptr(beta)), Int(cols), Double(eps)})
@@ -214,7 +214,7 @@ func (k Kernels) LayerNorm(dst, x, gamma, beta device.Buffer, eps float64) {
 }
 
 // LayerNormInputGrad sets dst to LayerNorm's gradient with respect to x.
-func (k Kernels) LayerNormInputGrad(dst, x, gamma, g device.Buffer, eps float64) {
+func (k Dispatcher) LayerNormInputGrad(dst, x, gamma, g device.Buffer, eps float64) {
 	cols := gamma.Len()
 	if rows := x.Len() / cols; rows > 0 {
 		k.L.Launch("layer_norm_input_grad", rows, BlockSize, sharedReduce, []Arg{Pointer(ptr(dst)), Pointer(ptr(x)), Pointer(ptr(gamma)), Pointer(ptr(g)), Int(cols), Double(eps)})
@@ -224,7 +224,7 @@ func (k Kernels) LayerNormInputGrad(dst, x, gamma, g device.Buffer, eps float64)
 // LayerNormWeightGrad sets dst to LayerNorm's gradient with respect to
 // gamma: the rows' statistics into the workspace, then one thread per
 // column.
-func (k Kernels) LayerNormWeightGrad(dst, x, g device.Buffer, eps float64) {
+func (k Dispatcher) LayerNormWeightGrad(dst, x, g device.Buffer, eps float64) {
 	cols := dst.Len()
 	rows := x.Len() / cols
 	if rows == 0 {
@@ -242,7 +242,7 @@ func (k Kernels) LayerNormWeightGrad(dst, x, g device.Buffer, eps float64) {
 // readIDs copies a buffer of integer ids stored as floats to the host and
 // checks that each is an exact integer in [0, classes), as the host kernels
 // do, with their messages.
-func (k Kernels) readIDs(b device.Buffer, classes int, what string) ([]int32, error) {
+func (k Dispatcher) readIDs(b device.Buffer, classes int, what string) ([]int32, error) {
 	vals := make([]float32, b.Len())
 	if len(vals) > 0 {
 		if err := k.L.Read(unsafe.Pointer(&vals[0]), ptr(b), 4*len(vals)); err != nil {
@@ -263,7 +263,7 @@ func (k Kernels) readIDs(b device.Buffer, classes int, what string) ([]int32, er
 // Embedding sets dst to the rows of weight that ids select plus the
 // positions. It reads the ids back to check them, which waits for the
 // device.
-func (k Kernels) Embedding(dst, ids, weight, positions device.Buffer) error {
+func (k Dispatcher) Embedding(dst, ids, weight, positions device.Buffer) error {
 	n, rows := dst.Len(), ids.Len()
 	d, err := rowLength("embedding", "outputs", n, rows)
 	if err != nil {
@@ -283,7 +283,7 @@ func (k Kernels) Embedding(dst, ids, weight, positions device.Buffer) error {
 // reads the ids back, groups the tokens by id on the host (token order kept)
 // and writes the lists to the workspace, so that one thread per weight adds
 // its rows in the host's order.
-func (k Kernels) EmbeddingGrad(dst, ids, g device.Buffer) error {
+func (k Dispatcher) EmbeddingGrad(dst, ids, g device.Buffer) error {
 	rows := ids.Len()
 	d, err := rowLength("embedding gradient", "gradients", g.Len(), rows)
 	if err != nil {
@@ -337,7 +337,7 @@ func rowLength(op, what string, n, rows int) (int, error) {
 // SoftmaxCrossEntropy sets dst[0] to the mean cross-entropy of the rows of
 // logits with the class ids in targets. It reads the targets back to check
 // them, which waits for the device.
-func (k Kernels) SoftmaxCrossEntropy(dst, logits, targets device.Buffer) error {
+func (k Dispatcher) SoftmaxCrossEntropy(dst, logits, targets device.Buffer) error {
 	rows := targets.Len()
 	classes, err := rowLength("cross-entropy", "logits", logits.Len(), rows)
 	if err != nil {
@@ -357,7 +357,7 @@ func (k Kernels) SoftmaxCrossEntropy(dst, logits, targets device.Buffer) error {
 }
 
 // SoftmaxCrossEntropyGrad sets dst to the loss's gradient times seed[0].
-func (k Kernels) SoftmaxCrossEntropyGrad(dst, logits, targets, seed device.Buffer) error {
+func (k Dispatcher) SoftmaxCrossEntropyGrad(dst, logits, targets, seed device.Buffer) error {
 	rows := targets.Len()
 	if rows == 0 || logits.Len()%rows != 0 || dst.Len() != logits.Len() {
 		return fmt.Errorf("cross-entropy gradient: %d logits and %d gradients do not split into %d rows", logits.Len(), dst.Len(), rows)

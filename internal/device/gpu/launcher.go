@@ -1,5 +1,5 @@
 // Package gpu holds gpuz's CUDA C kernels (the .cu files, embedded) and the
-// Go code that drives them: Kernels implements device.Kernels by launching
+// Go code that drives them: Dispatcher implements device.Kernels by launching
 // those kernels and cuBLAS-convention GEMMs through a Launcher. Two
 // Launchers exist: the CUDA device (package cuda, built with -tags gpuzcuda),
 // and, in the default build, Shim, which runs the very same .cu sources on

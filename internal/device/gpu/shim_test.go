@@ -47,7 +47,7 @@ func runShim(t *testing.T, c selftest.Case, data [][]float32, order Order) ([][]
 		copy(sb.Floats(), d)
 		b[i] = sb
 	}
-	v, err := c.Call(Kernels{L: s}, b)
+	v, err := c.Call(Dispatcher{L: s}, b)
 	if err == nil {
 		err = s.Err()
 	}

@@ -98,7 +98,7 @@ func (d *ShimDevice) MemInfo() (free, total int64, err error) {
 }
 
 // Kernels returns the CUDA kernels on the shim.
-func (d *ShimDevice) Kernels() device.Kernels { return Kernels{L: d.shim} }
+func (d *ShimDevice) Kernels() device.Kernels { return Dispatcher{L: d.shim} }
 
 // Close frees the shim's memory.
 func (d *ShimDevice) Close() { d.shim.Free() }

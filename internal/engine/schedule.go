@@ -1,0 +1,408 @@
+// Package engine compiles a gorgonia expression graph built from the ops of
+// package ops into a Schedule, and runs the Schedule as a Program on a Device.
+//
+// gorgonia builds the graph and derives its gradients; the engine, not
+// gorgonia's TapeMachine, executes it. Compile walks the sorted graph, keeps
+// only what the requested output and gradients need, gives every
+// intermediate value a slot of device memory by liveness, and schedules each
+// block's optimizer update right after the block's gradients are final. The
+// Schedule knows the bytes it needs before anything is allocated; Load allocates
+// them once, and every step reuses them.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"gpuz/internal/hostmath"
+)
+
+// Block is a named group of parameters: the unit that moves between host and
+// device and that owns one optimizer.
+type Block struct {
+	Name   string
+	Params []*gorgonia.Node
+}
+
+// Spec says what to compile.
+type Spec struct {
+	// Inputs are the data nodes fed before every step, such as the batch and
+	// its target.
+	Inputs []*gorgonia.Node
+	// Blocks hold every parameter, each in exactly one block.
+	Blocks []Block
+	// Output is the scalar the program computes each step: the loss when
+	// training, any scalar summary of the output when evaluating.
+	Output *gorgonia.Node
+	// Train adds the backward pass and, after each block's gradients are
+	// final, a clip of the block's gradient norm to ClipNorm and an Adam
+	// update.
+	Train     bool
+	Optimizer hostmath.Adam
+	ClipNorm  float64
+	// RetainGradients keeps every parameter's gradient readable after a step
+	// (Program.Gradient); otherwise a gradient's memory is reused once its
+	// block is updated.
+	RetainGradients bool
+}
+
+// valueKind says where a value's memory comes from.
+type valueKind int
+
+const (
+	kindInput     valueKind = iota // fed by the caller each step
+	kindParam                      // a parameter, resident for the program's life
+	kindSeed                       // the constant 1 that seeds backpropagation
+	kindTemporary                  // computed by a step, in a slot of the arena
+	kindSaved                      // computed in the forward pass, read in the backward pass: kept with its block
+)
+
+// value is one node's tensor in the plan.
+type value struct {
+	node  *gorgonia.Node
+	kind  valueKind
+	shape tensor.Shape
+	elems int
+	slot  int // arena slot, for temporaries
+	// block owns the value: for parameters their block, for saved values
+	// the block they travel with; -1 otherwise.
+	block int
+	// produced is the step that computes the value (-1 for inputs and
+	// parameters), lastUse the last step that reads it (len(steps) when it
+	// must outlive the step, -1 when nothing reads it).
+	produced, lastUse int
+}
+
+// step is one op applied to values.
+type step struct {
+	op   gorgonia.Op
+	args []int // value indices, in argument order
+	out  int   // value index
+	// reads lists the blocks whose parameters the step reads.
+	reads []int
+	// backward is set for steps of the backward pass.
+	backward bool
+}
+
+// update is the optimizer step of one block, run after a compute step.
+type update struct {
+	block int
+	after int // index of the compute step it follows
+}
+
+// Schedule is a compiled graph: the steps in order, the memory each value lives
+// in and when each block is updated. It holds no device memory.
+type Schedule struct {
+	spec    Spec
+	values  []value
+	index   map[*gorgonia.Node]int
+	steps   []step
+	updates []update
+	slots   []int // elements of each arena slot
+	// needs lists, per step, the blocks that must be resident on the device
+	// for it: those whose parameters it reads and those owning the saved
+	// values it reads or writes.
+	needs [][]int
+	// order is the order in which the forward and the backward pass first
+	// need each block: what a cache policy observes.
+	order [2][]int
+	// saved lists each block's saved values.
+	saved [][]int
+	// gradOf maps a gradient's value index to its parameter's index in
+	// params.
+	gradOf map[int]int
+	output int   // value index of the output
+	grads  []int // value index of each parameter's gradient, in paramOrder
+	params []int // value indices of parameters, block by block
+}
+
+// Compile turns the graph around spec.Output into a Schedule. With spec.Train it
+// adds the gradient graph to spec.Output's graph through
+// gorgonia.Backpropagate, so a graph can be compiled for training once.
+func Compile(spec Spec) (*Schedule, error) {
+	if spec.Output == nil || !spec.Output.IsScalar() {
+		return nil, errors.New("engine: the output must be a scalar node")
+	}
+	g := spec.Output.Graph()
+	p := &Schedule{spec: spec, index: map[*gorgonia.Node]int{}}
+
+	var params gorgonia.Nodes
+	for b, blk := range spec.Blocks {
+		for _, n := range blk.Params {
+			if _, dup := p.index[n]; dup {
+				return nil, fmt.Errorf("engine: parameter %s is in more than one block", n.Name())
+			}
+			p.params = append(p.params, p.addValue(n, kindParam, b))
+			params = append(params, n)
+		}
+	}
+	for _, n := range spec.Inputs {
+		if _, dup := p.index[n]; dup {
+			return nil, fmt.Errorf("engine: input %s is also a parameter or listed twice", n.Name())
+		}
+		p.addValue(n, kindInput, -1)
+	}
+
+	targets := gorgonia.Nodes{spec.Output}
+	var grads gorgonia.Nodes
+	if spec.Train {
+		seed := gorgonia.NewScalar(g, spec.Output.Dtype(), gorgonia.WithName("gpuz.seed"))
+		p.addValue(seed, kindSeed, -1)
+		var err error
+		if grads, err = gorgonia.Backpropagate(gorgonia.Nodes{spec.Output}, gorgonia.Nodes{seed}, params); err != nil {
+			return nil, fmt.Errorf("engine: deriving gradients: %w", err)
+		}
+		targets = append(targets, grads...)
+	}
+
+	sorted, err := gorgonia.Sort(g)
+	if err != nil {
+		return nil, fmt.Errorf("engine: sorting the graph: %w", err)
+	}
+	slices.Reverse(sorted)
+	needed := neededNodes(g, targets)
+	backward := map[*gorgonia.Node]bool{}
+	for _, n := range sorted {
+		if !needed[n] {
+			continue
+		}
+		if n.Op() == nil {
+			if _, known := p.index[n]; !known {
+				return nil, fmt.Errorf("engine: node %s is neither an input nor a parameter", n.Name())
+			}
+			continue
+		}
+		if err := checkOp(n); err != nil {
+			return nil, err
+		}
+		s := step{op: n.Op(), out: p.addValue(n, kindTemporary, -1)}
+		for _, c := range children(g, n) {
+			i, ok := p.index[c]
+			if !ok {
+				return nil, fmt.Errorf("engine: %v reads %s before it is computed", n.Op(), c.Name())
+			}
+			s.args = append(s.args, i)
+			if b := p.values[i].block; b >= 0 && !slices.Contains(s.reads, b) {
+				s.reads = append(s.reads, b)
+			}
+			if p.values[i].kind == kindSeed || backward[c] {
+				s.backward = true
+			}
+		}
+		backward[n] = s.backward
+		p.steps = append(p.steps, s)
+	}
+	p.output = p.index[spec.Output]
+	p.gradOf = map[int]int{}
+	for i, gn := range grads {
+		p.grads = append(p.grads, p.index[gn])
+		p.gradOf[p.index[gn]] = i
+	}
+	if spec.Train {
+		p.scheduleUpdates()
+	}
+	p.computeLastUse()
+	p.assignOwners()
+	p.assignSlots()
+	return p, nil
+}
+
+func (p *Schedule) addValue(n *gorgonia.Node, kind valueKind, block int) int {
+	if i, ok := p.index[n]; ok {
+		return i
+	}
+	s := n.Shape()
+	p.values = append(p.values, value{node: n, kind: kind, shape: s, elems: max(s.TotalSize(), 1), block: block, slot: -1, produced: -1, lastUse: -1})
+	p.index[n] = len(p.values) - 1
+	return len(p.values) - 1
+}
+
+// children returns the inputs of n in argument order.
+func children(g *gorgonia.ExprGraph, n *gorgonia.Node) []*gorgonia.Node {
+	var out []*gorgonia.Node
+	it := g.From(n.ID())
+	for it.Next() {
+		out = append(out, it.Node().(*gorgonia.Node))
+	}
+	return out
+}
+
+// neededNodes marks every node that the targets depend on.
+func neededNodes(g *gorgonia.ExprGraph, targets gorgonia.Nodes) map[*gorgonia.Node]bool {
+	needed := map[*gorgonia.Node]bool{}
+	stack := slices.Clone(targets)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if needed[n] {
+			continue
+		}
+		needed[n] = true
+		stack = append(stack, children(g, n)...)
+	}
+	return needed
+}
+
+// checkOp reports an op the engine cannot run: one that is neither a
+// DeviceOp nor gorgonia's gradient sum.
+func checkOp(n *gorgonia.Node) error {
+	if _, ok := n.Op().(DeviceOp); ok || isGradientSum(n.Op()) {
+		return nil
+	}
+	return fmt.Errorf("engine: op %v is not supported; build graphs from package ops", n.Op())
+}
+
+// isGradientSum reports whether op is gorgonia's element-wise addition, which
+// Backpropagate inserts to sum the gradients of a node with several
+// consumers. Built-in op types are unexported: the op's text and arity are
+// what identify it.
+func isGradientSum(op gorgonia.Op) bool {
+	return op.Arity() == 2 && strings.HasPrefix(op.String(), "+ ")
+}
+
+// scheduleUpdates places each block's optimizer update after the last step
+// that produces one of its gradients or reads one of its parameters, so an
+// update never changes a weight that a later step of the same pass reads.
+func (p *Schedule) scheduleUpdates() {
+	last := make([]int, len(p.spec.Blocks))
+	gradBlock := map[int]int{}
+	for i, gv := range p.grads {
+		gradBlock[gv] = p.values[p.params[i]].block
+	}
+	for si, s := range p.steps {
+		for _, b := range s.reads {
+			last[b] = max(last[b], si)
+		}
+		if b, ok := gradBlock[s.out]; ok {
+			last[b] = max(last[b], si)
+		}
+	}
+	for b, after := range last {
+		p.updates = append(p.updates, update{block: b, after: after})
+	}
+	slices.SortStableFunc(p.updates, func(a, b update) int { return a.after - b.after })
+}
+
+// computeLastUse records for every value the step that produces it and the
+// last step that reads it. Gradients live until their block's update; the
+// output, and gradients kept on request, live to the end of the step.
+func (p *Schedule) computeLastUse() {
+	end := len(p.steps)
+	for si, s := range p.steps {
+		p.values[s.out].produced = si
+		for _, a := range s.args {
+			p.values[a].lastUse = si
+		}
+	}
+	for i, gv := range p.grads {
+		p.values[gv].lastUse = max(p.values[gv].lastUse, p.updateStep(p.values[p.params[i]].block))
+		if p.spec.RetainGradients {
+			p.values[gv].lastUse = end
+		}
+	}
+	p.values[p.output].lastUse = end
+}
+
+// assignSlots gives every temporary a slot of the arena by liveness: a slot
+// is reused once the last reader of its value has run. Saved values live in
+// their block's area instead.
+func (p *Schedule) assignSlots() {
+	end := len(p.steps)
+	// A temporary's slot is released after the step that last uses it, or
+	// after the step that produces it when nothing reads it.
+	release := make([][]int, len(p.steps))
+	for si, s := range p.steps {
+		if at := max(si, p.values[s.out].lastUse); at < end && p.values[s.out].kind == kindTemporary {
+			release[at] = append(release[at], s.out)
+		}
+	}
+	var free []int // slot indices not in use
+	for si, s := range p.steps {
+		if p.values[s.out].kind == kindTemporary {
+			p.values[s.out].slot = p.takeSlot(&free, p.values[s.out].elems)
+		}
+		for _, v := range release[si] {
+			free = append(free, p.values[v].slot)
+		}
+	}
+}
+
+// takeSlot returns the smallest free slot of at least need elements,
+// removing it from free, or a new slot.
+func (p *Schedule) takeSlot(free *[]int, need int) int {
+	best := -1
+	for fi, slot := range *free {
+		if p.slots[slot] >= need && (best < 0 || p.slots[slot] < p.slots[(*free)[best]]) {
+			best = fi
+		}
+	}
+	if best < 0 {
+		p.slots = append(p.slots, need)
+		return len(p.slots) - 1
+	}
+	slot := (*free)[best]
+	*free = slices.Delete(*free, best, best+1)
+	return slot
+}
+
+// updateStep returns the compute step after which block b is updated.
+func (p *Schedule) updateStep(b int) int {
+	for _, u := range p.updates {
+		if u.block == b {
+			return u.after
+		}
+	}
+	return -1
+}
+
+// Bytes is the memory a plan needs with every block resident, by kind.
+type Bytes struct {
+	Parameters int64 // every block's parameters
+	Optimizer  int64 // Adam's two moments per parameter, when training
+	Saved      int64 // activations saved for the backward pass
+	Inputs     int64 // one batch of data and target
+	Arena      int64 // other activations, gradients and temporaries, reused by liveness
+}
+
+// Total is the sum of all kinds.
+func (b Bytes) Total() int64 { return b.Parameters + b.Optimizer + b.Saved + b.Inputs + b.Arena }
+
+// Bytes returns the memory the plan needs, known before allocating any.
+func (p *Schedule) Bytes() Bytes {
+	var b Bytes
+	for _, v := range p.values {
+		switch v.kind {
+		case kindParam:
+			b.Parameters += 4 * int64(v.elems)
+		case kindSaved:
+			b.Saved += 4 * int64(v.elems)
+		case kindInput, kindSeed:
+			b.Inputs += 4 * int64(v.elems)
+		}
+	}
+	if p.spec.Train {
+		b.Optimizer = 2 * b.Parameters
+	}
+	for _, n := range p.slots {
+		b.Arena += 4 * int64(n)
+	}
+	return b
+}
+
+// GradientBytes returns the bytes of all parameters' gradients. They live
+// in the arena, each from its computation to its block's update.
+func (p *Schedule) GradientBytes() int64 {
+	var n int64
+	for _, g := range p.grads {
+		n += 4 * int64(p.values[g].elems)
+	}
+	return n
+}
+
+// Steps returns the number of compute steps.
+func (p *Schedule) Steps() int { return len(p.steps) }

@@ -1,0 +1,38 @@
+//go:build !purego
+
+package hostmath
+
+// #cgo LDFLAGS: -lopenblas
+// void openblas_set_num_threads(int);
+// char* openblas_get_config(void);
+import "C"
+
+import (
+	"strings"
+
+	"gonum.org/v1/netlib/blas/netlib"
+)
+
+// impl is the BLAS the kernels call: OpenBLAS through cgo.
+var impl netlib.Implementation
+
+// BLASName names the BLAS this binary multiplies matrices with.
+func BLASName() string {
+	config := C.GoString(C.openblas_get_config())
+	// "OpenBLAS 0.3.21 NO_AFFINITY USE_OPENMP Zen MAX_THREADS=64"
+	if fields := strings.Fields(config); len(fields) >= 2 {
+		return fields[0] + " " + fields[1]
+	}
+	return "OpenBLAS"
+}
+
+func setBLASThreads(n int) { C.openblas_set_num_threads(C.int(n)) }
+
+// LoadEnv lists the environment settings the BLAS reads only when it is
+// loaded, with the values gpuz needs; a program sets them by re-executing
+// itself before any work. OpenBLAS's idle worker threads otherwise spin for
+// 2²⁸ cycles after each multi-threaded product, competing with the
+// element-wise and attention kernels' own threads (measured: 13 % of a
+// training run's CPU time); OPENBLAS_THREAD_TIMEOUT=4 makes them sleep after
+// 2⁴ cycles.
+func LoadEnv() []string { return []string{"OPENBLAS_THREAD_TIMEOUT=4"} }

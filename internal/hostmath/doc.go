@@ -1,0 +1,12 @@
+// Package hostmath holds the host math of gpuz: matrix products through a
+// BLAS chosen at build time (OpenBLAS by default, gonum's pure-Go BLAS under
+// the build tag purego) and element-wise kernels, reductions and optimizer
+// updates written in Go that spread large slices over the host's cores.
+//
+// Every kernel is generic over float32 and float64: the models run in
+// float32, and the gradient checks of package ops run the same kernels in
+// float64. Matrices are dense and row-major.
+package hostmath
+
+// Float is the element type of every kernel.
+type Float interface{ ~float32 | ~float64 }
