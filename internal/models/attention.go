@@ -26,24 +26,20 @@ type AttentionConfig struct {
 	Heads  int
 	Layers int
 	SeqLen int
-	// Samples, Batch and Epochs size the data set and the run, as in
-	// every workload.
-	Samples, Batch, Epochs int
+	// Feed sizes the data set and the run, as in every workload.
+	Feed
 }
 
-// attentionSizes declares the attention workload's sizes.
-var attentionSizes = append([]Size{
-	{Name: "vocab", Usage: "token ids, rows of the embedding and outputs of the head (default: the preset's)", Full: 1024, Small: 64},
-	{Name: "d-model", Usage: "width of the model, even and a multiple of --heads (default: the preset's)", Full: 512, Small: 32},
-	{Name: "heads", Usage: "attention heads per layer (default: the preset's)", Full: 8, Small: 4},
-	{Name: "layers", Usage: "decoder layers, one block each (default: the preset's)", Full: 12, Small: 2},
-	{Name: "seq-len", Usage: "tokens per sequence (default: the preset's)", Full: 512, Small: 32},
-}, sharedSizes([2]int{30, 4}, [2]int{60, 8}, [2]int{5, 5})...)
-
-// sizes returns the declared sizes and pointers to the config's fields,
-// in attentionSizes' order.
-func (c *AttentionConfig) sizes() ([]Size, []*int) {
-	return attentionSizes, []*int{&c.Vocab, &c.DModel, &c.Heads, &c.Layers, &c.SeqLen, &c.Batch, &c.Samples, &c.Epochs}
+// sizes declares the workload's sizes, in the order they are checked,
+// each with the field it sets.
+func (c *AttentionConfig) sizes() []Size {
+	return append([]Size{
+		{Name: "vocab", Usage: "token ids, rows of the embedding and outputs of the head (default: the preset's)", Full: 1024, Small: 64, field: &c.Vocab},
+		{Name: "d-model", Usage: "width of the model, even and a multiple of --heads (default: the preset's)", Full: 512, Small: 32, field: &c.DModel},
+		{Name: "heads", Usage: "attention heads per layer (default: the preset's)", Full: 8, Small: 4, field: &c.Heads},
+		{Name: "layers", Usage: "decoder layers, one block each (default: the preset's)", Full: 12, Small: 2, field: &c.Layers},
+		{Name: "seq-len", Usage: "tokens per sequence (default: the preset's)", Full: 512, Small: 32, field: &c.SeqLen},
+	}, c.Feed.sizes(Feed{Samples: 60, Batch: 30, Epochs: 5}, Feed{Samples: 8, Batch: 4, Epochs: 5})...)
 }
 
 // Validate reports the first size that cannot make a model.

@@ -21,8 +21,8 @@ func TestAttentionPresets(t *testing.T) {
 		want  AttentionConfig
 	}{
 		// peer.py's CONFIGS["attention"].
-		{ScaleFull, AttentionConfig{Vocab: 1024, DModel: 512, Heads: 8, Layers: 12, SeqLen: 512, Samples: 60, Batch: 30, Epochs: 5}},
-		{ScaleSmall, AttentionConfig{Vocab: 64, DModel: 32, Heads: 4, Layers: 2, SeqLen: 32, Samples: 8, Batch: 4, Epochs: 5}},
+		{ScaleFull, AttentionConfig{Vocab: 1024, DModel: 512, Heads: 8, Layers: 12, SeqLen: 512, Feed: Feed{Samples: 60, Batch: 30, Epochs: 5}}},
+		{ScaleSmall, AttentionConfig{Vocab: 64, DModel: 32, Heads: 4, Layers: 2, SeqLen: 32, Feed: Feed{Samples: 8, Batch: 4, Epochs: 5}}},
 	} {
 		got, err := AttentionPreset(tc.scale)
 		if err != nil || got != tc.want {
@@ -112,7 +112,7 @@ func TestSinusoidalPositions(t *testing.T) {
 // TestAttentionModel checks the blocks, in the peer's order, the
 // parameters' shapes, and that each starts as PyTorch initialises it.
 func TestAttentionModel(t *testing.T) {
-	c := AttentionConfig{Vocab: 50, DModel: 16, Heads: 2, Layers: 3, SeqLen: 8, Samples: 4, Batch: 2, Epochs: 2}
+	c := AttentionConfig{Vocab: 50, DModel: 16, Heads: 2, Layers: 3, SeqLen: 8, Feed: Feed{Samples: 4, Batch: 2, Epochs: 2}}
 	m, err := c.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -420,7 +420,7 @@ func layerOracle(t *testing.T, c AttentionConfig, x, target []float32, params ma
 // without hiding a wrong formula, which shows as an error of order 1.
 func TestDecoderLayerMatchesTapeMachine(t *testing.T) {
 	// Two sequences of 5 tokens, two heads of 4.
-	c := AttentionConfig{Vocab: 7, DModel: 8, Heads: 2, Layers: 1, SeqLen: 5, Samples: 2, Batch: 2, Epochs: 2}
+	c := AttentionConfig{Vocab: 7, DModel: 8, Heads: 2, Layers: 1, SeqLen: 5, Feed: Feed{Samples: 2, Batch: 2, Epochs: 2}}
 	tokens, d := c.Batch*c.SeqLen, c.DModel
 	rng := rand.New(rand.NewPCG(12, 13))
 	random := func(n int) []float32 {

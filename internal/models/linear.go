@@ -19,22 +19,18 @@ type LinearConfig struct {
 	Blocks         int
 	LayersPerBlock int
 	Dims           int
-	// Samples, Batch and Epochs size the data set and the run, as in
-	// every workload.
-	Samples, Batch, Epochs int
+	// Feed sizes the data set and the run, as in every workload.
+	Feed
 }
 
-// linearSizes declares the linear workload's sizes.
-var linearSizes = append([]Size{
-	{Name: "blocks", Usage: "blocks in the model (default: the preset's)", Full: 12, Small: 3},
-	{Name: "layers-per-block", Usage: "Linear+LeakyReLU layers per block (default: the preset's)", Full: 10, Small: 2},
-	{Name: "dims", Usage: "width of every layer (default: the preset's)", Full: 2000, Small: 128},
-}, sharedSizes([2]int{30, 4}, [2]int{60, 8}, [2]int{5, 5})...)
-
-// sizes returns the declared sizes and pointers to the config's fields,
-// in linearSizes' order.
-func (c *LinearConfig) sizes() ([]Size, []*int) {
-	return linearSizes, []*int{&c.Blocks, &c.LayersPerBlock, &c.Dims, &c.Batch, &c.Samples, &c.Epochs}
+// sizes declares the workload's sizes, in the order they are checked,
+// each with the field it sets.
+func (c *LinearConfig) sizes() []Size {
+	return append([]Size{
+		{Name: "blocks", Usage: "blocks in the model (default: the preset's)", Full: 12, Small: 3, field: &c.Blocks},
+		{Name: "layers-per-block", Usage: "Linear+LeakyReLU layers per block (default: the preset's)", Full: 10, Small: 2, field: &c.LayersPerBlock},
+		{Name: "dims", Usage: "width of every layer (default: the preset's)", Full: 2000, Small: 128, field: &c.Dims},
+	}, c.Feed.sizes(Feed{Samples: 60, Batch: 30, Epochs: 5}, Feed{Samples: 8, Batch: 4, Epochs: 5})...)
 }
 
 // Validate reports the first size that cannot make a model.

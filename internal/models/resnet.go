@@ -24,25 +24,20 @@ type ResnetConfig struct {
 	MidChannels int
 	ImageSize   int
 	Kernel      int
-	// Samples, Batch and Epochs size the data set and the run, as in
-	// every workload.
-	Samples, Batch, Epochs int
+	// Feed sizes the data set and the run, as in every workload.
+	Feed
 }
 
-// resnetSizes declares the resnet workload's sizes: the reference
-// experiment's, and at small scale the PyTorch peer's.
-var resnetSizes = append([]Size{
-	{Name: "levels", Usage: "nested residual levels, two blocks each (default: the preset's)", Full: 12, Small: 3},
-	{Name: "channels", Usage: "channels of the images and of every residual (default: the preset's)", Full: 10, Small: 4},
-	{Name: "mid-channels", Usage: "channels inside a block, between its convolutions (default: the preset's)", Full: 30, Small: 8},
-	{Name: "image-size", Usage: "height and width of the images (default: the preset's)", Full: 512, Small: 32},
-	{Name: "kernel", Usage: "side of the square kernels, odd; padded by kernel/2 (default: the preset's)", Full: 5, Small: 3},
-}, sharedSizes([2]int{2, 2}, [2]int{6, 6}, [2]int{10, 10})...)
-
-// sizes returns the declared sizes and pointers to the config's fields,
-// in resnetSizes' order.
-func (c *ResnetConfig) sizes() ([]Size, []*int) {
-	return resnetSizes, []*int{&c.Levels, &c.Channels, &c.MidChannels, &c.ImageSize, &c.Kernel, &c.Batch, &c.Samples, &c.Epochs}
+// sizes declares the workload's sizes, in the order they are checked,
+// each with the field it sets.
+func (c *ResnetConfig) sizes() []Size {
+	return append([]Size{
+		{Name: "levels", Usage: "nested residual levels, two blocks each (default: the preset's)", Full: 12, Small: 3, field: &c.Levels},
+		{Name: "channels", Usage: "channels of the images and of every residual (default: the preset's)", Full: 10, Small: 4, field: &c.Channels},
+		{Name: "mid-channels", Usage: "channels inside a block, between its convolutions (default: the preset's)", Full: 30, Small: 8, field: &c.MidChannels},
+		{Name: "image-size", Usage: "height and width of the images (default: the preset's)", Full: 512, Small: 32, field: &c.ImageSize},
+		{Name: "kernel", Usage: "side of the square kernels, odd; padded by kernel/2 (default: the preset's)", Full: 5, Small: 3, field: &c.Kernel},
+	}, c.Feed.sizes(Feed{Samples: 6, Batch: 2, Epochs: 10}, Feed{Samples: 6, Batch: 2, Epochs: 10})...)
 }
 
 // Validate reports the first size that cannot make a model.

@@ -22,14 +22,14 @@ func TestResnetPresets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (ResnetConfig{Levels: 12, Channels: 10, MidChannels: 30, ImageSize: 512, Kernel: 5, Samples: 6, Batch: 2, Epochs: 10}); full != want {
+	if want := (ResnetConfig{Levels: 12, Channels: 10, MidChannels: 30, ImageSize: 512, Kernel: 5, Feed: Feed{Samples: 6, Batch: 2, Epochs: 10}}); full != want {
 		t.Errorf("full preset %+v, want %+v", full, want)
 	}
 	small, err := ResnetPreset(ScaleSmall)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (ResnetConfig{Levels: 3, Channels: 4, MidChannels: 8, ImageSize: 32, Kernel: 3, Samples: 6, Batch: 2, Epochs: 10}); small != want {
+	if want := (ResnetConfig{Levels: 3, Channels: 4, MidChannels: 8, ImageSize: 32, Kernel: 3, Feed: Feed{Samples: 6, Batch: 2, Epochs: 10}}); small != want {
 		t.Errorf("small preset %+v, want %+v", small, want)
 	}
 	if _, err := ResnetPreset("huge"); err == nil {
@@ -64,7 +64,7 @@ func TestResnetPresets(t *testing.T) {
 // TestResnetStructure checks the block list and parameter shapes: two
 // ConvModels per level in the peer's order, four convolutions each.
 func TestResnetStructure(t *testing.T) {
-	c := ResnetConfig{Levels: 3, Channels: 2, MidChannels: 5, ImageSize: 6, Kernel: 3, Samples: 2, Batch: 1, Epochs: 2}
+	c := ResnetConfig{Levels: 3, Channels: 2, MidChannels: 5, ImageSize: 6, Kernel: 3, Feed: Feed{Samples: 2, Batch: 1, Epochs: 2}}
 	m, err := c.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestResnetStructure(t *testing.T) {
 // TestResnetInit checks PyTorch's Conv2d initialisation: every weight and
 // bias within ±1/√(in·k²), and spread over that range.
 func TestResnetInit(t *testing.T) {
-	c := ResnetConfig{Levels: 1, Channels: 3, MidChannels: 7, ImageSize: 4, Kernel: 5, Samples: 1, Batch: 1, Epochs: 2}
+	c := ResnetConfig{Levels: 1, Channels: 3, MidChannels: 7, ImageSize: 4, Kernel: 5, Feed: Feed{Samples: 1, Batch: 1, Epochs: 2}}
 	m, err := c.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func relErr(got []float32, want []float64) float64 {
 // within 1e-5 relative: the engine runs in float32, whose rounding of sums
 // of a few hundred terms is about 1e-6.
 func TestConvModelMatchesTapeMachine(t *testing.T) {
-	c := ResnetConfig{Levels: 1, Channels: 3, MidChannels: 4, ImageSize: 7, Kernel: 3, Samples: 2, Batch: 2, Epochs: 2}
+	c := ResnetConfig{Levels: 1, Channels: 3, MidChannels: 4, ImageSize: 7, Kernel: 3, Feed: Feed{Samples: 2, Batch: 2, Epochs: 2}}
 	const height, width = 7, 9 // non-square images
 	g := gorgonia.NewGraph()
 	m := &Model{Graph: g, init: map[*gorgonia.Node]func(*rand.Rand, []float32){}}
@@ -246,7 +246,7 @@ func TestConvModelMatchesTapeMachine(t *testing.T) {
 // hand in float64 from the same parameters. A differently nested model
 // (x + b₂(a₂(level₁(x)))) must not match, so that the check can fail.
 func TestResnetNesting(t *testing.T) {
-	c := ResnetConfig{Levels: 2, Channels: 2, MidChannels: 3, ImageSize: 6, Kernel: 3, Samples: 1, Batch: 1, Epochs: 2}
+	c := ResnetConfig{Levels: 2, Channels: 2, MidChannels: 3, ImageSize: 6, Kernel: 3, Feed: Feed{Samples: 1, Batch: 1, Epochs: 2}}
 	data := c.Data(3).Values
 	target := make([]float32, len(data))
 	for i := range target {

@@ -6,10 +6,9 @@ import (
 )
 
 // Size declares one integer size of a workload, once: the name of its flag
-// (--Name) and the name its errors give it, the flag's usage, and its value
-// in each preset. A workload's sizes are listed in the order they are
-// checked, and each config's sizes method returns pointers to its fields in
-// that order.
+// (--Name) and the name its errors give it, the flag's usage, its value in
+// each preset and the config field it sets. A workload's sizes are listed
+// in the order they are checked.
 type Size struct {
 	Name        string
 	Usage       string
@@ -18,20 +17,12 @@ type Size struct {
 	// (the epochs): set by the user, it leaves the run's scale named after
 	// the preset rather than "custom".
 	KeepsScale bool
+	// field is the config's field that the size sets.
+	field *int
 }
 
 // ScaleCustom names the scale of a run whose shape the user changed.
 const ScaleCustom = "custom"
-
-// sharedSizes declares the sizes every workload has, with the workload's
-// presets for each: batch, samples and epochs, each as {full, small}.
-func sharedSizes(batch, samples, epochs [2]int) []Size {
-	return []Size{
-		{Name: "batch", Usage: "samples per batch (default: the preset's)", Full: batch[0], Small: batch[1]},
-		{Name: "samples", Usage: "samples in the data set, a multiple of --batch (default: the preset's)", Full: samples[0], Small: samples[1]},
-		{Name: "epochs", Usage: "epochs per mode, warm-up included (default: the workload's)", Full: epochs[0], Small: epochs[1], KeepsScale: true},
-	}
-}
 
 // Config is a workload's sizes: what the runner builds and feeds, and
 // their check. The configs are *LinearConfig, *ResnetConfig and
@@ -43,34 +34,32 @@ type Config interface {
 	sized
 }
 
-// sized is a config that pairs its workload's declared sizes with pointers
-// to its fields, in the same order.
+// sized is a config that declares its workload's sizes.
 type sized interface {
-	sizes() ([]Size, []*int)
+	sizes() []Size
+	feed() Feed
 }
 
-// Feed is how a workload's data is fed: Samples in batches of Batch,
-// for Epochs epochs.
+// Feed is how a workload's data is fed: Samples in batches of Batch, for
+// Epochs epochs. Every workload's config embeds one.
 type Feed struct {
 	Samples, Batch, Epochs int
 }
 
-// FeedOf returns how c's data is fed: its shared sizes.
-func FeedOf(c Config) Feed {
-	var s Feed
-	sizes, fields := c.sizes()
-	for i, size := range sizes {
-		switch size.Name {
-		case "samples":
-			s.Samples = *fields[i]
-		case "batch":
-			s.Batch = *fields[i]
-		case "epochs":
-			s.Epochs = *fields[i]
-		}
+// sizes declares the sizes every workload has, with the workload's full
+// and small presets for each.
+func (f *Feed) sizes(full, small Feed) []Size {
+	return []Size{
+		{Name: "batch", Usage: "samples per batch (default: the preset's)", Full: full.Batch, Small: small.Batch, field: &f.Batch},
+		{Name: "samples", Usage: "samples in the data set, a multiple of --batch (default: the preset's)", Full: full.Samples, Small: small.Samples, field: &f.Samples},
+		{Name: "epochs", Usage: "epochs per mode, warm-up included (default: the workload's)", Full: full.Epochs, Small: small.Epochs, KeepsScale: true, field: &f.Epochs},
 	}
-	return s
 }
+
+func (f Feed) feed() Feed { return f }
+
+// FeedOf returns how c's data is fed.
+func FeedOf(c Config) Feed { return c.feed() }
 
 // Workload describes a workload: its name and its sizes, declared once,
 // from which its command's flags, its presets, its size checks and the
@@ -87,8 +76,7 @@ func workload[C any, P interface {
 	*C
 	Config
 }](name string) Workload {
-	sizes, _ := P(new(C)).sizes()
-	return Workload{Name: name, Sizes: sizes, config: func() Config { return P(new(C)) }}
+	return Workload{Name: name, Sizes: P(new(C)).sizes(), config: func() Config { return P(new(C)) }}
 }
 
 // The workloads.
@@ -117,8 +105,7 @@ func presetOf[C any, P interface {
 	sized
 }](scale string) (C, error) {
 	var c C
-	sizes, fields := P(&c).sizes()
-	err := preset(scale, sizes, fields)
+	err := preset(scale, P(&c).sizes())
 	return c, err
 }
 
@@ -127,14 +114,14 @@ func presetOf[C any, P interface {
 // scale: the preset's, or "custom" when set changes the shape.
 func (w Workload) Configure(scale string, set map[string]int) (Config, string, error) {
 	c := w.config()
-	sizes, fields := c.sizes()
-	if err := preset(scale, sizes, fields); err != nil {
+	sizes := c.sizes()
+	if err := preset(scale, sizes); err != nil {
 		return nil, "", err
 	}
 	name := scale
-	for i, s := range sizes {
+	for _, s := range sizes {
 		if v, ok := set[s.Name]; ok {
-			*fields[i] = v
+			*s.field = v
 			if !s.KeepsScale {
 				name = ScaleCustom
 			}
@@ -152,13 +139,13 @@ func (w Workload) Configure(scale string, set map[string]int) (Config, string, e
 }
 
 // preset sets each field to its size's value at a scale.
-func preset(scale string, sizes []Size, fields []*int) error {
-	for i, s := range sizes {
+func preset(scale string, sizes []Size) error {
+	for _, s := range sizes {
 		switch scale {
 		case ScaleFull:
-			*fields[i] = s.Full
+			*s.field = s.Full
 		case ScaleSmall:
-			*fields[i] = s.Small
+			*s.field = s.Small
 		default:
 			return fmt.Errorf("unknown scale %q (want %s or %s)", scale, ScaleFull, ScaleSmall)
 		}
@@ -168,10 +155,10 @@ func preset(scale string, sizes []Size, fields []*int) error {
 
 // positive reports the first size, in declaration order, that is not
 // positive.
-func positive(sizes []Size, fields []*int) error {
-	for i, s := range sizes {
-		if *fields[i] <= 0 {
-			return fmt.Errorf("--%s must be positive, got %d", s.Name, *fields[i])
+func positive(sizes []Size) error {
+	for _, s := range sizes {
+		if *s.field <= 0 {
+			return fmt.Errorf("--%s must be positive, got %d", s.Name, *s.field)
 		}
 	}
 	return nil
