@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -117,5 +118,23 @@ func TestSelftestRunOnSim(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.String(), "note: sim:1GiB runs the host kernels") {
 		t.Errorf("output does not start with the note:\n%.300s", out)
+	}
+}
+
+// TestWorkloadRunRejectsNonFiniteLR calls the run function directly, past
+// the flags' own check: a learning rate that is not a finite number is
+// refused before anything runs.
+func TestWorkloadRunRejectsNonFiniteLR(t *testing.T) {
+	for _, lr := range []float64{math.Inf(1), math.Inf(-1), math.NaN()} {
+		ios, out, _ := testIO()
+		opts := smallLinear(ios, "cpu")
+		opts.LR = lr
+		err := workloadRun(context.Background(), opts)
+		if err == nil || !strings.Contains(err.Error(), "--lr must be a finite number") {
+			t.Errorf("--lr %g gave %v", lr, err)
+		}
+		if out.Len() != 0 {
+			t.Errorf("--lr %g wrote %q", lr, out)
+		}
 	}
 }

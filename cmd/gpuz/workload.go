@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"gpuz/internal/bench"
 	"gpuz/internal/device"
@@ -69,6 +72,9 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			if opts.Task, opts.Modes, err = parseWorkloadArgs(args); err != nil {
+				return err
+			}
+			if err := finiteFloatFlags(cmd.Flags()); err != nil {
 				return err
 			}
 			opts.Sizes = map[string]int{}
@@ -164,6 +170,24 @@ func parseModes(s string) ([]bench.Mode, error) {
 	return modes, nil
 }
 
+// finiteFloatFlags rejects a float flag set to infinity or NaN, which
+// strconv (and so pflag) accepts as numbers: no rate, size or threshold of
+// a run means anything there. It checks every float flag the user set, so a
+// float flag added later is covered without a line here.
+func finiteFloatFlags(fs *pflag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *pflag.Flag) {
+		if err != nil || (f.Value.Type() != "float64" && f.Value.Type() != "float32") {
+			return
+		}
+		v, perr := strconv.ParseFloat(f.Value.String(), 64)
+		if perr != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			err = fmt.Errorf("--%s must be a finite number, got %s", f.Name, f.Value.String())
+		}
+	})
+	return err
+}
+
 // validate checks the shared settings against the workload's total epochs.
 func (o *WorkloadOptions) validate(epochs int) error {
 	switch {
@@ -171,6 +195,8 @@ func (o *WorkloadOptions) validate(epochs int) error {
 		return fmt.Errorf("--warmup must not be negative, got %d", o.Warmup)
 	case o.Warmup >= epochs:
 		return fmt.Errorf("--warmup (%d) must be less than the epochs (%d) so that some are timed", o.Warmup, epochs)
+	case math.IsNaN(o.LR) || math.IsInf(o.LR, 0):
+		return fmt.Errorf("--lr must be a finite number, got %g", o.LR)
 	case !(o.LR > 0):
 		return fmt.Errorf("--lr must be positive, got %g", o.LR)
 	case o.Threads <= 0:
