@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"syscall"
@@ -68,10 +69,11 @@ type Event struct {
 }
 
 // Run measures every requested mode in turn and returns what each did. A
-// mode that cannot run or fails gets a status and the other modes still
-// run. When ctx is cancelled the run stops after the current batch: the
-// epochs completed are kept, the mode is marked interrupted, and the modes
-// not started are skipped.
+// mode that cannot run, fails or diverges (a loss or output that is not a
+// finite number) gets a status and the other modes still run. When ctx is
+// cancelled the run stops after the current batch: the epochs completed
+// are kept, the mode is marked interrupted, and the modes not started are
+// skipped.
 func Run(ctx context.Context, opts Options) (Result, error) {
 	opts.applyThreads()
 	model, err := opts.Workload.Build()
@@ -186,6 +188,14 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) Mod
 				r.Status = errorStatus(err)
 				return r
 			}
+			if batchHook != nil {
+				v = batchHook(mode, e, i, v)
+			}
+			if diverged(v) {
+				r.Status = Status{Kind: StatusDiverged, Reason: fmt.Sprintf("at epoch %d, batch %d", e, i)}
+				r.PeakDeviceBytes = dev.Stats().PeakBytes
+				return r
+			}
 			sum += float64(v)
 		}
 		value := sum // eval: the sum over batches of the output's mean
@@ -205,6 +215,19 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) Mod
 	r.Status = Status{Kind: StatusOK}
 	return r
 }
+
+// diverged reports whether a batch's loss or output is not a finite
+// number: training has diverged (or the data holds one), and the epochs
+// that follow would only carry it on.
+func diverged(v float32) bool {
+	f := float64(v)
+	return math.IsNaN(f) || math.IsInf(f, 0)
+}
+
+// batchHook, when set, sees each batch's value before the divergence check
+// and returns the value to use. Only tests set it, to make one mode diverge
+// at a chosen batch while the others run as usual.
+var batchHook func(mode Mode, epoch, batch int, v float32) float32
 
 // deviceFor returns the device and placement of a mode, or nil and the
 // reason the mode cannot run.

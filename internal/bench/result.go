@@ -25,13 +25,15 @@ const (
 // StatusKind classifies how a mode's run ended.
 type StatusKind string
 
-// How a mode's run can end.
+// How a mode's run can end. A diverged mode's reason names the epoch and
+// the batch, both counted from 0 as the epoch lines count them.
 const (
 	StatusOK          StatusKind = "ok"
 	StatusUnavailable StatusKind = "unavailable" // the mode cannot run in this build or on this machine
 	StatusOOM         StatusKind = "OOM"         // the device ran out of memory
 	StatusSkipped     StatusKind = "skipped"     // not started, e.g. its plan does not fit the host
 	StatusInterrupted StatusKind = "interrupted" // stopped by the user; the epochs done are kept
+	StatusDiverged    StatusKind = "diverged"    // a loss (train) or output (eval) not finite; the epochs before it are kept
 	StatusFailed      StatusKind = "failed"      // any other error
 )
 

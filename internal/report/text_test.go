@@ -115,6 +115,8 @@ func TestAnalyzeRow(t *testing.T) {
 			[]string{"2", "2.00 s", "0 s", "9.00 s", "4.00×"}},
 		{"interrupted cpu is no reference", []bench.ModeResult{cpu(bench.Status{Kind: bench.StatusInterrupted}, 20, 10), cuda}, 1,
 			[]string{"2", "2.00 s", "0 s", "9.00 s", "-"}},
+		{"diverged cpu is no reference", []bench.ModeResult{cpu(bench.Status{Kind: bench.StatusDiverged, Reason: "at epoch 2, batch 1"}, 20, 10), cuda}, 1,
+			[]string{"2", "2.00 s", "0 s", "9.00 s", "-"}},
 		{"cpu with only a warm-up is no reference", []bench.ModeResult{cpu(ok, 20), cuda}, 1,
 			[]string{"2", "2.00 s", "0 s", "9.00 s", "-"}},
 		{"no cpu row", []bench.ModeResult{cuda}, 0, []string{"2", "2.00 s", "0 s", "9.00 s", "-"}},

@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"gpuz/internal/device"
+	"gpuz/internal/models"
+)
+
+// smallLinearRun returns the options of the small linear workload run for
+// task in modes, with the cuda and cache modes on a simulated device.
+func smallLinearRun(t *testing.T, task Task, modes ...Mode) Options {
+	t.Helper()
+	cfg, err := models.LinearPreset(models.ScaleSmall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{
+		ModelName: "linear", Workload: cfg, Task: task, Modes: modes,
+		Samples: cfg.Samples, Batch: cfg.Batch, Epochs: cfg.Epochs, Warmup: 1,
+		LR: DefaultLR, ClipNorm: 1, Seed: 1, Threads: 1,
+		NewGPU: func() (device.Device, error) { return device.NewSim(64<<20, nil), nil },
+	}
+}
+
+// run runs opts, failing the test on an error.
+func run(t *testing.T, opts Options) Result {
+	t.Helper()
+	res, err := Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestDivergedModeKeepsEarlierEpochs makes the cpu mode's loss NaN at its
+// third epoch's second batch: the mode ends diverged there with its first
+// two epochs kept, and the cuda mode after it runs every epoch, ok.
+func TestDivergedModeKeepsEarlierEpochs(t *testing.T) {
+	batchHook = func(mode Mode, epoch, batch int, v float32) float32 {
+		if mode == ModeCPU && epoch == 2 && batch == 1 {
+			return float32(math.NaN())
+		}
+		return v
+	}
+	defer func() { batchHook = nil }()
+	opts := smallLinearRun(t, TaskTrain, ModeCPU, ModeCUDA)
+	res := run(t, opts)
+	cpu, cuda := res.Modes[0], res.Modes[1]
+	if cpu.Status.Kind != StatusDiverged || cpu.Status.String() != "diverged: at epoch 2, batch 1" {
+		t.Errorf("cpu status %q, want diverged: at epoch 2, batch 1", cpu.Status)
+	}
+	if len(cpu.Epochs) != 2 || cpu.Epochs[1].Index != 1 {
+		t.Errorf("cpu kept %d epochs (%+v), want epochs 0 and 1", len(cpu.Epochs), cpu.Epochs)
+	}
+	for _, e := range cpu.Epochs {
+		if diverged(float32(e.Value)) {
+			t.Errorf("cpu kept epoch %d with value %g", e.Index, e.Value)
+		}
+	}
+	if cpu.PeakDeviceBytes <= 0 {
+		t.Errorf("cpu peak %d, want the memory it held", cpu.PeakDeviceBytes)
+	}
+	if cuda.Status.Kind != StatusOK || len(cuda.Epochs) != opts.Epochs {
+		t.Errorf("cuda status %q with %d epochs, want ok with %d", cuda.Status, len(cuda.Epochs), opts.Epochs)
+	}
+}
+
+// TestHugeLearningRateDiverges trains with --lr 1e30: after the first
+// update the weights are so large that the loss overflows float32, and the
+// mode ends diverged at the batch that saw it, not with a NaN mean loss.
+func TestHugeLearningRateDiverges(t *testing.T) {
+	opts := smallLinearRun(t, TaskTrain, ModeCPU)
+	opts.LR = 1e30
+	r := run(t, opts).Modes[0]
+	if r.Status.Kind != StatusDiverged {
+		t.Fatalf("status %q, want diverged", r.Status)
+	}
+	if r.Status.String() != "diverged: at epoch 0, batch 1" {
+		t.Errorf("status %q, want diverged: at epoch 0, batch 1 (the first batch after the first update)", r.Status)
+	}
+	if len(r.Epochs) != 0 {
+		t.Errorf("kept %d epochs, want none", len(r.Epochs))
+	}
+}
+
+// infiniteSecondBatch is a workload whose second batch holds an infinite
+// value: evaluating it gives an infinite or NaN output there.
+type infiniteSecondBatch struct{ models.LinearConfig }
+
+func (w infiniteSecondBatch) Data(seed uint64) models.Data {
+	d := w.LinearConfig.Data(seed)
+	d.Values[w.Batch*d.RowLen] = float32(math.Inf(1))
+	return d
+}
+
+// TestEvalDivergesOnInfiniteData evaluates data with an infinite value in
+// its second batch: eval ends diverged at epoch 0, batch 1.
+func TestEvalDivergesOnInfiniteData(t *testing.T) {
+	opts := smallLinearRun(t, TaskEval, ModeCPU)
+	opts.Workload = infiniteSecondBatch{opts.Workload.(models.LinearConfig)}
+	r := run(t, opts).Modes[0]
+	if r.Status.String() != "diverged: at epoch 0, batch 1" {
+		t.Errorf("status %q, want diverged: at epoch 0, batch 1", r.Status)
+	}
+}
