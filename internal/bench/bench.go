@@ -167,7 +167,9 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) Mod
 	for e := range opts.Epochs {
 		before := dev.Stats()
 		start := time.Now()
-		sum := 0.0
+		// sum adds each batch's value weighted by its samples, so that the
+		// epoch's value is the mean over samples whatever the batch size.
+		sum, samples := 0.0, 0
 		for i := range batches {
 			if ctx.Err() != nil {
 				r.Status = Status{Kind: StatusInterrupted, Reason: fmt.Sprintf("after %d of %d epochs", len(r.Epochs), opts.Epochs)}
@@ -196,12 +198,10 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) Mod
 				r.PeakDeviceBytes = dev.Stats().PeakBytes
 				return r
 			}
-			sum += float64(v)
+			sum += float64(v) * float64(opts.Batch)
+			samples += opts.Batch
 		}
-		value := sum // eval: the sum over batches of the output's mean
-		if opts.Task == TaskTrain {
-			value = sum / float64(batches)
-		}
+		value := sum / float64(samples)
 		after := dev.Stats()
 		epoch := Epoch{Index: e, Duration: time.Since(start), Value: value,
 			UploadBytes: after.UploadBytes - before.UploadBytes, DownloadBytes: after.DownloadBytes - before.DownloadBytes,

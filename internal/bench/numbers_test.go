@@ -106,3 +106,25 @@ func TestEvalDivergesOnInfiniteData(t *testing.T) {
 		t.Errorf("status %q, want diverged: at epoch 0, batch 1", r.Status)
 	}
 }
+
+// TestEvalValueIndependentOfBatch evaluates the same samples in batches of
+// 4 and of 2: the epoch's value is the mean output over the samples, so
+// the two agree to float32 rounding (it used to be a sum over batches and
+// doubled when the batch halved).
+func TestEvalValueIndependentOfBatch(t *testing.T) {
+	values := map[int]float64{}
+	for _, batch := range []int{4, 2} {
+		opts := smallLinearRun(t, TaskEval, ModeCPU)
+		cfg := opts.Workload.(models.LinearConfig)
+		cfg.Batch, opts.Batch = batch, batch
+		opts.Workload = cfg
+		r := run(t, opts).Modes[0]
+		if r.Status.Kind != StatusOK {
+			t.Fatalf("batch %d: status %q", batch, r.Status)
+		}
+		values[batch] = r.Epochs[len(r.Epochs)-1].Value
+	}
+	if diff := math.Abs(values[4] - values[2]); diff > 1e-6*math.Abs(values[4]) || values[4] == 0 {
+		t.Errorf("eval value %g at batch 4, %g at batch 2: want equal to float32 rounding", values[4], values[2])
+	}
+}

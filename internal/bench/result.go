@@ -55,8 +55,10 @@ func (s Status) String() string {
 type Epoch struct {
 	Index    int
 	Duration time.Duration
-	// Value is the mean loss over the epoch's batches when training, or the
-	// sum over batches of the output's mean when evaluating.
+	// Value is the epoch's mean over its samples of the loss when
+	// training, or of the model's output when evaluating: each batch's
+	// value weighted by its samples, so it does not depend on the batch
+	// size.
 	Value float64
 	// UploadBytes and DownloadBytes are the bytes copied host → device and
 	// device → host during the epoch, CopyTime the time those copies took.
