@@ -202,10 +202,12 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) Mod
 			samples += opts.Batch
 		}
 		value := sum / float64(samples)
-		after := dev.Stats()
-		epoch := Epoch{Index: e, Duration: time.Since(start), Value: value,
-			UploadBytes: after.UploadBytes - before.UploadBytes, DownloadBytes: after.DownloadBytes - before.DownloadBytes,
-			CopyTime: after.CopyTime - before.CopyTime}
+		epoch := Epoch{Index: e, Duration: time.Since(start), Value: value}
+		if mode.Copies() {
+			after := dev.Stats()
+			epoch.UploadBytes, epoch.DownloadBytes = after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes
+			epoch.CopyTime = after.CopyTime - before.CopyTime
+		}
 		r.Epochs = append(r.Epochs, epoch)
 		if opts.Progress != nil {
 			opts.Progress(Event{Mode: mode, Device: r.Device, Epoch: &epoch, Warmup: e < opts.Warmup})

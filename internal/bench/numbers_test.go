@@ -128,3 +128,20 @@ func TestEvalValueIndependentOfBatch(t *testing.T) {
 		t.Errorf("eval value %g at batch 4, %g at batch 2: want equal to float32 rounding", values[4], values[2])
 	}
 }
+
+// TestCPUModeRecordsNoCopies runs cpu and cuda: the host copies nothing
+// between devices, so cpu's epochs record no copies, while cuda on the
+// simulated device records the batches it uploads.
+func TestCPUModeRecordsNoCopies(t *testing.T) {
+	res := run(t, smallLinearRun(t, TaskTrain, ModeCPU, ModeCUDA))
+	for _, e := range res.Modes[0].Epochs {
+		if e.UploadBytes != 0 || e.DownloadBytes != 0 || e.CopyTime != 0 {
+			t.Errorf("cpu epoch %d records copies: %+v", e.Index, e)
+		}
+	}
+	for _, e := range res.Modes[1].Epochs {
+		if e.UploadBytes == 0 {
+			t.Errorf("cuda epoch %d records no uploads: %+v", e.Index, e)
+		}
+	}
+}

@@ -13,6 +13,11 @@ const (
 	ModeCPU   Mode = "cpu"
 )
 
+// Copies reports whether copies between host and device apply to the
+// mode: not to cpu, whose device is the host itself, so its epochs record
+// no copies and tables show those figures as not applying.
+func (m Mode) Copies() bool { return m != ModeCPU }
+
 // Task says whether a run trains the model or only evaluates it.
 type Task string
 
@@ -61,7 +66,8 @@ type Epoch struct {
 	// size.
 	Value float64
 	// UploadBytes and DownloadBytes are the bytes copied host → device and
-	// device → host during the epoch, CopyTime the time those copies took.
+	// device → host during the epoch, CopyTime the time those copies took;
+	// all zero for a mode without copies (Mode.Copies).
 	UploadBytes, DownloadBytes int64
 	CopyTime                   time.Duration
 }

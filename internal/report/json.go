@@ -49,10 +49,11 @@ type (
 		Warmup  bool     `json:"warmup"`
 		Seconds float64  `json:"seconds"`
 		Value   *float64 `json:"value"` // null when not finite
-		// Bytes copied host → device and device → host, and the copies' time.
-		UploadBytes   int64   `json:"upload_bytes"`
-		DownloadBytes int64   `json:"download_bytes"`
-		CopySeconds   float64 `json:"copy_seconds"`
+		// Bytes copied host → device and device → host, and the copies'
+		// time; null for the cpu mode, which has no device to copy to.
+		UploadBytes   *int64   `json:"upload_bytes"`
+		DownloadBytes *int64   `json:"download_bytes"`
+		CopySeconds   *float64 `json:"copy_seconds"`
 	}
 	jsonStats struct {
 		N             int     `json:"n"`
@@ -77,7 +78,8 @@ func toJSONHeader(h bench.Header) jsonHeader {
 // version of the format (JSONVersion), the header, every mode with all its
 // epochs and the Stats of its timed epochs, and the peak RSS. Field names are
 // snake_case; durations are float seconds, sizes are bytes. An epoch's value
-// that is not a finite number, such as a diverged loss, is written as null.
+// that is not a finite number, such as a diverged loss, is written as null,
+// and so are the cpu mode's copies, which do not apply to it.
 func WriteJSON(w io.Writer, r bench.Result) error {
 	doc := jsonResult{
 		Version:      JSONVersion,
@@ -97,8 +99,11 @@ func WriteJSON(w io.Writer, r bench.Result) error {
 			Epochs:          make([]jsonEpoch, len(m.Epochs)),
 		}
 		for i, e := range m.Epochs {
-			jm.Epochs[i] = jsonEpoch{Index: e.Index, Warmup: i < m.Warmup, Seconds: e.Duration.Seconds(),
-				UploadBytes: e.UploadBytes, DownloadBytes: e.DownloadBytes, CopySeconds: e.CopyTime.Seconds()}
+			jm.Epochs[i] = jsonEpoch{Index: e.Index, Warmup: i < m.Warmup, Seconds: e.Duration.Seconds()}
+			if m.Mode.Copies() {
+				copySeconds := e.CopyTime.Seconds()
+				jm.Epochs[i].UploadBytes, jm.Epochs[i].DownloadBytes, jm.Epochs[i].CopySeconds = &e.UploadBytes, &e.DownloadBytes, &copySeconds
+			}
 			if !math.IsNaN(e.Value) && !math.IsInf(e.Value, 0) {
 				jm.Epochs[i].Value = &e.Value
 			}

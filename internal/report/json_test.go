@@ -15,13 +15,15 @@ func TestWriteJSON(t *testing.T) {
 }
 
 // TestWriteJSONEdges checks what has no place in the golden file: modes
-// without epochs, and values that JSON cannot hold.
+// without epochs, values that JSON cannot hold, and copies that do not
+// apply (null) beside copies of zero bytes (0).
 func TestWriteJSONEdges(t *testing.T) {
 	r := bench.Result{Modes: []bench.ModeResult{
 		{Mode: bench.ModeCPU, Epochs: []bench.Epoch{
 			{Index: 0, Value: math.NaN()}, {Index: 1, Value: math.Inf(1)}, {Index: 2, Value: 0.5},
 		}, Status: bench.Status{Kind: bench.StatusOK}},
 		{Mode: bench.ModeCUDA, Status: bench.Status{Kind: bench.StatusUnavailable, Reason: "no GPU"}},
+		{Mode: bench.ModeCache, Epochs: []bench.Epoch{{Index: 0, Value: 1}}, Status: bench.Status{Kind: bench.StatusOK}},
 	}}
 	var b bytes.Buffer
 	if err := WriteJSON(&b, r); err != nil {
@@ -30,7 +32,10 @@ func TestWriteJSONEdges(t *testing.T) {
 	var doc struct {
 		Modes []struct {
 			Epochs []struct {
-				Value *float64 `json:"value"`
+				Value         *float64 `json:"value"`
+				UploadBytes   *int64   `json:"upload_bytes"`
+				DownloadBytes *int64   `json:"download_bytes"`
+				CopySeconds   *float64 `json:"copy_seconds"`
 			} `json:"epochs"`
 			Stats struct {
 				N int `json:"n"`
@@ -43,6 +48,14 @@ func TestWriteJSONEdges(t *testing.T) {
 	cpu, cuda := doc.Modes[0], doc.Modes[1]
 	if cpu.Epochs[0].Value != nil || cpu.Epochs[1].Value != nil || cpu.Epochs[2].Value == nil || *cpu.Epochs[2].Value != 0.5 {
 		t.Errorf("want values null, null, 0.5 in\n%s", b.Bytes())
+	}
+	for _, e := range cpu.Epochs {
+		if e.UploadBytes != nil || e.DownloadBytes != nil || e.CopySeconds != nil {
+			t.Errorf("want null copies for the cpu mode, which has none, in\n%s", b.Bytes())
+		}
+	}
+	if e := doc.Modes[2].Epochs[0]; e.UploadBytes == nil || e.DownloadBytes == nil || e.CopySeconds == nil {
+		t.Errorf("want the cache mode's copies, 0 as they are, in\n%s", b.Bytes())
 	}
 	if cpu.Stats.N != 3 {
 		t.Errorf("cpu stats n = %d, want 3", cpu.Stats.N)

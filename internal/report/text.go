@@ -95,8 +95,9 @@ var analyzeColumns = []string{
 // relative to the cpu row, its peak device memory and its status; then the
 // process's peak resident set size, when known. A figure that does not apply
 // is shown as "-": every figure of a mode that ran no epoch, the standard
-// deviation of fewer than two epochs, and the speed-up when there is no
-// successful cpu row with timed epochs to compare with.
+// deviation of fewer than two epochs, the speed-up when there is no
+// successful cpu row with timed epochs to compare with, and the copies and
+// copy rate of the cpu row, which copies nothing between devices.
 func WriteAnalyze(w io.Writer, r bench.Result) error {
 	cpuMean := cpuReference(r.Modes)
 	var rows [][]string
@@ -150,7 +151,7 @@ func analyzeRow(m bench.ModeResult, cpuMean time.Duration) []string {
 		if m.PeakDeviceBytes > 0 {
 			peak = units.Bytes(m.PeakDeviceBytes)
 		}
-		if timed := m.Timed(); len(timed) > 0 {
+		if timed := m.Timed(); len(timed) > 0 && m.Mode.Copies() {
 			var upBytes, downBytes int64
 			var copyTime time.Duration
 			for _, e := range timed {

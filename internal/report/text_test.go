@@ -95,6 +95,33 @@ func TestWriteAnalyze(t *testing.T) {
 	}
 }
 
+// TestAnalyzeRowCopies checks the copy cells: the cpu row has no copies
+// to show, even given some, while a GPU mode shows its bytes, zero
+// included, and a rate only when copies took time.
+func TestAnalyzeRowCopies(t *testing.T) {
+	ok := bench.Status{Kind: bench.StatusOK}
+	tests := []struct {
+		name string
+		m    bench.ModeResult
+		want string // H→D|D→H|copy rate
+	}{
+		{"cpu copies nothing", bench.ModeResult{Mode: bench.ModeCPU, Device: "host", Warmup: 1,
+			Epochs: withCopies(epochs(2, 1), 1<<20, 8, time.Millisecond), Status: ok}, "-|-|-"},
+		{"cuda without copies", bench.ModeResult{Mode: bench.ModeCUDA, Device: "sim:8GiB", Warmup: 1,
+			Epochs: epochs(2, 1), Status: ok}, "0 B|0 B|-"},
+		{"cache with copies", bench.ModeResult{Mode: bench.ModeCache, Device: "sim:8GiB", Warmup: 1,
+			Epochs: withCopies(epochs(2, 1), 1<<30, 1<<30, time.Second), Status: ok}, "1.00 GiB|1.00 GiB|2.15 GB/s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			row := analyzeRow(tt.m, 0)
+			if got := strings.Join(row[11:14], "|"); got != tt.want {
+				t.Errorf("H→D, D→H, copy rate = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 // TestAnalyzeRow checks the cells that depend on the cpu row and on how far
 // a mode got.
 func TestAnalyzeRow(t *testing.T) {
