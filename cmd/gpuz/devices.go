@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -23,7 +24,7 @@ type DevicesOptions struct {
 
 // newDevicesCmd builds gpuz devices; runF, when not nil, is called instead
 // of devicesRun.
-func newDevicesCmd(ios *IOStreams, runF func(*DevicesOptions) error) *cobra.Command {
+func newDevicesCmd(ios *IOStreams, runF func(context.Context, *DevicesOptions) error) *cobra.Command {
 	opts := &DevicesOptions{IO: ios, GemmSize: devicesGemmSize}
 	return &cobra.Command{
 		Use:   "devices",
@@ -36,13 +37,14 @@ memory, each way) and the speed of a 2000×2000×2000 SGEMM. The host and the
 simulated device copy within host memory (memcpy rates) and run the host's
 BLAS; a few seconds in all.`,
 		Example: "  gpuz devices",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE:    runWith(opts, runF, devicesRun),
 	}
 }
 
-// devicesRun measures each device and writes the table.
-func devicesRun(opts *DevicesOptions) error {
+// devicesRun measures each device and writes the table. Stopped by a
+// signal, it writes the table of the devices measured so far.
+func devicesRun(ctx context.Context, opts *DevicesOptions) error {
 	specs := opts.Specs
 	if specs == nil {
 		specs = []string{"cpu", "sim"}
@@ -54,27 +56,37 @@ func devicesRun(opts *DevicesOptions) error {
 			specs = append(specs, fmt.Sprintf("cuda:%d", i))
 		}
 	}
-	infos, err := measureDevices(specs, opts.GemmSize)
-	if err != nil {
-		return &runFailure{err}
-	}
-	return report.WriteDevices(opts.IO.Out, infos)
-}
-
-// measureDevices opens and measures each device in turn. It is the one
-// place that names where the measurement lives.
-func measureDevices(specs []string, gemmSize int) ([]device.Info, error) {
 	var infos []device.Info
 	for _, spec := range specs {
-		dev, _, err := device.Parse(spec, device.OpenLedger(""))
-		if err != nil {
-			return nil, fmt.Errorf("opening %s: %w", spec, err)
+		var info device.Info
+		var err error
+		if !untilDone(ctx, func() { info, err = measureDevice(spec, opts.GemmSize) }) {
+			break
 		}
-		info, err := device.Measure(dev, gemmSize)
 		if err != nil {
-			return nil, fmt.Errorf("measuring %s: %w", dev.Name(), err)
+			return err
 		}
 		infos = append(infos, info)
 	}
-	return infos, nil
+	if err := report.WriteDevices(opts.IO.Out, infos); err != nil {
+		return fmt.Errorf("writing the devices table: %w", err)
+	}
+	if ctx.Err() != nil {
+		return errInterrupted
+	}
+	return nil
+}
+
+// measureDevice opens and measures the device spec names. It is the one
+// place that names where the measurement lives.
+func measureDevice(spec string, gemmSize int) (device.Info, error) {
+	dev, _, err := device.Parse(spec, device.OpenLedger(""))
+	if err != nil {
+		return device.Info{}, fmt.Errorf("opening %s: %w", spec, err)
+	}
+	info, err := device.Measure(dev, gemmSize)
+	if err != nil {
+		return device.Info{}, fmt.Errorf("measuring %s: %w", dev.Name(), err)
+	}
+	return info, nil
 }

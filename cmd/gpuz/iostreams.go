@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"os"
 
@@ -28,11 +29,35 @@ func isTerminal(w io.Writer) bool {
 }
 
 // runWith returns a command's RunE for a command that takes no arguments:
-// it calls runF with opts, or run where runF is nil (tests pass a runF to
-// see the options the flags filled).
-func runWith[O any](opts O, runF, run func(O) error) func(*cobra.Command, []string) error {
+// it calls runF with the command's context and opts, or run where runF is
+// nil (tests pass a runF to see the options the flags filled).
+func runWith[O any](opts O, runF, run func(context.Context, O) error) func(*cobra.Command, []string) error {
 	if runF == nil {
 		runF = run
 	}
-	return func(*cobra.Command, []string) error { return runF(opts) }
+	return func(cmd *cobra.Command, _ []string) error { return runF(cmd.Context(), opts) }
+}
+
+// noArgs is cobra.NoArgs as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	return usage(cobra.NoArgs(cmd, args))
+}
+
+// untilDone runs f in a goroutine and waits for it to return or for ctx to
+// end, whichever comes first; it reports whether f returned. Where ctx ends
+// first f is left running: the command returns at once and the process
+// exits with the signal's status, which is what a signal asks for when the
+// work (a device measurement, a self-test phase) cannot be stopped midway.
+func untilDone(ctx context.Context, f func()) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -40,9 +40,22 @@
 //	gpuz linear train cpu --scale small
 //	gpuz plan linear train --device sim:4GiB
 //
-// Exit status: 0 when the run completes (modes that could not run are
-// reported in the table), 1 when the run itself fails, 2 for bad input,
-// 130 when interrupted (the table of what completed is still printed).
+// Output: the header, the epoch lines, the table and any warning go to
+// standard output, except with --json -, when standard output holds only
+// the JSON and the rest goes to standard error. Errors are one line on
+// standard error.
+//
+// Exit status:
+//
+//	0    every requested mode completed (status ok)
+//	1    a failure: the run itself, a device, a write of --json or --cpuprofile
+//	2    bad input (unknown command, task, mode, flag or value, an output path
+//	     that cannot be written): one line on standard error, nothing run
+//	3    the run completed but some mode did not (OOM, unavailable, skipped,
+//	     failed, diverged); the full table is printed
+//	129  stopped by SIGHUP, 130 by SIGINT (Ctrl-C), 143 by SIGTERM: what
+//	     completed is kept (a run prints the table of it); a second signal
+//	     exits at once with the status of that signal
 package main
 
 import (
@@ -60,10 +73,41 @@ import (
 
 func main() {
 	reexecForBLAS()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stopSignals := cancelOnSignal(cancel, os.Stderr)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	stopSignals()
 	os.Exit(code)
+}
+
+// cancelOnSignal cancels the context on the first SIGINT, SIGTERM or SIGHUP,
+// with a *signalError naming it as the cause, so that the command stops,
+// keeps what completed and exits with that signal's status. A second signal
+// exits at once with the second signal's status, after one line on stderr.
+// signal.Notify on a channel (not signal.NotifyContext) is what tells which
+// signal came. The returned function stops the watching.
+func cancelOnSignal(cancel context.CancelCauseFunc, stderr io.Writer) func() {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, stopSignals...)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			cancel(&signalError{sig})
+		case <-done:
+			return
+		}
+		select {
+		case sig := <-sigs:
+			fmt.Fprintf(stderr, "gpuz: %s again: exiting at once\n", signalName(sig))
+			os.Exit(signalStatus(sig))
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
 }
 
 // reexecForBLAS re-executes gpuz with the environment settings the BLAS
@@ -87,43 +131,119 @@ func reexecForBLAS() {
 	syscall.Exec(exe, os.Args, append(os.Environ(), missing...))
 }
 
-// Exit statuses.
+// Exit statuses; a signal's is 128 plus its number (signalStatus).
 const (
 	exitOK          = 0
 	exitFailure     = 1
 	exitUsage       = 2
-	exitInterrupted = 130
+	exitIncomplete  = 3
+	exitInterrupted = 130 // SIGINT's, and a cancelled context's without a signal
 )
 
+// stopSignals are the signals that stop every command.
+var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
 // run executes the command line args and returns the exit status. Every
-// error is reported as one line on stderr.
+// error is reported as one line on stderr (two where a run was interrupted
+// and a write failed as well). Usage errors exit 2, errors from an
+// interrupted command the signal's status, a run with a mode that did not
+// complete 3, and every other error 1.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	var usage *usageError
+	if errors.As(err, &usage) {
+		fmt.Fprintf(stderr, "gpuz: %v\n", err)
+		return exitUsage
+	}
+	// A signal wins over whatever the command returned: it stopped it.
+	if ctx.Err() != nil {
+		code, name := exitInterrupted, "interrupt"
+		var sig *signalError
+		if errors.As(context.Cause(ctx), &sig) {
+			code, name = signalStatus(sig.sig), signalName(sig.sig)
+		}
+		switch {
+		case err == nil || errors.Is(err, errInterrupted):
+			fmt.Fprintf(stderr, "gpuz: stopped by %s; what completed is above\n", name)
+		default:
+			fmt.Fprintf(stderr, "gpuz: stopped by %s: %v\n", name, err)
+		}
+		return code
+	}
 	if err == nil {
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "gpuz: %v\n", err)
-	var rf *runFailure
-	switch {
-	case errors.Is(err, errInterrupted):
-		return exitInterrupted
-	case errors.As(err, &rf):
-		return exitFailure
-	default:
-		// Anything else was found before the run started: a bad command,
-		// argument or flag.
-		return exitUsage
+	var inc *incompleteError
+	if errors.As(err, &inc) {
+		return exitIncomplete
 	}
+	return exitFailure
 }
 
-// runFailure marks an error that happened while running, as opposed to bad
-// input.
-type runFailure struct{ err error }
+// usageError marks bad input: an unknown command, argument or flag, a value
+// out of range, an output path that cannot be written. It is found before
+// anything runs and exits with status 2.
+type usageError struct{ err error }
 
-func (e *runFailure) Error() string { return e.err.Error() }
-func (e *runFailure) Unwrap() error { return e.err }
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usage wraps err, if not nil, as a usageError.
+func usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	var u *usageError
+	if errors.As(err, &u) {
+		return err
+	}
+	return &usageError{err}
+}
+
+// usagef is fmt.Errorf as a usageError.
+func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
+
+// incompleteError reports a run that completed with modes that did not
+// (status not ok); it exits with status 3.
+type incompleteError struct {
+	// Modes are the modes that did not complete with their status.
+	Modes []string
+	Total int
+}
+
+func (e *incompleteError) Error() string {
+	return fmt.Sprintf("%d of %d modes did not complete: %s; the table above says why", len(e.Modes), e.Total, strings.Join(e.Modes, ", "))
+}
+
+// signalError is the cause of a context cancelled by a signal.
+type signalError struct{ sig os.Signal }
+
+func (e *signalError) Error() string { return "stopped by " + signalName(e.sig) }
+
+// signalStatus is the exit status for a process stopped by sig: 128 plus
+// its number, as a shell reports it (SIGHUP 129, SIGINT 130, SIGTERM 143).
+func signalStatus(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return exitInterrupted
+}
+
+// signalName names sig as kill(1) does: SIGINT, SIGTERM, SIGHUP.
+func signalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return sig.String()
+}
 
 // errInterrupted reports a run stopped by a signal after printing what it
 // completed.

@@ -170,12 +170,16 @@ func TestSmallRun(t *testing.T) {
 }
 
 // TestCPUDeviceLeavesGPUModesUnavailable runs with --device cpu: the cuda
-// and cache rows say why they did not run and show no figures.
+// and cache rows say why they did not run and show no figures, and the
+// status is 3 (the run completed, some modes did not).
 func TestCPUDeviceLeavesGPUModesUnavailable(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"linear", "train", "cuda,cache,cpu", "--scale", "small", "--device", "cpu"}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit status %d; stderr: %s", code, stderr.String())
+	if code != exitIncomplete {
+		t.Fatalf("exit status %d, want %d; stderr: %s", code, exitIncomplete, stderr.String())
+	}
+	if want := "gpuz: 2 of 3 modes did not complete: cuda (unavailable), cache (unavailable); the table above says why\n"; stderr.String() != want {
+		t.Errorf("stderr = %q, want %q", stderr.String(), want)
 	}
 	rows := tableRows(stdout.String())
 	for _, mode := range []string{"cuda", "cache"} {
@@ -284,11 +288,53 @@ func TestJSONFlags(t *testing.T) {
 		t.Errorf("run JSON: %v, %.80q", err, data)
 	}
 	stdout.Reset()
-	if code := run(context.Background(), []string{"plan", "linear", "train", "--scale", "small", "--json"}, &stdout, &stderr); code != 0 {
-		t.Fatalf("plan --json: exit status %d: %s", code, stderr.String())
+	if code := run(context.Background(), []string{"plan", "linear", "train", "--scale", "small", "--json", "-"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("plan --json -: exit status %d: %s", code, stderr.String())
 	}
 	var plan map[string]any
 	if err := json.Unmarshal(stdout.Bytes(), &plan); err != nil || plan["min_window"] == nil {
-		t.Errorf("plan --json printed %.200q (%v), want only the plan as JSON", stdout.String(), err)
+		t.Errorf("plan --json - printed %.200q (%v), want only the plan as JSON", stdout.String(), err)
 	}
+	// plan takes --json FILE and --json=FILE as the runs do, and then
+	// prints no plan on stdout.
+	for _, equals := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "plan.json")
+		argv := []string{"plan", "linear", "train", "cpu", "--scale", "small", "--json", path}
+		if equals {
+			argv = append(argv[:len(argv)-2], "--json="+path)
+		}
+		stdout.Reset()
+		if code := run(context.Background(), argv, &stdout, &stderr); code != 0 {
+			t.Fatalf("gpuz %q: exit status %d: %s", argv, code, stderr.String())
+		}
+		plan = nil
+		data, err := os.ReadFile(path)
+		if err == nil {
+			err = json.Unmarshal(data, &plan)
+		}
+		if err != nil || plan["min_window"] == nil {
+			t.Errorf("gpuz %q wrote %.200q (%v)", argv, data, err)
+		}
+		if strings.Contains(stdout.String(), "min_window") {
+			t.Errorf("gpuz %q printed the plan too: %.200q", argv, stdout.String())
+		}
+	}
+	// --json alone needs its value.
+	stderr.Reset()
+	if code := run(context.Background(), []string{"plan", "linear", "train", "--json"}, &stdout, &stderr); code != exitUsage ||
+		!strings.Contains(stderr.String(), "flag needs an argument: --json (a file, or - for standard output)") {
+		t.Errorf("plan --json: exit status %d, stderr %q; want %d and what to give", code, stderr.String(), exitUsage)
+	}
+}
+
+// exitCode is the exit status in err from exec.Cmd's Run or Wait: 0 for
+// nil, -1 for an error other than an exit.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if e, ok := err.(*exec.ExitError); ok {
+		return e.ExitCode()
+	}
+	return -1
 }

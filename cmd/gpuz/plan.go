@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -21,42 +22,45 @@ anything, the bytes of parameters, gradients, optimizer state, saved
 activations and temporaries, then for each mode and cache policy the memory
 it needs on the device and on the host, and whether that fits the device's
 free memory and the host's available memory. It takes every flag of the
-workload's command; --json prints the plan as JSON.`,
+workload's command; --json FILE writes the plan as JSON to FILE instead of
+the table, and --json - prints it as JSON on standard output. The plan is
+printed whether or not each mode fits: its status is 0.`,
 		Example: `  gpuz plan linear train
-  gpuz plan linear eval cuda,cache --device sim:4GiB --json`,
+  gpuz plan linear eval cuda,cache --device sim:4GiB --json -`,
 	}
 	for _, def := range workloads {
 		cmd.AddCommand(newWorkloadCmd(ios, def, true, nil))
 	}
 	cmd.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) == 0 {
-			return fmt.Errorf("missing model (see gpuz plan --help)")
+			return usagef("missing model (see gpuz plan --help)")
 		}
-		return fmt.Errorf("unknown model %q (see gpuz plan --help)", args[0])
+		return usagef("unknown model %q (see gpuz plan --help)", args[0])
 	}
 	cmd.RunE = func(*cobra.Command, []string) error { return nil }
 	return cmd
 }
 
 // planRun prints the memory plan of a workload, as text or, with JSON
-// set, as JSON.
-func planRun(o *WorkloadOptions) error {
+// set, as JSON (to standard output for "-"). Stopped by a signal while it
+// compiles, it returns errInterrupted having printed nothing.
+func planRun(ctx context.Context, o *WorkloadOptions) error {
 	opts, err := o.benchOptions()
 	if err != nil {
 		return err
 	}
-	p, err := bench.PlanMemory(opts)
+	var p bench.MemoryPlan
+	if !untilDone(ctx, func() { p, err = bench.PlanMemory(opts) }) {
+		return errInterrupted
+	}
 	if err != nil {
-		return &runFailure{err}
+		return fmt.Errorf("planning %s %s: %w", o.Workload.Name, o.Task, err)
 	}
-	switch o.JSON {
-	case "":
-		return report.WritePlan(o.IO.Out, p)
-	case "-":
-		return report.WritePlanJSON(o.IO.Out, p)
+	if o.JSON == "" {
+		if err := report.WritePlan(o.IO.Out, p); err != nil {
+			return fmt.Errorf("writing the plan: %w", err)
+		}
+		return nil
 	}
-	if err := writeJSON(o.IO.Out, o.JSON, "the plan", func(w io.Writer) error { return report.WritePlanJSON(w, p) }); err != nil {
-		return &runFailure{err}
-	}
-	return nil
+	return writeJSON(o.IO.Out, o.JSON, "the plan", func(w io.Writer) error { return report.WritePlanJSON(w, p) })
 }

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -26,7 +26,13 @@ CPU (cpu). Results come out per epoch and as an Analyze table.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		if strings.Contains(err.Error(), "flag needs an argument: --json") {
+			return usagef("%w (a file, or - for standard output)", err)
+		}
+		return usage(err)
+	})
+	root.SetHelpCommand(newHelpCmd())
 	root.CompletionOptions.DisableDefaultCmd = true
 	workloads := []workloadDef{linearWorkload, resnetWorkload, attentionWorkload}
 	for _, def := range workloads {
@@ -37,10 +43,33 @@ CPU (cpu). Results come out per epoch and as an Analyze table.`,
 	// A bare "gpuz" with an unknown word must not fall back to help.
 	root.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return fmt.Errorf("unknown command %q (want linear, resnet, attention, plan, take-mem, devices, selftest or version; see gpuz --help)", args[0])
+			return usagef("unknown command %q (want linear, resnet, attention, plan, take-mem, devices, selftest or version; see gpuz --help)", args[0])
 		}
 		return nil
 	}
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	return root
+}
+
+// newHelpCmd builds "gpuz help [COMMAND]": cobra's help command, except
+// that an unknown topic is a usage error (status 2, one line) rather than
+// the usage text and status 0.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [COMMAND]",
+		Short: "Help about any command",
+		Long:  "help prints the help of a command: gpuz help COMMAND, or gpuz help plan MODEL.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := cmd.Root().Find(args)
+			// A word that names no command is left in rest; the words after
+			// a command without subcommands are its arguments.
+			unknown := len(rest) > 0 && (target == cmd.Root() || target.HasSubCommands())
+			if err != nil || target == nil || unknown {
+				return usagef("unknown help topic %q (see gpuz --help)", strings.Join(args, " "))
+			}
+			target.InitDefaultHelpFlag()
+			target.InitDefaultVersionFlag()
+			return target.Help()
+		},
+	}
 }

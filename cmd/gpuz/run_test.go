@@ -81,7 +81,7 @@ func TestPlanRunWritesPlan(t *testing.T) {
 	ios, out, _ := testIO()
 	opts := smallLinear(ios, "sim:1GiB")
 	opts.PlanOnly, opts.Modes = true, []bench.Mode{bench.ModeCUDA, bench.ModeCache}
-	if err := planRun(opts); err != nil {
+	if err := planRun(context.Background(), opts); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"gpuz linear train (scale small)", "| cuda ", "window policy, 3/3 blocks", "sim:1GiB"} {
@@ -98,13 +98,13 @@ func TestPlanRunWritesPlan(t *testing.T) {
 // TestDevicesRunOnSim measures the simulated device with a small SGEMM.
 func TestDevicesRunOnSim(t *testing.T) {
 	ios, out, _ := testIO()
-	if err := devicesRun(&DevicesOptions{IO: ios, Specs: []string{"sim:1GiB"}, GemmSize: 64}); err != nil {
+	if err := devicesRun(context.Background(), &DevicesOptions{IO: ios, Specs: []string{"sim:1GiB"}, GemmSize: 64}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "sim:1GiB") {
 		t.Errorf("the table lacks the device:\n%s", out)
 	}
-	if err := devicesRun(&DevicesOptions{IO: ios, Specs: []string{"gpu"}, GemmSize: 64}); err == nil {
+	if err := devicesRun(context.Background(), &DevicesOptions{IO: ios, Specs: []string{"gpu"}, GemmSize: 64}); err == nil {
 		t.Error("an unknown device was measured")
 	}
 }
@@ -113,7 +113,7 @@ func TestDevicesRunOnSim(t *testing.T) {
 // passes, after the note that they are equal by construction.
 func TestSelftestRunOnSim(t *testing.T) {
 	ios, out, _ := testIO()
-	if err := selftestRun(&SelftestOptions{IO: ios, Device: "sim:1GiB"}); err != nil {
+	if err := selftestRun(context.Background(), &SelftestOptions{IO: ios, Device: "sim:1GiB"}); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if !strings.HasPrefix(out.String(), "note: sim:1GiB runs the host kernels") {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -22,7 +23,7 @@ type SelftestOptions struct {
 
 // newSelftestCmd builds gpuz selftest; runF, when not nil, is called
 // instead of selftestRun.
-func newSelftestCmd(ios *IOStreams, runF func(*SelftestOptions) error) *cobra.Command {
+func newSelftestCmd(ios *IOStreams, runF func(context.Context, *SelftestOptions) error) *cobra.Command {
 	opts := &SelftestOptions{IO: ios, Device: "sim"}
 	if device.CUDASupport {
 		opts.Device = "cuda"
@@ -40,7 +41,7 @@ exits with status 1 if any check fails. Run it first on a new GPU:
 gpuz selftest --device cuda. The default device is cuda in the GPU build and
 sim otherwise (where the checks are equal by construction).`,
 		Example: "  gpuz selftest",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE:    runWith(opts, runF, selftestRun),
 	}
 	cmd.Flags().StringVar(&opts.Device, "device", opts.Device, "device to test: cuda[:N], sim[:SIZE] or cpu")
@@ -48,12 +49,13 @@ sim otherwise (where the checks are equal by construction).`,
 }
 
 // selftestRun checks the device against the host and writes the table; a
-// failed check is a run failure.
-func selftestRun(opts *SelftestOptions) error {
+// failed check is a failure (status 1). Stopped by a signal, it writes the
+// table of the checks of the phases (kernels, training) that completed.
+func selftestRun(ctx context.Context, opts *SelftestOptions) error {
 	stdout := opts.IO.Out
 	dev, _, err := device.Parse(opts.Device, device.OpenLedger(""))
 	if err != nil {
-		return err
+		return usagef("--device: %w", err)
 	}
 	if _, ok := dev.(*device.Sim); ok {
 		fmt.Fprintf(stdout, simSelftestNote, dev.Name())
@@ -61,12 +63,22 @@ func selftestRun(opts *SelftestOptions) error {
 	if _, ok := dev.(*device.Host); ok {
 		fmt.Fprintf(stdout, "note: cpu is the host itself; every check is equal by construction\n")
 	}
-	r := selftest.Run(dev)
+	r := selftest.Result{Device: dev.Name()}
+	for _, phase := range []func(device.Device) []selftest.Check{selftest.Kernels, selftest.Training} {
+		var checks []selftest.Check
+		if !untilDone(ctx, func() { checks = phase(dev) }) {
+			break
+		}
+		r.Checks = append(r.Checks, checks...)
+	}
 	if err := report.WriteSelftest(stdout, r); err != nil {
-		return &runFailure{err}
+		return fmt.Errorf("writing the self-test table: %w", err)
+	}
+	if ctx.Err() != nil {
+		return errInterrupted
 	}
 	if n := r.Failed(); n > 0 {
-		return &runFailure{fmt.Errorf("%s: %d of %d self-test checks failed", dev.Name(), n, len(r.Checks))}
+		return fmt.Errorf("%s: %d of %d self-test checks failed", dev.Name(), n, len(r.Checks))
 	}
 	return nil
 }

@@ -53,15 +53,15 @@ one real layer: real work on the CPU that the simulation runs on.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			switch len(args) {
 			case 0:
-				return errors.New("missing amount: a number of linear blocks (20) or a size (4GiB)")
+				return usagef("missing amount: a number of linear blocks (20) or a size (4GiB)")
 			case 1:
 				return nil
 			}
-			return fmt.Errorf("too many arguments: %q (want N|SIZE)", strings.Join(args, " "))
+			return usagef("too many arguments: %q (want N|SIZE)", strings.Join(args, " "))
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("for") && o.For <= 0 {
-				return fmt.Errorf("--for must be positive, got %v", o.For)
+				return usagef("--for must be positive, got %v", o.For)
 			}
 			o.Amount = args[0]
 			if runF != nil {
@@ -102,12 +102,14 @@ func takeMemAmount(s string) (bytes int64, blocks int, err error) {
 	return b, 0, nil
 }
 
-// takeMemRun holds the memory until ctx is done or o.For elapses.
+// takeMemRun holds the memory until ctx is done or o.For elapses. When ctx
+// is cancelled by a signal it still releases the memory and returns nil;
+// run then exits with the signal's status.
 func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
 	stdout := o.IO.Out
 	bytes, blocks, err := takeMemAmount(o.Amount)
 	if err != nil {
-		return err
+		return usage(err)
 	}
 	// what says what is held: "20 linear blocks = 2.98 GiB" or "4.00 GiB";
 	// blocksNote adds the blocks to the size in the out-of-memory line.
@@ -120,19 +122,19 @@ func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
 		what, blocksNote = n+" = "+what, " ("+n+")"
 	}
 	if o.Busy && bytes < memhog.BusyMinBytes {
-		return fmt.Errorf("--busy needs at least %s held (one Linear(2000→2000) layer and its input), got %s",
+		return usagef("--busy needs at least %s held (one Linear(2000→2000) layer and its input), got %s",
 			units.Bytes(memhog.BusyMinBytes), units.Bytes(bytes))
 	}
 	dev, warning, err := device.Parse(o.Device, device.OpenLedger(""))
 	if err != nil {
-		return fmt.Errorf("--device: %w", err)
+		return usagef("--device: %w", err)
 	}
 	if warning != "" {
 		fmt.Fprintf(stdout, "warning: %s\n", warning)
 	}
 	before, _, err := dev.MemInfo()
 	if err != nil {
-		return &runFailure{err}
+		return fmt.Errorf("reading the free memory of %s: %w", dev.Name(), err)
 	}
 	if o.For > 0 {
 		var cancel context.CancelFunc
@@ -166,10 +168,10 @@ func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
 	var oom *device.OutOfMemoryError
 	switch {
 	case errors.As(err, &oom):
-		return &runFailure{fmt.Errorf("%s: not enough free memory: needs %s%s, %s of %s free",
-			oom.Device, units.Bytes(oom.Requested), blocksNote, units.Bytes(oom.Free), units.Bytes(oom.Total))}
+		return fmt.Errorf("%s: not enough free memory: needs %s%s, %s of %s free",
+			oom.Device, units.Bytes(oom.Requested), blocksNote, units.Bytes(oom.Free), units.Bytes(oom.Total))
 	case err != nil:
-		return &runFailure{err}
+		return fmt.Errorf("holding %s on %s: %w", what, dev.Name(), err)
 	}
 	return nil
 }

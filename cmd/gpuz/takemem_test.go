@@ -69,7 +69,7 @@ func startTakeMem(t *testing.T, path string) (*exec.Cmd, *bufio.Reader) {
 
 // TestTakeMemProcess runs take-mem as a process: while it holds, another
 // process's view of the ledger shows its bytes taken; on SIGINT it
-// releases them, says so and exits 0.
+// releases them, says so and exits 130.
 func TestTakeMemProcess(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger")
 	cmd, out := startTakeMem(t, path)
@@ -86,8 +86,8 @@ func TestTakeMemProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("take-mem after SIGINT: %v, want exit status 0", err)
+	if err := cmd.Wait(); exitCode(err) != 130 {
+		t.Fatalf("take-mem after SIGINT: %v, want exit status 130", err)
 	}
 	for _, want := range []string{
 		"free on sim:1GiB: 1.00 GiB before, 719 MiB now\n",
@@ -186,7 +186,7 @@ func TestTakeMemRun(t *testing.T) {
 // built binary: take-mem holds half of a small simulated GPU in a background
 // process; a benchmark on the same device then reports OOM for cuda, which
 // needs every block resident, while cache, with a window of one block, and
-// cpu complete. Interrupted, the holder exits cleanly.
+// cpu complete, and the run exits 3. Interrupted, the holder exits 130.
 func TestTakeMemMakesCUDARunOutOfMemory(t *testing.T) {
 	env := append(os.Environ(), "GPUZ_SIM_LEDGER="+filepath.Join(t.TempDir(), "ledger"))
 	holder := exec.Command(gpuzBinary, "take-mem", "1MiB", "--device", "sim:2MiB")
@@ -212,8 +212,8 @@ func TestTakeMemMakesCUDARunOutOfMemory(t *testing.T) {
 	run.Env = env
 	var stdout, stderr bytes.Buffer
 	run.Stdout, run.Stderr = &stdout, &stderr
-	if err := run.Run(); err != nil {
-		t.Fatalf("benchmark: %v; stderr: %s", err, stderr.String())
+	if err := run.Run(); exitCode(err) != exitIncomplete {
+		t.Fatalf("benchmark: %v, want exit status %d; stderr: %s", err, exitIncomplete, stderr.String())
 	}
 	rows := tableRows(stdout.String())
 	if !strings.Contains(rows["cuda"], "| OOM: needs 1.29 MiB, 1.00 MiB of 2.00 MiB free") {
@@ -232,8 +232,8 @@ func TestTakeMemMakesCUDARunOutOfMemory(t *testing.T) {
 	go func() { done <- holder.Wait() }()
 	select {
 	case err := <-done:
-		if err != nil {
-			t.Errorf("take-mem after SIGINT: %v, want exit status 0", err)
+		if exitCode(err) != 130 {
+			t.Errorf("take-mem after SIGINT: %v, want exit status 130", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("take-mem did not exit within 10 s of SIGINT")

@@ -26,7 +26,7 @@ func newVersionCmd(ios *IOStreams) *cobra.Command {
 		Use:     "version",
 		Short:   "Print the version and how this binary was built",
 		Example: "  gpuz version",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			_, err := fmt.Fprintf(ios.Out, "gpuz %s (%s, %s/%s)\nBLAS: %s\nCUDA support: %s\n",
 				version, runtime.Version(), runtime.GOOS, runtime.GOARCH, bench.BLASName(), yesNo(device.CUDASupport))

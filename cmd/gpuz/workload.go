@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -72,10 +71,10 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			if opts.Task, opts.Modes, err = parseWorkloadArgs(args); err != nil {
-				return err
+				return usage(err)
 			}
 			if err := finiteFloatFlags(cmd.Flags()); err != nil {
-				return err
+				return usage(err)
 			}
 			opts.Sizes = map[string]int{}
 			for i, s := range def.workload.Sizes {
@@ -98,16 +97,17 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.Float64Var(&opts.LR, "lr", bench.DefaultLR, "Adam learning rate")
 	fs.Uint64Var(&opts.Seed, "seed", 1, "seed of the initial weights and the data")
 	fs.IntVar(&opts.Threads, "threads", runtime.NumCPU(), "host threads for BLAS and element-wise kernels")
-	fs.StringVar(&opts.JSON, "json", "", "also write the results as JSON to this file (- for standard output)")
+	fs.StringVar(&opts.JSON, "json", "", "also write the results as JSON to this file (- for standard output, the report then going to standard error)")
 	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
 	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE] or cuda[:N]")
 	fs.StringVar(&opts.Policy, "policy", bench.PolicyWindow, "cache policy: window (DictCache's) or auto")
 	fs.IntVar(&opts.WinSize, "win-size", 3, "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory)")
 	fs.StringVar(&opts.OptimizerOn, "optimizer-on", "device", "where cache mode runs the optimizer: device or host (auto policy)")
 	if planOnly {
-		// A plan is printed, not saved: --json alone prints it as JSON.
-		js := fs.Lookup("json")
-		js.NoOptDefVal, js.Usage = "-", "print the plan as JSON (--json=FILE writes it to FILE)"
+		// --json takes a value here as in the runs: with an optional value
+		// (pflag's NoOptDefVal) "--json FILE" would read FILE as MODES, and
+		// "plan linear train --json cpu" cannot tell a file from a mode.
+		fs.Lookup("json").Usage = "print the plan as JSON to this file instead of the table (- for standard output)"
 	}
 	return cmd
 }
@@ -241,24 +241,23 @@ func (o *WorkloadOptions) gpu() (func() (device.Device, error), string, string, 
 func (o *WorkloadOptions) benchOptions() (bench.Options, error) {
 	cfg, scale, err := o.Workload.Configure(o.Scale, o.Sizes)
 	if err != nil {
-		return bench.Options{}, err
+		return bench.Options{}, usage(err)
 	}
 	s := models.FeedOf(cfg)
 	if err := o.validate(s.Epochs); err != nil {
+		return bench.Options{}, usage(err)
+	}
+	if err := checkOutputs(outputFile{"--json", o.JSON, true}, outputFile{"--cpuprofile", o.CPUProfile, false}); err != nil {
 		return bench.Options{}, err
 	}
 	newGPU, gpuName, warning, err := o.gpu()
 	if err != nil {
-		return bench.Options{}, err
+		return bench.Options{}, usagef("--device: %w", err)
 	}
 	if warning != "" {
 		// JSON on standard output must stay parseable: the warning then
 		// goes to standard error.
-		w := o.IO.Out
-		if o.JSON == "-" {
-			w = o.IO.ErrOut
-		}
-		fmt.Fprintf(w, "warning: %s\n", warning)
+		fmt.Fprintf(o.human(), "warning: %s\n", warning)
 	}
 	return bench.Options{
 		ModelName: o.Workload.Name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
@@ -268,64 +267,95 @@ func (o *WorkloadOptions) benchOptions() (bench.Options, error) {
 	}, nil
 }
 
+// human is the stream of the human report (header, epoch lines, table,
+// warnings): standard output, or standard error when the JSON goes to
+// standard output, which then holds only the JSON.
+func (o *WorkloadOptions) human() io.Writer {
+	if o.JSON == "-" {
+		return o.IO.ErrOut
+	}
+	return o.IO.Out
+}
+
 // workloadRun runs the matrix and prints the header, one line per epoch and
 // the Analyze table; with JSON set it also writes the results there. With
 // PlanOnly it prints the memory plan instead (planRun).
+//
+// Its error says how the run ended: nil when every mode completed,
+// errInterrupted (joined with any write error) when ctx was cancelled, the
+// write errors of the JSON and the profile (status 1), else an
+// *incompleteError when some mode's status is not ok (status 3). In every
+// case after the run started the table of what completed is printed first.
 func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 	if o.PlanOnly {
-		return planRun(o)
+		return planRun(ctx, o)
 	}
 	opts, err := o.benchOptions()
 	if err != nil {
 		return err
 	}
-	stdout := o.IO.Out
+	out := o.human()
 	opts.Progress = func(e bench.Event) {
 		if e.Header != nil {
-			report.WriteHeader(stdout, *e.Header)
+			report.WriteHeader(out, *e.Header)
 			return
 		}
 		if e.Epoch == nil {
-			fmt.Fprintf(stdout, "\n== %s on %s ==\n", e.Mode, e.Device)
+			fmt.Fprintf(out, "\n== %s on %s ==\n", e.Mode, e.Device)
 			return
 		}
-		report.WriteEpoch(stdout, opts.Task, *e.Epoch, e.Warmup, e.Device)
+		report.WriteEpoch(out, opts.Task, *e.Epoch, e.Warmup, e.Device)
 	}
-	if o.CPUProfile != "" {
-		f, err := os.Create(o.CPUProfile)
-		if err != nil {
-			return &runFailure{fmt.Errorf("creating the profile: %w", err)}
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return &runFailure{fmt.Errorf("starting the profile: %w", err)}
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(o.CPUProfile)
+	if err != nil {
+		return err
 	}
 	res, err := bench.Run(ctx, opts)
+	profErr := stopProfile()
 	if err != nil {
-		return &runFailure{err}
+		return errors.Join(fmt.Errorf("running %s %s: %w", o.Workload.Name, o.Task, err), profErr)
 	}
-	fmt.Fprintln(stdout)
-	if err := report.WriteAnalyze(stdout, res); err != nil {
-		return &runFailure{fmt.Errorf("writing the table: %w", err)}
+	fmt.Fprintln(out)
+	var writeErr error
+	if err := report.WriteAnalyze(out, res); err != nil {
+		writeErr = fmt.Errorf("writing the table: %w", err)
 	}
 	if o.JSON != "" {
-		if err := writeJSON(stdout, o.JSON, "results", func(w io.Writer) error { return report.WriteJSON(w, res) }); err != nil {
-			return &runFailure{err}
+		writeErr = errors.Join(writeErr, writeJSON(o.IO.Out, o.JSON, "results", func(w io.Writer) error { return report.WriteJSON(w, res) }))
+	}
+	writeErr = errors.Join(writeErr, profErr)
+	if ctx.Err() != nil {
+		return errors.Join(errInterrupted, writeErr)
+	}
+	if writeErr != nil {
+		return writeErr
+	}
+	return incomplete(res)
+}
+
+// incomplete returns an *incompleteError naming the modes of res whose
+// status is not ok (OOM, unavailable, skipped, failed, diverged …), or nil.
+func incomplete(res bench.Result) error {
+	var notOK []string
+	for _, m := range res.Modes {
+		if m.Status.Kind != bench.StatusOK {
+			notOK = append(notOK, fmt.Sprintf("%s (%s)", m.Mode, m.Status.Kind))
 		}
 	}
-	if ctx.Err() != nil {
-		return errInterrupted
+	if notOK == nil {
+		return nil
 	}
-	return nil
+	return &incompleteError{Modes: notOK, Total: len(res.Modes)}
 }
 
 // writeJSON writes JSON with write to stdout (path "-") or to the file
 // path; what names it in errors.
 func writeJSON(stdout io.Writer, path, what string, write func(io.Writer) error) error {
 	if path == "-" {
-		return write(stdout)
+		if err := write(stdout); err != nil {
+			return fmt.Errorf("writing %s to standard output: %w", what, err)
+		}
+		return nil
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -335,5 +365,8 @@ func writeJSON(stdout io.Writer, path, what string, write func(io.Writer) error)
 		f.Close()
 		return fmt.Errorf("writing %s to %s: %w", what, path, err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s to %s: %w", what, path, err)
+	}
+	return nil
 }

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"gpuz/internal/device"
+)
+
+// TestJSONToStdoutAlone runs with --json -: standard output holds only the
+// JSON, which parses, and the report (header, epochs, table) goes to
+// standard error.
+func TestJSONToStdoutAlone(t *testing.T) {
+	ios, out, errOut := testIO()
+	opts := smallLinear(ios, "cpu")
+	opts.JSON = "-"
+	if err := workloadRun(context.Background(), opts); err != nil {
+		t.Fatalf("%v; stderr: %s", err, errOut)
+	}
+	var res map[string]any
+	dec := json.NewDecoder(bytes.NewReader(out.Bytes()))
+	if err := dec.Decode(&res); err != nil || res["modes"] == nil {
+		t.Fatalf("stdout is not the results as JSON (%v):\n%.300s", err, out)
+	}
+	if rest, _ := io.ReadAll(dec.Buffered()); strings.TrimSpace(string(rest)) != "" || dec.More() {
+		t.Errorf("stdout holds more than the JSON: %q", rest)
+	}
+	for _, want := range []string{"gpuz linear train (scale small)", "== cpu on host ==", "Analyze"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
+// TestOutputPathsCheckedFirst gives output paths that cannot be written:
+// each is a usage error (status 2, one line) before anything runs, and a
+// user's existing file is left as it was.
+func TestOutputPathsCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "old.json")
+	if err := os.WriteFile(existing, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(existing, link); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"linear", "train", "cpu", "--scale", "small", "--epochs", "2", "--dims", "100000"}
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  string
+	}{
+		{"missing directory", []string{"--json", filepath.Join(dir, "no", "r.json")}, "no such file or directory"},
+		{"directory", []string{"--json", dir}, "is a directory"},
+		{"profile into a directory", []string{"--cpuprofile", dir}, "is a directory"},
+		{"same file twice", []string{"--json", filepath.Join(dir, "x"), "--cpuprofile", filepath.Join(dir, ".", "x")}, "--json and --cpuprofile name the same file"},
+		{"same file by a link", []string{"--json", existing, "--cpuprofile", link}, "name the same file"},
+		{"flag taken as the file", []string{"--json", "--device"}, `looks like a flag`},
+		{"profile to stdout", []string{"--cpuprofile", "-"}, "standard output is not allowed"},
+		{"plan into a directory", nil, "is a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{}, base...), tc.flags...)
+			if tc.flags == nil {
+				args = []string{"plan", "linear", "train", "--json", dir}
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), args, &stdout, &stderr)
+			lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+			if code != exitUsage || len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
+				t.Errorf("gpuz %q: status %d, stderr %q; want %d and one line with %q", args, code, stderr.String(), exitUsage, tc.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("gpuz %q ran: %.200q", args, stdout.String())
+			}
+		})
+	}
+	if data, _ := os.ReadFile(existing); string(data) != "keep" {
+		t.Errorf("the user's file holds %q after the refused runs", data)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("the checks left files behind: %v", entries)
+	}
+}
+
+// TestProfileWriteError profiles to /dev/full: the run completes, prints
+// its table, and reports that the profile could not be written (status 1).
+func TestProfileWriteError(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"linear", "train", "cpu", "--scale", "small", "--epochs", "2", "--cpuprofile", "/dev/full"}, &stdout, &stderr)
+	if code != exitFailure || !strings.Contains(stderr.String(), "writing the CPU profile to /dev/full: ") {
+		t.Errorf("status %d, stderr %q; want %d and the profile's write error", code, stderr.String(), exitFailure)
+	}
+	if !strings.Contains(stdout.String(), "Analyze") {
+		t.Errorf("the table was not printed:\n%s", stdout.String())
+	}
+}
+
+// TestHelpUnknownTopic: gpuz help with an unknown topic is a usage error,
+// one line; a known topic prints its help.
+func TestHelpUnknownTopic(t *testing.T) {
+	for _, args := range [][]string{{"help", "nosuchtopic"}, {"help", "plan", "lineer"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), args, &stdout, &stderr)
+		if code != exitUsage || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "unknown help topic") || stdout.Len() != 0 {
+			t.Errorf("gpuz %q: status %d, stdout %.100q, stderr %q; want %d and one line", args, code, stdout.String(), stderr.String(), exitUsage)
+		}
+	}
+	var stdout bytes.Buffer
+	if code := run(context.Background(), []string{"help", "plan", "linear"}, &stdout, &bytes.Buffer{}); code != 0 || !strings.Contains(stdout.String(), "plan linear train|eval") {
+		t.Errorf("gpuz help plan linear: status %d:\n%.300s", code, stdout.String())
+	}
+}
+
+// startBinary starts the built gpuz with args and a private sim ledger and
+// returns it with its stdout as lines and its stderr.
+func startBinary(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(gpuzBinary, args...)
+	cmd.Env = append(os.Environ(), device.LedgerEnv+"="+filepath.Join(t.TempDir(), "ledger"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd, bufio.NewReader(out), &stderr
+}
+
+// readUntil reads lines from r until one contains want, and returns them.
+func readUntil(t *testing.T, r *bufio.Reader, want string) string {
+	t.Helper()
+	var seen strings.Builder
+	for {
+		line, err := r.ReadString('\n')
+		seen.WriteString(line)
+		if strings.Contains(line, want) {
+			return seen.String()
+		}
+		if err != nil {
+			t.Fatalf("no line with %q: %v; output:\n%s", want, err, seen.String())
+		}
+	}
+}
+
+// waitExit waits up to limit for cmd to exit and returns its status and
+// the rest of its output.
+func waitExit(t *testing.T, cmd *exec.Cmd, out *bufio.Reader, limit time.Duration) (int, string) {
+	t.Helper()
+	type exit struct {
+		code int
+		rest string
+	}
+	done := make(chan exit, 1)
+	go func() {
+		rest, _ := io.ReadAll(out) // before Wait, which closes the pipe
+		done <- exit{exitCode(cmd.Wait()), string(rest)}
+	}()
+	select {
+	case e := <-done:
+		return e.code, e.rest
+	case <-time.After(limit):
+		t.Fatalf("gpuz did not exit within %v of the signal", limit)
+	}
+	return 0, ""
+}
+
+// TestSignalsStopRun sends SIGHUP to a run after its first epoch line: it
+// stops, prints the table of what completed and exits 129.
+func TestSignalsStopRun(t *testing.T) {
+	cmd, out, stderr := startBinary(t, "linear", "train", "cpu", "--scale", "small", "--epochs", "50")
+	readUntil(t, out, "train: 0")
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	code, rest := waitExit(t, cmd, out, 30*time.Second)
+	if code != 129 {
+		t.Errorf("status %d after SIGHUP, want 129; stderr: %s", code, stderr.String())
+	}
+	if row := tableRows(rest)["cpu"]; !strings.Contains(row, "interrupted: after ") {
+		t.Errorf("cpu row %q, want interrupted; output:\n%s", row, rest)
+	}
+	if !strings.Contains(stderr.String(), "gpuz: stopped by SIGHUP") {
+		t.Errorf("stderr %q, want the signal named", stderr.String())
+	}
+}
+
+// TestSecondSignalExitsAtOnce sends SIGINT twice to a run at full scale,
+// whose epochs are long: the second exits at once with 130.
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	cmd, out, stderr := startBinary(t, "linear", "train", "cpu", "--threads", "1")
+	readUntil(t, out, "== cpu on host ==")
+	for range 2 {
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, _ := waitExit(t, cmd, out, 5*time.Second); code != 130 {
+		t.Errorf("status %d after two SIGINTs, want 130; stderr: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "SIGINT again: exiting at once") {
+		t.Errorf("stderr %q, want the second signal named", stderr.String())
+	}
+}
+
+// TestSignalStatuses sends SIGTERM and SIGINT to take-mem on sim: it
+// releases its memory and exits 143 and 130.
+func TestSignalStatuses(t *testing.T) {
+	for sig, want := range map[syscall.Signal]int{syscall.SIGTERM: 143, syscall.SIGINT: 130} {
+		cmd, out, stderr := startBinary(t, "take-mem", "1MiB", "--device", "sim:2MiB")
+		readUntil(t, out, "releasing on Ctrl-C")
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		code, rest := waitExit(t, cmd, out, 10*time.Second)
+		if code != want || !strings.Contains(rest, "released 1.00 MiB on sim:2MiB") {
+			t.Errorf("take-mem after %v: status %d, output %q, stderr %q; want %d after releasing", sig, code, rest, stderr.String(), want)
+		}
+	}
+}

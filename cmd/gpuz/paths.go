@@ -1,0 +1,165 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+)
+
+// outputFile is an output file flag (--json, --cpuprofile) and its value.
+type outputFile struct {
+	flag, path string
+	// stdout says whether "-" means standard output for this flag.
+	stdout bool
+}
+
+// checkOutputs checks, before anything runs, that every output file given
+// can be written: its directory exists, it is not a directory, it does not
+// look like a flag (--json --device sim would otherwise name a file
+// "--device"), and no file is given twice (compared as cleaned absolute
+// paths, and as the same file where both exist). Each problem is a usage
+// error.
+//
+// The files are checked, not kept open: a regular file is opened for
+// writing without truncation (and removed again if the check created it),
+// so the user's previous file is left intact until the run writes it at
+// the end (--json) or starts profiling (--cpuprofile), and a run refused
+// for another reason leaves no empty file behind. The window between the
+// check and the write is small; a file that becomes unwritable in it is a
+// write error (status 1).
+func checkOutputs(outs ...outputFile) error {
+	seen := map[string]outputFile{}
+	var infos []struct {
+		out outputFile
+		fi  fs.FileInfo
+	}
+	for _, out := range outs {
+		switch {
+		case out.path == "":
+			continue
+		case out.path == "-" && out.stdout:
+			continue
+		case out.path == "-":
+			return usagef("%s -: standard output is not allowed here; give a file", out.flag)
+		case strings.HasPrefix(out.path, "-"):
+			return usagef("%s %q looks like a flag; give a file name (or - for standard output)", out.flag, out.path)
+		}
+		abs, err := filepath.Abs(out.path)
+		if err != nil {
+			return usagef("%s %s: %w", out.flag, out.path, err)
+		}
+		if prev, ok := seen[abs]; ok {
+			return usagef("%s and %s name the same file %s", prev.flag, out.flag, out.path)
+		}
+		seen[abs] = out
+		fi, err := checkOutput(out.flag, abs)
+		if err != nil {
+			return err
+		}
+		if fi != nil {
+			for _, o := range infos {
+				if os.SameFile(o.fi, fi) {
+					return usagef("%s and %s name the same file (%s, %s)", o.out.flag, out.flag, o.out.path, out.path)
+				}
+			}
+			infos = append(infos, struct {
+				out outputFile
+				fi  fs.FileInfo
+			}{out, fi})
+		}
+	}
+	return nil
+}
+
+// checkOutput checks one output path (absolute) and returns its FileInfo
+// when the file exists.
+func checkOutput(flag, path string) (fs.FileInfo, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil, usagef("%s %s: is a directory", flag, path)
+	case err == nil && !fi.Mode().IsRegular():
+		// A device (/dev/null, /dev/full) or a pipe: opening a pipe to
+		// check it would block until a reader comes, so it is not opened.
+		return fi, nil
+	case err == nil:
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, usagef("%s: %w", flag, err)
+		}
+		f.Close()
+		return fi, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, usagef("%s: %w", flag, err)
+	}
+	dir := filepath.Dir(path)
+	if di, err := os.Stat(dir); err != nil {
+		return nil, usagef("%s %s: directory %s: %w", flag, path, dir, unwrapPath(err))
+	} else if !di.IsDir() {
+		return nil, usagef("%s %s: %s is not a directory", flag, path, dir)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if err != nil {
+		return nil, usagef("%s: %w", flag, err)
+	}
+	f.Close()
+	os.Remove(path)
+	return nil, nil
+}
+
+// unwrapPath returns the cause of a *fs.PathError, whose message repeats
+// the path already named.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// startCPUProfile starts a pprof CPU profile written to path ("" for none)
+// and returns the function that stops it and reports, with the path, any
+// error writing or closing the file (pprof itself drops write errors).
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("creating the CPU profile: %w", err)
+	}
+	w := &errWriter{w: f}
+	if err := pprof.StartCPUProfile(w); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting the CPU profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile() // returns once the profile is written
+		err := errors.Join(w.err, f.Close())
+		if err != nil {
+			return fmt.Errorf("writing the CPU profile to %s: %w", path, err)
+		}
+		return nil
+	}, nil
+}
+
+// errWriter is a writer that keeps the first error of w and writes nothing
+// after it.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
