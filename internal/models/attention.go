@@ -81,6 +81,10 @@ func (c AttentionConfig) Validate() error {
 	)
 }
 
+// DataLen is the number of values Data makes, computed without making
+// them.
+func (c AttentionConfig) DataLen() int { return c.Samples * c.SeqLen }
+
 // Data returns the workload's data: Samples sequences of SeqLen token ids
 // drawn uniformly from [0, Vocab), stored as float32; the target is the
 // ids themselves.

@@ -59,6 +59,10 @@ func (c LinearConfig) Validate() error {
 	)
 }
 
+// DataLen is the number of values Data makes, computed without making
+// them.
+func (c LinearConfig) DataLen() int { return c.Samples * c.Dims }
+
 // Data returns the workload's data: Samples rows of Dims values from
 // U(0, 1); the target is the input itself.
 func (c LinearConfig) Data(seed uint64) Data { return uniformData(seed, c.Samples, c.Dims) }

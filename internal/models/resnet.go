@@ -72,6 +72,10 @@ func (c ResnetConfig) Validate() error {
 		[]int{c.Levels, 12, c.Batch, max(c.Channels, c.MidChannels), c.ImageSize, c.ImageSize}})
 }
 
+// DataLen is the number of values Data makes, computed without making
+// them.
+func (c ResnetConfig) DataLen() int { return c.Samples * c.Channels * c.ImageSize * c.ImageSize }
+
 // Data returns the workload's data: Samples images of Channels ×
 // ImageSize × ImageSize values from U(0, 1); the target is the input
 // itself.

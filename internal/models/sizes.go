@@ -33,6 +33,9 @@ const ScaleCustom = "custom"
 type Config interface {
 	Build() (*Model, error)
 	Data(seed uint64) Data
+	// DataLen is the number of values Data makes, known before making
+	// them; Validate keeps it far below what int holds.
+	DataLen() int
 	Validate() error
 	sized
 }
