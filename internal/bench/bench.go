@@ -80,6 +80,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if res, short := opts.dataShortfall(model); short {
+		return res, nil
+	}
 	data := opts.Workload.Data(opts.Seed)
 	res := Result{Header: opts.header(model, data)}
 	if opts.Progress != nil {
@@ -284,24 +287,6 @@ func (opts Options) compile() (*models.Model, *engine.Schedule, error) {
 		return nil, nil, err
 	}
 	return model, plan, nil
-}
-
-// hostShortfall says why a footprint cannot fit the host's available
-// memory, or "" when it fits. Memory of the host and of a simulated device
-// is the same memory.
-func hostShortfall(dev device.Device, fp engine.Footprint) string {
-	info, err := device.ReadMeminfo()
-	if err != nil {
-		return ""
-	}
-	need := fp.Host
-	if sharesHostMemory(dev) {
-		need += fp.Device
-	}
-	if need > info.Available {
-		return fmt.Sprintf("needs %s of host memory, %s available", units.Bytes(need), units.Bytes(info.Available))
-	}
-	return ""
 }
 
 // sharesHostMemory reports whether a device's memory is host memory: the

@@ -5,6 +5,8 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
+	"gpuz/internal/models"
+	"gpuz/internal/units"
 )
 
 // ModePlan is the memory one mode would need, computed from the compiled
@@ -15,11 +17,13 @@ type ModePlan struct {
 	Placement engine.Placement
 	Footprint engine.Footprint
 	// DeviceFree and HostAvailable are the bytes free now on the device
-	// and in host memory.
+	// and what this process can still allocate on the host: the least of
+	// MemAvailable, its cgroup's limit and its rlimits
+	// (device.ReadHostLimit).
 	DeviceFree, HostAvailable int64
-	// HostNeed is the host memory the mode needs: the footprint's host
-	// bytes, plus its device bytes where the device's memory is host
-	// memory (the host itself, a simulated GPU).
+	// HostNeed is the host memory the mode needs: the data set, the
+	// footprint's host bytes, plus its device bytes where the device's
+	// memory is host memory (the host itself, a simulated GPU).
 	HostNeed int64
 	// FitsDevice and FitsHost say whether the footprint fits them.
 	FitsDevice, FitsHost bool
@@ -47,11 +51,15 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 	if err != nil {
 		return MemoryPlan{}, err
 	}
-	res := MemoryPlan{Header: opts.header(model, opts.Workload.Data(opts.Seed)), Bytes: plan.Bytes(), Gradients: plan.GradientBytes(),
+	// The header counts the data set's bytes without making it: a plan
+	// allocates nothing.
+	header := opts.header(model, models.Data{})
+	header.DataBytes = opts.dataBytes()
+	res := MemoryPlan{Header: header, Bytes: plan.Bytes(), Gradients: plan.GradientBytes(),
 		Blocks: plan.Blocks(), MinWindow: plan.MinWindow()}
-	host, err := device.ReadMeminfo()
+	host, err := device.ReadHostLimit()
 	if err != nil {
-		return MemoryPlan{}, err
+		return MemoryPlan{}, fmt.Errorf("planning the host memory: %w", err)
 	}
 	for _, mode := range opts.Modes {
 		placements := []engine.Placement{{}}
@@ -68,7 +76,7 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 		}
 		dev, _, status := opts.deviceFor(mode)
 		for _, pl := range placements {
-			mp := ModePlan{Mode: mode, Placement: pl, HostAvailable: host.Available, Status: status}
+			mp := ModePlan{Mode: mode, Placement: pl, HostAvailable: host.Bytes, Status: status}
 			if dev == nil {
 				res.Modes = append(res.Modes, mp)
 				continue
@@ -80,13 +88,79 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 			}
 			mp.Footprint = plan.Footprint(pl, mp.DeviceFree)
 			mp.FitsDevice = mp.Footprint.Device <= mp.DeviceFree
-			mp.HostNeed = mp.Footprint.Host
-			if sharesHostMemory(dev) {
-				mp.HostNeed += mp.Footprint.Device
-			}
-			mp.FitsHost = mp.HostNeed <= host.Available
+			// A run makes the data set once, before any mode: each
+			// mode's host need counts it here, where nothing is made yet.
+			mp.HostNeed = header.DataBytes + hostNeed(dev, mp.Footprint)
+			mp.FitsHost = mp.HostNeed <= host.Bytes
 			res.Modes = append(res.Modes, mp)
 		}
 	}
 	return res, nil
+}
+
+// dataBytes returns the bytes of the workload's data set without making
+// it, where the workload can say (every models.Config can); otherwise it
+// makes the data to count it.
+func (opts Options) dataBytes() int64 {
+	if w, ok := opts.Workload.(interface{ DataLen() int }); ok {
+		return 4 * int64(w.DataLen())
+	}
+	return 4 * int64(len(opts.Workload.Data(opts.Seed).Values))
+}
+
+// dataShortfall checks, before Run makes the data set, that it fits the
+// host's limit. When it does not, it returns the run's result with every
+// mode skipped for that reason, having reported the header, and true.
+func (opts Options) dataShortfall(model *models.Model) (Result, bool) {
+	need := opts.dataBytes()
+	lim, err := device.ReadHostLimit()
+	if err != nil || need <= lim.Bytes {
+		return Result{}, false
+	}
+	res := Result{Header: opts.header(model, models.Data{})}
+	res.Header.DataBytes = need
+	if opts.Progress != nil {
+		opts.Progress(Event{Header: &res.Header})
+	}
+	reason := "the data set " + shortfall(need, lim)
+	for _, mode := range opts.Modes {
+		res.Modes = append(res.Modes, ModeResult{Mode: mode, Warmup: opts.Warmup, Status: Status{Kind: StatusSkipped, Reason: reason}})
+	}
+	res.PeakRSSBytes = peakRSS()
+	return res, true
+}
+
+// hostNeed is the host memory a footprint takes on a device: its host
+// bytes, plus its device bytes where the device's memory is host memory.
+func hostNeed(dev device.Device, fp engine.Footprint) int64 {
+	need := fp.Host
+	if sharesHostMemory(dev) {
+		need += fp.Device
+	}
+	return need
+}
+
+// hostShortfall says why a mode's footprint cannot fit what the host
+// still lets this process allocate (device.ReadHostLimit), or "" when it
+// fits. The data set, made before any mode, is already counted in that
+// limit.
+func hostShortfall(dev device.Device, fp engine.Footprint) string {
+	lim, err := device.ReadHostLimit()
+	if err != nil {
+		return ""
+	}
+	if need := hostNeed(dev, fp); need > lim.Bytes {
+		return shortfall(need, lim)
+	}
+	return ""
+}
+
+// shortfall says that need bytes exceed a host limit: "needs N of host
+// memory, M available", naming the limit when it is not MemAvailable.
+func shortfall(need int64, lim device.HostLimit) string {
+	s := fmt.Sprintf("needs %s of host memory, %s available", units.Bytes(need), units.Bytes(lim.Bytes))
+	if lim.Binding != "MemAvailable" {
+		s += " under " + lim.Binding
+	}
+	return s
 }

@@ -59,13 +59,31 @@ func (c AttentionConfig) Validate() error {
 	}
 	// The largest tensors: the parameters, and one layer's attention
 	// probabilities, batch × heads × seq².
-	params := int64(c.Layers)*5*int64(c.DModel)*int64(c.DModel) + 2*int64(c.Vocab)*int64(c.DModel)
-	probs := int64(c.Batch) * int64(c.Heads) * int64(c.SeqLen) * int64(c.SeqLen)
-	if params > 1<<40 || probs > 1<<40 {
+	// The products are checked, never wrapped (product); vocab is at most
+	// 2²⁴ here.
+	if err := tooLong("layers", c.Layers, maxAttentionLayer); err != nil {
+		return err
+	}
+	layers, okLayers := product(1<<40, c.Layers, 5, c.DModel, c.DModel)
+	embed, okEmbed := product(1<<40, 2, c.Vocab, c.DModel)
+	_, okProbs := product(1<<40, c.Batch, c.Heads, c.SeqLen, c.SeqLen)
+	if !okLayers || !okEmbed || layers+embed > 1<<40 || !okProbs {
 		return errors.New("the model is too large: over 2⁴⁰ parameters or attention probabilities")
 	}
-	return nil
+	// Every other tensor: the positions table (built with the graph), a
+	// batch's activations and logits, one layer's saved activations and
+	// the data set.
+	return tooLarge(
+		extent{"the positions, seq-len × d-model", []int{c.SeqLen, c.DModel}},
+		extent{"the logits, batch × seq-len × vocab", []int{c.Batch, c.SeqLen, c.Vocab}},
+		extent{"the saved activations, layers × 16 × batch × seq-len × d-model", []int{c.Layers, 16, c.Batch, c.SeqLen, c.DModel}},
+		extent{"the data set, samples × seq-len", []int{c.Samples, c.SeqLen}},
+	)
 }
+
+// DataLen is the number of values Data makes, computed without making
+// them.
+func (c AttentionConfig) DataLen() int { return c.Samples * c.SeqLen }
 
 // Data returns the workload's data: Samples sequences of SeqLen token ids
 // drawn uniformly from [0, Vocab), stored as float32; the target is the

@@ -41,11 +41,27 @@ func (c LinearConfig) Validate() error {
 	if err := divides(c.Samples, c.Batch); err != nil {
 		return err
 	}
-	if int64(c.Blocks)*int64(c.LayersPerBlock)*int64(c.Dims)*int64(c.Dims) > 1<<40 {
+	layers, ok := product(maxLinearLayers, c.Blocks, c.LayersPerBlock)
+	if !ok {
+		return fmt.Errorf("the model is too large: %d blocks × %d layers per block, at most %d layers (a longer graph takes minutes to build)",
+			c.Blocks, c.LayersPerBlock, maxLinearLayers)
+	}
+	if _, ok := product(maxElements, int(layers), c.Dims, c.Dims); !ok {
 		return errors.New("the model is too large: over 2⁴⁰ parameters")
 	}
-	return nil
+	// Every tensor: a weight, a batch's activations, all the activations a
+	// training step saves (two per layer) and the data set.
+	return tooLarge(
+		extent{"a weight, dims²", []int{c.Dims, c.Dims}},
+		extent{"a batch's activations, batch × dims", []int{c.Batch, c.Dims}},
+		extent{"the saved activations, layers × 2 × batch × dims", []int{int(layers), 2, c.Batch, c.Dims}},
+		extent{"the data set, samples × dims", []int{c.Samples, c.Dims}},
+	)
 }
+
+// DataLen is the number of values Data makes, computed without making
+// them.
+func (c LinearConfig) DataLen() int { return c.Samples * c.Dims }
 
 // Data returns the workload's data: Samples rows of Dims values from
 // U(0, 1); the target is the input itself.

@@ -53,15 +53,28 @@ func (c ResnetConfig) Validate() error {
 	}
 	// Every tensor's elements, and the data set's, must stay far below what
 	// int and the host can hold.
-	image := int64(c.ImageSize) * int64(c.ImageSize)
-	if image > 1<<32 || int64(max(c.Samples, c.Batch))*int64(max(c.Channels, c.MidChannels))*image > 1<<34 {
+	// The products are checked, never wrapped (product).
+	if err := tooLong("levels", c.Levels, maxResnetLevels); err != nil {
+		return err
+	}
+	image, ok := product(1<<32, c.ImageSize, c.ImageSize)
+	if !ok {
 		return errors.New("the images are too large: over 2³⁴ values in a tensor")
 	}
-	if int64(c.Levels)*int64(c.Channels)*int64(c.MidChannels)*int64(c.Kernel)*int64(c.Kernel) > 1<<36 {
+	if _, ok := product(1<<34, max(c.Samples, c.Batch), max(c.Channels, c.MidChannels), int(image)); !ok {
+		return errors.New("the images are too large: over 2³⁴ values in a tensor")
+	}
+	if _, ok := product(1<<36, c.Levels, c.Channels, c.MidChannels, c.Kernel, c.Kernel); !ok {
 		return errors.New("the model is too large: over 2³⁶ weights")
 	}
-	return nil
+	// A level's two blocks save six activations each in training.
+	return tooLarge(extent{"the saved activations, levels × 12 × batch × channels × image-size²",
+		[]int{c.Levels, 12, c.Batch, max(c.Channels, c.MidChannels), c.ImageSize, c.ImageSize}})
 }
+
+// DataLen is the number of values Data makes, computed without making
+// them.
+func (c ResnetConfig) DataLen() int { return c.Samples * c.Channels * c.ImageSize * c.ImageSize }
 
 // Data returns the workload's data: Samples images of Channels ×
 // ImageSize × ImageSize values from U(0, 1); the target is the input
