@@ -71,8 +71,12 @@ func measureDevices(specs []string, gemmSize int) ([]device.Info, error) {
 			return nil, fmt.Errorf("opening %s: %w", spec, err)
 		}
 		info, err := device.Measure(dev, gemmSize)
+		closeErr := dev.Close()
 		if err != nil {
 			return nil, fmt.Errorf("measuring %s: %w", dev.Name(), err)
+		}
+		if closeErr != nil {
+			return nil, fmt.Errorf("closing %s: %w", dev.Name(), closeErr)
 		}
 		infos = append(infos, info)
 	}

@@ -55,6 +55,7 @@ func selftestRun(opts *SelftestOptions) error {
 	if err != nil {
 		return err
 	}
+	defer dev.Close()
 	if _, ok := dev.(*device.Sim); ok {
 		fmt.Fprintf(stdout, simSelftestNote, dev.Name())
 	}

@@ -127,6 +127,7 @@ func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
 	if err != nil {
 		return fmt.Errorf("--device: %w", err)
 	}
+	defer dev.Close()
 	if warning != "" {
 		fmt.Fprintf(stdout, "warning: %s\n", warning)
 	}

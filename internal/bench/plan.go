@@ -76,6 +76,7 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 			mp.Status = Status{Kind: StatusOK}
 			mp.Device = dev.Name()
 			if mp.DeviceFree, _, err = dev.MemInfo(); err != nil {
+				_ = dev.Close()
 				return MemoryPlan{}, fmt.Errorf("%s: %w", mode, err)
 			}
 			mp.Footprint = plan.Footprint(pl, mp.DeviceFree)
@@ -86,6 +87,13 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 			}
 			mp.FitsHost = mp.HostNeed <= host.Available
 			res.Modes = append(res.Modes, mp)
+		}
+		// Each mode's device is closed before the next is opened, so that
+		// the next one's free memory does not count this one's context.
+		if dev != nil {
+			if err := dev.Close(); err != nil {
+				return MemoryPlan{}, fmt.Errorf("%s: %w", mode, err)
+			}
 		}
 	}
 	return res, nil
