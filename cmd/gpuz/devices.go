@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -54,7 +56,7 @@ func devicesRun(opts *DevicesOptions) error {
 			specs = append(specs, fmt.Sprintf("cuda:%d", i))
 		}
 	}
-	infos, err := measureDevices(specs, opts.GemmSize)
+	infos, err := measureDevices(specs, opts.GemmSize, opts.IO.ErrOut)
 	if err != nil {
 		return &runFailure{err}
 	}
@@ -63,10 +65,10 @@ func devicesRun(opts *DevicesOptions) error {
 
 // measureDevices opens and measures each device in turn. It is the one
 // place that names where the measurement lives.
-func measureDevices(specs []string, gemmSize int) ([]device.Info, error) {
+func measureDevices(specs []string, gemmSize int, errOut io.Writer) ([]device.Info, error) {
 	var infos []device.Info
 	for _, spec := range specs {
-		dev, _, err := device.Parse(spec, device.OpenLedger(""))
+		dev, _, err := device.Parse(spec, openLedger(context.Background(), errOut))
 		if err != nil {
 			return nil, fmt.Errorf("opening %s: %w", spec, err)
 		}
@@ -81,4 +83,15 @@ func measureDevices(specs []string, gemmSize int) ([]device.Info, error) {
 		infos = append(infos, info)
 	}
 	return infos, nil
+}
+
+// openLedger returns the simulated device's ledger at its default path for
+// a command: a wait of more than device.WaitNotice for the file's lock
+// (another gpuz process stopped inside a transaction) is reported in one
+// line on errOut, and ctx ends the wait.
+func openLedger(ctx context.Context, errOut io.Writer) *device.Ledger {
+	return device.OpenLedgerWith("", device.LedgerOptions{Context: ctx, OnWait: func(path string) {
+		fmt.Fprintf(errOut, "gpuz: waiting for the simulated device's ledger %s: another gpuz process holds its lock (giving up after %v)\n",
+			path, device.DefaultLockTimeout)
+	}})
 }

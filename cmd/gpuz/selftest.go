@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -51,7 +52,7 @@ sim otherwise (where the checks are equal by construction).`,
 // failed check is a run failure.
 func selftestRun(opts *SelftestOptions) error {
 	stdout := opts.IO.Out
-	dev, _, err := device.Parse(opts.Device, device.OpenLedger(""))
+	dev, _, err := device.Parse(opts.Device, openLedger(context.Background(), opts.IO.ErrOut))
 	if err != nil {
 		return err
 	}

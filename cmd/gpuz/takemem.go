@@ -123,7 +123,7 @@ func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
 		return fmt.Errorf("--busy needs at least %s held (one Linear(2000→2000) layer and its input), got %s",
 			units.Bytes(memhog.BusyMinBytes), units.Bytes(bytes))
 	}
-	dev, warning, err := device.Parse(o.Device, device.OpenLedger(""))
+	dev, warning, err := device.Parse(o.Device, openLedger(ctx, o.IO.ErrOut))
 	if err != nil {
 		return fmt.Errorf("--device: %w", err)
 	}

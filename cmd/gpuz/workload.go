@@ -190,7 +190,7 @@ func (o *WorkloadOptions) cache() bench.Cache {
 // cuda and cache modes (nil for cpu), their name and a warning line, if
 // any.
 func (o *WorkloadOptions) gpu() (func() (device.Device, error), string, string, error) {
-	ledger := device.OpenLedger(device.DefaultLedgerPath())
+	ledger := openLedger(context.Background(), o.IO.ErrOut)
 	dev, warning, err := device.Parse(o.Device, ledger)
 	if err != nil {
 		return nil, "", "", err
