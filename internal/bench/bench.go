@@ -157,7 +157,14 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) (r 
 		r.Status = errorStatus(err)
 		var oom *device.OutOfMemoryError
 		if errors.As(err, &oom) {
-			r.Status.Reason = fmt.Sprintf("needs %s, %s of %s free", units.Bytes(fp.Device), units.Bytes(free), units.Bytes(oom.Total))
+			// Quote what is free now that the load failed (and released
+			// what it had taken), not what was free before it: another
+			// process may have taken memory meanwhile.
+			now, _, err := dev.MemInfo()
+			if err != nil {
+				now = oom.Free
+			}
+			r.Status.Reason = fmt.Sprintf("needs %s, %s of %s free", units.Bytes(fp.Device), units.Bytes(now), units.Bytes(oom.Total))
 		}
 		return r
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -114,4 +115,46 @@ func TestRunAndPlanCloseDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan.checkClosed(t, "PlanMemory", 2)
+}
+
+// thiefDevice is a simulated device whose memory another holder of its
+// ledger takes right after the mode reads how much is free.
+type thiefDevice struct {
+	*device.Sim
+	thief *device.Ledger
+	take  int64
+}
+
+func (d *thiefDevice) MemInfo() (free, total int64, err error) {
+	free, total, err = d.Sim.MemInfo()
+	if d.take > 0 {
+		if err := d.thief.Set(d.take, "thief"); err != nil {
+			return 0, 0, err
+		}
+		d.take = 0
+	}
+	return free, total, err
+}
+
+// TestOOMQuotesFreeAtFailure has another holder take all but 1 KiB of the
+// device between the mode's reading of free memory and its load: the oom
+// status quotes the 1 KiB free when the load failed, not the capacity.
+func TestOOMQuotesFreeAtFailure(t *testing.T) {
+	opts := smallWorkloads(t)["linear"]
+	opts.Samples, opts.Epochs = 2*opts.Batch, 1
+	opts.Task, opts.LR, opts.ClipNorm, opts.Seed = TaskTrain, DefaultLR, 1, 5
+	opts.Modes = []Mode{ModeCUDA}
+	path := filepath.Join(t.TempDir(), "ledger")
+	const capacity = 256 << 20
+	opts.NewGPU = func() (device.Device, error) {
+		return &thiefDevice{Sim: device.NewSim(capacity, device.OpenLedger(path)), thief: device.OpenLedger(path), take: capacity - 1024}, nil
+	}
+	res, err := Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Modes[0].Status
+	if st.Kind != StatusOOM || !strings.Contains(st.Reason, "1.00 KiB of") {
+		t.Errorf("status %s %q, want oom quoting 1.00 KiB free", st.Kind, st.Reason)
+	}
 }
