@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -60,7 +61,7 @@ func devicesRun(ctx context.Context, opts *DevicesOptions) error {
 	for _, spec := range specs {
 		var info device.Info
 		var err error
-		if !untilDone(ctx, func() { info, err = measureDevice(spec, opts.GemmSize) }) {
+		if !untilDone(ctx, func() { info, err = measureDevice(ctx, spec, opts.GemmSize, opts.IO.ErrOut) }) {
 			break
 		}
 		if err != nil {
@@ -77,16 +78,31 @@ func devicesRun(ctx context.Context, opts *DevicesOptions) error {
 	return nil
 }
 
-// measureDevice opens and measures the device spec names. It is the one
-// place that names where the measurement lives.
-func measureDevice(spec string, gemmSize int) (device.Info, error) {
-	dev, _, err := device.Parse(spec, device.OpenLedger(""))
+// measureDevice opens, measures and closes the device spec names. It is the
+// one place that names where the measurement lives.
+func measureDevice(ctx context.Context, spec string, gemmSize int, errOut io.Writer) (device.Info, error) {
+	dev, _, err := device.Parse(spec, openLedger(ctx, errOut))
 	if err != nil {
 		return device.Info{}, fmt.Errorf("opening %s: %w", spec, err)
 	}
 	info, err := device.Measure(dev, gemmSize)
+	closeErr := dev.Close()
 	if err != nil {
 		return device.Info{}, fmt.Errorf("measuring %s: %w", dev.Name(), err)
 	}
+	if closeErr != nil {
+		return device.Info{}, fmt.Errorf("closing %s: %w", dev.Name(), closeErr)
+	}
 	return info, nil
+}
+
+// openLedger returns the simulated device's ledger at its default path for
+// a command: a wait of more than device.WaitNotice for the file's lock
+// (another gpuz process stopped inside a transaction) is reported in one
+// line on errOut, and ctx ends the wait.
+func openLedger(ctx context.Context, errOut io.Writer) *device.Ledger {
+	return device.OpenLedgerWith("", device.LedgerOptions{Context: ctx, OnWait: func(path string) {
+		fmt.Fprintf(errOut, "gpuz: waiting for the simulated device's ledger %s: another gpuz process holds its lock (giving up after %v)\n",
+			path, device.DefaultLockTimeout)
+	}})
 }

@@ -45,7 +45,7 @@ printed whether or not each mode fits: its status is 0.`,
 // set, as JSON (to standard output for "-"). Stopped by a signal while it
 // compiles, it returns errInterrupted having printed nothing.
 func planRun(ctx context.Context, o *WorkloadOptions) error {
-	opts, err := o.benchOptions()
+	opts, err := o.benchOptions(ctx)
 	if err != nil {
 		return err
 	}

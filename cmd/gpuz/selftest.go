@@ -53,10 +53,11 @@ sim otherwise (where the checks are equal by construction).`,
 // table of the checks of the phases (kernels, training) that completed.
 func selftestRun(ctx context.Context, opts *SelftestOptions) error {
 	stdout := opts.IO.Out
-	dev, _, err := device.Parse(opts.Device, device.OpenLedger(""))
+	dev, _, err := device.Parse(opts.Device, openLedger(ctx, opts.IO.ErrOut))
 	if err != nil {
 		return usagef("--device: %w", err)
 	}
+	defer dev.Close()
 	if _, ok := dev.(*device.Sim); ok {
 		fmt.Fprintf(stdout, simSelftestNote, dev.Name())
 	}

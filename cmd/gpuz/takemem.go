@@ -125,10 +125,11 @@ func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
 		return usagef("--busy needs at least %s held (one Linear(2000→2000) layer and its input), got %s",
 			units.Bytes(memhog.BusyMinBytes), units.Bytes(bytes))
 	}
-	dev, warning, err := device.Parse(o.Device, device.OpenLedger(""))
+	dev, warning, err := device.Parse(o.Device, openLedger(ctx, o.IO.ErrOut))
 	if err != nil {
 		return usagef("--device: %w", err)
 	}
+	defer dev.Close()
 	if warning != "" {
 		fmt.Fprintf(stdout, "warning: %s\n", warning)
 	}

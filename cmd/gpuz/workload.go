@@ -214,31 +214,33 @@ func (o *WorkloadOptions) cache() bench.Cache {
 
 // gpu checks the device and returns the factory of fresh devices for the
 // cuda and cache modes (nil for cpu), their name and a warning line, if
-// any.
-func (o *WorkloadOptions) gpu() (func() (device.Device, error), string, string, error) {
-	ledger := device.OpenLedger(device.DefaultLedgerPath())
+// any. The device opened for the check is closed at once, so that none is
+// left open when no cuda or cache mode runs; ctx ends a wait for the
+// simulated device's ledger.
+func (o *WorkloadOptions) gpu(ctx context.Context) (func() (device.Device, error), string, string, error) {
+	ledger := openLedger(ctx, o.IO.ErrOut)
 	dev, warning, err := device.Parse(o.Device, ledger)
 	if err != nil {
 		return nil, "", "", err
 	}
-	if _, host := dev.(*device.Host); host {
+	name := dev.Name()
+	_, host := dev.(*device.Host)
+	if err := dev.Close(); err != nil {
+		return nil, "", "", fmt.Errorf("closing %s after checking it: %w", name, err)
+	}
+	if host {
 		return nil, "", warning, nil
 	}
-	first := true
 	return func() (device.Device, error) {
-		if first {
-			first = false
-			return dev, nil
-		}
 		d, _, err := device.Parse(o.Device, ledger)
 		return d, err
-	}, dev.Name(), warning, nil
+	}, name, warning, nil
 }
 
 // benchOptions puts the sizes the user set over the preset, checks
 // everything, opens the device, writes its warning if any, and returns the
 // runner's options.
-func (o *WorkloadOptions) benchOptions() (bench.Options, error) {
+func (o *WorkloadOptions) benchOptions(ctx context.Context) (bench.Options, error) {
 	cfg, scale, err := o.Workload.Configure(o.Scale, o.Sizes)
 	if err != nil {
 		return bench.Options{}, usage(err)
@@ -250,7 +252,7 @@ func (o *WorkloadOptions) benchOptions() (bench.Options, error) {
 	if err := checkOutputs(outputFile{"--json", o.JSON, true}, outputFile{"--cpuprofile", o.CPUProfile, false}); err != nil {
 		return bench.Options{}, err
 	}
-	newGPU, gpuName, warning, err := o.gpu()
+	newGPU, gpuName, warning, err := o.gpu(ctx)
 	if err != nil {
 		return bench.Options{}, usagef("--device: %w", err)
 	}
@@ -290,7 +292,7 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 	if o.PlanOnly {
 		return planRun(ctx, o)
 	}
-	opts, err := o.benchOptions()
+	opts, err := o.benchOptions(ctx)
 	if err != nil {
 		return err
 	}

@@ -119,14 +119,20 @@ func (opts Options) header(model *models.Model, data models.Data) Header {
 	return h
 }
 
-// runMode measures one mode.
-func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) ModeResult {
-	r := ModeResult{Mode: mode, Warmup: opts.Warmup}
+// runMode measures one mode on a device of its own, which it closes before
+// it returns so that the next mode finds the memory free.
+func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) (r ModeResult) {
+	r = ModeResult{Mode: mode, Warmup: opts.Warmup}
 	dev, placement, status := opts.deviceFor(mode)
 	if dev == nil {
 		r.Status = status
 		return r
 	}
+	defer func() {
+		if err := dev.Close(); err != nil && r.Status.Kind == StatusOK {
+			r.Status = Status{Kind: StatusFailed, Reason: err.Error()}
+		}
+	}()
 	r.Device = dev.Name()
 	if opts.Progress != nil {
 		opts.Progress(Event{Mode: mode, Device: r.Device})
@@ -156,7 +162,14 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) Mod
 		r.Status = errorStatus(err)
 		var oom *device.OutOfMemoryError
 		if errors.As(err, &oom) {
-			r.Status.Reason = fmt.Sprintf("needs %s, %s of %s free", units.Bytes(fp.Device), units.Bytes(free), units.Bytes(oom.Total))
+			// Quote what is free now that the load failed (and released
+			// what it had taken), not what was free before it: another
+			// process may have taken memory meanwhile.
+			now, _, err := dev.MemInfo()
+			if err != nil {
+				now = oom.Free
+			}
+			r.Status.Reason = fmt.Sprintf("needs %s, %s of %s free", units.Bytes(fp.Device), units.Bytes(now), units.Bytes(oom.Total))
 		}
 		return r
 	}

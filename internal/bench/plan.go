@@ -84,6 +84,7 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 			mp.Status = Status{Kind: StatusOK}
 			mp.Device = dev.Name()
 			if mp.DeviceFree, _, err = dev.MemInfo(); err != nil {
+				_ = dev.Close()
 				return MemoryPlan{}, fmt.Errorf("%s: %w", mode, err)
 			}
 			mp.Footprint = plan.Footprint(pl, mp.DeviceFree)
@@ -93,6 +94,13 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 			mp.HostNeed = header.DataBytes + hostNeed(dev, mp.Footprint)
 			mp.FitsHost = mp.HostNeed <= host.Bytes
 			res.Modes = append(res.Modes, mp)
+		}
+		// Each mode's device is closed before the next is opened, so that
+		// the next one's free memory does not count this one's context.
+		if dev != nil {
+			if err := dev.Close(); err != nil {
+				return MemoryPlan{}, fmt.Errorf("%s: %w", mode, err)
+			}
 		}
 	}
 	return res, nil

@@ -44,6 +44,11 @@ type Device interface {
 	MemInfo() (free, total int64, err error)
 	// Kernels runs the math on the device's buffers.
 	Kernels() Kernels
+	// Close releases everything the device holds: its buffers, its
+	// reservations, its ledger entry, its context. Whoever opened a device
+	// closes it when done (a mode, a plan, a probe); using the device or
+	// its buffers afterwards is an error. Closing twice does nothing.
+	Close() error
 }
 
 // Stats is a device's accounting of memory and copies.

@@ -47,3 +47,6 @@ func (h *Host) MemInfo() (free, total int64, err error) {
 	}
 	return info.Available, info.Total, nil
 }
+
+// Close does nothing: host buffers are Go memory, freed by the collector.
+func (h *Host) Close() error { return nil }

@@ -3,9 +3,12 @@ package device
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // LedgerEnv names the environment variable that overrides the ledger's
@@ -44,7 +48,36 @@ func DefaultLedgerPath() string {
 type Ledger struct {
 	path   string
 	holder int64
+	opts   LedgerOptions
 }
+
+// LedgerOptions say how a ledger waits for its file's lock, which another
+// process holds for the length of one short transaction: a longer wait
+// means that process is stopped or stuck.
+type LedgerOptions struct {
+	// Context, when done, ends a wait for the lock with its error; nil
+	// waits until Timeout.
+	Context context.Context
+	// OnWait, when set, is called once per access that has waited
+	// WaitNotice for the lock, so that the program can tell the user why
+	// it does not advance; it is called on the waiting goroutine.
+	OnWait func(path string)
+	// Timeout is the longest wait for the lock before the access fails
+	// with ErrLedgerLocked; 0 is DefaultLockTimeout.
+	Timeout time.Duration
+}
+
+// Lock waiting: the wait before OnWait, the default bound, and how often
+// the lock is tried.
+const (
+	WaitNotice         = time.Second
+	DefaultLockTimeout = 30 * time.Second
+	lockPoll           = 50 * time.Millisecond
+)
+
+// ErrLedgerLocked is the error (wrapped) of an access that waited its
+// Timeout for the ledger's lock.
+var ErrLedgerLocked = errors.New("ledger lock held by another process")
 
 // LedgerEntry is one holder's record in the ledger.
 type LedgerEntry struct {
@@ -61,18 +94,22 @@ var holders atomic.Int64
 // OpenLedger returns a new holder on the ledger file at path, or at
 // DefaultLedgerPath when path is empty. It does not touch the file: that
 // happens on the first Set, Others or Entries.
-func OpenLedger(path string) *Ledger {
+func OpenLedger(path string) *Ledger { return OpenLedgerWith(path, LedgerOptions{}) }
+
+// OpenLedgerWith is OpenLedger with options for waiting on the file's lock;
+// the holders of the devices made on this ledger share them.
+func OpenLedgerWith(path string, opts LedgerOptions) *Ledger {
 	if path == "" {
 		path = DefaultLedgerPath()
 	}
-	return &Ledger{path: path, holder: holders.Add(1)}
+	return &Ledger{path: path, holder: holders.Add(1), opts: opts}
 }
 
 // Path is the ledger's file.
 func (l *Ledger) Path() string { return l.path }
 
 // newHolder returns another holder on the same file.
-func (l *Ledger) newHolder() *Ledger { return OpenLedger(l.path) }
+func (l *Ledger) newHolder() *Ledger { return OpenLedgerWith(l.path, l.opts) }
 
 // Set records that this holder holds bytes on the device, with a label
 // saying what holds them; 0 removes the entry.
@@ -123,16 +160,28 @@ func (l *Ledger) update(decide func(others int64) (int64, error), label string) 
 	})
 }
 
-// othersIn sums the bytes of the entries that are not this holder's.
+// othersIn sums the bytes of the entries that are not this holder's. The
+// sum saturates at math.MaxInt64 (more than any device holds, so: nothing
+// free) rather than wrap round to a negative total, which would read as all
+// memory free; entries are never negative (parseLedger refuses them).
 func (l *Ledger) othersIn(entries []LedgerEntry) int64 {
 	self := currentProcess()
 	var sum int64
 	for _, e := range entries {
 		if !l.owns(e, self) {
-			sum += e.Bytes
+			sum = addSaturated(sum, e.Bytes)
 		}
 	}
 	return sum
+}
+
+// addSaturated returns a+b for a, b ≥ 0, or math.MaxInt64 when that
+// overflows.
+func addSaturated(a, b int64) int64 {
+	if b > math.MaxInt64-a {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 func (l *Ledger) owns(e LedgerEntry, self process) bool {
@@ -143,13 +192,13 @@ func (l *Ledger) owns(e LedgerEntry, self process) bool {
 // what it returns when that differs from what was read, or when dead
 // entries were dropped. An error from f writes nothing.
 func (l *Ledger) transact(f func([]LedgerEntry) ([]LedgerEntry, error)) error {
-	file, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o666)
+	file, err := l.open()
 	if err != nil {
-		return fmt.Errorf("ledger: %w", err)
+		return err
 	}
 	defer file.Close() // closing the file releases the lock
-	if err := flock(file); err != nil {
-		return fmt.Errorf("ledger: locking %s: %w", l.path, err)
+	if err := l.lock(file); err != nil {
+		return err
 	}
 	old, err := io.ReadAll(file)
 	if err != nil {
@@ -187,13 +236,90 @@ func (l *Ledger) transact(f func([]LedgerEntry) ([]LedgerEntry, error)) error {
 	return nil
 }
 
-// flock takes an exclusive lock on f, retrying when a signal interrupts the
-// wait.
-func flock(f *os.File) error {
+// open opens the ledger file for reading and writing, creating it
+// readable and writable by every user (0666 whatever the umask, so that
+// another user's gpuz can share it). A path that is not a regular file (a
+// directory, a FIFO, a device) is refused without being opened for good:
+// it is checked before the open, and the open itself does not block (a
+// FIFO created in between), and checked again on the open file.
+func (l *Ledger) open() (*os.File, error) {
+	if fi, err := os.Stat(l.path); err == nil && !fi.Mode().IsRegular() {
+		return nil, l.notRegular(fi.Mode())
+	}
+	file, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o666)
+	if err == nil {
+		// Created here: make it 0666 despite the umask.
+		if err := file.Chmod(0o666); err != nil {
+			file.Close()
+			return nil, fmt.Errorf("ledger: making %s writable by every user: %w", l.path, err)
+		}
+	} else if errors.Is(err, fs.ErrExist) {
+		// Another process made it. Opening it without O_CREAT matters: in
+		// a sticky directory such as /tmp, Linux's protected_regular
+		// refuses O_CREAT on another user's file even when its mode lets
+		// us write.
+		file, err = os.OpenFile(l.path, os.O_RDWR|syscall.O_NONBLOCK, 0)
+	}
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, fmt.Errorf("ledger: %w (another user's gpuz may have made it; set %s to a file you can write)", err, LedgerEnv)
+		}
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	fi, err := file.Stat()
+	if err != nil {
+		file.Close()
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		file.Close()
+		return nil, l.notRegular(fi.Mode())
+	}
+	return file, nil
+}
+
+// notRegular is the error for a ledger path that is not a regular file.
+func (l *Ledger) notRegular(mode fs.FileMode) error {
+	return fmt.Errorf("ledger: %s is not a regular file (%s); set %s to a file path", l.path, mode.Type(), LedgerEnv)
+}
+
+// lock takes an exclusive lock on the ledger file, trying every lockPoll:
+// after WaitNotice it calls OnWait once; it gives up when the options'
+// context is done or after their Timeout, with an error that says why.
+func (l *Ledger) lock(file *os.File) error {
+	ctx := l.opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	timeout := l.opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultLockTimeout
+	}
+	start := time.Now()
+	noticed := false
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if err != syscall.EINTR {
-			return err
+		err := syscall.Flock(int(file.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return nil
+		case err == syscall.EINTR:
+			continue
+		case err != syscall.EWOULDBLOCK:
+			return fmt.Errorf("ledger: locking %s: %w", l.path, err)
+		}
+		waited := time.Since(start)
+		if waited >= timeout {
+			return fmt.Errorf("ledger %s: gave up after %v: %w (a gpuz process is stopped or stuck holding it; end it, or set %s to another file)",
+				l.path, timeout, ErrLedgerLocked, LedgerEnv)
+		}
+		if !noticed && waited >= WaitNotice && l.opts.OnWait != nil {
+			noticed = true
+			l.opts.OnWait(l.path)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ledger %s: waiting for its lock: %w", l.path, ctx.Err())
+		case <-time.After(lockPoll):
 		}
 	}
 }

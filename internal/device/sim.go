@@ -31,6 +31,7 @@ type Sim struct {
 	ledger   *Ledger // this device's entry; nil: no other process counts
 	label    string
 	live     map[*hostBuffer]struct{} // buffers allocated and not yet freed
+	closed   bool                     // Close was called; guarded by meter.mu
 }
 
 // NewSim returns a simulated device of capacity bytes that records its
@@ -104,6 +105,9 @@ func (s *Sim) Reserve(bytes int64) (release func(), err error) {
 func (s *Sim) hold(bytes int64) error {
 	s.meter.mu.Lock()
 	defer s.meter.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("%s: device is closed", s.name)
+	}
 	held := s.meter.stats.AllocatedBytes
 	fits := func(others int64) (int64, error) {
 		if free := s.capacity - held - others; bytes > free {
@@ -132,13 +136,17 @@ func (s *Sim) hold(bytes int64) error {
 func (s *Sim) release(bytes int64) {
 	s.meter.mu.Lock()
 	defer s.meter.mu.Unlock()
+	if s.closed {
+		return // Close released everything already
+	}
 	s.meter.stats.AllocatedBytes -= bytes
 	if s.ledger != nil {
 		_ = s.ledger.Set(s.meter.stats.AllocatedBytes, s.label)
 	}
 }
 
-// Free releases a buffer that Alloc returned; a nil buffer is ignored.
+// Free releases a buffer that Alloc returned; a nil buffer is ignored, and
+// so is any buffer once the device is closed (Close freed them all).
 // Freeing a buffer twice, a view, or another device's buffer is a
 // programming error and panics, leaving the accounting as it was.
 func (s *Sim) Free(b Buffer) {
@@ -147,6 +155,10 @@ func (s *Sim) Free(b Buffer) {
 	}
 	hb, ok := b.(*hostBuffer)
 	s.meter.mu.Lock()
+	if s.closed {
+		s.meter.mu.Unlock()
+		return
+	}
 	_, live := s.live[hb]
 	delete(s.live, hb)
 	s.meter.mu.Unlock()
@@ -169,4 +181,29 @@ func (s *Sim) MemInfo() (free, total int64, err error) {
 	}
 	held := s.Stats().AllocatedBytes
 	return max(s.capacity-held-others, 0), s.capacity, nil
+}
+
+// Close frees every buffer and reservation the device still holds and
+// removes its entry from the ledger, so that the memory is free for the
+// next device at once rather than when this process exits. Later Allocs
+// and Reserves fail; later Frees and releases do nothing; a second Close
+// does nothing.
+func (s *Sim) Close() error {
+	s.meter.mu.Lock()
+	defer s.meter.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for b := range s.live {
+		b.data = nil
+	}
+	s.live = nil
+	s.meter.stats.AllocatedBytes = 0
+	if s.ledger != nil {
+		if err := s.ledger.Set(0, s.label); err != nil {
+			return fmt.Errorf("%s: closing: %w", s.name, err)
+		}
+	}
+	return nil
 }

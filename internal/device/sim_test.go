@@ -278,3 +278,39 @@ func BenchmarkSimAlloc(b *testing.B) {
 		})
 	}
 }
+
+// TestSimClose closes a device holding a buffer and a reservation: the
+// ledger forgets it, later Frees and releases do nothing, Alloc fails, and a
+// second Close does nothing.
+func TestSimClose(t *testing.T) {
+	ledger := OpenLedger(filepath.Join(t.TempDir(), "ledger"))
+	sim := NewSim(1000, ledger)
+	b, err := sim.Alloc(50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := sim.Reserve(300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if others, _ := ledger.Others(); others != 500 {
+		t.Fatalf("another holder sees %d bytes, want 500", others)
+	}
+	if err := sim.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if others, err := ledger.Others(); err != nil || others != 0 {
+		t.Errorf("after Close another holder sees %d bytes, %v; want 0", others, err)
+	}
+	sim.Free(b)
+	release()
+	if st := sim.Stats(); st.AllocatedBytes != 0 {
+		t.Errorf("after Close, Free and release: %d bytes held, want 0", st.AllocatedBytes)
+	}
+	if _, err := sim.Alloc(1); err == nil {
+		t.Error("Alloc on a closed device succeeded")
+	}
+	if err := sim.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}

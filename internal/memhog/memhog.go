@@ -90,6 +90,9 @@ type Reserver interface {
 // single real layer, whose memory and the pass's input and output are
 // allocated for real and counted in bytes: the device's kernels then do real
 // work, a tenth of the reference's. Busy needs bytes ≥ BusyMinBytes.
+//
+// Hold releases what it took but does not close dev: whoever opened the
+// device closes it (gpuz take-mem does, when Hold returns).
 func Hold(ctx context.Context, dev device.Device, bytes int64, busy bool, report func(Event)) error {
 	if report == nil {
 		report = func(Event) {}

@@ -148,6 +148,7 @@ func runOn(dev device.Device, c Case, data [][]float32) (out [][]float32, value 
 // and fail where the host fails, with its message.
 func Kernels(dev device.Device) []Check {
 	host := device.NewHost()
+	defer host.Close()
 	var checks []Check
 	for _, c := range Cases() {
 		ch := Check{Kind: "kernel", Name: c.Name, Tolerance: RelTol}
@@ -299,7 +300,9 @@ func Training(dev device.Device) []Check {
 	for _, w := range workloads() {
 		ch := Check{Kind: "training", Name: w.name + " cuda vs cpu", Tolerance: TrainRelTol}
 		cache := Check{Kind: "training", Name: w.name + " cache vs cuda", Tolerance: 0}
-		want, err := trainOn(w, device.NewHost(), engine.Placement{})
+		host := device.NewHost()
+		want, err := trainOn(w, host, engine.Placement{})
+		_ = host.Close()
 		if err != nil {
 			ch.Problem, cache.Problem = "host: "+err.Error(), "host: "+err.Error()
 			checks = append(checks, ch, cache)

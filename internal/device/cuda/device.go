@@ -169,22 +169,50 @@ func Open(index int) (d *Device, err error) {
 // do runs f on the context's thread.
 func (d *Device) do(f func() error) error { return d.ctx.Do(f) }
 
-// Close releases the context and everything in it.
+// Close frees the buffers still held, the workspace and the pinned staging
+// buffers, and destroys the context (which takes its streams, events,
+// module and cuBLAS handle with it). Later Frees do nothing; a second Close
+// does nothing. The error joins every step that failed.
 func (d *Device) Close() error {
 	if d.ctx == nil {
 		return nil
 	}
+	d.mu.Lock()
+	live := d.live
+	d.live = map[cu.DevicePtr]int64{}
+	d.mu.Unlock()
+	var errs []error
 	_ = d.do(func() error {
-		for _, p := range d.staging {
+		for p, bytes := range live {
+			if err := cu.MemFree(p); err != nil {
+				errs = append(errs, fmt.Errorf("freeing a buffer: %w", err))
+			}
+			d.meter.Hold(-bytes)
+		}
+		if d.ws != 0 {
+			if err := cu.MemFree(d.ws); err != nil {
+				errs = append(errs, fmt.Errorf("freeing the workspace: %w", err))
+			}
+			d.ws = 0
+		}
+		for i, p := range d.staging {
 			if p.p != nil {
-				_ = p.free()
+				if err := p.free(); err != nil {
+					errs = append(errs, fmt.Errorf("freeing pinned staging: %w", err))
+				}
+				d.staging[i] = pinned{}
 			}
 		}
 		return nil
 	})
-	err := d.ctx.Close()
+	if err := d.ctx.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("destroying the context: %w", err))
+	}
 	d.ctx = nil
-	return err
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s: closing: %w", d.Name(), err)
+	}
+	return nil
 }
 
 // Name is "cuda:N (device name)".
@@ -229,6 +257,9 @@ func (d *Device) Alloc(n int) (device.Buffer, error) {
 	if n == 0 {
 		return &buffer{}, nil
 	}
+	if d.ctx == nil {
+		return nil, fmt.Errorf("%s: device is closed", d.Name())
+	}
 	bytes := 4 * int64(n)
 	var p cu.DevicePtr
 	err := d.do(func() (err error) {
@@ -258,6 +289,9 @@ func (d *Device) Free(b device.Buffer) {
 		return
 	}
 	cb := b.(*buffer)
+	if d.ctx == nil {
+		return // Close freed every buffer
+	}
 	d.mu.Lock()
 	bytes, ok := d.live[cb.ptr]
 	delete(d.live, cb.ptr)

@@ -16,6 +16,7 @@ type ShimDevice struct {
 	shim     *Shim
 	capacity int64
 	mu       sync.Mutex // makes Alloc's check and count one step
+	closed   bool       // Close was called; guarded by mu
 	meter    device.Meter
 }
 
@@ -40,6 +41,9 @@ func (d *ShimDevice) Name() string { return fmt.Sprintf("shim (%s)", d.shim.orde
 func (d *ShimDevice) Alloc(n int) (device.Buffer, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.closed {
+		return nil, fmt.Errorf("%s: device is closed", d.Name())
+	}
 	bytes := 4 * int64(n)
 	if free := d.capacity - d.meter.Stats().AllocatedBytes; bytes > free {
 		return nil, &device.OutOfMemoryError{Device: d.Name(), Requested: bytes, Free: free, Total: d.capacity}
@@ -52,9 +56,13 @@ func (d *ShimDevice) Alloc(n int) (device.Buffer, error) {
 
 // Free returns a buffer's bytes to the capacity; the memory itself stays
 // until Close, so that a use after Free reads the old values rather than
-// crashing the test.
+// crashing the test. After Close it does nothing.
 func (d *ShimDevice) Free(b device.Buffer) {
-	d.meter.Hold(-4 * int64(b.Len()))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.closed {
+		d.meter.Hold(-4 * int64(b.Len()))
+	}
 }
 
 // View returns n elements of b from offset.
@@ -100,5 +108,15 @@ func (d *ShimDevice) MemInfo() (free, total int64, err error) {
 // Kernels returns the CUDA kernels on the shim.
 func (d *ShimDevice) Kernels() device.Kernels { return Dispatcher{L: d.shim} }
 
-// Close frees the shim's memory.
-func (d *ShimDevice) Close() { d.shim.Free() }
+// Close frees the shim's memory; a second Close does nothing.
+func (d *ShimDevice) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	d.shim.Free()
+	d.meter.Hold(-d.meter.Stats().AllocatedBytes)
+	return nil
+}
