@@ -20,7 +20,7 @@
 // ends with an Analyze table: mean, spread and first (cold) epoch time per
 // mode, speed relative to cpu, peak device memory, bytes copied each way per
 // epoch, and status (ok, OOM with what was needed and free, unavailable or
-// skipped with the reason, interrupted).
+// skipped with the reason, interrupted, diverged at an epoch and batch).
 //
 // The cuda and cache modes run on --device: a CUDA GPU, or without one the
 // simulated GPU sim:SIZE (default 8GiB), whose every copy is real and
