@@ -80,7 +80,8 @@ type Reserver interface {
 // reserved, not allocated: the device and every process sharing its ledger
 // count it as taken, but the host's memory is not consumed. Elsewhere it is
 // allocated as Linear(2000→2000) layers, each weights and bias, plus one
-// buffer for what does not fill a layer.
+// buffer for what does not fill a layer, and every element is written, so
+// that on the host the pages are really taken and not only mapped.
 //
 // With busy, a forward pass runs at once and then every BusyInterval: a
 // Linear(2000→2000) + LeakyReLU(0.01) on a BusyBatch-row input through every
@@ -206,6 +207,30 @@ func (h *holding) take(bytes int64, busy bool) error {
 		}
 	}
 	h.passes = 1
+	return h.touch()
+}
+
+// touchValue is what touch writes into every element held.
+const touchValue = 0.5
+
+// touch writes every element of every buffer held, so that memory which an
+// allocation only maps (the host's zeroed pages, which the kernel backs on
+// first write) is really taken rather than counted.
+func (h *holding) touch() error {
+	one, err := h.dev.Alloc(1)
+	if err != nil {
+		return err
+	}
+	defer h.dev.Free(one)
+	if err := h.dev.Upload(one, []float32{touchValue}); err != nil {
+		return err
+	}
+	k := h.dev.Kernels()
+	for _, b := range h.buffers {
+		if b != h.x { // the busy pass's input, uploaded already
+			k.Fill(b, one, 1)
+		}
+	}
 	return nil
 }
 
