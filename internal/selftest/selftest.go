@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
@@ -159,10 +160,61 @@ func Kernels(dev device.Device) []Check {
 			checks = append(checks, ch)
 			continue
 		}
-		ch.Problem = kernelProblem(dev, c, data, want, wantV, wantErr, &ch.MaxErr)
+		devData := data
+		if wantErr == nil {
+			devData = poisonOutputs(host, c, data, want, wantV)
+		}
+		ch.Problem = kernelProblem(dev, c, devData, want, wantV, wantErr, &ch.MaxErr)
 		checks = append(checks, ch)
 	}
 	return checks
+}
+
+// poisonOutputs returns data with every buffer the case only writes filled
+// with NaN, so that an element the device leaves unwritten fails the
+// comparison instead of passing when its initial value happens to equal the
+// host's result (a zero where the host writes a zero). A buffer is write-only
+// when, on the host, filling it with NaN before the call leaves every buffer
+// and the value bit for bit as they were; buffers the call reads (inputs,
+// Adam's moments, an output it writes only in part) keep their contents.
+func poisonOutputs(host device.Device, c Case, data, want [][]float32, wantV float64) [][]float32 {
+	out := slices.Clone(data)
+	for i := range data {
+		trial := slices.Clone(data)
+		trial[i] = nans(len(data[i]))
+		got, gotV, callErr, err := runOn(host, c, trial)
+		if err != nil || callErr != nil || math.Float64bits(gotV) != math.Float64bits(wantV) || !sameBits(got, want) {
+			continue
+		}
+		out[i] = trial[i]
+	}
+	return out
+}
+
+func nans(n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(math.NaN())
+	}
+	return x
+}
+
+// sameBits reports whether a and b hold the same buffers bit for bit.
+func sameBits(a, b [][]float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for j := range a[i] {
+			if math.Float32bits(a[i][j]) != math.Float32bits(b[i][j]) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func kernelProblem(dev device.Device, c Case, data, want [][]float32, wantV float64, wantErr error, maxErr *float64) string {
