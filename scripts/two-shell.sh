@@ -33,9 +33,13 @@ cat "$tmp/holder.out"
 grep -q holding "$tmp/holder.out" || { echo "two-shell: take-mem did not start holding" >&2; exit 1; }
 
 echo "+ $BIN linear train cuda,cache,cpu --scale small --device $device --win-size 1"
-"$BIN" linear train cuda,cache,cpu --scale small --device "$device" --win-size 1 | tee "$tmp/run.out"
+run_status=0
+"$BIN" linear train cuda,cache,cpu --scale small --device "$device" --win-size 1 >"$tmp/run.out" 2>&1 || run_status=$?
+cat "$tmp/run.out"
 
 fail=0
+# 3: the run completed but a mode (cuda, out of memory) did not.
+((run_status == 3)) || { echo "two-shell: the run exited with status $run_status, want 3 (a mode did not complete)" >&2; fail=1; }
 row() { grep -E "^\|[[:space:]]*$1[[:space:]]*\|" "$tmp/run.out" || true; }
 row cuda | grep -q '| OOM: ' || { echo "two-shell: the cuda row does not report OOM" >&2; fail=1; }
 for mode in cache cpu; do
@@ -48,5 +52,6 @@ status=0
 wait "$holder" || status=$?
 holder=
 cat "$tmp/holder.out"
-((status == 0)) || { echo "two-shell: take-mem exited with status $status after SIGINT" >&2; fail=1; }
+# 130: stopped by SIGINT, after releasing its memory.
+((status == 130)) || { echo "two-shell: take-mem exited with status $status after SIGINT, want 130" >&2; fail=1; }
 exit $fail
