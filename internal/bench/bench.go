@@ -75,16 +75,16 @@ type Event struct {
 // are kept, the mode is marked interrupted, and the modes not started are
 // skipped.
 func Run(ctx context.Context, opts Options) (Result, error) {
-	opts.applyThreads()
+	threads := opts.applyThreads()
 	model, err := opts.Workload.Build()
 	if err != nil {
 		return Result{}, err
 	}
-	if res, short := opts.dataShortfall(model); short {
+	if res, short := opts.dataShortfall(model, threads); short {
 		return res, nil
 	}
 	data := opts.Workload.Data(opts.Seed)
-	res := Result{Header: opts.header(model, data)}
+	res := Result{Header: opts.header(model, data, threads)}
 	if opts.Progress != nil {
 		opts.Progress(Event{Header: &res.Header})
 	}
@@ -101,8 +101,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	return res, nil
 }
 
-// header describes the run of a built model on its data.
-func (opts Options) header(model *models.Model, data models.Data) Header {
+// header describes the run of a built model on its data, with the threads
+// in force.
+func (opts Options) header(model *models.Model, data models.Data, threads threadCount) Header {
 	h := Header{
 		Model:   opts.ModelName,
 		Task:    opts.Task,
@@ -110,9 +111,10 @@ func (opts Options) header(model *models.Model, data models.Data) Header {
 		Batch:   opts.Batch,
 		Samples: opts.Samples,
 		BLAS:    hostmath.BLASName(),
-		Threads: opts.Threads,
+		Threads: threads.n,
 		GPU:     opts.GPUName,
 	}
+	h.ThreadsRequested, h.ThreadsWarning = opts.Threads, threads.warning
 	h.Params = model.ParamCount()
 	h.ParamBytes = 4 * h.Params
 	h.DataBytes = 4 * int64(len(data.Values))
@@ -277,10 +279,28 @@ func (opts Options) adam() hostmath.Adam {
 	return a
 }
 
+// setThreads applies a thread count process-wide and returns the count in
+// force; tests replace it to play a BLAS that accepts fewer threads.
+var setThreads = hostmath.SetThreads
+
+// threadCount is the host threads in force and, when they are fewer than
+// asked, a warning that says why.
+type threadCount struct {
+	n       int
+	warning string
+}
+
 // applyThreads sets the host threads of the BLAS and the element-wise
-// kernels to opts.Threads. The setting is process-wide, as the BLAS's is;
-// this is the one place gpuz makes it.
-func (opts Options) applyThreads() { hostmath.SetThreads(opts.Threads) }
+// kernels to opts.Threads and returns the count in force, which the BLAS
+// may cap. The setting is process-wide, as the BLAS's is; this is the one
+// place gpuz makes it.
+func (opts Options) applyThreads() threadCount {
+	n := setThreads(opts.Threads)
+	if opts.Threads > 0 && n < opts.Threads {
+		return threadCount{n, fmt.Sprintf("%d threads requested, %d in force: the BLAS (%s) accepts at most %d", opts.Threads, n, hostmath.BLASName(), n)}
+	}
+	return threadCount{n: n}
+}
 
 // compile builds the workload's graph and compiles it for the task.
 func (opts Options) compile() (*models.Model, *engine.Schedule, error) {
