@@ -159,6 +159,12 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) (r 
 		r.Status = Status{Kind: StatusSkipped, Reason: reason}
 		return r
 	}
+	release, refused := reserveAhead(dev, fp.Device)
+	if refused != nil {
+		r.Status = *refused
+		return r
+	}
+	defer release()
 	prog, err := plan.Load(dev, placement)
 	if err != nil {
 		r.Status = errorStatus(err)
@@ -234,6 +240,36 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) (r 
 	r.PeakDeviceBytes = dev.Stats().PeakBytes
 	r.Status = Status{Kind: StatusOK}
 	return r
+}
+
+// aheadReserver is a device that can reserve, in one step, the memory a
+// program will then allocate piece by piece: the simulated GPU
+// (device.Sim.ReserveAhead), whose ledger other gpuz processes share.
+type aheadReserver interface {
+	ReserveAhead(bytes int64) (release func(), err error)
+}
+
+// reserveAhead reserves a mode's planned device footprint before it loads,
+// so that two processes that each fit alone do not both fail holding part
+// of the memory each: the second fails at once instead. It returns the
+// release, or the mode's status when the footprint does not fit ("needs X,
+// Y of Z free", quoting the free memory at that moment) or the reservation
+// fails otherwise. A device that cannot reserve ahead (a CUDA GPU, whose
+// real allocations are the truth) gets a release that does nothing.
+func reserveAhead(dev device.Device, footprint int64) (func(), *Status) {
+	r, ok := dev.(aheadReserver)
+	if !ok {
+		return func() {}, nil
+	}
+	release, err := r.ReserveAhead(footprint)
+	if err == nil {
+		return release, nil
+	}
+	var oom *device.OutOfMemoryError
+	if errors.As(err, &oom) {
+		return nil, &Status{Kind: StatusOOM, Reason: fmt.Sprintf("needs %s, %s of %s free", units.Bytes(footprint), units.Bytes(oom.Free), units.Bytes(oom.Total))}
+	}
+	return nil, &Status{Kind: StatusFailed, Reason: fmt.Sprintf("reserving %s ahead: %v", units.Bytes(footprint), err)}
 }
 
 // diverged reports whether a batch's loss or output is not a finite
