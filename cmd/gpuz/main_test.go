@@ -57,6 +57,7 @@ func TestBadInput(t *testing.T) {
 		{"zero blocks", []string{"linear", "eval", "cpu", "--blocks", "0"}, "--blocks must be positive"},
 		{"zero epochs", []string{"linear", "train", "cpu", "--epochs", "0"}, "--epochs must be positive"},
 		{"zero threads", []string{"linear", "train", "cpu", "--threads", "0"}, "--threads must be positive"},
+		{"huge threads", []string{"linear", "train", "cpu", "--threads", "100000"}, "--threads must be at most"},
 		{"negative lr", []string{"linear", "train", "cpu", "--lr", "-1"}, "--lr must be positive"},
 		{"infinite lr", []string{"linear", "train", "cpu", "--lr", "Inf"}, "--lr must be a finite number, got +Inf"},
 		{"negative infinite lr", []string{"linear", "train", "cpu", "--lr", "-Inf"}, "--lr must be a finite number, got -Inf"},

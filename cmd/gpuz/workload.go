@@ -96,7 +96,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.IntVar(&opts.Warmup, "warmup", 1, "leading epochs reported apart from the statistics")
 	fs.Float64Var(&opts.LR, "lr", bench.DefaultLR, "Adam learning rate")
 	fs.Uint64Var(&opts.Seed, "seed", 1, "seed of the initial weights and the data")
-	fs.IntVar(&opts.Threads, "threads", runtime.NumCPU(), "host threads for BLAS and element-wise kernels")
+	fs.IntVar(&opts.Threads, "threads", min(runtime.NumCPU(), maxThreads()), fmt.Sprintf("host threads for BLAS and element-wise kernels, at most %d (4 per CPU, %d at most)", maxThreads(), threadCap))
 	fs.StringVar(&opts.JSON, "json", "", "also write the results as JSON to this file (- for standard output, the report then going to standard error)")
 	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
 	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE] or cuda[:N]")
@@ -188,6 +188,15 @@ func finiteFloatFlags(fs *pflag.FlagSet) error {
 	return err
 }
 
+// threadCap is the most host threads --threads accepts on any machine.
+const threadCap = 512
+
+// maxThreads is the most host threads --threads accepts here: 4 per CPU,
+// threadCap at most. More only adds threads that wait for a core, and
+// OpenBLAS starts each of them, which under a memory limit aborts the
+// process in pthread_create.
+func maxThreads() int { return min(4*runtime.NumCPU(), threadCap) }
+
 // validate checks the shared settings against the workload's total epochs.
 func (o *WorkloadOptions) validate(epochs int) error {
 	switch {
@@ -201,6 +210,8 @@ func (o *WorkloadOptions) validate(epochs int) error {
 		return fmt.Errorf("--lr must be positive, got %g", o.LR)
 	case o.Threads <= 0:
 		return fmt.Errorf("--threads must be positive, got %d", o.Threads)
+	case o.Threads > maxThreads():
+		return fmt.Errorf("--threads must be at most %d (4 per CPU, %d at most), got %d", maxThreads(), threadCap, o.Threads)
 	case o.OptimizerOn != "device" && o.OptimizerOn != "host":
 		return fmt.Errorf("unknown --optimizer-on %q (want device or host)", o.OptimizerOn)
 	}

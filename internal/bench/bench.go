@@ -75,16 +75,16 @@ type Event struct {
 // are kept, the mode is marked interrupted, and the modes not started are
 // skipped.
 func Run(ctx context.Context, opts Options) (Result, error) {
-	opts.applyThreads()
+	threads := opts.applyThreads()
 	model, err := opts.Workload.Build()
 	if err != nil {
 		return Result{}, err
 	}
-	if res, short := opts.dataShortfall(model); short {
+	if res, short := opts.dataShortfall(model, threads); short {
 		return res, nil
 	}
 	data := opts.Workload.Data(opts.Seed)
-	res := Result{Header: opts.header(model, data)}
+	res := Result{Header: opts.header(model, data, threads)}
 	if opts.Progress != nil {
 		opts.Progress(Event{Header: &res.Header})
 	}
@@ -101,8 +101,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	return res, nil
 }
 
-// header describes the run of a built model on its data.
-func (opts Options) header(model *models.Model, data models.Data) Header {
+// header describes the run of a built model on its data, with the threads
+// in force.
+func (opts Options) header(model *models.Model, data models.Data, threads threadCount) Header {
 	h := Header{
 		Model:   opts.ModelName,
 		Task:    opts.Task,
@@ -110,9 +111,10 @@ func (opts Options) header(model *models.Model, data models.Data) Header {
 		Batch:   opts.Batch,
 		Samples: opts.Samples,
 		BLAS:    hostmath.BLASName(),
-		Threads: opts.Threads,
+		Threads: threads.n,
 		GPU:     opts.GPUName,
 	}
+	h.ThreadsRequested, h.ThreadsWarning = opts.Threads, threads.warning
 	h.Params = model.ParamCount()
 	h.ParamBytes = 4 * h.Params
 	h.DataBytes = 4 * int64(len(data.Values))
@@ -157,6 +159,12 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) (r 
 		r.Status = Status{Kind: StatusSkipped, Reason: reason}
 		return r
 	}
+	release, refused := reserveAhead(dev, fp.Device)
+	if refused != nil {
+		r.Status = *refused
+		return r
+	}
+	defer release()
 	prog, err := plan.Load(dev, placement)
 	if err != nil {
 		r.Status = errorStatus(err)
@@ -234,6 +242,36 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) (r 
 	return r
 }
 
+// aheadReserver is a device that can reserve, in one step, the memory a
+// program will then allocate piece by piece: the simulated GPU
+// (device.Sim.ReserveAhead), whose ledger other gpuz processes share.
+type aheadReserver interface {
+	ReserveAhead(bytes int64) (release func(), err error)
+}
+
+// reserveAhead reserves a mode's planned device footprint before it loads,
+// so that two processes that each fit alone do not both fail holding part
+// of the memory each: the second fails at once instead. It returns the
+// release, or the mode's status when the footprint does not fit ("needs X,
+// Y of Z free", quoting the free memory at that moment) or the reservation
+// fails otherwise. A device that cannot reserve ahead (a CUDA GPU, whose
+// real allocations are the truth) gets a release that does nothing.
+func reserveAhead(dev device.Device, footprint int64) (func(), *Status) {
+	r, ok := dev.(aheadReserver)
+	if !ok {
+		return func() {}, nil
+	}
+	release, err := r.ReserveAhead(footprint)
+	if err == nil {
+		return release, nil
+	}
+	var oom *device.OutOfMemoryError
+	if errors.As(err, &oom) {
+		return nil, &Status{Kind: StatusOOM, Reason: fmt.Sprintf("needs %s, %s of %s free", units.Bytes(footprint), units.Bytes(oom.Free), units.Bytes(oom.Total))}
+	}
+	return nil, &Status{Kind: StatusFailed, Reason: fmt.Sprintf("reserving %s ahead: %v", units.Bytes(footprint), err)}
+}
+
 // diverged reports whether a batch's loss or output is not a finite
 // number: training has diverged (or the data holds one), and the epochs
 // that follow would only carry it on.
@@ -277,10 +315,28 @@ func (opts Options) adam() hostmath.Adam {
 	return a
 }
 
+// setThreads applies a thread count process-wide and returns the count in
+// force; tests replace it to play a BLAS that accepts fewer threads.
+var setThreads = hostmath.SetThreads
+
+// threadCount is the host threads in force and, when they are fewer than
+// asked, a warning that says why.
+type threadCount struct {
+	n       int
+	warning string
+}
+
 // applyThreads sets the host threads of the BLAS and the element-wise
-// kernels to opts.Threads. The setting is process-wide, as the BLAS's is;
-// this is the one place gpuz makes it.
-func (opts Options) applyThreads() { hostmath.SetThreads(opts.Threads) }
+// kernels to opts.Threads and returns the count in force, which the BLAS
+// may cap. The setting is process-wide, as the BLAS's is; this is the one
+// place gpuz makes it.
+func (opts Options) applyThreads() threadCount {
+	n := setThreads(opts.Threads)
+	if opts.Threads > 0 && n < opts.Threads {
+		return threadCount{n, fmt.Sprintf("%d threads requested, %d in force: the BLAS (%s) accepts at most %d", opts.Threads, n, hostmath.BLASName(), n)}
+	}
+	return threadCount{n: n}
+}
 
 // compile builds the workload's graph and compiles it for the task.
 func (opts Options) compile() (*models.Model, *engine.Schedule, error) {

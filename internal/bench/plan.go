@@ -46,14 +46,14 @@ type MemoryPlan struct {
 // sized from free memory, and the auto policy with the optimizer on the
 // host. Nothing is allocated.
 func PlanMemory(opts Options) (MemoryPlan, error) {
-	opts.applyThreads()
+	threads := opts.applyThreads()
 	model, plan, err := opts.compile()
 	if err != nil {
 		return MemoryPlan{}, err
 	}
 	// The header counts the data set's bytes without making it: a plan
 	// allocates nothing.
-	header := opts.header(model, models.Data{})
+	header := opts.header(model, models.Data{}, threads)
 	header.DataBytes = opts.dataBytes()
 	res := MemoryPlan{Header: header, Bytes: plan.Bytes(), Gradients: plan.GradientBytes(),
 		Blocks: plan.Blocks(), MinWindow: plan.MinWindow()}
@@ -119,13 +119,13 @@ func (opts Options) dataBytes() int64 {
 // dataShortfall checks, before Run makes the data set, that it fits the
 // host's limit. When it does not, it returns the run's result with every
 // mode skipped for that reason, having reported the header, and true.
-func (opts Options) dataShortfall(model *models.Model) (Result, bool) {
+func (opts Options) dataShortfall(model *models.Model, threads threadCount) (Result, bool) {
 	need := opts.dataBytes()
 	lim, err := device.ReadHostLimit()
 	if err != nil || need <= lim.Bytes {
 		return Result{}, false
 	}
-	res := Result{Header: opts.header(model, models.Data{})}
+	res := Result{Header: opts.header(model, models.Data{}, threads)}
 	res.Header.DataBytes = need
 	if opts.Progress != nil {
 		opts.Progress(Event{Header: &res.Header})

@@ -107,7 +107,12 @@ type Header struct {
 	Batch      int
 	Samples    int
 	BLAS       string // host BLAS in use
-	Threads    int    // host threads for BLAS and element-wise kernels
+	// Threads is the host threads in force for the BLAS and the
+	// element-wise kernels: ThreadsRequested, or fewer where the BLAS
+	// accepts fewer, which ThreadsWarning then says.
+	Threads          int
+	ThreadsRequested int
+	ThreadsWarning   string
 	// GPU names the device of the cuda and cache modes; empty when they
 	// have none.
 	GPU string

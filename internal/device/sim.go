@@ -22,7 +22,9 @@ const DefaultSimCapacity int64 = 8 << 30
 // never GPU times.
 //
 // Free memory is the capacity less this device's buffers and reservations,
-// less what every other holder in the ledger records. The ledger is updated
+// less what every other holder in the ledger records. A reservation ahead
+// (ReserveAhead) counts as held for every other holder but as free for
+// this device's own allocations, which draw on it. The ledger is updated
 // on every Alloc, Free and Reserve, which programs do rarely (a program
 // allocates its memory once, when it is loaded).
 type Sim struct {
@@ -32,6 +34,11 @@ type Sim struct {
 	label    string
 	live     map[*hostBuffer]struct{} // buffers allocated and not yet freed
 	closed   bool                     // Close was called; guarded by meter.mu
+	// ahead is the bytes ReserveAhead holds for this device's own
+	// allocations; guarded by meter.mu. The ledger records the larger of
+	// it and what the device holds, so allocations within it draw on it
+	// instead of adding to the ledger.
+	ahead int64
 }
 
 // NewSim returns a simulated device of capacity bytes that records its
@@ -100,8 +107,77 @@ func (s *Sim) Reserve(bytes int64) (release func(), err error) {
 	return func() { once.Do(func() { s.release(bytes) }) }, nil
 }
 
-// hold adds bytes to what the device holds, in the ledger first, failing
-// when they exceed the free memory.
+// ReserveAhead reserves bytes of the device for its own later allocations,
+// in one ledger transaction, so that a program that will allocate them
+// piece by piece either gets all of them or fails at once, instead of
+// holding part of the memory while another process holds the rest. Until
+// release is called (once; later calls do nothing) the ledger records at
+// least bytes for this device, allocations within them draw on them instead
+// of adding to the ledger, and MemInfo counts what is not yet drawn as
+// free for this device. It fails with an *OutOfMemoryError, quoting the
+// free memory at that moment, when bytes exceed it, and when a reservation
+// ahead is already held.
+func (s *Sim) ReserveAhead(bytes int64) (release func(), err error) {
+	if bytes < 0 {
+		return nil, fmt.Errorf("%s: cannot reserve %d bytes", s.name, bytes)
+	}
+	s.meter.mu.Lock()
+	defer s.meter.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("%s: device is closed", s.name)
+	}
+	if s.ahead > 0 {
+		return nil, fmt.Errorf("%s: a reservation ahead is already held", s.name)
+	}
+	held := s.meter.stats.AllocatedBytes
+	fits := func(others int64) (int64, error) {
+		if free := s.capacity - held - others; bytes-held > free {
+			return 0, &OutOfMemoryError{Device: s.name, Requested: bytes, Free: max(free, 0), Total: s.capacity}
+		}
+		return max(held, bytes), nil
+	}
+	if err := s.record(fits); err != nil {
+		return nil, err
+	}
+	s.ahead = bytes
+	var once sync.Once
+	return func() { once.Do(s.releaseAhead) }, nil
+}
+
+// releaseAhead ends the reservation ahead: the ledger records what the
+// device holds.
+func (s *Sim) releaseAhead() {
+	s.meter.mu.Lock()
+	defer s.meter.mu.Unlock()
+	if s.closed {
+		return // Close released everything already
+	}
+	s.ahead = 0
+	if s.ledger != nil {
+		_ = s.ledger.Set(s.meter.stats.AllocatedBytes, s.label)
+	}
+}
+
+// record writes this device's new ledger total, which decide returns from
+// the others' total or refuses with an error; without a ledger it only
+// asks decide. The caller holds meter.mu.
+func (s *Sim) record(decide func(others int64) (int64, error)) error {
+	if s.ledger == nil {
+		_, err := decide(0)
+		return err
+	}
+	if err := s.ledger.update(decide, s.label); err != nil {
+		if _, ok := err.(*OutOfMemoryError); ok {
+			return err
+		}
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	return nil
+}
+
+// hold adds bytes to what the device holds, in the ledger first unless
+// they fit within the reservation ahead, failing when they exceed the free
+// memory.
 func (s *Sim) hold(bytes int64) error {
 	s.meter.mu.Lock()
 	defer s.meter.mu.Unlock()
@@ -109,20 +185,17 @@ func (s *Sim) hold(bytes int64) error {
 		return fmt.Errorf("%s: device is closed", s.name)
 	}
 	held := s.meter.stats.AllocatedBytes
+	if held+bytes <= s.ahead {
+		s.meter.hold(bytes) // drawn on the reservation: the ledger is unchanged
+		return nil
+	}
 	fits := func(others int64) (int64, error) {
 		if free := s.capacity - held - others; bytes > free {
 			return 0, &OutOfMemoryError{Device: s.name, Requested: bytes, Free: max(free, 0), Total: s.capacity}
 		}
 		return held + bytes, nil
 	}
-	if s.ledger != nil {
-		if err := s.ledger.update(fits, s.label); err != nil {
-			if _, ok := err.(*OutOfMemoryError); ok {
-				return err
-			}
-			return fmt.Errorf("%s: %w", s.name, err)
-		}
-	} else if _, err := fits(0); err != nil {
+	if err := s.record(fits); err != nil {
 		return err
 	}
 	s.meter.hold(bytes)
@@ -139,9 +212,11 @@ func (s *Sim) release(bytes int64) {
 	if s.closed {
 		return // Close released everything already
 	}
+	before := s.meter.stats.AllocatedBytes
 	s.meter.stats.AllocatedBytes -= bytes
-	if s.ledger != nil {
-		_ = s.ledger.Set(s.meter.stats.AllocatedBytes, s.label)
+	if s.ledger != nil && before > s.ahead {
+		// Within the reservation ahead the ledger's total is unchanged.
+		_ = s.ledger.Set(max(s.meter.stats.AllocatedBytes, s.ahead), s.label)
 	}
 }
 
@@ -183,7 +258,7 @@ func (s *Sim) MemInfo() (free, total int64, err error) {
 	return max(s.capacity-held-others, 0), s.capacity, nil
 }
 
-// Close frees every buffer and reservation the device still holds and
+// Close frees every buffer and reservation (ahead included) the device still holds and
 // removes its entry from the ledger, so that the memory is free for the
 // next device at once rather than when this process exits. Later Allocs
 // and Reserves fail; later Frees and releases do nothing; a second Close
@@ -200,6 +275,7 @@ func (s *Sim) Close() error {
 	}
 	s.live = nil
 	s.meter.stats.AllocatedBytes = 0
+	s.ahead = 0
 	if s.ledger != nil {
 		if err := s.ledger.Set(0, s.label); err != nil {
 			return fmt.Errorf("%s: closing: %w", s.name, err)

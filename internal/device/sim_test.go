@@ -314,3 +314,66 @@ func TestSimClose(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// TestSimReserveAhead has two devices on one ledger of 1000 bytes each
+// reserve 600 ahead: the first gets it, the second fails at once as out of
+// memory quoting the 400 free. The first device's allocations draw on its
+// reservation (the ledger stays at 600) until they pass it; once the first
+// device closes, the second's reservation succeeds.
+func TestSimReserveAhead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger")
+	a, b := NewSim(1000, OpenLedger(path)), NewSim(1000, OpenLedger(path))
+	observer := OpenLedger(path)
+	others := func() int64 {
+		t.Helper()
+		n, err := observer.Others()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	release, err := a.ReserveAhead(600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ReserveAhead(600); !isOOM(err, 400) {
+		t.Errorf("second reservation of 600 with 400 free: %v, want out of memory with 400 free", err)
+	}
+	if free, _, err := a.MemInfo(); err != nil || free != 1000 {
+		t.Errorf("the reserving device sees %d free, %v; want 1000 (its reservation is its own)", free, err)
+	}
+	buf, err := a.Alloc(100) // 400 bytes, drawn on the reservation
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := others(); n != 600 {
+		t.Errorf("after a 400-byte allocation within the reservation the ledger holds %d, want 600", n)
+	}
+	if _, err := a.Alloc(100); err != nil { // 800 in all: 200 past the reservation
+		t.Fatal(err)
+	}
+	if n := others(); n != 800 {
+		t.Errorf("after allocating 800 of a 600 reservation the ledger holds %d, want 800", n)
+	}
+	a.Free(buf)
+	if n := others(); n != 600 {
+		t.Errorf("after freeing back to 400 the ledger holds %d, want the reservation's 600", n)
+	}
+	release()
+	release() // a second call does nothing
+	if n := others(); n != 400 {
+		t.Errorf("after the release the ledger holds %d, want the 400 allocated", n)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ReserveAhead(600); err != nil {
+		t.Errorf("reservation after the first device closed: %v", err)
+	}
+}
+
+// isOOM reports whether err is an *OutOfMemoryError quoting free bytes free.
+func isOOM(err error, free int64) bool {
+	var oom *OutOfMemoryError
+	return errors.As(err, &oom) && oom.Free == free
+}

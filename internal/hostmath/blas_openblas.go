@@ -4,6 +4,7 @@ package hostmath
 
 // #cgo LDFLAGS: -lopenblas
 // void openblas_set_num_threads(int);
+// int openblas_get_num_threads(void);
 // char* openblas_get_config(void);
 import "C"
 
@@ -26,7 +27,12 @@ func BLASName() string {
 	return "OpenBLAS"
 }
 
-func setBLASThreads(n int) { C.openblas_set_num_threads(C.int(n)) }
+// setBLASThreads asks OpenBLAS for n threads and returns the count it
+// then reports, which its build's MAX_THREADS caps.
+func setBLASThreads(n int) int {
+	C.openblas_set_num_threads(C.int(n))
+	return int(C.openblas_get_num_threads())
+}
 
 // LoadEnv lists the environment settings the BLAS reads only when it is
 // loaded, with the values gpuz needs; a program sets them by re-executing

@@ -10,8 +10,9 @@ var impl gonum.Implementation
 // BLASName names the BLAS this binary multiplies matrices with.
 func BLASName() string { return "gonum (pure Go)" }
 
-// setBLASThreads does nothing: gonum's BLAS picks its own parallelism.
-func setBLASThreads(int) {}
+// setBLASThreads sets nothing and accepts any count: gonum's BLAS picks its
+// own parallelism.
+func setBLASThreads(n int) int { return n }
 
 // LoadEnv lists the environment settings the BLAS reads when it is loaded:
 // none for gonum.

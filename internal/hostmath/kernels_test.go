@@ -236,3 +236,17 @@ func TestAdamFloat32MatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// TestSetThreadsReportsCountInForce: SetThreads returns the count in force,
+// which Threads then reports; a count of 0 restores the default.
+func TestSetThreadsReportsCountInForce(t *testing.T) {
+	defer SetThreads(Threads())
+	for _, n := range []int{1, 3} {
+		if got := SetThreads(n); got < 1 || got > n || got != Threads() {
+			t.Errorf("SetThreads(%d) = %d, Threads() = %d; want the same count, 1 to %d", n, got, Threads(), n)
+		}
+	}
+	if got := SetThreads(0); got < 1 || got != Threads() {
+		t.Errorf("SetThreads(0) = %d, Threads() = %d; want the default in both", got, Threads())
+	}
+}

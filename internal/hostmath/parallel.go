@@ -11,13 +11,22 @@ import (
 var threads atomic.Int32
 
 // SetThreads sets how many threads the BLAS and the element-wise kernels
-// use. n ≤ 0 restores the default, one per available core.
-func SetThreads(n int) {
+// use, and returns the count in force: n (n ≤ 0 means the default, one per
+// available core) capped at what the BLAS accepted, which may be fewer than
+// asked (OpenBLAS runs at most its build's MAX_THREADS). The element-wise
+// kernels use the same count, so that one number describes the run.
+func SetThreads(n int) int {
+	want := n
 	if n <= 0 {
-		n = 0
+		want = runtime.GOMAXPROCS(0)
 	}
-	threads.Store(int32(n))
-	setBLASThreads(Threads())
+	got := min(want, max(setBLASThreads(want), 1))
+	if n <= 0 && got == want {
+		threads.Store(0) // follow GOMAXPROCS, as documented for Threads
+	} else {
+		threads.Store(int32(got))
+	}
+	return got
 }
 
 // Threads reports how many threads the kernels use.

@@ -30,8 +30,12 @@ type (
 		Batch      int    `json:"batch"`
 		Samples    int    `json:"samples"`
 		BLAS       string `json:"blas"`
-		Threads    int    `json:"threads"`
-		GPU        string `json:"gpu"`
+		Threads    int    `json:"threads"` // in force
+		// ThreadsRequested is the count asked for, when the BLAS
+		// accepted fewer; ThreadsWarning says why.
+		ThreadsRequested int    `json:"threads_requested,omitempty"`
+		ThreadsWarning   string `json:"threads_warning,omitempty"`
+		GPU              string `json:"gpu"`
 	}
 	jsonMode struct {
 		Mode            string      `json:"mode"`
@@ -67,11 +71,15 @@ type (
 
 // toJSONHeader converts a run's header for the JSON documents.
 func toJSONHeader(h bench.Header) jsonHeader {
-	return jsonHeader{
+	j := jsonHeader{
 		Model: h.Model, Task: string(h.Task), Scale: h.Scale,
 		DataBytes: h.DataBytes, Params: h.Params, ParamBytes: h.ParamBytes,
 		Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads, GPU: h.GPU,
 	}
+	if h.ThreadsWarning != "" {
+		j.ThreadsRequested, j.ThreadsWarning = h.ThreadsRequested, h.ThreadsWarning
+	}
+	return j
 }
 
 // WriteJSON writes r as an indented JSON object for programs to read: the

@@ -15,7 +15,8 @@ import (
 
 // WriteHeader writes a few lines that describe the run: the workload, the
 // sizes of its data and model, and the host's BLAS and threads. The scale,
-// the BLAS and the threads are left out when empty or zero.
+// the BLAS and the threads are left out when empty or zero. The threads are
+// those in force; a warning line follows when they are fewer than asked.
 func WriteHeader(w io.Writer, h bench.Header) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "gpuz %s %s", h.Model, h.Task)
@@ -34,6 +35,9 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	}
 	if len(host) > 0 {
 		fmt.Fprintf(&b, "host: %s\n", strings.Join(host, ", "))
+	}
+	if h.ThreadsWarning != "" {
+		fmt.Fprintf(&b, "warning: %s\n", h.ThreadsWarning)
 	}
 	if h.GPU != "" {
 		fmt.Fprintf(&b, "devices: cuda and cache on %s, cpu on host\n", h.GPU)

@@ -1,0 +1,62 @@
+package bench
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gpuz/internal/device"
+	"gpuz/internal/engine"
+	"gpuz/internal/units"
+)
+
+// TestModeReservesFootprintAhead runs the cuda mode on simulated devices of
+// one ledger whose capacity fits one mode's footprint but not two. While
+// the first mode runs (it holds its reservation), a second mode fails at
+// once as oom quoting the free memory, having allocated nothing; after the
+// first closes, the same second mode runs.
+func TestModeReservesFootprintAhead(t *testing.T) {
+	opts := smallLinearRun(t, TaskEval, ModeCUDA)
+	opts.Epochs, opts.Warmup = 1, 0
+	_, plan, err := opts.compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := plan.Footprint(engine.Placement{}, 1<<40).Device
+	capacity := fp + fp/2
+	path := filepath.Join(t.TempDir(), "ledger")
+	var opened []*device.Sim
+	opts.NewGPU = func() (device.Device, error) {
+		d := device.NewSim(capacity, device.OpenLedger(path))
+		opened = append(opened, d)
+		return d, nil
+	}
+	data := opts.Workload.Data(opts.Seed)
+
+	defer func() { batchHook = nil }()
+	var second ModeResult
+	batchHook = func(mode Mode, epoch, batch int, v float32) float32 {
+		if batch == 0 {
+			batchHook = nil // the second mode must not recurse
+			second = runMode(context.Background(), opts, ModeCUDA, data)
+		}
+		return v
+	}
+	first := runMode(context.Background(), opts, ModeCUDA, data)
+	if first.Status.Kind != StatusOK {
+		t.Fatalf("first mode: %s %s", first.Status.Kind, first.Status.Reason)
+	}
+	want := "needs " + units.Bytes(fp) + ", " + units.Bytes(capacity-fp) + " of"
+	if second.Status.Kind != StatusOOM || !strings.HasPrefix(second.Status.Reason, want) {
+		t.Errorf("second mode while the first runs: %s %q, want oom %q…", second.Status.Kind, second.Status.Reason, want)
+	}
+	if len(opened) != 2 || opened[1].Stats().PeakBytes != 0 {
+		t.Errorf("the second mode allocated before failing (%d devices opened)", len(opened))
+	}
+
+	again := runMode(context.Background(), opts, ModeCUDA, data)
+	if again.Status.Kind != StatusOK {
+		t.Errorf("second mode after the first closed: %s %s", again.Status.Kind, again.Status.Reason)
+	}
+}
