@@ -81,6 +81,7 @@ func TestBadInput(t *testing.T) {
 		{"attention unknown scale", []string{"attention", "eval", "cpu", "--scale", "tiny"}, `unknown scale "tiny"`},
 		{"attention batch does not divide samples", []string{"attention", "train", "cpu", "--scale", "small", "--batch", "3"}, "must be a multiple of --batch"},
 		{"resnet even kernel", []string{"resnet", "train", "cpu", "--kernel", "4"}, "--kernel must be odd, got 4"},
+		{"resnet kernel beyond the image", []string{"resnet", "train", "cpu", "--scale", "small", "--kernel", "99"}, "--kernel (99) must be at most 2 × --image-size − 1 (63)"},
 		{"resnet zero kernel", []string{"resnet", "train", "cpu", "--kernel", "0"}, "--kernel must be positive, got 0"},
 		{"resnet negative kernel", []string{"resnet", "eval", "cpu", "--kernel", "-3"}, "--kernel must be positive, got -3"},
 		{"resnet zero levels", []string{"resnet", "train", "cpu", "--levels", "0"}, "--levels must be positive"},

@@ -48,6 +48,11 @@ func (c ResnetConfig) Validate() error {
 	if c.Kernel%2 == 0 {
 		return fmt.Errorf("--kernel must be odd, got %d: padding kernel/2 keeps the image size only for odd kernels", c.Kernel)
 	}
+	if c.Kernel > 2*c.ImageSize-1 {
+		// Past this every output reads the whole image and the rest of
+		// the kernel only padding: no different model, only more work.
+		return fmt.Errorf("--kernel (%d) must be at most 2 × --image-size − 1 (%d): a larger kernel sees only padding beyond the image", c.Kernel, 2*c.ImageSize-1)
+	}
 	if err := divides(c.Samples, c.Batch); err != nil {
 		return err
 	}

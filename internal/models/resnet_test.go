@@ -46,6 +46,7 @@ func TestResnetPresets(t *testing.T) {
 		{"negative channels", func(c *ResnetConfig) { c.Channels = -1 }, "--channels must be positive"},
 		{"batch does not divide", func(c *ResnetConfig) { c.Batch = 4 }, "multiple of --batch"},
 		{"huge images", func(c *ResnetConfig) { c.ImageSize = 1 << 20 }, "too large"},
+		{"kernel beyond the image", func(c *ResnetConfig) { c.ImageSize, c.Kernel = 4, 9 }, "--kernel (9) must be at most 2 × --image-size − 1 (7)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := small
