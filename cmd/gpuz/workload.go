@@ -236,6 +236,12 @@ func (o *WorkloadOptions) gpu(ctx context.Context) (func() (device.Device, error
 	}
 	name := dev.Name()
 	_, host := dev.(*device.Host)
+	// Reading the free memory reads the simulated device's ledger: a
+	// ledger that cannot be used is reported here, before anything runs.
+	if _, _, err := dev.MemInfo(); err != nil {
+		dev.Close()
+		return nil, "", "", err
+	}
 	if err := dev.Close(); err != nil {
 		return nil, "", "", fmt.Errorf("closing %s after checking it: %w", name, err)
 	}
