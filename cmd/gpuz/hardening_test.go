@@ -130,8 +130,16 @@ func TestHelpUnknownTopic(t *testing.T) {
 // returns it with its stdout as lines and its stderr.
 func startBinary(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, *bytes.Buffer) {
 	t.Helper()
+	return startOnLedger(t, filepath.Join(t.TempDir(), "ledger"), args...)
+}
+
+// startOnLedger starts the built gpuz with args and the sim ledger at path,
+// and returns it with its stdout as lines and its stderr; the process is
+// killed when the test ends.
+func startOnLedger(t *testing.T, path string, args ...string) (*exec.Cmd, *bufio.Reader, *bytes.Buffer) {
+	t.Helper()
 	cmd := exec.Command(gpuzBinary, args...)
-	cmd.Env = append(os.Environ(), device.LedgerEnv+"="+filepath.Join(t.TempDir(), "ledger"))
+	cmd.Env = append(os.Environ(), device.LedgerEnv+"="+path)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()

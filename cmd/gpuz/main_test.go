@@ -111,23 +111,34 @@ func TestBadInput(t *testing.T) {
 		{"selftest argument", []string{"selftest", "now"}, "unknown command"},
 		{"devices argument", []string{"devices", "all"}, "unknown command"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			cmd := exec.Command(gpuzBinary, tc.args...)
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			exitErr, ok := err.(*exec.ExitError)
-			if !ok || exitErr.ExitCode() != 2 {
-				t.Fatalf("gpuz %q: %v, want exit status 2; stderr:\n%s", tc.args, err, stderr.String())
-			}
-			lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
-			if len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
-				t.Errorf("stderr = %q, want one line containing %q", stderr.String(), tc.want)
-			}
-			if stdout.Len() != 0 {
-				t.Errorf("stdout = %q, want nothing", stdout.String())
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantUsageError(t, tc.args, tc.want) })
+	}
+}
+
+// wantUsageError runs the built binary with args and checks it refuses
+// them as bad input: exit status 2, one line on stderr containing want, no
+// panic or goroutine dump, nothing on stdout.
+func wantUsageError(t *testing.T, args []string, want string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(gpuzBinary, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	exitErr, ok := err.(*exec.ExitError)
+	if !ok || exitErr.ExitCode() != 2 {
+		t.Fatalf("gpuz %q: %v, want exit status 2; stderr:\n%.2000s", args, err, stderr.String())
+	}
+	for _, bad := range []string{"panic", "goroutine"} {
+		if strings.Contains(stderr.String(), bad) {
+			t.Fatalf("stderr has %q:\n%.2000s", bad, stderr.String())
+		}
+	}
+	lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], want) {
+		t.Errorf("stderr = %q, want one line containing %q", stderr.String(), want)
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout = %.500q, want nothing", stdout.String())
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os/exec"
 	"strings"
 	"testing"
@@ -37,28 +36,7 @@ func TestHugeSizes(t *testing.T) {
 		{"plan attention seq-len", []string{"plan", "attention", "train", "--seq-len", "4611686018427387904"}, "the model is too large"},
 		{"plan resnet levels", []string{"plan", "resnet", "train", "--levels", "10000"}, "at most 256"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			cmd := exec.Command(gpuzBinary, tc.args...)
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			exitErr, ok := err.(*exec.ExitError)
-			if !ok || exitErr.ExitCode() != 2 {
-				t.Fatalf("gpuz %q: %v, want exit status 2; stderr:\n%.2000s", tc.args, err, stderr.String())
-			}
-			for _, bad := range []string{"panic", "goroutine"} {
-				if strings.Contains(stderr.String(), bad) {
-					t.Fatalf("stderr has %q:\n%.2000s", bad, stderr.String())
-				}
-			}
-			lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
-			if len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
-				t.Errorf("stderr = %q, want one line containing %q", stderr.String(), tc.want)
-			}
-			if stdout.Len() != 0 {
-				t.Errorf("stdout = %.500q, want nothing", stdout.String())
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantUsageError(t, tc.args, tc.want) })
 	}
 }
 

@@ -44,22 +44,7 @@ func TestTakeMemAmount(t *testing.T) {
 // holds them, with the rest of its output to come on out.
 func startTakeMem(t *testing.T, path string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
-	cmd := exec.Command(gpuzBinary, "take-mem", "2", "--device", "sim:1GiB")
-	cmd.Env = append(os.Environ(), device.LedgerEnv+"="+path)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	out := bufio.NewReader(stdout)
+	cmd, out, stderr := startOnLedger(t, path, "take-mem", "2", "--device", "sim:1GiB")
 	line, err := out.ReadString('\n')
 	if want := "holding 2 linear blocks = 305 MiB on sim:1GiB\n"; line != want {
 		t.Fatalf("first line %q, %v, want %q; stderr: %s", line, err, want, stderr.String())
