@@ -8,6 +8,7 @@
 //	gpuz MODEL train|eval [MODES] [flags]
 //	gpuz plan MODEL train|eval [MODES] [flags]
 //	gpuz take-mem N|SIZE [--device D] [--for DURATION] [--busy]
+//	gpuz compare A B
 //	gpuz devices
 //	gpuz selftest [--device D]
 //	gpuz version
@@ -29,6 +30,9 @@
 // (window from free memory, prefetch, optimizer on --optimizer-on). plan
 // prints the memory each mode and policy needs without allocating it.
 // take-mem, run in a second shell, holds device memory until interrupted.
+// compare reads two runs' --bench-out (Go benchmark format) or --json files
+// and prints each configuration's median epoch times and their change with
+// a significance test.
 // devices lists the devices with their memory, copy rates and SGEMM speed;
 // selftest checks a device's kernels and training steps against the host
 // (the GPU build, make cuda, adds the CUDA device: see docs/gpu.md).

@@ -263,11 +263,13 @@ func TestManualExamples(t *testing.T) {
 	if len(examples) < 3 {
 		t.Fatalf("found %d examples, want the manual's", len(examples))
 	}
+	// Examples write files (--bench-out a.txt): into a directory of the test's.
+	t.Chdir(t.TempDir())
 	for _, ex := range examples {
 		args := strings.Fields(ex)[1:]
 		if args[0] == "take-mem" {
 			args = append(args, "--for", "1ms") // the last --for wins
-		} else if len(args) > 1 && !strings.Contains(ex, "--scale") {
+		} else if len(args) > 1 && args[0] != "compare" && !strings.Contains(ex, "--scale") {
 			args = append(args, "--scale", "small")
 		}
 		var stdout, stderr bytes.Buffer

@@ -112,6 +112,23 @@ func checkOutput(flag, path string) (fs.FileInfo, error) {
 	return nil, nil
 }
 
+// writeFile creates (or truncates) the file path and writes it with write;
+// what names the contents in errors.
+func writeFile(path, what string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", what, err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s to %s: %w", what, path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s to %s: %w", what, path, err)
+	}
+	return nil
+}
+
 // unwrapPath returns the cause of a *fs.PathError, whose message repeats
 // the path already named.
 func unwrapPath(err error) error {

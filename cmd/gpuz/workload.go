@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -45,6 +44,9 @@ type WorkloadOptions struct {
 	// JSON names a file for the results (or the plan) as JSON; "-" is
 	// standard output.
 	JSON string
+	// BenchOut names a file for the timed epochs in the Go benchmark
+	// format (benchstat's, gpuz compare's).
+	BenchOut string
 	// CPUProfile names a file for a pprof CPU profile of the run.
 	CPUProfile string
 	// Device names the device of the cuda and cache modes.
@@ -98,6 +100,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.Uint64Var(&opts.Seed, "seed", 1, "seed of the initial weights and the data")
 	fs.IntVar(&opts.Threads, "threads", min(runtime.NumCPU(), maxThreads()), fmt.Sprintf("host threads for BLAS and element-wise kernels, at most %d (4 per CPU, %d at most)", maxThreads(), threadCap))
 	fs.StringVar(&opts.JSON, "json", "", "also write the results as JSON to this file (- for standard output, the report then going to standard error)")
+	fs.StringVar(&opts.BenchOut, "bench-out", "", "also write every timed epoch to this file in the Go benchmark format (for benchstat and gpuz compare)")
 	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
 	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE] or cuda[:N]")
 	fs.StringVar(&opts.Policy, "policy", bench.PolicyWindow, "cache policy: window (DictCache's) or auto")
@@ -266,7 +269,7 @@ func (o *WorkloadOptions) benchOptions(ctx context.Context) (bench.Options, erro
 	if err := o.validate(s.Epochs); err != nil {
 		return bench.Options{}, usage(err)
 	}
-	if err := checkOutputs(outputFile{"--json", o.JSON, true}, outputFile{"--cpuprofile", o.CPUProfile, false}); err != nil {
+	if err := checkOutputs(outputFile{"--json", o.JSON, true}, outputFile{"--bench-out", o.BenchOut, false}, outputFile{"--cpuprofile", o.CPUProfile, false}); err != nil {
 		return bench.Options{}, err
 	}
 	newGPU, gpuName, warning, err := o.gpu(ctx)
@@ -342,6 +345,9 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 	if o.JSON != "" {
 		writeErr = errors.Join(writeErr, writeJSON(o.IO.Out, o.JSON, "results", func(w io.Writer) error { return report.WriteJSON(w, res) }))
 	}
+	if o.BenchOut != "" {
+		writeErr = errors.Join(writeErr, writeFile(o.BenchOut, "benchmark lines", func(w io.Writer) error { return report.WriteBenchfmt(w, res) }))
+	}
 	writeErr = errors.Join(writeErr, profErr)
 	if ctx.Err() != nil {
 		return errors.Join(errInterrupted, writeErr)
@@ -376,16 +382,5 @@ func writeJSON(stdout io.Writer, path, what string, write func(io.Writer) error)
 		}
 		return nil
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", what, err)
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s to %s: %w", what, path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s to %s: %w", what, path, err)
-	}
-	return nil
+	return writeFile(path, what, write)
 }

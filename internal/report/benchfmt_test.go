@@ -1,0 +1,108 @@
+package report
+
+import (
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// readBench parses text in the Go benchmark format, failing the test on a
+// syntax error.
+func readBench(t *testing.T, text string) []*benchfmt.Result {
+	t.Helper()
+	r := benchfmt.NewReader(strings.NewReader(text), "test.txt")
+	var out []*benchfmt.Result
+	for r.Scan() {
+		switch rec := r.Result().(type) {
+		case *benchfmt.Result:
+			out = append(out, rec.Clone())
+		case *benchfmt.SyntaxError:
+			t.Fatalf("syntax error: %v\n%s", rec, text)
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestWriteBenchfmtReadsBack writes a run with a cpu mode, a cache mode that
+// was interrupted after one timed epoch and a cuda mode on a named GPU, and
+// reads the lines back with benchfmt.Reader: one result per timed epoch,
+// warm-up left out, with the names, values, units and file configuration
+// written.
+func TestWriteBenchfmtReadsBack(t *testing.T) {
+	r := interruptedResult
+	r.Modes = append(r.Modes[:len(r.Modes):len(r.Modes)], evalResult.Modes[0], failedResult.Modes[0])
+	text := written(t, func(w io.Writer) error { return WriteBenchfmt(w, r) })
+	got := readBench(t, text)
+
+	const base = "Gpuz/workload=linear/task=train/"
+	type want struct {
+		name string
+		sec  float64
+		up   float64 // -1: no copy units
+	}
+	wants := []want{
+		{base + "mode=cpu/device=host/scale=full", 24.2, -1},
+		{base + "mode=cpu/device=host/scale=full", 24.0, -1},
+		{base + "mode=cuda/device=sim:8GiB/scale=full", 4.31, 0},
+		{base + "mode=cuda/device=sim:8GiB/scale=full", 4.25, 0},
+		{base + "mode=cuda/device=sim:8GiB/scale=full", 4.28, 0},
+		{base + "mode=cuda/device=sim:8GiB/scale=full", 4.22, 0},
+		{base + "mode=cache/device=sim:8GiB/policy=window/window=3/scale=full", 4.48, 9 << 30},
+		{base + "mode=cuda/device=cuda:0/scale=full", 0.611, 0},
+		{base + "mode=cuda/device=cuda:0/scale=full", 0.608, 0},
+		{base + "mode=cuda/device=cuda:0/scale=full", 0.615, 0},
+		{base + "mode=cuda/device=cuda:0/scale=full", 0.609, 0},
+	}
+	if len(got) != len(wants) {
+		t.Fatalf("%d results, want %d:\n%s", len(got), len(wants), text)
+	}
+	for i, w := range wants {
+		g := got[i]
+		if g.Name.String() != w.name || g.Iters != 1 {
+			t.Errorf("result %d: name %q, iters %d; want %q, 1", i, g.Name, g.Iters, w.name)
+		}
+		if sec, ok := g.Value("sec/op"); !ok || math.Abs(sec-w.sec) > 1e-6 {
+			t.Errorf("result %d (%s): sec/op %v (%v), want %v", i, g.Name, sec, ok, w.sec)
+		}
+		up, okUp := g.Value("h2d-B/epoch")
+		_, okDown := g.Value("d2h-B/epoch")
+		switch {
+		case w.up < 0 && (okUp || okDown):
+			t.Errorf("result %d (%s): copy units on a mode without copies", i, g.Name)
+		case w.up >= 0 && (!okUp || !okDown || up != w.up):
+			t.Errorf("result %d (%s): h2d-B/epoch %v (%v), d2h-B/epoch present %v; want %v", i, g.Name, up, okUp, okDown, w.up)
+		}
+		if g.GetConfig("goos") != runtime.GOOS || g.GetConfig("goarch") != runtime.GOARCH || g.GetConfig("pkg") != "gpuz" {
+			t.Errorf("result %d: config goos %q goarch %q pkg %q", i, g.GetConfig("goos"), g.GetConfig("goarch"), g.GetConfig("pkg"))
+		}
+	}
+	if base, parts := got[6].Name.Parts(); string(base) != "Gpuz" || len(parts) != 7 {
+		t.Errorf("name parts %q %q, want base Gpuz and 7 keys", base, parts)
+	}
+}
+
+// TestCPUModel reads the model name from a cpuinfo file, and nothing from
+// a file that names none or is missing.
+func TestCPUModel(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cpuinfo")
+	info := "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R)  CPU @ 2.20GHz\n\nprocessor\t: 1\nmodel name\t: other\n"
+	if err := os.WriteFile(path, []byte(info), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := cpuModel(path); got != "Intel(R) Xeon(R) CPU @ 2.20GHz" {
+		t.Errorf("cpuModel = %q", got)
+	}
+	if got := cpuModel(filepath.Join(dir, "missing")); got != "" {
+		t.Errorf("cpuModel of a missing file = %q, want empty", got)
+	}
+}

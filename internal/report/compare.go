@@ -1,0 +1,259 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchmath"
+
+	"gpuz/internal/bench"
+	"gpuz/internal/units"
+)
+
+// RunFile holds the epoch times of one result file given to gpuz compare,
+// by configuration: the benchmark name, as WriteBenchfmt writes it
+// ("Gpuz/workload=linear/task=train/mode=cpu/device=host/scale=full").
+type RunFile struct {
+	// Name names the file in the table and in errors.
+	Name string
+	// Configs are the configurations in the order the file first names them.
+	Configs []string
+	// Seconds holds the time of every timed epoch (every result, for a
+	// benchmark file) of each configuration, in seconds.
+	Seconds map[string][]float64
+}
+
+// add appends a time to configuration name.
+func (f *RunFile) add(name string, seconds float64) {
+	if f.Seconds == nil {
+		f.Seconds = map[string][]float64{}
+	}
+	if _, ok := f.Seconds[name]; !ok {
+		f.Configs = append(f.Configs, name)
+	}
+	f.Seconds[name] = append(f.Seconds[name], seconds)
+}
+
+// ReadRunFile reads the result file at path: a gpuz --json file or a file
+// in the Go benchmark format (gpuz --bench-out, go test -bench), told apart
+// by content (JSON starts with "{").
+func ReadRunFile(path string) (RunFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return RunFile{}, fmt.Errorf("reading results: %w", err)
+	}
+	return ParseRunFile(path, data)
+}
+
+// ParseRunFile reads data, a gpuz --json file or a file in the Go benchmark
+// format, named name in errors. A file with no timed epoch (no result in
+// sec/op) is an error, and so is a benchmark line that does not parse.
+func ParseRunFile(name string, data []byte) (RunFile, error) {
+	f := RunFile{Name: name}
+	var err error
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
+		err = f.parseJSON(data)
+	} else {
+		err = f.parseBenchfmt(data)
+	}
+	if err != nil {
+		return RunFile{}, err
+	}
+	if len(f.Configs) == 0 {
+		return RunFile{}, fmt.Errorf("%s: no timed epochs (no benchmark result in sec/op)", name)
+	}
+	return f, nil
+}
+
+// parseBenchfmt reads the results in sec/op of a Go benchmark file.
+func (f *RunFile) parseBenchfmt(data []byte) error {
+	r := benchfmt.NewReader(bytes.NewReader(data), f.Name)
+	for r.Scan() {
+		switch rec := r.Result().(type) {
+		case *benchfmt.SyntaxError:
+			return rec
+		case *benchfmt.Result:
+			if sec, ok := rec.Value(unitTime); ok {
+				f.add(rec.Name.String(), sec)
+			}
+		}
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("reading %s: %w", f.Name, err)
+	}
+	return nil
+}
+
+// parseJSON reads the timed epochs of a gpuz --json file, naming each mode
+// as WriteBenchfmt would.
+func (f *RunFile) parseJSON(data []byte) error {
+	var doc jsonResult
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("%s: not a gpuz --json file: %w", f.Name, err)
+	}
+	switch {
+	case doc.Version == 0:
+		return fmt.Errorf("%s: not a gpuz --json file: no version", f.Name)
+	case doc.Version > JSONVersion:
+		return fmt.Errorf("%s: gpuz JSON version %d, this gpuz reads version %d", f.Name, doc.Version, JSONVersion)
+	}
+	h := bench.Header{Model: doc.Header.Model, Task: bench.Task(doc.Header.Task), Scale: doc.Header.Scale}
+	for _, m := range doc.Modes {
+		name := benchName(h, bench.ModeResult{Mode: bench.Mode(m.Mode), Device: m.Device, Placement: m.Placement})
+		for _, e := range m.Epochs {
+			if !e.Warmup {
+				f.add(name, e.Seconds)
+			}
+		}
+	}
+	return nil
+}
+
+// compareConfidence is the confidence level of the medians' intervals.
+const compareConfidence = 0.95
+
+// compareRow is one configuration of a comparison table.
+type compareRow struct {
+	label string // the configuration within its table
+	cells []string
+}
+
+// WriteCompare writes, for every configuration of a or b, the median epoch
+// time of each with its 95% confidence interval and the change from a to b
+// with the p-value of a Mann-Whitney U test (benchmath.AssumeNothing),
+// "~" where the difference is not significant (p ≥ 0.05). Configurations
+// come in tables by workload, task and scale, in the order the files name
+// them. Warnings follow the tables: a median without a finite interval (too
+// few epochs), and a comparison with too few epochs on both sides ever to
+// be significant.
+func WriteCompare(w io.Writer, a, b RunFile) error {
+	configs := slices.Clone(a.Configs)
+	for _, c := range b.Configs {
+		if _, ok := a.Seconds[c]; !ok {
+			configs = append(configs, c)
+		}
+	}
+	var headings []string
+	rows := map[string][]compareRow{}
+	// Warnings, each once with where it applies: a median's (of one file's
+	// configuration) or a comparison's (of a configuration).
+	type warning struct {
+		msg    string
+		median bool
+	}
+	where := map[warning][]string{}
+	var order []warning
+	var medians, comparisons int
+	warn := func(median bool, at string, errs []error) {
+		for _, err := range errs {
+			k := warning{err.Error(), median}
+			if _, ok := where[k]; !ok {
+				order = append(order, k)
+			}
+			where[k] = append(where[k], at)
+		}
+	}
+	for _, c := range configs {
+		heading, label := splitConfig(c)
+		if _, ok := rows[heading]; !ok {
+			headings = append(headings, heading)
+		}
+		var sum [2]*benchmath.Summary
+		var samples [2]*benchmath.Sample
+		cells := make([]string, 0, 4)
+		for i, f := range []RunFile{a, b} {
+			values, ok := f.Seconds[c]
+			if !ok {
+				cells = append(cells, "-")
+				continue
+			}
+			samples[i] = benchmath.NewSample(slices.Clone(values), &benchmath.DefaultThresholds)
+			s := benchmath.AssumeNothing.Summary(samples[i], compareConfidence)
+			sum[i] = &s
+			medians++
+			cells = append(cells, fmt.Sprintf("%s s ± %s", units.Sig3(s.Center), s.PctRangeString()))
+			warn(true, "AB"[i:i+1]+" "+label, s.Warnings)
+		}
+		switch {
+		case sum[0] == nil:
+			cells = append(cells, "-", "only in B")
+		case sum[1] == nil:
+			cells = append(cells, "-", "only in A")
+		default:
+			cmp := benchmath.AssumeNothing.Compare(samples[0], samples[1])
+			comparisons++
+			cells = append(cells, cmp.FormatDelta(sum[0].Center, sum[1].Center), cmp.String())
+			warn(false, label, cmp.Warnings)
+		}
+		rows[heading] = append(rows[heading], compareRow{label, cells})
+	}
+
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "A: %s\nB: %s\n", a.Name, b.Name)
+	out.WriteString("time per epoch: median ± 95% confidence interval; change from A to B,\n" +
+		"~ where not significant (Mann-Whitney U test, p ≥ 0.05)\n")
+	for _, heading := range headings {
+		fmt.Fprintf(&out, "\n%s\n", heading)
+		table := make([][]string, 0, len(rows[heading]))
+		for _, r := range rows[heading] {
+			table = append(table, append([]string{r.label}, r.cells...))
+		}
+		if err := writeTable(&out, "compare", []string{"configuration", "A", "B", "change", "p"}, []int{0, 4}, table); err != nil {
+			return err
+		}
+	}
+	for _, k := range order {
+		at := strings.Join(where[k], ", ")
+		switch n := len(where[k]); {
+		case n > 1 && k.median && n == medians:
+			at = "every median"
+		case n > 1 && !k.median && n == comparisons:
+			at = "every comparison"
+		}
+		fmt.Fprintf(&out, "warning: %s: %s\n", at, k.msg)
+	}
+	_, err := w.Write(out.Bytes())
+	return err
+}
+
+// splitConfig splits a benchmark name into the heading of its table and the
+// label of its row. For gpuz's names the heading is the workload, the task
+// and the scale ("linear train, scale small") and the label the other
+// values ("cache sim:8GiB window 3"); another benchmark's base name is its
+// heading and the rest of its name its label.
+func splitConfig(name string) (heading, label string) {
+	base, parts := benchfmt.Name(name).Parts()
+	var head, rest []string
+	scale := ""
+	for _, p := range parts {
+		key, value, ok := strings.Cut(strings.TrimPrefix(string(p), "/"), "=")
+		switch {
+		case !ok:
+			rest = append(rest, string(p))
+		case key == "workload" || key == "task":
+			head = append(head, value)
+		case key == "scale":
+			scale = value
+		default:
+			rest = append(rest, value)
+		}
+	}
+	if string(base) != benchBase || len(head) == 0 {
+		head = append([]string{string(base)}, head...)
+	}
+	heading = strings.Join(head, " ")
+	if scale != "" {
+		heading += ", scale " + scale
+	}
+	label = strings.Join(rest, " ")
+	if label == "" {
+		label = "-"
+	}
+	return heading, label
+}

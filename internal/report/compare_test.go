@@ -1,0 +1,128 @@
+package report
+
+import (
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// compareFiles reads two result files and returns gpuz compare's output,
+// failing the test on an error or on a line wider than 100 columns.
+func compareFiles(t *testing.T, a, b string) string {
+	t.Helper()
+	fa, err := ReadRunFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := ReadRunFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := written(t, func(w io.Writer) error { return WriteCompare(w, fa, fb) })
+	for _, line := range strings.Split(got, "\n") {
+		if n := utf8.RuneCountInString(line); n > 100 {
+			t.Errorf("line of %d columns, want at most 100: %q", n, line)
+		}
+	}
+	return got
+}
+
+// TestCompareGolden compares two synthetic benchmark files: cpu got faster
+// (significant), cache did not change (~), cuda has too few epochs for the
+// test ever to be significant (a warning), and a benchmark only in B. A file
+// against itself changes nowhere.
+func TestCompareGolden(t *testing.T) {
+	a, b := filepath.Join("testdata", "compare_a.txt"), filepath.Join("testdata", "compare_b.txt")
+	got := compareFiles(t, a, b)
+	golden(t, "compare_ab.golden", got)
+	for _, want := range []string{"| cpu host ", "-19.90%", "need >= 4 samples to detect a difference"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	golden(t, "compare_aa.golden", compareFiles(t, a, a))
+}
+
+// TestCompareWrittenFiles writes a run with WriteBenchfmt and with
+// WriteJSON, reads both back as gpuz compare does (telling them apart by
+// content), finds the same configurations and times in each, and compares
+// them: no change anywhere.
+func TestCompareWrittenFiles(t *testing.T) {
+	dir := t.TempDir()
+	r := evalResult
+	r.Modes = append(slices.Clone(r.Modes), interruptedResult.Modes[2]) // a paged mode
+	benchPath, jsonPath := filepath.Join(dir, "run.txt"), filepath.Join(dir, "run.json")
+	for path, write := range map[string]func(io.Writer) error{
+		benchPath: func(w io.Writer) error { return WriteBenchfmt(w, r) },
+		jsonPath:  func(w io.Writer) error { return WriteJSON(w, r) },
+	} {
+		if err := os.WriteFile(path, []byte(written(t, write)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fb, err := ReadRunFile(benchPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fj, err := ReadRunFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(fb.Configs, fj.Configs) || len(fb.Configs) != 4 {
+		t.Fatalf("configurations %q from the benchmark file, %q from JSON; want the same 4", fb.Configs, fj.Configs)
+	}
+	for _, c := range fb.Configs {
+		b, j := fb.Seconds[c], fj.Seconds[c]
+		if len(b) != len(j) {
+			t.Fatalf("%s: %d times from the benchmark file, %d from JSON", c, len(b), len(j))
+		}
+		for i := range b {
+			if math.Abs(b[i]-j[i]) > 1e-9 {
+				t.Errorf("%s epoch %d: %v from the benchmark file, %v from JSON", c, i, b[i], j[i])
+			}
+		}
+	}
+	got := compareFiles(t, benchPath, jsonPath)
+	for _, want := range []string{"attention eval, scale full", "| cuda cuda:0 ", "| cache sim:8GiB window 3 "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, " ~ ") != 4 {
+		t.Errorf("want no change (~) in each of the 4 rows:\n%s", got)
+	}
+}
+
+// TestReadRunFileErrors: a missing file, a file without results, JSON that
+// is not gpuz's and a benchmark line that does not parse are errors that
+// name the file.
+func TestReadRunFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"empty.txt":    "",
+		"notes.txt":    "goos: linux\nsome text\n",
+		"nosec.txt":    "BenchmarkX 1 10 B/op\n",
+		"syntax.txt":   "BenchmarkX 1 abc sec/op\n",
+		"other.json":   `{"a": 1}`,
+		"broken.json":  `{"version": 1,`,
+		"future.json":  `{"version": 99, "modes": []}`,
+		"nomodes.json": `{"version": 1, "header": {"model": "linear"}, "modes": []}`,
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadRunFile(path); err == nil || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line naming the file", name, err)
+		}
+	}
+	missing := filepath.Join(dir, "missing.txt")
+	if _, err := ReadRunFile(missing); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing file: error %v, want one naming it", err)
+	}
+}
