@@ -18,6 +18,7 @@ import (
 	"gpuz/internal/device"
 	"gpuz/internal/models"
 	"gpuz/internal/report"
+	"gpuz/internal/sysinfo"
 )
 
 // workloadDef is a workload command: the workload, whose sizes give the
@@ -277,6 +278,7 @@ func (o *WorkloadOptions) benchOptions(ctx context.Context) (bench.Options, erro
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
 		LR: o.LR, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
 		NewGPU: newGPU, GPUName: gpuName, Cache: o.cache(),
+		CommandLine: sysinfo.CommandLine(os.Args),
 	}, nil
 }
 
