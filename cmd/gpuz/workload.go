@@ -315,6 +315,9 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 			report.WriteHeader(out, *e.Header)
 			return
 		}
+		if e.Batch != nil {
+			return
+		}
 		if e.Epoch == nil {
 			fmt.Fprintf(out, "\n== %s on %s ==\n", e.Mode, e.Device)
 			return

@@ -63,13 +63,23 @@ type Options struct {
 }
 
 // Event is a step of a run's progress: the run starting (Header set), a
-// mode starting (Epoch nil) or an epoch done.
+// mode starting (Epoch and Batch nil), a batch done (Batch set) or an
+// epoch done (Epoch set).
 type Event struct {
 	Header *Header
 	Mode   Mode
 	Device string
 	Epoch  *Epoch
 	Warmup bool
+	Batch  *BatchDone
+}
+
+// BatchDone locates a batch just done within a mode's run: its epoch and
+// its index in the epoch, both counted from 0, of Batches per epoch and
+// Epochs in all (warm-up included).
+type BatchDone struct {
+	Epoch, Batch    int
+	Batches, Epochs int
 }
 
 // Run measures every requested mode in turn and returns what each did. A
@@ -238,6 +248,9 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env
 			}
 			sum += float64(v) * float64(opts.Batch)
 			samples += opts.Batch
+			if opts.Progress != nil {
+				opts.Progress(Event{Mode: mode, Device: r.Device, Batch: &BatchDone{Epoch: e, Batch: i, Batches: batches, Epochs: opts.Epochs}})
+			}
 		}
 		value := sum / float64(samples)
 		epoch := Epoch{Index: e, Duration: time.Since(start), Value: value}
