@@ -310,25 +310,28 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 		return err
 	}
 	out := o.human()
+	// The progress line goes to standard error when it is a terminal.
+	progress := newModeProgress(o.IO.ErrOut, o.IO.ErrTTY)
 	opts.Progress = func(e bench.Event) {
-		if e.Header != nil {
+		switch {
+		case e.Header != nil:
 			report.WriteHeader(out, *e.Header)
-			return
-		}
-		if e.Batch != nil {
-			return
-		}
-		if e.Epoch == nil {
+		case e.Batch != nil:
+			progress.batch(e.Mode, *e.Batch)
+		case e.Epoch == nil:
+			progress.clear()
 			fmt.Fprintf(out, "\n== %s on %s ==\n", e.Mode, e.Device)
-			return
+			progress.start(e.Mode, opts.Epochs, opts.Samples/opts.Batch)
+		default:
+			progress.around(func() { report.WriteEpoch(out, opts.Task, *e.Epoch, e.Warmup, e.Device) })
 		}
-		report.WriteEpoch(out, opts.Task, *e.Epoch, e.Warmup, e.Device)
 	}
 	stopProfile, err := startCPUProfile(o.CPUProfile)
 	if err != nil {
 		return err
 	}
 	res, err := bench.Run(ctx, opts)
+	progress.clear()
 	profErr := stopProfile()
 	if err != nil {
 		return errors.Join(fmt.Errorf("running %s %s: %w", o.Workload.Name, o.Task, err), profErr)
