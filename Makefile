@@ -35,7 +35,10 @@ help:
 deps:
 	@bash scripts/install-deps.sh
 
+# The first build compiles gorgonia and the OpenBLAS bindings, which takes
+# about a minute with no output from go build: say so first.
 build: deps
+	@echo "building $(BIN) (the first build compiles gorgonia and the OpenBLAS bindings: about a minute)"
 	$(GO) build -o $(BIN) ./cmd/gpuz
 
 run: build

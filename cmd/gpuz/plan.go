@@ -29,7 +29,9 @@ printed whether or not each mode fits: its status is 0.`,
   gpuz plan linear eval cuda,cache --device sim:4GiB --json -`,
 	}
 	for _, def := range workloads {
-		cmd.AddCommand(newWorkloadCmd(ios, def, true, nil))
+		sub := newWorkloadCmd(ios, def, true, nil)
+		sub.Example = planExample(def.workload.Name)
+		cmd.AddCommand(sub)
 	}
 	cmd.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) == 0 {
@@ -39,6 +41,14 @@ printed whether or not each mode fits: its status is 0.`,
 	}
 	cmd.RunE = func(*cobra.Command, []string) error { return nil }
 	return cmd
+}
+
+// planExample is the Example of "gpuz plan NAME": plan command lines, not
+// the workload's own run examples.
+func planExample(name string) string {
+	return fmt.Sprintf(`  gpuz plan %[1]s train
+  gpuz plan %[1]s train cuda,cache --device sim:4GiB
+  gpuz plan %[1]s eval --scale small --json -`, name)
 }
 
 // planRun prints the memory plan of a workload, as text or, with JSON

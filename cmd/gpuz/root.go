@@ -11,7 +11,9 @@ import (
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	ios := newIOStreams(stdout, stderr)
 	root := &cobra.Command{
-		Use:   "gpuz",
+		// The usage line shows the main form, gpuz MODEL train|eval
+		// [MODES]; the command's name is still its first word.
+		Use:   "gpuz MODEL train|eval [MODES]",
 		Short: "Compare training on the GPU, on a paged GPU window and on the CPU",
 		Long: `gpuz measures, side by side, three ways to train or run a model that does
 not fit a small GPU: everything on the GPU (cuda), a window of the model's

@@ -8,6 +8,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/device"
+	"gpuz/internal/sysinfo"
 )
 
 // yesNo renders a build property.
@@ -18,9 +19,10 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// version is the release, set at link time with -ldflags "-X main.version=…".
-var version = "0.1.0-dev"
-
+// newVersionCmd builds "gpuz version": the release, Go and platform, the
+// VCS revision, its commit time and whether the tree was modified
+// ("unknown" for a binary built without VCS stamping, as by go run or with
+// -buildvcs=false), the BLAS and CUDA support.
 func newVersionCmd(ios *IOStreams) *cobra.Command {
 	return &cobra.Command{
 		Use:     "version",
@@ -28,8 +30,9 @@ func newVersionCmd(ios *IOStreams) *cobra.Command {
 		Example: "  gpuz version",
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintf(ios.Out, "gpuz %s (%s, %s/%s)\nBLAS: %s\nCUDA support: %s\n",
-				version, runtime.Version(), runtime.GOOS, runtime.GOARCH, bench.BLASName(), yesNo(device.CUDASupport))
+			b := sysinfo.ReadBuild()
+			_, err := fmt.Fprintf(ios.Out, "gpuz %s (%s, %s/%s)\nrevision: %s\ncommit time: %s\nmodified: %s\nBLAS: %s\nCUDA support: %s\n",
+				b.Version, b.GoVersion, runtime.GOOS, runtime.GOARCH, b.Revision, b.Time, b.Modified, bench.BLASName(), yesNo(device.CUDASupport))
 			return err
 		},
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"gpuz/internal/device"
 	"gpuz/internal/models"
 	"gpuz/internal/report"
+	"gpuz/internal/sysinfo"
 )
 
 // workloadDef is a workload command: the workload, whose sizes give the
@@ -286,6 +288,7 @@ func (o *WorkloadOptions) benchOptions(ctx context.Context) (bench.Options, erro
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
 		LR: o.LR, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
 		NewGPU: newGPU, GPUName: gpuName, Cache: o.cache(),
+		CommandLine: sysinfo.CommandLine(os.Args),
 	}, nil
 }
 
@@ -317,22 +320,28 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 		return err
 	}
 	out := o.human()
+	// The progress line goes to standard error when it is a terminal.
+	progress := newModeProgress(o.IO.ErrOut, o.IO.ErrTTY)
 	opts.Progress = func(e bench.Event) {
-		if e.Header != nil {
+		switch {
+		case e.Header != nil:
 			report.WriteHeader(out, *e.Header)
-			return
-		}
-		if e.Epoch == nil {
+		case e.Batch != nil:
+			progress.batch(e.Mode, *e.Batch)
+		case e.Epoch == nil:
+			progress.clear()
 			fmt.Fprintf(out, "\n== %s on %s ==\n", e.Mode, e.Device)
-			return
+			progress.start(e.Mode, opts.Epochs, opts.Samples/opts.Batch)
+		default:
+			progress.around(func() { report.WriteEpoch(out, opts.Task, *e.Epoch, e.Warmup, e.Device) })
 		}
-		report.WriteEpoch(out, opts.Task, *e.Epoch, e.Warmup, e.Device)
 	}
 	stopProfile, err := startCPUProfile(o.CPUProfile)
 	if err != nil {
 		return err
 	}
 	res, err := bench.Run(ctx, opts)
+	progress.clear()
 	profErr := stopProfile()
 	if err != nil {
 		return errors.Join(fmt.Errorf("running %s %s: %w", o.Workload.Name, o.Task, err), profErr)

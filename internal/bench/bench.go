@@ -18,6 +18,7 @@ import (
 	"gpuz/internal/engine"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/models"
+	"gpuz/internal/sysinfo"
 	"gpuz/internal/units"
 )
 
@@ -54,18 +55,31 @@ type Options struct {
 	// Cache places the blocks in cache mode: its policy, window and where
 	// the optimizer runs.
 	Cache Cache
+	// CommandLine is the command line that started the run, shell-quoted,
+	// recorded in the header's Env.
+	CommandLine string
 	// Progress, when set, is called as the run advances.
 	Progress func(Event)
 }
 
 // Event is a step of a run's progress: the run starting (Header set), a
-// mode starting (Epoch nil) or an epoch done.
+// mode starting (Epoch and Batch nil), a batch done (Batch set) or an
+// epoch done (Epoch set).
 type Event struct {
 	Header *Header
 	Mode   Mode
 	Device string
 	Epoch  *Epoch
 	Warmup bool
+	Batch  *BatchDone
+}
+
+// BatchDone locates a batch just done within a mode's run: its epoch and
+// its index in the epoch, both counted from 0, of Batches per epoch and
+// Epochs in all (warm-up included).
+type BatchDone struct {
+	Epoch, Batch    int
+	Batches, Epochs int
 }
 
 // Run measures every requested mode in turn and returns what each did. A
@@ -93,7 +107,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		if ctx.Err() != nil {
 			r = ModeResult{Mode: mode, Warmup: opts.Warmup, Status: Status{Kind: StatusSkipped, Reason: "run interrupted"}}
 		} else {
-			r = runMode(ctx, opts, mode, data)
+			r = runMode(ctx, opts, mode, data, &res.Header.Env)
 		}
 		res.Modes = append(res.Modes, r)
 	}
@@ -115,15 +129,22 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 		GPU:     opts.GPUName,
 	}
 	h.ThreadsRequested, h.ThreadsWarning = opts.Threads, threads.warning
+	h.Env = collectEnv()
+	h.Env.BLAS, h.Env.Threads, h.Env.CommandLine, h.Env.Seed = h.BLAS, h.Threads, opts.CommandLine, opts.Seed
 	h.Params = model.ParamCount()
 	h.ParamBytes = 4 * h.Params
 	h.DataBytes = 4 * int64(len(data.Values))
 	return h
 }
 
+// collectEnv describes the build and the machine for the header; tests
+// replace it to fix the start time and the revision.
+var collectEnv = sysinfo.Collect
+
 // runMode measures one mode on a device of its own, which it closes before
-// it returns so that the next mode finds the memory free.
-func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) (r ModeResult) {
+// it returns so that the next mode finds the memory free. The first GPU
+// device that describes itself (device.Describer) fills env.GPU.
+func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env *sysinfo.Env) (r ModeResult) {
 	r = ModeResult{Mode: mode, Warmup: opts.Warmup}
 	dev, placement, status := opts.deviceFor(mode)
 	if dev == nil {
@@ -136,6 +157,9 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) (r 
 		}
 	}()
 	r.Device = dev.Name()
+	if d, ok := dev.(device.Describer); ok && mode != ModeCPU && env.GPU == nil {
+		env.GPU = d.Describe()
+	}
 	if opts.Progress != nil {
 		opts.Progress(Event{Mode: mode, Device: r.Device})
 	}
@@ -224,6 +248,9 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data) (r 
 			}
 			sum += float64(v) * float64(opts.Batch)
 			samples += opts.Batch
+			if opts.Progress != nil {
+				opts.Progress(Event{Mode: mode, Device: r.Device, Batch: &BatchDone{Epoch: e, Batch: i, Batches: batches, Epochs: opts.Epochs}})
+			}
 		}
 		value := sum / float64(samples)
 		epoch := Epoch{Index: e, Duration: time.Since(start), Value: value}

@@ -8,6 +8,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
+	"gpuz/internal/sysinfo"
 	"gpuz/internal/units"
 )
 
@@ -39,11 +40,11 @@ func TestModeReservesFootprintAhead(t *testing.T) {
 	batchHook = func(mode Mode, epoch, batch int, v float32) float32 {
 		if batch == 0 {
 			batchHook = nil // the second mode must not recurse
-			second = runMode(context.Background(), opts, ModeCUDA, data)
+			second = runMode(context.Background(), opts, ModeCUDA, data, &sysinfo.Env{})
 		}
 		return v
 	}
-	first := runMode(context.Background(), opts, ModeCUDA, data)
+	first := runMode(context.Background(), opts, ModeCUDA, data, &sysinfo.Env{})
 	if first.Status.Kind != StatusOK {
 		t.Fatalf("first mode: %s %s", first.Status.Kind, first.Status.Reason)
 	}
@@ -55,7 +56,7 @@ func TestModeReservesFootprintAhead(t *testing.T) {
 		t.Errorf("the second mode allocated before failing (%d devices opened)", len(opened))
 	}
 
-	again := runMode(context.Background(), opts, ModeCUDA, data)
+	again := runMode(context.Background(), opts, ModeCUDA, data, &sysinfo.Env{})
 	if again.Status.Kind != StatusOK {
 		t.Errorf("second mode after the first closed: %s %s", again.Status.Kind, again.Status.Reason)
 	}

@@ -1,6 +1,10 @@
 package bench
 
-import "time"
+import (
+	"time"
+
+	"gpuz/internal/sysinfo"
+)
 
 // Mode names a placement of the model: every block on the GPU ("cuda"),
 // blocks paged through a window on the GPU ("cache"), or the host ("cpu").
@@ -116,6 +120,10 @@ type Header struct {
 	// GPU names the device of the cuda and cache modes; empty when they
 	// have none.
 	GPU string
+	// Env is the environment of the run: the build, the machine, the GPU's
+	// description (filled when a mode opens the GPU), the start time, the
+	// command line and the seed.
+	Env sysinfo.Env
 }
 
 // Result is a whole run: the header and one result per requested mode, in

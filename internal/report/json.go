@@ -8,9 +8,13 @@ import (
 	"gpuz/internal/bench"
 )
 
-// JSONVersion is the version of the format WriteJSON writes. It changes when
-// a field is renamed, removed or changes meaning; added fields leave it be.
-const JSONVersion = 1
+// JSONVersion is the version of the format WriteJSON and WritePlanJSON
+// write. It changes when a field is renamed, removed or changes meaning, or
+// when a field that readers may rely on is added; other added fields leave
+// it be. Version 2 added header.env, the run's environment (build, machine,
+// GPU, start time, command line, seed), present in every document gpuz
+// writes from a run or a plan.
+const JSONVersion = 2
 
 // The JSON export's documents. Durations are in seconds, sizes in bytes.
 type (
@@ -36,6 +40,9 @@ type (
 		ThreadsRequested int    `json:"threads_requested,omitempty"`
 		ThreadsWarning   string `json:"threads_warning,omitempty"`
 		GPU              string `json:"gpu"`
+		// Env is where and how the run was measured; absent only from a
+		// header that was never collected.
+		Env *jsonEnv `json:"env,omitempty"`
 	}
 	jsonMode struct {
 		Mode            string      `json:"mode"`
@@ -75,6 +82,7 @@ func toJSONHeader(h bench.Header) jsonHeader {
 		Model: h.Model, Task: string(h.Task), Scale: h.Scale,
 		DataBytes: h.DataBytes, Params: h.Params, ParamBytes: h.ParamBytes,
 		Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads, GPU: h.GPU,
+		Env: toJSONEnv(h.Env),
 	}
 	if h.ThreadsWarning != "" {
 		j.ThreadsRequested, j.ThreadsWarning = h.ThreadsRequested, h.ThreadsWarning

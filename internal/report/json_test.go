@@ -11,7 +11,7 @@ import (
 )
 
 func TestWriteJSON(t *testing.T) {
-	golden(t, "json_interrupted.golden", written(t, func(w io.Writer) error { return WriteJSON(w, interruptedResult) }))
+	golden(t, "json_interrupted.golden", written(t, func(w io.Writer) error { return WriteJSON(w, withEnv(interruptedResult)) }))
 }
 
 // TestWriteJSONEdges checks what has no place in the golden file: modes

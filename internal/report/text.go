@@ -36,6 +36,7 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	if len(host) > 0 {
 		fmt.Fprintf(&b, "host: %s\n", strings.Join(host, ", "))
 	}
+	b.WriteString(envLine(h.Env))
 	if h.ThreadsWarning != "" {
 		fmt.Fprintf(&b, "warning: %s\n", h.ThreadsWarning)
 	}
