@@ -313,8 +313,12 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 			report.WriteHeader(out, *e.Header)
 			return
 		}
+		if e.End != nil {
+			report.WriteModeEnd(out, e.Mode, e.Device, *e.End)
+			return
+		}
 		if e.Epoch == nil {
-			fmt.Fprintf(out, "\n== %s on %s ==\n", e.Mode, e.Device)
+			report.WriteModeStart(out, e.Mode, e.Device)
 			return
 		}
 		report.WriteEpoch(out, opts.Task, *e.Epoch, e.Warmup, e.Device)

@@ -59,13 +59,20 @@ type Options struct {
 }
 
 // Event is a step of a run's progress: the run starting (Header set), a
-// mode starting (Epoch nil) or an epoch done.
+// mode starting (Epoch and End nil), an epoch done (Epoch set) or a mode
+// ended (End set).
 type Event struct {
 	Header *Header
 	Mode   Mode
+	// Device is the mode's device; empty for a mode that got none, such
+	// as one unavailable in this build.
 	Device string
 	Epoch  *Epoch
 	Warmup bool
+	// End is how the mode ended, sent once per requested mode as soon as
+	// it ends, skipped and unavailable modes included, so that a reader
+	// learns why a mode stopped before the run's table.
+	End *Status
 }
 
 // Run measures every requested mode in turn and returns what each did. A
@@ -96,6 +103,10 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			r = runMode(ctx, opts, mode, data)
 		}
 		res.Modes = append(res.Modes, r)
+		if opts.Progress != nil {
+			end := r.Status
+			opts.Progress(Event{Mode: mode, Device: r.Device, End: &end})
+		}
 	}
 	res.PeakRSSBytes = peakRSS()
 	return res, nil

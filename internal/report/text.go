@@ -84,6 +84,34 @@ func WriteEpoch(w io.Writer, task bench.Task, e bench.Epoch, warmup bool, device
 	return err
 }
 
+// WriteModeStart writes the line that opens a mode's section of the
+// epoch lines, after a blank line: "== cuda on sim:8GiB ==".
+func WriteModeStart(w io.Writer, mode bench.Mode, device string) error {
+	_, err := fmt.Fprintf(w, "\n== %s on %s ==\n", mode, device)
+	return err
+}
+
+// WriteModeEnd writes, for a mode that did not end ok, the line that says
+// why, as soon as it ends and in its own section:
+//
+//	cuda: OOM: needs 5.57 GiB, 4.00 GiB of 8.00 GiB free
+//
+// A mode that got no device (unavailable, skipped before it started) had
+// no section yet; it gets one first, "== cuda ==". A mode that ended ok
+// writes nothing: its epoch lines said all.
+func WriteModeEnd(w io.Writer, mode bench.Mode, device string, s bench.Status) error {
+	if s.Kind == bench.StatusOK {
+		return nil
+	}
+	var b strings.Builder
+	if device == "" {
+		fmt.Fprintf(&b, "\n== %s ==\n", mode)
+	}
+	fmt.Fprintf(&b, "%s: %s\n", mode, s)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // analyzeColumns heads the Analyze table's columns. The cold column is the
 // mean of the warm-up epochs; vs cpu is how many times faster than the cpu
 // row a mode's mean epoch is; H→D and D→H are the mean bytes a timed epoch

@@ -19,11 +19,20 @@ func TestWriteLines(t *testing.T) {
 	epoch := func(task bench.Task, e bench.Epoch, warmup bool, device string) func(io.Writer) error {
 		return func(w io.Writer) error { return WriteEpoch(w, task, e, warmup, device) }
 	}
+	end := func(mode bench.Mode, device string, s bench.Status) func(io.Writer) error {
+		return func(w io.Writer) error { return WriteModeEnd(w, mode, device, s) }
+	}
 	tests := []struct {
 		name  string
 		write func(io.Writer) error
 		want  string
 	}{
+		{"mode start", func(w io.Writer) error { return WriteModeStart(w, bench.ModeCUDA, "sim:8GiB") }, "\n== cuda on sim:8GiB ==\n"},
+		{"mode end/ok says nothing", end(bench.ModeCPU, "host", bench.Status{Kind: bench.StatusOK}), ""},
+		{"mode end/OOM in its section", end(bench.ModeCUDA, "sim:8GiB", bench.Status{Kind: bench.StatusOOM, Reason: "needs 5.57 GiB, 4.00 GiB of 8.00 GiB free"}),
+			"cuda: OOM: needs 5.57 GiB, 4.00 GiB of 8.00 GiB free\n"},
+		{"mode end/unavailable opens its section", end(bench.ModeCache, "", bench.Status{Kind: bench.StatusUnavailable, Reason: "built without the cuda tag"}),
+			"\n== cache ==\ncache: unavailable: built without the cuda tag\n"},
 		{"header/linear reference", header(linearHeader), `gpuz linear train (scale full): 60 samples in batches of 30
 data: 938 KiB   model: 480M parameters, 1.79 GiB
 host: BLAS OpenBLAS 0.3.21, 2 threads
