@@ -100,7 +100,7 @@ func TestPlanRunWritesPlan(t *testing.T) {
 	if err := planRun(context.Background(), opts); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"gpuz linear train (scale small)", "| cuda ", "window policy, 3/3 blocks", "sim:1GiB"} {
+	for _, want := range []string{"gpuz linear train (scale small)", "\ncuda ", "window 3/3", "sim:1GiB"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("plan lacks %q:\n%s", want, out)
 		}
