@@ -48,9 +48,10 @@ expect_ok() {
 }
 
 # row MODE FILE: the Analyze table rows of MODE in FILE; the first cell of
-# such a row is the mode name (with optional | and blanks around it).
+# such a row is the mode name, followed by blanks (the section line
+# "cuda: OOM: …" and the notes "[1] cuda: …" are not rows).
 row() {
-	grep -E "^[|[:space:]]*$1[[:space:]]*\|" "$2" || true
+	grep -E "^[|[:space:]]*$1([[:space:]]|\|)" "$2" || true
 }
 
 # check_table NAME: the output of NAME has an Analyze table with an ok cpu row.

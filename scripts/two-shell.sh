@@ -40,10 +40,13 @@ cat "$tmp/run.out"
 fail=0
 # 3: the run completed but a mode (cuda, out of memory) did not.
 ((run_status == 3)) || { echo "two-shell: the run exited with status $run_status, want 3 (a mode did not complete)" >&2; fail=1; }
-row() { grep -E "^\|[[:space:]]*$1[[:space:]]*\|" "$tmp/run.out" || true; }
-row cuda | grep -q '| OOM: ' || { echo "two-shell: the cuda row does not report OOM" >&2; fail=1; }
+# A row of the Analyze table starts with its mode; its status is the last
+# cell, a reason going to a note "[N] MODE: …" below the table.
+row() { grep -E "^$1[[:space:]]" "$tmp/run.out" || true; }
+{ row cuda | grep -Eq '[[:space:]]OOM \[[0-9]+\]$' && grep -q '^\[[0-9]*\] cuda: OOM: ' "$tmp/run.out"; } ||
+	{ echo "two-shell: the cuda row does not report OOM" >&2; fail=1; }
 for mode in cache cpu; do
-	row "$mode" | grep -Eq '\| ok[[:space:]]*\|$' || { echo "two-shell: the $mode row is not ok" >&2; fail=1; }
+	row "$mode" | grep -Eq '[[:space:]]ok$' || { echo "two-shell: the $mode row is not ok" >&2; fail=1; }
 done
 
 echo "+ kill -INT take-mem"

@@ -206,7 +206,7 @@ func TestSignalsStopRun(t *testing.T) {
 	if code != 129 {
 		t.Errorf("status %d after SIGHUP, want 129; stderr: %s", code, stderr.String())
 	}
-	if row := tableRows(rest)["cpu"]; !strings.Contains(row, "interrupted: after ") {
+	if row := tableRows(rest)["cpu"]; status(row) != "interrupted [1]" || !strings.Contains(rest, "[1] cpu: interrupted: after ") {
 		t.Errorf("cpu row %q, want interrupted; output:\n%s", row, rest)
 	}
 	if !strings.Contains(stderr.String(), "gpuz: stopped by SIGHUP") {

@@ -159,7 +159,7 @@ func TestSmallRun(t *testing.T) {
 		}
 	}
 	rows := tableRows(out)
-	for mode, want := range map[string]string{"cuda": "| sim:8GiB ", "cache": "| sim:8GiB, window 1/3 ", "cpu": "| host "} {
+	for mode, want := range map[string]string{"cuda": " sim:8GiB† ", "cache": " sim:8GiB† window 1/3 ", "cpu": " host "} {
 		if !strings.Contains(rows[mode], want) || status(rows[mode]) != "ok" {
 			t.Errorf("%s row = %q, want device %q and status ok", mode, rows[mode], want)
 		}
@@ -196,23 +196,31 @@ func TestCPUDeviceLeavesGPUModesUnavailable(t *testing.T) {
 	}
 	rows := tableRows(stdout.String())
 	for _, mode := range []string{"cuda", "cache"} {
-		if !strings.Contains(rows[mode], "| unavailable: ") || strings.Contains(rows[mode], " s |") {
+		if !strings.HasPrefix(status(rows[mode]), "unavailable [") || strings.Contains(rows[mode], "±") {
 			t.Errorf("%s row = %q, want unavailable with no figures", mode, rows[mode])
 		}
 	}
 }
 
-// status returns the last cell of a table row: the mode's status.
+// status returns the status cell of a row of the Analyze table: its last
+// word, with the note it points to ("OOM [1]").
 func status(row string) string {
-	cells := strings.Split(strings.Trim(strings.TrimSpace(row), "|"), "|")
-	return strings.TrimSpace(cells[len(cells)-1])
+	f := strings.Fields(row)
+	if n := len(f); n > 1 && strings.HasPrefix(f[n-1], "[") {
+		return f[n-2] + " " + f[n-1]
+	}
+	return f[len(f)-1]
 }
 
-// tableRows maps the first cell of each table line to the line.
+// tableRows maps the first word of each line of the last Analyze table in
+// out (the rows and the notes below them) to the line.
 func tableRows(out string) map[string]string {
+	if i := strings.LastIndex(out, "Analyze\n"); i >= 0 {
+		out = out[i:]
+	}
 	rows := map[string]string{}
 	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(strings.Trim(line, "| ")); len(f) > 0 && strings.HasPrefix(line, "|") {
+		if f := strings.Fields(line); len(f) > 0 {
 			rows[f[0]] = line
 		}
 	}

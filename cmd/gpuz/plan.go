@@ -22,11 +22,13 @@ anything, the bytes of parameters, gradients, optimizer state, saved
 activations and temporaries, then for each mode and cache policy the memory
 it needs on the device and on the host, and whether that fits the device's
 free memory and the host's available memory. It takes every flag of the
-workload's command; --json FILE writes the plan as JSON to FILE instead of
-the table, and --json - prints it as JSON on standard output. The plan is
-printed whether or not each mode fits: its status is 0.`,
+workload's command; --format markdown, csv or json prints the plan in that
+form instead of the table, --wide shows every column, --json FILE writes
+the plan as JSON to FILE instead of the table, and --json - is --format
+json. The plan is printed whether or not each mode fits: its status is 0.`,
 		Example: `  gpuz plan linear train
-  gpuz plan linear eval cuda,cache --device sim:4GiB --json -`,
+  gpuz plan linear eval cuda,cache --device sim:4GiB --json -
+  gpuz plan attention train --format csv`,
 	}
 	for _, def := range workloads {
 		sub := newWorkloadCmd(ios, def, true, nil)
@@ -51,8 +53,9 @@ func planExample(name string) string {
   gpuz plan %[1]s eval --scale small --json -`, name)
 }
 
-// planRun prints the memory plan of a workload, as text or, with JSON
-// set, as JSON (to standard output for "-"). Stopped by a signal while it
+// planRun prints the memory plan of a workload in --format's format (the
+// text table, every column with --wide), or with JSON set as JSON (to
+// standard output for "-"). Stopped by a signal while it
 // compiles, it returns errInterrupted having printed nothing.
 func planRun(ctx context.Context, o *WorkloadOptions) error {
 	opts, err := o.benchOptions(ctx)
@@ -66,11 +69,11 @@ func planRun(ctx context.Context, o *WorkloadOptions) error {
 	if err != nil {
 		return fmt.Errorf("planning %s %s: %w", o.Workload.Name, o.Task, err)
 	}
-	if o.JSON == "" {
-		if err := report.WritePlan(o.IO.Out, p); err != nil {
-			return fmt.Errorf("writing the plan: %w", err)
-		}
-		return nil
+	if o.JSON != "" && o.JSON != "-" {
+		return writeJSON(o.IO.Out, o.JSON, "the plan", func(w io.Writer) error { return report.WritePlanJSON(w, p) })
 	}
-	return writeJSON(o.IO.Out, o.JSON, "the plan", func(w io.Writer) error { return report.WritePlanJSON(w, p) })
+	if err := report.WritePlanAs(o.IO.Out, p, report.Options{Format: o.format(), Wide: o.Wide}); err != nil {
+		return fmt.Errorf("writing the plan: %w", err)
+	}
+	return nil
 }

@@ -74,6 +74,22 @@ func TestWorkloadRunWritesTable(t *testing.T) {
 	}
 }
 
+// TestOOMSaysWhyInItsSection runs the cuda mode on a simulated device far
+// too small: its section says why at once, before the table.
+func TestOOMSaysWhyInItsSection(t *testing.T) {
+	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	ios, out, _ := testIO()
+	opts := smallLinear(ios, "sim:1KiB")
+	opts.Modes = []bench.Mode{bench.ModeCUDA}
+	if err := workloadRun(context.Background(), opts); err == nil {
+		t.Fatal("a run whose mode ran out of memory returned no error")
+	}
+	section, _, ok := strings.Cut(out.String(), "Analyze")
+	if !ok || !strings.Contains(section, "== cuda on sim:1KiB ==\ncuda: OOM: needs ") {
+		t.Errorf("the cuda section does not say why before the table:\n%s", out)
+	}
+}
+
 // TestPlanRunWritesPlan prints the plan of the small linear workload on a
 // simulated device, and then refuses bad sizes with the flag's message.
 func TestPlanRunWritesPlan(t *testing.T) {
@@ -84,7 +100,7 @@ func TestPlanRunWritesPlan(t *testing.T) {
 	if err := planRun(context.Background(), opts); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"gpuz linear train (scale small)", "| cuda ", "window policy, 3/3 blocks", "sim:1GiB"} {
+	for _, want := range []string{"gpuz linear train (scale small)", "\ncuda ", "window 3/3", "sim:1GiB"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("plan lacks %q:\n%s", want, out)
 		}

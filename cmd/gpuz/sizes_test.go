@@ -57,7 +57,7 @@ func TestDataSetBeyondHost(t *testing.T) {
 	if err != nil {
 		t.Fatalf("gpuz plan %q: %v\n%s", args, err, out)
 	}
-	if !strings.Contains(string(out), "612 GiB |") || !strings.Contains(string(out), "|        no |") {
+	if !strings.Contains(string(out), " 612 GiB ") || !strings.Contains(string(out), "  no: ") {
 		t.Errorf("plan does not count the data set in the host need:\n%s", out)
 	}
 }

@@ -201,7 +201,7 @@ func TestTakeMemMakesCUDARunOutOfMemory(t *testing.T) {
 		t.Fatalf("benchmark: %v, want exit status %d; stderr: %s", err, exitIncomplete, stderr.String())
 	}
 	rows := tableRows(stdout.String())
-	if !strings.Contains(rows["cuda"], "| OOM: needs 1.29 MiB, 1.00 MiB of 2.00 MiB free") {
+	if status(rows["cuda"]) != "OOM [1]" || !strings.Contains(rows["[1]"], "cuda: OOM: needs 1.29 MiB, 1.00 MiB of 2.00 MiB free") {
 		t.Errorf("cuda row = %q, want OOM with what it needs and what is free", rows["cuda"])
 	}
 	for _, mode := range []string{"cache", "cpu"} {

@@ -44,11 +44,18 @@ type WorkloadOptions struct {
 	Seed    uint64  // of the initial weights and the data
 	Threads int     // host threads, applied by bench
 	// JSON names a file for the results (or the plan) as JSON; "-" is
-	// standard output.
+	// standard output, a shorthand for Format json.
 	JSON string
 	// BenchOut names a file for the timed epochs in the Go benchmark
 	// format (benchstat's, gpuz compare's).
 	BenchOut string
+	// Format is what goes to standard output: text (the table, the
+	// default), markdown, csv or json; the others send the header, the
+	// epoch lines and the text table to standard error.
+	Format string
+	// Wide shows every column of the tables instead of those that fit
+	// 100 columns.
+	Wide bool
 	// CPUProfile names a file for a pprof CPU profile of the run.
 	CPUProfile string
 	// Device names the device of the cuda and cache modes.
@@ -103,6 +110,8 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.IntVar(&opts.Threads, "threads", min(runtime.NumCPU(), maxThreads()), fmt.Sprintf("host threads for BLAS and element-wise kernels, at most %d (4 per CPU, %d at most)", maxThreads(), threadCap))
 	fs.StringVar(&opts.JSON, "json", "", "also write the results as JSON to this file (- for standard output, the report then going to standard error)")
 	fs.StringVar(&opts.BenchOut, "bench-out", "", "also write every timed epoch to this file in the Go benchmark format (for benchstat and gpuz compare)")
+	fs.StringVar(&opts.Format, "format", string(report.FormatText), "what goes to standard output: text, markdown, csv or json (the others send the epochs and the text table to standard error)")
+	fs.BoolVar(&opts.Wide, "wide", false, "show every column of the table (mean, stddev, min, max, copies each way, copy rate), past 100 columns")
 	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
 	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE] or cuda[:N]")
 	fs.StringVar(&opts.Policy, "policy", bench.PolicyWindow, "cache policy: window (DictCache's) or auto")
@@ -220,7 +229,42 @@ func (o *WorkloadOptions) validate(epochs int) error {
 	case o.OptimizerOn != "device" && o.OptimizerOn != "host":
 		return fmt.Errorf("unknown --optimizer-on %q (want device or host)", o.OptimizerOn)
 	}
+	if err := o.validateFormat(); err != nil {
+		return err
+	}
 	return o.cache().Validate()
+}
+
+// validateFormat checks --format and that it and --json do not both claim
+// the same output: standard output (--json - beside a format other than
+// json), or, for plan, the one output the plan is written to.
+func (o *WorkloadOptions) validateFormat() error {
+	if o.Format == "" {
+		return nil
+	}
+	f, err := report.ParseFormat(o.Format)
+	if err != nil {
+		return fmt.Errorf("--format: %w", err)
+	}
+	switch {
+	case o.JSON == "-" && f != report.FormatText && f != report.FormatJSON:
+		return fmt.Errorf("--json - and --format %s both write to standard output; give one", f)
+	case o.PlanOnly && o.JSON != "" && f != report.FormatText && f != report.FormatJSON:
+		return fmt.Errorf("--json and --format %s both choose the plan's output; give one", f)
+	}
+	return nil
+}
+
+// format is what goes to standard output: --format's, or json for
+// --json -.
+func (o *WorkloadOptions) format() report.Format {
+	if o.JSON == "-" {
+		return report.FormatJSON
+	}
+	if f, err := report.ParseFormat(o.Format); err == nil {
+		return f
+	}
+	return report.FormatText
 }
 
 // cache is cache mode's placement of the blocks.
@@ -292,18 +336,20 @@ func (o *WorkloadOptions) benchOptions(ctx context.Context) (bench.Options, erro
 	}, nil
 }
 
-// human is the stream of the human report (header, epoch lines, table,
-// warnings): standard output, or standard error when the JSON goes to
-// standard output, which then holds only the JSON.
+// human is the stream of the human report (header, epoch lines, text
+// table, warnings): standard output for the text format, else standard
+// error, standard output then holding only the formatted results.
 func (o *WorkloadOptions) human() io.Writer {
-	if o.JSON == "-" {
+	if o.format() != report.FormatText {
 		return o.IO.ErrOut
 	}
 	return o.IO.Out
 }
 
 // workloadRun runs the matrix and prints the header, one line per epoch and
-// the Analyze table; with JSON set it also writes the results there. With
+// the Analyze table (every column with Wide); with a format other than text
+// those go to standard error and the results in that format to standard
+// output; with JSON naming a file it also writes the results there. With
 // PlanOnly it prints the memory plan instead (planRun).
 //
 // Its error says how the run ended: nil when every mode completed,
@@ -328,9 +374,12 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 			report.WriteHeader(out, *e.Header)
 		case e.Batch != nil:
 			progress.batch(e.Mode, *e.Batch)
+		case e.End != nil:
+			progress.clear()
+			report.WriteModeEnd(out, e.Mode, e.Device, *e.End)
 		case e.Epoch == nil:
 			progress.clear()
-			fmt.Fprintf(out, "\n== %s on %s ==\n", e.Mode, e.Device)
+			report.WriteModeStart(out, e.Mode, e.Device)
 			progress.start(e.Mode, opts.Epochs, opts.Samples/opts.Batch)
 		default:
 			progress.around(func() { report.WriteEpoch(out, opts.Task, *e.Epoch, e.Warmup, e.Device) })
@@ -348,10 +397,15 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 	}
 	fmt.Fprintln(out)
 	var writeErr error
-	if err := report.WriteAnalyze(out, res); err != nil {
+	if err := report.WriteResults(out, res, report.Options{Format: report.FormatText, Wide: o.Wide}); err != nil {
 		writeErr = fmt.Errorf("writing the table: %w", err)
 	}
-	if o.JSON != "" {
+	if f := o.format(); f != report.FormatText {
+		if err := report.WriteResults(o.IO.Out, res, report.Options{Format: f, Wide: o.Wide}); err != nil {
+			writeErr = errors.Join(writeErr, fmt.Errorf("writing the results as %s to standard output: %w", f, err))
+		}
+	}
+	if o.JSON != "" && o.JSON != "-" {
 		writeErr = errors.Join(writeErr, writeJSON(o.IO.Out, o.JSON, "results", func(w io.Writer) error { return report.WriteJSON(w, res) }))
 	}
 	if o.BenchOut != "" {

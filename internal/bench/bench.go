@@ -63,15 +63,21 @@ type Options struct {
 }
 
 // Event is a step of a run's progress: the run starting (Header set), a
-// mode starting (Epoch and Batch nil), a batch done (Batch set) or an
-// epoch done (Epoch set).
+// mode starting (Epoch, Batch and End nil), a batch done (Batch set), an
+// epoch done (Epoch set) or a mode ended (End set).
 type Event struct {
 	Header *Header
 	Mode   Mode
+	// Device is the mode's device; empty for a mode that got none, such
+	// as one unavailable in this build.
 	Device string
 	Epoch  *Epoch
 	Warmup bool
 	Batch  *BatchDone
+	// End is how the mode ended, sent once per requested mode as soon as
+	// it ends, skipped and unavailable modes included, so that a reader
+	// learns why a mode stopped before the run's table.
+	End *Status
 }
 
 // BatchDone locates a batch just done within a mode's run: its epoch and
@@ -110,6 +116,10 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			r = runMode(ctx, opts, mode, data, &res.Header.Env)
 		}
 		res.Modes = append(res.Modes, r)
+		if opts.Progress != nil {
+			end := r.Status
+			opts.Progress(Event{Mode: mode, Device: r.Device, End: &end})
+		}
 	}
 	res.PeakRSSBytes = peakRSS()
 	return res, nil

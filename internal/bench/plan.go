@@ -133,6 +133,10 @@ func (opts Options) dataShortfall(model *models.Model, threads threadCount) (Res
 	reason := "the data set " + shortfall(need, lim)
 	for _, mode := range opts.Modes {
 		res.Modes = append(res.Modes, ModeResult{Mode: mode, Warmup: opts.Warmup, Status: Status{Kind: StatusSkipped, Reason: reason}})
+		if opts.Progress != nil {
+			end := res.Modes[len(res.Modes)-1].Status
+			opts.Progress(Event{Mode: mode, End: &end})
+		}
 	}
 	res.PeakRSSBytes = peakRSS()
 	return res, true

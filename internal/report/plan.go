@@ -1,29 +1,26 @@
 package report
 
 import (
-	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"gpuz/internal/bench"
 	"gpuz/internal/engine"
 	"gpuz/internal/units"
 )
 
-// planColumns head the plan table's columns.
-var planColumns = []string{
-	"mode", "placement", "device", "device need", "device free", "fits device", "host need", "host available", "fits host",
-}
-
-// WritePlan writes a memory plan: what the program holds by kind, then one
-// row per mode and cache policy with the bytes it needs on the device and on
-// the host and whether they fit.
-func WritePlan(w io.Writer, p bench.MemoryPlan) error {
-	var b bytes.Buffer
-	h := p.Header
-	fmt.Fprintf(&b, "Memory plan of gpuz %s %s (scale %s): %d blocks, batch %d\n", h.Model, h.Task, h.Scale, p.Blocks, h.Batch)
-	for _, row := range []struct {
+// planKinds returns the kinds of bytes the program holds, with a note
+// on each.
+func planKinds(p bench.MemoryPlan) []struct {
+	name  string
+	bytes int64
+	note  string
+} {
+	return []struct {
 		name  string
 		bytes int64
 		note  string
@@ -34,53 +31,145 @@ func WritePlan(w io.Writer, p bench.MemoryPlan) error {
 		{"saved activations", p.Bytes.Saved, "kept for the backward pass, with their blocks"},
 		{"arena", p.Bytes.Arena, "activations, gradients and temporaries, reused by liveness"},
 		{"inputs", p.Bytes.Inputs, "one batch and its target"},
-	} {
-		fmt.Fprintf(&b, "  %-18s %10s", row.name, units.Bytes(row.bytes))
-		if row.note != "" {
-			fmt.Fprintf(&b, "   %s", row.note)
-		}
-		b.WriteByte('\n')
 	}
-	fmt.Fprintf(&b, "  a step needs at most %s resident\n\n", plural(int64(p.MinWindow), "block"))
+}
 
-	var rows [][]string
-	for _, m := range p.Modes {
-		rows = append(rows, planRow(m, p.Blocks))
+// planTitle is the plan's first line.
+func planTitle(p bench.MemoryPlan) string {
+	h := p.Header
+	return fmt.Sprintf("Memory plan of gpuz %s %s (scale %s): %d blocks, batch %d", h.Model, h.Task, h.Scale, p.Blocks, h.Batch)
+}
+
+// WritePlan writes a memory plan as text: what the program holds by kind,
+// then the default plan table (see planTable), every line within 100
+// columns.
+func WritePlan(w io.Writer, p bench.MemoryPlan) error {
+	return WritePlanAs(w, p, Options{Format: FormatText})
+}
+
+// WritePlanAs writes a memory plan in o's format: as text or Markdown, what
+// the program holds by kind and the plan table (every column with o.Wide);
+// as CSV, one row per mode and cache policy (writePlanCSV); as JSON, the
+// document of WritePlanJSON.
+func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
+	var b strings.Builder
+	switch o.Format {
+	case FormatText, "":
+		b.WriteString(planTitle(p) + "\n")
+		for _, k := range planKinds(p) {
+			line := fmt.Sprintf("  %-18s %10s", k.name, units.Bytes(k.bytes))
+			if k.note != "" {
+				line += "   " + k.note
+			}
+			b.WriteString(line + "\n")
+		}
+		fmt.Fprintf(&b, "  a step needs at most %s resident\n\n", plural(int64(p.MinWindow), "block"))
+		planTable(p, o.Wide).writeText(&b)
+	case FormatMarkdown:
+		b.WriteString(planTitle(p) + "\n\n")
+		kinds := table{columns: []column{{"kind", true}, {"bytes", false}, {"note", true}}}
+		for _, k := range planKinds(p) {
+			kinds.rows = append(kinds.rows, []string{k.name, units.Bytes(k.bytes), k.note})
+		}
+		kinds.notes = []string{"a step needs at most " + plural(int64(p.MinWindow), "block") + " resident"}
+		kinds.writeMarkdown(&b)
+		b.WriteString("\n")
+		planTable(p, o.Wide).writeMarkdown(&b)
+	case FormatCSV:
+		if err := writePlanCSV(&b, p); err != nil {
+			return err
+		}
+	case FormatJSON:
+		return WritePlanJSON(w, p)
+	default:
+		return fmt.Errorf("unknown format %q", o.Format)
 	}
-	if err := writeTable(&b, "plan", planColumns, []int{0, 1, 2}, rows); err != nil {
-		return err
-	}
-	_, err := w.Write(b.Bytes())
+	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// placementText describes a placement in a few words.
-func placementText(pl engine.Placement, window, blocks int) string {
-	if !pl.Paged {
+// placementText describes a placement in a few words: "all blocks
+// resident", "window policy, 3/12 blocks", "auto policy, 12/12 blocks,
+// optimizer on host"; short, it says "resident", "window 3/12", "auto
+// 12/12, opt. on host".
+func placementText(pl engine.Placement, window, blocks int, short bool) string {
+	switch {
+	case !pl.Paged && short:
+		return "resident"
+	case !pl.Paged:
 		return "all blocks resident"
 	}
 	s := fmt.Sprintf("%s policy, %d/%d blocks", pl.Policy, window, blocks)
-	if pl.OptimizerOnHost {
+	if short {
+		s = fmt.Sprintf("%s %d/%d", pl.Policy, window, blocks)
+	}
+	if pl.OptimizerOnHost && short {
+		s += ", opt. on host"
+	} else if pl.OptimizerOnHost {
 		s += ", optimizer on host"
 	}
 	return s
 }
 
-func planRow(m bench.ModePlan, blocks int) []string {
-	if m.Device == "" {
-		return []string{string(m.Mode), placementText(m.Placement, 0, blocks), "-", "-", "-", "-", "-", "-", m.Status.String()}
-	}
+// planTable builds the plan's table: one row per mode and cache policy.
+// By default, within 100 columns: the mode, its placement, the device, the
+// bytes it needs there and the free memory, the bytes it needs on the host
+// and the memory available, and whether it fits ("no: device", "no: host",
+// "no: both"); a mode that was not planned shows its status there, the
+// reason in a note. wide spells the placement and device out and shows
+// whether each side fits in a column of its own, as the plan table always
+// did.
+func planTable(p bench.MemoryPlan, wide bool) table {
+	var t table
+	var ns notes
 	yesNo := func(ok bool) string {
 		if ok {
 			return "yes"
 		}
 		return "no"
 	}
-	return []string{
-		string(m.Mode), placementText(m.Placement, m.Footprint.Window, blocks), m.Device,
-		units.Bytes(m.Footprint.Device), units.Bytes(m.DeviceFree), yesNo(m.FitsDevice),
-		units.Bytes(m.HostNeed), units.Bytes(m.HostAvailable), yesNo(m.FitsHost),
+	if wide {
+		for _, name := range []string{"mode", "placement", "device", "device need", "device free", "fits device", "host need", "host available", "fits host"} {
+			t.columns = append(t.columns, column{name, name == "mode" || name == "placement" || name == "device"})
+		}
+	} else {
+		for _, name := range []string{"mode", "placement", "device", "device need", "free", "host need", "available", "fits"} {
+			t.columns = append(t.columns, column{name, name == "mode" || name == "placement" || name == "device" || name == "fits"})
+		}
 	}
+	for _, m := range p.Modes {
+		window := m.Footprint.Window
+		if m.Device == "" {
+			window = 0
+		}
+		row := []string{string(m.Mode), placementText(m.Placement, window, p.Blocks, !wide)}
+		switch {
+		case m.Device == "" && wide:
+			row = append(row, na, na, na, na, na, na, m.Status.String())
+		case m.Device == "":
+			row = append(row, na, na, na, na, na, ns.status(m.Mode, m.Status))
+		case wide:
+			row = append(row, m.Device,
+				units.Bytes(m.Footprint.Device), units.Bytes(m.DeviceFree), yesNo(m.FitsDevice),
+				units.Bytes(m.HostNeed), units.Bytes(m.HostAvailable), yesNo(m.FitsHost))
+		default:
+			fits := "yes"
+			switch {
+			case !m.FitsDevice && !m.FitsHost:
+				fits = "no: both"
+			case !m.FitsDevice:
+				fits = "no: device"
+			case !m.FitsHost:
+				fits = "no: host"
+			}
+			row = append(row, ns.shortDevice(m.Device),
+				units.Bytes(m.Footprint.Device), units.Bytes(m.DeviceFree),
+				units.Bytes(m.HostNeed), units.Bytes(m.HostAvailable), fits)
+		}
+		t.rows = append(t.rows, row)
+	}
+	t.notes = append([]string{"sizes in binary units: 1 KiB = 1024 B, MiB, GiB"}, ns.lines...)
+	return t
 }
 
 // The plan's JSON document. Sizes are in bytes.
@@ -137,4 +226,33 @@ func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
+}
+
+// planCSVColumns head the plan's CSV columns; sizes are in bytes.
+var planCSVColumns = []string{
+	"mode", "paged", "policy", "window", "optimizer_on_host", "device",
+	"device_need_bytes", "device_free_bytes", "fits_device", "host_need_bytes", "host_available_bytes", "fits_host",
+	"status", "reason",
+}
+
+// writePlanCSV writes one CSV row per mode and cache policy under a
+// heading row, sizes in bytes; the device's figures are empty for a mode
+// that was not planned.
+func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
+	cw := csv.NewWriter(w)
+	cw.Write(planCSVColumns)
+	for _, m := range p.Modes {
+		row := []string{string(m.Mode), strconv.FormatBool(m.Placement.Paged), string(m.Placement.Policy), "", strconv.FormatBool(m.Placement.OptimizerOnHost), m.Device}
+		if m.Device == "" {
+			row = append(row, "", "", "", "", "", "")
+		} else {
+			row[3] = strconv.Itoa(m.Footprint.Window)
+			row = append(row,
+				strconv.FormatInt(m.Footprint.Device, 10), strconv.FormatInt(m.DeviceFree, 10), strconv.FormatBool(m.FitsDevice),
+				strconv.FormatInt(m.HostNeed, 10), strconv.FormatInt(m.HostAvailable, 10), strconv.FormatBool(m.FitsHost))
+		}
+		cw.Write(append(row, string(m.Status.Kind), m.Status.Reason))
+	}
+	cw.Flush()
+	return cw.Error()
 }

@@ -30,7 +30,7 @@ var linearPlan = bench.MemoryPlan{
 	},
 }
 
-func TestWritePlan(t *testing.T) {
+func TestWritePlanDefault(t *testing.T) {
 	golden(t, "plan_linear.golden", written(t, func(w io.Writer) error { return WritePlan(w, linearPlan) }))
 	golden(t, "plan_linear_json.golden", written(t, func(w io.Writer) error { return WritePlanJSON(w, linearPlan) }))
 }

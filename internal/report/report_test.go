@@ -129,6 +129,20 @@ var (
 		PeakRSSBytes: 2_400_000_000,
 	}
 
+	// oomResult: the full-scale linear run on a simulated GPU that another
+	// process mostly holds: cuda fails with a long OOM reason.
+	oomResult = bench.Result{
+		Header: linearHeader,
+		Modes: []bench.ModeResult{
+			{Mode: bench.ModeCPU, Device: "host", Epochs: epochs(25.0, 24.2, 24.0, 24.1, 24.3), Warmup: 1, Status: bench.Status{Kind: bench.StatusOK}},
+			{Mode: bench.ModeCUDA, Device: "sim:8GiB", Status: bench.Status{Kind: bench.StatusOOM,
+				Reason: "needs 5.57 GiB, 2.43 GiB of 8.00 GiB free (another process holds 5.57 GiB through the simulated device's ledger /tmp/gpuz-sim-ledger)"}},
+			{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: "window 3/12", Epochs: withCopies(epochs(5.9, 4.48, 4.51, 4.47, 4.5), 9<<30, 6<<30, 2*time.Second), Warmup: 1,
+				PeakDeviceBytes: 1_616_040_004, Status: bench.Status{Kind: bench.StatusOK}},
+		},
+		PeakRSSBytes: 9_100_000_000,
+	}
+
 	// failedResult: no mode got through an epoch.
 	failedResult = bench.Result{
 		Header: linearHeader,

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/perf/benchmath"
+
 	"gpuz/internal/bench"
 )
 
@@ -69,4 +71,28 @@ func durations(epochs []bench.Epoch) []time.Duration {
 		ds[i] = e.Duration
 	}
 	return ds
+}
+
+// confidence is the level of the confidence intervals the tables show.
+const confidence = 0.95
+
+// medianCI summarizes seconds by their median and its confidence interval
+// at the level confidence, assuming nothing of their distribution
+// (benchmath.AssumeNothing, as benchstat does). Lo and Hi are infinite when
+// the sample is too small for an interval at that level; Warnings then
+// says how many values it needs.
+func medianCI(seconds []float64) benchmath.Summary {
+	return benchmath.AssumeNothing.Summary(benchmath.NewSample(slices.Clone(seconds), &benchmath.DefaultThresholds), confidence)
+}
+
+// medianOf returns the median of values.
+func medianOf(values []float64) float64 { return medianCI(values).Center }
+
+// seconds returns the durations of epochs in seconds, in order.
+func seconds(epochs []bench.Epoch) []float64 {
+	s := make([]float64, len(epochs))
+	for i, e := range epochs {
+		s[i] = e.Duration.Seconds()
+	}
+	return s
 }

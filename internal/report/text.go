@@ -1,13 +1,10 @@
 package report
 
 import (
-	"bytes"
-	"cmp"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"gpuz/internal/bench"
 	"gpuz/internal/units"
@@ -85,96 +82,30 @@ func WriteEpoch(w io.Writer, task bench.Task, e bench.Epoch, warmup bool, device
 	return err
 }
 
-// analyzeColumns heads the Analyze table's columns. The cold column is the
-// mean of the warm-up epochs; vs cpu is how many times faster than the cpu
-// row a mode's mean epoch is; H→D and D→H are the mean bytes a timed epoch
-// copied each way, and the copy rate is those bytes over the time the
-// copies took.
-var analyzeColumns = []string{
-	"mode", "device", "epochs", "mean", "stddev", "median", "min", "max",
-	"cold", "vs cpu", "peak mem", "H→D/epoch", "D→H/epoch", "copy rate", "status",
-}
-
-// WriteAnalyze writes the Analyze table: one row per mode of r, in order,
-// with the statistics of its timed epochs, its warm-up time, its speed
-// relative to the cpu row, its peak device memory and its status; then the
-// process's peak resident set size, when known. A figure that does not apply
-// is shown as "-": every figure of a mode that ran no epoch, the standard
-// deviation of fewer than two epochs, the speed-up when there is no
-// successful cpu row with timed epochs to compare with, and the copies and
-// copy rate of the cpu row, which copies nothing between devices.
-func WriteAnalyze(w io.Writer, r bench.Result) error {
-	cpuMean := cpuReference(r.Modes)
-	var rows [][]string
-	for _, m := range r.Modes {
-		rows = append(rows, analyzeRow(m, cpuMean))
-	}
-	var b bytes.Buffer
-	b.WriteString("Analyze\n")
-	if err := writeTable(&b, "analyze", analyzeColumns, []int{0, 1, len(analyzeColumns) - 1}, rows); err != nil {
-		return err
-	}
-	if r.PeakRSSBytes > 0 {
-		fmt.Fprintf(&b, "peak RSS of this process: %s\n", units.Bytes(r.PeakRSSBytes))
-	}
-	_, err := w.Write(b.Bytes())
+// WriteModeStart writes the line that opens a mode's section of the
+// epoch lines, after a blank line: "== cuda on sim:8GiB ==".
+func WriteModeStart(w io.Writer, mode bench.Mode, device string) error {
+	_, err := fmt.Fprintf(w, "\n== %s on %s ==\n", mode, device)
 	return err
 }
 
-// cpuReference returns the mean timed epoch of the first successful cpu mode
-// that has timed epochs, or 0 when there is none.
-func cpuReference(modes []bench.ModeResult) time.Duration {
-	for _, m := range modes {
-		if m.Mode == bench.ModeCPU && m.Status.Kind == bench.StatusOK && len(m.Timed()) > 0 {
-			return Summarize(durations(m.Timed())).Mean
-		}
+// WriteModeEnd writes, for a mode that did not end ok, the line that says
+// why, as soon as it ends and in its own section:
+//
+//	cuda: OOM: needs 5.57 GiB, 4.00 GiB of 8.00 GiB free
+//
+// A mode that got no device (unavailable, skipped before it started) had
+// no section yet; it gets one first, "== cuda ==". A mode that ended ok
+// writes nothing: its epoch lines said all.
+func WriteModeEnd(w io.Writer, mode bench.Mode, device string, s bench.Status) error {
+	if s.Kind == bench.StatusOK {
+		return nil
 	}
-	return 0
-}
-
-// analyzeRow returns the cells of m's row in the Analyze table; cpuMean is
-// the cpu row's mean epoch, or 0 when there is none to compare with.
-func analyzeRow(m bench.ModeResult, cpuMean time.Duration) []string {
-	const na = "-"
-	epochs, mean, stddev, median, fastest, slowest, cold, vsCPU, peak := na, na, na, na, na, na, na, na, na
-	up, down, rate := na, na, na
-	if len(m.Epochs) > 0 {
-		s := Summarize(durations(m.Timed()))
-		epochs = strconv.Itoa(s.N)
-		if s.N > 0 {
-			mean, median, fastest, slowest = units.Seconds(s.Mean), units.Seconds(s.Median), units.Seconds(s.Min), units.Seconds(s.Max)
-		}
-		if s.N > 1 {
-			stddev = units.Seconds(s.Stddev)
-		}
-		if warm := m.Epochs[:min(m.Warmup, len(m.Epochs))]; len(warm) > 0 {
-			cold = units.Seconds(Summarize(durations(warm)).Mean)
-		}
-		if cpuMean > 0 && s.Mean > 0 {
-			vsCPU = fmt.Sprintf("%.2f×", float64(cpuMean)/float64(s.Mean))
-		}
-		if m.PeakDeviceBytes > 0 {
-			peak = units.Bytes(m.PeakDeviceBytes)
-		}
-		if timed := m.Timed(); len(timed) > 0 && m.Mode.Copies() {
-			var upBytes, downBytes int64
-			var copyTime time.Duration
-			for _, e := range timed {
-				upBytes, downBytes, copyTime = upBytes+e.UploadBytes, downBytes+e.DownloadBytes, copyTime+e.CopyTime
-			}
-			n := int64(len(timed))
-			up, down = units.Bytes(upBytes/n), units.Bytes(downBytes/n)
-			if copyTime > 0 {
-				rate = fmt.Sprintf("%.3g GB/s", float64(upBytes+downBytes)/copyTime.Seconds()/1e9)
-			}
-		}
+	var b strings.Builder
+	if device == "" {
+		fmt.Fprintf(&b, "\n== %s ==\n", mode)
 	}
-	device := cmp.Or(m.Device, na)
-	if m.Placement != "" {
-		device += ", " + m.Placement
-	}
-	return []string{
-		string(m.Mode), device, epochs, mean, stddev, median, fastest, slowest,
-		cold, vsCPU, peak, up, down, rate, m.Status.String(),
-	}
+	fmt.Fprintf(&b, "%s: %s\n", mode, s)
+	_, err := io.WriteString(w, b.String())
+	return err
 }

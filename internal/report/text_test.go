@@ -19,11 +19,20 @@ func TestWriteLines(t *testing.T) {
 	epoch := func(task bench.Task, e bench.Epoch, warmup bool, device string) func(io.Writer) error {
 		return func(w io.Writer) error { return WriteEpoch(w, task, e, warmup, device) }
 	}
+	end := func(mode bench.Mode, device string, s bench.Status) func(io.Writer) error {
+		return func(w io.Writer) error { return WriteModeEnd(w, mode, device, s) }
+	}
 	tests := []struct {
 		name  string
 		write func(io.Writer) error
 		want  string
 	}{
+		{"mode start", func(w io.Writer) error { return WriteModeStart(w, bench.ModeCUDA, "sim:8GiB") }, "\n== cuda on sim:8GiB ==\n"},
+		{"mode end/ok says nothing", end(bench.ModeCPU, "host", bench.Status{Kind: bench.StatusOK}), ""},
+		{"mode end/OOM in its section", end(bench.ModeCUDA, "sim:8GiB", bench.Status{Kind: bench.StatusOOM, Reason: "needs 5.57 GiB, 4.00 GiB of 8.00 GiB free"}),
+			"cuda: OOM: needs 5.57 GiB, 4.00 GiB of 8.00 GiB free\n"},
+		{"mode end/unavailable opens its section", end(bench.ModeCache, "", bench.Status{Kind: bench.StatusUnavailable, Reason: "built without the cuda tag"}),
+			"\n== cache ==\ncache: unavailable: built without the cuda tag\n"},
 		{"header/linear reference", header(linearHeader), `gpuz linear train (scale full): 60 samples in batches of 30
 data: 938 KiB   model: 480M parameters, 1.79 GiB
 host: BLAS OpenBLAS 0.3.21, 2 threads
@@ -95,75 +104,137 @@ func TestWriteAnalyze(t *testing.T) {
 	}
 }
 
-// TestAnalyzeRowCopies checks the copy cells: the cpu row has no copies
+// cell returns the cell of t's row under the column whose heading starts
+// with name, failing the test when there is none.
+func cell(t *testing.T, tb table, row int, name string) string {
+	t.Helper()
+	for i, c := range tb.columns {
+		if c.name == name || strings.HasPrefix(c.name, name+" (") {
+			return tb.rows[row][i]
+		}
+	}
+	t.Fatalf("no column %q in %v", name, tb.columns)
+	return ""
+}
+
+// cells returns the cells of t's row under the columns named.
+func cells(t *testing.T, tb table, row int, names ...string) string {
+	t.Helper()
+	var got []string
+	for _, n := range names {
+		got = append(got, cell(t, tb, row, n))
+	}
+	return strings.Join(got, "|")
+}
+
+// TestAnalyzeCopies checks the copy cells: the cpu row has no copies
 // to show, even given some, while a GPU mode shows its bytes, zero
-// included, and a rate only when copies took time.
-func TestAnalyzeRowCopies(t *testing.T) {
+// included, and a rate (binary units) only when copies took time.
+func TestAnalyzeCopies(t *testing.T) {
 	ok := bench.Status{Kind: bench.StatusOK}
 	tests := []struct {
 		name string
 		m    bench.ModeResult
-		want string // H→D|D→H|copy rate
+		want string // H→D|D→H|copy rate|copied
 	}{
 		{"cpu copies nothing", bench.ModeResult{Mode: bench.ModeCPU, Device: "host", Warmup: 1,
-			Epochs: withCopies(epochs(2, 1), 1<<20, 8, time.Millisecond), Status: ok}, "-|-|-"},
+			Epochs: withCopies(epochs(2, 1), 1<<20, 8, time.Millisecond), Status: ok}, "-|-|-|-"},
 		{"cuda without copies", bench.ModeResult{Mode: bench.ModeCUDA, Device: "sim:8GiB", Warmup: 1,
-			Epochs: epochs(2, 1), Status: ok}, "0 B|0 B|-"},
+			Epochs: epochs(2, 1), Status: ok}, "0 B|0 B|-|0 B"},
 		{"cache with copies", bench.ModeResult{Mode: bench.ModeCache, Device: "sim:8GiB", Warmup: 1,
-			Epochs: withCopies(epochs(2, 1), 1<<30, 1<<30, time.Second), Status: ok}, "1.00 GiB|1.00 GiB|2.15 GB/s"},
+			Epochs: withCopies(epochs(2, 1), 1<<30, 1<<30, time.Second), Status: ok}, "1.00 GiB|1.00 GiB|2.00 GiB/s|2.00 GiB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			row := analyzeRow(tt.m, 0)
-			if got := strings.Join(row[11:14], "|"); got != tt.want {
-				t.Errorf("H→D, D→H, copy rate = %q, want %q", got, tt.want)
+			r := bench.Result{Modes: []bench.ModeResult{tt.m}}
+			got := cells(t, analyzeTable(r, true), 0, "H→D/epoch", "D→H/epoch", "copy rate") + "|" + cell(t, analyzeTable(r, false), 0, "copied")
+			if got != tt.want {
+				t.Errorf("H→D, D→H, copy rate, copied = %q, want %q", got, tt.want)
 			}
 		})
 	}
 }
 
-// TestAnalyzeRow checks the cells that depend on the cpu row and on how far
-// a mode got.
-func TestAnalyzeRow(t *testing.T) {
+// TestAnalyzeCells checks the cells of the wide table that depend on the
+// cpu row, on the device and on how far a mode got.
+func TestAnalyzeCells(t *testing.T) {
 	ok := bench.Status{Kind: bench.StatusOK}
 	cpu := func(status bench.Status, seconds ...float64) bench.ModeResult {
 		return bench.ModeResult{Mode: bench.ModeCPU, Device: "host", Epochs: epochs(seconds...), Warmup: 1, Status: status}
 	}
-	cuda := bench.ModeResult{Mode: bench.ModeCUDA, Device: "sim:8GiB", Epochs: epochs(9, 2, 2), Warmup: 1, Status: ok}
+	cuda := bench.ModeResult{Mode: bench.ModeCUDA, Device: "cuda:0 (NVIDIA H100)", Epochs: epochs(9, 2, 2), Warmup: 1, Status: ok}
+	sim := bench.ModeResult{Mode: bench.ModeCUDA, Device: "sim:8GiB", Epochs: epochs(9, 2, 2), Warmup: 1, Status: ok}
 	tests := []struct {
 		name  string
 		modes []bench.ModeResult
-		row   int      // which mode's row to check
-		want  []string // epochs, mean, stddev, cold, vs cpu
+		row   int    // which mode's row to check
+		want  string // epochs|mean|stddev|cold|speed-up
 	}{
-		{"faster than cpu", []bench.ModeResult{cpu(ok, 20, 10, 10), cuda}, 1, []string{"2", "2.00 s", "0 s", "9.00 s", "5.00×"}},
-		{"cpu itself", []bench.ModeResult{cpu(ok, 20, 10, 10), cuda}, 0, []string{"2", "10.0 s", "0 s", "20.0 s", "1.00×"}},
+		{"faster than cpu", []bench.ModeResult{cpu(ok, 20, 10, 10), cuda}, 1, "2|2.00|0|9.00|5.00×"},
+		{"cpu itself", []bench.ModeResult{cpu(ok, 20, 10, 10), cuda}, 0, "2|10.0|0|20.0|1.00×"},
+		{"slower than cpu", []bench.ModeResult{cpu(ok, 20, 1, 1), cuda}, 1, "2|2.00|0|9.00|0.50×"},
+		{"simulated GPU gets no speed-up", []bench.ModeResult{cpu(ok, 20, 10, 10), sim}, 1, "2|2.00|0|9.00|-"},
 		{"first ok cpu row is the reference", []bench.ModeResult{cuda, cpu(bench.Status{Kind: bench.StatusInterrupted}, 20, 4), cpu(ok, 20, 8)}, 0,
-			[]string{"2", "2.00 s", "0 s", "9.00 s", "4.00×"}},
+			"2|2.00|0|9.00|4.00×"},
 		{"interrupted cpu is no reference", []bench.ModeResult{cpu(bench.Status{Kind: bench.StatusInterrupted}, 20, 10), cuda}, 1,
-			[]string{"2", "2.00 s", "0 s", "9.00 s", "-"}},
+			"2|2.00|0|9.00|-"},
 		{"diverged cpu is no reference", []bench.ModeResult{cpu(bench.Status{Kind: bench.StatusDiverged, Reason: "at epoch 2, batch 1"}, 20, 10), cuda}, 1,
-			[]string{"2", "2.00 s", "0 s", "9.00 s", "-"}},
-		{"cpu with only a warm-up is no reference", []bench.ModeResult{cpu(ok, 20), cuda}, 1,
-			[]string{"2", "2.00 s", "0 s", "9.00 s", "-"}},
-		{"no cpu row", []bench.ModeResult{cuda}, 0, []string{"2", "2.00 s", "0 s", "9.00 s", "-"}},
-		{"one timed epoch has no deviation", []bench.ModeResult{cpu(ok, 20, 10)}, 0, []string{"1", "10.0 s", "-", "20.0 s", "1.00×"}},
-		{"warm-up only", []bench.ModeResult{cpu(ok, 20, 10), cpu(bench.Status{Kind: bench.StatusInterrupted}, 30)}, 1,
-			[]string{"0", "-", "-", "30.0 s", "-"}},
-		{"no warm-up", []bench.ModeResult{{Mode: bench.ModeCPU, Epochs: epochs(3, 5), Status: ok}}, 0,
-			[]string{"2", "4.00 s", "1.41 s", "-", "1.00×"}},
+			"2|2.00|0|9.00|-"},
+		{"cpu with only a warm-up is no reference", []bench.ModeResult{cpu(ok, 20), cuda}, 1, "2|2.00|0|9.00|-"},
+		{"no cpu row", []bench.ModeResult{cuda}, 0, "2|2.00|0|9.00|-"},
+		{"one timed epoch has no deviation", []bench.ModeResult{cpu(ok, 20, 10)}, 0, "1|10.0|-|20.0|1.00×"},
+		{"warm-up only", []bench.ModeResult{cpu(ok, 20, 10), cpu(bench.Status{Kind: bench.StatusInterrupted}, 30)}, 1, "0|-|-|30.0|-"},
+		{"no warm-up", []bench.ModeResult{{Mode: bench.ModeCPU, Epochs: epochs(3, 5), Status: ok}}, 0, "2|4.00|1.41|-|1.00×"},
 		{"no epochs", []bench.ModeResult{cpu(ok, 20, 10), {Mode: bench.ModeCache, PeakDeviceBytes: 1 << 30, Status: bench.Status{Kind: bench.StatusOOM}}}, 1,
-			[]string{"-", "-", "-", "-", "-"}},
+			"-|-|-|-|-"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			row := analyzeRow(tt.modes[tt.row], cpuReference(tt.modes))
-			if len(row) != len(analyzeColumns) {
-				t.Fatalf("row has %d cells for %d columns: %q", len(row), len(analyzeColumns), row)
+			tb := analyzeTable(bench.Result{Modes: tt.modes}, true)
+			for _, row := range tb.rows {
+				if len(row) != len(tb.columns) {
+					t.Fatalf("row has %d cells for %d columns: %q", len(row), len(tb.columns), row)
+				}
 			}
-			got := []string{row[2], row[3], row[4], row[8], row[9]}
-			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
-				t.Errorf("epochs, mean, stddev, cold, vs cpu = %q, want %q", got, tt.want)
+			if got := cells(t, tb, tt.row, "epochs", "mean", "stddev", "cold", "speed-up"); got != tt.want {
+				t.Errorf("epochs, mean, stddev, cold, speed-up = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestTimeColumnUnits checks that a column of times is in one unit, chosen
+// from its median value, named in the heading, with three significant
+// digits.
+func TestTimeColumnUnits(t *testing.T) {
+	ok := bench.Status{Kind: bench.StatusOK}
+	mode := func(m bench.Mode, seconds ...float64) bench.ModeResult {
+		return bench.ModeResult{Mode: m, Device: "host", Epochs: epochs(seconds...), Warmup: 1, Status: ok}
+	}
+	tests := []struct {
+		name  string
+		modes []bench.ModeResult
+		want  string // heading: cells
+	}{
+		{"seconds", []bench.ModeResult{mode(bench.ModeCPU, 1, 24.1, 24.1)}, "median (s): 24.1 ± ∞"},
+		{"milliseconds", []bench.ModeResult{mode(bench.ModeCPU, 1, 0.0123, 0.0123), mode(bench.ModeCUDA, 1, 0.0021, 0.0021)},
+			"median (ms): 12.3 ± ∞, 2.10 ± ∞"},
+		{"microseconds", []bench.ModeResult{mode(bench.ModeCPU, 1, 47.6e-6, 47.6e-6)}, "median (µs): 47.6 ± ∞"},
+		{"one unit for the column, from its median", []bench.ModeResult{mode(bench.ModeCPU, 1, 2, 2), mode(bench.ModeCUDA, 1, 0.5, 0.5), mode(bench.ModeCache, 1, 0.0005, 0.0005)},
+			"median (ms): 2000 ± ∞, 500 ± ∞, 0.500 ± ∞"},
+		{"interval of enough epochs", []bench.ModeResult{mode(bench.ModeCPU, 1, 10, 10.1, 10.2, 10.3, 10.4, 10.5, 10.6, 10.7, 10.8, 10.9)},
+			"median (s): 10.4 ± 0.4"},
+		{"all equal", []bench.ModeResult{mode(bench.ModeCPU, 1, 3, 3, 3, 3, 3, 3, 3, 3)}, "median (s): 3.00 ± 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tb := analyzeTable(bench.Result{Modes: tt.modes}, false)
+			var cs []string
+			for _, row := range tb.rows {
+				cs = append(cs, row[2])
+			}
+			if got := tb.columns[2].name + ": " + strings.Join(cs, ", "); got != tt.want {
+				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
 		})
 	}

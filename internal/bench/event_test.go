@@ -1,0 +1,55 @@
+package bench
+
+import (
+	"testing"
+
+	"gpuz/internal/device"
+)
+
+// TestEndEvents checks that every requested mode ends with one End event,
+// sent as soon as the mode ends (after its epochs, before the next mode
+// starts) and carrying the status its result gets: an OOM on a device too
+// small, unavailable without a GPU, ok for cpu.
+func TestEndEvents(t *testing.T) {
+	tests := []struct {
+		name   string
+		newGPU func() (device.Device, error)
+		want   []StatusKind // cuda, cpu
+	}{
+		{"oom", func() (device.Device, error) { return device.NewSim(1<<10, nil), nil }, []StatusKind{StatusOOM, StatusOK}},
+		{"unavailable", nil, []StatusKind{StatusUnavailable, StatusOK}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := smallLinearRun(t, TaskEval, ModeCUDA, ModeCPU)
+			opts.Epochs, opts.Warmup = 1, 0
+			opts.NewGPU = tt.newGPU
+			var events []Event
+			opts.Progress = func(e Event) { events = append(events, e) }
+			res := run(t, opts)
+
+			var ends []Event
+			for i, e := range events {
+				if e.End == nil {
+					continue
+				}
+				ends = append(ends, e)
+				if e.Mode == ModeCUDA && i+1 < len(events) && (events[i+1].Mode != ModeCPU || events[i+1].Epoch != nil) {
+					t.Errorf("after cuda's end: %+v, want cpu starting", events[i+1])
+				}
+			}
+			if len(ends) != len(res.Modes) {
+				t.Fatalf("%d end events for %d modes: %+v", len(ends), len(res.Modes), events)
+			}
+			for i, e := range ends {
+				r := res.Modes[i]
+				if e.Mode != r.Mode || *e.End != r.Status || e.Device != r.Device || r.Status.Kind != tt.want[i] {
+					t.Errorf("end event %d: %s on %q %+v; result %s on %q %+v, want %s", i, e.Mode, e.Device, *e.End, r.Mode, r.Device, r.Status, tt.want[i])
+				}
+			}
+			if last := events[len(events)-1]; last.End == nil || last.Mode != ModeCPU {
+				t.Errorf("last event %+v, want cpu's end", last)
+			}
+		})
+	}
+}

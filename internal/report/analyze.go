@@ -1,0 +1,318 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"golang.org/x/perf/benchmath"
+
+	"gpuz/internal/bench"
+	"gpuz/internal/units"
+)
+
+// figures are what the Analyze table shows of one mode, in base units
+// (seconds, bytes), before any formatting: the text and Markdown tables and
+// the CSV rows are all made from them.
+type figures struct {
+	m   bench.ModeResult
+	sim bool // on the simulated GPU: its times are host times
+	// ran is whether the mode ran any epoch; when not, no figure applies.
+	ran bool
+	// n is the number of timed epochs; stats and median describe them when
+	// n > 0.
+	n      int
+	stats  Stats
+	median benchmath.Summary
+	// cold is the mean warm-up epoch in seconds, NaN when there was none.
+	cold float64
+	// speedup is the cpu row's median over this mode's: above 1 is faster
+	// than the cpu. NaN where it does not apply: no cpu row to compare
+	// with, no timed epoch, or times from the simulated GPU.
+	speedup float64
+	// copies is whether the copy figures apply: a mode that copies between
+	// host and device, with timed epochs. up and down are then the mean
+	// bytes a timed epoch copied each way, rate their sum over the copies'
+	// time in bytes per second (NaN when the copies took no time).
+	copies   bool
+	up, down int64
+	rate     float64
+}
+
+// isSimulated reports whether a device, by its name, is the simulated GPU,
+// whose names all start with "sim" ("sim:8GiB"): host memory, timed by the
+// host.
+func isSimulated(device string) bool { return strings.HasPrefix(device, "sim") }
+
+// figuresOf computes the figures of every mode of r, in order. The speed-up
+// compares with the first cpu mode that ended ok with timed epochs.
+func figuresOf(r bench.Result) []figures {
+	ref := math.NaN()
+	for _, m := range r.Modes {
+		if m.Mode == bench.ModeCPU && m.Status.Kind == bench.StatusOK && len(m.Timed()) > 0 {
+			ref = medianOf(seconds(m.Timed()))
+			break
+		}
+	}
+	fs := make([]figures, len(r.Modes))
+	for i, m := range r.Modes {
+		f := figures{m: m, sim: isSimulated(m.Device), ran: len(m.Epochs) > 0, cold: math.NaN(), speedup: math.NaN(), rate: math.NaN()}
+		timed := m.Timed()
+		f.n = len(timed)
+		if f.n > 0 {
+			f.stats = Summarize(durations(timed))
+			f.median = medianCI(seconds(timed))
+			if !f.sim && f.median.Center > 0 {
+				f.speedup = ref / f.median.Center
+			}
+		}
+		if warm := m.Epochs[:min(m.Warmup, len(m.Epochs))]; len(warm) > 0 {
+			f.cold = Summarize(durations(warm)).Mean.Seconds()
+		}
+		if f.n > 0 && m.Mode.Copies() {
+			f.copies = true
+			var copySeconds float64
+			for _, e := range timed {
+				f.up, f.down, copySeconds = f.up+e.UploadBytes, f.down+e.DownloadBytes, copySeconds+e.CopyTime.Seconds()
+			}
+			if copySeconds > 0 {
+				f.rate = float64(f.up+f.down) / copySeconds
+			}
+			f.up, f.down = f.up/int64(f.n), f.down/int64(f.n)
+		}
+		fs[i] = f
+	}
+	return fs
+}
+
+// na is the cell of a figure that does not apply.
+const na = "-"
+
+// analyzeTable builds the Analyze table of r. By default it has the
+// columns a reader compares modes by and fits maxWidth columns: mode,
+// device (for cache with its policy and window), median ± its confidence
+// interval, cold epoch, speed-up, peak device memory, bytes copied per
+// epoch and status, a status's reason going to a numbered note. wide adds
+// the timed epochs, mean, standard deviation, minimum, maximum, the copies
+// each way and their rate, and shows full device names and statuses.
+//
+// Each column of times is in one unit, named in its heading; sizes and
+// rates are in binary units, as a note says. Times from the simulated GPU
+// are marked † and get no speed-up.
+func analyzeTable(r bench.Result, wide bool) table {
+	fs := figuresOf(r)
+	var t table
+	var notes notes
+
+	// col adds a column of cells, one per mode.
+	cells := make([][]string, len(fs))
+	col := func(name string, left bool, cell func(f figures) string) {
+		t.columns = append(t.columns, column{name, left})
+		for i, f := range fs {
+			cells[i] = append(cells[i], cell(f))
+		}
+	}
+	// timeCol adds a column of times in seconds, in the unit chosen from
+	// them; value reports whether the figure applies to a mode.
+	timeCol := func(name string, value func(f figures) (float64, bool), cell func(u timeUnit, f figures, v float64) string) {
+		var vs []float64
+		for _, f := range fs {
+			if v, ok := value(f); ok {
+				vs = append(vs, v)
+			}
+		}
+		u := timeUnitFor(vs)
+		col(name+" ("+u.name+")", false, func(f figures) string {
+			if v, ok := value(f); ok {
+				return cell(u, f, v)
+			}
+			return na
+		})
+	}
+	plain := func(u timeUnit, _ figures, v float64) string { return u.format(v) }
+	timed := func(get func(f figures) float64) func(f figures) (float64, bool) {
+		return func(f figures) (float64, bool) { return get(f), f.n > 0 }
+	}
+
+	col("mode", true, func(f figures) string { return string(f.m.Mode) })
+	col("device", true, func(f figures) string {
+		if f.m.Device == "" {
+			return na
+		}
+		d := f.m.Device
+		if !wide {
+			d = notes.shortDevice(d)
+		}
+		if f.sim {
+			d += "†"
+		}
+		if f.m.Placement != "" {
+			d += " " + f.m.Placement
+		}
+		return d
+	})
+	if wide {
+		col("epochs", false, func(f figures) string {
+			if !f.ran {
+				return na
+			}
+			return strconv.Itoa(f.n)
+		})
+		timeCol("mean", timed(func(f figures) float64 { return f.stats.Mean.Seconds() }), plain)
+		timeCol("stddev", func(f figures) (float64, bool) { return f.stats.Stddev.Seconds(), f.n > 1 }, plain)
+	}
+	timeCol("median", timed(func(f figures) float64 { return f.median.Center }), func(u timeUnit, f figures, v float64) string {
+		return u.format(v) + " ± " + spread(u, f.median)
+	})
+	if wide {
+		timeCol("min", timed(func(f figures) float64 { return f.stats.Min.Seconds() }), plain)
+		timeCol("max", timed(func(f figures) float64 { return f.stats.Max.Seconds() }), plain)
+	}
+	timeCol("cold", func(f figures) (float64, bool) { return f.cold, !math.IsNaN(f.cold) }, plain)
+	col("speed-up", false, func(f figures) string {
+		if math.IsNaN(f.speedup) {
+			return na
+		}
+		return fmt.Sprintf("%.2f×", f.speedup)
+	})
+	col("peak mem", false, func(f figures) string {
+		if !f.ran || f.m.PeakDeviceBytes <= 0 {
+			return na
+		}
+		return units.Bytes(f.m.PeakDeviceBytes)
+	})
+	copied := func(get func(f figures) int64) func(f figures) string {
+		return func(f figures) string {
+			if !f.copies {
+				return na
+			}
+			return units.Bytes(get(f))
+		}
+	}
+	if wide {
+		col("H→D/epoch", false, copied(func(f figures) int64 { return f.up }))
+		col("D→H/epoch", false, copied(func(f figures) int64 { return f.down }))
+		col("copy rate", false, func(f figures) string {
+			if !f.copies || math.IsNaN(f.rate) {
+				return na
+			}
+			return byteRate(f.rate)
+		})
+	} else {
+		col("copied", false, copied(func(f figures) int64 { return f.up + f.down }))
+	}
+	col("status", true, func(f figures) string {
+		if wide {
+			return f.m.Status.String()
+		}
+		return notes.status(f.m.Mode, f.m.Status)
+	})
+	t.rows = cells
+
+	t.notes = append(t.notes, "median ± the wider half of its 95% confidence interval; cold: mean of the warm-up epochs")
+	for _, w := range medianWarnings(fs) {
+		t.notes = append(t.notes, "± ∞: "+w+" (timed epochs; raise --epochs)")
+	}
+	t.notes = append(t.notes, "sizes in binary units (1 KiB = 1024 B, MiB, GiB), rates in KiB/s, MiB/s, GiB/s")
+	if wide {
+		t.notes = append(t.notes, "H→D, D→H: bytes copied each way per timed epoch; copy rate: their sum over the copies' time")
+	} else {
+		t.notes = append(t.notes, "copied: bytes copied host→device plus device→host per timed epoch")
+	}
+	for _, f := range fs {
+		if f.sim {
+			t.notes = append(t.notes, "† simulated GPU: times are host times, not GPU times; no speed-up is shown for them")
+			break
+		}
+	}
+	t.notes = append(t.notes, notes.lines...)
+	if r.PeakRSSBytes > 0 {
+		t.notes = append(t.notes, "peak RSS of this process: "+units.Bytes(r.PeakRSSBytes))
+	}
+	return t
+}
+
+// spread formats half the widest side of a median's confidence interval
+// in u, to the median's decimal places, or with one significant digit
+// where those would round it to 0; "∞" when the sample is too small for
+// an interval.
+func spread(u timeUnit, s benchmath.Summary) string {
+	if math.IsInf(s.Lo, 0) || math.IsInf(s.Hi, 0) {
+		return "∞"
+	}
+	half := max(s.Hi-s.Center, s.Center-s.Lo) / u.seconds
+	if half == 0 {
+		return "0"
+	}
+	center := u.format(s.Center)
+	decimals := 0
+	if i := strings.IndexByte(center, '.'); i >= 0 {
+		decimals = len(center) - i - 1
+	}
+	if text := strconv.FormatFloat(half, 'f', decimals, 64); strings.Trim(text, "0.") != "" {
+		return text
+	}
+	return sig(half, 1)
+}
+
+// medianWarnings returns benchmath's warnings about the medians' intervals
+// (too few epochs for one), each once.
+func medianWarnings(fs []figures) []string {
+	var ws []string
+	for _, f := range fs {
+		for _, w := range f.median.Warnings {
+			if s := w.Error(); !containsString(ws, s) {
+				ws = append(ws, s)
+			}
+		}
+	}
+	return ws
+}
+
+func containsString(list []string, s string) bool {
+	for _, l := range list {
+		if l == s {
+			return true
+		}
+	}
+	return false
+}
+
+// byteRate formats bytes per second in binary units: "2.00 GiB/s".
+func byteRate(bytesPerSecond float64) string {
+	return units.Bytes(int64(math.Round(bytesPerSecond))) + "/s"
+}
+
+// notes gathers the notes a default table refers to: what a shortened
+// device name stands for and the reasons of statuses, numbered [1], [2] …
+type notes struct {
+	lines   []string
+	devices []string
+	n       int
+}
+
+// shortDevice returns a device's name without the description in
+// parentheses ("cuda:0" for "cuda:0 (NVIDIA GeForce RTX 4060 Laptop GPU)"),
+// noting once what it stands for.
+func (ns *notes) shortDevice(name string) string {
+	short, _, found := strings.Cut(name, " (")
+	if found && !containsString(ns.devices, name) {
+		ns.devices = append(ns.devices, name)
+		ns.lines = append(ns.lines, short+": "+strings.TrimSuffix(strings.TrimPrefix(name, short+" ("), ")"))
+	}
+	return short
+}
+
+// status returns a status's cell: its kind alone, with the reason in a
+// numbered note ("OOM [1]" and "[1] cuda: OOM: needs …"), so that a long
+// reason does not widen the table.
+func (ns *notes) status(mode bench.Mode, s bench.Status) string {
+	if s.Reason == "" {
+		return string(s.Kind)
+	}
+	ns.n++
+	ns.lines = append(ns.lines, fmt.Sprintf("[%d] %s: %s", ns.n, mode, s))
+	return fmt.Sprintf("%s [%d]", cmp.Or(string(s.Kind), "?"), ns.n)
+}
