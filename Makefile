@@ -11,6 +11,10 @@
 export PATH := $(PATH):/usr/local/go/bin
 
 GO    ?= go
+# -buildvcs=auto stamps the binary with the commit it was built from (gpuz
+# version and every saved result name it) even where GOFLAGS turns stamping
+# off; outside a git checkout it builds unstamped.
+GOBUILD = $(GO) build -buildvcs=auto
 GOFMT ?= gofmt
 BIN   := bin/gpuz
 ARGS  ?= linear train cuda,cache,cpu
@@ -39,7 +43,7 @@ deps:
 # about a minute with no output from go build: say so first.
 build: deps
 	@echo "building $(BIN) (the first build compiles gorgonia and the OpenBLAS bindings: about a minute)"
-	$(GO) build -o $(BIN) ./cmd/gpuz
+	$(GOBUILD) -o $(BIN) ./cmd/gpuz
 
 run: build
 	./$(BIN) $(ARGS)
@@ -68,7 +72,7 @@ smoke: build
 # The GPU build's tag is gpuzcuda, not cuda: gorgonia's own package compiles
 # its cuDNN engine under the cuda tag, and cuDNN is not available here.
 cuda: deps
-	$(GO) build -tags gpuzcuda -o bin/gpuz-cuda ./cmd/gpuz
+	$(GOBUILD) -tags gpuzcuda -o bin/gpuz-cuda ./cmd/gpuz
 
 # test-cuda needs no GPU. It fails, never skips, when the toolchain cannot be
 # fetched. The last step starts the GPU binary against the stub driver: it
