@@ -1,17 +1,15 @@
 package report
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
-	"runtime/debug"
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/sysinfo"
 )
 
 // benchBase is the base name of every benchmark line gpuz writes: the lines
@@ -34,11 +32,12 @@ const (
 // iteration count 1, the epoch's time in sec/op and, for a mode that
 // copies between host and device, its bytes in h2d-B/epoch and
 // d2h-B/epoch. File configuration lines come first: goos, goarch, pkg, the
-// CPU model, and gpuz-version where the binary records its VCS revision.
+// CPU model, and gpuz-version where the binary records its VCS revision,
+// all from the run's environment (r.Header.Env).
 // A mode with no timed epoch (OOM, unavailable, skipped) writes no line.
 func WriteBenchfmt(w io.Writer, r bench.Result) error {
 	bw := benchfmt.NewWriter(w)
-	for _, res := range benchResults(r, fileConfig()) {
+	for _, res := range benchResults(r, fileConfig(r.Header.Env)) {
 		if err := bw.Write(res); err != nil {
 			return fmt.Errorf("writing benchmark lines: %w", err)
 		}
@@ -110,57 +109,28 @@ func benchValue(s string) string {
 	}, s)
 }
 
-// fileConfig returns the file configuration of the benchmark lines this
-// process writes: goos, goarch, pkg, cpu (where /proc/cpuinfo names the
-// model) and gpuz-version (where the build recorded a VCS revision).
-func fileConfig() [][2]string {
-	cfg := [][2]string{{"goos", runtime.GOOS}, {"goarch", runtime.GOARCH}, {"pkg", "gpuz"}}
-	if cpu := cpuModel("/proc/cpuinfo"); cpu != "" {
-		cfg = append(cfg, [2]string{"cpu", cpu})
+// fileConfig returns the file configuration of the benchmark lines of a
+// run measured in e: goos, goarch, pkg, cpu (where e names the CPU model)
+// and gpuz-version (where the build recorded a VCS revision, with "-dirty"
+// for a modified tree). An environment never collected (a header built by
+// hand) stands for this process's: sysinfo.Collect.
+func fileConfig(e sysinfo.Env) [][2]string {
+	if e.Version == "" {
+		e = sysinfo.Collect()
 	}
-	if rev := vcsRevision(); rev != "" {
+	goos, goarch, ok := strings.Cut(e.OS, "/")
+	if !ok {
+		goos, goarch = runtime.GOOS, runtime.GOARCH
+	}
+	cfg := [][2]string{{"goos", goos}, {"goarch", goarch}, {"pkg", "gpuz"}}
+	if e.CPU != "" && e.CPU != sysinfo.Unknown {
+		cfg = append(cfg, [2]string{"cpu", e.CPU})
+	}
+	if rev := e.Revision; rev != "" && rev != sysinfo.Unknown {
+		if e.Modified == "true" {
+			rev += "-dirty"
+		}
 		cfg = append(cfg, [2]string{"gpuz-version", rev})
 	}
 	return cfg
-}
-
-// cpuModel returns the first "model name" of the cpuinfo file at path, or
-// "" when it cannot be read or names none.
-func cpuModel(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		key, value, ok := strings.Cut(s.Text(), ":")
-		if ok && strings.TrimSpace(key) == "model name" {
-			return strings.Join(strings.Fields(value), " ")
-		}
-	}
-	return ""
-}
-
-// vcsRevision returns the VCS revision the binary was built from, with
-// "-dirty" when the tree had changes, or "" when the build did not record
-// one (go build -buildvcs=false, go test).
-func vcsRevision() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
-	}
-	var rev, modified string
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value
-		}
-	}
-	if rev != "" && modified == "true" {
-		rev += "-dirty"
-	}
-	return rev
 }

@@ -3,13 +3,14 @@ package report
 import (
 	"io"
 	"math"
-	"os"
-	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
 
 	"golang.org/x/perf/benchfmt"
+
+	"gpuz/internal/sysinfo"
 )
 
 // readBench parses text in the Go benchmark format, failing the test on a
@@ -90,19 +91,24 @@ func TestWriteBenchfmtReadsBack(t *testing.T) {
 	}
 }
 
-// TestCPUModel reads the model name from a cpuinfo file, and nothing from
-// a file that names none or is missing.
-func TestCPUModel(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "cpuinfo")
-	info := "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R)  CPU @ 2.20GHz\n\nprocessor\t: 1\nmodel name\t: other\n"
-	if err := os.WriteFile(path, []byte(info), 0o644); err != nil {
-		t.Fatal(err)
+// TestBenchfmtConfigFromEnv takes the file configuration from the run's
+// environment: its OS, CPU model and revision, "-dirty" for a modified
+// tree, and no cpu or gpuz-version where the environment does not know
+// them.
+func TestBenchfmtConfigFromEnv(t *testing.T) {
+	e := testEnv
+	e.OS = "freebsd/arm64"
+	want := [][2]string{{"goos", "freebsd"}, {"goarch", "arm64"}, {"pkg", "gpuz"},
+		{"cpu", testEnv.CPU}, {"gpuz-version", testEnv.Revision + "-dirty"}}
+	if got := fileConfig(e); !reflect.DeepEqual(got, want) {
+		t.Errorf("fileConfig = %q, want %q", got, want)
 	}
-	if got := cpuModel(path); got != "Intel(R) Xeon(R) CPU @ 2.20GHz" {
-		t.Errorf("cpuModel = %q", got)
+	e.CPU, e.Revision = sysinfo.Unknown, sysinfo.Unknown
+	if got := fileConfig(e); !reflect.DeepEqual(got, want[:3]) {
+		t.Errorf("fileConfig with unknown CPU and revision = %q, want %q", got, want[:3])
 	}
-	if got := cpuModel(filepath.Join(dir, "missing")); got != "" {
-		t.Errorf("cpuModel of a missing file = %q, want empty", got)
+	text := written(t, func(w io.Writer) error { return WriteBenchfmt(w, withEnv(interruptedResult)) })
+	if g := readBench(t, text)[0]; g.GetConfig("cpu") != testEnv.CPU || g.GetConfig("gpuz-version") != testEnv.Revision+"-dirty" {
+		t.Errorf("written cpu %q gpuz-version %q, want the environment's", g.GetConfig("cpu"), g.GetConfig("gpuz-version"))
 	}
 }
