@@ -59,23 +59,50 @@ func WriteAnalyze(w io.Writer, r bench.Result) error {
 // table as text or Markdown (every column with o.Wide), the CSV rows of
 // writeResultsCSV, or the JSON document of WriteJSON.
 func WriteResults(w io.Writer, r bench.Result, o Options) error {
+	return writeAs(w, o.Format, formatWriters{
+		text: func(b *strings.Builder) error {
+			b.WriteString("Analyze\n")
+			analyzeTable(r, o.Wide).writeText(b)
+			return nil
+		},
+		markdown: func(b *strings.Builder) error {
+			analyzeTable(r, o.Wide).writeMarkdown(b)
+			return nil
+		},
+		csv:  func(b *strings.Builder) error { return writeResultsCSV(b, r) },
+		json: func(w io.Writer) error { return WriteJSON(w, r) },
+	})
+}
+
+// formatWriters write one document in each format: text, markdown and csv
+// into a buffer, json straight to the writer.
+type formatWriters struct {
+	text, markdown, csv func(b *strings.Builder) error
+	json                func(w io.Writer) error
+}
+
+// writeAs writes a document in format f with its writer in fw ("" is
+// text): a text, Markdown or CSV one whole once it is complete, so that an
+// error leaves nothing half written; a JSON one as WriteJSON writes it.
+func writeAs(w io.Writer, f Format, fw formatWriters) error {
 	var b strings.Builder
-	switch o.Format {
+	var err error
+	switch f {
 	case FormatText, "":
-		b.WriteString("Analyze\n")
-		analyzeTable(r, o.Wide).writeText(&b)
+		err = fw.text(&b)
 	case FormatMarkdown:
-		analyzeTable(r, o.Wide).writeMarkdown(&b)
+		err = fw.markdown(&b)
 	case FormatCSV:
-		if err := writeResultsCSV(&b, r); err != nil {
-			return err
-		}
+		err = fw.csv(&b)
 	case FormatJSON:
-		return WriteJSON(w, r)
+		return fw.json(w)
 	default:
-		return fmt.Errorf("unknown format %q", o.Format)
+		return fmt.Errorf("unknown format %q", f)
 	}
-	_, err := io.WriteString(w, b.String())
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, b.String())
 	return err
 }
 

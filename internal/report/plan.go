@@ -52,40 +52,35 @@ func WritePlan(w io.Writer, p bench.MemoryPlan) error {
 // as CSV, one row per mode and cache policy (writePlanCSV); as JSON, the
 // document of WritePlanJSON.
 func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
-	var b strings.Builder
-	switch o.Format {
-	case FormatText, "":
-		b.WriteString(planTitle(p) + "\n")
-		for _, k := range planKinds(p) {
-			line := fmt.Sprintf("  %-18s %10s", k.name, units.Bytes(k.bytes))
-			if k.note != "" {
-				line += "   " + k.note
+	return writeAs(w, o.Format, formatWriters{
+		text: func(b *strings.Builder) error {
+			b.WriteString(planTitle(p) + "\n")
+			for _, k := range planKinds(p) {
+				line := fmt.Sprintf("  %-18s %10s", k.name, units.Bytes(k.bytes))
+				if k.note != "" {
+					line += "   " + k.note
+				}
+				b.WriteString(line + "\n")
 			}
-			b.WriteString(line + "\n")
-		}
-		fmt.Fprintf(&b, "  a step needs at most %s resident\n\n", plural(int64(p.MinWindow), "block"))
-		planTable(p, o.Wide).writeText(&b)
-	case FormatMarkdown:
-		b.WriteString(planTitle(p) + "\n\n")
-		kinds := table{columns: []column{{"kind", true}, {"bytes", false}, {"note", true}}}
-		for _, k := range planKinds(p) {
-			kinds.rows = append(kinds.rows, []string{k.name, units.Bytes(k.bytes), k.note})
-		}
-		kinds.notes = []string{"a step needs at most " + plural(int64(p.MinWindow), "block") + " resident"}
-		kinds.writeMarkdown(&b)
-		b.WriteString("\n")
-		planTable(p, o.Wide).writeMarkdown(&b)
-	case FormatCSV:
-		if err := writePlanCSV(&b, p); err != nil {
-			return err
-		}
-	case FormatJSON:
-		return WritePlanJSON(w, p)
-	default:
-		return fmt.Errorf("unknown format %q", o.Format)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+			fmt.Fprintf(b, "  a step needs at most %s resident\n\n", plural(int64(p.MinWindow), "block"))
+			planTable(p, o.Wide).writeText(b)
+			return nil
+		},
+		markdown: func(b *strings.Builder) error {
+			b.WriteString(planTitle(p) + "\n\n")
+			kinds := table{columns: []column{{"kind", true}, {"bytes", false}, {"note", true}}}
+			for _, k := range planKinds(p) {
+				kinds.rows = append(kinds.rows, []string{k.name, units.Bytes(k.bytes), k.note})
+			}
+			kinds.notes = []string{"a step needs at most " + plural(int64(p.MinWindow), "block") + " resident"}
+			kinds.writeMarkdown(b)
+			b.WriteString("\n")
+			planTable(p, o.Wide).writeMarkdown(b)
+			return nil
+		},
+		csv:  func(b *strings.Builder) error { return writePlanCSV(b, p) },
+		json: func(w io.Writer) error { return WritePlanJSON(w, p) },
+	})
 }
 
 // placementText describes a placement in a few words: "all blocks
