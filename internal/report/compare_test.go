@@ -11,18 +11,21 @@ import (
 	"unicode/utf8"
 )
 
+// readRun reads a result file, failing the test on an error.
+func readRun(t *testing.T, path string) RunFile {
+	t.Helper()
+	f, err := ReadRunFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // compareFiles reads two result files and returns gpuz compare's output,
 // failing the test on an error or on a line wider than 100 columns.
 func compareFiles(t *testing.T, a, b string) string {
 	t.Helper()
-	fa, err := ReadRunFile(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fb, err := ReadRunFile(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fa, fb := readRun(t, a), readRun(t, b)
 	got := written(t, func(w io.Writer) error { return WriteCompare(w, fa, fb) })
 	for _, line := range strings.Split(got, "\n") {
 		if n := utf8.RuneCountInString(line); n > 100 {
@@ -65,14 +68,7 @@ func TestCompareWrittenFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fb, err := ReadRunFile(benchPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fj, err := ReadRunFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fb, fj := readRun(t, benchPath), readRun(t, jsonPath)
 	if !slices.Equal(fb.Configs, fj.Configs) || len(fb.Configs) != 4 {
 		t.Fatalf("configurations %q from the benchmark file, %q from JSON; want the same 4", fb.Configs, fj.Configs)
 	}
