@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gpuz/internal/device"
+	"gpuz/internal/report/reporttest"
 )
 
 // TestJSONToStdoutAlone runs with --json -: standard output holds only the
@@ -206,7 +207,7 @@ func TestSignalsStopRun(t *testing.T) {
 	if code != 129 {
 		t.Errorf("status %d after SIGHUP, want 129; stderr: %s", code, stderr.String())
 	}
-	if row := tableRows(rest)["cpu"]; status(row) != "interrupted [1]" || !strings.Contains(rest, "[1] cpu: interrupted: after ") {
+	if row := reporttest.TableRows(rest)["cpu"]; status(row) != "interrupted [1]" || !strings.Contains(rest, "[1] cpu: interrupted: after ") {
 		t.Errorf("cpu row %q, want interrupted; output:\n%s", row, rest)
 	}
 	if !strings.Contains(stderr.String(), "gpuz: stopped by SIGHUP") {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"gpuz/internal/device"
+	"gpuz/internal/report/reporttest"
 )
 
 // gpuzBinary is the command built once for the tests that run it as a
@@ -158,7 +159,7 @@ func TestSmallRun(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	rows := tableRows(out)
+	rows := reporttest.TableRows(out)
 	for mode, want := range map[string]string{"cuda": " sim:8GiB† ", "cache": " sim:8GiB† window 1/3 ", "cpu": " host "} {
 		if !strings.Contains(rows[mode], want) || status(rows[mode]) != "ok" {
 			t.Errorf("%s row = %q, want device %q and status ok", mode, rows[mode], want)
@@ -194,7 +195,7 @@ func TestCPUDeviceLeavesGPUModesUnavailable(t *testing.T) {
 	if want := "gpuz: 2 of 3 modes did not complete: cuda (unavailable), cache (unavailable); the table above says why\n"; stderr.String() != want {
 		t.Errorf("stderr = %q, want %q", stderr.String(), want)
 	}
-	rows := tableRows(stdout.String())
+	rows := reporttest.TableRows(stdout.String())
 	for _, mode := range []string{"cuda", "cache"} {
 		if !strings.HasPrefix(status(rows[mode]), "unavailable [") || strings.Contains(rows[mode], "±") {
 			t.Errorf("%s row = %q, want unavailable with no figures", mode, rows[mode])
@@ -210,21 +211,6 @@ func status(row string) string {
 		return f[n-2] + " " + f[n-1]
 	}
 	return f[len(f)-1]
-}
-
-// tableRows maps the first word of each line of the last Analyze table in
-// out (the rows and the notes below them) to the line.
-func tableRows(out string) map[string]string {
-	if i := strings.LastIndex(out, "Analyze\n"); i >= 0 {
-		out = out[i:]
-	}
-	rows := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) > 0 {
-			rows[f[0]] = line
-		}
-	}
-	return rows
 }
 
 // TestInterruptedRun cancels the run before it starts: the

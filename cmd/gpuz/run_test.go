@@ -11,6 +11,7 @@ import (
 	"gpuz/internal/bench"
 	"gpuz/internal/device"
 	"gpuz/internal/models"
+	"gpuz/internal/report/reporttest"
 )
 
 // testIO returns streams that write to buffers, neither a terminal.
@@ -69,7 +70,7 @@ func TestWorkloadRunWritesTable(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if row := tableRows(out.String())["cpu"]; status(row) != "ok" {
+	if row := reporttest.TableRows(out.String())["cpu"]; status(row) != "ok" {
 		t.Errorf("cpu row %q, want ok", row)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/memhog"
+	"gpuz/internal/report/reporttest"
 )
 
 func TestTakeMemAmount(t *testing.T) {
@@ -200,7 +201,7 @@ func TestTakeMemMakesCUDARunOutOfMemory(t *testing.T) {
 	if err := run.Run(); exitCode(err) != exitIncomplete {
 		t.Fatalf("benchmark: %v, want exit status %d; stderr: %s", err, exitIncomplete, stderr.String())
 	}
-	rows := tableRows(stdout.String())
+	rows := reporttest.TableRows(stdout.String())
 	if status(rows["cuda"]) != "OOM [1]" || !strings.Contains(rows["[1]"], "cuda: OOM: needs 1.29 MiB, 1.00 MiB of 2.00 MiB free") {
 		t.Errorf("cuda row = %q, want OOM with what it needs and what is free", rows["cuda"])
 	}

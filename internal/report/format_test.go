@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/report/reporttest"
 )
 
 // TestWriteResultsFormats renders results in every format and width
@@ -83,7 +84,7 @@ func TestDefaultTablesFit(t *testing.T) {
 func TestLongReasonIsANote(t *testing.T) {
 	out := written(t, func(w io.Writer) error { return WriteAnalyze(w, oomResult) })
 	reason := oomResult.Modes[1].Status.Reason
-	row := tableRows(out)["cuda"]
+	row := reporttest.TableRows(out)["cuda"]
 	if !strings.HasSuffix(row, "OOM [1]") {
 		t.Errorf("cuda row %q does not end with OOM [1]", row)
 	}
@@ -91,17 +92,6 @@ func TestLongReasonIsANote(t *testing.T) {
 	if !strings.Contains(joined, "[1] cuda: OOM: "+reason) {
 		t.Errorf("no note [1] with the reason in\n%s", out)
 	}
-}
-
-// tableRows maps the first word of each line of out to the line.
-func tableRows(out string) map[string]string {
-	rows := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) > 0 {
-			rows[f[0]] = line
-		}
-	}
-	return rows
 }
 
 // TestResultsCSVParses reads the CSV back: one row per mode under the
