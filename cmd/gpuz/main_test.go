@@ -34,9 +34,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// TestBadInput runs the built binary on bad command lines: each must exit
-// with status 2 and one line on stderr naming the problem, and print
-// nothing on stdout.
+// TestBadInput runs the built binary on bad command lines, sizes whose
+// products overflow int64 among them: each must exit with status 2 and one
+// line on stderr naming the problem, before anything is made: no panic, no
+// goroutine dump, nothing on stdout.
 func TestBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -111,6 +112,27 @@ func TestBadInput(t *testing.T) {
 		{"selftest unknown device", []string{"selftest", "--device", "gpu"}, `unknown device "gpu"`},
 		{"selftest argument", []string{"selftest", "now"}, "unknown command"},
 		{"devices argument", []string{"devices", "all"}, "unknown command"},
+		// Sizes whose products overflow int64 or would build a graph for
+		// minutes: refused before anything is made. plan checks the same sizes.
+		{"linear dims max int", []string{"linear", "train", "cpu", "--dims", "9223372036854775807"}, "the model is too large: over 2⁴⁰ parameters"},
+		{"linear dims squared wraps to 0", []string{"linear", "train", "cpu", "--dims", "4611686018427387904"}, "the model is too large: over 2⁴⁰ parameters"},
+		{"linear batch × dims", []string{"linear", "train", "cpu", "--scale", "small", "--batch", "4611686018427387904", "--samples", "4611686018427387904"}, "the model is too large: a batch's activations"},
+		{"linear data set", []string{"linear", "train", "cpu", "--scale", "small", "--samples", "9223372036854775804"}, "the model is too large: the data set"},
+		{"linear layers", []string{"linear", "train", "cpu", "--blocks", "1000", "--dims", "1"}, "at most 4096 layers"},
+		{"linear blocks × layers wraps", []string{"linear", "train", "cpu", "--blocks", "4294967296", "--layers-per-block", "4294967296"}, "at most 4096 layers"},
+		{"attention seq-len", []string{"attention", "train", "cpu", "--seq-len", "4294967296"}, "the model is too large"},
+		{"attention seq-len squared wraps", []string{"attention", "train", "cpu", "--seq-len", "4611686018427387904"}, "the model is too large"},
+		{"attention layers", []string{"attention", "train", "cpu", "--layers", "100000"}, "100000 layers, at most 512"},
+		{"attention logits", []string{"attention", "train", "cpu", "--scale", "small", "--vocab", "16777216", "--seq-len", "65536", "--batch", "4"}, "the logits"},
+		{"resnet channels", []string{"resnet", "train", "cpu", "--channels", "4611686018427387904"}, "too large"},
+		{"resnet kernel", []string{"resnet", "train", "cpu", "--kernel", "4294967297"}, "--kernel (4294967297) must be at most 2 × --image-size − 1"},
+		{"resnet kernel within huge images", []string{"resnet", "train", "cpu", "--mid-channels", "10000", "--kernel", "1023"}, "the model is too large: over 2³⁶ weights"},
+		{"resnet image size squared wraps", []string{"resnet", "train", "cpu", "--image-size", "4294967296"}, "the images are too large"},
+		{"resnet levels", []string{"resnet", "train", "cpu", "--levels", "10000"}, "10000 levels, at most 256"},
+		{"plan resnet image size", []string{"plan", "resnet", "train", "--image-size", "4294967296"}, "the images are too large"},
+		{"plan linear dims", []string{"plan", "linear", "train", "--dims", "4294967296"}, "the model is too large: over 2⁴⁰ parameters"},
+		{"plan attention seq-len", []string{"plan", "attention", "train", "--seq-len", "4611686018427387904"}, "the model is too large"},
+		{"plan resnet levels", []string{"plan", "resnet", "train", "--levels", "10000"}, "at most 256"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantUsageError(t, tc.args, tc.want) })
 	}
@@ -346,4 +368,27 @@ func exitCode(err error) int {
 		return e.ExitCode()
 	}
 	return -1
+}
+
+// TestHelpShowsOwnUsageAndExamples: the root help's usage line is the main
+// form, and a plan command's help shows plan examples, not the run's.
+func TestHelpShowsOwnUsageAndExamples(t *testing.T) {
+	for _, tc := range []struct {
+		args         []string
+		want, reject string
+	}{
+		{[]string{"--help"}, "\n  gpuz MODEL train|eval [MODES] [flags]\n", ""},
+		{[]string{"plan", "linear", "--help"}, "\n  gpuz plan linear train\n", "gpuz linear train cuda,cache,cpu"},
+		{[]string{"help", "plan", "resnet"}, "\n  gpuz plan resnet eval --scale small --json -", "gpuz resnet train"},
+		{[]string{"linear", "--help"}, "\n  gpuz linear train cuda,cache,cpu\n", "gpuz plan"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), tc.args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: exit status %d: %s", tc.args, code, stderr.String())
+		}
+		out := stdout.String()
+		if !strings.Contains(out, tc.want) || (tc.reject != "" && strings.Contains(out, tc.reject)) {
+			t.Errorf("gpuz %s: want %q and not %q in:\n%s", strings.Join(tc.args, " "), tc.want, tc.reject, out)
+		}
+	}
 }
