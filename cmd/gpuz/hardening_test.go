@@ -22,12 +22,7 @@ import (
 // JSON, which parses, and the report (header, epochs, table) goes to
 // standard error.
 func TestJSONToStdoutAlone(t *testing.T) {
-	ios, out, errOut := testIO()
-	opts := smallLinear(ios, "cpu")
-	opts.JSON = "-"
-	if err := workloadRun(context.Background(), opts); err != nil {
-		t.Fatalf("%v; stderr: %s", err, errOut)
-	}
+	_, out, errOut := runSmallLinear(t, func(o *WorkloadOptions) { o.JSON = "-" })
 	var res map[string]any
 	dec := json.NewDecoder(bytes.NewReader(out.Bytes()))
 	if err := dec.Decode(&res); err != nil || res["modes"] == nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,21 +16,14 @@ import (
 // each epoch line and at the end, and once the drawings are taken out the
 // report's lines are whole.
 func TestProgressOnlyOnATerminal(t *testing.T) {
-	ios, out, errOut := testIO()
-	opts := smallLinear(ios, "cpu")
-	opts.Sizes = map[string]int{"epochs": 2}
-	if err := workloadRun(context.Background(), opts); err != nil {
-		t.Fatal(err)
-	}
+	opts, out, errOut := runSmallLinear(t, func(o *WorkloadOptions) { o.Sizes = map[string]int{"epochs": 2} })
 	if errOut.Len() != 0 || strings.Contains(out.String(), "\r") {
 		t.Fatalf("not a terminal: stderr %q, stdout has a carriage return: %v", errOut, strings.Contains(out.String(), "\r"))
 	}
 
 	var term bytes.Buffer
 	opts.IO = &IOStreams{Out: &term, ErrOut: &term, ErrTTY: true}
-	if err := workloadRun(context.Background(), opts); err != nil {
-		t.Fatal(err)
-	}
+	mustRun(t, opts)
 	got := term.String()
 	for _, want := range []string{"\rcpu: epoch 1/2, batch 1/2", "(1/4)", "\rcpu: epoch 2/2, batch 1/2", "(3/4)"} {
 		if !strings.Contains(got, want) {

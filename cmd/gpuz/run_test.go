@@ -30,6 +30,28 @@ func smallLinear(ios *IOStreams, dev string) *WorkloadOptions {
 	}
 }
 
+// mustRun runs opts through workloadRun, failing the test on an error with
+// what the run wrote to standard error.
+func mustRun(t *testing.T, opts *WorkloadOptions) {
+	t.Helper()
+	if err := workloadRun(context.Background(), opts); err != nil {
+		t.Fatalf("%v; stderr: %s", err, opts.IO.ErrOut)
+	}
+}
+
+// runSmallLinear runs smallLinear's workload on the cpu through
+// workloadRun, writing to testIO's buffers, with set changing the options
+// first; it returns the options and what the run wrote to standard output
+// and error. An error fails the test.
+func runSmallLinear(t *testing.T, set func(*WorkloadOptions)) (opts *WorkloadOptions, out, errOut *bytes.Buffer) {
+	t.Helper()
+	ios, out, errOut := testIO()
+	opts = smallLinear(ios, "cpu")
+	set(opts)
+	mustRun(t, opts)
+	return opts, out, errOut
+}
+
 // TestFlagsFillOptions runs a workload command and the plan command with a
 // runF that keeps the options: the flags and arguments fill them, the
 // sizes the user set and only those are in Sizes, and plan sets PlanOnly.
@@ -58,12 +80,7 @@ func TestFlagsFillOptions(t *testing.T) {
 // through workloadRun: the header, the epochs and the table come out, and
 // the header reports the threads the options gave.
 func TestWorkloadRunWritesTable(t *testing.T) {
-	ios, out, errOut := testIO()
-	opts := smallLinear(ios, "cpu")
-	opts.Sizes = map[string]int{"epochs": 2}
-	if err := workloadRun(context.Background(), opts); err != nil {
-		t.Fatalf("%v; stderr: %s", err, errOut)
-	}
+	_, out, _ := runSmallLinear(t, func(o *WorkloadOptions) { o.Sizes = map[string]int{"epochs": 2} })
 	for _, want := range []string{"gpuz linear train (scale small): 8 samples in batches of 4", ", 1 thread\n",
 		"== cpu on host ==", "train: 1  mean loss:", "Analyze"} {
 		if !strings.Contains(out.String(), want) {
