@@ -174,8 +174,7 @@ func TestLedgerHugeEntries(t *testing.T) {
 // MemInfo and Alloc: the OutOfMemoryError quotes what is free when the
 // allocation fails, not what MemInfo said before.
 func TestSimOOMQuotesFreeAtAlloc(t *testing.T) {
-	ledger := OpenLedger(filepath.Join(t.TempDir(), "ledger"))
-	sim := NewSim(1000, ledger)
+	sim, ledger := simOnLedger(t, 1000)
 	if free, _, err := sim.MemInfo(); err != nil || free != 1000 {
 		t.Fatalf("MemInfo: %d, %v", free, err)
 	}

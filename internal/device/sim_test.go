@@ -214,9 +214,16 @@ func TestSimFreeMisuse(t *testing.T) {
 	}
 }
 
-func TestSimReserve(t *testing.T) {
+// simOnLedger returns a simulated device of capacity bytes on a ledger of
+// its own in the test's temporary folder, and the ledger.
+func simOnLedger(t *testing.T, capacity int64) (*Sim, *Ledger) {
+	t.Helper()
 	ledger := OpenLedger(filepath.Join(t.TempDir(), "ledger"))
-	sim := NewSim(1000, ledger)
+	return NewSim(capacity, ledger), ledger
+}
+
+func TestSimReserve(t *testing.T) {
+	sim, ledger := simOnLedger(t, 1000)
 	release, err := sim.Reserve(600)
 	if err != nil {
 		t.Fatal(err)
@@ -283,8 +290,7 @@ func BenchmarkSimAlloc(b *testing.B) {
 // ledger forgets it, later Frees and releases do nothing, Alloc fails, and a
 // second Close does nothing.
 func TestSimClose(t *testing.T) {
-	ledger := OpenLedger(filepath.Join(t.TempDir(), "ledger"))
-	sim := NewSim(1000, ledger)
+	sim, ledger := simOnLedger(t, 1000)
 	b, err := sim.Alloc(50)
 	if err != nil {
 		t.Fatal(err)
