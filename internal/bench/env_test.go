@@ -1,10 +1,6 @@
 package bench
 
-import (
-	"fmt"
-	"strings"
-	"testing"
-)
+import "testing"
 
 // TestRunRecordsEnv: the header's Env holds the build and the machine, the
 // BLAS and threads in force, the command line and seed given, and the
@@ -27,27 +23,5 @@ func TestRunRecordsEnv(t *testing.T) {
 	opts.Modes = []Mode{ModeCPU}
 	if gpu := run(t, opts).Header.Env.GPU; gpu != nil {
 		t.Errorf("cpu-only run: env.GPU = %v, want nil", gpu)
-	}
-}
-
-// TestRunReportsBatches: every batch of every epoch is reported, in order,
-// before its epoch's event.
-func TestRunReportsBatches(t *testing.T) {
-	opts := smallLinearRun(t, TaskTrain, ModeCPU)
-	opts.Epochs = 2
-	var got []string
-	opts.Progress = func(e Event) {
-		switch {
-		case e.Batch != nil:
-			b := e.Batch
-			got = append(got, fmt.Sprintf("%s batch %d.%d of %d×%d", e.Mode, b.Epoch, b.Batch, b.Epochs, b.Batches))
-		case e.Epoch != nil:
-			got = append(got, fmt.Sprintf("%s epoch %d", e.Mode, e.Epoch.Index))
-		}
-	}
-	run(t, opts)
-	want := []string{"cpu batch 0.0 of 2×2", "cpu batch 0.1 of 2×2", "cpu epoch 0", "cpu batch 1.0 of 2×2", "cpu batch 1.1 of 2×2", "cpu epoch 1"}
-	if strings.Join(got, "; ") != strings.Join(want, "; ") {
-		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

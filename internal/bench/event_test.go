@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"gpuz/internal/device"
@@ -51,5 +53,27 @@ func TestEndEvents(t *testing.T) {
 				t.Errorf("last event %+v, want cpu's end", last)
 			}
 		})
+	}
+}
+
+// TestRunReportsBatches: every batch of every epoch is reported, in order,
+// before its epoch's event.
+func TestRunReportsBatches(t *testing.T) {
+	opts := smallLinearRun(t, TaskTrain, ModeCPU)
+	opts.Epochs = 2
+	var got []string
+	opts.Progress = func(e Event) {
+		switch {
+		case e.Batch != nil:
+			b := e.Batch
+			got = append(got, fmt.Sprintf("%s batch %d.%d of %d×%d", e.Mode, b.Epoch, b.Batch, b.Epochs, b.Batches))
+		case e.Epoch != nil:
+			got = append(got, fmt.Sprintf("%s epoch %d", e.Mode, e.Epoch.Index))
+		}
+	}
+	run(t, opts)
+	want := []string{"cpu batch 0.0 of 2×2", "cpu batch 0.1 of 2×2", "cpu epoch 0", "cpu batch 1.0 of 2×2", "cpu batch 1.1 of 2×2", "cpu epoch 1"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
