@@ -38,7 +38,7 @@ const (
 // A mode with no timed epoch (OOM, unavailable, skipped) writes no line.
 func WriteBenchfmt(w io.Writer, r bench.Result) error {
 	bw := benchfmt.NewWriter(w)
-	for _, res := range benchResults(r, fileConfig()) {
+	for _, res := range benchResults(r, fileConfig(), "") {
 		if err := bw.Write(res); err != nil {
 			return fmt.Errorf("writing benchmark lines: %w", err)
 		}
@@ -47,11 +47,12 @@ func WriteBenchfmt(w io.Writer, r bench.Result) error {
 }
 
 // benchResults converts the timed epochs of r to benchmark results, each
-// with the file configuration cfg (key, value pairs, in order).
-func benchResults(r bench.Result, cfg [][2]string) []*benchfmt.Result {
+// with the file configuration cfg (key, value pairs, in order) and suffix
+// added to its name (a sweep's settings, "/take=8/win_size=3").
+func benchResults(r bench.Result, cfg [][2]string, suffix string) []*benchfmt.Result {
 	var out []*benchfmt.Result
 	for _, m := range r.Modes {
-		name := benchName(r.Header, m)
+		name := benchName(r.Header, m) + suffix
 		for _, e := range m.Timed() {
 			res := &benchfmt.Result{Name: benchfmt.Name(name), Iters: 1}
 			for _, kv := range cfg {
