@@ -94,7 +94,7 @@ func Sweep(ctx context.Context, so SweepOptions) (SweepResult, error) {
 		}
 		row, err := sweepOne(ctx, i, c, so.Progress)
 		if err != nil {
-			return res, fmt.Errorf("configuration %d of %d (%s): %w", i+1, len(so.Configs), settingsString(c.Settings), err)
+			return res, fmt.Errorf("configuration %d of %d (%s): %w", i+1, len(so.Configs), SettingsString(c.Settings), err)
 		}
 		res.Rows = append(res.Rows, row)
 	}
@@ -191,8 +191,8 @@ func take(ctx context.Context, newGPU func() (device.Device, error), bytes int64
 	return free, release, nil
 }
 
-// settingsString renders settings as "take=8 win_size=3".
-func settingsString(ss []Setting) string {
+// SettingsString renders settings as "take=8 win_size=3".
+func SettingsString(ss []Setting) string {
 	s := ""
 	for i, st := range ss {
 		if i > 0 {
