@@ -203,3 +203,25 @@ func TestSweepOnSim(t *testing.T) {
 		t.Errorf("after the sweep the ledger holds %+v, %v", entries, err)
 	}
 }
+
+// TestSweepProgressOnTerminal sweeps two widths on the cpu: with standard
+// error a terminal it shows a line per configuration there; without, none.
+func TestSweepProgressOnTerminal(t *testing.T) {
+	for _, tty := range []bool{true, false} {
+		ios, out, errOut := testIO()
+		ios.ErrTTY = tty
+		o := smallLinear(ios, "cpu")
+		o.Sizes = map[string]int{"epochs": 2}
+		o.Sweep = []SweepFlag{{"dims", []string{"8", "16"}}}
+		if err := workloadRun(context.Background(), o); err != nil {
+			t.Fatalf("%v; stderr: %s", err, errOut)
+		}
+		shown := strings.Contains(errOut.String(), "[1/2] dims=8\n") && strings.Contains(errOut.String(), "[2/2] dims=16\n")
+		if shown != tty || strings.Contains(out.String(), "[1/2]") {
+			t.Errorf("terminal %v: stderr %q, stdout has the lines: %v", tty, errOut, strings.Contains(out.String(), "[1/2]"))
+		}
+		if !strings.Contains(out.String(), "\n8     ") || !strings.Contains(out.String(), "\n16    ") {
+			t.Errorf("the table lacks a row per width:\n%s", out)
+		}
+	}
+}
