@@ -29,7 +29,10 @@
 // blocks by --policy window (DictCache's: at most --win-size blocks) or auto
 // (window from free memory, prefetch, optimizer on --optimizer-on). plan
 // prints the memory each mode and policy needs without allocating it.
-// take-mem, run in a second shell, holds device memory until interrupted.
+// take-mem, run in a second shell, holds device memory until interrupted;
+// --take holds it from the run itself. A comma list in --take, --win-size,
+// --policy, --optimizer-on or a size flag runs a sweep over the cross
+// product, one table row per configuration and mode.
 // compare reads two runs' --bench-out (Go benchmark format) or --json files
 // and prints each configuration's median epoch times and their change with
 // a significance test.

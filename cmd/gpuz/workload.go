@@ -64,6 +64,15 @@ type WorkloadOptions struct {
 	Policy      string
 	WinSize     int
 	OptimizerOn string
+	// Take is the device memory gpuz holds on the cuda and cache modes'
+	// device around the run, as take-mem reads it (N linear blocks or a
+	// size); "" or "0" holds nothing.
+	Take string
+	// Sweep lists the flags given several values, in the order of the
+	// command line: the run is then a sweep over their cross product, each
+	// configuration these options with one value of each set (sweepRun).
+	// The fields above hold the flags given one value.
+	Sweep []SweepFlag
 	// PlanOnly prints the memory plan instead of running.
 	PlanOnly bool
 }
@@ -72,8 +81,9 @@ type WorkloadOptions struct {
 // its plan, with the shared flags and a flag for each of the workload's
 // sizes. runF, when not nil, is called instead of workloadRun.
 func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(context.Context, *WorkloadOptions) error) *cobra.Command {
-	opts := &WorkloadOptions{IO: ios, Workload: def.workload, PlanOnly: planOnly}
-	sizes := make([]int, len(def.workload.Sizes))
+	opts := &WorkloadOptions{IO: ios, Workload: def.workload, PlanOnly: planOnly,
+		Policy: bench.PolicyWindow, WinSize: 3, OptimizerOn: "device"}
+	var lists listFlags
 	cmd := &cobra.Command{
 		Use:     def.workload.Name + " train|eval [MODES]",
 		Short:   def.short,
@@ -88,10 +98,8 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 				return usage(err)
 			}
 			opts.Sizes = map[string]int{}
-			for i, s := range def.workload.Sizes {
-				if cmd.Flags().Changed(s.Name) {
-					opts.Sizes[s.Name] = sizes[i]
-				}
+			if err := lists.apply(opts); err != nil {
+				return usage(err)
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -101,8 +109,8 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Scale, "scale", models.ScaleFull, "size preset: full (the reference sizes) or small (about a second per mode)")
-	for i, s := range def.workload.Sizes {
-		fs.IntVar(&sizes[i], s.Name, 0, s.Usage)
+	for _, s := range def.workload.Sizes {
+		lists.add(fs, s.Name, "ints", "", s.Usage+"; a comma list sweeps")
 	}
 	fs.IntVar(&opts.Warmup, "warmup", 1, "leading epochs reported apart from the statistics")
 	fs.Float64Var(&opts.LR, "lr", bench.DefaultLR, "Adam learning rate")
@@ -114,9 +122,10 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.BoolVar(&opts.Wide, "wide", false, "show every column of the table (mean, stddev, min, max, copies each way, copy rate), past 100 columns")
 	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
 	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE] or cuda[:N]")
-	fs.StringVar(&opts.Policy, "policy", bench.PolicyWindow, "cache policy: window (DictCache's) or auto")
-	fs.IntVar(&opts.WinSize, "win-size", 3, "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory)")
-	fs.StringVar(&opts.OptimizerOn, "optimizer-on", "device", "where cache mode runs the optimizer: device or host (auto policy)")
+	lists.add(fs, "policy", "strings", bench.PolicyWindow, "cache policy: window (DictCache's) or auto; a comma list sweeps")
+	lists.add(fs, "win-size", "ints", "3", "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory); a comma list sweeps")
+	lists.add(fs, "optimizer-on", "strings", "device", "where cache mode runs the optimizer: device or host (auto policy); a comma list sweeps")
+	lists.add(fs, "take", "strings", "", "device memory to hold during the run, as take-mem's N blocks or SIZE (0: none); a comma list sweeps")
 	if planOnly {
 		// --json takes a value here as in the runs: with an optional value
 		// (pflag's NoOptDefVal) "--json FILE" would read FILE as MODES, and
@@ -307,6 +316,27 @@ func (o *WorkloadOptions) gpu(ctx context.Context) (func() (device.Device, error
 // everything, opens the device, writes its warning if any, and returns the
 // runner's options.
 func (o *WorkloadOptions) benchOptions(ctx context.Context) (bench.Options, error) {
+	opts, err := o.check()
+	if err != nil {
+		return bench.Options{}, err
+	}
+	take, err := o.takeBytes()
+	if err != nil {
+		return bench.Options{}, usage(err)
+	}
+	if opts.NewGPU, opts.GPUName, err = o.openOutputsAndGPU(ctx); err != nil {
+		return bench.Options{}, err
+	}
+	if take > 0 && opts.NewGPU == nil {
+		return bench.Options{}, usagef("--take holds memory on the device of the cuda and cache modes; --device %s has none", o.Device)
+	}
+	return opts, nil
+}
+
+// check puts the sizes the user set over the preset and checks them and
+// every other setting, and returns the runner's options without a device;
+// its errors are usage errors.
+func (o *WorkloadOptions) check() (bench.Options, error) {
 	cfg, scale, err := o.Workload.Configure(o.Scale, o.Sizes)
 	if err != nil {
 		return bench.Options{}, usage(err)
@@ -315,25 +345,31 @@ func (o *WorkloadOptions) benchOptions(ctx context.Context) (bench.Options, erro
 	if err := o.validate(s.Epochs); err != nil {
 		return bench.Options{}, usage(err)
 	}
+	return bench.Options{
+		ModelName: o.Workload.Name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
+		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
+		LR: o.LR, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
+		Cache: o.cache(), CommandLine: sysinfo.CommandLine(os.Args),
+	}, nil
+}
+
+// openOutputsAndGPU checks the output files, opens the device, writes its
+// warning if any, and returns the factory of the cuda and cache modes'
+// devices (nil for --device cpu) and their name.
+func (o *WorkloadOptions) openOutputsAndGPU(ctx context.Context) (func() (device.Device, error), string, error) {
 	if err := checkOutputs(outputFile{"--json", o.JSON, true}, outputFile{"--bench-out", o.BenchOut, false}, outputFile{"--cpuprofile", o.CPUProfile, false}); err != nil {
-		return bench.Options{}, err
+		return nil, "", err
 	}
 	newGPU, gpuName, warning, err := o.gpu(ctx)
 	if err != nil {
-		return bench.Options{}, usagef("--device: %w", err)
+		return nil, "", usagef("--device: %w", err)
 	}
 	if warning != "" {
 		// JSON on standard output must stay parseable: the warning then
 		// goes to standard error.
 		fmt.Fprintf(o.human(), "warning: %s\n", warning)
 	}
-	return bench.Options{
-		ModelName: o.Workload.Name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
-		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
-		LR: o.LR, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
-		NewGPU: newGPU, GPUName: gpuName, Cache: o.cache(),
-		CommandLine: sysinfo.CommandLine(os.Args),
-	}, nil
+	return newGPU, gpuName, nil
 }
 
 // human is the stream of the human report (header, epoch lines, text
@@ -359,7 +395,16 @@ func (o *WorkloadOptions) human() io.Writer {
 // case after the run started the table of what completed is printed first.
 func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 	if o.PlanOnly {
+		if len(o.Sweep) > 0 {
+			return usagef("plan takes one value per flag; --%s has %d", o.Sweep[0].Flag, len(o.Sweep[0].Values))
+		}
+		if o.Take != "" && o.Take != "0" {
+			return usagef("plan holds no memory: drop --take, or run gpuz take-mem beside it")
+		}
 		return planRun(ctx, o)
+	}
+	if len(o.Sweep) > 0 {
+		return sweepRun(ctx, o)
 	}
 	opts, err := o.benchOptions(ctx)
 	if err != nil {
@@ -370,6 +415,7 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 	progress := newModeProgress(o.IO.ErrOut, o.IO.ErrTTY)
 	opts.Progress = func(e bench.Event) {
 		switch {
+		case e.Sweep != nil: // the one configuration of a run with --take
 		case e.Header != nil:
 			report.WriteHeader(out, *e.Header)
 		case e.Batch != nil:
@@ -389,7 +435,7 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := bench.Run(ctx, opts)
+	res, err := o.runHolding(ctx, opts)
 	progress.clear()
 	profErr := stopProfile()
 	if err != nil {
@@ -419,6 +465,20 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 		return writeErr
 	}
 	return incomplete(res)
+}
+
+// runHolding runs opts with --take's memory held around the run, as a
+// sweep of one configuration, or without a take as bench.Run.
+func (o *WorkloadOptions) runHolding(ctx context.Context, opts bench.Options) (bench.Result, error) {
+	take, err := o.takeBytes()
+	if err != nil || take == 0 {
+		return bench.Run(ctx, opts)
+	}
+	s, err := bench.Sweep(ctx, bench.SweepOptions{Configs: []bench.SweepConfig{{TakeBytes: take, Options: opts}}, Progress: opts.Progress})
+	if err != nil || len(s.Rows) == 0 {
+		return bench.Result{}, err
+	}
+	return s.Rows[0].Result, nil
 }
 
 // incomplete returns an *incompleteError naming the modes of res whose

@@ -62,8 +62,9 @@ type Options struct {
 	Progress func(Event)
 }
 
-// Event is a step of a run's progress: the run starting (Header set), a
-// mode starting (Epoch, Batch and End nil), a batch done (Batch set), an
+// Event is a step of a run's progress: a sweep's configuration starting
+// (Sweep set), the run starting (Header set), a mode starting (Epoch,
+// Batch, End and Sweep nil), a batch done (Batch set), an
 // epoch done (Epoch set) or a mode ended (End set).
 type Event struct {
 	Header *Header
@@ -78,6 +79,12 @@ type Event struct {
 	// it ends, skipped and unavailable modes included, so that a reader
 	// learns why a mode stopped before the run's table.
 	End *Status
+	// Config is the index, counted from 0, of the sweep's configuration
+	// the event belongs to; 0 in a run that is not a sweep.
+	Config int
+	// Sweep is set when a configuration of a sweep starts, before its
+	// run's events.
+	Sweep *SweepStep
 }
 
 // BatchDone locates a batch just done within a mode's run: its epoch and

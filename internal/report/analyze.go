@@ -309,10 +309,15 @@ func (ns *notes) shortDevice(name string) string {
 // numbered note ("OOM [1]" and "[1] cuda: OOM: needs …"), so that a long
 // reason does not widen the table.
 func (ns *notes) status(mode bench.Mode, s bench.Status) string {
+	return ns.statusOf(string(mode), s)
+}
+
+// statusOf is status for a row named by label in its note ("take=8 cuda").
+func (ns *notes) statusOf(label string, s bench.Status) string {
 	if s.Reason == "" {
 		return string(s.Kind)
 	}
 	ns.n++
-	ns.lines = append(ns.lines, fmt.Sprintf("[%d] %s: %s", ns.n, mode, s))
+	ns.lines = append(ns.lines, fmt.Sprintf("[%d] %s: %s", ns.n, label, s))
 	return fmt.Sprintf("%s [%d]", cmp.Or(string(s.Kind), "?"), ns.n)
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"time"
 
 	"golang.org/x/perf/benchfmt"
 
@@ -31,13 +32,17 @@ const (
 // window=N]/scale=S (sub-benchmark keys, which benchstat groups by), with
 // iteration count 1, the epoch's time in sec/op and, for a mode that
 // copies between host and device, its bytes in h2d-B/epoch and
-// d2h-B/epoch. File configuration lines come first: goos, goarch, pkg, the
-// CPU model, and gpuz-version where the binary records its VCS revision,
-// all from the run's environment (r.Header.Env).
+// d2h-B/epoch. A provenance line comes first (the gpuz build, its VCS
+// revision, the start time and the command line), then the file
+// configuration lines: goos, goarch, pkg and the CPU model, all from the
+// run's environment (r.Header.Env).
 // A mode with no timed epoch (OOM, unavailable, skipped) writes no line.
 func WriteBenchfmt(w io.Writer, r bench.Result) error {
+	if _, err := fmt.Fprintf(w, "%s\n\n", provenance(r.Header.Env)); err != nil {
+		return fmt.Errorf("writing benchmark lines: %w", err)
+	}
 	bw := benchfmt.NewWriter(w)
-	for _, res := range benchResults(r, fileConfig(r.Header.Env)) {
+	for _, res := range benchResults(r, fileConfig(r.Header.Env), "") {
 		if err := bw.Write(res); err != nil {
 			return fmt.Errorf("writing benchmark lines: %w", err)
 		}
@@ -46,11 +51,12 @@ func WriteBenchfmt(w io.Writer, r bench.Result) error {
 }
 
 // benchResults converts the timed epochs of r to benchmark results, each
-// with the file configuration cfg (key, value pairs, in order).
-func benchResults(r bench.Result, cfg [][2]string) []*benchfmt.Result {
+// with the file configuration cfg (key, value pairs, in order) and suffix
+// added to its name (a sweep's settings, "/take=8/win_size=3").
+func benchResults(r bench.Result, cfg [][2]string, suffix string) []*benchfmt.Result {
 	var out []*benchfmt.Result
 	for _, m := range r.Modes {
-		name := benchName(r.Header, m)
+		name := benchName(r.Header, m) + suffix
 		for _, e := range m.Timed() {
 			res := &benchfmt.Result{Name: benchfmt.Name(name), Iters: 1}
 			for _, kv := range cfg {
@@ -110,14 +116,15 @@ func benchValue(s string) string {
 }
 
 // fileConfig returns the file configuration of the benchmark lines of a
-// run measured in e: goos, goarch, pkg, cpu (where e names the CPU model)
-// and gpuz-version (where the build recorded a VCS revision, with "-dirty"
-// for a modified tree). An environment never collected (a header built by
-// hand) stands for this process's: sysinfo.Collect.
+// run measured in e: goos, goarch, pkg and cpu (where e names the CPU
+// model). Tools such as benchstat split results whose configurations
+// differ, so the configuration holds only what describes the machine: the
+// build and the command line, which differ between the two runs one
+// compares, go in the provenance line instead. An environment never
+// collected (a header built by hand) stands for this process's:
+// sysinfo.Collect.
 func fileConfig(e sysinfo.Env) [][2]string {
-	if e.Version == "" {
-		e = sysinfo.Collect()
-	}
+	e = collected(e)
 	goos, goarch, ok := strings.Cut(e.OS, "/")
 	if !ok {
 		goos, goarch = runtime.GOOS, runtime.GOARCH
@@ -126,11 +133,35 @@ func fileConfig(e sysinfo.Env) [][2]string {
 	if e.CPU != "" && e.CPU != sysinfo.Unknown {
 		cfg = append(cfg, [2]string{"cpu", e.CPU})
 	}
-	if rev := e.Revision; rev != "" && rev != sysinfo.Unknown {
-		if e.Modified == "true" {
-			rev += "-dirty"
-		}
-		cfg = append(cfg, [2]string{"gpuz-version", rev})
-	}
 	return cfg
+}
+
+// collected is e, or this process's environment where e was never
+// collected.
+func collected(e sysinfo.Env) sysinfo.Env {
+	if e.Version == "" {
+		return sysinfo.Collect()
+	}
+	return e
+}
+
+// provenance is the line that opens a file of benchmark lines: the gpuz
+// build (version, VCS revision, "modified" for a dirty tree), the start
+// time and the command line of the run. It is neither a configuration nor
+// a result line, so readers of the format (benchfmt, benchstat) skip it
+// and two builds' files still compare.
+func provenance(e sysinfo.Env) string {
+	e = collected(e)
+	rev := e.Revision
+	if e.Modified == "true" {
+		rev += ", modified"
+	}
+	line := fmt.Sprintf("# gpuz %s (revision %s)", e.Version, rev)
+	if !e.Start.IsZero() {
+		line += ", started " + e.Start.UTC().Format(time.RFC3339)
+	}
+	if e.CommandLine != "" {
+		line += ": " + e.CommandLine
+	}
+	return line
 }

@@ -92,23 +92,35 @@ func TestWriteBenchfmtReadsBack(t *testing.T) {
 }
 
 // TestBenchfmtConfigFromEnv takes the file configuration from the run's
-// environment: its OS, CPU model and revision, "-dirty" for a modified
-// tree, and no cpu or gpuz-version where the environment does not know
-// them.
+// environment (its OS and CPU model, no cpu where the environment does not
+// know it) and names the build and the command line in the provenance
+// line, which readers skip: two builds' files must not differ in
+// configuration, or benchstat would not compare them.
 func TestBenchfmtConfigFromEnv(t *testing.T) {
 	e := testEnv
 	e.OS = "freebsd/arm64"
-	want := [][2]string{{"goos", "freebsd"}, {"goarch", "arm64"}, {"pkg", "gpuz"},
-		{"cpu", testEnv.CPU}, {"gpuz-version", testEnv.Revision + "-dirty"}}
+	want := [][2]string{{"goos", "freebsd"}, {"goarch", "arm64"}, {"pkg", "gpuz"}, {"cpu", testEnv.CPU}}
 	if got := fileConfig(e); !reflect.DeepEqual(got, want) {
 		t.Errorf("fileConfig = %q, want %q", got, want)
 	}
-	e.CPU, e.Revision = sysinfo.Unknown, sysinfo.Unknown
+	e.CPU = sysinfo.Unknown
 	if got := fileConfig(e); !reflect.DeepEqual(got, want[:3]) {
-		t.Errorf("fileConfig with unknown CPU and revision = %q, want %q", got, want[:3])
+		t.Errorf("fileConfig with unknown CPU = %q, want %q", got, want[:3])
 	}
 	text := written(t, func(w io.Writer) error { return WriteBenchfmt(w, withEnv(interruptedResult)) })
-	if g := readBench(t, text)[0]; g.GetConfig("cpu") != testEnv.CPU || g.GetConfig("gpuz-version") != testEnv.Revision+"-dirty" {
-		t.Errorf("written cpu %q gpuz-version %q, want the environment's", g.GetConfig("cpu"), g.GetConfig("gpuz-version"))
+	first, _, _ := strings.Cut(text, "\n")
+	for _, part := range []string{"# gpuz ", testEnv.Revision + ", modified", testEnv.CommandLine} {
+		if !strings.Contains(first, part) {
+			t.Errorf("provenance line %q lacks %q", first, part)
+		}
+	}
+	g := readBench(t, text)[0]
+	if g.GetConfig("cpu") != testEnv.CPU {
+		t.Errorf("written cpu %q, want the environment's", g.GetConfig("cpu"))
+	}
+	for _, c := range g.Config {
+		if strings.Contains(string(c.Value), testEnv.Revision) {
+			t.Errorf("configuration %s: %q names the revision: builds would not compare", c.Key, c.Value)
+		}
 	}
 }

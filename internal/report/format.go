@@ -121,6 +121,17 @@ var resultsCSVColumns = []string{
 func writeResultsCSV(w io.Writer, r bench.Result) error {
 	cw := csv.NewWriter(w)
 	cw.Write(resultsCSVColumns)
+	for _, rec := range resultsCSVRecords(r) {
+		cw.Write(rec)
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// resultsCSVRecords returns the CSV record of each mode of r, under
+// resultsCSVColumns.
+func resultsCSVRecords(r bench.Result) [][]string {
+	var recs [][]string
 	for _, f := range figuresOf(r) {
 		epochs, median, lo, hi, mean, stddev, fastest, slowest := "", "", "", "", "", "", "", ""
 		if f.ran {
@@ -140,14 +151,13 @@ func writeResultsCSV(w io.Writer, r bench.Result) error {
 		if f.copies {
 			up, down = strconv.FormatInt(f.up, 10), strconv.FormatInt(f.down, 10)
 		}
-		cw.Write([]string{
+		recs = append(recs, []string{
 			string(f.m.Mode), f.m.Device, f.m.Placement, strconv.FormatBool(f.sim), string(f.m.Status.Kind), f.m.Status.Reason, epochs,
 			median, lo, hi, mean, stddev, fastest, slowest, secs(f.cold),
 			number(f.speedup), peak, up, down, number(f.rate),
 		})
 	}
-	cw.Flush()
-	return cw.Error()
+	return recs
 }
 
 // number formats v for CSV as the shortest decimal that reads back to it,

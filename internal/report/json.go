@@ -97,6 +97,19 @@ func toJSONHeader(h bench.Header) jsonHeader {
 // that is not a finite number, such as a diverged loss, is written as null,
 // and so are the cpu mode's copies, which do not apply to it.
 func WriteJSON(w io.Writer, r bench.Result) error {
+	return encodeJSON(w, toJSONResult(r))
+}
+
+// encodeJSON writes doc indented, without escaping HTML characters.
+func encodeJSON(w io.Writer, doc any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(doc)
+}
+
+// toJSONResult converts a run's results for the JSON documents.
+func toJSONResult(r bench.Result) jsonResult {
 	doc := jsonResult{
 		Version:      JSONVersion,
 		Header:       toJSONHeader(r.Header),
@@ -135,8 +148,5 @@ func WriteJSON(w io.Writer, r bench.Result) error {
 		}
 		doc.Modes = append(doc.Modes, jm)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(doc)
+	return doc
 }

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gpuz/internal/bench"
+	"gpuz/internal/device"
+)
+
+// TestParseList reads comma lists, and refuses empty items.
+func TestParseList(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want []string
+		err  string
+	}{
+		{"3", []string{"3"}, ""},
+		{"1,3,6", []string{"1", "3", "6"}, ""},
+		{" 0, 2MiB ,8", []string{"0", "2MiB", "8"}, ""},
+		{"window,auto", []string{"window", "auto"}, ""},
+		{"", nil, "empty value"},
+		{"1,,3", nil, "empty value"},
+		{"1,", nil, "empty value"},
+	} {
+		got, err := parseList("win-size", tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.HasPrefix(err.Error(), "--win-size: ") {
+				t.Errorf("parseList(%q) = %v, %v; want an error with %q", tt.in, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, "|") != strings.Join(tt.want, "|") {
+			t.Errorf("parseList(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// parseFlags runs the linear command with args and a runF that keeps the
+// options.
+func parseFlags(t *testing.T, args ...string) (*WorkloadOptions, error) {
+	t.Helper()
+	ios, _, _ := testIO()
+	var got *WorkloadOptions
+	cmd := newWorkloadCmd(ios, linearWorkload, false, func(_ context.Context, o *WorkloadOptions) error {
+		got = o
+		return nil
+	})
+	cmd.SetArgs(args)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	return got, cmd.Execute()
+}
+
+// TestListFlags fills the options from list flags: one value sets the
+// option, several make a sweep flag, in the order of the command line;
+// an item that is not a number is refused.
+func TestListFlags(t *testing.T) {
+	o, err := parseFlags(t, "train", "--win-size", "1,3", "--dims", "64", "--take", "0,2MiB", "--policy", "auto", "--batch", "2,4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Sizes["dims"] != 64 || o.Policy != "auto" || o.WinSize != 3 || o.OptimizerOn != "device" {
+		t.Errorf("single values: sizes %v, policy %q, window %d, optimizer %q", o.Sizes, o.Policy, o.WinSize, o.OptimizerOn)
+	}
+	var flags []string
+	for _, f := range o.Sweep {
+		flags = append(flags, f.Flag+"="+strings.Join(f.Values, ","))
+	}
+	if got := strings.Join(flags, " "); got != "win-size=1,3 take=0,2MiB batch=2,4" {
+		t.Errorf("sweep %q", got)
+	}
+	for _, tt := range []struct{ args []string }{
+		{[]string{"train", "--win-size", "1,x"}},
+		{[]string{"train", "--dims", "64,"}},
+		{[]string{"train", "--batch", "many"}},
+	} {
+		if _, err := parseFlags(t, tt.args...); err == nil {
+			t.Errorf("%q was accepted", tt.args)
+		}
+	}
+}
+
+// TestConfigurationsOrder expands the cross product: the first flag
+// varies slowest, the last fastest, each configuration with its settings.
+func TestConfigurationsOrder(t *testing.T) {
+	ios, _, _ := testIO()
+	o := smallLinear(ios, "cpu")
+	o.Sweep = []SweepFlag{{"take", []string{"0", "8"}}, {"win-size", []string{"1", "2", "3"}}, {"dims", []string{"16", "32"}}}
+	configs, err := o.configurations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(configs) != 12 {
+		t.Fatalf("%d configurations, want 12", len(configs))
+	}
+	for i, want := range map[int]string{0: "take=0 win_size=1 dims=16", 1: "take=0 win_size=1 dims=32", 2: "take=0 win_size=2 dims=16", 11: "take=8 win_size=3 dims=32"} {
+		if got := configs[i].label(); got != want {
+			t.Errorf("configuration %d: %q, want %q", i, got, want)
+		}
+	}
+	if c := configs[11].opts; c.Take != "8" || c.WinSize != 3 || c.Sizes["dims"] != 32 || len(c.Sweep) != 0 {
+		t.Errorf("configuration 11's options: take %q, window %d, sizes %v", c.Take, c.WinSize, c.Sizes)
+	}
+	if o.Take != "" || o.Sizes != nil {
+		t.Errorf("expanding changed the options: take %q, sizes %v", o.Take, o.Sizes)
+	}
+}
+
+// TestSweepRejectsUpFront refuses, as usage errors and before anything
+// runs or is written, sweeps with a configuration that cannot run.
+func TestSweepRejectsUpFront(t *testing.T) {
+	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	for _, tt := range []struct {
+		name   string
+		dev    string
+		policy string
+		sweep  []SweepFlag
+		want   string
+	}{
+		{"host optimizer with window", "sim:1GiB", "window", []SweepFlag{{"optimizer-on", []string{"device", "host"}}}, "optimizer_on=host: "},
+		{"take on cpu", "cpu", "window", []SweepFlag{{"take", []string{"0", "2MiB"}}}, "--take holds memory on the device"},
+		{"bad size item", "sim:1GiB", "window", []SweepFlag{{"dims", []string{"16", "0"}}}, "dims=0: --dims must be positive, got 0"},
+		{"bad take item", "sim:1GiB", "window", []SweepFlag{{"take", []string{"0", "lots"}}}, "take=lots: --take: invalid amount"},
+		{"bad window item", "sim:1GiB", "window", []SweepFlag{{"win-size", []string{"1", "x"}}}, `--win-size: invalid argument "x"`},
+		{"bad policy item", "sim:1GiB", "window", []SweepFlag{{"policy", []string{"window", "lru"}}}, "policy=lru: "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, out, errOut := testIO()
+			o := smallLinear(ios, tt.dev)
+			o.Modes = []bench.Mode{bench.ModeCPU, bench.ModeCache}
+			o.Policy, o.Sweep = tt.policy, tt.sweep
+			err := workloadRun(context.Background(), o)
+			var u *usageError
+			if !errors.As(err, &u) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want a usage error with %q", err, tt.want)
+			}
+			if out.Len() != 0 || errOut.Len() != 0 {
+				t.Errorf("wrote %q and %q before refusing", out, errOut)
+			}
+		})
+	}
+}
+
+// TestSweepOnSim sweeps --take 0,1MiB on a 2 MiB simulated device with a
+// window of one block: without the take every mode completes; with it
+// cuda is out of memory while cache completes, each row records the free
+// memory, the JSON follows the sweep's schema, and the ledger is empty
+// afterwards.
+func TestSweepOnSim(t *testing.T) {
+	ledgerPath := filepath.Join(t.TempDir(), "ledger")
+	t.Setenv(device.LedgerEnv, ledgerPath)
+	ios, out, errOut := testIO()
+	o := smallLinear(ios, "sim:2MiB")
+	o.Modes = []bench.Mode{bench.ModeCUDA, bench.ModeCache, bench.ModeCPU}
+	o.WinSize, o.Sizes = 1, map[string]int{"epochs": 2}
+	o.Sweep = []SweepFlag{{"take", []string{"0", "1MiB"}}}
+	o.JSON = filepath.Join(t.TempDir(), "sweep.json")
+	err := workloadRun(context.Background(), o)
+	var inc *incompleteError
+	if !errors.As(err, &inc) || len(inc.Modes) != 1 || inc.Modes[0] != "take=1MiB cuda (OOM)" || inc.Total != 6 {
+		t.Fatalf("got %v, want cuda under the take incomplete; stderr: %s", err, errOut)
+	}
+	table := out.String()
+	for _, want := range []string{"gpuz linear train (scale small)", "\nSweep\n", "take  ", "2.00 MiB  cuda†", "1.00 MiB  cuda†", "OOM [1]", "[1] take=1MiB cuda: OOM: needs "} {
+		if !strings.Contains(table, want) {
+			t.Errorf("output lacks %q:\n%s", want, table)
+		}
+	}
+	data, err := os.ReadFile(o.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Kind       string   `json:"kind"`
+		Parameters []string `json:"parameters"`
+		Rows       []struct {
+			Settings        map[string]string `json:"settings"`
+			TakeBytes       int64             `json:"take_bytes"`
+			DeviceFreeBytes int64             `json:"device_free_bytes"`
+			Result          struct {
+				Modes []struct {
+					Mode, Status string
+				} `json:"modes"`
+			} `json:"result"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Kind != "sweep" || len(doc.Parameters) != 1 || doc.Parameters[0] != "take" || len(doc.Rows) != 2 {
+		t.Fatalf("JSON: kind %q, parameters %v, %d rows", doc.Kind, doc.Parameters, len(doc.Rows))
+	}
+	r := doc.Rows[1]
+	if r.Settings["take"] != "1MiB" || r.TakeBytes != 1<<20 || r.DeviceFreeBytes != 1<<20 || r.Result.Modes[0].Status != "OOM" || r.Result.Modes[1].Status != "ok" {
+		t.Errorf("JSON row 1: %+v", r)
+	}
+	if entries, err := device.OpenLedger(ledgerPath).Entries(); err != nil || len(entries) != 0 {
+		t.Errorf("after the sweep the ledger holds %+v, %v", entries, err)
+	}
+}
+
+// TestSweepProgressOnTerminal sweeps two widths on the cpu: with standard
+// error a terminal it shows a line per configuration there; without, none.
+func TestSweepProgressOnTerminal(t *testing.T) {
+	for _, tty := range []bool{true, false} {
+		ios, out, errOut := testIO()
+		ios.ErrTTY = tty
+		o := smallLinear(ios, "cpu")
+		o.Sizes = map[string]int{"epochs": 2}
+		o.Sweep = []SweepFlag{{"dims", []string{"8", "16"}}}
+		if err := workloadRun(context.Background(), o); err != nil {
+			t.Fatalf("%v; stderr: %s", err, errOut)
+		}
+		shown := strings.Contains(errOut.String(), "[1/2] dims=8\n") && strings.Contains(errOut.String(), "[2/2] dims=16\n")
+		if shown != tty || strings.Contains(out.String(), "[1/2]") {
+			t.Errorf("terminal %v: stderr %q, stdout has the lines: %v", tty, errOut, strings.Contains(out.String(), "[1/2]"))
+		}
+		if !strings.Contains(out.String(), "\n8     ") || !strings.Contains(out.String(), "\n16    ") {
+			t.Errorf("the table lacks a row per width:\n%s", out)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"gpuz/internal/bench"
+)
+
+// sweepResult is a sweep over --take 0,8 and --win-size 1,3 on an 8 GiB
+// simulated device: cuda runs out of memory under the take, cache
+// completes in every configuration.
+var sweepResult = func() bench.SweepResult {
+	s := bench.SweepResult{Parameters: []string{"take", "win_size"}}
+	for _, take := range []int64{0, 8} {
+		for _, win := range []string{"1", "3"} {
+			cuda := bench.ModeResult{Mode: bench.ModeCUDA, Device: "sim:8GiB", Epochs: epochs(6.2, 4.31, 4.25, 4.28, 4.22), Warmup: 1,
+				PeakDeviceBytes: 7_500_000_000, Status: bench.Status{Kind: bench.StatusOK}}
+			if take > 0 {
+				cuda = bench.ModeResult{Mode: bench.ModeCUDA, Device: "sim:8GiB", Status: bench.Status{Kind: bench.StatusOOM, Reason: "needs 6.98 GiB, 6.81 GiB of 8.00 GiB free"}}
+			}
+			cache := bench.ModeResult{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: "window " + win + "/12",
+				Epochs: withCopies(epochs(5.9, 4.48, 4.51, 4.47, 4.5), 9<<30, 6<<30, 2*time.Second), Warmup: 1,
+				PeakDeviceBytes: 240 << 20, Status: bench.Status{Kind: bench.StatusOK}}
+			s.Rows = append(s.Rows, bench.SweepRow{
+				Settings:  []bench.Setting{{Name: "take", Value: map[int64]string{0: "0", 8: "8"}[take]}, {Name: "win_size", Value: win}},
+				TakeBytes: take * 160_080_000, DeviceFreeBytes: 8<<30 - take*160_080_000,
+				Result: bench.Result{Header: linearHeader, Modes: []bench.ModeResult{cuda, cache}, PeakRSSBytes: 9_100_000_000},
+			})
+		}
+	}
+	return s
+}()
+
+// TestWriteSweepFormats writes the sweep in every format against golden
+// files; the default text table fits 100 columns.
+func TestWriteSweepFormats(t *testing.T) {
+	for _, tt := range []struct {
+		golden string
+		opts   Options
+	}{
+		{"sweep.golden", Options{Format: FormatText}},
+		{"sweep_wide.golden", Options{Format: FormatText, Wide: true}},
+		{"sweep.md.golden", Options{Format: FormatMarkdown}},
+		{"sweep.csv.golden", Options{Format: FormatCSV}},
+	} {
+		t.Run(tt.golden, func(t *testing.T) {
+			got := written(t, func(w io.Writer) error { return WriteSweep(w, sweepResult, tt.opts) })
+			golden(t, tt.golden, got)
+			if tt.opts.Format == FormatText && !tt.opts.Wide {
+				for _, l := range strings.Split(got, "\n") {
+					if width(l) > maxWidth {
+						t.Errorf("line of %d columns: %q", width(l), l)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestWriteSweepJSON checks the sweep's JSON against the schema gpuz plot
+// reads: version, kind, header, parameters, and rows of settings, take,
+// free memory and a run's result object.
+func TestWriteSweepJSON(t *testing.T) {
+	s := sweepResult
+	s.Rows = append([]bench.SweepRow{}, s.Rows...)
+	s.Rows[0].Result = withEnv(s.Rows[0].Result)
+	got := written(t, func(w io.Writer) error { return WriteSweep(w, s, Options{Format: FormatJSON}) })
+	var doc struct {
+		Version    int             `json:"version"`
+		Kind       string          `json:"kind"`
+		Header     json.RawMessage `json:"header"`
+		Parameters []string        `json:"parameters"`
+		Rows       []struct {
+			Settings        map[string]string `json:"settings"`
+			TakeBytes       int64             `json:"take_bytes"`
+			DeviceFreeBytes int64             `json:"device_free_bytes"`
+			Result          map[string]any    `json:"result"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(got), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Version != 2 || doc.Kind != "sweep" || strings.Join(doc.Parameters, ",") != "take,win_size" || len(doc.Rows) != 4 {
+		t.Fatalf("version %d, kind %q, parameters %v, %d rows", doc.Version, doc.Kind, doc.Parameters, len(doc.Rows))
+	}
+	var run bench.Result = s.Rows[0].Result
+	want := written(t, func(w io.Writer) error { return WriteJSON(w, run) })
+	var wantDoc map[string]any
+	if err := json.Unmarshal([]byte(want), &wantDoc); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := json.Marshal(wantDoc["header"]); !jsonEqual(t, h, doc.Header) {
+		t.Errorf("the sweep's header is not the run's:\n%s\nwant\n%s", doc.Header, h)
+	}
+	r := doc.Rows[2]
+	if r.Settings["take"] != "8" || r.Settings["win_size"] != "1" || r.TakeBytes != 1_280_640_000 || r.DeviceFreeBytes != 8<<30-1_280_640_000 {
+		t.Errorf("row 2: %+v", r)
+	}
+	if _, ok := r.Result["kind"]; ok || r.Result["version"] != float64(2) || len(r.Result["modes"].([]any)) != 2 {
+		t.Errorf("row 2's result is not a run's object: %v", r.Result)
+	}
+}
+
+// jsonEqual reports whether two JSON texts hold the same value.
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatal(err)
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return string(xa) == string(ya)
+}
+
+// TestWriteSweepBenchfmt names each configuration's lines with its
+// settings after the scale.
+func TestWriteSweepBenchfmt(t *testing.T) {
+	got := written(t, func(w io.Writer) error { return WriteSweepBenchfmt(w, sweepResult) })
+	for _, want := range []string{
+		"BenchmarkGpuz/workload=linear/task=train/mode=cuda/device=sim:8GiB/scale=full/take=0/win_size=1 1 4.31 sec/op",
+		"BenchmarkGpuz/workload=linear/task=train/mode=cache/device=sim:8GiB/policy=window/window=3/scale=full/take=8/win_size=3 1 4.48 sec/op",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("benchmark lines lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "mode=cuda/device=sim:8GiB/scale=full/take=8") {
+		t.Error("the OOM configuration wrote lines")
+	}
+}
