@@ -101,8 +101,16 @@ func Build(doc Doc) (Chart, error) {
 		return Chart{}, err
 	}
 	c.scaleTimes()
+	noCI := false
+	c.eachInterval(func(iv *Interval) { noCI = noCI || (iv.Median != 0 && !iv.HasCI()) })
+	if noCI {
+		c.Title += "\n" + NoCINote
+	}
 	return c, nil
 }
+
+// NoCINote ends the title of a chart with a median that has no error bar.
+const NoCINote = "no error bar: fewer than 6 timed epochs (raise --epochs)"
 
 // ci is the median of seconds and its interval.
 func ci(seconds []float64) Interval {

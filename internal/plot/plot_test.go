@@ -56,6 +56,9 @@ func TestBuildRun(t *testing.T) {
 			t.Errorf("title %q does not name %q", c.Title, want)
 		}
 	}
+	if !strings.HasSuffix(c.Title, "\n"+NoCINote) {
+		t.Errorf("title %q does not say that cache has no error bar", c.Title)
+	}
 	if len(c.Bars) != 3 || len(c.Lines) != 0 || len(c.Bands) != 0 {
 		t.Fatalf("%d bars, %d lines, %d bands; want 3 bars only", len(c.Bars), len(c.Lines), len(c.Bands))
 	}
@@ -77,6 +80,9 @@ func TestBuildRun(t *testing.T) {
 
 func TestBuildTakeSweep(t *testing.T) {
 	c := readChart(t, "take_sweep.json")
+	if strings.Contains(c.Title, NoCINote) {
+		t.Errorf("title %q: every point of the sweep has an error bar", c.Title)
+	}
 	if !strings.Contains(c.XLabel, "free device memory (GiB)") || c.Unit != "ms" {
 		t.Errorf("x label %q, unit %q", c.XLabel, c.Unit)
 	}
@@ -223,6 +229,24 @@ func TestRender(t *testing.T) {
 		img, format, err := image.Decode(&png)
 		if err != nil || format != "png" || img.Bounds().Dx() == 0 || img.Bounds().Dy() == 0 {
 			t.Errorf("%s: PNG %q decodes with error %v", name, format, err)
+		}
+	}
+}
+
+// TestTitle: a header without an environment or a VCS stamp says
+// "revision unknown"; a dirty build says so; a run on the host names it.
+func TestTitle(t *testing.T) {
+	for _, tc := range []struct {
+		h    Header
+		devs []string
+		want string
+	}{
+		{Header{Model: "linear", Task: "eval"}, nil, "linear eval, on host\ngpuz revision unknown"},
+		{Header{Model: "resnet", Task: "train", Scale: "full", Env: &Env{Revision: "unknown"}}, []string{"sim:8GiB"}, "resnet train, full scale, on sim:8GiB\ngpuz revision unknown"},
+		{Header{Model: "attention", Task: "train", GPU: "cuda:0", Env: &Env{Revision: "0123456789abcdef", Modified: "true"}}, nil, "attention train, on cuda:0\ngpuz 0123456789ab-dirty"},
+	} {
+		if got := title(tc.h, tc.devs); got != tc.want {
+			t.Errorf("title %q, want %q", got, tc.want)
 		}
 	}
 }
