@@ -9,6 +9,7 @@
 //	gpuz plan MODEL train|eval [MODES] [flags]
 //	gpuz take-mem N|SIZE [--device D] [--for DURATION] [--busy]
 //	gpuz compare A B
+//	gpuz plot RESULTS -o FILE.svg|FILE.png
 //	gpuz devices
 //	gpuz selftest [--device D]
 //	gpuz version
@@ -35,7 +36,8 @@
 // product, one table row per configuration and mode.
 // compare reads two runs' --bench-out (Go benchmark format) or --json files
 // and prints each configuration's median epoch times and their change with
-// a significance test.
+// a significance test. plot draws a run's or a sweep's --json file as SVG
+// or PNG (a run's --plot FILE draws its own results).
 // devices lists the devices with their memory, copy rates and SGEMM speed;
 // selftest checks a device's kernels and training steps against the host
 // (the GPU build, make cuda, adds the CUDA device: see docs/gpu.md).

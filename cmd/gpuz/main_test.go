@@ -285,7 +285,7 @@ func TestManualExamples(t *testing.T) {
 		args := strings.Fields(ex)[1:]
 		if args[0] == "take-mem" {
 			args = append(args, "--for", "1ms") // the last --for wins
-		} else if len(args) > 1 && args[0] != "compare" && !strings.Contains(ex, "--scale") {
+		} else if len(args) > 1 && args[0] != "compare" && args[0] != "plot" && !strings.Contains(ex, "--scale") {
 			args = append(args, "--scale", "small")
 		}
 		var stdout, stderr bytes.Buffer

@@ -56,6 +56,9 @@ type WorkloadOptions struct {
 	// Wide shows every column of the tables instead of those that fit
 	// 100 columns.
 	Wide bool
+	// Plot names an image (.svg or .png) to draw the results to, as gpuz
+	// plot draws their JSON.
+	Plot string
 	// CPUProfile names a file for a pprof CPU profile of the run.
 	CPUProfile string
 	// Device names the device of the cuda and cache modes.
@@ -131,6 +134,8 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 		// (pflag's NoOptDefVal) "--json FILE" would read FILE as MODES, and
 		// "plan linear train --json cpu" cannot tell a file from a mode.
 		fs.Lookup("json").Usage = "print the plan as JSON to this file instead of the table (- for standard output)"
+	} else {
+		fs.StringVar(&opts.Plot, "plot", "", "also draw the results to this image, FILE.svg or FILE.png (as gpuz plot)")
 	}
 	return cmd
 }
@@ -357,7 +362,10 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 // warning if any, and returns the factory of the cuda and cache modes'
 // devices (nil for --device cpu) and their name.
 func (o *WorkloadOptions) openOutputsAndGPU(ctx context.Context) (func() (device.Device, error), string, error) {
-	if err := checkOutputs(outputFile{"--json", o.JSON, true}, outputFile{"--bench-out", o.BenchOut, false}, outputFile{"--cpuprofile", o.CPUProfile, false}); err != nil {
+	if err := checkOutputs(outputFile{"--json", o.JSON, true}, outputFile{"--bench-out", o.BenchOut, false}, outputFile{"--cpuprofile", o.CPUProfile, false}, outputFile{"--plot", o.Plot, false}); err != nil {
+		return nil, "", err
+	}
+	if err := checkPlotFormat("--plot", o.Plot); err != nil {
 		return nil, "", err
 	}
 	newGPU, gpuName, warning, err := o.gpu(ctx)
@@ -456,6 +464,9 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 	}
 	if o.BenchOut != "" {
 		writeErr = errors.Join(writeErr, writeFile(o.BenchOut, "benchmark lines", func(w io.Writer) error { return report.WriteBenchfmt(w, res) }))
+	}
+	if o.Plot != "" {
+		writeErr = errors.Join(writeErr, plotResult(out, o.Plot, res))
 	}
 	writeErr = errors.Join(writeErr, profErr)
 	if ctx.Err() != nil {

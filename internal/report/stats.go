@@ -85,6 +85,11 @@ func medianCI(seconds []float64) benchmath.Summary {
 	return benchmath.AssumeNothing.Summary(benchmath.NewSample(slices.Clone(seconds), &benchmath.DefaultThresholds), confidence)
 }
 
+// MedianCI is the median of seconds and its 95% confidence interval as the
+// tables show them (medianCI), for the packages that draw the same figures
+// (internal/plot).
+func MedianCI(seconds []float64) benchmath.Summary { return medianCI(seconds) }
+
 // medianOf returns the median of values.
 func medianOf(values []float64) float64 { return medianCI(values).Center }
 

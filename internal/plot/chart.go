@@ -1,0 +1,335 @@
+package plot
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gpuz/internal/report"
+)
+
+// Chart is what a plot shows, in the chart's units: times in Unit (s or
+// ms), free device memory in GiB, windows in blocks. A run's chart has Bars;
+// a sweep's has Lines and Bands.
+type Chart struct {
+	// Title names the workload, task, scale, device and gpuz revision.
+	Title string
+	// XLabel and YLabel name the axes with their units.
+	XLabel, YLabel string
+	// Unit is the unit of every time: "s" or "ms", chosen from the data.
+	Unit string
+	// Bars are a run's modes, in the run's order.
+	Bars []Bar
+	// Lines are a sweep's cuda and cache modes, one per combination of
+	// mode and the settings of the parameters not on the x axis.
+	Lines []Line
+	// Bands are a sweep's cpu mode, which does not depend on device memory
+	// or the window: one per combination of the other settings.
+	Bands []Band
+}
+
+// Interval is a median epoch time with its 95% confidence interval, as
+// report's tables compute them (benchmath, assuming nothing of the
+// distribution). Lo and Hi are infinite where the timed epochs are too few
+// for an interval at that level (fewer than 6); no error bar is drawn then.
+type Interval struct {
+	Median, Lo, Hi float64
+}
+
+// HasCI says whether the interval is finite (drawn as an error bar).
+func (iv Interval) HasCI() bool { return !math.IsInf(iv.Lo, 0) && !math.IsInf(iv.Hi, 0) }
+
+// Bar is one mode of a run.
+type Bar struct {
+	// Label names the mode and its device, as "cuda (sim:1GiB)".
+	Label string
+	// Status is the mode's status: ok, OOM, skipped, interrupted …
+	Status string
+	// Interval is the median of the timed epochs; zero when Missing.
+	Interval
+	// Missing says the mode has no timed epoch: it is drawn as a marker
+	// at zero labelled with its Status.
+	Missing bool
+}
+
+// Point is one setting of a sweep's line.
+type Point struct {
+	X float64
+	Interval
+}
+
+// Failure is a setting at which a line's mode has no timed epoch (OOM,
+// skipped …): drawn as a cross at the top of the axis.
+type Failure struct {
+	X      float64
+	Status string
+}
+
+// Line is one mode (and setting of the other parameters) across a sweep,
+// its points and failures in increasing X.
+type Line struct {
+	Label    string
+	Points   []Point
+	Failures []Failure
+}
+
+// Band is the cpu mode of a sweep: the median and interval of its timed
+// epochs in every row (with the same other settings), drawn shaded across
+// the x axis.
+type Band struct {
+	Label string
+	Interval
+}
+
+// gib is the bytes of a GiB.
+const gib = 1 << 30
+
+// Build turns a gpuz JSON document into the chart that draws it. A document
+// with no timed epoch, or a sweep over neither take nor win_size, is an
+// error.
+func Build(doc Doc) (Chart, error) {
+	var c Chart
+	var err error
+	if doc.Kind == KindSweep {
+		c, err = buildSweep(doc)
+	} else {
+		c, err = buildRun(doc)
+	}
+	if err != nil {
+		return Chart{}, err
+	}
+	c.scaleTimes()
+	noCI := false
+	c.eachInterval(func(iv *Interval) { noCI = noCI || (iv.Median != 0 && !iv.HasCI()) })
+	if noCI {
+		c.Title += "\n" + NoCINote
+	}
+	return c, nil
+}
+
+// NoCINote ends the title of a chart with a median that has no error bar.
+const NoCINote = "no error bar: fewer than 6 timed epochs (raise --epochs)"
+
+// ci is the median of seconds and its interval.
+func ci(seconds []float64) Interval {
+	s := report.MedianCI(seconds)
+	return Interval{Median: s.Center, Lo: s.Lo, Hi: s.Hi}
+}
+
+// buildRun draws a run's modes as bars.
+func buildRun(doc Doc) (Chart, error) {
+	c := Chart{
+		Title:  title(doc.Header, devices(doc.Modes)),
+		XLabel: "mode (error bars: 95% confidence interval of the median)",
+	}
+	timed := false
+	for _, m := range doc.Modes {
+		b := Bar{Label: m.Mode, Status: m.Status}
+		if m.Device != "" {
+			b.Label = fmt.Sprintf("%s (%s)", m.Mode, m.Device)
+		}
+		if t := m.timed(); len(t) > 0 {
+			b.Interval, timed = ci(t), true
+		} else {
+			b.Missing = true
+		}
+		c.Bars = append(c.Bars, b)
+	}
+	if !timed {
+		return Chart{}, fmt.Errorf("no timed epochs in the run (%d modes)", len(doc.Modes))
+	}
+	return c, nil
+}
+
+// The parameters a sweep is drawn against, and their axes.
+var sweepAxes = map[string]string{
+	"take":     "free device memory (GiB)",
+	"win_size": "cache window (blocks)",
+}
+
+// buildSweep draws a sweep: x is the first of its parameters that is take
+// (free device memory) or win_size (the window); one line per mode other
+// than cpu and settings of the other parameters, cpu as a band per
+// settings of the other parameters.
+func buildSweep(doc Doc) (Chart, error) {
+	xParam := ""
+	for _, p := range doc.Parameters {
+		if _, ok := sweepAxes[p]; ok {
+			xParam = p
+			break
+		}
+	}
+	if xParam == "" {
+		return Chart{}, fmt.Errorf("a sweep over %s: gpuz plot draws sweeps over take or win_size", strings.Join(doc.Parameters, ", "))
+	}
+	if len(doc.Rows) == 0 {
+		return Chart{}, fmt.Errorf("a sweep with no rows")
+	}
+	var modes []Mode
+	for _, r := range doc.Rows {
+		modes = append(modes, r.Result.Modes...)
+	}
+	c := Chart{
+		Title:  title(doc.Header, devices(modes)),
+		XLabel: sweepAxes[xParam],
+	}
+	lines := map[string]*Line{}
+	var lineOrder []string
+	cpu := map[string][]float64{}
+	var cpuOrder []string
+	for i, r := range doc.Rows {
+		x, err := sweepX(xParam, r)
+		if err != nil {
+			return Chart{}, fmt.Errorf("sweep row %d: %w", i, err)
+		}
+		others := otherSettings(doc.Parameters, xParam, r.Settings)
+		for _, m := range r.Result.Modes {
+			t := m.timed()
+			label := strings.TrimSpace(m.Mode + " " + others)
+			if m.Mode == "cpu" {
+				if _, ok := cpu[label]; !ok && len(t) > 0 {
+					cpuOrder = append(cpuOrder, label)
+				}
+				cpu[label] = append(cpu[label], t...)
+				continue
+			}
+			l, ok := lines[label]
+			if !ok {
+				l = &Line{Label: label}
+				lines[label] = l
+				lineOrder = append(lineOrder, label)
+			}
+			if len(t) > 0 {
+				l.Points = append(l.Points, Point{X: x, Interval: ci(t)})
+			} else {
+				l.Failures = append(l.Failures, Failure{X: x, Status: m.Status})
+			}
+		}
+	}
+	timed := len(cpuOrder) > 0
+	for _, label := range lineOrder {
+		l := lines[label]
+		slices.SortStableFunc(l.Points, func(a, b Point) int { return cmpFloat(a.X, b.X) })
+		slices.SortStableFunc(l.Failures, func(a, b Failure) int { return cmpFloat(a.X, b.X) })
+		timed = timed || len(l.Points) > 0
+		c.Lines = append(c.Lines, *l)
+	}
+	for _, label := range cpuOrder {
+		c.Bands = append(c.Bands, Band{Label: label, Interval: ci(cpu[label])})
+	}
+	if !timed {
+		return Chart{}, fmt.Errorf("no timed epochs in the sweep's %d rows", len(doc.Rows))
+	}
+	return c, nil
+}
+
+// cmpFloat orders two numbers.
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// sweepX is a row's position on the x axis: the device's free memory in
+// GiB for take, the window in blocks for win_size.
+func sweepX(param string, r Row) (float64, error) {
+	if param == "take" {
+		return float64(r.DeviceFreeBytes) / gib, nil
+	}
+	s, ok := r.Settings[param]
+	if !ok {
+		return 0, fmt.Errorf("no setting of %s", param)
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0, fmt.Errorf("%s=%q is not a number", param, s)
+	}
+	return x, nil
+}
+
+// otherSettings names the settings of the parameters other than xParam,
+// in the sweep's order, as "win_size=3 batch=30".
+func otherSettings(params []string, xParam string, settings map[string]string) string {
+	var parts []string
+	for _, p := range params {
+		if p != xParam {
+			parts = append(parts, p+"="+settings[p])
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// devices returns the devices of modes other than the host's, in order,
+// each once.
+func devices(modes []Mode) []string {
+	var ds []string
+	for _, m := range modes {
+		if m.Device != "" && m.Device != "host" && !slices.Contains(ds, m.Device) {
+			ds = append(ds, m.Device)
+		}
+	}
+	return ds
+}
+
+// title names the workload, task, scale, device and gpuz's revision.
+func title(h Header, devs []string) string {
+	dev := strings.Join(devs, ", ")
+	switch {
+	case dev == "" && h.GPU != "":
+		dev = h.GPU
+	case dev == "":
+		dev = "host"
+	}
+	rev := "revision unknown"
+	if h.Env != nil && h.Env.Revision != "" && h.Env.Revision != "unknown" {
+		rev = h.Env.Revision
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if h.Env.Modified == "true" {
+			rev += "-dirty"
+		}
+	}
+	what := strings.TrimSpace(h.Model + " " + h.Task)
+	if what == "" {
+		what = "gpuz run"
+	}
+	if h.Scale != "" {
+		what += ", " + h.Scale + " scale"
+	}
+	return fmt.Sprintf("%s, on %s\ngpuz %s", what, dev, rev)
+}
+
+// scaleTimes chooses the unit of the times from the largest median (ms
+// below a second) and converts every time to it.
+func (c *Chart) scaleTimes() {
+	largest := 0.0
+	c.eachInterval(func(iv *Interval) { largest = max(largest, iv.Median) })
+	c.Unit, c.YLabel = "s", "epoch time, median (s)"
+	if largest >= 1 {
+		return
+	}
+	c.Unit, c.YLabel = "ms", "epoch time, median (ms)"
+	c.eachInterval(func(iv *Interval) { iv.Median, iv.Lo, iv.Hi = iv.Median*1e3, iv.Lo*1e3, iv.Hi*1e3 })
+}
+
+// eachInterval calls f with every interval of the chart.
+func (c *Chart) eachInterval(f func(*Interval)) {
+	for i := range c.Bars {
+		f(&c.Bars[i].Interval)
+	}
+	for i := range c.Lines {
+		for j := range c.Lines[i].Points {
+			f(&c.Lines[i].Points[j].Interval)
+		}
+	}
+	for i := range c.Bands {
+		f(&c.Bands[i].Interval)
+	}
+}

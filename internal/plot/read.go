@@ -1,0 +1,116 @@
+// Package plot draws gpuz results: a run's epoch times as bars per mode, a
+// sweep's as lines against free device memory or the cache window. It reads
+// the JSON that gpuz writes (report.WriteJSON, and the sweep document), turns
+// it into a Chart (the series: points, error bars, bands, failed points, in
+// the chart's units) and renders that with gonum.org/v1/plot as SVG or PNG.
+package plot
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"gpuz/internal/report"
+)
+
+// KindSweep is the "kind" of a sweep's document; a run's has none.
+const KindSweep = "sweep"
+
+// The parts of gpuz's JSON documents that a plot reads; the rest is ignored.
+type (
+	// Doc is a gpuz JSON document: a single run's (Kind "") or a sweep's.
+	Doc struct {
+		Version int    `json:"version"`
+		Kind    string `json:"kind"`
+		Header  Header `json:"header"`
+		// Modes are a run's modes.
+		Modes []Mode `json:"modes"`
+		// Parameters and Rows are a sweep's: the swept parameters, in the
+		// order given, and one row per combination of their values.
+		Parameters []string `json:"parameters"`
+		Rows       []Row    `json:"rows"`
+	}
+	// Header is a run's header.
+	Header struct {
+		Model string `json:"model"`
+		Task  string `json:"task"`
+		Scale string `json:"scale"`
+		GPU   string `json:"gpu"`
+		Env   *Env   `json:"env"`
+	}
+	// Env is the run's environment; only the build is read.
+	Env struct {
+		Revision string `json:"revision"`
+		Modified string `json:"modified"`
+	}
+	// Mode is one mode of a run.
+	Mode struct {
+		Mode   string  `json:"mode"`
+		Device string  `json:"device"`
+		Status string  `json:"status"`
+		Reason string  `json:"reason"`
+		Epochs []Epoch `json:"epochs"`
+	}
+	// Epoch is one epoch of a mode.
+	Epoch struct {
+		Warmup  bool    `json:"warmup"`
+		Seconds float64 `json:"seconds"`
+	}
+	// Row is one point of a sweep: the settings of the swept parameters,
+	// the device memory taken before the run and free when it started, and
+	// the run's result.
+	Row struct {
+		Settings        map[string]string `json:"settings"`
+		TakeBytes       int64             `json:"take_bytes"`
+		DeviceFreeBytes int64             `json:"device_free_bytes"`
+		Result          Doc               `json:"result"`
+	}
+)
+
+// timed returns the seconds of the mode's timed (not warm-up) epochs.
+func (m Mode) timed() []float64 {
+	var s []float64
+	for _, e := range m.Epochs {
+		if !e.Warmup {
+			s = append(s, e.Seconds)
+		}
+	}
+	return s
+}
+
+// ReadFile reads the gpuz JSON file at path (Parse).
+func ReadFile(path string) (Doc, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Doc{}, fmt.Errorf("reading results: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse reads data, a gpuz JSON document named name in errors: a run's, as
+// --json writes it, or a sweep's. A document of another kind or of a newer
+// version than this gpuz writes is an error.
+func Parse(name string, data []byte) (Doc, error) {
+	var doc Doc
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+		return Doc{}, fmt.Errorf("%s: not a gpuz JSON file (no JSON object)", name)
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return Doc{}, fmt.Errorf("%s: not a gpuz JSON file: %w at byte %d", name, err, syn.Offset)
+		}
+		return Doc{}, fmt.Errorf("%s: not a gpuz JSON file: %w", name, err)
+	}
+	switch {
+	case doc.Version == 0:
+		return Doc{}, fmt.Errorf("%s: not a gpuz JSON file: no version", name)
+	case doc.Version > report.JSONVersion:
+		return Doc{}, fmt.Errorf("%s: gpuz JSON version %d, this gpuz reads version %d", name, doc.Version, report.JSONVersion)
+	case doc.Kind != "" && doc.Kind != KindSweep:
+		return Doc{}, fmt.Errorf("%s: unknown kind %q of gpuz JSON (want a run's or %q)", name, doc.Kind, KindSweep)
+	}
+	return doc, nil
+}
