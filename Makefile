@@ -1,6 +1,7 @@
 # gpuz — build, run and test. `make help` lists the targets.
 #
 #   make run     installs deps, builds bin/gpuz, runs `gpuz linear train cuda,cache,cpu`
+#                (with an NVIDIA driver: builds and runs the GPU binary bin/gpuz-cuda)
 #   make test    installs deps, checks gofmt, runs go vet and go test
 #
 # Override the command line of `make run` with ARGS, e.g.
@@ -29,7 +30,8 @@ help:
 	@echo "targets:"
 	@echo "  deps         install gcc, libc6-dev and libopenblas-dev if missing (scripts/install-deps.sh)"
 	@echo "  build        deps, then go build -o $(BIN) ./cmd/gpuz (default)"
-	@echo "  run          build, then $(BIN) \$$ARGS (default ARGS: $(ARGS))"
+	@echo "  run          build, then $(BIN) \$$ARGS (default ARGS: $(ARGS)); with an NVIDIA driver, make cuda"
+	@echo "               (fetching CUDA $(CUDA) if needed) and bin/gpuz-cuda \$$ARGS instead (GPU=0: never)"
 	@echo "  test         deps, gofmt check, go vet ./..., go test ./..."
 	@echo "  test-purego  go vet and go test with -tags purego (gonum BLAS, no OpenBLAS)"
 	@echo "  bench        go test benchmarks of ./internal/... (-benchtime 3x)"
@@ -49,8 +51,24 @@ build: deps
 	@echo "building $(BIN) (the first build compiles gorgonia and the OpenBLAS bindings: about a minute)"
 	$(GOBUILD) -o $(BIN) ./cmd/gpuz
 
+# make run on a machine with an NVIDIA driver (scripts/cuda-driver.sh:
+# libcuda.so.1 in `ldconfig -p`, or /proc/driver/nvidia/version) builds the
+# GPU binary, fetching CUDA $(CUDA) into ~/.cache when the system has no CUDA
+# headers or cuBLAS, and runs the reference benchmark with it; GPU=0 forces
+# the default build. Without a driver it builds and runs bin/gpuz.
+ifneq ($(filter run,$(MAKECMDGOALS)),)
+GPU_DRIVER := $(if $(filter 0,$(GPU)),,$(shell bash scripts/cuda-driver.sh 2>/dev/null))
+endif
+
+ifneq ($(GPU_DRIVER),)
+run: deps
+	@echo "NVIDIA driver found ($(GPU_DRIVER)): building and running the GPU build (make run GPU=0 for the default build)"
+	@GO="$(GO)" CUDA="$(CUDA)" bash scripts/cuda-build.sh --fetch
+	./bin/gpuz-cuda $(ARGS)
+else
 run: build
 	./$(BIN) $(ARGS)
+endif
 
 test: deps
 	@echo "$(GOFMT) -l ."
