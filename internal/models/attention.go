@@ -34,12 +34,12 @@ type AttentionConfig struct {
 // each with the field it sets.
 func (c *AttentionConfig) sizes() []Size {
 	return append([]Size{
-		{Name: "vocab", Usage: "token ids, rows of the embedding and outputs of the head (default: the preset's)", Full: 1024, Small: 64, field: &c.Vocab},
-		{Name: "d-model", Usage: "width of the model, even and a multiple of --heads (default: the preset's)", Full: 512, Small: 32, field: &c.DModel},
-		{Name: "heads", Usage: "attention heads per layer (default: the preset's)", Full: 8, Small: 4, field: &c.Heads},
-		{Name: "layers", Usage: "decoder layers, one block each (default: the preset's)", Full: 12, Small: 2, field: &c.Layers},
-		{Name: "seq-len", Usage: "tokens per sequence (default: the preset's)", Full: 512, Small: 32, field: &c.SeqLen},
-	}, c.Feed.sizes(Feed{Samples: 60, Batch: 30, Epochs: 5}, Feed{Samples: 8, Batch: 4, Epochs: 5})...)
+		{Name: "vocab", Usage: "token ids, rows of the embedding and outputs of the head (default: the preset's)", Full: 1024, Small: 64, Demo: 1024, field: &c.Vocab},
+		{Name: "d-model", Usage: "width of the model, even and a multiple of --heads (default: the preset's)", Full: 512, Small: 32, Demo: 256, field: &c.DModel},
+		{Name: "heads", Usage: "attention heads per layer (default: the preset's)", Full: 8, Small: 4, Demo: 4, field: &c.Heads},
+		{Name: "layers", Usage: "decoder layers, one block each (default: the preset's)", Full: 12, Small: 2, Demo: 8, field: &c.Layers},
+		{Name: "seq-len", Usage: "tokens per sequence (default: the preset's)", Full: 512, Small: 32, Demo: 128, field: &c.SeqLen},
+	}, c.Feed.sizes(Feed{Samples: 60, Batch: 30, Epochs: 5}, Feed{Samples: 8, Batch: 4, Epochs: 5}, Feed{Samples: 32, Batch: 8, Epochs: 4})...)
 }
 
 // Validate reports the first size that cannot make a model.

@@ -27,10 +27,10 @@ type LinearConfig struct {
 // each with the field it sets.
 func (c *LinearConfig) sizes() []Size {
 	return append([]Size{
-		{Name: "blocks", Usage: "blocks in the model (default: the preset's)", Full: 12, Small: 3, field: &c.Blocks},
-		{Name: "layers-per-block", Usage: "Linear+LeakyReLU layers per block (default: the preset's)", Full: 10, Small: 2, field: &c.LayersPerBlock},
-		{Name: "dims", Usage: "width of every layer (default: the preset's)", Full: 2000, Small: 128, field: &c.Dims},
-	}, c.Feed.sizes(Feed{Samples: 60, Batch: 30, Epochs: 5}, Feed{Samples: 8, Batch: 4, Epochs: 5})...)
+		{Name: "blocks", Usage: "blocks in the model (default: the preset's)", Full: 12, Small: 3, Demo: 12, field: &c.Blocks},
+		{Name: "layers-per-block", Usage: "Linear+LeakyReLU layers per block (default: the preset's)", Full: 10, Small: 2, Demo: 4, field: &c.LayersPerBlock},
+		{Name: "dims", Usage: "width of every layer (default: the preset's)", Full: 2000, Small: 128, Demo: 512, field: &c.Dims},
+	}, c.Feed.sizes(Feed{Samples: 60, Batch: 30, Epochs: 5}, Feed{Samples: 8, Batch: 4, Epochs: 5}, Feed{Samples: 64, Batch: 16, Epochs: 4})...)
 }
 
 // Validate reports the first size that cannot make a model.

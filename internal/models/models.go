@@ -17,6 +17,11 @@ import (
 const (
 	ScaleFull  = "full"  // the reference experiment's sizes
 	ScaleSmall = "small" // the same shapes shrunk to run a mode in about a second
+	// ScaleDemo is sized to show the offload story in seconds: on a
+	// simulated device of 256 MiB (sim:256MiB) cuda training fits with
+	// nothing taken and runs out of memory under a take that the cache
+	// mode survives (docs/sweeps.md).
+	ScaleDemo = "demo"
 )
 
 // Model is a workload's graph for one batch size, ready to compile.

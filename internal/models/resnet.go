@@ -32,12 +32,12 @@ type ResnetConfig struct {
 // each with the field it sets.
 func (c *ResnetConfig) sizes() []Size {
 	return append([]Size{
-		{Name: "levels", Usage: "nested residual levels, two blocks each (default: the preset's)", Full: 12, Small: 3, field: &c.Levels},
-		{Name: "channels", Usage: "channels of the images and of every residual (default: the preset's)", Full: 10, Small: 4, field: &c.Channels},
-		{Name: "mid-channels", Usage: "channels inside a block, between its convolutions (default: the preset's)", Full: 30, Small: 8, field: &c.MidChannels},
-		{Name: "image-size", Usage: "height and width of the images (default: the preset's)", Full: 512, Small: 32, field: &c.ImageSize},
-		{Name: "kernel", Usage: "side of the square kernels, odd; padded by kernel/2 (default: the preset's)", Full: 5, Small: 3, field: &c.Kernel},
-	}, c.Feed.sizes(Feed{Samples: 6, Batch: 2, Epochs: 10}, Feed{Samples: 6, Batch: 2, Epochs: 10})...)
+		{Name: "levels", Usage: "nested residual levels, two blocks each (default: the preset's)", Full: 12, Small: 3, Demo: 8, field: &c.Levels},
+		{Name: "channels", Usage: "channels of the images and of every residual (default: the preset's)", Full: 10, Small: 4, Demo: 8, field: &c.Channels},
+		{Name: "mid-channels", Usage: "channels inside a block, between its convolutions (default: the preset's)", Full: 30, Small: 8, Demo: 16, field: &c.MidChannels},
+		{Name: "image-size", Usage: "height and width of the images (default: the preset's)", Full: 512, Small: 32, Demo: 128, field: &c.ImageSize},
+		{Name: "kernel", Usage: "side of the square kernels, odd; padded by kernel/2 (default: the preset's)", Full: 5, Small: 3, Demo: 3, field: &c.Kernel},
+	}, c.Feed.sizes(Feed{Samples: 6, Batch: 2, Epochs: 10}, Feed{Samples: 6, Batch: 2, Epochs: 10}, Feed{Samples: 4, Batch: 2, Epochs: 4})...)
 }
 
 // Validate reports the first size that cannot make a model.

@@ -13,9 +13,9 @@ import (
 // each preset and the config field it sets. A workload's sizes are listed
 // in the order they are checked.
 type Size struct {
-	Name        string
-	Usage       string
-	Full, Small int
+	Name              string
+	Usage             string
+	Full, Small, Demo int
 	// KeepsScale marks a size that does not change the workload's shape
 	// (the epochs): set by the user, it leaves the run's scale named after
 	// the preset rather than "custom".
@@ -54,11 +54,11 @@ type Feed struct {
 
 // sizes declares the sizes every workload has, with the workload's full
 // and small presets for each.
-func (f *Feed) sizes(full, small Feed) []Size {
+func (f *Feed) sizes(full, small, demo Feed) []Size {
 	return []Size{
-		{Name: "batch", Usage: "samples per batch (default: the preset's)", Full: full.Batch, Small: small.Batch, field: &f.Batch},
-		{Name: "samples", Usage: "samples in the data set, a multiple of --batch (default: the preset's)", Full: full.Samples, Small: small.Samples, field: &f.Samples},
-		{Name: "epochs", Usage: "epochs per mode, warm-up included (default: the workload's)", Full: full.Epochs, Small: small.Epochs, KeepsScale: true, field: &f.Epochs},
+		{Name: "batch", Usage: "samples per batch (default: the preset's)", Full: full.Batch, Small: small.Batch, Demo: demo.Batch, field: &f.Batch},
+		{Name: "samples", Usage: "samples in the data set, a multiple of --batch (default: the preset's)", Full: full.Samples, Small: small.Samples, Demo: demo.Samples, field: &f.Samples},
+		{Name: "epochs", Usage: "epochs per mode, warm-up included (default: the workload's)", Full: full.Epochs, Small: small.Epochs, Demo: demo.Epochs, KeepsScale: true, field: &f.Epochs},
 	}
 }
 
@@ -152,8 +152,10 @@ func preset(scale string, sizes []Size) error {
 			*s.field = s.Full
 		case ScaleSmall:
 			*s.field = s.Small
+		case ScaleDemo:
+			*s.field = s.Demo
 		default:
-			return fmt.Errorf("unknown scale %q (want %s or %s)", scale, ScaleFull, ScaleSmall)
+			return fmt.Errorf("unknown scale %q (want %s, %s or %s)", scale, ScaleFull, ScaleSmall, ScaleDemo)
 		}
 	}
 	return nil
