@@ -108,8 +108,14 @@ func writePlot(path string, chart plot.Chart) error {
 // to draw (no mode has a timed epoch) gets a warning line on human, not an
 // error: the run's own status says why.
 func plotResult(human io.Writer, path string, res bench.Result) error {
+	return plotJSON(human, path, func(w io.Writer) error { return report.WriteJSON(w, res) })
+}
+
+// plotJSON draws to path the results that writeJSON writes as gpuz JSON (a
+// run's or a sweep's), read back by the reader gpuz plot uses.
+func plotJSON(human io.Writer, path string, writeJSON func(io.Writer) error) error {
 	var buf bytes.Buffer
-	if err := report.WriteJSON(&buf, res); err != nil {
+	if err := writeJSON(&buf); err != nil {
 		return fmt.Errorf("drawing the plot: %w", err)
 	}
 	doc, err := plot.Parse("the results", buf.Bytes())

@@ -7,6 +7,7 @@ import (
 	"image"
 	_ "image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -135,4 +136,19 @@ func TestRunPlotNothingTimed(t *testing.T) {
 	if _, err := os.Stat(opts.Plot); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s exists: %v", opts.Plot, err)
 	}
+}
+
+// TestSweepPlot runs a small sweep over --take with --plot: the sweep's
+// curve is drawn as gpuz plot draws a sweep's JSON.
+func TestSweepPlot(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "sweep.svg")
+	cmd := exec.Command(gpuzBinary, "linear", "train", "cuda,cache,cpu", "--scale", "small", "--device", "sim:2MiB",
+		"--take", "0,1MiB", "--win-size", "1", "--plot", img)
+	cmd.Env = append(os.Environ(), device.LedgerEnv+"="+filepath.Join(dir, "ledger"))
+	out, err := cmd.CombinedOutput()
+	if code := exitCode(err); code != exitIncomplete {
+		t.Fatalf("exit status %d, want %d (cuda out of memory under the take):\n%s", code, exitIncomplete, out)
+	}
+	checkImage(t, img)
 }

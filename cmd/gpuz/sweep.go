@@ -299,6 +299,9 @@ func sweepRun(ctx context.Context, o *WorkloadOptions) error {
 	if o.BenchOut != "" {
 		writeErr = errors.Join(writeErr, writeFile(o.BenchOut, "benchmark lines", func(w io.Writer) error { return report.WriteSweepBenchfmt(w, res) }))
 	}
+	if o.Plot != "" {
+		writeErr = errors.Join(writeErr, plotJSON(out, o.Plot, func(w io.Writer) error { return report.WriteSweepJSON(w, res) }))
+	}
 	writeErr = errors.Join(writeErr, profErr)
 	if ctx.Err() != nil {
 		return errors.Join(errInterrupted, writeErr)
