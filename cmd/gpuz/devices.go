@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"gpuz/internal/device"
+	"gpuz/internal/perfmodel"
 	"gpuz/internal/report"
 )
 
@@ -21,13 +22,16 @@ type DevicesOptions struct {
 	Specs []string
 	// GemmSize is the n of the n×n×n SGEMM timed on each device.
 	GemmSize int
+	// Profiles lists the built-in GPU profiles (what --device
+	// sim:PROFILE takes) instead of measuring devices.
+	Profiles bool
 }
 
 // newDevicesCmd builds gpuz devices; runF, when not nil, is called instead
 // of devicesRun.
 func newDevicesCmd(ios *IOStreams, runF func(context.Context, *DevicesOptions) error) *cobra.Command {
 	opts := &DevicesOptions{IO: ios, GemmSize: devicesGemmSize}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "devices",
 		Short: "List the devices with their memory, copy rates and SGEMM speed",
 		Long: `devices lists every device gpuz can run on: the host (cpu), the simulated
@@ -36,16 +40,27 @@ the compute capability, free and total memory, and measured figures: copy
 rates between host and device memory (from pinned and from pageable host
 memory, each way) and the speed of a 2000×2000×2000 SGEMM. The host and the
 simulated device copy within host memory (memcpy rates) and run the host's
-BLAS; a few seconds in all.`,
-		Example: "  gpuz devices",
+BLAS; a few seconds in all.
+
+With --profiles it lists instead the GPU profiles that --device sim:PROFILE
+takes (a simulated device of that GPU's memory size, standing for it): each
+GPU's published peak FP32 rate, memory bandwidth and size, its host link and
+copy rates. docs/model.md gives their sources.`,
+		Example: "  gpuz devices\n  gpuz devices --profiles",
 		Args:    noArgs,
 		RunE:    runWith(opts, runF, devicesRun),
 	}
+	cmd.Flags().BoolVar(&opts.Profiles, "profiles", false, "list the GPU profiles of --device sim:PROFILE instead of measuring devices")
+	return cmd
 }
 
-// devicesRun measures each device and writes the table. Stopped by a
-// signal, it writes the table of the devices measured so far.
+// devicesRun measures each device and writes the table, or with Profiles
+// writes the table of GPU profiles. Stopped by a signal, it writes the
+// table of the devices measured so far.
 func devicesRun(ctx context.Context, opts *DevicesOptions) error {
+	if opts.Profiles {
+		return report.WriteProfiles(opts.IO.Out, perfmodel.Profiles())
+	}
 	specs := opts.Specs
 	if specs == nil {
 		specs = []string{"cpu", "sim"}

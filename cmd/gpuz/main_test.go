@@ -105,7 +105,8 @@ func TestBadInput(t *testing.T) {
 		{"take-mem zero duration", []string{"take-mem", "2", "--for", "0s"}, "--for must be positive"},
 		{"take-mem bad duration", []string{"take-mem", "2", "--for", "soon"}, `invalid argument "soon" for "--for"`},
 		{"take-mem unknown device", []string{"take-mem", "2", "--device", "gpu"}, `unknown device "gpu"`},
-		{"take-mem bad sim size", []string{"take-mem", "2", "--device", "sim:big"}, `device "sim:big"`},
+		{"take-mem bad sim size", []string{"take-mem", "2", "--device", "sim:-2MiB"}, `device "sim:-2MiB"`},
+		{"take-mem unknown profile", []string{"take-mem", "2", "--device", "sim:big"}, `device "sim:big": unknown GPU profile "big" (want one of rtx4060-laptop,`},
 		{"take-mem no cuda", []string{"take-mem", "2", "--device", "cuda:0"}, "this build has no CUDA support"},
 		{"take-mem busy on too little", []string{"take-mem", "1MiB", "--busy"}, "--busy needs at least"},
 		{"selftest no cuda", []string{"selftest", "--device", "cuda"}, "this build has no CUDA support"},
@@ -285,7 +286,7 @@ func TestManualExamples(t *testing.T) {
 		args := strings.Fields(ex)[1:]
 		if args[0] == "take-mem" {
 			args = append(args, "--for", "1ms") // the last --for wins
-		} else if len(args) > 1 && args[0] != "compare" && args[0] != "plot" && !strings.Contains(ex, "--scale") {
+		} else if len(args) > 1 && args[0] != "compare" && args[0] != "plot" && args[0] != "devices" && !strings.Contains(ex, "--scale") {
 			args = append(args, "--scale", "small")
 		}
 		var stdout, stderr bytes.Buffer

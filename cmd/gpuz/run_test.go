@@ -143,6 +143,19 @@ func TestDevicesRunOnSim(t *testing.T) {
 	}
 }
 
+// TestDevicesProfiles lists the GPU profiles without measuring anything.
+func TestDevicesProfiles(t *testing.T) {
+	ios, out, _ := testIO()
+	if err := devicesRun(context.Background(), &DevicesOptions{IO: ios, Profiles: true, Specs: []string{"gpu"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"rtx4060-laptop ", "h100-sxm ", "docs/model.md"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("gpuz devices --profiles lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // TestSelftestRunOnSim self-tests the simulated device: every check
 // passes, after the note that they are equal by construction.
 func TestSelftestRunOnSim(t *testing.T) {

@@ -124,7 +124,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.StringVar(&opts.Format, "format", string(report.FormatText), "what goes to standard output: text, markdown, csv or json (the others send the epochs and the text table to standard error)")
 	fs.BoolVar(&opts.Wide, "wide", false, "show every column of the table (mean, stddev, min, max, copies each way, copy rate), past 100 columns")
 	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
-	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE] or cuda[:N]")
+	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE], sim:PROFILE (gpuz devices --profiles) or cuda[:N]")
 	lists.add(fs, "policy", "strings", bench.PolicyWindow, "cache policy: window (DictCache's) or auto; a comma list sweeps")
 	lists.add(fs, "win-size", "ints", "3", "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory); a comma list sweeps")
 	lists.add(fs, "optimizer-on", "strings", "device", "where cache mode runs the optimizer: device or host (auto policy); a comma list sweeps")

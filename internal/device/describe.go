@@ -19,13 +19,17 @@ type Describer interface {
 }
 
 // Describe says that the device is simulated: host memory with a capacity,
-// whose times are host times.
+// whose times are host times, and the GPU profile it stands for, if any.
 func (s *Sim) Describe() map[string]string {
-	return map[string]string{
+	d := map[string]string{
 		"name":         s.Name(),
 		"kind":         "simulated (host memory with a capacity; times are host times)",
 		"memory_bytes": strconv.FormatInt(s.capacity, 10),
 	}
+	if p, ok := s.Profile(); ok {
+		d["profile"] = p.Name + ": " + p.Title
+	}
+	return d
 }
 
 // NVIDIADriverVersion reads the NVIDIA kernel module's version, e.g.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"gpuz/internal/perfmodel"
 	"gpuz/internal/units"
 )
 
@@ -19,6 +20,8 @@ const AutoWarning = "no CUDA GPU: cuda and cache run on a simulated 8GiB device 
 //	cpu         the host
 //	sim         a simulated GPU of DefaultSimCapacity (8 GiB)
 //	sim:SIZE    a simulated GPU of SIZE bytes: 512MiB, 4GiB, 4GB, 1000000
+//	sim:PROFILE a simulated GPU of a GPU profile's memory size, standing for
+//	            that GPU (perfmodel.Lookup): sim:rtx4060-laptop, sim:h100-sxm
 //	cuda[:N]    CUDA GPU N (default 0)
 //
 // A simulated device records its memory in ledger (nil: a device no other
@@ -36,6 +39,12 @@ func Parse(spec string, ledger *Ledger) (dev Device, warning string, err error) 
 		return NewHost(), "", nil
 	case kind == "sim" && !hasArg:
 		return NewSim(DefaultSimCapacity, ledger), "", nil
+	case kind == "sim" && startsWithLetter(arg):
+		p, err := perfmodel.Lookup(arg)
+		if err != nil {
+			return nil, "", fmt.Errorf("device %q: %w", spec, err)
+		}
+		return NewSimProfile(p, ledger), "", nil
 	case kind == "sim":
 		size, err := units.ParseBytes(arg)
 		if err != nil {
@@ -60,5 +69,11 @@ func Parse(spec string, ledger *Ledger) (dev Device, warning string, err error) 
 		}
 		return d, "", nil
 	}
-	return nil, "", fmt.Errorf("unknown device %q (want auto, cpu, sim, sim:SIZE, cuda or cuda:N)", spec)
+	return nil, "", fmt.Errorf("unknown device %q (want auto, cpu, sim, sim:SIZE, sim:PROFILE, cuda or cuda:N)", spec)
+}
+
+// startsWithLetter says s starts with an ASCII letter: a profile's name
+// rather than a size.
+func startsWithLetter(s string) bool {
+	return s != "" && (s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z')
 }

@@ -21,6 +21,9 @@ func TestParse(t *testing.T) {
 		{"sim:1000000", "sim:1MB", "", 1_000_000},
 		{"sim:4", "sim:4B", "", 4},
 		{"auto", "sim:8GiB", AutoWarning, 8 << 30},
+		{"sim:rtx4060-laptop", "sim:rtx4060-laptop", "", 8 << 30},
+		{"sim:h100-sxm", "sim:h100-sxm", "", 80 << 30},
+		{"sim:rtx3060", "sim:rtx3060", "", 12 << 30},
 	} {
 		dev, warning, err := Parse(tt.spec, ledger)
 		if err != nil {
@@ -41,12 +44,13 @@ func TestParseErrors(t *testing.T) {
 		spec, want string
 	}{
 		{"", `unknown device ""`},
-		{"gpu", `unknown device "gpu" (want auto, cpu, sim, sim:SIZE, cuda or cuda:N)`},
+		{"gpu", `unknown device "gpu" (want auto, cpu, sim, sim:SIZE, sim:PROFILE, cuda or cuda:N)`},
 		{"CPU", `unknown device "CPU"`},
 		{"cpu:0", `unknown device "cpu:0"`},
 		{"auto:1", `unknown device "auto:1"`},
 		{"sim:", `device "sim:": invalid byte size "": empty`},
-		{"sim:lots", `device "sim:lots": invalid byte size "lots": no number`},
+		{"sim:lots", `device "sim:lots": unknown GPU profile "lots" (want one of rtx4060-laptop, rtx3060, rtx4070, rtx4090, a100-40gb-pcie, h100-pcie, h100-sxm)`},
+		{"sim:H100-SXM", `unknown GPU profile "H100-SXM"`},
 		{"sim:8G", `unknown unit "G"`},
 		{"sim:-1GiB", "negative"},
 		{"sim:0", `device "sim:0": a simulated device needs at least 4 bytes`},
@@ -63,5 +67,26 @@ func TestParseErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Parse(%q) = %v, %v; want an error containing %q", tt.spec, dev, err, tt.want)
 		}
+	}
+}
+
+func TestParseProfile(t *testing.T) {
+	dev, _, err := Parse("sim:h100-sxm", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := dev.(Profiled).Profile()
+	if !ok || p.Name != "h100-sxm" || p.FP32 != 67e12 {
+		t.Errorf("sim:h100-sxm's profile = %+v, %v", p, ok)
+	}
+	if d := dev.(Describer).Describe(); !strings.HasPrefix(d["profile"], "h100-sxm: NVIDIA H100") || d["memory_bytes"] != "85899345920" {
+		t.Errorf("sim:h100-sxm describes itself as %v", d)
+	}
+	plain, _, err := Parse("sim:1GiB", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := plain.(Profiled).Profile(); ok {
+		t.Error("sim:1GiB has a profile")
 	}
 }

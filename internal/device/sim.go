@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"gpuz/internal/perfmodel"
 	"gpuz/internal/units"
 )
 
@@ -39,6 +40,9 @@ type Sim struct {
 	// it and what the device holds, so allocations within it draw on it
 	// instead of adding to the ledger.
 	ahead int64
+	// profile is the GPU profile the device stands for (sim:PROFILE);
+	// nil when made from a size.
+	profile *perfmodel.Profile
 }
 
 // NewSim returns a simulated device of capacity bytes that records its
@@ -69,7 +73,8 @@ func commandLine() string {
 	return s
 }
 
-// Name is "sim:" and the capacity, as in "sim:8GiB".
+// Name is "sim:" and the capacity, as in "sim:8GiB", or "sim:" and the
+// profile's name when made from a profile ("sim:h100-sxm").
 func (s *Sim) Name() string { return s.name }
 
 // Capacity is the device's size in bytes.

@@ -1,0 +1,271 @@
+package perfmodel
+
+import (
+	"math"
+	"strings"
+	"time"
+)
+
+// Kernel is one kernel of a run (or a step, or an epoch): how often it was
+// launched and, over all its launches, the floating-point operations it
+// did and the device-memory bytes it read and wrote.
+type Kernel struct {
+	// Name is the kernel's name as device.Kernels calls it ("Gemm",
+	// "Conv2d", "AdamStep", …); Efficiency.DenseKernels is matched
+	// against it.
+	Name     string
+	Launches int64
+	FLOPs    int64
+	Bytes    int64
+}
+
+// Copies are the copies between host and device memory of the same run.
+type Copies struct {
+	// H2DBytes and D2HBytes are the bytes copied to and from the device.
+	H2DBytes, D2HBytes int64
+	// SyncBytes is the part of H2DBytes+D2HBytes that the computation
+	// waits for (a synchronous copy, or a prefetch that came too late);
+	// the rest may overlap kernels.
+	SyncBytes int64
+	// Pageable says the host side is ordinary (pageable) memory rather
+	// than page-locked.
+	Pageable bool
+	// Count is the number of copies.
+	Count int64
+}
+
+// Efficiency is the fraction of a profile's peaks that real kernels and
+// copies reach, and the fixed costs a peak does not show. Each fraction is
+// in (0, 1]; Predict reads a value outside that range as 1.
+type Efficiency struct {
+	// Dense is the fraction of the FP32 peak reached by SGEMM-like
+	// kernels (those named in DenseKernels).
+	Dense float64
+	// Elementwise is the fraction of the FP32 peak reached by every other
+	// kernel (element-wise, reductions, normalisation, the hand-written
+	// attention kernels).
+	Elementwise float64
+	// Bandwidth is the fraction of the memory bandwidth that kernels
+	// reach.
+	Bandwidth float64
+	// LaunchOverhead is the fixed cost of each kernel launch.
+	LaunchOverhead time.Duration
+	// Copy is the fraction of the profile's copy rates that the run's
+	// copies reach.
+	Copy float64
+	// CopyOverhead is the fixed cost of each copy.
+	CopyOverhead time.Duration
+	// DenseKernels are the kernel names (compared without regard to case)
+	// that run as an SGEMM on a GPU: cuBLAS's GEMM, and the convolutions,
+	// which gpuz's CUDA device runs as im2col and a cuBLAS GEMM.
+	DenseKernels []string
+}
+
+// DefaultEfficiency is the efficiency Predict's model time assumes unless
+// told otherwise. None of its values was fitted to the reference report;
+// each is an estimate from published microbenchmarks or from the hardware's
+// documented limits, stated here and in docs/model.md. The figures from
+// the named sources are as recalled when this was written.
+//
+//   - Dense 0.7: cuBLAS SGEMM on large square matrices reaches 70–90% of
+//     the FP32 peak at the quoted boost clock (CUTLASS's published
+//     performance figures against cuBLAS; Jia et al., "Dissecting the
+//     NVIDIA Volta GPU Architecture via Microbenchmarking", 2018). gpuz's
+//     GEMMs are small or skinny (30 rows of 2000; im2col convolutions of a
+//     batch of 2), so the lower end.
+//   - Elementwise 0.25: a simple kernel issues mostly plain adds and
+//     multiplies, one FLOP per instruction where an FMA does two (at most
+//     0.5), and its exponentials and divisions run on the special-function
+//     units at a quarter of the FMA rate (the CUDA C++ Programming Guide's
+//     table of arithmetic instruction throughput): about 0.25. Such
+//     kernels are memory-bound, so the figure rarely decides.
+//   - Bandwidth 0.8: STREAM-like kernels reach 80–90% of the theoretical
+//     bandwidth on NVIDIA GPUs (BabelStream: Deakin et al., "Evaluating
+//     attainable memory bandwidth of parallel programming models via
+//     BabelStream", 2018, and its published results); gpuz's kernels are
+//     not tuned and some reduce or stride, so the lower end.
+//   - LaunchOverhead 5 µs: a cuLaunchKernel call costs 2–5 µs of host
+//     time in NVIDIA's published measurements ("Getting Started with CUDA
+//     Graphs", NVIDIA developer blog, 2019) and common microbenchmarks;
+//     gpuz launches from Go through cgo, so the upper end.
+//   - Copy 0.9: the profile's copy rates are those of large copies; copies
+//     of a megabyte and more reach 90% and more of them (the flat part of
+//     CUDA bandwidthTest's shmoo mode curves). An estimate.
+//   - CopyOverhead 10 µs: the fixed cost of a cudaMemcpy (the call, DMA
+//     set-up and completion), which is how long the smallest copies take
+//     in bandwidthTest's shmoo mode. An estimate.
+var DefaultEfficiency = Efficiency{
+	Dense:          0.7,
+	Elementwise:    0.25,
+	Bandwidth:      0.8,
+	LaunchOverhead: 5 * time.Microsecond,
+	Copy:           0.9,
+	CopyOverhead:   10 * time.Microsecond,
+	DenseKernels:   []string{"Gemm", "Conv2d", "Conv2dInputGrad", "Conv2dWeightGrad"},
+}
+
+// Limiters are the values of Prediction.Limiter.
+const (
+	LimitCompute = "compute"
+	LimitMemory  = "memory"
+	LimitLaunch  = "launch"
+	LimitCopy    = "copy"
+)
+
+// Prediction is what a profile could do with a run's kernels and copies.
+type Prediction struct {
+	// Bound is the roofline lower bound: no device with the profile's
+	// peaks can take less.
+	Bound time.Duration
+	// Model is the model time: the bound's formula at the efficiency's
+	// fractions, with launch and copy overheads.
+	Model time.Duration
+	// Compute and Memory are the kernels' FLOPs and bytes at the model's
+	// rates, each summed over every kernel (a kernel's time is the larger
+	// of its two); Launch is the launches' overhead; Copy is every copy at
+	// the model's rate with its overhead, overlapped or not.
+	Compute, Memory, Launch, Copy time.Duration
+	// Limiter is the largest part of Model: LimitCompute or LimitMemory
+	// (the kernels bound by each, summed), LimitLaunch, or LimitCopy (the
+	// copies not hidden behind kernels); "" when there is nothing to do.
+	Limiter string
+}
+
+// Predict returns the bound and the model time of kernels and copies on p.
+//
+// The bound is Σ max(FLOPs/FP32, Bytes/MemBandwidth) over the kernels
+// (K), and the copies at the link's theoretical rate (C, the larger of
+// the PCIe rate and the profile's copy rates): the synchronous fraction
+// s = SyncBytes/(H2DBytes+D2HBytes) of C is serialized and the rest
+// overlaps the kernels, so the bound is s·C + max(K, (1−s)·C).
+//
+// The model time is the same formula with each kernel at its efficiency
+// (FP32 × Dense or × Elementwise, MemBandwidth × Bandwidth) plus
+// Launches × LaunchOverhead, and the copies at the profile's pinned or
+// pageable rates × Copy, plus Count × CopyOverhead. Launch overheads are
+// added rather than hidden behind the previous kernel, which for long
+// kernels makes the model slower by at most their launches' overhead. The
+// synchronous fraction is applied to both directions alike. With
+// fractions in (0, 1] the bound never exceeds the model time.
+func Predict(kernels []Kernel, copies Copies, p Profile, e Efficiency) Prediction {
+	var boundK, compute, memory, launch, computeBound, memoryBound float64 // seconds
+	for _, k := range kernels {
+		f, b := nonneg(k.FLOPs), nonneg(k.Bytes)
+		boundK += max(div(f, p.FP32), div(b, p.MemBandwidth))
+		c := div(f, p.FP32*e.flopFraction(k.Name))
+		m := div(b, p.MemBandwidth*frac(e.Bandwidth))
+		compute, memory = compute+c, memory+m
+		if c >= m {
+			computeBound += c
+		} else {
+			memoryBound += m
+		}
+		launch += nonneg(k.Launches) * max(e.LaunchOverhead.Seconds(), 0)
+	}
+	modelK := computeBound + memoryBound + launch
+
+	up, down := nonneg(copies.H2DBytes), nonneg(copies.D2HBytes)
+	rateUp, rateDown := p.PinnedH2D, p.PinnedD2H
+	if copies.Pageable {
+		rateUp, rateDown = p.PageableH2D, p.PageableD2H
+	}
+	link := PCIeRate(p.PCIeGen, p.PCIeLanes)
+	boundC := div(up, max(link, p.PinnedH2D, p.PageableH2D)) + div(down, max(link, p.PinnedD2H, p.PageableD2H))
+	modelC := div(up, rateUp*frac(e.Copy)) + div(down, rateDown*frac(e.Copy)) +
+		nonneg(copies.Count)*max(e.CopyOverhead.Seconds(), 0)
+	sync := 1.0 // no bytes: a copy's overhead is waited for
+	if up+down > 0 {
+		sync = min(max(nonneg(copies.SyncBytes)/(up+down), 0), 1)
+	}
+	bound := sync*boundC + max(boundK, (1-sync)*boundC)
+	model := sync*modelC + max(modelK, (1-sync)*modelC)
+
+	pr := Prediction{
+		Bound: duration(bound), Model: duration(model),
+		Compute: duration(compute), Memory: duration(memory), Launch: duration(launch), Copy: duration(modelC),
+	}
+	largest := 0.0
+	for _, part := range []struct {
+		name    string
+		seconds float64
+	}{{LimitCompute, computeBound}, {LimitMemory, memoryBound}, {LimitLaunch, launch}, {LimitCopy, model - modelK}} {
+		if part.seconds > largest {
+			pr.Limiter, largest = part.name, part.seconds
+		}
+	}
+	return pr
+}
+
+// flopFraction is the fraction of the FP32 peak that the kernel called
+// name reaches.
+func (e Efficiency) flopFraction(name string) float64 {
+	for _, d := range e.DenseKernels {
+		if strings.EqualFold(d, name) {
+			return frac(e.Dense)
+		}
+	}
+	return frac(e.Elementwise)
+}
+
+// frac is f when it is a fraction in (0, 1], else 1.
+func frac(f float64) float64 {
+	if f > 0 && f <= 1 {
+		return f
+	}
+	return 1
+}
+
+// nonneg is n as a float, 0 when negative.
+func nonneg(n int64) float64 { return float64(max(n, 0)) }
+
+// div is the seconds to do amount at rate per second: 0 for no amount,
+// +Inf for an amount at no rate.
+func div(amount, rate float64) float64 {
+	if amount <= 0 {
+		return 0
+	}
+	if !(rate > 0) {
+		return math.Inf(1)
+	}
+	return amount / rate
+}
+
+// duration converts seconds to a Duration, the longest Duration when they
+// do not fit.
+func duration(seconds float64) time.Duration {
+	ns := seconds * 1e9
+	if ns >= math.MaxInt64 || math.IsNaN(ns) {
+		return math.MaxInt64
+	}
+	return time.Duration(math.Round(ns))
+}
+
+// FlagRatio is how many times its model time a measured time must take to
+// be flagged.
+const FlagRatio = 3
+
+// Flag compares a measured time with its model time. It returns their
+// ratio (0 when there is no model time) and, when the ratio exceeds
+// FlagRatio, the likely reasons, most likely first: at ten times the model
+// and more, the driver spilling device memory to system memory (which
+// slows every kernel to the PCIe rate) comes first; below, copies that did
+// not overlap and launch overhead do. Reasons is nil when not flagged.
+func Flag(measured, model time.Duration) (ratio float64, reasons []string) {
+	if model <= 0 || measured <= 0 {
+		return 0, nil
+	}
+	ratio = float64(measured) / float64(model)
+	if ratio <= FlagRatio {
+		return ratio, nil
+	}
+	spill := "device memory spilled to system memory: the Windows driver (since 536.40) falls back to host memory " +
+		"when the GPU's is full instead of failing, and kernels then read over PCIe"
+	overlap := "copies meant to overlap compute did not (pageable host memory, one stream, or a synchronize between " +
+		"them), so they add to the time instead of hiding behind kernels"
+	launch := "launch overhead dominating small kernels: each launch cost more than the model's overhead " +
+		"(a slow driver path, WDDM batching, or a synchronize after each kernel)"
+	if ratio >= 10 {
+		return ratio, []string{spill, overlap, launch}
+	}
+	return ratio, []string{overlap, launch, spill}
+}

@@ -1,0 +1,326 @@
+// Package perfmodel says what a GPU could do: device profiles (a GPU's
+// published peak FP32 rate, memory bandwidth and size, and its host link),
+// a roofline lower bound and a model time for a list of kernels and copies
+// on a profile, and a flag for a measured time far above its model. It
+// imports nothing of gpuz's, so that the engine, the runner and the
+// reports can all use it.
+package perfmodel
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Profile is what a GPU could do, from its vendor's published figures.
+// Rates are per second; a copy rate of 0 means not known.
+type Profile struct {
+	// Name is the profile's short name, as --device sim:NAME takes it
+	// (lower case, no spaces), e.g. "h100-sxm".
+	Name string
+	// Title is the GPU's full name, e.g. "NVIDIA H100 SXM5 80 GB".
+	Title string
+	// FP32 is the peak FP32 rate in FLOP/s (an FMA counts as two), at the
+	// boost clock the vendor quotes.
+	FP32 float64
+	// MemBandwidth is the peak device memory bandwidth in bytes/s.
+	MemBandwidth float64
+	// MemoryBytes is the device memory's size in bytes.
+	MemoryBytes int64
+	// PCIeGen and PCIeLanes are the host link, e.g. 4 and 16; 0 when not
+	// a PCIe device (the host profile).
+	PCIeGen, PCIeLanes int
+	// PinnedH2D and PinnedD2H are the rates of large copies from and to
+	// page-locked host memory; PageableH2D and PageableD2H from and to
+	// ordinary (pageable) host memory, in bytes/s.
+	PinnedH2D, PinnedD2H     float64
+	PageableH2D, PageableD2H float64
+	// Sources name the documents the figures come from, and how any
+	// derived figure was derived.
+	Sources []string
+}
+
+// PinnedFraction is the fraction of a PCIe link's theoretical rate that
+// large pinned copies reach, used to derive the built-in profiles' pinned
+// copy rates (and a loaded profile's, when it gives none). Basis: a PCIe
+// transaction carries at most 256 bytes of payload (the usual maximum
+// payload size) behind about 24 bytes of header, framing and CRC, 91% of
+// the wire, less flow-control and acknowledgement packets; CUDA's
+// bandwidthTest sample reports about 80% of the theoretical rate on
+// PCIe 3.0 and 4.0 x16 links (12–13 of 15.8 GB/s, 25–26 of 31.5 GB/s).
+// A derived figure, not a measurement of these GPUs.
+const PinnedFraction = 0.8
+
+// PageableFraction is the fraction of the pinned rate that copies from and
+// to pageable host memory reach, used to derive the built-in profiles'
+// pageable rates. Basis: the driver copies pageable memory through a
+// page-locked staging buffer, so the copy is a host memcpy and a DMA in
+// series; with a host memcpy about as fast as the link (10–20 GB/s on a
+// desktop or laptop) the series rate is about half the pinned rate. A
+// derived figure; it depends on the host more than on the GPU.
+const PageableFraction = 0.5
+
+// PCIeRate is the theoretical rate in bytes/s, each way, of a PCIe link of
+// generation gen (1 to 6) and lanes lanes, after line encoding (8b/10b for
+// generations 1 and 2, 128b/130b for 3 to 5, and 6's FLIT encoding counted
+// as 242/256); 0 when gen or lanes is not a PCIe link.
+func PCIeRate(gen, lanes int) float64 {
+	var perLane float64 // bytes/s per lane
+	switch gen {
+	case 1:
+		perLane = 2.5e9 * 8 / 10 / 8
+	case 2:
+		perLane = 5e9 * 8 / 10 / 8
+	case 3:
+		perLane = 8e9 * 128 / 130 / 8
+	case 4:
+		perLane = 16e9 * 128 / 130 / 8
+	case 5:
+		perLane = 32e9 * 128 / 130 / 8
+	case 6:
+		perLane = 64e9 * 242 / 256 / 8
+	default:
+		return 0
+	}
+	if lanes <= 0 {
+		return 0
+	}
+	return perLane * float64(lanes)
+}
+
+// withLinkRates returns p with its copy rates derived from its PCIe link
+// where they are 0: pinned at PinnedFraction of the link's theoretical
+// rate, pageable at PageableFraction of pinned. It says which it derived.
+func withLinkRates(p Profile) (Profile, []string) {
+	link := PCIeRate(p.PCIeGen, p.PCIeLanes)
+	var derived []string
+	fill := func(v *float64, name string, from float64, frac float64) {
+		if *v == 0 && from > 0 {
+			*v = from * frac
+			derived = append(derived, name)
+		}
+	}
+	fill(&p.PinnedH2D, "PinnedH2D", link, PinnedFraction)
+	fill(&p.PinnedD2H, "PinnedD2H", link, PinnedFraction)
+	fill(&p.PageableH2D, "PageableH2D", p.PinnedH2D, PageableFraction)
+	fill(&p.PageableD2H, "PageableD2H", p.PinnedD2H, PageableFraction)
+	return p, derived
+}
+
+// gib is a GiB in bytes. GPU memory sizes are quoted in GB but are powers
+// of two (an "8 GB" card has 8192 MiB).
+const gib = int64(1) << 30
+
+// Sources of the built-in figures. The figures were taken from these
+// documents as recalled when the table was written; they were not
+// re-checked against the documents in the same change.
+const (
+	srcAdaWhitepaper = "NVIDIA Ada Lovelace GPU Architecture whitepaper (v1.0, 2022): FP32 TFLOPS, memory interface and bandwidth"
+	srcA100Datasheet = "NVIDIA A100 Tensor Core GPU datasheet (2020/2021): FP32 19.5 TFLOPS, 40 GB HBM2 at 1,555 GB/s, PCIe Gen4"
+	srcH100Datasheet = "NVIDIA H100 Tensor Core GPU datasheet (2022/2023): FP32 67 TFLOPS (SXM) and 51 TFLOPS (PCIe), 80 GB at 3.35 TB/s (SXM) and 2 TB/s (PCIe), PCIe Gen5 x16 host link"
+	srcDerivedLink   = "copy rates derived: pinned = 0.8 × the PCIe link's theoretical rate (perfmodel.PinnedFraction), pageable = 0.5 × pinned (perfmodel.PageableFraction)"
+)
+
+// builtin is the built-in profiles, in the order Profiles lists them.
+var builtin = []Profile{
+	{
+		Name: "rtx4060-laptop", Title: "NVIDIA GeForce RTX 4060 Laptop GPU 8 GB (the reference report's GPU)",
+		FP32: 11e12, MemBandwidth: 256e9, MemoryBytes: 8 * gib, PCIeGen: 4, PCIeLanes: 8,
+		PinnedH2D: 12e9, PinnedD2H: 12e9,
+		Sources: []string{
+			"NVIDIA GeForce RTX 4060 Laptop GPU specifications (nvidia.com): 3072 CUDA cores, 8 GB GDDR6 on a 128-bit bus, PCIe 4.0 x8",
+			"gpuz's shared/dictcache.md (reading the reference report): 16 Gbps × 128 bit = 256 GB/s; about 11 TFLOP/s FP32 at the 75 W power limit (3072 cores × 2 × ~1.8 GHz sustained; 14.6 at the 2.37 GHz maximum boost); pinned copies about 12 GB/s in practice on PCIe 4.0 x8 (15.8 GB/s theoretical, a fraction of 0.76)",
+			"pageable copy rates derived: 0.5 × pinned (perfmodel.PageableFraction)",
+		},
+	},
+	{
+		Name: "rtx3060", Title: "NVIDIA GeForce RTX 3060 12 GB",
+		FP32: 12.7e12, MemBandwidth: 360e9, MemoryBytes: 12 * gib, PCIeGen: 4, PCIeLanes: 16,
+		Sources: []string{
+			"NVIDIA GeForce RTX 3060 family specifications (nvidia.com): 3584 CUDA cores, 1.78 GHz boost, 12 GB GDDR6 on a 192-bit bus, PCIe 4.0",
+			"derived: FP32 = 3584 × 2 × 1.777 GHz = 12.7 TFLOP/s; bandwidth = 15 Gbps × 192 bit / 8 = 360 GB/s",
+			srcDerivedLink,
+		},
+	},
+	{
+		Name: "rtx4070", Title: "NVIDIA GeForce RTX 4070 12 GB",
+		FP32: 29.1e12, MemBandwidth: 504e9, MemoryBytes: 12 * gib, PCIeGen: 4, PCIeLanes: 16,
+		Sources: []string{
+			"NVIDIA GeForce RTX 4070 family specifications (nvidia.com): 5888 CUDA cores, 2.48 GHz boost, 12 GB GDDR6X on a 192-bit bus, PCIe 4.0",
+			"derived: FP32 = 5888 × 2 × 2.475 GHz = 29.1 TFLOP/s; bandwidth = 21 Gbps × 192 bit / 8 = 504 GB/s",
+			srcDerivedLink,
+		},
+	},
+	{
+		Name: "rtx4090", Title: "NVIDIA GeForce RTX 4090 24 GB",
+		FP32: 82.6e12, MemBandwidth: 1008e9, MemoryBytes: 24 * gib, PCIeGen: 4, PCIeLanes: 16,
+		Sources: []string{
+			srcAdaWhitepaper + ": RTX 4090 82.6 TFLOPS FP32 (16384 CUDA cores, 2.52 GHz boost), 24 GB GDDR6X, 384-bit at 21 Gbps = 1008 GB/s",
+			srcDerivedLink,
+		},
+	},
+	{
+		Name: "a100-40gb-pcie", Title: "NVIDIA A100 40 GB PCIe",
+		FP32: 19.5e12, MemBandwidth: 1555e9, MemoryBytes: 40 * gib, PCIeGen: 4, PCIeLanes: 16,
+		Sources: []string{srcA100Datasheet, srcDerivedLink},
+	},
+	{
+		Name: "h100-pcie", Title: "NVIDIA H100 PCIe 80 GB",
+		FP32: 51e12, MemBandwidth: 2.0e12, MemoryBytes: 80 * gib, PCIeGen: 5, PCIeLanes: 16,
+		Sources: []string{srcH100Datasheet, srcDerivedLink},
+	},
+	{
+		Name: "h100-sxm", Title: "NVIDIA H100 SXM5 80 GB",
+		FP32: 67e12, MemBandwidth: 3.35e12, MemoryBytes: 80 * gib, PCIeGen: 5, PCIeLanes: 16,
+		Sources: []string{srcH100Datasheet, srcDerivedLink},
+	},
+}
+
+// init fills the built-in profiles' copy rates that they do not state from
+// their links.
+func init() {
+	for i := range builtin {
+		builtin[i], _ = withLinkRates(builtin[i])
+	}
+}
+
+// Profiles returns the built-in profiles, the reference laptop GPU first.
+// The slice is a copy.
+func Profiles() []Profile {
+	out := make([]Profile, len(builtin))
+	for i, p := range builtin {
+		p.Sources = slices.Clone(p.Sources)
+		out[i] = p
+	}
+	return out
+}
+
+// Names returns the built-in profiles' names in the order Profiles lists
+// them.
+func Names() []string {
+	names := make([]string, len(builtin))
+	for i, p := range builtin {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// Lookup returns the built-in profile called name, or an error of one line
+// that lists the names.
+func Lookup(name string) (Profile, error) {
+	for _, p := range Profiles() {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return Profile{}, fmt.Errorf("unknown GPU profile %q (want one of %s)", name, strings.Join(Names(), ", "))
+}
+
+// HostProfile returns a profile of the host for tests and for comparing a
+// host-timed run with its own bound: flops is its measured SGEMM rate and
+// bandwidth its memcpy rate (device.Measure gives both), which is also the
+// rate of every copy (a copy to a simulated device is a memcpy).
+func HostProfile(flops, bandwidth float64) Profile {
+	return Profile{
+		Name: "host", Title: "the host (measured SGEMM and memcpy rates)",
+		FP32: flops, MemBandwidth: bandwidth,
+		PinnedH2D: bandwidth, PinnedD2H: bandwidth, PageableH2D: bandwidth, PageableD2H: bandwidth,
+		Sources: []string{"measured on this host"},
+	}
+}
+
+// LoadProfile reads a profile from a JSON file whose keys are Profile's
+// field names ("Name", "FP32", "MemBandwidth", …). Name, FP32,
+// MemBandwidth and MemoryBytes are required; copy rates left out are
+// derived as the built-in profiles' are (and the derivation is added to
+// Sources): pinned ones from PCIeGen and PCIeLanes, which without a link
+// must then be given, pageable ones from the pinned. An unknown key, a value of the wrong type or a missing or
+// impossible figure is an error naming the field.
+func LoadProfile(path string) (Profile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Profile{}, fmt.Errorf("reading the GPU profile: %w", err)
+	}
+	p, err := parseProfile(data)
+	if err != nil {
+		return Profile{}, fmt.Errorf("GPU profile %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// parseProfile decodes and checks a profile in JSON.
+func parseProfile(data []byte) (Profile, error) {
+	var p Profile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return Profile{}, fmt.Errorf("field %s: want a %s, not a JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)
+		}
+		// Unknown fields and syntax errors: encoding/json's message names
+		// the field or the offset.
+		return Profile{}, fmt.Errorf("decoding: %w", err)
+	}
+	if dec.More() {
+		return Profile{}, errors.New("more than one JSON value in the file")
+	}
+	if err := check(p); err != nil {
+		return Profile{}, err
+	}
+	p, derived := withLinkRates(p)
+	if len(derived) > 0 {
+		p.Sources = append(p.Sources, fmt.Sprintf("%s derived: pinned = %.2g × the theoretical rate of the PCIe link (gen %d, x%d), pageable = %.2g × pinned",
+			strings.Join(derived, ", "), PinnedFraction, p.PCIeGen, p.PCIeLanes, PageableFraction))
+	}
+	for _, r := range copyRates(p) {
+		if r.v == 0 {
+			return Profile{}, fmt.Errorf("field %s: missing (give it, or PCIeGen and PCIeLanes to derive the pinned rates)", r.name)
+		}
+	}
+	return p, nil
+}
+
+// check returns an error naming the first field of p that is missing or
+// impossible.
+func check(p Profile) error {
+	switch {
+	case p.Name == "":
+		return errors.New("field Name: missing")
+	case strings.ContainsAny(p.Name, " \t\n:,"):
+		return fmt.Errorf("field Name: %q has a space, colon or comma", p.Name)
+	case !(p.FP32 > 0):
+		return fmt.Errorf("field FP32: want a positive rate in FLOP/s, not %g", p.FP32)
+	case !(p.MemBandwidth > 0):
+		return fmt.Errorf("field MemBandwidth: want a positive rate in bytes/s, not %g", p.MemBandwidth)
+	case p.MemoryBytes < 4:
+		return fmt.Errorf("field MemoryBytes: want at least 4 bytes, not %d", p.MemoryBytes)
+	case p.PCIeGen < 0 || p.PCIeGen > 6:
+		return fmt.Errorf("field PCIeGen: want 1 to 6 (0: none), not %d", p.PCIeGen)
+	case p.PCIeLanes < 0 || p.PCIeLanes > 32:
+		return fmt.Errorf("field PCIeLanes: want 1 to 32 (0: none), not %d", p.PCIeLanes)
+	case (p.PCIeGen == 0) != (p.PCIeLanes == 0):
+		return errors.New("field PCIeLanes: PCIeGen and PCIeLanes go together (both 0 for no link)")
+	}
+	for _, r := range copyRates(p) {
+		if r.v < 0 || r.v != r.v {
+			return fmt.Errorf("field %s: want a rate in bytes/s (0 or left out: derived from the link), not %g", r.name, r.v)
+		}
+	}
+	return nil
+}
+
+// namedRate is a copy rate of a profile with its field's name.
+type namedRate struct {
+	name string
+	v    float64
+}
+
+// copyRates returns p's four copy rates with their fields' names.
+func copyRates(p Profile) []namedRate {
+	return []namedRate{{"PinnedH2D", p.PinnedH2D}, {"PinnedD2H", p.PinnedD2H}, {"PageableH2D", p.PageableH2D}, {"PageableD2H", p.PageableD2H}}
+}

@@ -1,0 +1,132 @@
+package perfmodel
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestProfiles(t *testing.T) {
+	want := []string{"rtx4060-laptop", "rtx3060", "rtx4070", "rtx4090", "a100-40gb-pcie", "h100-pcie", "h100-sxm"}
+	for _, name := range want {
+		p, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := check(p); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if len(p.Sources) == 0 || p.Title == "" {
+			t.Errorf("%s has no title or sources: %+v", name, p)
+		}
+		link := PCIeRate(p.PCIeGen, p.PCIeLanes)
+		if p.PinnedH2D > link || p.PageableH2D > p.PinnedH2D || p.PageableD2H > p.PinnedD2H || p.PageableD2H == 0 {
+			t.Errorf("%s: copy rates %g/%g pinned, %g/%g pageable on a %g B/s link", name,
+				p.PinnedH2D, p.PinnedD2H, p.PageableH2D, p.PageableD2H, link)
+		}
+	}
+	if got := strings.Join(Names(), " "); got != strings.Join(want, " ") {
+		t.Errorf("Names() = %s, want %s", got, strings.Join(want, " "))
+	}
+	// The reference laptop carries dictcache.md's figures.
+	p, _ := Lookup("rtx4060-laptop")
+	if p.FP32 != 11e12 || p.MemBandwidth != 256e9 || p.MemoryBytes != 8<<30 || p.PinnedH2D != 12e9 || p.PageableH2D != 6e9 {
+		t.Errorf("rtx4060-laptop = %+v", p)
+	}
+	// Profiles returns copies.
+	Profiles()[0].Sources[0] = "changed"
+	if q, _ := Lookup("rtx4060-laptop"); q.Sources[0] == "changed" {
+		t.Error("Profiles shares its Sources with the table")
+	}
+}
+
+func TestLookupUnknown(t *testing.T) {
+	_, err := Lookup("rtx9090")
+	if err == nil || strings.Contains(err.Error(), "\n") ||
+		!strings.Contains(err.Error(), `unknown GPU profile "rtx9090" (want one of rtx4060-laptop, rtx3060,`) {
+		t.Errorf("Lookup(rtx9090) error = %v", err)
+	}
+}
+
+func TestPCIeRate(t *testing.T) {
+	for _, tt := range []struct {
+		gen, lanes int
+		want       float64
+	}{
+		{3, 16, 15.754e9}, {4, 8, 15.754e9}, {4, 16, 31.508e9}, {5, 16, 63.015e9}, {2, 16, 8e9}, {0, 16, 0}, {4, 0, 0}, {7, 16, 0},
+	} {
+		if got := PCIeRate(tt.gen, tt.lanes); math.Abs(got-tt.want) > 1e6 {
+			t.Errorf("PCIeRate(%d, %d) = %g, want %g", tt.gen, tt.lanes, got, tt.want)
+		}
+	}
+}
+
+// writeProfile writes body to a file and returns its path.
+func writeProfile(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "profile.json")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestLoadProfile(t *testing.T) {
+	p, err := LoadProfile(writeProfile(t, `{"Name": "l4", "Title": "NVIDIA L4", "FP32": 30.3e12, "MemBandwidth": 300e9,
+		"MemoryBytes": 25769803776, "PCIeGen": 4, "PCIeLanes": 16, "PinnedH2D": 20e9, "Sources": ["NVIDIA L4 datasheet"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "l4" || p.FP32 != 30.3e12 || p.PinnedH2D != 20e9 || math.Abs(p.PinnedD2H-0.8*31.508e9) > 1e7 ||
+		p.PageableH2D != 10e9 || len(p.Sources) != 2 || !strings.Contains(p.Sources[1], "PinnedD2H, PageableH2D, PageableD2H derived") {
+		t.Errorf("LoadProfile = %+v", p)
+	}
+	// Every rate given, no link.
+	if _, err := LoadProfile(writeProfile(t, `{"Name": "x", "FP32": 1, "MemBandwidth": 1, "MemoryBytes": 4,
+		"PinnedH2D": 1, "PinnedD2H": 1, "PageableH2D": 1, "PageableD2H": 1}`)); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestLoadProfileErrors(t *testing.T) {
+	const ok = `"Name": "x", "FP32": 1e12, "MemBandwidth": 1e11, "MemoryBytes": 1024, "PCIeGen": 4, "PCIeLanes": 16`
+	for _, tt := range []struct{ body, want string }{
+		{`{` + ok + `, "FP32": "fast"}`, "field FP32: want a float64, not a JSON string"},
+		{`{` + ok + `, "Cores": 5}`, `unknown field "Cores"`},
+		{`{` + ok + `, "MemoryBytes": 1.5}`, "field MemoryBytes: want a int64"},
+		{`{"FP32": 1}`, "field Name: missing"},
+		{`{` + ok + `, "Name": "a b"}`, "field Name:"},
+		{`{` + ok + `, "FP32": 0}`, "field FP32: want a positive rate"},
+		{`{` + ok + `, "MemBandwidth": -1}`, "field MemBandwidth:"},
+		{`{` + ok + `, "MemoryBytes": 0}`, "field MemoryBytes:"},
+		{`{` + ok + `, "PCIeGen": 9}`, "field PCIeGen:"},
+		{`{` + ok + `, "PCIeLanes": 0}`, "field PCIeLanes: PCIeGen and PCIeLanes go together"},
+		{`{` + ok + `, "PageableD2H": -5}`, "field PageableD2H:"},
+		{`{` + ok + `, "PCIeGen": 0, "PCIeLanes": 0}`, "field PinnedH2D: missing"},
+		{`{` + ok + `, "PCIeGen": 0, "PCIeLanes": 0, "PinnedH2D": 1}`, "field PinnedD2H: missing"},
+		{`{` + ok, "decoding: unexpected EOF"},
+		{`{` + ok + `} {}`, "more than one JSON value"},
+	} {
+		path := writeProfile(t, tt.body)
+		_, err := LoadProfile(path)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("LoadProfile(%s) error = %v; want one naming the file and containing %q", tt.body, err, tt.want)
+		}
+	}
+	if _, err := LoadProfile(filepath.Join(t.TempDir(), "missing.json")); err == nil || !os.IsNotExist(errUnwrap(err)) {
+		t.Errorf("LoadProfile(missing) error = %v; want a wrapped not-exist error", err)
+	}
+}
+
+// errUnwrap unwraps err down to its innermost error.
+func errUnwrap(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
