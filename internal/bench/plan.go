@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 
+	"gorgonia.org/gorgonia"
+
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/models"
@@ -27,7 +29,11 @@ type ModePlan struct {
 	HostNeed int64
 	// FitsDevice and FitsHost say whether the footprint fits them.
 	FitsDevice, FitsHost bool
-	Status               Status // unavailable modes say why; ok otherwise
+	// Copies is one steady-state epoch's host↔device copies under the
+	// placement, counted without running (engine.Schedule.Copies); zero
+	// for a mode that was not planned.
+	Copies engine.Copies
+	Status Status // unavailable modes say why; ok otherwise
 }
 
 // MemoryPlan is the memory plan of a workload for every mode and cache
@@ -38,7 +44,11 @@ type MemoryPlan struct {
 	Gradients int64        // all parameters' gradients, part of Bytes.Arena while live
 	Blocks    int
 	MinWindow int
-	Modes     []ModePlan
+	// Work is one batch's device work (engine.Schedule.Work), the same in
+	// every mode; an epoch's is Batches times it.
+	Work    engine.Work
+	Batches int
+	Modes   []ModePlan
 }
 
 // PlanMemory computes the memory each requested mode needs, and for cache mode
@@ -56,7 +66,7 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 	header := opts.header(model, models.Data{}, threads)
 	header.DataBytes = opts.dataBytes()
 	res := MemoryPlan{Header: header, Bytes: plan.Bytes(), Gradients: plan.GradientBytes(),
-		Blocks: plan.Blocks(), MinWindow: plan.MinWindow()}
+		Blocks: plan.Blocks(), MinWindow: plan.MinWindow(), Work: plan.Work(), Batches: opts.Samples / opts.Batch}
 	host, err := device.ReadHostLimit()
 	if err != nil {
 		return MemoryPlan{}, fmt.Errorf("planning the host memory: %w", err)
@@ -93,6 +103,16 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 			// mode's host need counts it here, where nothing is made yet.
 			mp.HostNeed = header.DataBytes + hostNeed(dev, mp.Footprint)
 			mp.FitsHost = mp.HostNeed <= host.Bytes
+			// A placement that cannot load (a window of 0) has no copies to
+			// count; the run reports it.
+			if pl.Validate() != nil {
+				res.Modes = append(res.Modes, mp)
+				continue
+			}
+			if mp.Copies, err = plan.Copies(pl, mp.Footprint.Window, res.Batches, []*gorgonia.Node{model.Input, model.Target}); err != nil {
+				_ = dev.Close()
+				return MemoryPlan{}, fmt.Errorf("%s: %w", mode, err)
+			}
 			res.Modes = append(res.Modes, mp)
 		}
 		// Each mode's device is closed before the next is opened, so that

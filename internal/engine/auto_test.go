@@ -30,10 +30,10 @@ func (w *loadWatcher) Upload(dst device.Buffer, src []float32) error {
 	for {
 		f, more := frames.Next()
 		switch {
-		case strings.HasSuffix(f.Function, ".(*residency).prefetch"):
+		case strings.HasSuffix(f.Function, ".(*cache).prefetch"):
 			w.prefetch++
 			return w.Sim.Upload(dst, src)
-		case strings.HasSuffix(f.Function, ".(*residency).ensure"):
+		case strings.HasSuffix(f.Function, ".(*cache).ensure"):
 			w.demand = append(w.demand, w.prog.res.now)
 			return w.Sim.Upload(dst, src)
 		}

@@ -219,49 +219,117 @@ func (prog *Program) download(i int) ([]float32, error) {
 // training, the backward pass with each block's update as soon as its
 // gradients are final. It returns the output scalar.
 func (prog *Program) Run() (float32, error) {
-	p := prog.plan
-	next := 0 // next update to run
+	var c *cache
 	if prog.res != nil {
-		prog.res.done = -1
+		c = prog.res.cache
 	}
-	for si, s := range prog.steps {
-		if prog.res != nil {
-			prog.res.now = si
-			if err := prog.res.ensure(p.needs[si], s.backward); err != nil {
-				return 0, err
-			}
-		}
-		if err := prog.execute(s); err != nil {
-			return 0, err
-		}
-		if prog.res != nil {
-			prog.res.done = si
-		}
-		if i, ok := p.gradOf[s.out]; ok && p.spec.Train {
-			prog.gradSquares[i] = prog.k.SumSquares(prog.buffers[s.out])
-		}
-		for ; next < len(p.updates) && p.updates[next].after == si; next++ {
-			if err := prog.update(p.updates[next].block); err != nil {
-				return 0, err
-			}
-		}
-		if prog.res != nil {
-			if err := prog.res.prefetch(si); err != nil {
-				return 0, err
-			}
-		}
+	if err := prog.plan.walk(c, programSteps{prog}); err != nil {
+		return 0, err
 	}
-	if err := prog.dev.Download(prog.scratch, prog.buffers[p.output]); err != nil {
+	if err := prog.dev.Download(prog.scratch, prog.buffers[prog.plan.output]); err != nil {
 		return 0, fmt.Errorf("engine: reading the output: %w", err)
 	}
 	return prog.scratch[0], nil
 }
 
+// stepper does the work of a Run that walk goes through.
+type stepper interface {
+	// execute runs compute step si; staged says that its output is a saved
+	// value of a paged-out block, written through the staging buffer.
+	execute(si int, staged bool) error
+	// update clips and updates block b on the device.
+	update(b int) error
+	// hostUpdate copies block b's gradients to the host and updates its
+	// master there (the optimizer on the host).
+	hostUpdate(b int) error
+}
+
+// walk goes through one Run of the schedule: every compute step, with
+// the updates that follow it, under a paged placement's cache (nil when
+// every block is resident), which makes each step's blocks resident before
+// it and prefetches after it. A Program and the dry run of Copies both
+// walk, so that they make the same decisions.
+func (p *Schedule) walk(c *cache, st stepper) error {
+	next := 0 // next update to run
+	if c != nil {
+		c.done = -1
+	}
+	for si, s := range p.steps {
+		staged := false
+		if c != nil {
+			c.now = si
+			if err := c.ensure(p.needs[si], s.backward); err != nil {
+				return err
+			}
+			staged = c.pagedOut(s.out)
+		}
+		if err := st.execute(si, staged); err != nil {
+			return err
+		}
+		if c != nil {
+			c.done = si
+		}
+		for ; next < len(p.updates) && p.updates[next].after == si; next++ {
+			if err := p.walkUpdate(c, st, p.updates[next].block); err != nil {
+				return err
+			}
+		}
+		if c != nil {
+			if err := c.prefetch(si); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// walkUpdate updates block b: on the host when the placement keeps the
+// optimizer there, dropping the now stale device copy; otherwise on the
+// device, with the block made resident first and marked changed.
+func (p *Schedule) walkUpdate(c *cache, st stepper, b int) error {
+	if c != nil && c.place.OptimizerOnHost {
+		if err := st.hostUpdate(b); err != nil {
+			return err
+		}
+		if c.slotOf[b] >= 0 {
+			return c.evict(b, false)
+		}
+		return nil
+	}
+	if c != nil {
+		c.now = p.updateStep(b)
+		if err := c.ensure([]int{b}, true); err != nil {
+			return err
+		}
+		c.dirty[b] = true
+	}
+	return st.update(b)
+}
+
+// programSteps is a Program's stepper: it runs the kernels and copies.
+type programSteps struct{ prog *Program }
+
+// execute runs step si and, for a parameter's gradient when training,
+// takes its sum of squares while it is in cache.
+func (ps programSteps) execute(si int, staged bool) error {
+	prog := ps.prog
+	s := prog.steps[si]
+	if err := prog.execute(s, staged); err != nil {
+		return err
+	}
+	if i, ok := prog.plan.gradOf[s.out]; ok && prog.plan.spec.Train {
+		prog.gradSquares[i] = prog.k.SumSquares(prog.buffers[s.out])
+	}
+	return nil
+}
+
+func (ps programSteps) update(b int) error     { return ps.prog.update(b) }
+func (ps programSteps) hostUpdate(b int) error { return ps.prog.res.updateOnHost(b) }
+
 // execute runs one step on the device: a project op through its Launch
 // method, gorgonia's gradient sum as an element-wise addition.
-func (prog *Program) execute(s boundStep) error {
+func (prog *Program) execute(s boundStep, staged bool) error {
 	out := prog.buffers[s.out]
-	staged := out == nil // a saved value of a paged-out block
 	if staged {
 		out = prog.res.stageOutput(s.out)
 	}
@@ -280,21 +348,10 @@ func (prog *Program) execute(s boundStep) error {
 	return nil
 }
 
-// update clips block b's gradient norm and applies Adam to its parameters,
-// on the device, or on the host when the placement keeps the optimizer
-// there.
+// update clips block b's gradient norm and applies Adam to its parameters
+// on the device; walk has made the block resident.
 func (prog *Program) update(b int) error {
 	p := prog.plan
-	if prog.res != nil && prog.place.OptimizerOnHost {
-		return prog.res.updateOnHost(b)
-	}
-	if prog.res != nil {
-		prog.res.now = p.updateStep(b)
-		if err := prog.res.ensure([]int{b}, true); err != nil {
-			return err
-		}
-		prog.res.dirty[b] = true
-	}
 	var sumSquares float64
 	members := prog.layouts[b].params
 	for _, i := range members {

@@ -10,28 +10,71 @@ import (
 )
 
 // residency keeps a paged program's blocks: a master copy of every block's
-// area in host memory and a window of device slots holding some blocks.
+// area in host memory and a window of device slots holding some blocks, as
+// its cache decides.
 type residency struct {
-	prog   *Program
-	slots  []int           // block held by each slot, -1 when free
-	areas  []device.Buffer // each slot's device memory
-	slotOf []int           // slot holding each block, -1 when paged out
-	host   [][]float32     // each block's master area
+	*cache
+	prog  *Program
+	areas []device.Buffer // each slot's device memory
+	host  [][]float32     // each block's master area
 	// hostMoments holds Adam's moments per parameter when the optimizer
 	// runs on the host.
 	hostMoments [][2][]float32
-	dirty       []bool // block changed on the device since it was loaded
+	gradHost    []float32
+	// staging receives a saved value computed while its block is paged
+	// out, on its way to the block's host master.
+	staging device.Buffer
+}
+
+// cache is a paged placement's policy: which block each window slot holds,
+// and what to load and evict before, during and after each step. It
+// decides; its mover carries the decisions out. The same cache, driven by
+// the same walk, runs a Program (residency copies the blocks) and the dry
+// run of Schedule.Copies (copyCounter counts them), so the counted copies
+// are the ones a program makes.
+type cache struct {
+	plan    *Schedule
+	place   Placement
+	layouts []layout
+	slots   []int  // block held by each slot, -1 when free
+	slotOf  []int  // slot holding each block, -1 when paged out
+	dirty   []bool // block changed on the device since it was loaded
 	// uses lists, per block, the steps that need it in increasing order
 	// (an update counts as a use at the step it follows): the whole future
 	// of a Run is known, so the auto policy evicts the block needed
 	// farthest ahead (Belady's rule).
-	uses     [][]int
-	now      int // the step about to run
-	done     int // last step executed in this Run, -1 before the first
-	gradHost []float32
-	// staging receives a saved value computed while its block is paged
-	// out, on its way to the block's host master.
-	staging device.Buffer
+	uses [][]int
+	now  int // the step about to run
+	done int // last step executed in this Run, -1 before the first
+	// prefetching is set while prefetch loads a block ahead of need.
+	prefetching bool
+	mover       mover
+}
+
+// mover carries out a cache's decisions on one block; the cache keeps the
+// bookkeeping.
+type mover interface {
+	// copyIn copies block b's master into slot: parameters, moments, and
+	// the saved values that are live (cache.moves).
+	copyIn(b, slot int) error
+	// copyOut copies block b back to its master, the parameters and
+	// moments only when writeParams is set, the live saved values always,
+	// and lets go of its device copy.
+	copyOut(b int, writeParams bool) error
+}
+
+// newCache returns an empty window of the given slots over the blocks
+// laid out as layouts.
+func newCache(p *Schedule, pl Placement, layouts []layout, window int, m mover) *cache {
+	c := &cache{plan: p, place: pl, layouts: layouts, slots: make([]int, window), slotOf: make([]int, len(layouts)),
+		dirty: make([]bool, len(layouts)), uses: p.blockUses(), done: -1, mover: m}
+	for i := range c.slots {
+		c.slots[i] = -1
+	}
+	for b := range c.slotOf {
+		c.slotOf[b] = -1
+	}
+	return c
 }
 
 // newResidency sizes the window, allocates its slots on the device and the
@@ -50,11 +93,9 @@ func (prog *Program) newResidency() (*residency, error) {
 	// for the window.
 	staging := p.largestSaved()
 	window := p.window(prog.place, free-4*int64(staging), 0, 4*int64(largest))
-	r := &residency{prog: prog, slots: make([]int, window), slotOf: make([]int, len(prog.layouts)),
-		host: make([][]float32, len(prog.layouts)), dirty: make([]bool, len(prog.layouts)),
-		uses: p.blockUses(), done: -1}
+	r := &residency{prog: prog, host: make([][]float32, len(prog.layouts))}
+	r.cache = newCache(p, prog.place, prog.layouts, window, r)
 	for i := range r.slots {
-		r.slots[i] = -1
 		area, err := prog.alloc(largest)
 		if err != nil {
 			return nil, fmt.Errorf("engine: allocating cache slot %d of %d: %w", i+1, window, err)
@@ -67,7 +108,6 @@ func (prog *Program) newResidency() (*residency, error) {
 		}
 	}
 	for blk, l := range prog.layouts {
-		r.slotOf[blk] = -1
 		r.host[blk] = make([]float32, l.elems)
 	}
 	if p.spec.Train && prog.place.OptimizerOnHost {
@@ -115,27 +155,27 @@ func (r *residency) readParam(valueIndex int) []float32 {
 	return append([]float32(nil), r.host[b][off:off+n]...)
 }
 
-// nextUse returns the first step at or after r.now that needs block b;
+// nextUse returns the first step at or after c.now that needs block b;
 // a block not needed again in this Run is needed in the next one, after
 // every step of this one.
-func (r *residency) nextUse(b int) int {
-	uses := r.uses[b]
-	i, _ := slices.BinarySearch(uses, r.now)
+func (c *cache) nextUse(b int) int {
+	uses := c.uses[b]
+	i, _ := slices.BinarySearch(uses, c.now)
 	if i < len(uses) {
 		return uses[i]
 	}
 	if len(uses) == 0 {
 		return math.MaxInt
 	}
-	return uses[0] + len(r.prog.plan.steps)
+	return uses[0] + len(c.plan.steps)
 }
 
 // victim returns the resident block, other than those keep lists, that is
 // needed farthest ahead, or -1 when every resident block is kept.
-func (r *residency) victim(keep []int) int {
+func (c *cache) victim(keep []int) int {
 	victim := -1
-	for _, b := range r.slots {
-		if b >= 0 && !slices.Contains(keep, b) && (victim < 0 || r.nextUse(b) > r.nextUse(victim)) {
+	for _, b := range c.slots {
+		if b >= 0 && !slices.Contains(keep, b) && (victim < 0 || c.nextUse(b) > c.nextUse(victim)) {
 			victim = b
 		}
 	}
@@ -144,10 +184,10 @@ func (r *residency) victim(keep []int) int {
 
 // ensure makes the blocks a step (or an update, which is in the backward
 // pass) needs resident, as the policy decides.
-func (r *residency) ensure(needs []int, backward bool) error {
+func (c *cache) ensure(needs []int, backward bool) error {
 	missing := -1
 	for _, b := range needs {
-		if r.slotOf[b] < 0 {
+		if c.slotOf[b] < 0 {
 			missing = b
 			break
 		}
@@ -155,18 +195,18 @@ func (r *residency) ensure(needs []int, backward bool) error {
 	if missing < 0 {
 		return nil
 	}
-	if r.prog.place.Policy == PolicyWindow {
-		return r.missWindow(needs, backward, missing)
+	if c.place.Policy == PolicyWindow {
+		return c.missWindow(needs, backward, missing)
 	}
 	for _, b := range needs {
-		if r.slotOf[b] >= 0 {
+		if c.slotOf[b] >= 0 {
 			continue
 		}
-		slot, err := r.freeSlot(needs)
+		slot, err := c.freeSlot(needs)
 		if err != nil {
 			return err
 		}
-		if err := r.load(b, slot); err != nil {
+		if err := c.load(b, slot); err != nil {
 			return err
 		}
 	}
@@ -176,10 +216,10 @@ func (r *residency) ensure(needs []int, backward bool) error {
 // missWindow is DictCache's miss: write the whole window back, then load
 // the needed blocks and the ones that follow the missed block in the pass's
 // observed order, up to the window's size.
-func (r *residency) missWindow(needs []int, backward bool, missed int) error {
-	for _, b := range r.slots {
+func (c *cache) missWindow(needs []int, backward bool, missed int) error {
+	for _, b := range c.slots {
 		if b >= 0 {
-			if err := r.evict(b, true); err != nil {
+			if err := c.evict(b, true); err != nil {
 				return err
 			}
 		}
@@ -189,8 +229,8 @@ func (r *residency) missWindow(needs []int, backward bool, missed int) error {
 		pass = 1
 	}
 	load := slices.Clone(needs)
-	for _, b := range r.prog.plan.orderAfter(pass, missed) {
-		if len(load) >= len(r.slots) {
+	for _, b := range c.plan.orderAfter(pass, missed) {
+		if len(load) >= len(c.slots) {
 			break
 		}
 		if !slices.Contains(load, b) {
@@ -198,7 +238,7 @@ func (r *residency) missWindow(needs []int, backward bool, missed int) error {
 		}
 	}
 	for i, b := range load {
-		if err := r.load(b, i); err != nil {
+		if err := c.load(b, i); err != nil {
 			return err
 		}
 	}
@@ -207,16 +247,16 @@ func (r *residency) missWindow(needs []int, backward bool, missed int) error {
 
 // freeSlot returns a free slot, evicting the block needed farthest ahead
 // among those keep does not list when none is free.
-func (r *residency) freeSlot(keep []int) (int, error) {
-	if slot := slices.Index(r.slots, -1); slot >= 0 {
+func (c *cache) freeSlot(keep []int) (int, error) {
+	if slot := slices.Index(c.slots, -1); slot >= 0 {
 		return slot, nil
 	}
-	victim := r.victim(keep)
+	victim := c.victim(keep)
 	if victim < 0 {
-		return -1, fmt.Errorf("engine: a window of %d blocks cannot hold the %d blocks one step needs", len(r.slots), len(keep))
+		return -1, fmt.Errorf("engine: a window of %d blocks cannot hold the %d blocks one step needs", len(c.slots), len(keep))
 	}
-	slot := r.slotOf[victim]
-	return slot, r.evict(victim, r.dirty[victim])
+	slot := c.slotOf[victim]
+	return slot, c.evict(victim, c.dirty[victim])
 }
 
 // prefetch, under the auto policy, loads the next block that a coming step
@@ -224,101 +264,145 @@ func (r *residency) freeSlot(keep []int) (int, error) {
 // copy overlaps the steps before it. It evicts a block only when that block
 // is needed later than the one it makes room for, and never one the next
 // step needs.
-func (r *residency) prefetch(after int) error {
-	if r.prog.place.Policy != PolicyAuto {
+func (c *cache) prefetch(after int) error {
+	if c.place.Policy != PolicyAuto {
 		return nil
 	}
-	needs := r.prog.plan.needs
-	r.now = after + 1
+	needs := c.plan.needs
+	c.now = after + 1
 	for s := after + 1; s < len(needs); s++ {
 		for _, b := range needs[s] {
-			if r.slotOf[b] >= 0 {
+			if c.slotOf[b] >= 0 {
 				continue
 			}
-			slot := slices.Index(r.slots, -1)
+			slot := slices.Index(c.slots, -1)
 			if slot < 0 {
-				victim := r.victim(append(slices.Clone(needs[after+1]), needs[s]...))
-				if victim < 0 || r.nextUse(victim) <= s {
+				victim := c.victim(append(slices.Clone(needs[after+1]), needs[s]...))
+				if victim < 0 || c.nextUse(victim) <= s {
 					return nil // nothing resident is needed later than b
 				}
-				slot = r.slotOf[victim]
-				if err := r.evict(victim, r.dirty[victim]); err != nil {
+				slot = c.slotOf[victim]
+				if err := c.evict(victim, c.dirty[victim]); err != nil {
 					return err
 				}
 			}
-			return r.load(b, slot)
+			c.prefetching = true
+			defer func() { c.prefetching = false }()
+			return c.load(b, slot)
 		}
 	}
 	return nil
 }
 
 // live reports whether saved value v holds data a later step reads.
-func (r *residency) live(v int) bool {
-	val := r.prog.plan.values[v]
-	return val.produced >= 0 && val.produced <= r.done && val.lastUse > r.done
+func (c *cache) live(v int) bool {
+	val := c.plan.values[v]
+	return val.produced >= 0 && val.produced <= c.done && val.lastUse > c.done
 }
 
-// load copies block b's master into a slot: parameters, moments, and the
-// saved values that are computed and still needed.
-func (r *residency) load(b, slot int) error {
-	prog := r.prog
-	prog.bind(b, prog.dev.View(r.areas[slot], 0, prog.layouts[b].elems))
-	r.slots[slot], r.slotOf[b], r.dirty[b] = b, slot, false
-	return r.copyArea(b, true, true)
+// pagedOut reports whether value v is a saved value whose block is paged
+// out: a step that computes it writes it through the staging buffer.
+func (c *cache) pagedOut(v int) bool {
+	val := c.plan.values[v]
+	return val.kind == kindSaved && c.slotOf[val.block] < 0
 }
 
-// evict copies block b back to its master, the parameters and moments only
-// when writeParams is set, the live saved values always, and frees its slot.
-func (r *residency) evict(b int, writeParams bool) error {
-	if err := r.copyArea(b, false, writeParams); err != nil {
+// load puts block b in slot and has the mover copy it in.
+func (c *cache) load(b, slot int) error {
+	c.slots[slot], c.slotOf[b], c.dirty[b] = b, slot, false
+	return c.mover.copyIn(b, slot)
+}
+
+// evict has the mover copy block b out (its parameters and moments only
+// when writeParams is set) and frees its slot.
+func (c *cache) evict(b int, writeParams bool) error {
+	if err := c.mover.copyOut(b, writeParams); err != nil {
 		return err
 	}
-	r.prog.unbind(b)
-	r.slots[r.slotOf[b]], r.slotOf[b], r.dirty[b] = -1, -1, false
+	c.slots[c.slotOf[b]], c.slotOf[b], c.dirty[b] = -1, -1, false
 	return nil
 }
 
-// copyArea moves block b's members between its master and its device
-// views: toDevice uploads, otherwise it downloads. Parameters and moments
-// move when params is set; saved values move when live.
-func (r *residency) copyArea(b int, toDevice, params bool) error {
-	prog, p, l := r.prog, r.prog.plan, r.prog.layouts[b]
-	host := r.host[b]
-	move := func(off, n int, buf device.Buffer) error {
-		if toDevice {
-			return prog.dev.Upload(buf, host[off:off+n])
-		}
-		return prog.dev.Download(host[off:off+n], buf)
-	}
+// member is one piece of a block's area that a copy moves: parameter
+// param of Schedule.params itself (moment -1) or its Adam moment m (0) or
+// v (1), or, when saved ≥ 0, that saved value.
+type member struct{ param, moment, saved int }
+
+// moves calls move for each member of block b that a copy moves, with its
+// offset and elements in the block's area: the parameters and their
+// moments when params is set, and the saved values that are live.
+func (c *cache) moves(b int, params bool, move func(off, n int, m member) error) error {
+	p, l := c.plan, c.layouts[b]
 	if params {
 		for j, i := range l.params {
 			n := p.values[p.params[i]].elems
-			if err := move(l.offsets[j], n, prog.buffers[p.params[i]]); err != nil {
-				return fmt.Errorf("engine: moving block %s: %w", p.spec.Blocks[b].Name, err)
+			if err := move(l.offsets[j], n, member{param: i, moment: -1, saved: -1}); err != nil {
+				return err
 			}
 			if l.moments != nil {
 				for k := range 2 {
-					if err := move(l.moments[j][k], n, prog.moments[i][k]); err != nil {
-						return fmt.Errorf("engine: moving block %s's optimizer state: %w", p.spec.Blocks[b].Name, err)
+					if err := move(l.moments[j][k], n, member{param: i, moment: k, saved: -1}); err != nil {
+						return err
 					}
 				}
 			}
 		}
 	}
 	for j, v := range p.saved[b] {
-		if r.live(v) {
-			if err := move(l.saved[j], p.values[v].elems, prog.buffers[v]); err != nil {
-				return fmt.Errorf("engine: moving block %s's saved activations: %w", p.spec.Blocks[b].Name, err)
+		if c.live(v) {
+			if err := move(l.saved[j], p.values[v].elems, member{saved: v}); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
 }
 
+// copyIn binds block b to slot's device memory and uploads its master.
+func (r *residency) copyIn(b, slot int) error {
+	r.prog.bind(b, r.prog.dev.View(r.areas[slot], 0, r.prog.layouts[b].elems))
+	return r.copyArea(b, true, true)
+}
+
+// copyOut downloads block b to its master and unbinds it.
+func (r *residency) copyOut(b int, writeParams bool) error {
+	if err := r.copyArea(b, false, writeParams); err != nil {
+		return err
+	}
+	r.prog.unbind(b)
+	return nil
+}
+
+// copyArea moves block b's members between its master and its device
+// views: toDevice uploads, otherwise it downloads (see cache.moves).
+func (r *residency) copyArea(b int, toDevice, params bool) error {
+	prog, p := r.prog, r.prog.plan
+	host := r.host[b]
+	err := r.moves(b, params, func(off, n int, m member) error {
+		var buf device.Buffer
+		switch {
+		case m.saved >= 0:
+			buf = prog.buffers[m.saved]
+		case m.moment >= 0:
+			buf = prog.moments[m.param][m.moment]
+		default:
+			buf = prog.buffers[p.params[m.param]]
+		}
+		if toDevice {
+			return prog.dev.Upload(buf, host[off:off+n])
+		}
+		return prog.dev.Download(host[off:off+n], buf)
+	})
+	if err != nil {
+		return fmt.Errorf("engine: moving block %s: %w", p.spec.Blocks[b].Name, err)
+	}
+	return nil
+}
+
 // updateOnHost clips and applies Adam to block b on the host: its gradients
 // are copied from the device, the master parameters and the host moments
-// updated, and a resident copy of the block dropped without write-back, as
-// its parameters on the device are now stale.
+// updated. The walk then drops a resident copy of the block without
+// write-back, as its parameters on the device are now stale.
 func (r *residency) updateOnHost(b int) error {
 	prog, p, l := r.prog, r.prog.plan, r.prog.layouts[b]
 	total := 0
@@ -345,9 +429,6 @@ func (r *residency) updateOnHost(b int) error {
 		n := p.values[p.params[i]].elems
 		params := r.host[b][l.offsets[j] : l.offsets[j]+n]
 		hostmath.AdamStep(p.spec.Optimizer, params, grads[j], r.hostMoments[i][0], r.hostMoments[i][1], scale, prog.adamSteps[b])
-	}
-	if r.slotOf[b] >= 0 {
-		return r.evict(b, false)
 	}
 	return nil
 }

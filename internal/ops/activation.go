@@ -5,6 +5,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 )
 
@@ -62,4 +63,12 @@ func leakyReLUGradHost[T hostmath.Float](op LeakyReLUGrad, h hostArgs[T]) error 
 func (op LeakyReLUGrad) launch(d launchArgs) error {
 	d.k.LeakyReLUGrad(d.out, d.args[0], d.args[1], float32(op.Slope))
 	return nil
+}
+
+// cost: a compare and a multiply per element, x read and y written.
+func (LeakyReLU) cost(in []tensor.Shape, out tensor.Shape) device.Cost { return perElement(in, out, 1) }
+
+// cost: a compare and a multiply per element, x and g read.
+func (LeakyReLUGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return perElement(in, out, 1)
 }

@@ -3,6 +3,7 @@ package ops
 import (
 	"gorgonia.org/tensor"
 
+	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 )
 
@@ -24,3 +25,6 @@ func (Add) launch(d launchArgs) error {
 	d.k.Add(d.out, d.args[0], d.args[1])
 	return nil
 }
+
+// cost: one addition per element, both inputs read.
+func (Add) cost(in []tensor.Shape, out tensor.Shape) device.Cost { return perElement(in, out, 1) }

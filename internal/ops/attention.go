@@ -6,6 +6,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 )
 
@@ -239,4 +240,47 @@ func attentionMixValueGradHost[T hostmath.Float](op AttentionMixValueGrad, h hos
 
 func (op AttentionMixValueGrad) launch(d launchArgs) error {
 	return sized(op.sizes, d.shapes, func(a hostmath.Attention) { d.k.AttentionMixValueGrad(d.out, d.args[0], d.args[1], a) })
+}
+
+// products is the multiply-adds of one S×S by S×hd product per sequence
+// and head, B·H·S²·hd; the kernels compute the full S×S even when Causal.
+func products(a hostmath.Attention) int64 {
+	return int64(a.Batch) * int64(a.Heads) * int64(a.Seq) * int64(a.Seq) * int64(a.HeadDim)
+}
+
+// probs is the elements of the probabilities, B·H·S².
+func probs(a hostmath.Attention) int64 {
+	return int64(a.Batch) * int64(a.Heads) * int64(a.Seq) * int64(a.Seq)
+}
+
+// cost: the scores Q·Kᵀ (2·B·H·S²·hd) and a softmax of about 5
+// operations per score (scale, max, exp, sum, divide).
+func (op AttentionProbs) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return sizedCost(op.sizes, in, func(a hostmath.Attention) device.Cost {
+		return stream(in, out, 2*products(a)+5*probs(a))
+	})
+}
+
+// cost: the softmax's backward pass (about 4 operations per probability),
+// then dQ = dS·K and dK = dSᵀ·Q.
+func (op AttentionProbsGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return sizedCost(op.sizes, in, func(a hostmath.Attention) device.Cost {
+		return stream(in, out, 4*products(a)+4*probs(a))
+	})
+}
+
+// cost: P·V.
+func (op AttentionMix) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return sizedCost(op.sizes, in, func(a hostmath.Attention) device.Cost { return stream(in, out, 2*products(a)) })
+}
+
+// cost: G·Vᵀ.
+func (op AttentionMixProbsGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return sizedCost(op.sizes, in, func(a hostmath.Attention) device.Cost { return stream(in, out, 2*products(a)) })
+}
+
+// cost: Pᵀ·G into the value columns; the query and key columns are
+// written as zeros.
+func (op AttentionMixValueGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return sizedCost(op.sizes, in, func(a hostmath.Attention) device.Cost { return stream(in, out, 2*products(a)) })
 }

@@ -5,6 +5,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 )
 
@@ -171,4 +172,57 @@ func (Conv2dBiasGrad) launch(d launchArgs) error {
 	g := d.shapes[0]
 	d.k.Conv2dBiasGrad(d.out, d.args[0], hostmath.ConvShape{Batch: g[0], OutC: g[1], OutH: g[2], OutW: g[3]})
 	return nil
+}
+
+// convCost is the cost of a convolution of shape s computed as the devices
+// compute it: im2col writes the column matrix (InC·k² rows, one column per
+// output position of every image) reading x, a GEMM per tile reads the
+// weights and the columns and writes the output: 2·OutC·InC·k² operations
+// per output position.
+func convCost(s hostmath.ConvShape) device.Cost {
+	positions := int64(s.Batch) * int64(s.OutH) * int64(s.OutW)
+	patch := int64(s.InC) * int64(s.Kernel) * int64(s.Kernel)
+	cols := 4 * patch * positions
+	in := 4 * int64(s.Batch) * int64(s.InC) * int64(s.InH) * int64(s.InW)
+	w, out := 4*int64(s.OutC)*patch, 4*int64(s.OutC)*positions
+	return device.Cost{FLOPs: 2 * int64(s.OutC) * patch * positions, ReadBytes: in + cols + w, WriteBytes: cols + out}
+}
+
+// cost: the convolution (convCost), then the bias pass, which reads the
+// output and b and writes the output again.
+func (op Conv2d) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return sizedCost(op.conv, in, func(s hostmath.ConvShape) device.Cost {
+		return convCost(s).Plus(device.Cost{FLOPs: elemsOf(out), ReadBytes: bytesOf(out, in[2]), WriteBytes: bytesOf(out)})
+	})
+}
+
+// cost: the weights flipped into the workspace (read and written once),
+// then the convolution of g with them, padded by k−1−Pad, back to x's
+// shape.
+func (op Conv2dInputGrad) cost(in []tensor.Shape, _ tensor.Shape) device.Cost {
+	return sizedCost(op.conv, in, func(s hostmath.ConvShape) device.Cost {
+		back := hostmath.ConvShape{Batch: s.Batch, InC: s.OutC, InH: s.OutH, InW: s.OutW, OutC: s.InC, OutH: s.InH, OutW: s.InW,
+			Kernel: s.Kernel, Pad: s.Kernel - 1 - s.Pad}
+		w := bytesOf(in[1])
+		return convCost(back).Plus(device.Cost{ReadBytes: w, WriteBytes: w})
+	})
+}
+
+// cost: im2col of x as in the forward convolution, and the GEMMs g·colsᵀ
+// into the weight gradient: 2·OutC·InC·k² operations per output position.
+func (op Conv2dWeightGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return sizedCost(op.conv, in, func(s hostmath.ConvShape) device.Cost {
+		c := convCost(s)
+		// The GEMMs read g where the forward one reads the weights, and
+		// write the weights' gradient where it writes the output.
+		g, w := bytesOf(in[1]), bytesOf(out)
+		c.ReadBytes += g - w
+		c.WriteBytes += w - g
+		return c
+	})
+}
+
+// cost: one addition per element of g.
+func (Conv2dBiasGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return stream(in, out, elemsOf(in[0]))
 }

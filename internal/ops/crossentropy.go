@@ -5,6 +5,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 )
 
@@ -73,4 +74,15 @@ func softmaxCrossEntropyGradHost[T hostmath.Float](_ SoftmaxCrossEntropyGrad, h 
 
 func (SoftmaxCrossEntropyGrad) launch(d launchArgs) error {
 	return d.k.SoftmaxCrossEntropyGrad(d.out, d.args[0], d.args[1], d.args[2])
+}
+
+// cost: about 4 operations per logit (max, subtract, exp, sum).
+func (SoftmaxCrossEntropy) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return stream(in, out, 4*elemsOf(in[0]))
+}
+
+// cost: about 5 operations per logit (the softmax again, less one-hot,
+// scaled).
+func (SoftmaxCrossEntropyGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return perElement(in, out, 5)
 }

@@ -6,6 +6,7 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 )
 
@@ -73,4 +74,17 @@ func embeddingGradHost[T hostmath.Float](_ EmbeddingGrad, h hostArgs[T]) error {
 
 func (EmbeddingGrad) launch(d launchArgs) error {
 	return d.k.EmbeddingGrad(d.out, d.args[0], d.args[1])
+}
+
+// cost: a gather, which reads the ids, only the weight rows they name (one
+// per token) and the positions, and adds one position per element.
+func (Embedding) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return device.Cost{FLOPs: elemsOf(out), ReadBytes: bytesOf(in[0], out, in[2]), WriteBytes: bytesOf(out)}
+}
+
+// cost: the gradient zeroed, then every row of g added into the row its
+// id names (read and written).
+func (EmbeddingGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	g := bytesOf(in[1])
+	return device.Cost{FLOPs: elemsOf(in[1]), ReadBytes: bytesOf(in...) + g, WriteBytes: bytesOf(out) + g}
 }

@@ -5,6 +5,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 )
 
@@ -107,4 +108,19 @@ func layerNormWeightGradHost[T hostmath.Float](op LayerNormWeightGrad, h hostArg
 func (op LayerNormWeightGrad) launch(d launchArgs) error {
 	d.k.LayerNormWeightGrad(d.out, d.args[0], d.args[1], op.Eps)
 	return nil
+}
+
+// cost: about 8 operations per element (mean, variance, normalise, scale
+// and shift).
+func (LayerNorm) cost(in []tensor.Shape, out tensor.Shape) device.Cost { return perElement(in, out, 8) }
+
+// cost: about 12 operations per element (the statistics recomputed, two
+// row sums and the combination).
+func (LayerNormInputGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return perElement(in, out, 12)
+}
+
+// cost: about 8 operations per element of x (x̂ recomputed, g·x̂ summed).
+func (LayerNormWeightGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return stream(in, out, 8*elemsOf(in[0]))
 }

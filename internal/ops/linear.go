@@ -5,6 +5,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 )
 
@@ -151,4 +152,27 @@ func linearBiasGradHost[T hostmath.Float](_ LinearBiasGrad, h hostArgs[T]) error
 func (LinearBiasGrad) launch(d launchArgs) error {
 	d.k.SumRows(d.out, d.args[0])
 	return nil
+}
+
+// cost: the GEMM x·Wᵀ (2·batch·out·in operations, x and W read, y written),
+// then the bias pass, which reads y and b and writes y again.
+func (Linear) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	x, w := in[0], in[1]
+	bias := device.Cost{FLOPs: elemsOf(out), ReadBytes: bytesOf(out, in[2]), WriteBytes: bytesOf(out)}
+	return gemmCost(x[0], w[0], x[1]).Plus(bias)
+}
+
+// cost: the GEMM g·W.
+func (op LinearInputGrad) cost(in []tensor.Shape, _ tensor.Shape) device.Cost {
+	return sizedCost(gemmOf(op), in, func(p gemm) device.Cost { return gemmCost(p.m, p.n, p.k) })
+}
+
+// cost: the GEMM gᵀ·x.
+func (op LinearWeightGrad) cost(in []tensor.Shape, _ tensor.Shape) device.Cost {
+	return sizedCost(gemmOf(op), in, func(p gemm) device.Cost { return gemmCost(p.m, p.n, p.k) })
+}
+
+// cost: one addition per element of g.
+func (LinearBiasGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return stream(in, out, elemsOf(in[0]))
 }

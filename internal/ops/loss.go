@@ -3,6 +3,7 @@ package ops
 import (
 	"gorgonia.org/tensor"
 
+	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 )
 
@@ -106,4 +107,23 @@ func meanGradHost[T hostmath.Float](_ MeanGrad, h hostArgs[T]) error {
 func (MeanGrad) launch(d launchArgs) error {
 	d.k.Fill(d.out, d.args[1], 1/float32(d.out.Len()))
 	return nil
+}
+
+// cost: a subtraction, a square and a sum per element.
+func (MSE) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return stream(in, out, 3*elemsOf(in[0]))
+}
+
+// cost: a subtraction and two multiplications per element.
+func (MSEGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost { return perElement(in, out, 3) }
+
+// cost: one addition per element.
+func (Mean) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return stream(in, out, elemsOf(in[0]))
+}
+
+// cost: a fill: the seed read, the output written; the input gives only
+// the shape and is not read.
+func (MeanGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return device.Cost{ReadBytes: bytesOf(in[1]), WriteBytes: bytesOf(out)}
 }

@@ -29,6 +29,9 @@ type Spec interface {
 	host() host
 	// launch computes the op with a device's kernels.
 	launch(d launchArgs) error
+	// cost is the work of one launch on inputs of shapes in with output
+	// shape out (see op.Cost).
+	cost(in []tensor.Shape, out tensor.Shape) device.Cost
 }
 
 // differentiable is a Spec of a forward op, whose gorgonia op is an SDOp.

@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"fmt"
+
+	"gorgonia.org/gorgonia"
+)
+
+// Copies counts the copies between host and device over one epoch.
+type Copies struct {
+	UploadBytes   int64 // host → device
+	DownloadBytes int64 // device → host
+	// OverlapBytes is the part of UploadBytes that the auto policy's
+	// prefetch loads ahead of need: on a device with a copy stream it may
+	// overlap compute. The step waits for every other copy (a download
+	// always waits: the host needs the data).
+	OverlapBytes int64
+	Count        int64 // copies made, each an Upload or a Download
+}
+
+// SyncBytes is the bytes the steps wait for: all but OverlapBytes.
+func (c Copies) SyncBytes() int64 { return c.UploadBytes + c.DownloadBytes - c.OverlapBytes }
+
+// plus returns the sum of c and d, d counted n times.
+func (c Copies) plus(d Copies, n int64) Copies {
+	return Copies{UploadBytes: c.UploadBytes + n*d.UploadBytes, DownloadBytes: c.DownloadBytes + n*d.DownloadBytes,
+		OverlapBytes: c.OverlapBytes + n*d.OverlapBytes, Count: c.Count + n*d.Count}
+}
+
+// Copies returns the copies one epoch of batches Runs makes under
+// placement pl, without allocating anything: before every Run the fed
+// inputs are uploaded (nil fed: every input of the Spec; constants set once
+// are not fed), after it the output scalar is downloaded, and under a paged
+// placement the blocks move as its cache policy decides, in a window of
+// window blocks (what Footprint or Program.Window gives; raised to
+// MinWindow and capped at the blocks, as Load does). The cache is the one
+// that drives a Program, walked over the same steps, with a mover that
+// counts instead of copying. The epoch counted is one in steady state, the
+// second after Load: the first starts from an empty window and so differs
+// by what the window holds at an epoch's start. Parameters set once after
+// Load are not counted.
+func (p *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Node) (Copies, error) {
+	if err := pl.Validate(); err != nil {
+		return Copies{}, fmt.Errorf("engine: %w", err)
+	}
+	if batches < 0 {
+		return Copies{}, fmt.Errorf("engine: negative batches %d", batches)
+	}
+	perBatch := Copies{DownloadBytes: 4, Count: 1} // the output
+	if fed == nil {
+		fed = p.spec.Inputs
+	}
+	for _, n := range fed {
+		i, ok := p.index[n]
+		if !ok || p.values[i].kind != kindInput {
+			return Copies{}, fmt.Errorf("engine: %s is not an input of the schedule", n.Name())
+		}
+		perBatch.UploadBytes += 4 * int64(p.values[i].elems)
+		perBatch.Count++
+	}
+	total := Copies{}.plus(perBatch, int64(batches))
+	if !pl.Paged {
+		return total, nil
+	}
+	if window <= 0 {
+		return Copies{}, fmt.Errorf("engine: a window of %d blocks", window)
+	}
+	window = min(max(window, p.MinWindow()), len(p.spec.Blocks))
+	k := &copyCounter{}
+	k.cache = newCache(p, pl, p.layouts(!pl.OptimizerOnHost), window, k)
+	for range 2 { // the second epoch is counted
+		k.n = Copies{}
+		for range batches {
+			if err := p.walk(k.cache, k); err != nil {
+				return Copies{}, err
+			}
+		}
+	}
+	return total.plus(k.n, 1), nil
+}
+
+// copyCounter is the dry run's mover and stepper: it counts the copies a
+// Program would make and runs nothing.
+type copyCounter struct {
+	*cache
+	n Copies
+}
+
+func (k *copyCounter) upload(elems int) {
+	k.n.UploadBytes += 4 * int64(elems)
+	if k.prefetching {
+		k.n.OverlapBytes += 4 * int64(elems)
+	}
+	k.n.Count++
+}
+
+func (k *copyCounter) download(elems int) {
+	k.n.DownloadBytes += 4 * int64(elems)
+	k.n.Count++
+}
+
+// copyIn counts block b's upload.
+func (k *copyCounter) copyIn(b, _ int) error {
+	return k.moves(b, true, func(_, n int, _ member) error { k.upload(n); return nil })
+}
+
+// copyOut counts block b's write-back.
+func (k *copyCounter) copyOut(b int, writeParams bool) error {
+	return k.moves(b, writeParams, func(_, n int, _ member) error { k.download(n); return nil })
+}
+
+// execute counts a staged output's download to its block's master.
+func (k *copyCounter) execute(si int, staged bool) error {
+	if staged {
+		k.download(k.plan.values[k.plan.steps[si].out].elems)
+	}
+	return nil
+}
+
+// update runs on the device: no copy.
+func (k *copyCounter) update(int) error { return nil }
+
+// hostUpdate counts the download of each of block b's gradients.
+func (k *copyCounter) hostUpdate(b int) error {
+	for _, i := range k.layouts[b].params {
+		k.download(k.plan.values[k.plan.grads[i]].elems)
+	}
+	return nil
+}

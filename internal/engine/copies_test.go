@@ -1,0 +1,98 @@
+package engine_test
+
+import (
+	"fmt"
+	"testing"
+
+	"gorgonia.org/gorgonia"
+
+	"gpuz/internal/device"
+	"gpuz/internal/engine"
+	"gpuz/internal/models"
+)
+
+// smallConfigs are the three workloads at the small scale.
+func smallConfigs(t *testing.T) []models.Config {
+	t.Helper()
+	var out []models.Config
+	for _, w := range []models.Workload{models.Linear, models.Resnet, models.Attention} {
+		c, _, err := w.Configure("small", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// TestCopiesMatchARun checks the dry run against the copies a simulated
+// device counts over the second epoch of a real run, for every workload,
+// training and evaluating, resident and paged under the window policy (1
+// and 3 blocks) and the auto policy (sized from free memory, 2 blocks, the
+// optimizer on the host).
+func TestCopiesMatchARun(t *testing.T) {
+	for _, c := range smallConfigs(t) {
+		for _, train := range []bool{true, false} {
+			for _, pl := range []engine.Placement{
+				{},
+				{Paged: true, Policy: engine.PolicyWindow, Window: 1},
+				{Paged: true, Policy: engine.PolicyWindow, Window: 3},
+				{Paged: true, Policy: engine.PolicyAuto},
+				{Paged: true, Policy: engine.PolicyAuto, Window: 2},
+				{Paged: true, Policy: engine.PolicyAuto, Window: 1, OptimizerOnHost: true},
+			} {
+				if !train && pl.OptimizerOnHost {
+					continue
+				}
+				name := fmt.Sprintf("%T/train=%v/paged=%v-%s-%d-host=%v", c, train, pl.Paged, pl.Policy, pl.Window, pl.OptimizerOnHost)
+				t.Run(name, func(t *testing.T) { checkCopies(t, c, train, pl) })
+			}
+		}
+	}
+}
+
+func checkCopies(t *testing.T, c models.Config, train bool, pl engine.Placement) {
+	m, s := compileModel(t, c, train)
+	feed := models.FeedOf(c)
+	batches := feed.Samples / feed.Batch
+	dev := device.NewSim(1<<40, nil)
+	defer dev.Close()
+	prog, err := s.Load(dev, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	if err := m.InitParams(1, prog.SetInput); err != nil {
+		t.Fatal(err)
+	}
+	data := c.Data(1)
+	var before device.Stats
+	for epoch := range 2 {
+		before = dev.Stats()
+		for i := range batches {
+			batch := data.Batch(i, feed.Batch)
+			for _, n := range []*gorgonia.Node{m.Input, m.Target} {
+				if err := prog.SetInput(n, batch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := prog.Run(); err != nil {
+				t.Fatalf("epoch %d batch %d: %v", epoch, i, err)
+			}
+		}
+	}
+	after := dev.Stats()
+	got, err := s.Copies(pl, prog.Window(), batches, []*gorgonia.Node{m.Input, m.Target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up, down := after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes; got.UploadBytes != up || got.DownloadBytes != down {
+		t.Errorf("window %d: dry run %d bytes up, %d down; the run copied %d up, %d down", prog.Window(), got.UploadBytes, got.DownloadBytes, up, down)
+	}
+	if pl.Policy != engine.PolicyAuto && got.OverlapBytes != 0 {
+		t.Errorf("%d bytes overlap without the auto policy's prefetch", got.OverlapBytes)
+	}
+	if got.Count < int64(3*batches) || got.SyncBytes() > got.UploadBytes+got.DownloadBytes {
+		t.Errorf("copies %+v", got)
+	}
+}

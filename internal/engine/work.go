@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"strings"
+
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"gpuz/internal/device"
+)
+
+// CostOp is an op that reports the work of one launch on inputs of the
+// given shapes. Every op of package ops is one; an op that is not is
+// counted with its launches but no work.
+type CostOp interface {
+	Cost(shapes []tensor.Shape) device.Cost
+}
+
+// The names under which Work counts the engine's own kernels.
+const (
+	// KernelGradientSum is gorgonia's sum of a value's gradients from
+	// several consumers, which the engine runs as an element-wise addition.
+	KernelGradientSum = "GradientSum"
+	// KernelSumSquares is the sum of squares of each parameter's gradient,
+	// taken as soon as it is final, for the block's gradient-norm clip.
+	KernelSumSquares = "SumSquares"
+	// KernelAdam is Adam's update of one parameter, the clip's scale
+	// applied to its gradient.
+	KernelAdam = "AdamStep"
+)
+
+// adamFLOPs is the floating-point operations of Adam's update per element
+// (hostmath.AdamStep): the clip's scale, the two moments, the square root,
+// the bias corrections and the step.
+const adamFLOPs = 14
+
+// KernelWork is the work of one kind of kernel in one batch.
+type KernelWork struct {
+	// Name is the op's type without its parameters ("Linear",
+	// "Conv2dInputGrad"), or one of the engine's own kernels
+	// (KernelGradientSum, KernelSumSquares, KernelAdam).
+	Name string
+	// Launches counts the op's launches; one op may run several device
+	// kernels (a GEMM and a bias pass).
+	Launches int64
+	FLOPs    int64
+	// Bytes is the device memory read and written.
+	Bytes int64
+}
+
+// Work is the device work of one batch: one training step (forward,
+// backward and every block's update) or one evaluation forward pass. An
+// epoch's work is this times the epoch's batches; the caller multiplies.
+type Work struct {
+	// Kernels lists each kind of kernel in the order of its first launch.
+	Kernels  []KernelWork
+	Launches int64
+	FLOPs    int64
+	Bytes    int64
+}
+
+// add counts n launches of kernel name, each of cost c.
+func (w *Work) add(name string, n int64, c device.Cost) {
+	i := 0
+	for i < len(w.Kernels) && w.Kernels[i].Name != name {
+		i++
+	}
+	if i == len(w.Kernels) {
+		w.Kernels = append(w.Kernels, KernelWork{Name: name})
+	}
+	k := &w.Kernels[i]
+	k.Launches += n
+	k.FLOPs += n * c.FLOPs
+	k.Bytes += n * c.Bytes()
+	w.Launches += n
+	w.FLOPs += n * c.FLOPs
+	w.Bytes += n * c.Bytes()
+}
+
+// Work returns the device work of one batch, known from the Schedule
+// before anything is allocated: every compute step through its op's cost
+// (CostOp), and when training each gradient's sum of squares and each
+// parameter's Adam update. The clip's scale is host arithmetic on the sums
+// and costs no kernel. Under a placement that runs the optimizer on the
+// host the Adam updates happen there instead; Work still counts them.
+func (p *Schedule) Work() Work {
+	var w Work
+	for _, s := range p.steps {
+		shapes := make([]tensor.Shape, len(s.args))
+		for j, a := range s.args {
+			shapes[j] = p.values[a].shape
+		}
+		name, c := opName(s.op), device.Cost{}
+		switch op := s.op.(type) {
+		case CostOp:
+			c = op.Cost(shapes)
+		default:
+			if isGradientSum(s.op) {
+				n := 4 * int64(p.values[s.out].elems)
+				name, c = KernelGradientSum, device.Cost{FLOPs: n / 4, ReadBytes: 2 * n, WriteBytes: n}
+			}
+		}
+		w.add(name, 1, c)
+	}
+	if !p.spec.Train {
+		return w
+	}
+	for _, g := range p.grads {
+		n := int64(p.values[g].elems)
+		w.add(KernelSumSquares, 1, device.Cost{FLOPs: 2 * n, ReadBytes: 4 * n})
+	}
+	for _, pv := range p.params {
+		n := int64(p.values[pv].elems)
+		// p, g, m and v read; p, m and v written.
+		w.add(KernelAdam, 1, device.Cost{FLOPs: adamFLOPs * n, ReadBytes: 16 * n, WriteBytes: 12 * n})
+	}
+	return w
+}
+
+// opName is an op's name without its parameters.
+func opName(op gorgonia.Op) string {
+	name, _, _ := strings.Cut(op.String(), "{")
+	return name
+}

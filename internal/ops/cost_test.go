@@ -1,0 +1,63 @@
+package ops
+
+import (
+	"slices"
+	"testing"
+
+	"gorgonia.org/tensor"
+
+	"gpuz/internal/device"
+)
+
+// coster is what package engine reads an op's work through.
+type coster interface {
+	Cost(shapes []tensor.Shape) device.Cost
+}
+
+// TestCostByHand checks cost rules against figures derived by hand.
+func TestCostByHand(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		op     Spec
+		shapes []tensor.Shape
+		want   device.Cost
+	}{
+		// GEMM 60×2000 by 2000×2000: 2·60·2000·2000, then the bias pass.
+		{"Linear", Linear{}, []tensor.Shape{{60, 2000}, {2000, 2000}, {2000}},
+			device.Cost{FLOPs: 2*60*2000*2000 + 60*2000, ReadBytes: 4 * (60*2000 + 2000*2000 + 60*2000 + 2000), WriteBytes: 4 * 2 * 60 * 2000}},
+		// dx = g·W: 3×5 by 5×4.
+		{"LinearInputGrad", LinearInputGrad{}, []tensor.Shape{{3, 5}, {5, 4}},
+			device.Cost{FLOPs: 2 * 3 * 4 * 5, ReadBytes: 4 * (15 + 20), WriteBytes: 4 * 12}},
+		// dW = gᵀ·x: 5×3 by 3×4.
+		{"LinearWeightGrad", LinearWeightGrad{}, []tensor.Shape{{3, 5}, {3, 4}},
+			device.Cost{FLOPs: 2 * 5 * 4 * 3, ReadBytes: 4 * (15 + 12), WriteBytes: 4 * 20}},
+		{"Add", Add{}, []tensor.Shape{{4, 6}, {4, 6}}, device.Cost{FLOPs: 24, ReadBytes: 4 * 48, WriteBytes: 4 * 24}},
+		// 2 images of 3×8×8, 4 filters 3×3 with padding 1: 8×8 outputs,
+		// a column matrix of 27 rows × 128 positions.
+		{"Conv2d", Conv2d{Pad: 1}, []tensor.Shape{{2, 3, 8, 8}, {4, 3, 3, 3}, {4}},
+			device.Cost{FLOPs: 2*4*27*128 + 4*128, ReadBytes: 4 * (2*3*64 + 27*128 + 4*27 + 4*128 + 4), WriteBytes: 4 * (27*128 + 2*4*128)}},
+		{"MeanGrad", MeanGrad{Dims: 2}, []tensor.Shape{{3, 5}, {}}, device.Cost{ReadBytes: 4, WriteBytes: 60}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := New(tc.op).(coster).Cost(tc.shapes); got != tc.want {
+				t.Errorf("Cost(%v) = %+v, want %+v", tc.shapes, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestEveryOpHasACost checks that every op of the launch tables reports
+// work: some bytes read and written, and nothing for shapes it rejects.
+func TestEveryOpHasACost(t *testing.T) {
+	for _, tc := range slices.Concat(launchCases, conv2dLaunchCases, attentionLaunchCases) {
+		t.Run(tc.name, func(t *testing.T) {
+			op := New(tc.op).(coster)
+			if c := op.Cost(tc.shapes); c.ReadBytes <= 0 || c.WriteBytes <= 0 || c.FLOPs < 0 {
+				t.Errorf("Cost(%v) = %+v, want bytes read and written", tc.shapes, c)
+			}
+			if c := op.Cost(tc.shapes[1:]); c != (device.Cost{}) {
+				t.Errorf("Cost of the wrong arity = %+v, want none", c)
+			}
+		})
+	}
+}
