@@ -8,9 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"gpuz/internal/bench"
 	"gpuz/internal/plot"
-	"gpuz/internal/report"
 )
 
 // PlotOptions are the arguments of gpuz plot RESULTS -o FILE.
@@ -103,16 +101,10 @@ func writePlot(path string, chart plot.Chart) error {
 	return writeFile(path, "the plot", func(w io.Writer) error { return plot.Render(w, chart, f) })
 }
 
-// plotResult draws a run's results to path (--plot) through the same
-// reader as gpuz plot: the results as JSON, read back. A run with nothing
-// to draw (no mode has a timed epoch) gets a warning line on human, not an
-// error: the run's own status says why.
-func plotResult(human io.Writer, path string, res bench.Result) error {
-	return plotJSON(human, path, func(w io.Writer) error { return report.WriteJSON(w, res) })
-}
-
-// plotJSON draws to path the results that writeJSON writes as gpuz JSON (a
-// run's or a sweep's), read back by the reader gpuz plot uses.
+// plotJSON draws to path (--plot) the results that writeJSON writes as gpuz
+// JSON (a run's or a sweep's), read back by the reader gpuz plot uses. A
+// run with nothing to draw (no mode has a timed epoch) gets a warning line
+// on human, not an error: the run's own status says why.
 func plotJSON(human io.Writer, path string, writeJSON func(io.Writer) error) error {
 	var buf bytes.Buffer
 	if err := writeJSON(&buf); err != nil {

@@ -284,32 +284,13 @@ func sweepRun(ctx context.Context, o *WorkloadOptions) error {
 		return errors.Join(fmt.Errorf("sweeping %s %s: %w", o.Workload.Name, o.Task, err), profErr)
 	}
 	fmt.Fprintln(out)
-	var writeErr error
-	if err := report.WriteSweep(out, res, report.Options{Format: report.FormatText, Wide: o.Wide}); err != nil {
-		writeErr = fmt.Errorf("writing the sweep table: %w", err)
-	}
-	if f := o.format(); f != report.FormatText {
-		if err := report.WriteSweep(o.IO.Out, res, report.Options{Format: f, Wide: o.Wide}); err != nil {
-			writeErr = errors.Join(writeErr, fmt.Errorf("writing the sweep as %s to standard output: %w", f, err))
-		}
-	}
-	if o.JSON != "" && o.JSON != "-" {
-		writeErr = errors.Join(writeErr, writeJSON(o.IO.Out, o.JSON, "sweep", func(w io.Writer) error { return report.WriteSweepJSON(w, res) }))
-	}
-	if o.BenchOut != "" {
-		writeErr = errors.Join(writeErr, writeFile(o.BenchOut, "benchmark lines", func(w io.Writer) error { return report.WriteSweepBenchfmt(w, res) }))
-	}
-	if o.Plot != "" {
-		writeErr = errors.Join(writeErr, plotJSON(out, o.Plot, func(w io.Writer) error { return report.WriteSweepJSON(w, res) }))
-	}
-	writeErr = errors.Join(writeErr, profErr)
-	if ctx.Err() != nil {
-		return errors.Join(errInterrupted, writeErr)
-	}
-	if writeErr != nil {
-		return writeErr
-	}
-	return sweepIncomplete(res)
+	return o.writeOutputs(ctx, out, outputs{
+		what:  "sweep",
+		table: func(w io.Writer, opts report.Options) error { return report.WriteSweep(w, res, opts) },
+		json:  func(w io.Writer) error { return report.WriteSweepJSON(w, res) },
+		bench: func(w io.Writer) error { return report.WriteSweepBenchfmt(w, res) },
+		notOK: func() error { return sweepIncomplete(res) },
+	}, profErr)
 }
 
 // sweepIncomplete returns an *incompleteError naming each configuration's

@@ -450,23 +450,49 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 		return errors.Join(fmt.Errorf("running %s %s: %w", o.Workload.Name, o.Task, err), profErr)
 	}
 	fmt.Fprintln(out)
+	return o.writeOutputs(ctx, out, outputs{
+		what:  "results",
+		table: func(w io.Writer, opts report.Options) error { return report.WriteResults(w, res, opts) },
+		json:  func(w io.Writer) error { return report.WriteJSON(w, res) },
+		bench: func(w io.Writer) error { return report.WriteBenchfmt(w, res) },
+		notOK: func() error { return incomplete(res) },
+	}, profErr)
+}
+
+// outputs are the ways to write one kind of result (a run's or a
+// sweep's): its table in a format, its JSON, its benchmark lines, and the
+// error that says which modes did not complete.
+type outputs struct {
+	what  string // "results" or "sweep", as errors name it
+	table func(io.Writer, report.Options) error
+	json  func(io.Writer) error
+	bench func(io.Writer) error
+	notOK func() error
+}
+
+// writeOutputs writes what a run or sweep produced: the text table on out
+// (the human report), the --format output on standard output, --json,
+// --bench-out and --plot. Its error says how the run ended, as workloadRun
+// documents: errInterrupted (joined with any write error) when ctx was
+// cancelled, the write errors and the profile's (status 1), else notOK's.
+func (o *WorkloadOptions) writeOutputs(ctx context.Context, out io.Writer, x outputs, profErr error) error {
 	var writeErr error
-	if err := report.WriteResults(out, res, report.Options{Format: report.FormatText, Wide: o.Wide}); err != nil {
-		writeErr = fmt.Errorf("writing the table: %w", err)
+	if err := x.table(out, report.Options{Format: report.FormatText, Wide: o.Wide}); err != nil {
+		writeErr = fmt.Errorf("writing the %s table: %w", x.what, err)
 	}
 	if f := o.format(); f != report.FormatText {
-		if err := report.WriteResults(o.IO.Out, res, report.Options{Format: f, Wide: o.Wide}); err != nil {
-			writeErr = errors.Join(writeErr, fmt.Errorf("writing the results as %s to standard output: %w", f, err))
+		if err := x.table(o.IO.Out, report.Options{Format: f, Wide: o.Wide}); err != nil {
+			writeErr = errors.Join(writeErr, fmt.Errorf("writing the %s as %s to standard output: %w", x.what, f, err))
 		}
 	}
 	if o.JSON != "" && o.JSON != "-" {
-		writeErr = errors.Join(writeErr, writeJSON(o.IO.Out, o.JSON, "results", func(w io.Writer) error { return report.WriteJSON(w, res) }))
+		writeErr = errors.Join(writeErr, writeJSON(o.IO.Out, o.JSON, x.what, x.json))
 	}
 	if o.BenchOut != "" {
-		writeErr = errors.Join(writeErr, writeFile(o.BenchOut, "benchmark lines", func(w io.Writer) error { return report.WriteBenchfmt(w, res) }))
+		writeErr = errors.Join(writeErr, writeFile(o.BenchOut, "benchmark lines", x.bench))
 	}
 	if o.Plot != "" {
-		writeErr = errors.Join(writeErr, plotResult(out, o.Plot, res))
+		writeErr = errors.Join(writeErr, plotJSON(out, o.Plot, x.json))
 	}
 	writeErr = errors.Join(writeErr, profErr)
 	if ctx.Err() != nil {
@@ -475,7 +501,7 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 	if writeErr != nil {
 		return writeErr
 	}
-	return incomplete(res)
+	return x.notOK()
 }
 
 // runHolding runs opts with --take's memory held around the run, as a
