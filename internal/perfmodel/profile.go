@@ -222,14 +222,17 @@ func Lookup(name string) (Profile, error) {
 
 // HostProfile returns a profile of the host for tests and for comparing a
 // host-timed run with its own bound: flops is its measured SGEMM rate and
-// bandwidth its memcpy rate (device.Measure gives both), which is also the
-// rate of every copy (a copy to a simulated device is a memcpy).
-func HostProfile(flops, bandwidth float64) Profile {
+// memcpy its memcpy rate in bytes copied per second (device.Measure gives
+// both). A memcpy reads and writes each byte it copies, so the memory
+// bandwidth, in the bytes read plus written that a Kernel counts, is twice
+// the memcpy rate; every copy runs at the memcpy rate (a copy to a
+// simulated device is a memcpy).
+func HostProfile(flops, memcpy float64) Profile {
 	return Profile{
 		Name: "host", Title: "the host (measured SGEMM and memcpy rates)",
-		FP32: flops, MemBandwidth: bandwidth,
-		PinnedH2D: bandwidth, PinnedD2H: bandwidth, PageableH2D: bandwidth, PageableD2H: bandwidth,
-		Sources: []string{"measured on this host"},
+		FP32: flops, MemBandwidth: 2 * memcpy,
+		PinnedH2D: memcpy, PinnedD2H: memcpy, PageableH2D: memcpy, PageableD2H: memcpy,
+		Sources: []string{"measured on this host: SGEMM and memcpy rates; memory bandwidth = 2 × the memcpy rate (each byte read and written)"},
 	}
 }
 
