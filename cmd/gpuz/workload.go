@@ -17,6 +17,7 @@ import (
 	"gpuz/internal/bench"
 	"gpuz/internal/device"
 	"gpuz/internal/models"
+	"gpuz/internal/perfmodel"
 	"gpuz/internal/report"
 	"gpuz/internal/sysinfo"
 )
@@ -63,6 +64,9 @@ type WorkloadOptions struct {
 	CPUProfile string
 	// Device names the device of the cuda and cache modes.
 	Device string
+	// HostProfile names the host profile (perfmodel.LookupHost) the cpu
+	// mode is predicted on; "" predicts it on none.
+	HostProfile string
 	// Policy, WinSize and OptimizerOn place the blocks in cache mode.
 	Policy      string
 	WinSize     int
@@ -125,6 +129,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.BoolVar(&opts.Wide, "wide", false, "show every column of the table (mean, stddev, min, max, copies each way, copy rate), past 100 columns")
 	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
 	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE], sim:PROFILE (gpuz devices --profiles) or cuda[:N]")
+	fs.StringVar(&opts.HostProfile, "host-profile", "", "predict the cpu mode on this host profile: "+strings.Join(hostProfileNames(), ", ")+" (the reference laptop's CPU); docs/model.md")
 	lists.add(fs, "policy", "strings", bench.PolicyWindow, "cache policy: window (DictCache's) or auto; a comma list sweeps")
 	lists.add(fs, "win-size", "ints", "3", "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory); a comma list sweeps")
 	lists.add(fs, "optimizer-on", "strings", "device", "where cache mode runs the optimizer: device or host (auto policy); a comma list sweeps")
@@ -286,6 +291,15 @@ func (o *WorkloadOptions) cache() bench.Cache {
 	return bench.Cache{Policy: o.Policy, Window: o.WinSize, OptimizerOnHost: o.OptimizerOn == "host"}
 }
 
+// hostProfileNames lists the built-in host profiles' names.
+func hostProfileNames() []string {
+	var names []string
+	for _, p := range perfmodel.HostProfiles() {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
 // gpu checks the device and returns the factory of fresh devices for the
 // cuda and cache modes (nil for cpu), their name and a warning line, if
 // any. The device opened for the check is closed at once, so that none is
@@ -350,8 +364,17 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 	if err := o.validate(s.Epochs); err != nil {
 		return bench.Options{}, usage(err)
 	}
+	var host *perfmodel.Profile
+	if o.HostProfile != "" {
+		p, err := perfmodel.LookupHost(o.HostProfile)
+		if err != nil {
+			return bench.Options{}, usagef("--host-profile: %v", err)
+		}
+		host = &p
+	}
 	return bench.Options{
-		ModelName: o.Workload.Name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
+		HostProfile: host,
+		ModelName:   o.Workload.Name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
 		LR: o.LR, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
 		Cache: o.cache(), CommandLine: sysinfo.CommandLine(os.Args),

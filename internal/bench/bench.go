@@ -14,10 +14,13 @@ import (
 	"syscall"
 	"time"
 
+	"gorgonia.org/gorgonia"
+
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/models"
+	"gpuz/internal/perfmodel"
 	"gpuz/internal/sysinfo"
 	"gpuz/internal/units"
 )
@@ -55,6 +58,11 @@ type Options struct {
 	// Cache places the blocks in cache mode: its policy, window and where
 	// the optimizer runs.
 	Cache Cache
+	// HostProfile, when set, is the profile the cpu mode's epochs are
+	// predicted on (perfmodel.LookupHost, perfmodel.HostProfile). The
+	// cuda and cache modes are predicted on their device's own profile,
+	// when it has one (device.Profiled).
+	HostProfile *perfmodel.Profile
 	// CommandLine is the command line that started the run, shell-quoted,
 	// recorded in the header's Env.
 	CommandLine string
@@ -229,6 +237,15 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env
 	}
 
 	batches := opts.Samples / opts.Batch
+	if p, ok := opts.profileFor(mode, dev); ok {
+		copies, err := plan.Copies(placement, prog.Window(), batches, []*gorgonia.Node{model.Input, model.Target})
+		if err != nil {
+			r.Status = Status{Kind: StatusFailed, Reason: fmt.Sprintf("predicting on %s: %v", p.Name, err)}
+			return r
+		}
+		pr := predictEpoch(plan.Work(), batches, copies, placement, p)
+		r.Prediction = &pr
+	}
 	for e := range opts.Epochs {
 		before := dev.Stats()
 		start := time.Now()

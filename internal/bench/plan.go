@@ -33,7 +33,10 @@ type ModePlan struct {
 	// placement, counted without running (engine.Schedule.Copies); zero
 	// for a mode that was not planned.
 	Copies engine.Copies
-	Status Status // unavailable modes say why; ok otherwise
+	// Prediction is one epoch's prediction on the mode's profile, as Run
+	// makes it (ModeResult.Prediction); nil without a profile.
+	Prediction *Prediction
+	Status     Status // unavailable modes say why; ok otherwise
 }
 
 // MemoryPlan is the memory plan of a workload for every mode and cache
@@ -112,6 +115,10 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 			if mp.Copies, err = plan.Copies(pl, mp.Footprint.Window, res.Batches, []*gorgonia.Node{model.Input, model.Target}); err != nil {
 				_ = dev.Close()
 				return MemoryPlan{}, fmt.Errorf("%s: %w", mode, err)
+			}
+			if p, ok := opts.profileFor(mode, dev); ok {
+				pr := predictEpoch(res.Work, res.Batches, mp.Copies, pl, p)
+				mp.Prediction = &pr
 			}
 			res.Modes = append(res.Modes, mp)
 		}

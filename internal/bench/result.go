@@ -89,7 +89,12 @@ type ModeResult struct {
 	Warmup int
 	// PeakDeviceBytes is the most memory the mode held on its device at once.
 	PeakDeviceBytes int64
-	Status          Status
+	// Prediction is what the mode's profile could do with one of its
+	// epochs in steady state (perfmodel's bound and model time); nil when
+	// the mode has no profile: the cpu mode without Options.HostProfile,
+	// a GPU mode on a device that is not device.Profiled.
+	Prediction *Prediction
+	Status     Status
 }
 
 // Timed returns the epochs after the warm-up.

@@ -56,8 +56,10 @@ type Efficiency struct {
 	// CopyOverhead is the fixed cost of each copy.
 	CopyOverhead time.Duration
 	// DenseKernels are the kernel names (compared without regard to case)
-	// that run as an SGEMM on a GPU: cuBLAS's GEMM, and the convolutions,
-	// which gpuz's CUDA device runs as im2col and a cuBLAS GEMM.
+	// that run as an SGEMM on a GPU: cuBLAS's GEMM, the Linear ops that
+	// call it (the engine's Schedule.Work names kernels by their op), and
+	// the convolutions, which gpuz's CUDA device runs as im2col and a
+	// cuBLAS GEMM.
 	DenseKernels []string
 }
 
@@ -101,7 +103,8 @@ var DefaultEfficiency = Efficiency{
 	LaunchOverhead: 5 * time.Microsecond,
 	Copy:           0.9,
 	CopyOverhead:   10 * time.Microsecond,
-	DenseKernels:   []string{"Gemm", "Conv2d", "Conv2dInputGrad", "Conv2dWeightGrad"},
+	DenseKernels: []string{"Gemm", "Linear", "LinearInputGrad", "LinearWeightGrad",
+		"Conv2d", "Conv2dInputGrad", "Conv2dWeightGrad"},
 }
 
 // Limiters are the values of Prediction.Limiter.

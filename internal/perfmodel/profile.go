@@ -222,15 +222,65 @@ func Lookup(name string) (Profile, error) {
 
 // HostProfile returns a profile of the host for tests and for comparing a
 // host-timed run with its own bound: flops is its measured SGEMM rate and
-// bandwidth its memcpy rate (device.Measure gives both), which is also the
-// rate of every copy (a copy to a simulated device is a memcpy).
-func HostProfile(flops, bandwidth float64) Profile {
+// memcpy its memcpy rate in bytes copied per second (device.Measure gives
+// both). A memcpy reads and writes each byte it copies, so the memory
+// bandwidth, in the bytes read plus written that a Kernel counts, is twice
+// the memcpy rate; every copy runs at the memcpy rate (a copy to a
+// simulated device is a memcpy).
+func HostProfile(flops, memcpy float64) Profile {
 	return Profile{
 		Name: "host", Title: "the host (measured SGEMM and memcpy rates)",
-		FP32: flops, MemBandwidth: bandwidth,
-		PinnedH2D: bandwidth, PinnedD2H: bandwidth, PageableH2D: bandwidth, PageableD2H: bandwidth,
-		Sources: []string{"measured on this host"},
+		FP32: flops, MemBandwidth: 2 * memcpy,
+		PinnedH2D: memcpy, PinnedD2H: memcpy, PageableH2D: memcpy, PageableD2H: memcpy,
+		Sources: []string{"measured on this host: SGEMM and memcpy rates; memory bandwidth = 2 × the memcpy rate (each byte read and written)"},
 	}
+}
+
+// hostBuiltin is the built-in host (CPU) profiles, for the cpu mode's
+// prediction: what a named CPU could do with gpuz's host kernels.
+var hostBuiltin = []Profile{
+	{
+		Name: "cpu-i7-13700h", Title: "Intel Core i7-13700H with dual-channel DDR5-5200 (the reference report's CPU)",
+		// 6 P-cores × 32 FLOP/cycle × 5.0 GHz + 8 E-cores × 16 FLOP/cycle × 3.7 GHz.
+		FP32: 6*32*5.0e9 + 8*16*3.7e9,
+		// 2 channels × 64 bit × 5200 MT/s / 8.
+		MemBandwidth: 2 * 64 * 5200e6 / 8, MemoryBytes: 16 * gib,
+		// A copy within host memory reads and writes each byte: half the
+		// bandwidth, pinned or not.
+		PinnedH2D: 2 * 64 * 5200e6 / 8 / 2, PinnedD2H: 2 * 64 * 5200e6 / 8 / 2,
+		PageableH2D: 2 * 64 * 5200e6 / 8 / 2, PageableD2H: 2 * 64 * 5200e6 / 8 / 2,
+		Sources: []string{
+			"Intel ARK, Core i7-13700H: 14 cores (6 Performance, 8 Efficient), 20 threads; P-core max turbo 5.0 GHz, E-core max turbo 3.7 GHz; DDR5 5200 / LPDDR5 6400 / DDR4 3200, 2 channels; 45 W base power",
+			"Intel 64 and IA-32 Architectures Optimization Reference Manual: a Golden Cove/Raptor Cove P-core has two 256-bit FMA units (2 × 8 × 2 = 32 FP32 FLOP/cycle with AVX2), a Gracemont E-core two 128-bit ones (16 FLOP/cycle)",
+			"derived: FP32 = 6 × 32 × 5.0 GHz + 8 × 16 × 3.7 GHz = 1.43 TFLOP/s, every core at its maximum turbo, which a 45 W laptop does not sustain on all cores (at the base clocks, 2.4 and 1.8 GHz: 0.69 TFLOP/s)",
+			"derived: memory bandwidth = 2 channels × 64 bit × 5200 MT/s / 8 = 83.2 GB/s, assuming DDR5-5200 (the report says only 16 GB; LPDDR5-6400 would give 102.4 GB/s); copies within host memory at half of it (each byte read and written)",
+			"the report's 16 GB of RAM as the memory size",
+		},
+	},
+}
+
+// HostProfiles returns the built-in host (CPU) profiles, for predicting
+// the cpu mode. The slice is a copy.
+func HostProfiles() []Profile {
+	out := make([]Profile, len(hostBuiltin))
+	for i, p := range hostBuiltin {
+		p.Sources = slices.Clone(p.Sources)
+		out[i] = p
+	}
+	return out
+}
+
+// LookupHost returns the built-in host profile called name, or an error
+// of one line that lists the names.
+func LookupHost(name string) (Profile, error) {
+	var names []string
+	for _, p := range HostProfiles() {
+		if p.Name == name {
+			return p, nil
+		}
+		names = append(names, p.Name)
+	}
+	return Profile{}, fmt.Errorf("unknown host profile %q (want one of %s)", name, strings.Join(names, ", "))
 }
 
 // LoadProfile reads a profile from a JSON file whose keys are Profile's

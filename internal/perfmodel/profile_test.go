@@ -130,3 +130,21 @@ func errUnwrap(err error) error {
 		err = u.Unwrap()
 	}
 }
+
+// TestHostProfiles checks the built-in host profile's derived figures and
+// LookupHost's answers.
+func TestHostProfiles(t *testing.T) {
+	p, err := LookupHost("cpu-i7-13700h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.FP32 != 1433.6e9 || p.MemBandwidth != 83.2e9 || p.PageableH2D != 41.6e9 || p.PCIeGen != 0 {
+		t.Errorf("cpu-i7-13700h: FP32 %g, bandwidth %g, copies %g, PCIe gen %d", p.FP32, p.MemBandwidth, p.PageableH2D, p.PCIeGen)
+	}
+	if err := check(p); err != nil {
+		t.Errorf("cpu-i7-13700h: %v", err)
+	}
+	if _, err := LookupHost("rtx4060-laptop"); err == nil || !strings.Contains(err.Error(), "cpu-i7-13700h") {
+		t.Errorf("LookupHost of a GPU profile: %v, want an error naming the host profiles", err)
+	}
+}

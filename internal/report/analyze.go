@@ -39,6 +39,13 @@ type figures struct {
 	copies   bool
 	up, down int64
 	rate     float64
+	// pred is the mode's prediction per epoch, nil without one; eff its
+	// bound over the measured median and flag the note on a median far
+	// above its model time ("" when not flagged), both only for a real
+	// GPU's rows (NaN and "" otherwise).
+	pred *bench.Prediction
+	eff  float64
+	flag string
 }
 
 // isSimulated reports whether a device, by its name, is the simulated GPU,
@@ -58,7 +65,8 @@ func figuresOf(r bench.Result) []figures {
 	}
 	fs := make([]figures, len(r.Modes))
 	for i, m := range r.Modes {
-		f := figures{m: m, sim: isSimulated(m.Device), ran: len(m.Epochs) > 0, cold: math.NaN(), speedup: math.NaN(), rate: math.NaN()}
+		f := figures{m: m, sim: isSimulated(m.Device), ran: len(m.Epochs) > 0, cold: math.NaN(), speedup: math.NaN(), rate: math.NaN(),
+			pred: m.Prediction, eff: math.NaN()}
 		timed := m.Timed()
 		f.n = len(timed)
 		if f.n > 0 {
@@ -66,6 +74,9 @@ func figuresOf(r bench.Result) []figures {
 			f.median = medianCI(seconds(timed))
 			if !f.sim && f.median.Center > 0 {
 				f.speedup = ref / f.median.Center
+			}
+			if f.realGPU() {
+				f.eff, f.flag = efficiency(f.median.Center, f.pred), flagNote(f.median.Center, f.pred)
 			}
 		}
 		if warm := m.Epochs[:min(m.Warmup, len(m.Epochs))]; len(warm) > 0 {
@@ -87,6 +98,11 @@ func figuresOf(r bench.Result) []figures {
 	return fs
 }
 
+// realGPU reports whether f is a GPU mode's row measured on a real GPU
+// with a prediction: the rows whose measured time is compared with the
+// model's (an efficiency and a flag).
+func (f figures) realGPU() bool { return f.pred != nil && !f.sim && f.m.Mode != bench.ModeCPU }
+
 // na is the cell of a figure that does not apply.
 const na = "-"
 
@@ -101,10 +117,29 @@ const na = "-"
 // Each column of times is in one unit, named in its heading; sizes and
 // rates are in binary units, as a note says. Times from the simulated GPU
 // are marked † and get no speed-up.
+//
+// Modes with a prediction (bench.Prediction) get a "predicted" column:
+// the model time per epoch with its roofline bound, "1.21 (≥0.64)", and a
+// note naming the profiles. A real GPU's predicted rows also get "eff.",
+// the bound over the measured median, with a numbered note when the
+// median is flagged as far above the model time (perfmodel.Flag). To keep
+// the default table within 100 columns with a predicted column, the cold
+// column moves to --wide, and so does the speed-up when every GPU row is
+// simulated (it would show only the cpu row's 1.00×).
 func analyzeTable(r bench.Result, wide bool) table {
 	fs := figuresOf(r)
 	var t table
 	var notes notes
+	predicted, realGPU, onlySim := false, false, true
+	for _, f := range fs {
+		predicted = predicted || f.pred != nil
+		realGPU = realGPU || f.realGPU()
+		if f.m.Mode != bench.ModeCPU && f.m.Device != "" && !f.sim {
+			onlySim = false
+		}
+	}
+	showCold := wide || !predicted
+	showSpeedup := wide || !predicted || !onlySim
 
 	// col adds a column of cells, one per mode.
 	cells := make([][]string, len(fs))
@@ -170,13 +205,45 @@ func analyzeTable(r bench.Result, wide bool) table {
 		timeCol("min", timed(func(f figures) float64 { return f.stats.Min.Seconds() }), plain)
 		timeCol("max", timed(func(f figures) float64 { return f.stats.Max.Seconds() }), plain)
 	}
-	timeCol("cold", func(f figures) (float64, bool) { return f.cold, !math.IsNaN(f.cold) }, plain)
-	col("speed-up", false, func(f figures) string {
-		if math.IsNaN(f.speedup) {
-			return na
+	if showCold {
+		timeCol("cold", func(f figures) (float64, bool) { return f.cold, !math.IsNaN(f.cold) }, plain)
+	}
+	if predicted {
+		timeCol("predicted", func(f figures) (float64, bool) {
+			if f.pred == nil {
+				return 0, false
+			}
+			return f.pred.Model.Seconds(), true
+		}, func(u timeUnit, f figures, _ float64) string { return predictedCell(u, f.pred) })
+		if wide {
+			col("limiter", true, func(f figures) string {
+				if f.pred == nil || f.pred.Limiter == "" {
+					return na
+				}
+				return f.pred.Limiter
+			})
 		}
-		return fmt.Sprintf("%.2f×", f.speedup)
-	})
+	}
+	if realGPU {
+		col("eff.", false, func(f figures) string {
+			if math.IsNaN(f.eff) {
+				return na
+			}
+			cell := fmt.Sprintf("%.0f%%", 100*f.eff)
+			if f.flag != "" {
+				cell += " " + notes.numbered(string(f.m.Mode), f.flag)
+			}
+			return cell
+		})
+	}
+	if showSpeedup {
+		col("speed-up", false, func(f figures) string {
+			if math.IsNaN(f.speedup) {
+				return na
+			}
+			return fmt.Sprintf("%.2f×", f.speedup)
+		})
+	}
 	col("peak mem", false, func(f figures) string {
 		if !f.ran || f.m.PeakDeviceBytes <= 0 {
 			return na
@@ -211,7 +278,11 @@ func analyzeTable(r bench.Result, wide bool) table {
 	})
 	t.rows = cells
 
-	t.notes = append(t.notes, "median ± the wider half of its 95% confidence interval; cold: mean of the warm-up epochs")
+	first := "median ± the wider half of its 95% confidence interval"
+	if showCold {
+		first += "; cold: mean of the warm-up epochs"
+	}
+	t.notes = append(t.notes, first)
 	for _, w := range medianWarnings(fs) {
 		t.notes = append(t.notes, "± ∞: "+w+" (timed epochs; raise --epochs)")
 	}
@@ -226,6 +297,22 @@ func analyzeTable(r bench.Result, wide bool) table {
 			t.notes = append(t.notes, "† simulated GPU: times are host times, not GPU times; no speed-up is shown for them")
 			break
 		}
+	}
+	modes, preds := make([]string, len(fs)), make([]*bench.Prediction, len(fs))
+	for i, f := range fs {
+		modes[i], preds[i] = string(f.m.Mode), f.pred
+	}
+	if note := predictionNote(modes, preds); note != "" {
+		t.notes = append(t.notes, note)
+	}
+	if realGPU {
+		t.notes = append(t.notes, "eff.: the bound over the measured median (100% would be the hardware's peak)")
+	}
+	switch {
+	case !showCold && !showSpeedup:
+		t.notes = append(t.notes, "--wide also shows the cold (warm-up) epochs and the speed-up")
+	case !showCold:
+		t.notes = append(t.notes, "--wide also shows the cold (warm-up) epochs")
 	}
 	t.notes = append(t.notes, notes.lines...)
 	if r.PeakRSSBytes > 0 {
@@ -317,7 +404,13 @@ func (ns *notes) statusOf(label string, s bench.Status) string {
 	if s.Reason == "" {
 		return string(s.Kind)
 	}
+	return cmp.Or(string(s.Kind), "?") + " " + ns.numbered(label, s.String())
+}
+
+// numbered adds the note "[n] label: text" under the next number and
+// returns its mark, "[n]".
+func (ns *notes) numbered(label, text string) string {
 	ns.n++
-	ns.lines = append(ns.lines, fmt.Sprintf("[%d] %s: %s", ns.n, label, s))
-	return fmt.Sprintf("%s [%d]", cmp.Or(string(s.Kind), "?"), ns.n)
+	ns.lines = append(ns.lines, fmt.Sprintf("[%d] %s: %s", ns.n, label, text))
+	return fmt.Sprintf("[%d]", ns.n)
 }

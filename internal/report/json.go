@@ -54,6 +54,9 @@ type (
 		PeakDeviceBytes int64       `json:"peak_device_bytes"`
 		Epochs          []jsonEpoch `json:"epochs"`
 		Stats           jsonStats   `json:"stats"` // of the timed epochs
+		// Prediction is one epoch's predicted time on the mode's profile;
+		// absent for a mode without one.
+		Prediction *jsonPrediction `json:"prediction,omitempty"`
 	}
 	jsonEpoch struct {
 		Index   int      `json:"index"`
@@ -126,6 +129,7 @@ func toJSONResult(r bench.Result) jsonResult {
 			Placement:       m.Placement,
 			PeakDeviceBytes: m.PeakDeviceBytes,
 			Epochs:          make([]jsonEpoch, len(m.Epochs)),
+			Prediction:      toJSONPrediction(m.Prediction),
 		}
 		for i, e := range m.Epochs {
 			jm.Epochs[i] = jsonEpoch{Index: e.Index, Warmup: i < m.Warmup, Seconds: e.Duration.Seconds()}

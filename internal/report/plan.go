@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -189,10 +190,32 @@ func workText(p bench.MemoryPlan) string {
 // copiesTable builds the table of each mode's copies per epoch, counted
 // without running: the bytes up and down and the number of copies; wide
 // adds the bytes the steps wait for and those that may overlap compute.
+// Where a mode has a prediction (a device with a profile, --host-profile
+// for cpu), a "predicted" column gives the model time per epoch with its
+// roofline bound, and wide adds what limits it.
 func copiesTable(p bench.MemoryPlan, wide bool) table {
 	t := table{columns: []column{{"mode", true}, {"placement", true}, {"up/epoch", false}, {"down/epoch", false}, {"copies/epoch", false}}}
 	if wide {
 		t.columns = append(t.columns, column{"waited for", false}, column{"may overlap", false})
+	}
+	var modes []string
+	var preds []*bench.Prediction
+	var models []float64
+	for _, m := range p.Modes {
+		if m.Device == "" {
+			continue
+		}
+		modes, preds = append(modes, string(m.Mode)), append(preds, m.Prediction)
+		if m.Prediction != nil {
+			models = append(models, m.Prediction.Model.Seconds())
+		}
+	}
+	u := timeUnitFor(models)
+	if len(models) > 0 {
+		t.columns = append(t.columns, column{"predicted (" + u.name + ")", false})
+		if wide {
+			t.columns = append(t.columns, column{"limiter", true})
+		}
 	}
 	for _, m := range p.Modes {
 		if m.Device == "" {
@@ -203,9 +226,22 @@ func copiesTable(p bench.MemoryPlan, wide bool) table {
 		if wide {
 			row = append(row, units.Bytes(m.Copies.SyncBytes()), units.Bytes(m.Copies.OverlapBytes))
 		}
+		if len(models) > 0 {
+			pred, limiter := na, na
+			if m.Prediction != nil {
+				pred, limiter = predictedCell(u, m.Prediction), cmp.Or(m.Prediction.Limiter, na)
+			}
+			row = append(row, pred)
+			if wide {
+				row = append(row, limiter)
+			}
+		}
 		t.rows = append(t.rows, row)
 	}
 	t.notes = []string{"host↔device copies of an epoch after the first; the auto policy's prefetch uploads may overlap compute on a device with a copy stream"}
+	if note := predictionNote(modes, preds); note != "" {
+		t.notes = append(t.notes, note)
+	}
 	return t
 }
 
@@ -263,7 +299,10 @@ type (
 		FitsHost        bool   `json:"fits_host"`
 		// CopiesPerEpoch is absent for a mode that was not planned.
 		CopiesPerEpoch *jsonCopies `json:"copies_per_epoch,omitempty"`
-		Status         string      `json:"status"`
+		// Prediction is one epoch's predicted time on the mode's
+		// profile; absent for a mode without one.
+		Prediction *jsonPrediction `json:"prediction,omitempty"`
+		Status     string          `json:"status"`
 	}
 )
 
@@ -285,7 +324,7 @@ func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
 			c := m.Copies
 			copies = &jsonCopies{UploadBytes: c.UploadBytes, DownloadBytes: c.DownloadBytes, SyncBytes: c.SyncBytes(), OverlapBytes: c.OverlapBytes, Count: c.Count}
 		}
-		doc.Modes = append(doc.Modes, jsonModePlan{CopiesPerEpoch: copies,
+		doc.Modes = append(doc.Modes, jsonModePlan{CopiesPerEpoch: copies, Prediction: toJSONPrediction(m.Prediction),
 			Mode: string(m.Mode), Paged: m.Placement.Paged, Policy: string(m.Placement.Policy), OptimizerOnHost: m.Placement.OptimizerOnHost,
 			Window: m.Footprint.Window, Device: m.Device, DeviceBytes: m.Footprint.Device, DeviceFree: m.DeviceFree,
 			FitsDevice: m.FitsDevice, HostBytes: m.HostNeed, HostAvailable: m.HostAvailable, FitsHost: m.FitsHost,
@@ -302,7 +341,7 @@ var planCSVColumns = []string{
 	"mode", "paged", "policy", "window", "optimizer_on_host", "device",
 	"device_need_bytes", "device_free_bytes", "fits_device", "host_need_bytes", "host_available_bytes", "fits_host",
 	"copies_upload_bytes", "copies_download_bytes", "copies_overlap_bytes", "copies_count",
-	"status", "reason",
+	"status", "reason", "predicted_profile", "predicted_s", "bound_s", "limiter",
 }
 
 // writePlanCSV writes one CSV row per mode and cache policy under a
@@ -323,7 +362,8 @@ func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
 				strconv.FormatInt(m.Copies.UploadBytes, 10), strconv.FormatInt(m.Copies.DownloadBytes, 10),
 				strconv.FormatInt(m.Copies.OverlapBytes, 10), strconv.FormatInt(m.Copies.Count, 10))
 		}
-		cw.Write(append(row, string(m.Status.Kind), m.Status.Reason))
+		row = append(row, string(m.Status.Kind), m.Status.Reason)
+		cw.Write(append(row, predictionCSV(m.Prediction)...))
 	}
 	cw.Flush()
 	return cw.Error()

@@ -18,7 +18,7 @@ func TestWriteProfiles(t *testing.T) {
 	want := `profile         FP32 TFLOP/s  memory GB/s    memory  link         pinned GB/s  pageable GB/s
 --------------  ------------  -----------  --------  -----------  -----------  -------------
 rtx4060-laptop          11.0          256  8.00 GiB  PCIe 4.0 x8         12.0      6.00/5.00
-host                   0.100         10.0       0 B  -                   10.0           10.0
+host                   0.100         20.0       0 B  -                   10.0           10.0
 `
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("WriteProfiles wrote\n%s\nwant it to start\n%s", got, want)

@@ -1,0 +1,103 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"gpuz/internal/bench"
+	"gpuz/internal/perfmodel"
+)
+
+// predictedCell formats a prediction's model time in u with its roofline
+// bound: "1.21 (≥0.64)".
+func predictedCell(u timeUnit, p *bench.Prediction) string {
+	return u.format(p.Model.Seconds()) + " (≥" + sig(p.Bound.Seconds()/u.seconds, 2) + ")"
+}
+
+// predictionNote says what the predicted column holds and on which
+// profiles, naming the modes predicted on each: "predicted: model time
+// per epoch on rtx4060-laptop (cuda, cache), not measured, with the
+// roofline bound (≥); docs/model.md". "" when nothing was predicted.
+func predictionNote(modes []string, preds []*bench.Prediction) string {
+	var profiles []string
+	byProfile := map[string][]string{}
+	for i, p := range preds {
+		if p == nil {
+			continue
+		}
+		if _, ok := byProfile[p.Profile]; !ok {
+			profiles = append(profiles, p.Profile)
+		}
+		if !containsString(byProfile[p.Profile], modes[i]) {
+			byProfile[p.Profile] = append(byProfile[p.Profile], modes[i])
+		}
+	}
+	if len(profiles) == 0 {
+		return ""
+	}
+	on := make([]string, len(profiles))
+	for i, name := range profiles {
+		on[i] = name + " (" + strings.Join(byProfile[name], ", ") + ")"
+	}
+	return "predicted: model time per epoch on " + strings.Join(on, " and ") +
+		", not measured, with the roofline bound (≥) that no such device beats; docs/model.md"
+}
+
+// flagNote says why a measured time is flagged against its model time
+// (perfmodel.Flag), "" when it is not: "measured 8.1× its model time on
+// PROFILE; likely: …; …".
+func flagNote(measured float64, p *bench.Prediction) string {
+	ratio, reasons := perfmodel.Flag(time.Duration(math.Round(measured*1e9)), p.Model)
+	if len(reasons) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("measured %.1f× its model time on %s; likely: %s", ratio, p.Profile, strings.Join(reasons, "; "))
+}
+
+// efficiency is a prediction's bound over a measured time in seconds, NaN
+// when either is missing.
+func efficiency(measured float64, p *bench.Prediction) float64 {
+	if p == nil || !(measured > 0) || p.Bound <= 0 {
+		return math.NaN()
+	}
+	return p.Bound.Seconds() / measured
+}
+
+// jsonPrediction is a prediction in the JSON documents, in seconds.
+type jsonPrediction struct {
+	Profile        string  `json:"profile"`
+	ModelSeconds   float64 `json:"model_seconds"`
+	BoundSeconds   float64 `json:"bound_seconds"`
+	ComputeSeconds float64 `json:"compute_seconds"`
+	MemorySeconds  float64 `json:"memory_seconds"`
+	LaunchSeconds  float64 `json:"launch_seconds"`
+	CopySeconds    float64 `json:"copy_seconds"`
+	Limiter        string  `json:"limiter"`
+}
+
+// toJSONPrediction converts a prediction for the JSON documents; nil
+// stays nil (the field is then left out).
+func toJSONPrediction(p *bench.Prediction) *jsonPrediction {
+	if p == nil {
+		return nil
+	}
+	return &jsonPrediction{
+		Profile: p.Profile, ModelSeconds: p.Model.Seconds(), BoundSeconds: p.Bound.Seconds(),
+		ComputeSeconds: p.Compute.Seconds(), MemorySeconds: p.Memory.Seconds(), LaunchSeconds: p.Launch.Seconds(),
+		CopySeconds: p.Copy.Seconds(), Limiter: p.Limiter,
+	}
+}
+
+// predictionCSVColumns head the prediction's CSV columns, after a table's
+// own.
+var predictionCSVColumns = []string{"predicted_profile", "predicted_s", "bound_s", "limiter"}
+
+// predictionCSV returns a prediction's CSV cells, empty without one.
+func predictionCSV(p *bench.Prediction) []string {
+	if p == nil {
+		return []string{"", "", "", ""}
+	}
+	return []string{p.Profile, secs(p.Model.Seconds()), secs(p.Bound.Seconds()), p.Limiter}
+}
