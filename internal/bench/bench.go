@@ -61,8 +61,12 @@ type Options struct {
 	// HostProfile, when set, is the profile the cpu mode's epochs are
 	// predicted on (perfmodel.LookupHost, perfmodel.HostProfile). The
 	// cuda and cache modes are predicted on their device's own profile,
-	// when it has one (device.Profiled).
+	// when it has one (device.Profiled), or on a real GPU on one measured
+	// on it during the run (perfmodel.Measured).
 	HostProfile *perfmodel.Profile
+	// measured holds the profiles measured on real GPUs during a run
+	// (Run makes it; the plan, which allocates nothing, has none).
+	measured *measuredProfiles
 	// CommandLine is the command line that started the run, shell-quoted,
 	// recorded in the header's Env.
 	CommandLine string
@@ -111,6 +115,9 @@ type BatchDone struct {
 // skipped.
 func Run(ctx context.Context, opts Options) (Result, error) {
 	threads := opts.applyThreads()
+	if opts.measured == nil {
+		opts.measured = newMeasuredProfiles(measureGemmN)
+	}
 	model, err := opts.Workload.Build()
 	if err != nil {
 		return Result{}, err
@@ -194,6 +201,15 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env
 	if err != nil {
 		r.Status = Status{Kind: StatusFailed, Reason: err.Error()}
 		return r
+	}
+	// A real GPU is measured for its predictions before anything is
+	// loaded, so that the measurement neither finds the memory taken nor
+	// counts in the mode's peak.
+	if _, gpu := dev.(device.Capable); gpu && opts.measured != nil {
+		opts.measured.of(dev)
+		if p, ok := dev.(interface{ ResetPeak() }); ok {
+			p.ResetPeak()
+		}
 	}
 	free, _, err := dev.MemInfo()
 	if err != nil {

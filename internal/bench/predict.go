@@ -35,10 +35,10 @@ func predictEpoch(work engine.Work, batches int, copies engine.Copies, pl engine
 
 // profileFor returns the profile a mode's predictions are made on, false
 // when it has none: the cpu mode's is Options.HostProfile; the cuda and
-// cache modes' is their device's own (device.Profiled: sim:PROFILE). A
-// real CUDA device reports none: device.Measure times an SGEMM and copies
-// but not the memory bandwidth, and a measured rate is not a peak, so
-// such a device gets no prediction.
+// cache modes' is their device's own (device.Profiled: sim:PROFILE), or on
+// a real GPU (device.Capable) one measured on it once per run
+// (perfmodel.Measured from device.Measure: its SGEMM rate, memory
+// bandwidth and copy rates).
 func (opts Options) profileFor(mode Mode, dev device.Device) (perfmodel.Profile, bool) {
 	if mode == ModeCPU {
 		if opts.HostProfile == nil {
@@ -47,7 +47,51 @@ func (opts Options) profileFor(mode Mode, dev device.Device) (perfmodel.Profile,
 		return *opts.HostProfile, true
 	}
 	if p, ok := dev.(device.Profiled); ok {
-		return p.Profile()
+		if prof, ok := p.Profile(); ok {
+			return prof, true
+		}
+	}
+	if _, gpu := dev.(device.Capable); gpu && opts.measured != nil {
+		return opts.measured.of(dev)
 	}
 	return perfmodel.Profile{}, false
+}
+
+// measureGemmN is the n of the n×n×n SGEMM a run times on a real GPU for
+// its measured profile: large enough to reach a GPU's SGEMM rate, a few
+// milliseconds on one.
+const measureGemmN = 4096
+
+// measuredProfiles measures each real GPU of a run once, by name, for the
+// predictions of its modes.
+type measuredProfiles struct {
+	gemmN    int // n of the SGEMM timed
+	profiles map[string]perfmodel.Profile
+	failed   map[string]bool
+}
+
+// newMeasuredProfiles returns an empty cache that times n×n×n SGEMMs.
+func newMeasuredProfiles(n int) *measuredProfiles {
+	return &measuredProfiles{gemmN: n, profiles: map[string]perfmodel.Profile{}, failed: map[string]bool{}}
+}
+
+// of returns dev's measured profile, measuring it the first time; false
+// when the measurement failed (the mode then has no prediction, and runs).
+func (m *measuredProfiles) of(dev device.Device) (perfmodel.Profile, bool) {
+	name := dev.Name()
+	if p, ok := m.profiles[name]; ok {
+		return p, true
+	}
+	if m.failed[name] {
+		return perfmodel.Profile{}, false
+	}
+	info, err := device.Measure(dev, m.gemmN)
+	if err != nil || info.GemmFLOPS <= 0 || info.Bandwidth <= 0 {
+		m.failed[name] = true
+		return perfmodel.Profile{}, false
+	}
+	p := perfmodel.Measured(name, info.Total, info.GemmFLOPS, info.Bandwidth,
+		info.UploadPinned, info.DownloadPinned, info.UploadPageable, info.DownloadPageable)
+	m.profiles[name] = p
+	return p, true
 }

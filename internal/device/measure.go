@@ -20,6 +20,9 @@ type Info struct {
 	UploadPageable, DownloadPageable float64
 	GemmSize                         int     // n of the n×n×n SGEMM timed
 	GemmFLOPS                        float64 // its speed
+	// Bandwidth is the device memory's: bytes read and written per second
+	// by the element-wise Add kernel on buffers of the copies' size.
+	Bandwidth float64
 }
 
 // PinnedCopier is a device with a page-locked host staging path, whose raw
@@ -64,7 +67,39 @@ func measure(dev Device, n, copySize int) (Info, error) {
 	if info.GemmFLOPS, err = gemmRate(dev, n); err != nil {
 		return info, err
 	}
+	if info.Bandwidth, err = bandwidth(dev, copySize); err != nil {
+		return info, err
+	}
 	return info, nil
+}
+
+// bandwidth times the Add kernel on three buffers of bytes each: it reads
+// two and writes one, so a call moves three times bytes through device
+// memory.
+func bandwidth(dev Device, bytes int) (float64, error) {
+	var bufs [3]Buffer
+	for i := range bufs {
+		b, err := dev.Alloc(bytes / 4)
+		if err != nil {
+			return 0, fmt.Errorf("measuring memory bandwidth: %w", err)
+		}
+		defer dev.Free(b)
+		bufs[i] = b
+	}
+	k := dev.Kernels()
+	one := make([]float32, 1)
+	run := func() error {
+		k.Add(bufs[2], bufs[0], bufs[1])
+		return dev.Download(one, dev.View(bufs[2], 0, 1)) // waits for the kernel
+	}
+	if err := run(); err != nil {
+		return 0, fmt.Errorf("measuring memory bandwidth: %w", err)
+	}
+	t, err := best(run)
+	if err != nil {
+		return 0, fmt.Errorf("measuring memory bandwidth: %w", err)
+	}
+	return 3 * float64(bytes) / t.Seconds(), nil
 }
 
 // best returns the shortest of three runs of f.

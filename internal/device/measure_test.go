@@ -52,7 +52,7 @@ func TestMeasure(t *testing.T) {
 		if tt.wantFreeTotals && (info.Total != 1<<20 || info.Free != 1<<20) {
 			t.Errorf("%s: free %d of total %d after measuring, want all of 1MiB free", tt.dev.Name(), info.Free, info.Total)
 		}
-		if info.UploadPageable <= 0 || info.DownloadPageable <= 0 || info.GemmFLOPS <= 0 {
+		if info.UploadPageable <= 0 || info.DownloadPageable <= 0 || info.GemmFLOPS <= 0 || info.Bandwidth <= 0 {
 			t.Errorf("%s: pageable %g up, %g down, GEMM %g FLOP/s; want all positive",
 				tt.dev.Name(), info.UploadPageable, info.DownloadPageable, info.GemmFLOPS)
 		}

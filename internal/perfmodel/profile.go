@@ -236,6 +236,29 @@ func HostProfile(flops, memcpy float64) Profile {
 	}
 }
 
+// Measured is a device's profile from its measured figures, as a real GPU
+// gets when no built-in profile is named: its SGEMM rate stands for the
+// FP32 peak and its measured bandwidth for the memory's, so the bound is
+// what the device reaches rather than its spec sheet's peak (tighter), and
+// the model time, which still applies DefaultEfficiency, is optimistic by
+// about those factors. Rates are in FLOP/s and bytes per second; a copy
+// rate not measured (0) falls back to the other kind's.
+func Measured(name string, memoryBytes int64, sgemm, bandwidth, pinnedH2D, pinnedD2H, pageableH2D, pageableD2H float64) Profile {
+	or := func(v, alt float64) float64 {
+		if v > 0 {
+			return v
+		}
+		return alt
+	}
+	return Profile{
+		Name: name, Title: name + " (measured)",
+		FP32: sgemm, MemBandwidth: bandwidth, MemoryBytes: memoryBytes,
+		PinnedH2D: or(pinnedH2D, pageableH2D), PinnedD2H: or(pinnedD2H, pageableD2H),
+		PageableH2D: or(pageableH2D, pinnedH2D), PageableD2H: or(pageableD2H, pinnedD2H),
+		Sources: []string{"measured on this device by gpuz (device.Measure): SGEMM rate as FP32, the Add kernel's bytes per second as memory bandwidth, copy rates pinned and pageable"},
+	}
+}
+
 // hostBuiltin is the built-in host (CPU) profiles, for the cpu mode's
 // prediction: what a named CPU could do with gpuz's host kernels.
 var hostBuiltin = []Profile{

@@ -51,14 +51,15 @@ func rate(v, scale float64, unit string) string {
 
 // WriteDevices writes one row per device: its name, compute capability,
 // free and total memory, the copy rates between host and device memory
-// (pinned and pageable, each way) and the speed of an n×n×n SGEMM.
+// (pinned and pageable, each way), the speed of an n×n×n SGEMM and the
+// device memory's bandwidth.
 func WriteDevices(w io.Writer, devs []device.Info) error {
 	var b bytes.Buffer
 	gemm := "SGEMM"
 	if len(devs) > 0 {
 		gemm = fmt.Sprintf("SGEMM %d³", devs[0].GemmSize)
 	}
-	header := []string{"device", "compute", "free", "total", "H→D pinned", "D→H pinned", "H→D pageable", "D→H pageable", gemm}
+	header := []string{"device", "compute", "free", "total", "H→D pinned", "D→H pinned", "H→D pageable", "D→H pageable", gemm, "memory"}
 	var rows [][]string
 	for _, d := range devs {
 		cc := d.Capability
@@ -68,7 +69,7 @@ func WriteDevices(w io.Writer, devs []device.Info) error {
 		rows = append(rows, []string{d.Name, cc, units.Bytes(d.Free), units.Bytes(d.Total),
 			rate(d.UploadPinned, 1e9, "GB/s"), rate(d.DownloadPinned, 1e9, "GB/s"),
 			rate(d.UploadPageable, 1e9, "GB/s"), rate(d.DownloadPageable, 1e9, "GB/s"),
-			rate(d.GemmFLOPS, 1e9, "GFLOP/s")})
+			rate(d.GemmFLOPS, 1e9, "GFLOP/s"), rate(d.Bandwidth, 1e9, "GB/s")})
 	}
 	if err := writeTable(&b, "devices", header, []int{0}, rows); err != nil {
 		return err

@@ -11,17 +11,17 @@ import (
 func TestWriteDevices(t *testing.T) {
 	got := written(t, func(w io.Writer) error {
 		return WriteDevices(w, []device.Info{
-			{Name: "host", Free: 1 << 30, Total: 2 << 30, UploadPageable: 10e9, DownloadPageable: 12e9, GemmSize: 2000, GemmFLOPS: 150e9},
+			{Name: "host", Free: 1 << 30, Total: 2 << 30, UploadPageable: 10e9, DownloadPageable: 12e9, GemmSize: 2000, GemmFLOPS: 150e9, Bandwidth: 20e9},
 			{Name: "cuda:0", Capability: "8.6", Free: 20 << 30, Total: 24 << 30, UploadPinned: 25e9, DownloadPinned: 26e9,
-				UploadPageable: 11e9, DownloadPageable: 9e9, GemmSize: 2000, GemmFLOPS: 30e12},
+				UploadPageable: 11e9, DownloadPageable: 9e9, GemmSize: 2000, GemmFLOPS: 30e12, Bandwidth: 850e9},
 		})
 	})
-	want := `+--------+---------+----------+----------+------------+------------+--------------+--------------+---------------+
-| device | compute |     free |    total | H→D pinned | D→H pinned | H→D pageable | D→H pageable |   SGEMM 2000³ |
-+--------+---------+----------+----------+------------+------------+--------------+--------------+---------------+
-| host   |       - | 1.00 GiB | 2.00 GiB |          - |          - |      10 GB/s |      12 GB/s |   150 GFLOP/s |
-| cuda:0 |     8.6 | 20.0 GiB | 24.0 GiB |    25 GB/s |    26 GB/s |      11 GB/s |       9 GB/s | 3e+04 GFLOP/s |
-+--------+---------+----------+----------+------------+------------+--------------+--------------+---------------+
+	want := `+--------+---------+----------+----------+------------+------------+--------------+--------------+---------------+----------+
+| device | compute |     free |    total | H→D pinned | D→H pinned | H→D pageable | D→H pageable |   SGEMM 2000³ |   memory |
++--------+---------+----------+----------+------------+------------+--------------+--------------+---------------+----------+
+| host   |       - | 1.00 GiB | 2.00 GiB |          - |          - |      10 GB/s |      12 GB/s |   150 GFLOP/s |  20 GB/s |
+| cuda:0 |     8.6 | 20.0 GiB | 24.0 GiB |    25 GB/s |    26 GB/s |      11 GB/s |       9 GB/s | 3e+04 GFLOP/s | 850 GB/s |
++--------+---------+----------+----------+------------+------------+--------------+--------------+---------------+----------+
 `
 	if got != want {
 		t.Errorf("WriteDevices wrote\n%s\nwant\n%s", got, want)
