@@ -147,7 +147,7 @@ func TestSweepRejectsUpFront(t *testing.T) {
 }
 
 // TestSweepOnSim sweeps --take 0,1MiB on a 2 MiB simulated device with a
-// window of one block: without the take every mode completes; with it
+// window-paged window of one block: without the take every mode completes; with it
 // cuda is out of memory while cache completes, each row records the free
 // memory, the JSON follows the sweep's schema, and the ledger is empty
 // afterwards.
@@ -157,7 +157,9 @@ func TestSweepOnSim(t *testing.T) {
 	ios, out, errOut := testIO()
 	o := smallLinear(ios, "sim:2MiB")
 	o.Modes = []bench.Mode{bench.ModeCUDA, bench.ModeCache, bench.ModeCPU}
-	o.WinSize, o.Sizes = 1, map[string]int{"epochs": 2}
+	// window-paged: the window policy keeps Adam's state on the device and
+	// does not fit under the take.
+	o.Policy, o.WinSize, o.Sizes = bench.PolicyWindowPaged, 1, map[string]int{"epochs": 2}
 	o.Sweep = []SweepFlag{{"take", []string{"0", "1MiB"}}}
 	o.JSON = filepath.Join(t.TempDir(), "sweep.json")
 	err := workloadRun(context.Background(), o)

@@ -171,7 +171,9 @@ func TestTakeMemRun(t *testing.T) {
 // TestTakeMemMakesCUDARunOutOfMemory is the two-shell scenario with the
 // built binary: take-mem holds half of a small simulated GPU in a background
 // process; a benchmark on the same device then reports OOM for cuda, which
-// needs every block resident, while cache, with a window of one block, and
+// needs every block resident, while cache, with a window-paged window of
+// one block (the window policy keeps Adam's state resident and would not
+// fit), and
 // cpu complete, and the run exits 3. Interrupted, the holder exits 130.
 func TestTakeMemMakesCUDARunOutOfMemory(t *testing.T) {
 	env := append(os.Environ(), "GPUZ_SIM_LEDGER="+filepath.Join(t.TempDir(), "ledger"))
@@ -194,7 +196,7 @@ func TestTakeMemMakesCUDARunOutOfMemory(t *testing.T) {
 		}
 	}()
 
-	run := exec.Command(gpuzBinary, "linear", "train", "cuda,cache,cpu", "--scale", "small", "--device", "sim:2MiB", "--win-size", "1")
+	run := exec.Command(gpuzBinary, "linear", "train", "cuda,cache,cpu", "--scale", "small", "--device", "sim:2MiB", "--policy", "window-paged", "--win-size", "1")
 	run.Env = env
 	var stdout, stderr bytes.Buffer
 	run.Stdout, run.Stderr = &stdout, &stderr

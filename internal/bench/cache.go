@@ -7,8 +7,12 @@ import (
 
 // The cache policies cache mode can page blocks by.
 const (
-	// PolicyWindow is DictCache's: at most Cache.Window blocks resident.
+	// PolicyWindow is DictCache's: at most Cache.Window blocks resident,
+	// Adam's moments resident on the device for the whole run.
 	PolicyWindow = string(engine.PolicyWindow)
+	// PolicyWindowPaged is the window with Adam's moments paged with their
+	// block.
+	PolicyWindowPaged = string(engine.PolicyWindowPaged)
 	// PolicyAuto sizes the window from free memory, prefetches, and can
 	// run the optimizer on the host.
 	PolicyAuto = string(engine.PolicyAuto)
@@ -19,7 +23,7 @@ var DefaultLR = hostmath.DefaultAdam.LR
 
 // Cache describes how cache mode places the blocks.
 type Cache struct {
-	Policy string // PolicyWindow or PolicyAuto
+	Policy string // PolicyWindow, PolicyWindowPaged or PolicyAuto
 	// Window is the most blocks resident at once; with PolicyAuto, 0 sizes
 	// it from free memory.
 	Window int

@@ -55,8 +55,8 @@ type MemoryPlan struct {
 }
 
 // PlanMemory computes the memory each requested mode needs, and for cache mode
-// each policy: the window policy with opts.Cache's window, the auto policy
-// sized from free memory, and the auto policy with the optimizer on the
+// each policy: the window and window-paged policies with opts.Cache's
+// window, the auto policy sized from free memory, and the auto policy with the optimizer on the
 // host. Nothing is allocated.
 func PlanMemory(opts Options) (MemoryPlan, error) {
 	threads := opts.applyThreads()
@@ -79,8 +79,11 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 		if mode == ModeCache {
 			window := opts.Cache.placement()
 			window.Policy, window.OptimizerOnHost = engine.PolicyWindow, false
+			paged := window
+			paged.Policy = engine.PolicyWindowPaged
 			placements = []engine.Placement{
 				window,
+				paged,
 				{Paged: true, Policy: engine.PolicyAuto},
 			}
 			if opts.Task == TaskTrain {

@@ -17,7 +17,7 @@ type Prediction struct {
 
 // predictEpoch converts one epoch of a mode for perfmodel and predicts it
 // on p: the per-batch work times batches, as kernels, and the epoch's
-// copies, from pageable host memory under the window policy (DictCache's
+// copies, from pageable host memory under the window policies (DictCache's
 // synchronous .to() copies) and from pinned staging otherwise (the auto
 // policy's prefetch, and a resident mode's inputs).
 func predictEpoch(work engine.Work, batches int, copies engine.Copies, pl engine.Placement, p perfmodel.Profile) Prediction {
@@ -28,7 +28,7 @@ func predictEpoch(work engine.Work, batches int, copies engine.Copies, pl engine
 	}
 	c := perfmodel.Copies{
 		H2DBytes: copies.UploadBytes, D2HBytes: copies.DownloadBytes, SyncBytes: copies.SyncBytes(),
-		Pageable: pl.Paged && pl.Policy == engine.PolicyWindow, Count: copies.Count,
+		Pageable: pl.Paged && (pl.Policy == engine.PolicyWindow || pl.Policy == engine.PolicyWindowPaged), Count: copies.Count,
 	}
 	return Prediction{Profile: p.Name, Prediction: perfmodel.Predict(kernels, c, p, perfmodel.DefaultEfficiency)}
 }

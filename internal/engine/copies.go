@@ -67,7 +67,7 @@ func (p *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Nod
 	}
 	window = min(max(window, p.MinWindow()), len(p.spec.Blocks))
 	k := &copyCounter{}
-	k.cache = newCache(p, pl, p.layouts(!pl.OptimizerOnHost), window, k)
+	k.cache = newCache(p, pl, p.layouts(pl.momentsInArea()), window, k)
 	for range 2 { // the second epoch is counted
 		k.n = Copies{}
 		for range batches {

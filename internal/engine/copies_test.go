@@ -28,7 +28,7 @@ func smallConfigs(t *testing.T) []models.Config {
 // TestCopiesMatchARun checks the dry run against the copies a simulated
 // device counts over the second epoch of a real run, for every workload,
 // training and evaluating, resident and paged under the window policy (1
-// and 3 blocks) and the auto policy (sized from free memory, 2 blocks, the
+// and 3 blocks), window-paged (1 block) and the auto policy (sized from free memory, 2 blocks, the
 // optimizer on the host).
 func TestCopiesMatchARun(t *testing.T) {
 	for _, c := range smallConfigs(t) {
@@ -37,6 +37,7 @@ func TestCopiesMatchARun(t *testing.T) {
 				{},
 				{Paged: true, Policy: engine.PolicyWindow, Window: 1},
 				{Paged: true, Policy: engine.PolicyWindow, Window: 3},
+				{Paged: true, Policy: engine.PolicyWindowPaged, Window: 1},
 				{Paged: true, Policy: engine.PolicyAuto},
 				{Paged: true, Policy: engine.PolicyAuto, Window: 2},
 				{Paged: true, Policy: engine.PolicyAuto, Window: 1, OptimizerOnHost: true},

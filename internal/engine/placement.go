@@ -10,10 +10,17 @@ type Policy string
 
 // The cache policies.
 const (
-	// PolicyWindow is DictCache's rule: at most Window blocks resident; on a
-	// miss the whole window is written back to the host and the missed block
-	// and the next ones in the pass's observed order are loaded.
+	// PolicyWindow is DictCache's rule (docs/dictcache.md): at most Window
+	// blocks resident; Adam's moments stay on the device for the whole run
+	// and never page; on a miss the whole window is written back to the
+	// host and the missed block is loaded with up to Window-1 successors in
+	// the order learned during the previous pass (none on the first pass).
 	PolicyWindow Policy = "window"
+	// PolicyWindowPaged is gpuz's earlier variant of the window: Adam's
+	// moments page with their block and are written back with it, and the
+	// successors loaded on a miss follow the pass's order known from the
+	// schedule, from the first pass on.
+	PolicyWindowPaged Policy = "window-paged"
 	// PolicyAuto sizes the window from the device's free memory, evicts the
 	// least recently used block only, loads the next needed block before
 	// the step that needs it, writes back only what changed, and can keep
@@ -44,22 +51,35 @@ func (pl Placement) Validate() error {
 		return nil
 	}
 	switch pl.Policy {
-	case PolicyWindow:
+	case PolicyWindow, PolicyWindowPaged:
 		if pl.Window <= 0 {
-			return fmt.Errorf("window policy: the window must hold at least one block, got %d", pl.Window)
+			return fmt.Errorf("%s policy: the window must hold at least one block, got %d", pl.Policy, pl.Window)
 		}
 		if pl.OptimizerOnHost {
-			return fmt.Errorf("window policy: the optimizer runs where the block is; the host optimizer is an auto-policy option")
+			return fmt.Errorf("%s policy: the optimizer runs on the device; the host optimizer is an auto-policy option", pl.Policy)
 		}
 	case PolicyAuto:
 		if pl.Window < 0 {
 			return fmt.Errorf("auto policy: negative window %d", pl.Window)
 		}
 	default:
-		return fmt.Errorf("unknown cache policy %q (want window or auto)", pl.Policy)
+		return fmt.Errorf("unknown cache policy %q (want window, window-paged or auto)", pl.Policy)
 	}
 	return nil
 }
+
+// momentsInArea reports whether Adam's moments sit in their block's area
+// and travel with it: resident placements and the paged ones that page
+// them (window-paged, auto with the optimizer on the device). Under the
+// window policy they are resident on the device apart from the areas, and
+// with the optimizer on the host they stay in host memory.
+func (pl Placement) momentsInArea() bool {
+	return !pl.Paged || pl.Policy != PolicyWindow && !pl.OptimizerOnHost
+}
+
+// momentsResident reports whether a paged placement keeps Adam's moments
+// on the device for the whole run, outside the window (the window policy).
+func (pl Placement) momentsResident() bool { return pl.Paged && pl.Policy == PolicyWindow }
 
 // layout is where each member of a block sits in the block's area, in
 // elements from the area's start.
@@ -72,8 +92,8 @@ type layout struct {
 }
 
 // layouts lays out every block's area: parameters, then their moments when
-// they live on the device, then saved activations.
-func (p *Schedule) layouts(momentsOnDevice bool) []layout {
+// they travel with the block, then saved activations.
+func (p *Schedule) layouts(momentsInArea bool) []layout {
 	out := make([]layout, len(p.spec.Blocks))
 	for i, pv := range p.params {
 		b := p.values[pv].block
@@ -85,7 +105,7 @@ func (p *Schedule) layouts(momentsOnDevice bool) []layout {
 			l.offsets = append(l.offsets, l.elems)
 			l.elems += p.values[p.params[i]].elems
 		}
-		if p.spec.Train && momentsOnDevice {
+		if p.spec.Train && momentsInArea {
 			for _, i := range l.params {
 				n := p.values[p.params[i]].elems
 				l.moments = append(l.moments, [2]int{l.elems, l.elems + n})
@@ -103,7 +123,7 @@ func (p *Schedule) layouts(momentsOnDevice bool) []layout {
 // Footprint is the memory a placement of a plan needs, in bytes.
 type Footprint struct {
 	Window     int   // blocks resident at most
-	Device     int64 // on the device: resident areas, arena and inputs
+	Device     int64 // on the device: resident areas, arena and inputs, and the window policy's optimizer state
 	Host       int64 // master copies of paged blocks and host optimizer state
 	BlockBytes int64 // the largest block area: what one window slot holds
 }
@@ -113,7 +133,7 @@ type Footprint struct {
 func (p *Schedule) Footprint(pl Placement, deviceFree int64) Footprint {
 	b := p.Bytes()
 	fixed := b.Inputs + b.Arena
-	ls := p.layouts(!pl.OptimizerOnHost)
+	ls := p.layouts(pl.momentsInArea())
 	var all, largest int64
 	for _, l := range ls {
 		all += 4 * int64(l.elems)
@@ -123,6 +143,9 @@ func (p *Schedule) Footprint(pl Placement, deviceFree int64) Footprint {
 		return Footprint{Window: len(ls), Device: all + fixed, BlockBytes: largest}
 	}
 	fixed += 4 * int64(p.largestSaved()) // the staging buffer
+	if p.spec.Train && pl.momentsResident() {
+		fixed += b.Optimizer // every block's moments, resident for the run
+	}
 	window := p.window(pl, deviceFree, fixed, largest)
 	f := Footprint{Window: window, Device: int64(window)*largest + fixed, Host: all, BlockBytes: largest}
 	if p.spec.Train && pl.OptimizerOnHost {

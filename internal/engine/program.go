@@ -88,7 +88,12 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 			prog.buffers[i] = dev.View(slots[v.slot], 0, v.elems)
 		}
 	}
-	prog.layouts = p.layouts(!(pl.Paged && pl.OptimizerOnHost))
+	prog.layouts = p.layouts(pl.momentsInArea())
+	if p.spec.Train && pl.momentsResident() {
+		if err := prog.allocMoments(); err != nil {
+			return nil, err
+		}
+	}
 	if pl.Paged {
 		if prog.res, err = prog.newResidency(); err != nil {
 			return nil, err
@@ -111,6 +116,23 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 		prog.steps[i] = b
 	}
 	return prog, nil
+}
+
+// allocMoments allocates every parameter's Adam moments on the device, apart
+// from the blocks' areas, for the whole run (the window policy: DictCache's
+// optimizers create their state on the GPU and it never moves). Alloc
+// zeroes them, as Adam starts.
+func (prog *Program) allocMoments() error {
+	p := prog.plan
+	for i, pv := range p.params {
+		n := p.values[pv].elems
+		buf, err := prog.alloc(2 * n)
+		if err != nil {
+			return fmt.Errorf("engine: allocating the optimizer state of %s: %w", p.values[pv].node.Name(), err)
+		}
+		prog.moments[i] = [2]device.Buffer{prog.dev.View(buf, 0, n), prog.dev.View(buf, n, n)}
+	}
+	return nil
 }
 
 // alloc allocates a buffer that Close frees.
@@ -261,6 +283,7 @@ func (p *Schedule) walk(c *cache, st stepper) error {
 			if err := c.ensure(p.needs[si], s.backward); err != nil {
 				return err
 			}
+			c.observe(p.needs[si], s.backward)
 			staged = c.pagedOut(s.out)
 		}
 		if err := st.execute(si, staged); err != nil {

@@ -48,7 +48,18 @@ type cache struct {
 	done int // last step executed in this Run, -1 before the first
 	// prefetching is set while prefetch loads a block ahead of need.
 	prefetching bool
-	mover       mover
+	// nears is the window policy's learned order, DictCache's nears: per
+	// pass (0 forward, 1 backward), the block a step needed after each
+	// block the last time the walk left it, -1 while unknown. A miss loads
+	// the successors it names, so the first pass loads only what it misses.
+	nears [2][]int
+	// curr is the block the last step needed (-1 at the start of a
+	// backward pass, as DictCache's do_backward resets it; a forward pass
+	// does not, so in eval the last block learns the first as its
+	// successor), and backward whether that step was in the backward pass.
+	curr     int
+	backward bool
+	mover    mover
 }
 
 // mover carries out a cache's decisions on one block; the cache keeps the
@@ -67,7 +78,10 @@ type mover interface {
 // laid out as layouts.
 func newCache(p *Schedule, pl Placement, layouts []layout, window int, m mover) *cache {
 	c := &cache{plan: p, place: pl, layouts: layouts, slots: make([]int, window), slotOf: make([]int, len(layouts)),
-		dirty: make([]bool, len(layouts)), uses: p.blockUses(), done: -1, mover: m}
+		dirty: make([]bool, len(layouts)), uses: p.blockUses(), done: -1, curr: -1, mover: m}
+	for pass := range c.nears {
+		c.nears[pass] = slices.Repeat([]int{-1}, len(layouts))
+	}
 	for i := range c.slots {
 		c.slots[i] = -1
 	}
@@ -195,7 +209,7 @@ func (c *cache) ensure(needs []int, backward bool) error {
 	if missing < 0 {
 		return nil
 	}
-	if c.place.Policy == PolicyWindow {
+	if c.place.Policy == PolicyWindow || c.place.Policy == PolicyWindowPaged {
 		return c.missWindow(needs, backward, missing)
 	}
 	for _, b := range needs {
@@ -213,9 +227,14 @@ func (c *cache) ensure(needs []int, backward bool) error {
 	return nil
 }
 
-// missWindow is DictCache's miss: write the whole window back, then load
-// the needed blocks and the ones that follow the missed block in the pass's
-// observed order, up to the window's size.
+// missWindow is DictCache's miss: write the whole window back (every
+// block's parameters, as its .to(cpu) copies them changed or not; in the
+// backward pass an evicted block's saved activations are dead and so
+// dropped, and a live one, which DictCache would lose, is written back),
+// then load the needed blocks and the successors of the missed block, up
+// to the window's size. Under the window policy the successors are those
+// the previous pass taught (c.nears: none on the first pass); under
+// window-paged, the pass's order known from the schedule.
 func (c *cache) missWindow(needs []int, backward bool, missed int) error {
 	for _, b := range c.slots {
 		if b >= 0 {
@@ -229,7 +248,19 @@ func (c *cache) missWindow(needs []int, backward bool, missed int) error {
 		pass = 1
 	}
 	load := slices.Clone(needs)
-	for _, b := range c.plan.orderAfter(pass, missed) {
+	var successors []int
+	if c.place.Policy == PolicyWindowPaged {
+		successors = c.plan.orderAfter(pass, missed)
+	} else {
+		// DictCache follows the chain win_size-1 times from the missed block.
+		for b, i := missed, 1; i < len(c.slots); i++ {
+			if b = c.nears[pass][b]; b < 0 {
+				break
+			}
+			successors = append(successors, b)
+		}
+	}
+	for _, b := range successors {
 		if len(load) >= len(c.slots) {
 			break
 		}
@@ -243,6 +274,30 @@ func (c *cache) missWindow(needs []int, backward bool, missed int) error {
 		}
 	}
 	return nil
+}
+
+// observe learns, under the window policy, the order in which a step of
+// the given pass needs blocks after the step has them: each block it
+// needs becomes the successor of the block needed before it (DictCache's
+// nears, set in its forward pre-hook and saved-tensor unpack hook).
+func (c *cache) observe(needs []int, backward bool) {
+	if c.place.Policy != PolicyWindow {
+		return
+	}
+	if backward && !c.backward {
+		c.curr = -1
+	}
+	c.backward = backward
+	pass := 0
+	if backward {
+		pass = 1
+	}
+	for _, b := range needs {
+		if c.curr >= 0 && c.curr != b {
+			c.nears[pass][c.curr] = b
+		}
+		c.curr = b
+	}
 }
 
 // freeSlot returns a free slot, evicting the block needed farthest ahead

@@ -91,6 +91,8 @@ func TestPagedMatchesResident(t *testing.T) {
 			{Paged: true, Policy: PolicyWindow, Window: 2},
 			{Paged: true, Policy: PolicyWindow, Window: 3},
 			{Paged: true, Policy: PolicyWindow, Window: 9},
+			{Paged: true, Policy: PolicyWindowPaged, Window: 1},
+			{Paged: true, Policy: PolicyWindowPaged, Window: 3},
 			{Paged: true, Policy: PolicyAuto, Window: 1},
 			{Paged: true, Policy: PolicyAuto, Window: 2},
 			{Paged: true, Policy: PolicyAuto, Window: 3},
@@ -120,45 +122,75 @@ func TestPagedMatchesResident(t *testing.T) {
 	}
 }
 
-// TestWindowTransfersByHand checks the bytes the window policy copies
-// against counts worked out by hand from DictCache's rules, for 3 blocks of
-// 2 layers of Linear(5→5) + LeakyReLU at batch 2: a block's parameters are
-// 2·(25+5) = 60 floats (240 B), with Adam's moments 180 floats (720 B); an
-// activation is 10 floats (40 B); every Run downloads its 4-byte output.
+// TestWindowTransfersByHand checks the bytes the window policies copy
+// against counts worked out by hand from DictCache's rules
+// (docs/dictcache.md), for 3 blocks of 2 layers of Linear(5→5) + LeakyReLU
+// at batch 2: a block's parameters are 2·(25+5) = 60 floats (240 B), with
+// Adam's moments 180 floats (720 B); an activation is 10 floats (40 B);
+// every Run downloads its 4-byte output. Saved activations travel with the
+// block whose layer reads them: block 0 keeps z0, h0, z1; block 1 h1, z2,
+// h2, z3; block 2 h3, z4, h4, z5, h5 (z = Linear output, h = LeakyReLU
+// output).
 func TestWindowTransfersByHand(t *testing.T) {
 	m := smallLinear{batch: 2, dim: 5, layers: 6, perBlock: 2}
 	for _, tc := range []struct {
 		name            string
+		policy          Policy
 		window, runs    int
 		train           bool
 		up, down        int64
 		effectiveWindow int
 	}{
+		// The window policy (DictCache's): Adam's moments stay on the
+		// device, a block moves its 240 B of parameters; a miss loads the
+		// missed block and the successors the previous pass taught.
+		//
 		// Eval, window 1: each run loads blocks 0, 1, 2 (3 × 240 B up) and
-		// writes back each block it evicts (240 B down): 2 evictions in the
-		// first run, 3 in each later one (block 2 is still resident).
-		{"eval window 1", 1, 3, false, 3 * 720, 480 + 720 + 720 + 3*4, 1},
+		// writes back each block it evicts, changed or not (240 B down): 2
+		// evictions in the first run, 3 in each later one (block 2 is
+		// still resident when run 2 misses on block 0).
+		{"window eval 1", PolicyWindow, 1, 3, false, 9 * 240, 8*240 + 3*4, 1},
+		// Window 2: run 1 knows no order and loads only what it misses, as
+		// window 1 (3 up, 2 down) and learns 0→1→2. Run 2: the miss on 0
+		// writes 2 back and loads 0 and its successor 1 (2 up, 1 down),
+		// then learns 2→0 (the forward pass is not reset between runs); the
+		// miss on 2 writes 0 and 1 back and loads 2 and 0 (2 up, 2 down).
+		// Run 3: 0 hits; the miss on 1 writes 2 and 0 back and loads 1 and
+		// 2 (2 up, 2 down). 9 loads, 7 write-backs.
+		{"window eval 2", PolicyWindow, 2, 3, false, 9 * 240, 7*240 + 3*4, 2},
+		// Window 3: run 1 as window 1 (3 up, 2 down); run 2's miss on 0
+		// writes 2 back and loads 0, 1, 2 (3 up, 1 down); run 3 hits all.
+		{"window eval 3", PolicyWindow, 3, 3, false, 6 * 240, 3*240 + 3*4, 3},
+		// Train, window 1, one step. Forward: load b0 (240 up); h1 is
+		// computed while b1 is out, so it is staged to b1's master (40
+		// down); miss on b1: b0 written back with its 3 live activations
+		// (240 + 120 down), b1 loaded with h1 (240 + 40 up); likewise h3
+		// staged (40 down), b1 written back (240 + 160 down), b2 loaded
+		// with h3 (240 + 40 up). Backward: b2 is resident; miss on b1: b2's
+		// updated parameters written back and its activations, all used,
+		// dropped (240 down), b1 loaded with its 4 live ones (240 + 160 up);
+		// miss on b0: b1 written back (240 down), b0 loaded with its 3
+		// (240 + 120 up).
+		{"window train 1", PolicyWindow, 1, 1, true, 5*240 + 40 + 40 + 160 + 120, 40 + 360 + 40 + 400 + 240 + 240 + 4, 1},
+
+		// window-paged, gpuz's earlier variant: the moments page with the
+		// block (720 B), and a miss loads the successors in the schedule's
+		// order from the first run on.
+		//
+		// Eval, window 1: as the window policy (no moments in eval).
+		{"paged eval 1", PolicyWindowPaged, 1, 3, false, 3 * 720, 480 + 720 + 720 + 3*4, 1},
 		// Window 2: a miss on block 0 loads 0 and 1; a miss on block 2
 		// writes both back and loads 2. The bytes are the same as window 1.
-		{"eval window 2", 2, 3, false, 3 * 720, 480 + 720 + 720 + 3*4, 2},
+		{"paged eval 2", PolicyWindowPaged, 2, 3, false, 3 * 720, 480 + 720 + 720 + 3*4, 2},
 		// Window 3 holds the model: one load, no write-back.
-		{"eval window 3", 3, 3, false, 720, 3 * 4, 3},
-		// Train, window 1, one step. Saved activations travel with the block
-		// whose layer reads them: block 0 keeps z0, h0, z1; block 1 h1, z2,
-		// h2, z3; block 2 h3, z4, h4, z5, h5 (z = Linear output, h = LeakyReLU
-		// output). Forward: load b0 (720 up); h1 is computed while b1 is
-		// out, so it is staged to b1's master (40 down); miss on b1: b0
-		// written back with its 3 live activations (720 + 120 down), b1
-		// loaded with h1 (720 + 40 up); likewise h3 staged (40 down), b1
-		// written back (720 + 160 down), b2 loaded with h3 (720 + 40 up).
-		// Backward: b2 is resident; miss on b1: b2 written back, its
-		// activations all used (720 down), b1 loaded with its 4 live ones
-		// (720 + 160 up); miss on b0: b1 written back (720 down), b0 loaded
-		// with its 3 (720 + 120 up).
-		{"train window 1", 1, 1, true, 5*720 + 40 + 40 + 160 + 120, 40 + 840 + 40 + 880 + 720 + 720 + 4, 1},
+		{"paged eval 3", PolicyWindowPaged, 3, 3, false, 720, 3 * 4, 3},
+		// Train, window 1, one step: as the window policy's, each block
+		// moving 720 B instead of 240 B, and b2's and b1's write-backs in
+		// the backward pass 720 B each.
+		{"paged train 1", PolicyWindowPaged, 1, 1, true, 5*720 + 40 + 40 + 160 + 120, 40 + 840 + 40 + 880 + 720 + 720 + 4, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := trainSmall(t, m, Placement{Paged: true, Policy: PolicyWindow, Window: tc.window}, tc.runs, tc.train)
+			got := trainSmall(t, m, Placement{Paged: true, Policy: tc.policy, Window: tc.window}, tc.runs, tc.train)
 			if got.window != tc.effectiveWindow {
 				t.Errorf("window %d, want %d", got.window, tc.effectiveWindow)
 			}
@@ -212,6 +244,7 @@ func TestFootprintIsMeasuredPeak(t *testing.T) {
 			{},
 			{Paged: true, Policy: PolicyWindow, Window: 1},
 			{Paged: true, Policy: PolicyWindow, Window: 2},
+			{Paged: true, Policy: PolicyWindowPaged, Window: 2},
 			{Paged: true, Policy: PolicyAuto, Window: 2},
 			{Paged: true, Policy: PolicyAuto, OptimizerOnHost: train},
 		} {
@@ -249,16 +282,17 @@ func TestFootprintIsMeasuredPeak(t *testing.T) {
 
 // TestAutoCopiesNoMoreThanWindow checks that the auto policy, which evicts
 // the block needed farthest ahead and loads the next block early, never
-// copies more than DictCache's window policy with the same window, and
+// copies more than the window-paged policy with the same window (which,
+// like auto, pages Adam's moments with their block), and
 // never reloads a block more often than the model has blocks per pass.
 func TestAutoCopiesNoMoreThanWindow(t *testing.T) {
 	m := smallLinear{batch: 2, dim: 5, layers: 12, perBlock: 1} // 12 blocks
 	for _, train := range []bool{true, false} {
 		for window := 1; window <= 12; window++ {
-			win := trainSmall(t, m, Placement{Paged: true, Policy: PolicyWindow, Window: window}, 3, train)
+			win := trainSmall(t, m, Placement{Paged: true, Policy: PolicyWindowPaged, Window: window}, 3, train)
 			auto := trainSmall(t, m, Placement{Paged: true, Policy: PolicyAuto, Window: window}, 3, train)
 			if auto.uploads > win.uploads {
-				t.Errorf("train=%v window %d: auto copied %d B up, the window policy %d B", train, window, auto.uploads, win.uploads)
+				t.Errorf("train=%v window %d: auto copied %d B up, the window-paged policy %d B", train, window, auto.uploads, win.uploads)
 			}
 			// A block is 30 floats; with Adam's moments 90. Each of 3 steps
 			// can load each block at most once per pass (2 passes in training).
