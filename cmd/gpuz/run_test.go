@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"path/filepath"
 	"strings"
@@ -182,6 +183,59 @@ func TestWorkloadRunRejectsNonFiniteLR(t *testing.T) {
 		}
 		if out.Len() != 0 {
 			t.Errorf("--lr %g wrote %q", lr, out)
+		}
+	}
+}
+
+// TestWindowOOMWherePagedFits is the acceptance on a 1 MiB
+// simulated device with a window of one block: the plan says DictCache's
+// window policy, which keeps all of Adam's state on the device, does not
+// fit, while window-paged and the auto policy with the optimizer on the
+// host do; and runs agree: window is out of memory, the other two
+// complete.
+func TestWindowOOMWherePagedFits(t *testing.T) {
+	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	ios, out, _ := testIO()
+	opts := smallLinear(ios, "sim:1MiB")
+	opts.PlanOnly, opts.Modes, opts.WinSize = true, []bench.Mode{bench.ModeCache}, 1
+	if err := planRun(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	fits := map[string]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		for _, pl := range []string{"window 1/3 ", "window-paged 1/3 ", "opt. on host "} {
+			if strings.HasPrefix(line, "cache  ") && strings.Contains(line, pl) && strings.Contains(line, "sim:1MiB") {
+				fits[pl] = line
+			}
+		}
+	}
+	if !strings.HasSuffix(fits["window 1/3 "], "no: device") {
+		t.Errorf("the plan's window row %q, want it not to fit the device:\n%s", fits["window 1/3 "], out)
+	}
+	for _, pl := range []string{"window-paged 1/3 ", "opt. on host "} {
+		if !strings.HasSuffix(fits[pl], "yes") {
+			t.Errorf("the plan's %q row %q, want it to fit:\n%s", pl, fits[pl], out)
+		}
+	}
+	for _, tc := range []struct {
+		policy, optimizerOn string
+		oom                 bool
+	}{
+		{bench.PolicyWindow, "device", true},
+		{bench.PolicyWindowPaged, "device", false},
+		{bench.PolicyAuto, "host", false},
+	} {
+		ios, _, errOut := testIO()
+		o := smallLinear(ios, "sim:1MiB")
+		o.Modes, o.Policy, o.OptimizerOn, o.WinSize = []bench.Mode{bench.ModeCache}, tc.policy, tc.optimizerOn, 1
+		o.Sizes = map[string]int{"epochs": 2}
+		err := workloadRun(context.Background(), o)
+		var inc *incompleteError
+		switch {
+		case tc.oom && (!errors.As(err, &inc) || len(inc.Modes) != 1 || inc.Modes[0] != "cache (OOM)"):
+			t.Errorf("%s: %v, want cache out of memory; stderr: %s", tc.policy, err, errOut)
+		case !tc.oom && err != nil:
+			t.Errorf("%s, optimizer on %s: %v; stderr: %s", tc.policy, tc.optimizerOn, err, errOut)
 		}
 	}
 }
