@@ -58,7 +58,9 @@ func TestWritePlanFormats(t *testing.T) {
 // TestDefaultTablesFit checks that every line of the default text tables,
 // notes included, fits maxWidth columns: the three modes of the full-scale
 // linear run (on the simulated GPU, cache interrupted), a GPU with a long
-// name, modes that never ran, a long OOM reason, and the plan.
+// name, modes that never ran, a long OOM reason, and the plans: on a
+// simulated device (sim:8GiB) and on a profiled one (sim:rtx4060-laptop),
+// each with a "no: device" row.
 func TestDefaultTablesFit(t *testing.T) {
 	tests := map[string]func(io.Writer) error{
 		"linear, three modes": func(w io.Writer) error { return WriteAnalyze(w, interruptedResult) },
@@ -67,6 +69,7 @@ func TestDefaultTablesFit(t *testing.T) {
 		"long OOM reason":     func(w io.Writer) error { return WriteAnalyze(w, oomResult) },
 		"no GPU":              func(w io.Writer) error { return WriteAnalyze(w, fullResult) },
 		"plan":                func(w io.Writer) error { return WritePlan(w, linearPlan) },
+		"plan, sim:PROFILE":   func(w io.Writer) error { return WritePlan(w, predictedPlan) },
 	}
 	for name, write := range tests {
 		t.Run(name, func(t *testing.T) {
