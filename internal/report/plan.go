@@ -2,7 +2,6 @@ package report
 
 import (
 	"cmp"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -375,8 +374,7 @@ var planCSVColumns = []string{
 // heading row, sizes in bytes; the device's figures are empty for a mode
 // that was not planned.
 func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
-	cw := csv.NewWriter(w)
-	cw.Write(planCSVColumns)
+	var recs [][]string
 	for _, m := range p.Modes {
 		row := []string{string(m.Mode), strconv.FormatBool(m.Placement.Paged), string(m.Placement.Policy), "", strconv.FormatBool(m.Placement.OptimizerOnHost), m.Device}
 		if m.Device == "" {
@@ -390,8 +388,7 @@ func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
 				strconv.FormatInt(m.Copies.OverlapBytes, 10), strconv.FormatInt(m.Copies.Count, 10))
 		}
 		row = append(row, string(m.Status.Kind), m.Status.Reason)
-		cw.Write(append(row, predictionCSV(m.Prediction)...))
+		recs = append(recs, append(row, predictionCSV(m.Prediction)...))
 	}
-	cw.Flush()
-	return cw.Error()
+	return writeCSV(w, planCSVColumns, recs)
 }
