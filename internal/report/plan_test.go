@@ -70,10 +70,6 @@ func TestPlanGoldensFit(t *testing.T) {
 		if !strings.Contains(text, "no: device") || !strings.Contains(text, "sim:") {
 			t.Errorf("%s: no sim: device or no \"no: device\" row:\n%s", name, text)
 		}
-		for i, line := range strings.Split(text, "\n") {
-			if width(line) > maxWidth {
-				t.Errorf("%s: line %d is %d columns wide, more than %d:\n%s", name, i+1, width(line), maxWidth, line)
-			}
-		}
+		checkFits(t, text)
 	}
 }
