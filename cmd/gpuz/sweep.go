@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -273,15 +272,13 @@ func sweepRun(ctx context.Context, o *WorkloadOptions) error {
 			progress.start(e.Mode, epochs, batches)
 		}
 	}
-	stopProfile, err := startCPUProfile(o.CPUProfile)
+	var res bench.SweepResult
+	profErr, err := o.profiled("sweeping", progress, func() (err error) {
+		res, err = bench.Sweep(ctx, so)
+		return err
+	})
 	if err != nil {
 		return err
-	}
-	res, err := bench.Sweep(ctx, so)
-	progress.clear()
-	profErr := stopProfile()
-	if err != nil {
-		return errors.Join(fmt.Errorf("sweeping %s %s: %w", o.Workload.Name, o.Task, err), profErr)
 	}
 	fmt.Fprintln(out)
 	return o.writeOutputs(ctx, out, outputs{

@@ -462,15 +462,13 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 			progress.around(func() { report.WriteEpoch(out, opts.Task, *e.Epoch, e.Warmup, e.Device) })
 		}
 	}
-	stopProfile, err := startCPUProfile(o.CPUProfile)
+	var res bench.Result
+	profErr, err := o.profiled("running", progress, func() (err error) {
+		res, err = o.runHolding(ctx, opts)
+		return err
+	})
 	if err != nil {
 		return err
-	}
-	res, err := o.runHolding(ctx, opts)
-	progress.clear()
-	profErr := stopProfile()
-	if err != nil {
-		return errors.Join(fmt.Errorf("running %s %s: %w", o.Workload.Name, o.Task, err), profErr)
 	}
 	fmt.Fprintln(out)
 	return o.writeOutputs(ctx, out, outputs{
@@ -480,6 +478,24 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 		bench: func(w io.Writer) error { return report.WriteBenchfmt(w, res) },
 		notOK: func() error { return incomplete(res) },
 	}, profErr)
+}
+
+// profiled runs do, a run or a sweep, under --cpuprofile (when set) and
+// clears the progress line after it. An error of do comes back as err,
+// "VERB WORKLOAD TASK: …", joined with the profile's; otherwise profErr is
+// the profile's error, for writeOutputs to report after the results.
+func (o *WorkloadOptions) profiled(verb string, progress *modeProgress, do func() error) (profErr, err error) {
+	stopProfile, err := startCPUProfile(o.CPUProfile)
+	if err != nil {
+		return nil, err
+	}
+	err = do()
+	progress.clear()
+	profErr = stopProfile()
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("%s %s %s: %w", verb, o.Workload.Name, o.Task, err), profErr)
+	}
+	return profErr, nil
 }
 
 // outputs are the ways to write one kind of result (a run's or a

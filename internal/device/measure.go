@@ -77,11 +77,22 @@ func measure(dev Device, n, copySize int) (Info, error) {
 // two and writes one, so a call moves three times bytes through device
 // memory.
 func bandwidth(dev Device, bytes int) (float64, error) {
+	t, err := timeKernel(dev, bytes/4, func(k Kernels, bufs [3]Buffer) { k.Add(bufs[2], bufs[0], bufs[1]) })
+	if err != nil {
+		return 0, fmt.Errorf("measuring memory bandwidth: %w", err)
+	}
+	return 3 * float64(bytes) / t.Seconds(), nil
+}
+
+// timeKernel allocates three buffers of n floats, launches the kernel
+// once to warm up and then times it (best), each launch waited for by
+// downloading one float of the third buffer.
+func timeKernel(dev Device, n int, launch func(k Kernels, bufs [3]Buffer)) (time.Duration, error) {
 	var bufs [3]Buffer
 	for i := range bufs {
-		b, err := dev.Alloc(bytes / 4)
+		b, err := dev.Alloc(n)
 		if err != nil {
-			return 0, fmt.Errorf("measuring memory bandwidth: %w", err)
+			return 0, err
 		}
 		defer dev.Free(b)
 		bufs[i] = b
@@ -89,17 +100,13 @@ func bandwidth(dev Device, bytes int) (float64, error) {
 	k := dev.Kernels()
 	one := make([]float32, 1)
 	run := func() error {
-		k.Add(bufs[2], bufs[0], bufs[1])
+		launch(k, bufs)
 		return dev.Download(one, dev.View(bufs[2], 0, 1)) // waits for the kernel
 	}
 	if err := run(); err != nil {
-		return 0, fmt.Errorf("measuring memory bandwidth: %w", err)
+		return 0, err
 	}
-	t, err := best(run)
-	if err != nil {
-		return 0, fmt.Errorf("measuring memory bandwidth: %w", err)
-	}
-	return 3 * float64(bytes) / t.Seconds(), nil
+	return best(run)
 }
 
 // best returns the shortest of three runs of f.
@@ -145,25 +152,7 @@ func pageableRates(dev Device, bytes int) (up, down float64, err error) {
 
 // gemmRate times an n×n×n SGEMM on dev in FLOP per second.
 func gemmRate(dev Device, n int) (float64, error) {
-	var bufs [3]Buffer
-	for i := range bufs {
-		b, err := dev.Alloc(n * n)
-		if err != nil {
-			return 0, fmt.Errorf("measuring GEMM: %w", err)
-		}
-		defer dev.Free(b)
-		bufs[i] = b
-	}
-	k := dev.Kernels()
-	one := make([]float32, 1)
-	run := func() error {
-		k.Gemm(false, false, n, n, n, bufs[0], bufs[1], bufs[2])
-		return dev.Download(one, dev.View(bufs[2], 0, 1)) // waits for the GEMM
-	}
-	if err := run(); err != nil {
-		return 0, fmt.Errorf("measuring GEMM: %w", err)
-	}
-	t, err := best(run)
+	t, err := timeKernel(dev, n*n, func(k Kernels, bufs [3]Buffer) { k.Gemm(false, false, n, n, n, bufs[0], bufs[1], bufs[2]) })
 	if err != nil {
 		return 0, fmt.Errorf("measuring GEMM: %w", err)
 	}

@@ -92,7 +92,7 @@ const gib = 1 << 30
 func Build(doc Doc) (Chart, error) {
 	var c Chart
 	var err error
-	if doc.Kind == KindSweep {
+	if doc.Kind == report.SweepKind {
 		c, err = buildSweep(doc)
 	} else {
 		c, err = buildRun(doc)

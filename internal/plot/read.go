@@ -5,18 +5,7 @@
 // the chart's units) and renders that with gonum.org/v1/plot as SVG or PNG.
 package plot
 
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-
-	"gpuz/internal/report"
-)
-
-// KindSweep is the "kind" of a sweep's document; a run's has none.
-const KindSweep = "sweep"
+import "gpuz/internal/report"
 
 // The parts of gpuz's JSON documents that a plot reads; the rest is ignored.
 type (
@@ -82,35 +71,20 @@ func (m Mode) timed() []float64 {
 
 // ReadFile reads the gpuz JSON file at path (Parse).
 func ReadFile(path string) (Doc, error) {
-	data, err := os.ReadFile(path)
+	data, err := report.ReadResults(path)
 	if err != nil {
-		return Doc{}, fmt.Errorf("reading results: %w", err)
+		return Doc{}, err
 	}
 	return Parse(path, data)
 }
 
 // Parse reads data, a gpuz JSON document named name in errors: a run's, as
 // --json writes it, or a sweep's. A document of another kind or of a newer
-// version than this gpuz writes is an error.
+// version than this gpuz writes is an error (report.DecodeJSON).
 func Parse(name string, data []byte) (Doc, error) {
 	var doc Doc
-	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
-		return Doc{}, fmt.Errorf("%s: not a gpuz JSON file (no JSON object)", name)
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) {
-			return Doc{}, fmt.Errorf("%s: not a gpuz JSON file: %w at byte %d", name, err, syn.Offset)
-		}
-		return Doc{}, fmt.Errorf("%s: not a gpuz JSON file: %w", name, err)
-	}
-	switch {
-	case doc.Version == 0:
-		return Doc{}, fmt.Errorf("%s: not a gpuz JSON file: no version", name)
-	case doc.Version > report.JSONVersion:
-		return Doc{}, fmt.Errorf("%s: gpuz JSON version %d, this gpuz reads version %d", name, doc.Version, report.JSONVersion)
-	case doc.Kind != "" && doc.Kind != KindSweep:
-		return Doc{}, fmt.Errorf("%s: unknown kind %q of gpuz JSON (want a run's or %q)", name, doc.Kind, KindSweep)
+	if err := report.DecodeJSON(name, data, &doc, "", report.SweepKind); err != nil {
+		return Doc{}, err
 	}
 	return doc, nil
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -40,13 +39,24 @@ func (f *RunFile) add(name string, seconds float64) {
 	f.Seconds[name] = append(f.Seconds[name], seconds)
 }
 
+// ReadResults reads the results file at path for a reader such as
+// ParseRunFile, the error saying that it was results that could not be
+// read.
+func ReadResults(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading results: %w", err)
+	}
+	return data, nil
+}
+
 // ReadRunFile reads the result file at path: a gpuz --json file or a file
 // in the Go benchmark format (gpuz --bench-out, go test -bench), told apart
 // by content (JSON starts with "{").
 func ReadRunFile(path string) (RunFile, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadResults(path)
 	if err != nil {
-		return RunFile{}, fmt.Errorf("reading results: %w", err)
+		return RunFile{}, err
 	}
 	return ParseRunFile(path, data)
 }
@@ -94,14 +104,8 @@ func (f *RunFile) parseBenchfmt(data []byte) error {
 // as WriteBenchfmt would.
 func (f *RunFile) parseJSON(data []byte) error {
 	var doc jsonResult
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("%s: not a gpuz --json file: %w", f.Name, err)
-	}
-	switch {
-	case doc.Version == 0:
-		return fmt.Errorf("%s: not a gpuz --json file: no version", f.Name)
-	case doc.Version > JSONVersion:
-		return fmt.Errorf("%s: gpuz JSON version %d, this gpuz reads version %d", f.Name, doc.Version, JSONVersion)
+	if err := DecodeJSON(f.Name, data, &doc, ""); err != nil {
+		return err
 	}
 	h := bench.Header{Model: doc.Header.Model, Task: bench.Task(doc.Header.Task), Scale: doc.Header.Scale}
 	for _, m := range doc.Modes {

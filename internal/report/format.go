@@ -59,19 +59,9 @@ func WriteAnalyze(w io.Writer, r bench.Result) error {
 // table as text or Markdown (every column with o.Wide), the CSV rows of
 // writeResultsCSV, or the JSON document of WriteJSON.
 func WriteResults(w io.Writer, r bench.Result, o Options) error {
-	return writeAs(w, o.Format, formatWriters{
-		text: func(b *strings.Builder) error {
-			b.WriteString("Analyze\n")
-			analyzeTable(r, o.Wide).writeText(b)
-			return nil
-		},
-		markdown: func(b *strings.Builder) error {
-			analyzeTable(r, o.Wide).writeMarkdown(b)
-			return nil
-		},
-		csv:  func(b *strings.Builder) error { return writeResultsCSV(b, r) },
-		json: func(w io.Writer) error { return WriteJSON(w, r) },
-	})
+	return writeAs(w, o.Format, tableWriters("Analyze", func() table { return analyzeTable(r, o.Wide) },
+		func(b *strings.Builder) error { return writeResultsCSV(b, r) },
+		func(w io.Writer) error { return WriteJSON(w, r) }))
 }
 
 // formatWriters write one document in each format: text, markdown and csv
@@ -79,6 +69,25 @@ func WriteResults(w io.Writer, r bench.Result, o Options) error {
 type formatWriters struct {
 	text, markdown, csv func(b *strings.Builder) error
 	json                func(w io.Writer) error
+}
+
+// tableWriters are the formatWriters of a document that is one table: as
+// text, its title on a line of its own and then the table, as Markdown the
+// table alone; csv and json write the other formats.
+func tableWriters(title string, build func() table, csv func(b *strings.Builder) error, json func(w io.Writer) error) formatWriters {
+	return formatWriters{
+		text: func(b *strings.Builder) error {
+			b.WriteString(title + "\n")
+			build().writeText(b)
+			return nil
+		},
+		markdown: func(b *strings.Builder) error {
+			build().writeMarkdown(b)
+			return nil
+		},
+		csv:  csv,
+		json: json,
+	}
 }
 
 // writeAs writes a document in format f with its writer in fw ("" is
@@ -120,9 +129,14 @@ var resultsCSVColumns = append([]string{
 // bytes); an empty cell where a figure does not apply, as in the table's
 // "-" (the interval's bounds too when there are too few epochs for one).
 func writeResultsCSV(w io.Writer, r bench.Result) error {
+	return writeCSV(w, resultsCSVColumns, resultsCSVRecords(r))
+}
+
+// writeCSV writes a CSV heading row and the records under it.
+func writeCSV(w io.Writer, head []string, recs [][]string) error {
 	cw := csv.NewWriter(w)
-	cw.Write(resultsCSVColumns)
-	for _, rec := range resultsCSVRecords(r) {
+	cw.Write(head)
+	for _, rec := range recs {
 		cw.Write(rec)
 	}
 	cw.Flush()

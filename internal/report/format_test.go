@@ -6,59 +6,94 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"gpuz/internal/bench"
 	"gpuz/internal/report/reporttest"
 )
 
-// TestWriteResultsFormats renders results in every format and width
-// against golden files.
-func TestWriteResultsFormats(t *testing.T) {
-	tests := []struct {
-		golden string
-		in     bench.Result
-		opts   Options
-	}{
-		{"analyze_interrupted_wide.golden", interruptedResult, Options{Format: FormatText, Wide: true}},
-		{"analyze_interrupted.md.golden", interruptedResult, Options{Format: FormatMarkdown}},
-		{"analyze_interrupted_wide.md.golden", interruptedResult, Options{Format: FormatMarkdown, Wide: true}},
-		{"analyze_interrupted.csv.golden", interruptedResult, Options{Format: FormatCSV}},
-		{"analyze_failed.csv.golden", failedResult, Options{Format: FormatCSV}},
-		{"json_interrupted.golden", withEnv(interruptedResult), Options{Format: FormatJSON}},
-		{"analyze_oom.golden", oomResult, Options{Format: FormatText}},
+// TestWriteFormats renders results, the plan and a sweep in every format
+// and width against golden files; a default text table fits maxWidth
+// columns.
+func TestWriteFormats(t *testing.T) {
+	results := func(r bench.Result, o Options) func(w io.Writer) error {
+		return func(w io.Writer) error { return WriteResults(w, r, o) }
 	}
-	for _, tt := range tests {
+	plan := func(o Options) func(w io.Writer) error {
+		return func(w io.Writer) error { return WritePlanAs(w, linearPlan, o) }
+	}
+	sweep := func(o Options) func(w io.Writer) error {
+		return func(w io.Writer) error { return WriteSweep(w, sweepResult, o) }
+	}
+	text, wide := Options{Format: FormatText}, Options{Format: FormatText, Wide: true}
+	md, csv := Options{Format: FormatMarkdown}, Options{Format: FormatCSV}
+	checkGoldens(t, []goldenCase{
+		{"analyze_interrupted_wide.golden", results(interruptedResult, wide)},
+		{"analyze_interrupted.md.golden", results(interruptedResult, md)},
+		{"analyze_interrupted_wide.md.golden", results(interruptedResult, Options{Format: FormatMarkdown, Wide: true})},
+		{"analyze_interrupted.csv.golden", results(interruptedResult, csv)},
+		{"analyze_failed.csv.golden", results(failedResult, csv)},
+		{"json_interrupted.golden", results(withEnv(interruptedResult), Options{Format: FormatJSON})},
+		{"analyze_oom.golden", results(oomResult, text)},
+		{"plan_linear.golden", plan(text)},
+		{"plan_linear_wide.golden", plan(wide)},
+		{"plan_linear.md.golden", plan(md)},
+		{"plan_linear.csv.golden", plan(csv)},
+		{"plan_linear_json.golden", plan(Options{Format: FormatJSON})},
+		{"sweep.golden", sweep(text)},
+		{"sweep_wide.golden", sweep(wide)},
+		{"sweep.md.golden", sweep(md)},
+		{"sweep.csv.golden", sweep(csv)},
+	})
+}
+
+// goldenCase is a golden file and what writes it.
+type goldenCase struct {
+	golden string
+	write  func(w io.Writer) error
+}
+
+// checkGoldens compares what each case writes with its golden file, and
+// checks that a default text table fits maxWidth columns.
+func checkGoldens(t *testing.T, cases []goldenCase) {
+	for _, tt := range cases {
 		t.Run(tt.golden, func(t *testing.T) {
-			golden(t, tt.golden, written(t, func(w io.Writer) error { return WriteResults(w, tt.in, tt.opts) }))
+			got := written(t, tt.write)
+			golden(t, tt.golden, got)
+			if defaultText(tt.golden) {
+				checkFits(t, got)
+			}
 		})
 	}
 }
 
-// TestWritePlanFormats renders the plan in every format and width against
-// golden files.
-func TestWritePlanFormats(t *testing.T) {
-	tests := []struct {
-		golden string
-		opts   Options
-	}{
-		{"plan_linear.golden", Options{Format: FormatText}},
-		{"plan_linear_wide.golden", Options{Format: FormatText, Wide: true}},
-		{"plan_linear.md.golden", Options{Format: FormatMarkdown}},
-		{"plan_linear.csv.golden", Options{Format: FormatCSV}},
-		{"plan_linear_json.golden", Options{Format: FormatJSON}},
+// defaultText reports whether a golden file holds a default text table
+// (not wide, Markdown, CSV or JSON).
+func defaultText(golden string) bool {
+	for _, s := range []string{"wide", ".md", ".csv", "json"} {
+		if strings.Contains(golden, s) {
+			return false
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.golden, func(t *testing.T) {
-			golden(t, tt.golden, written(t, func(w io.Writer) error { return WritePlanAs(w, linearPlan, tt.opts) }))
-		})
+	return true
+}
+
+// checkFits fails the test for every line of text wider than maxWidth
+// columns.
+func checkFits(t *testing.T, text string) {
+	t.Helper()
+	for i, line := range strings.Split(text, "\n") {
+		if width(line) > maxWidth {
+			t.Errorf("line %d is %d columns wide, more than %d:\n%s", i+1, width(line), maxWidth, line)
+		}
 	}
 }
 
 // TestDefaultTablesFit checks that every line of the default text tables,
 // notes included, fits maxWidth columns: the three modes of the full-scale
 // linear run (on the simulated GPU, cache interrupted), a GPU with a long
-// name, modes that never ran, a long OOM reason, and the plan.
+// name, modes that never ran, a long OOM reason, and the plans: on a
+// simulated device (sim:8GiB) and on a profiled one (sim:rtx4060-laptop),
+// each with a "no: device" row.
 func TestDefaultTablesFit(t *testing.T) {
 	tests := map[string]func(io.Writer) error{
 		"linear, three modes": func(w io.Writer) error { return WriteAnalyze(w, interruptedResult) },
@@ -67,15 +102,10 @@ func TestDefaultTablesFit(t *testing.T) {
 		"long OOM reason":     func(w io.Writer) error { return WriteAnalyze(w, oomResult) },
 		"no GPU":              func(w io.Writer) error { return WriteAnalyze(w, fullResult) },
 		"plan":                func(w io.Writer) error { return WritePlan(w, linearPlan) },
+		"plan, sim:PROFILE":   func(w io.Writer) error { return WritePlan(w, predictedPlan) },
 	}
 	for name, write := range tests {
-		t.Run(name, func(t *testing.T) {
-			for i, line := range strings.Split(written(t, write), "\n") {
-				if n := utf8.RuneCountInString(line); n > maxWidth {
-					t.Errorf("line %d is %d columns wide, more than %d:\n%s", i+1, n, maxWidth, line)
-				}
-			}
-		})
+		t.Run(name, func(t *testing.T) { checkFits(t, written(t, write)) })
 	}
 }
 

@@ -1,9 +1,14 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"math"
+	"slices"
+	"strings"
 
 	"gpuz/internal/bench"
 )
@@ -153,4 +158,55 @@ func toJSONResult(r bench.Result) jsonResult {
 		doc.Modes = append(doc.Modes, jm)
 	}
 	return doc
+}
+
+// DecodeJSON reads data, a gpuz JSON document named name in errors, into
+// doc, a pointer to the struct of the fields the caller reads (the rest
+// are ignored). Data that is not a JSON object, a document without a
+// version or of a newer version than this gpuz writes, and one whose
+// "kind" is not among kinds ("" is a run's, SweepKind a sweep's) are
+// errors.
+func DecodeJSON(name string, data []byte, doc any, kinds ...string) error {
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+		return fmt.Errorf("%s: not a gpuz JSON file (no JSON object)", name)
+	}
+	var head struct {
+		Version int    `json:"version"`
+		Kind    string `json:"kind"`
+	}
+	unmarshal := func(v any) error {
+		err := json.Unmarshal(data, v)
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return fmt.Errorf("%s: not a gpuz JSON file: %w at byte %d", name, err, syn.Offset)
+		} else if err != nil {
+			return fmt.Errorf("%s: not a gpuz JSON file: %w", name, err)
+		}
+		return nil
+	}
+	if err := unmarshal(&head); err != nil {
+		return err
+	}
+	switch {
+	case head.Version == 0:
+		return fmt.Errorf("%s: not a gpuz JSON file: no version", name)
+	case head.Version > JSONVersion:
+		return fmt.Errorf("%s: gpuz JSON version %d, this gpuz reads version %d", name, head.Version, JSONVersion)
+	case !slices.Contains(kinds, head.Kind):
+		want := make([]string, len(kinds))
+		for i, k := range kinds {
+			want[i] = kindName(k)
+		}
+		return fmt.Errorf("%s: unknown kind %q of gpuz JSON (want %s)", name, head.Kind, strings.Join(want, " or "))
+	}
+	return unmarshal(doc)
+}
+
+// kindName names a document kind in an error: "a run's" for "", else the
+// kind quoted.
+func kindName(kind string) string {
+	if kind == "" {
+		return "a run's"
+	}
+	return fmt.Sprintf("%q", kind)
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"cmp"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -117,9 +116,12 @@ func placementText(pl engine.Placement, window, blocks int, short bool) string {
 // bytes it needs there and the free memory, the bytes it needs on the host
 // and the memory available, and whether it fits ("no: device", "no: host",
 // "no: both"); a mode that was not planned shows its status there, the
-// reason in a note. wide spells the placement and device out and shows
-// whether each side fits in a column of its own, as the plan table always
-// did.
+// reason in a note. Where each mode has one device, as a plan's always
+// has, the default table names the devices in a note instead of a column
+// ("devices: sim:rtx4060-laptop (cuda, cache) and host (cpu)"), so that a
+// long device name does not widen it. wide spells the placement and device
+// out and shows whether each side fits in a column of its own, as the plan
+// table always did.
 func planTable(p bench.MemoryPlan, wide bool) table {
 	var t table
 	var ns notes
@@ -129,13 +131,27 @@ func planTable(p bench.MemoryPlan, wide bool) table {
 		}
 		return "no"
 	}
+	devices, modes := make([]string, len(p.Modes)), make([]string, len(p.Modes))
+	deviceOf := map[bench.Mode]string{}
+	deviceCol := wide
+	for i, m := range p.Modes {
+		devices[i], modes[i] = m.Device, string(m.Mode)
+		if d, ok := deviceOf[m.Mode]; ok && d != m.Device && m.Device != "" && d != "" {
+			deviceCol = true
+		}
+		if m.Device != "" {
+			deviceOf[m.Mode] = m.Device
+		}
+	}
 	if wide {
 		for _, name := range []string{"mode", "placement", "device", "device need", "device free", "fits device", "host need", "host available", "fits host"} {
 			t.columns = append(t.columns, column{name, name == "mode" || name == "placement" || name == "device"})
 		}
 	} else {
 		for _, name := range []string{"mode", "placement", "device", "device need", "free", "host need", "available", "fits"} {
-			t.columns = append(t.columns, column{name, name == "mode" || name == "placement" || name == "device" || name == "fits"})
+			if name != "device" || deviceCol {
+				t.columns = append(t.columns, column{name, name == "mode" || name == "placement" || name == "device" || name == "fits"})
+			}
 		}
 	}
 	for _, m := range p.Modes {
@@ -148,7 +164,11 @@ func planTable(p bench.MemoryPlan, wide bool) table {
 		case m.Device == "" && wide:
 			row = append(row, na, na, na, na, na, na, m.Status.String())
 		case m.Device == "":
-			row = append(row, na, na, na, na, na, ns.status(m.Mode, m.Status))
+			row = append(row, na, na, na, na)
+			if deviceCol {
+				row = append(row, na)
+			}
+			row = append(row, ns.status(m.Mode, m.Status))
 		case wide:
 			row = append(row, m.Device,
 				units.Bytes(m.Footprint.Device), units.Bytes(m.DeviceFree), yesNo(m.FitsDevice),
@@ -163,13 +183,19 @@ func planTable(p bench.MemoryPlan, wide bool) table {
 			case !m.FitsHost:
 				fits = "no: host"
 			}
-			row = append(row, ns.shortDevice(m.Device),
-				units.Bytes(m.Footprint.Device), units.Bytes(m.DeviceFree),
+			if deviceCol {
+				row = append(row, ns.shortDevice(m.Device))
+			}
+			row = append(row, units.Bytes(m.Footprint.Device), units.Bytes(m.DeviceFree),
 				units.Bytes(m.HostNeed), units.Bytes(m.HostAvailable), fits)
 		}
 		t.rows = append(t.rows, row)
 	}
-	t.notes = append([]string{"sizes in binary units: 1 KiB = 1024 B, MiB, GiB"}, ns.lines...)
+	t.notes = []string{"sizes in binary units: 1 KiB = 1024 B, MiB, GiB"}
+	if on := groupModes(devices, modes); !deviceCol && on != "" {
+		t.notes = append(t.notes, "devices: "+on)
+	}
+	t.notes = append(t.notes, ns.lines...)
 	return t
 }
 
@@ -348,8 +374,7 @@ var planCSVColumns = []string{
 // heading row, sizes in bytes; the device's figures are empty for a mode
 // that was not planned.
 func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
-	cw := csv.NewWriter(w)
-	cw.Write(planCSVColumns)
+	var recs [][]string
 	for _, m := range p.Modes {
 		row := []string{string(m.Mode), strconv.FormatBool(m.Placement.Paged), string(m.Placement.Policy), "", strconv.FormatBool(m.Placement.OptimizerOnHost), m.Device}
 		if m.Device == "" {
@@ -363,8 +388,7 @@ func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
 				strconv.FormatInt(m.Copies.OverlapBytes, 10), strconv.FormatInt(m.Copies.Count, 10))
 		}
 		row = append(row, string(m.Status.Kind), m.Status.Reason)
-		cw.Write(append(row, predictionCSV(m.Prediction)...))
+		recs = append(recs, append(row, predictionCSV(m.Prediction)...))
 	}
-	cw.Flush()
-	return cw.Error()
+	return writeCSV(w, planCSVColumns, recs)
 }

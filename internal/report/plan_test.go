@@ -2,6 +2,9 @@ package report
 
 import (
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"gpuz/internal/bench"
@@ -51,4 +54,22 @@ var linearPlan = bench.MemoryPlan{
 func TestWritePlanDefault(t *testing.T) {
 	golden(t, "plan_linear.golden", written(t, func(w io.Writer) error { return WritePlan(w, linearPlan) }))
 	golden(t, "plan_linear_json.golden", written(t, func(w io.Writer) error { return WritePlanJSON(w, linearPlan) }))
+}
+
+// TestPlanGoldensFit reads the default text plans in testdata, those on a
+// simulated device (sim:8GiB) and on a profiled one (sim:rtx4060-laptop,
+// with predictions), each with a "no: device" row, and checks that every
+// line fits maxWidth columns.
+func TestPlanGoldensFit(t *testing.T) {
+	for _, name := range []string{"plan_linear.golden", "plan_predicted.golden"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(data)
+		if !strings.Contains(text, "no: device") || !strings.Contains(text, "sim:") {
+			t.Errorf("%s: no sim: device or no \"no: device\" row:\n%s", name, text)
+		}
+		checkFits(t, text)
+	}
 }

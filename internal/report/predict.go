@@ -21,28 +21,41 @@ func predictedCell(u timeUnit, p *bench.Prediction) string {
 // per epoch on rtx4060-laptop (cuda, cache), not measured, with the
 // roofline bound (≥); docs/model.md". "" when nothing was predicted.
 func predictionNote(modes []string, preds []*bench.Prediction) string {
-	var profiles []string
-	byProfile := map[string][]string{}
+	profiles := make([]string, len(preds))
 	for i, p := range preds {
-		if p == nil {
-			continue
-		}
-		if _, ok := byProfile[p.Profile]; !ok {
-			profiles = append(profiles, p.Profile)
-		}
-		if !containsString(byProfile[p.Profile], modes[i]) {
-			byProfile[p.Profile] = append(byProfile[p.Profile], modes[i])
+		if p != nil {
+			profiles[i] = p.Profile
 		}
 	}
-	if len(profiles) == 0 {
+	on := groupModes(profiles, modes)
+	if on == "" {
 		return ""
 	}
-	on := make([]string, len(profiles))
-	for i, name := range profiles {
-		on[i] = name + " (" + strings.Join(byProfile[name], ", ") + ")"
-	}
-	return "predicted: model time per epoch on " + strings.Join(on, " and ") +
+	return "predicted: model time per epoch on " + on +
 		", not measured, with the roofline bound (≥) that no such device beats; docs/model.md"
+}
+
+// groupModes names each of keys once, in order, with the modes given for
+// it: "rtx4060-laptop (cuda, cache) and cpu-i7-13700h (cpu)" for keys[i]
+// the key of modes[i]; an empty key is left out.
+func groupModes(keys, modes []string) string {
+	var order []string
+	byKey := map[string][]string{}
+	for i, k := range keys {
+		if k == "" {
+			continue
+		}
+		if _, ok := byKey[k]; !ok {
+			order = append(order, k)
+		}
+		if !containsString(byKey[k], modes[i]) {
+			byKey[k] = append(byKey[k], modes[i])
+		}
+	}
+	for i, k := range order {
+		order[i] = k + " (" + strings.Join(byKey[k], ", ") + ")"
+	}
+	return strings.Join(order, " and ")
 }
 
 // flagNote says why a measured time is flagged against its model time

@@ -64,12 +64,10 @@ var (
 // TestPredictionGoldens renders results and a plan with predictions: the
 // predicted column and its note on the simulated GPU and the host, the
 // efficiency and flag on a real GPU, and the prediction's fields in CSV
-// and JSON.
+// and JSON; the default text tables fit, the plan's (sim:rtx4060-laptop,
+// a "no: device" row) included.
 func TestPredictionGoldens(t *testing.T) {
-	tests := []struct {
-		golden string
-		write  func(w io.Writer) error
-	}{
+	checkGoldens(t, []goldenCase{
 		{"analyze_predicted.golden", func(w io.Writer) error { return WriteAnalyze(w, predictedResult) }},
 		{"analyze_predicted_wide.golden", func(w io.Writer) error {
 			return WriteResults(w, predictedResult, Options{Format: FormatText, Wide: true})
@@ -82,23 +80,7 @@ func TestPredictionGoldens(t *testing.T) {
 		{"plan_predicted_wide.golden", func(w io.Writer) error { return WritePlanAs(w, predictedPlan, Options{Format: FormatText, Wide: true}) }},
 		{"plan_predicted.csv.golden", func(w io.Writer) error { return WritePlanAs(w, predictedPlan, Options{Format: FormatCSV}) }},
 		{"plan_predicted_json.golden", func(w io.Writer) error { return WritePlanJSON(w, predictedPlan) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.golden, func(t *testing.T) {
-			got := written(t, tt.write)
-			golden(t, tt.golden, got)
-			// The plan's memory table is wider than 100 columns with
-			// this device's name and "no: device", with or without a
-			// prediction; only the Analyze tables are checked here.
-			if strings.HasPrefix(tt.golden, "analyze") && !strings.Contains(tt.golden, "wide") && !strings.Contains(tt.golden, ".csv") && !strings.Contains(tt.golden, ".md") {
-				for i, line := range strings.Split(got, "\n") {
-					if width(line) > maxWidth {
-						t.Errorf("line %d is %d columns wide, more than %d:\n%s", i+1, width(line), maxWidth, line)
-					}
-				}
-			}
-		})
-	}
+	})
 }
 
 // TestPredictedCells checks the cells the predictions add: the model time

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
@@ -176,24 +175,9 @@ func cellOr(s string) string {
 // o.Wide), the CSV rows of writeSweepCSV, or the JSON document of
 // WriteSweepJSON.
 func WriteSweep(w io.Writer, s bench.SweepResult, o Options) error {
-	var b strings.Builder
-	switch o.Format {
-	case FormatText, "":
-		b.WriteString("Sweep\n")
-		sweepTable(s, o.Wide).writeText(&b)
-	case FormatMarkdown:
-		sweepTable(s, o.Wide).writeMarkdown(&b)
-	case FormatCSV:
-		if err := writeSweepCSV(&b, s); err != nil {
-			return err
-		}
-	case FormatJSON:
-		return WriteSweepJSON(w, s)
-	default:
-		return fmt.Errorf("unknown format %q", o.Format)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return writeAs(w, o.Format, tableWriters("Sweep", func() table { return sweepTable(s, o.Wide) },
+		func(b *strings.Builder) error { return writeSweepCSV(b, s) },
+		func(w io.Writer) error { return WriteSweepJSON(w, s) }))
 }
 
 // writeSweepCSV writes one CSV row per configuration × mode: the swept
@@ -201,9 +185,8 @@ func WriteSweep(w io.Writer, s bench.SweepResult, o Options) error {
 // in bytes (take_bytes, device_free_bytes; empty when the run had no GPU
 // device), then the columns of a run's CSV (resultsCSVColumns).
 func writeSweepCSV(w io.Writer, s bench.SweepResult) error {
-	cw := csv.NewWriter(w)
 	head := append(append([]string{}, s.Parameters...), "take_bytes", "device_free_bytes")
-	cw.Write(append(head, resultsCSVColumns...))
+	var recs [][]string
 	for _, row := range s.Rows {
 		lead := make([]string, 0, len(head))
 		for i := range s.Parameters {
@@ -219,11 +202,10 @@ func writeSweepCSV(w io.Writer, s bench.SweepResult) error {
 		}
 		lead = append(lead, strconv.FormatInt(row.TakeBytes, 10), free)
 		for _, rec := range resultsCSVRecords(row.Result) {
-			cw.Write(append(append([]string{}, lead...), rec...))
+			recs = append(recs, append(append([]string{}, lead...), rec...))
 		}
 	}
-	cw.Flush()
-	return cw.Error()
+	return writeCSV(w, append(head, resultsCSVColumns...), recs)
 }
 
 // The sweep's JSON document.

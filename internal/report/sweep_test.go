@@ -35,32 +35,6 @@ var sweepResult = func() bench.SweepResult {
 	return s
 }()
 
-// TestWriteSweepFormats writes the sweep in every format against golden
-// files; the default text table fits 100 columns.
-func TestWriteSweepFormats(t *testing.T) {
-	for _, tt := range []struct {
-		golden string
-		opts   Options
-	}{
-		{"sweep.golden", Options{Format: FormatText}},
-		{"sweep_wide.golden", Options{Format: FormatText, Wide: true}},
-		{"sweep.md.golden", Options{Format: FormatMarkdown}},
-		{"sweep.csv.golden", Options{Format: FormatCSV}},
-	} {
-		t.Run(tt.golden, func(t *testing.T) {
-			got := written(t, func(w io.Writer) error { return WriteSweep(w, sweepResult, tt.opts) })
-			golden(t, tt.golden, got)
-			if tt.opts.Format == FormatText && !tt.opts.Wide {
-				for _, l := range strings.Split(got, "\n") {
-					if width(l) > maxWidth {
-						t.Errorf("line of %d columns: %q", width(l), l)
-					}
-				}
-			}
-		})
-	}
-}
-
 // TestWriteSweepJSON checks the sweep's JSON against the schema gpuz plot
 // reads: version, kind, header, parameters, and rows of settings, take,
 // free memory and a run's result object.
