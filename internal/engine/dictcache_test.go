@@ -168,8 +168,8 @@ func describe(p *Schedule) string {
 // handModel is a hand-sized graph with its blocks, compiled for training
 // or evaluation.
 type handModel struct {
-	name   string
-	build  func() (inputs []*gorgonia.Node, blocks []Block, loss *gorgonia.Node)
+	name  string
+	build func() (inputs []*gorgonia.Node, blocks []Block, loss *gorgonia.Node)
 }
 
 // The hand models are made of one kind of block, a Linear(4→4) with its
@@ -364,6 +364,133 @@ var linearCases = []scheduleCase{
 
 func TestDictCacheScheduleLinear(t *testing.T) {
 	for _, tc := range linearCases {
+		checkSchedule(t, tc)
+	}
+}
+
+// Resnet: two nested levels, as models.ResnetConfig.Build (blocks listed
+// a1, b1, a2, b2; level 2 is x + b2(level 1(a2(x))), level 1 is
+// y + b1(a1(y))), each block one Linear + LeakyReLU. Saved: a2 keeps
+// z_a2; a1 keeps y = a2's output (its Linear reads it first) and z_a1; b1
+// keeps a1's output and z_b1; b2 keeps s1 = level 1's sum, z_b2 and the
+// model's output s2 (the loss's gradient reads it). The inner residual
+// sum reads y, which travels with a1: the forward pass needs a2 a1 b1 a1
+// b2, the backward b2 b1 a1 a2. Staged when their block is out: y (at
+// a2), a1's output (at a1), s1 (at the inner sum).
+var resnetCases = []scheduleCase{
+	// Train, window 1. b1: load a2 (W); y staged (a). Miss a1: a2 back
+	// (W, z_a2 offloaded a); a1 in (W, y a). a1's output staged (a). Miss
+	// b1: a1 back (W, 2a off); b1 in (W, a). Miss a1 (the sum): b1 back
+	// (W, 2a off); a1 in (W, 2a: y and z_a1 both live). s1 staged (a).
+	// Miss b2: a1 back (W, 2a off); b2 in (W, s1 a). Backward: b2 hits;
+	// miss b1: b2 back (W, 3a dropped), b1 in (W, 2a); miss a1: b1 back
+	// (W, 2a dropped), a1 in (W, 2a); miss a2: a1 back (W, 2a dropped),
+	// a2 in (W, a). b1: 8 W loads, 7 saved loads of 10a = 320 B, 7
+	// write-backs, 4 offloads of 7a = 224 B, 3 stages, 3 drops of 7a. b2
+	// the same less the first load (a2 stays from the backward pass).
+	{1, true, 1, [2]tally{
+		{loadWeights: {15, 1200}, loadSaved: {14, 640}, writeBack: {14, 1120}, offload: {8, 448}, stage: {6, 192}, drop: {6, 448}},
+		{loadWeights: {14, 1120}, loadSaved: {14, 640}, writeBack: {14, 1120}, offload: {8, 448}, stage: {6, 192}, drop: {6, 448}},
+	}},
+	// Train, window 3. b1 learns as it goes: at the second miss on a1
+	// (the sum) it has learned a1→b1 two steps before, so it loads a1
+	// (W, 2a) and b1 (W, its 2a live); b2's miss then writes back a1 and
+	// b1 (2 W, 4a offloaded) and loads b2 (W, a). Otherwise as window 1:
+	// b1 has 9 W loads, 8 saved loads of 12a, 8 write-backs, 5 offloads
+	// of 9a, 3 stages, 3 drops of 7a. Learned: forward a2→a1, a1→b2 (the
+	// last time the walk left a1), b1→a1, b2 none; backward b2→b1→a1→a2.
+	// Each later batch: a2 hits, y staged (a); miss a1: a2 back (W, a
+	// off); a1 (W, y a) and its successor b2 (W) in; a1's output staged
+	// (a, b1 is out); miss b1: a1 (W, 2a off) and b2 (W, nothing on it)
+	// back; b1 (W, a) with b1→a1 (W, 2a) and a1→b2 (W) in. Then
+	// everything hits until a2: b1, a1, b2 back (3 W, 2a + 2a + 3a
+	// dropped), a2 in (W, a). Per batch: 6 W loads, 4 saved loads of 5a,
+	// 6 write-backs, 2 offloads of 3a, 2 stages, 3 drops of 7a.
+	{1, true, 3, [2]tally{
+		{loadWeights: {15, 1200}, loadSaved: {12, 544}, writeBack: {14, 1120}, offload: {7, 384}, stage: {5, 160}, drop: {6, 448}},
+		{loadWeights: {12, 960}, loadSaved: {8, 320}, writeBack: {12, 960}, offload: {4, 192}, stage: {4, 128}, drop: {6, 448}},
+	}},
+	// Eval, window 1: nothing saved, so the sums need no block: a2 a1 b1
+	// b2. b1: 4 loads, 3 write-backs; later batches 4 and 4.
+	{1, false, 1, [2]tally{
+		{loadWeights: {8, 640}, writeBack: {7, 560}},
+		{loadWeights: {8, 640}, writeBack: {8, 640}},
+	}},
+	// Eval, window 3, 4 blocks: b1 as window 1 (4, 3), learning
+	// a2→a1→b1→b2. b2: miss a2: b2 back, a2 a1 b1 in (learns b2→a2);
+	// miss b2: 3 back, b2 a2 a1 in: 6 loads, 4 write-backs. Epoch 2: b3
+	// hits a2, a1, misses b1: 3 back, b1 b2 a2 in; b4 hits a2, misses a1:
+	// 3 back, a1 b1 b2 in: 6 and 6.
+	{1, false, 3, [2]tally{
+		{loadWeights: {10, 800}, writeBack: {7, 560}},
+		{loadWeights: {6, 480}, writeBack: {6, 480}},
+	}},
+}
+
+func TestDictCacheScheduleResnet(t *testing.T) {
+	for _, tc := range resnetCases {
+		checkSchedule(t, tc)
+	}
+}
+
+// Attention: blocks listed head, embed, layer1, layer2 as
+// models.AttentionConfig.Build, the decoder layers one Linear + LeakyReLU
+// each; head is Linear(4→6), 120 B (H), embed a 6×4 table, 96 B (E),
+// a layer W. Saved: layer1 keeps the embedding e and z1; layer2 h1 and
+// z2; head h2 and the logits (48 B), 80 B together; embed nothing (the
+// ids are an input). Forward needs embed L1 L2 head, backward head L2 L1
+// and then embed for its update. The update's load is not observed as a
+// step's need, so the learned backward order stops at L1, and the next
+// forward pass, which does not reset the chain, learns L1→embed. Staged
+// when their block is out: e, h1, h2.
+var attentionCases = []scheduleCase{
+	// Train, window 1. b1: embed in (E); e staged; miss L1: embed back
+	// (E), L1 in (W, e a); h1 staged; miss L2: L1 back (W, 2a off), L2
+	// in (W, a); h2 staged; miss head: L2 back (W, 2a off), head in (H,
+	// h2 a). Backward: head hits; miss L2: head back (H, 80 B dropped),
+	// L2 in (W, 2a); miss L1: L2 back (W, 2a dropped), L1 in (W, 2a);
+	// embed's update: L1 back (W, 2a dropped), embed in (E). b1: 7 W
+	// loads (2E + 4W + H = 632 B), 5 saved loads (7a), 6 write-backs
+	// (E + 4W + H = 536 B), 2 offloads (4a), 3 stages, 3 drops (80 + 64
+	// + 64 B). Later batches: embed hits, 6 loads (536 B).
+	{2, true, 1, [2]tally{
+		{loadWeights: {13, 1168}, loadSaved: {10, 448}, writeBack: {12, 1072}, offload: {4, 256}, stage: {6, 192}, drop: {6, 416}},
+		{loadWeights: {12, 1072}, loadSaved: {10, 448}, writeBack: {12, 1072}, offload: {4, 256}, stage: {6, 192}, drop: {6, 416}},
+	}},
+	// Train, window 3. b1 repeats no block in a pass: as window 1. It
+	// learns embed→L1→L2→head forward and head→L2→L1 backward; b2's first
+	// step then learns L1→embed. Each later batch: embed hits, e staged;
+	// miss L1: embed back (E); L1 (W, e a) and its successor embed (E)
+	// in (embed→L1 closes the chain); h1 staged (L2 is out); miss L2: L1
+	// (W, 2a off) and embed (E) back; L2 (W, a) and head (H) in; h2
+	// computed on the device. Everything hits to L1: L2 (W, 2a dropped)
+	// and head (H, 80 B dropped) back, L1 in (W, 2a), no backward
+	// successor; embed's update: L1 back (W, 2a dropped), embed in (E).
+	// Per batch: 6 W loads (3W + 2E + H = 552 B), 3 saved loads (4a), 6
+	// write-backs (552 B), 1 offload (2a), 2 stages, 3 drops (208 B).
+	{2, true, 3, [2]tally{
+		{loadWeights: {13, 1184}, loadSaved: {8, 352}, writeBack: {12, 1088}, offload: {3, 192}, stage: {5, 160}, drop: {6, 416}},
+		{loadWeights: {12, 1104}, loadSaved: {6, 256}, writeBack: {12, 1104}, offload: {2, 128}, stage: {4, 128}, drop: {6, 416}},
+	}},
+	// Eval, window 1: b1 loads embed L1 L2 head (376 B), writes back
+	// embed L1 L2 (256 B); later batches write back head first too.
+	{2, false, 1, [2]tally{
+		{loadWeights: {8, 752}, writeBack: {7, 632}},
+		{loadWeights: {8, 752}, writeBack: {8, 752}},
+	}},
+	// Eval, window 3, 4 blocks: b1 as window 1. b2: miss embed: head back
+	// (H), embed L1 L2 in (256 B), learning head→embed; miss head: embed
+	// L1 L2 back (256 B), head embed L1 in (296 B). Epoch 2: b3 misses
+	// L2: head embed L1 back (296 B), L2 head embed in (296 B); b4 misses
+	// L1: L2 head embed back (296 B), L1 L2 head in (280 B).
+	{2, false, 3, [2]tally{
+		{loadWeights: {10, 928}, writeBack: {7, 632}},
+		{loadWeights: {6, 576}, writeBack: {6, 592}},
+	}},
+}
+
+func TestDictCacheScheduleAttention(t *testing.T) {
+	for _, tc := range attentionCases {
 		checkSchedule(t, tc)
 	}
 }
