@@ -10,28 +10,6 @@ import (
 	"gpuz/internal/device"
 )
 
-func TestTakeMemAmount(t *testing.T) {
-	for _, tt := range []struct {
-		in     string
-		bytes  int64
-		blocks int
-	}{
-		{"1", 160_080_000, 1},
-		{"20", 3_201_600_000, 20},
-		{"007", 7 * 160_080_000, 7},
-		{"4GiB", 4 << 30, 0},
-		{"512MiB", 512 << 20, 0},
-		{"4GB", 4_000_000_000, 0},
-		{"1.5GiB", 3 << 29, 0},
-		{"100B", 100, 0},
-	} {
-		b, n, err := takeMemAmount(tt.in)
-		if err != nil || b != tt.bytes || n != tt.blocks {
-			t.Errorf("takeMemAmount(%q) = %d, %d, %v; want %d, %d", tt.in, b, n, err, tt.bytes, tt.blocks)
-		}
-	}
-}
-
 // TestTakeMemRun runs take-mem in-process, with memory already taken by
 // another holder of the ledger.
 func TestTakeMemRun(t *testing.T) {
