@@ -1,21 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
-
-	"gpuz/internal/device"
-	"gpuz/internal/report/reporttest"
 )
 
 // TestJSONToStdoutAlone runs with --json -: standard output holds only the
@@ -119,128 +112,5 @@ func TestHelpUnknownTopic(t *testing.T) {
 	var stdout bytes.Buffer
 	if code := run(context.Background(), []string{"help", "plan", "linear"}, &stdout, &bytes.Buffer{}); code != 0 || !strings.Contains(stdout.String(), "plan linear train|eval") {
 		t.Errorf("gpuz help plan linear: status %d:\n%.300s", code, stdout.String())
-	}
-}
-
-// startBinary starts the built gpuz with args and a private sim ledger and
-// returns it with its stdout as lines and its stderr.
-func startBinary(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, *bytes.Buffer) {
-	t.Helper()
-	return startOnLedger(t, filepath.Join(t.TempDir(), "ledger"), args...)
-}
-
-// startOnLedger starts the built gpuz with args and the sim ledger at path,
-// and returns it with its stdout as lines and its stderr; the process is
-// killed when the test ends.
-func startOnLedger(t *testing.T, path string, args ...string) (*exec.Cmd, *bufio.Reader, *bytes.Buffer) {
-	t.Helper()
-	cmd := exec.Command(gpuzBinary, args...)
-	cmd.Env = append(os.Environ(), device.LedgerEnv+"="+path)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return cmd, bufio.NewReader(out), &stderr
-}
-
-// readUntil reads lines from r until one contains want, and returns them.
-func readUntil(t *testing.T, r *bufio.Reader, want string) string {
-	t.Helper()
-	var seen strings.Builder
-	for {
-		line, err := r.ReadString('\n')
-		seen.WriteString(line)
-		if strings.Contains(line, want) {
-			return seen.String()
-		}
-		if err != nil {
-			t.Fatalf("no line with %q: %v; output:\n%s", want, err, seen.String())
-		}
-	}
-}
-
-// waitExit waits up to limit for cmd to exit and returns its status and
-// the rest of its output.
-func waitExit(t *testing.T, cmd *exec.Cmd, out *bufio.Reader, limit time.Duration) (int, string) {
-	t.Helper()
-	type exit struct {
-		code int
-		rest string
-	}
-	done := make(chan exit, 1)
-	go func() {
-		rest, _ := io.ReadAll(out) // before Wait, which closes the pipe
-		done <- exit{exitCode(cmd.Wait()), string(rest)}
-	}()
-	select {
-	case e := <-done:
-		return e.code, e.rest
-	case <-time.After(limit):
-		t.Fatalf("gpuz did not exit within %v of the signal", limit)
-	}
-	return 0, ""
-}
-
-// TestSignalsStopRun sends SIGHUP to a run after its first epoch line: it
-// stops, prints the table of what completed and exits 129.
-func TestSignalsStopRun(t *testing.T) {
-	cmd, out, stderr := startBinary(t, "linear", "train", "cpu", "--scale", "small", "--epochs", "50")
-	readUntil(t, out, "train: 0")
-	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	code, rest := waitExit(t, cmd, out, 30*time.Second)
-	if code != 129 {
-		t.Errorf("status %d after SIGHUP, want 129; stderr: %s", code, stderr.String())
-	}
-	if row := reporttest.TableRows(rest)["cpu"]; status(row) != "interrupted [1]" || !strings.Contains(rest, "[1] cpu: interrupted: after ") {
-		t.Errorf("cpu row %q, want interrupted; output:\n%s", row, rest)
-	}
-	if !strings.Contains(stderr.String(), "gpuz: stopped by SIGHUP") {
-		t.Errorf("stderr %q, want the signal named", stderr.String())
-	}
-}
-
-// TestSecondSignalExitsAtOnce sends SIGINT twice to a run at full scale,
-// whose epochs are long: the second exits at once with 130.
-func TestSecondSignalExitsAtOnce(t *testing.T) {
-	cmd, out, stderr := startBinary(t, "linear", "train", "cpu", "--threads", "1")
-	readUntil(t, out, "== cpu on host ==")
-	for range 2 {
-		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if code, _ := waitExit(t, cmd, out, 5*time.Second); code != 130 {
-		t.Errorf("status %d after two SIGINTs, want 130; stderr: %s", code, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "SIGINT again: exiting at once") {
-		t.Errorf("stderr %q, want the second signal named", stderr.String())
-	}
-}
-
-// TestSignalStatuses sends SIGTERM and SIGINT to take-mem on sim: it
-// releases its memory and exits 143 and 130.
-func TestSignalStatuses(t *testing.T) {
-	for sig, want := range map[syscall.Signal]int{syscall.SIGTERM: 143, syscall.SIGINT: 130} {
-		cmd, out, stderr := startBinary(t, "take-mem", "1MiB", "--device", "sim:2MiB")
-		readUntil(t, out, "releasing on Ctrl-C")
-		if err := cmd.Process.Signal(sig); err != nil {
-			t.Fatal(err)
-		}
-		code, rest := waitExit(t, cmd, out, 10*time.Second)
-		if code != want || !strings.Contains(rest, "released 1.00 MiB on sim:2MiB") {
-			t.Errorf("take-mem after %v: status %d, output %q, stderr %q; want %d after releasing", sig, code, rest, stderr.String(), want)
-		}
 	}
 }

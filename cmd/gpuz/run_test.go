@@ -53,30 +53,6 @@ func runSmallLinear(t *testing.T, set func(*WorkloadOptions)) (opts *WorkloadOpt
 	return opts, out, errOut
 }
 
-// TestFlagsFillOptions runs a workload command and the plan command with a
-// runF that keeps the options: the flags and arguments fill them, the
-// sizes the user set and only those are in Sizes, and plan sets PlanOnly.
-func TestFlagsFillOptions(t *testing.T) {
-	for _, plan := range []bool{false, true} {
-		ios, _, _ := testIO()
-		var got *WorkloadOptions
-		cmd := newWorkloadCmd(ios, linearWorkload, plan, func(_ context.Context, o *WorkloadOptions) error {
-			got = o
-			return nil
-		})
-		cmd.SetArgs([]string{"train", "cpu,cuda", "--dims", "64", "--batch", "2", "--lr", "0.5", "--threads", "3"})
-		if err := cmd.Execute(); err != nil {
-			t.Fatal(err)
-		}
-		if got.Task != bench.TaskTrain || len(got.Modes) != 2 || got.Modes[1] != bench.ModeCUDA || got.LR != 0.5 || got.Threads != 3 || got.PlanOnly != plan {
-			t.Errorf("options %+v", got)
-		}
-		if len(got.Sizes) != 2 || got.Sizes["dims"] != 64 || got.Sizes["batch"] != 2 {
-			t.Errorf("sizes %v, want dims 64 and batch 2 only", got.Sizes)
-		}
-	}
-}
-
 // TestWorkloadRunWritesTable runs the small linear workload on the cpu
 // through workloadRun: the header, the epochs and the table come out, and
 // the header reports the threads the options gave.
