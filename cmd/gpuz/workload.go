@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -71,6 +72,9 @@ type WorkloadOptions struct {
 	Policy      string
 	WinSize     int
 	OptimizerOn string
+	// Place places each block of the hybrid mode on the GPU or the host
+	// (bench.ParsePlace).
+	Place string
 	// Take is the device memory gpuz holds on the cuda and cache modes'
 	// device around the run, as take-mem reads it (N linear blocks or a
 	// size); "" or "0" holds nothing.
@@ -133,6 +137,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	lists.add(fs, "policy", "strings", bench.PolicyWindow, "cache policy: window (DictCache's: Adam's state resident on the device, blocks paged), window-paged (Adam's state paged with its block) or auto; a comma list sweeps")
 	lists.add(fs, "win-size", "ints", "3", "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory); 3 as DictCache's demos pass, the class's own default being 1; a comma list sweeps")
 	lists.add(fs, "optimizer-on", "strings", "device", "where cache mode runs the optimizer: device or host (auto policy); a comma list sweeps")
+	fs.StringVar(&opts.Place, "place", "", "the hybrid mode's placement: PLACE:N or PLACE:N-M, comma-separated, PLACE cuda or host, blocks counted from 0 as the model's, each placed once (e.g. host:0-1,cuda:2-13 for attention)")
 	lists.add(fs, "take", "strings", "", "device memory to hold during the run, as take-mem's N blocks or SIZE (0: none); a comma list sweeps")
 	if planOnly {
 		// --json takes a value here as in the runs: with an optional value
@@ -174,8 +179,8 @@ func parseTask(s string) (bench.Task, error) {
 	return "", fmt.Errorf("unknown task %q (want train or eval)", s)
 }
 
-// parseModes reads a comma list of modes: cuda (or gpu), cache, cpu, each
-// at most once.
+// parseModes reads a comma list of modes: cuda (or gpu), cache, cpu,
+// hybrid, each at most once.
 func parseModes(s string) ([]bench.Mode, error) {
 	var modes []bench.Mode
 	seen := map[bench.Mode]bool{}
@@ -191,8 +196,10 @@ func parseModes(s string) ([]bench.Mode, error) {
 			m = bench.ModeCache
 		case "cpu":
 			m = bench.ModeCPU
+		case "hybrid":
+			m = bench.ModeHybrid
 		default:
-			return nil, fmt.Errorf("unknown mode %q (want cuda, cache or cpu)", word)
+			return nil, fmt.Errorf("unknown mode %q (want cuda, cache, cpu or hybrid)", word)
 		}
 		if seen[m] {
 			return nil, fmt.Errorf("mode %s given twice in %q", m, s)
@@ -291,6 +298,30 @@ func (o *WorkloadOptions) cache() bench.Cache {
 	return bench.Cache{Policy: o.Policy, Window: o.WinSize, OptimizerOnHost: o.OptimizerOn == "host"}
 }
 
+// place reads --place into opts.Place for the model cfg builds: the
+// hybrid mode needs it, and it applies to that mode only.
+func (o *WorkloadOptions) place(cfg models.Config, opts *bench.Options) error {
+	hybrid := slices.Contains(o.Modes, bench.ModeHybrid)
+	switch {
+	case hybrid && o.Place == "":
+		return errors.New("the hybrid mode needs --place (e.g. host:0,cuda:1-11)")
+	case !hybrid && o.Place != "":
+		return errors.New("--place places the hybrid mode's blocks; add hybrid to the modes")
+	case !hybrid:
+		return nil
+	case strings.Contains(o.Place, ";"):
+		return errors.New("--place: a sweep over several placements is not supported yet")
+	}
+	m, err := cfg.Build()
+	if err != nil {
+		return fmt.Errorf("building the model to count its blocks: %w", err)
+	}
+	if opts.Place, err = bench.ParsePlace(o.Place, len(m.Blocks)); err != nil {
+		return fmt.Errorf("--place: %w", err)
+	}
+	return nil
+}
+
 // hostProfileNames lists the built-in host profiles' names.
 func hostProfileNames() []string {
 	var names []string
@@ -372,13 +403,17 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 		}
 		host = &p
 	}
-	return bench.Options{
+	opts := bench.Options{
 		HostProfile: host,
 		ModelName:   o.Workload.Name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
 		LR: o.LR, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
 		Cache: o.cache(), CommandLine: sysinfo.CommandLine(os.Args),
-	}, nil
+	}
+	if err := o.place(cfg, &opts); err != nil {
+		return bench.Options{}, usage(err)
+	}
+	return opts, nil
 }
 
 // openOutputsAndGPU checks the output files, opens the device, writes its

@@ -58,6 +58,9 @@ type Options struct {
 	// Cache places the blocks in cache mode: its policy, window and where
 	// the optimizer runs.
 	Cache Cache
+	// Place is the hybrid mode's placement, a block's place per block
+	// (ParsePlace).
+	Place []engine.Where
 	// HostProfile, when set, is the profile the cpu mode's epochs are
 	// predicted on (perfmodel.LookupHost, perfmodel.HostProfile). The
 	// cuda and cache modes are predicted on their device's own profile,
@@ -220,6 +223,9 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env
 	if placement.Paged {
 		r.Placement = fmt.Sprintf("%s %d/%d", placement.Policy, fp.Window, plan.Blocks())
 	}
+	if placement.Blocks != nil {
+		r.Placement = engine.PlaceText(placement.Blocks)
+	}
 	if reason := hostShortfall(dev, fp); reason != "" {
 		r.Status = Status{Kind: StatusSkipped, Reason: reason}
 		return r
@@ -368,7 +374,7 @@ func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Statu
 	switch mode {
 	case ModeCPU:
 		return device.NewHost(), engine.Placement{}, Status{}
-	case ModeCUDA, ModeCache:
+	case ModeCUDA, ModeCache, ModeHybrid:
 		if opts.NewGPU == nil {
 			return nil, engine.Placement{}, Status{Kind: StatusUnavailable, Reason: "no GPU device given (--device cpu)"}
 		}
@@ -378,6 +384,9 @@ func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Statu
 		}
 		if mode == ModeCUDA {
 			return dev, engine.Placement{}, Status{}
+		}
+		if mode == ModeHybrid {
+			return dev, engine.Placement{Blocks: opts.Place}, Status{}
 		}
 		return dev, opts.Cache.placement(), Status{}
 	}

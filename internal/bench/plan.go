@@ -76,6 +76,9 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 	}
 	for _, mode := range opts.Modes {
 		placements := []engine.Placement{{}}
+		if mode == ModeHybrid {
+			placements = []engine.Placement{{Blocks: opts.Place}}
+		}
 		if mode == ModeCache {
 			window := opts.Cache.placement()
 			window.Policy, window.OptimizerOnHost = engine.PolicyWindow, false

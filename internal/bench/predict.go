@@ -40,6 +40,9 @@ func predictEpoch(work engine.Work, batches int, copies engine.Copies, pl engine
 // (perfmodel.Measured from device.Measure: its SGEMM rate, memory
 // bandwidth and copy rates).
 func (opts Options) profileFor(mode Mode, dev device.Device) (perfmodel.Profile, bool) {
+	if mode == ModeHybrid { // the model predicts all work on one processor
+		return perfmodel.Profile{}, false
+	}
 	if mode == ModeCPU {
 		if opts.HostProfile == nil {
 			return perfmodel.Profile{}, false

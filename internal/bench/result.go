@@ -7,7 +7,8 @@ import (
 )
 
 // Mode names a placement of the model: every block on the GPU ("cuda"),
-// blocks paged through a window on the GPU ("cache"), or the host ("cpu").
+// blocks paged through a window on the GPU ("cache"), the host ("cpu"), or
+// each block on the GPU or the host as Options.Place says ("hybrid").
 type Mode string
 
 // The modes gpuz measures.
@@ -15,6 +16,9 @@ const (
 	ModeCUDA  Mode = "cuda"
 	ModeCache Mode = "cache"
 	ModeCPU   Mode = "cpu"
+	// ModeHybrid keeps each block resident on the GPU or on the host, where
+	// it is computed (DictCache's dvs_nets), as Options.Place says.
+	ModeHybrid Mode = "hybrid"
 )
 
 // Copies reports whether copies between host and device apply to the

@@ -46,7 +46,14 @@ func (p *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Nod
 	if batches < 0 {
 		return Copies{}, fmt.Errorf("engine: negative batches %d", batches)
 	}
-	perBatch := Copies{DownloadBytes: 4, Count: 1} // the output
+	sd, err := p.sides(pl)
+	if err != nil {
+		return Copies{}, fmt.Errorf("engine: %w", err)
+	}
+	var perBatch Copies
+	if !sd.valueHost[p.output] { // the output is read on the host
+		perBatch = Copies{DownloadBytes: 4, Count: 1}
+	}
 	if fed == nil {
 		fed = p.spec.Inputs
 	}
@@ -55,9 +62,12 @@ func (p *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Nod
 		if !ok || p.values[i].kind != kindInput {
 			return Copies{}, fmt.Errorf("engine: %s is not an input of the schedule", n.Name())
 		}
-		perBatch.UploadBytes += 4 * int64(p.values[i].elems)
-		perBatch.Count++
+		if !sd.valueHost[i] {
+			perBatch.UploadBytes += 4 * int64(p.values[i].elems)
+			perBatch.Count++
+		}
 	}
+	perBatch = perBatch.plus(p.crossings(sd), 1)
 	total := Copies{}.plus(perBatch, int64(batches))
 	if !pl.Paged {
 		return total, nil

@@ -43,10 +43,17 @@ type Placement struct {
 	// OptimizerOnHost keeps Adam's moments in host memory and runs each
 	// block's update there (PolicyAuto only).
 	OptimizerOnHost bool
+	// Blocks, when set, says per block (as Spec.Blocks) where a resident
+	// placement keeps and computes it: a hybrid placement when some block
+	// is OnHost. Nil keeps every block on the device.
+	Blocks []Where
 }
 
 // Validate reports a placement that cannot be used.
 func (pl Placement) Validate() error {
+	if pl.Paged && pl.Hybrid() {
+		return fmt.Errorf("%s policy: paging the device blocks of a hybrid placement is not supported; place them resident on the device", pl.Policy)
+	}
 	if !pl.Paged {
 		return nil
 	}
@@ -122,9 +129,12 @@ func (p *Schedule) layouts(momentsInArea bool) []layout {
 
 // Footprint is the memory a placement of a plan needs, in bytes.
 type Footprint struct {
-	Window     int   // blocks resident at most
-	Device     int64 // on the device: resident areas, arena and inputs, and the window policy's optimizer state
-	Host       int64 // master copies of paged blocks and host optimizer state
+	Window int   // blocks resident at most
+	Device int64 // on the device: resident areas, arena and inputs, and the window policy's optimizer state
+	// Host is in host memory: master copies of paged blocks and host
+	// optimizer state; under a hybrid placement, the host blocks' areas
+	// and the arena, inputs and copies of crossing activations on the host.
+	Host       int64
 	BlockBytes int64 // the largest block area: what one window slot holds
 }
 
@@ -140,7 +150,12 @@ func (p *Schedule) Footprint(pl Placement, deviceFree int64) Footprint {
 		largest = max(largest, 4*int64(l.elems))
 	}
 	if !pl.Paged {
-		return Footprint{Window: len(ls), Device: all + fixed, BlockBytes: largest}
+		s, err := p.sides(pl)
+		if err != nil { // Load reports it; with no sides, all on the device
+			return Footprint{Window: len(ls), Device: all + fixed, BlockBytes: largest}
+		}
+		dev, host := p.sideBytes(s, ls)
+		return Footprint{Window: len(ls), Device: dev, Host: host, BlockBytes: largest}
 	}
 	fixed += 4 * int64(p.largestSaved()) // the staging buffer
 	if p.spec.Train && pl.momentsResident() {

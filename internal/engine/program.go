@@ -31,13 +31,22 @@ type boundStep struct {
 // master copy in host memory and moves blocks in and out of a window of
 // device slots as its placement's policy decides.
 type Program struct {
-	plan      *Schedule
-	dev       device.Device
-	k         device.Kernels
-	place     Placement
-	buffers   []device.Buffer // per value: its own buffer, a view of its slot or its block's area, nil while paged out
-	moments   [][2]device.Buffer
-	owned     []device.Buffer // what Close frees
+	plan    *Schedule
+	dev     device.Device
+	k       device.Kernels
+	place   Placement
+	buffers []device.Buffer // per value: its own buffer, a view of its slot or its block's area, nil while paged out
+	moments [][2]device.Buffer
+	owned   []device.Buffer // what Close frees on dev
+	// host computes a hybrid placement's host blocks with hk; hostOwned
+	// is what Close frees on it.
+	host      device.Device
+	hk        device.Kernels
+	hostOwned []device.Buffer
+	// sides says where each step runs and each value lives; mirrors holds
+	// the other side's copy of each value that crosses between them.
+	sides     sides
+	mirrors   []device.Buffer
 	steps     []boundStep
 	adamSteps []int // Adam steps taken, per block
 	scratch   []float32
@@ -54,8 +63,13 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 	if err := pl.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	prog = &Program{plan: p, dev: dev, k: dev.Kernels(), place: pl,
-		buffers: make([]device.Buffer, len(p.values)), moments: make([][2]device.Buffer, len(p.params)),
+	sides, err := p.sides(pl)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	host := device.NewHost()
+	prog = &Program{plan: p, dev: dev, k: dev.Kernels(), place: pl, host: host, hk: host.Kernels(), sides: sides,
+		buffers: make([]device.Buffer, len(p.values)), mirrors: make([]device.Buffer, len(p.values)), moments: make([][2]device.Buffer, len(p.params)),
 		adamSteps: make([]int, len(p.spec.Blocks)), scratch: make([]float32, 1),
 		gradSquares: make([]float64, len(p.params))}
 	loading := prog // the returns below set prog to nil before this runs
@@ -68,24 +82,39 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 		if v.kind != kindInput && v.kind != kindSeed {
 			continue
 		}
-		if prog.buffers[i], err = prog.alloc(v.elems); err != nil {
+		if prog.buffers[i], err = prog.allocOn(sides.valueHost[i], v.elems); err != nil {
 			return nil, fmt.Errorf("engine: allocating %s: %w", v.node.Name(), err)
 		}
 		if v.kind == kindSeed {
-			if err := dev.Upload(prog.buffers[i], []float32{1}); err != nil {
+			if err := prog.on(sides.valueHost[i]).Upload(prog.buffers[i], []float32{1}); err != nil {
 				return nil, fmt.Errorf("engine: setting the gradient seed: %w", err)
 			}
 		}
 	}
-	slots := make([]device.Buffer, len(p.slots))
-	for i, n := range p.slots {
-		if slots[i], err = prog.alloc(n); err != nil {
-			return nil, fmt.Errorf("engine: allocating activations: %w", err)
+	var slots [2][]device.Buffer // each side's arena
+	for side, sizes := range sides.slots {
+		for _, n := range sizes {
+			buf, err := prog.allocOn(side == 1, n)
+			if err != nil {
+				return nil, fmt.Errorf("engine: allocating activations: %w", err)
+			}
+			slots[side] = append(slots[side], buf)
 		}
 	}
 	for i, v := range p.values {
 		if v.kind == kindTemporary {
-			prog.buffers[i] = dev.View(slots[v.slot], 0, v.elems)
+			side := 0
+			if sides.valueHost[i] {
+				side = 1
+			}
+			prog.buffers[i] = prog.on(side == 1).View(slots[side][sides.slot[i]], 0, v.elems)
+		}
+	}
+	for i, v := range p.values {
+		if sides.mirrored[i] {
+			if prog.mirrors[i], err = prog.allocOn(!sides.valueHost[i], v.elems); err != nil {
+				return nil, fmt.Errorf("engine: allocating the copy of %s: %w", v.node.Name(), err)
+			}
 		}
 	}
 	prog.layouts = p.layouts(pl.momentsInArea())
@@ -100,7 +129,7 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 		}
 	} else {
 		for b, l := range prog.layouts {
-			area, err := prog.alloc(l.elems)
+			area, err := prog.allocOn(sides.blockHost[b], l.elems)
 			if err != nil {
 				return nil, fmt.Errorf("engine: allocating block %s: %w", p.spec.Blocks[b].Name, err)
 			}
@@ -145,20 +174,43 @@ func (prog *Program) alloc(n int) (device.Buffer, error) {
 	return b, nil
 }
 
+// allocOn allocates a buffer on the host when onHost is set, else on the
+// device; Close frees it.
+func (prog *Program) allocOn(onHost bool, n int) (device.Buffer, error) {
+	if !onHost {
+		return prog.alloc(n)
+	}
+	b, err := prog.host.Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	prog.hostOwned = append(prog.hostOwned, b)
+	return b, nil
+}
+
+// on returns the host when onHost is set, else the device.
+func (prog *Program) on(onHost bool) device.Device {
+	if onHost {
+		return prog.host
+	}
+	return prog.dev
+}
+
 // bind points block b's parameters, moments and saved values at their
-// places in area.
+// places in area, on the block's side.
 func (prog *Program) bind(b int, area device.Buffer) {
 	p, l := prog.plan, prog.layouts[b]
+	d := prog.on(prog.sides.blockHost[b])
 	for j, i := range l.params {
 		pv := p.params[i]
-		prog.buffers[pv] = prog.dev.View(area, l.offsets[j], p.values[pv].elems)
+		prog.buffers[pv] = d.View(area, l.offsets[j], p.values[pv].elems)
 		if l.moments != nil {
 			n := p.values[pv].elems
-			prog.moments[i] = [2]device.Buffer{prog.dev.View(area, l.moments[j][0], n), prog.dev.View(area, l.moments[j][1], n)}
+			prog.moments[i] = [2]device.Buffer{d.View(area, l.moments[j][0], n), d.View(area, l.moments[j][1], n)}
 		}
 	}
 	for j, v := range p.saved[b] {
-		prog.buffers[v] = prog.dev.View(area, l.saved[j], p.values[v].elems)
+		prog.buffers[v] = d.View(area, l.saved[j], p.values[v].elems)
 	}
 }
 
@@ -181,7 +233,10 @@ func (prog *Program) Close() {
 	for _, b := range prog.owned {
 		prog.dev.Free(b)
 	}
-	prog.owned = nil
+	for _, b := range prog.hostOwned {
+		prog.host.Free(b)
+	}
+	prog.owned, prog.hostOwned = nil, nil
 }
 
 // SetInput copies data into the buffer of an input or parameter node.
@@ -196,7 +251,7 @@ func (prog *Program) SetInput(n *gorgonia.Node, data []float32) error {
 		}
 		return nil
 	}
-	if err := prog.dev.Upload(prog.buffers[i], data); err != nil {
+	if err := prog.on(prog.sides.valueHost[i]).Upload(prog.buffers[i], data); err != nil {
 		return fmt.Errorf("engine: setting %s: %w", n.Name(), err)
 	}
 	return nil
@@ -231,7 +286,7 @@ func (prog *Program) Gradient(n *gorgonia.Node) ([]float32, error) {
 
 func (prog *Program) download(i int) ([]float32, error) {
 	out := make([]float32, prog.plan.values[i].elems)
-	if err := prog.dev.Download(out, prog.buffers[i]); err != nil {
+	if err := prog.on(prog.sides.valueHost[i]).Download(out, prog.buffers[i]); err != nil {
 		return nil, fmt.Errorf("engine: reading %s: %w", prog.plan.values[i].node.Name(), err)
 	}
 	return out, nil
@@ -248,7 +303,7 @@ func (prog *Program) Run() (float32, error) {
 	if err := prog.plan.walk(c, programSteps{prog}); err != nil {
 		return 0, err
 	}
-	if err := prog.dev.Download(prog.scratch, prog.buffers[prog.plan.output]); err != nil {
+	if err := prog.on(prog.sides.valueHost[prog.plan.output]).Download(prog.scratch, prog.buffers[prog.plan.output]); err != nil {
 		return 0, fmt.Errorf("engine: reading the output: %w", err)
 	}
 	return prog.scratch[0], nil
@@ -337,11 +392,11 @@ type programSteps struct{ prog *Program }
 func (ps programSteps) execute(si int, staged bool) error {
 	prog := ps.prog
 	s := prog.steps[si]
-	if err := prog.execute(s, staged); err != nil {
+	if err := prog.execute(si, staged); err != nil {
 		return err
 	}
 	if i, ok := prog.plan.gradOf[s.out]; ok && prog.plan.spec.Train {
-		prog.gradSquares[i] = prog.k.SumSquares(prog.buffers[s.out])
+		prog.gradSquares[i] = prog.kernelsOn(prog.sides.valueHost[s.out]).SumSquares(prog.buffers[s.out])
 	}
 	return nil
 }
@@ -349,24 +404,54 @@ func (ps programSteps) execute(si int, staged bool) error {
 func (ps programSteps) update(b int) error     { return ps.prog.update(b) }
 func (ps programSteps) hostUpdate(b int) error { return ps.prog.res.updateOnHost(b) }
 
-// execute runs one step on the device: a project op through its Launch
-// method, gorgonia's gradient sum as an element-wise addition.
-func (prog *Program) execute(s boundStep, staged bool) error {
+// kernelsOn returns the host's kernels when onHost is set, else the
+// device's.
+func (prog *Program) kernelsOn(onHost bool) device.Kernels {
+	if onHost {
+		return prog.hk
+	}
+	return prog.k
+}
+
+// execute runs step si on its side (the device, or the host for a hybrid
+// placement's host steps): a project op through its Launch method,
+// gorgonia's gradient sum as an element-wise addition. Arguments that live
+// on the other side are read from their mirrors, copied first where the
+// schedule says; an output that lives on the other side is computed into
+// its mirror and copied over after.
+func (prog *Program) execute(si int, staged bool) error {
+	s, sd := prog.steps[si], prog.sides
+	for _, a := range sd.before[si] {
+		if err := prog.crossCopy(a, true); err != nil {
+			return err
+		}
+	}
+	onHost := sd.stepHost[si]
 	out := prog.buffers[s.out]
-	if staged {
+	switch {
+	case staged:
 		out = prog.res.stageOutput(s.out)
+	case sd.after[si]:
+		out = prog.mirrors[s.out]
 	}
 	args := s.argBuffers
 	for j, a := range s.args {
 		args[j] = prog.buffers[a]
+		if sd.valueHost[a] != onHost {
+			args[j] = prog.mirrors[a]
+		}
 	}
+	k := prog.kernelsOn(onHost)
 	if isGradientSum(s.op) {
-		prog.k.Add(out, args[0], args[1])
-	} else if err := s.op.(DeviceOp).Launch(prog.k, out, args, s.shapes); err != nil {
+		k.Add(out, args[0], args[1])
+	} else if err := s.op.(DeviceOp).Launch(k, out, args, s.shapes); err != nil {
 		return fmt.Errorf("engine: %v: %w", s.op, err)
 	}
 	if staged {
 		return prog.res.unstage(s.out, out)
+	}
+	if sd.after[si] {
+		return prog.crossCopy(s.out, false)
 	}
 	return nil
 }
@@ -382,8 +467,9 @@ func (prog *Program) update(b int) error {
 	}
 	scale := hostmath.ClipScale(sumSquares, p.spec.ClipNorm)
 	prog.adamSteps[b]++
+	k := prog.kernelsOn(prog.sides.blockHost[b])
 	for _, i := range members {
-		prog.k.AdamStep(p.spec.Optimizer, prog.buffers[p.params[i]], prog.buffers[p.grads[i]], prog.moments[i][0], prog.moments[i][1], scale, prog.adamSteps[b])
+		k.AdamStep(p.spec.Optimizer, prog.buffers[p.params[i]], prog.buffers[p.grads[i]], prog.moments[i][0], prog.moments[i][1], scale, prog.adamSteps[b])
 	}
 	return nil
 }

@@ -312,38 +312,57 @@ func (p *Schedule) computeLastUse() {
 // is reused once the last reader of its value has run. Saved values live in
 // their block's area instead.
 func (p *Schedule) assignSlots() {
+	slotOf, sizes := p.packSlots(func(int) bool { return true })
+	for i, slot := range slotOf {
+		if slot >= 0 {
+			p.values[i].slot = slot
+		}
+	}
+	p.slots = sizes
+}
+
+// packSlots gives every temporary that in selects a slot by liveness, as
+// assignSlots does, and returns each value's slot (-1 for others) and
+// each slot's elements.
+func (p *Schedule) packSlots(in func(v int) bool) (slotOf, sizes []int) {
 	end := len(p.steps)
+	slotOf = make([]int, len(p.values))
+	for i := range slotOf {
+		slotOf[i] = -1
+	}
+	temp := func(v int) bool { return p.values[v].kind == kindTemporary && in(v) }
 	// A temporary's slot is released after the step that last uses it, or
 	// after the step that produces it when nothing reads it.
 	release := make([][]int, len(p.steps))
 	for si, s := range p.steps {
-		if at := max(si, p.values[s.out].lastUse); at < end && p.values[s.out].kind == kindTemporary {
+		if at := max(si, p.values[s.out].lastUse); at < end && temp(s.out) {
 			release[at] = append(release[at], s.out)
 		}
 	}
 	var free []int // slot indices not in use
 	for si, s := range p.steps {
-		if p.values[s.out].kind == kindTemporary {
-			p.values[s.out].slot = p.takeSlot(&free, p.values[s.out].elems)
+		if temp(s.out) {
+			slotOf[s.out] = takeSlot(&sizes, &free, p.values[s.out].elems)
 		}
 		for _, v := range release[si] {
-			free = append(free, p.values[v].slot)
+			free = append(free, slotOf[v])
 		}
 	}
+	return slotOf, sizes
 }
 
 // takeSlot returns the smallest free slot of at least need elements,
-// removing it from free, or a new slot.
-func (p *Schedule) takeSlot(free *[]int, need int) int {
+// removing it from free, or a new slot added to sizes.
+func takeSlot(sizes, free *[]int, need int) int {
 	best := -1
 	for fi, slot := range *free {
-		if p.slots[slot] >= need && (best < 0 || p.slots[slot] < p.slots[(*free)[best]]) {
+		if (*sizes)[slot] >= need && (best < 0 || (*sizes)[slot] < (*sizes)[(*free)[best]]) {
 			best = fi
 		}
 	}
 	if best < 0 {
-		p.slots = append(p.slots, need)
-		return len(p.slots) - 1
+		*sizes = append(*sizes, need)
+		return len(*sizes) - 1
 	}
 	slot := (*free)[best]
 	*free = slices.Delete(*free, best, best+1)

@@ -94,6 +94,8 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 // 12/12, opt. on host".
 func placementText(pl engine.Placement, window, blocks int, short bool) string {
 	switch {
+	case pl.Blocks != nil:
+		return engine.PlaceText(pl.Blocks)
 	case !pl.Paged && short:
 		return "resident"
 	case !pl.Paged:

@@ -1,0 +1,38 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+
+	"gpuz/internal/engine"
+)
+
+// TestParsePlace reads placements and names the gap or overlap of a bad one.
+func TestParsePlace(t *testing.T) {
+	got, err := ParsePlace("host:0, cuda:1-2,host:3", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []engine.Where{engine.OnHost, engine.OnDevice, engine.OnDevice, engine.OnHost}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+	if s := engine.PlaceText(got); s != "host:0,cuda:1-2,host:3" {
+		t.Errorf("PlaceText %q", s)
+	}
+	for _, tt := range []struct{ in, err string }{
+		{"host:0,cuda:2-3", "block 1 is not placed"},
+		{"host:0-1,cuda:1-3", "block 1 placed twice"},
+		{"host:0-4", "outside 0-3"},
+		{"cache:0-3", "not supported yet"},
+		{"gpu:0-3", "unknown place"},
+		{"host", "want PLACE:N"},
+		{"host:a", "not a number"},
+	} {
+		if _, err := ParsePlace(tt.in, 4); err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%q: error %v, want one saying %q", tt.in, err, tt.err)
+		}
+	}
+}

@@ -1,0 +1,277 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"gpuz/internal/device"
+)
+
+// Where says where a block of a hybrid placement lives and is computed.
+type Where uint8
+
+// The places of a block.
+const (
+	// OnDevice keeps the block resident on the device and computes its
+	// steps with the device's kernels.
+	OnDevice Where = iota
+	// OnHost keeps the block resident in host memory and computes its
+	// steps with the host's kernels (DictCache's dvs_nets on the CPU).
+	OnHost
+)
+
+// String is the word the command line uses: "cuda" or "host".
+func (w Where) String() string {
+	if w == OnHost {
+		return "host"
+	}
+	return "cuda"
+}
+
+// Hybrid reports whether the placement puts some blocks on the host.
+func (pl Placement) Hybrid() bool { return slices.Contains(pl.Blocks, OnHost) }
+
+// PlaceText writes a placement's blocks as the command line gives them,
+// ranges of consecutive blocks in the same place: "host:0-1,cuda:2-13".
+func PlaceText(blocks []Where) string {
+	var parts []string
+	for i := 0; i < len(blocks); {
+		j := i
+		for j+1 < len(blocks) && blocks[j+1] == blocks[i] {
+			j++
+		}
+		if i == j {
+			parts = append(parts, fmt.Sprintf("%s:%d", blocks[i], i))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s:%d-%d", blocks[i], i, j))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// sides is where every step runs and every value lives under a placement,
+// and the copies that cross between host and device.
+type sides struct {
+	blockHost []bool // the block lives on the host
+	stepHost  []bool // the step runs with the host's kernels
+	valueHost []bool // the value's own buffer is in host memory
+	// mirrored marks the values that some step on the other side reads
+	// or writes: they have a buffer on each side.
+	mirrored []bool
+	// before lists, per step, the values copied from their own side into
+	// their mirror before the step runs (once per Run, for the first step
+	// on the mirror's side that reads them).
+	before [][]int
+	// after marks the steps whose output is computed into its mirror and
+	// copied to its own side right after.
+	after []bool
+	// slot is each temporary's slot in its side's arena, and slots the
+	// elements of each slot of the device's ([0]) and the host's ([1])
+	// arena: each side packs its own temporaries by liveness.
+	slot  []int
+	slots [2][]int
+}
+
+// sides places the steps and values of the schedule under pl: a step runs
+// where the block whose parameters it reads lives, else where the block of
+// the gradient it computes or of the saved values it reads lives, else
+// where the latest step that produced one of its arguments ran, else on
+// the device. Parameters and saved values live with their block, other
+// computed values where their step runs, inputs where their first reader
+// runs (on the host when nothing reads them). A step that reads blocks on both sides is an error.
+func (p *Schedule) sides(pl Placement) (sides, error) {
+	s := sides{blockHost: make([]bool, len(p.spec.Blocks)), stepHost: make([]bool, len(p.steps)), valueHost: make([]bool, len(p.values)),
+		mirrored: make([]bool, len(p.values)), before: make([][]int, len(p.steps)), after: make([]bool, len(p.steps))}
+	if !pl.Hybrid() {
+		s.slot, s.slots[0] = make([]int, len(p.values)), p.slots
+		for i, v := range p.values {
+			s.slot[i] = v.slot
+		}
+		return s, nil
+	}
+	if len(pl.Blocks) != len(p.spec.Blocks) {
+		return sides{}, fmt.Errorf("the placement names %d blocks, the model has %d", len(pl.Blocks), len(p.spec.Blocks))
+	}
+	host := func(b int) bool { return pl.Blocks[b] == OnHost }
+	for b := range s.blockHost {
+		s.blockHost[b] = host(b)
+	}
+	for si, st := range p.steps {
+		b := -1
+		switch {
+		case len(st.reads) > 0:
+			b = st.reads[0]
+			for _, r := range st.reads[1:] {
+				if host(r) != host(b) {
+					return sides{}, fmt.Errorf("step %v reads block %s on the %s and block %s on the %s",
+						st.op, p.spec.Blocks[b].Name, pl.Blocks[b], p.spec.Blocks[r].Name, pl.Blocks[r])
+				}
+			}
+		case p.gradBlock(st.out) >= 0:
+			b = p.gradBlock(st.out)
+		case len(p.needs[si]) > 0:
+			b = p.needs[si][0]
+		}
+		if b >= 0 {
+			s.stepHost[si] = host(b)
+			continue
+		}
+		latest := -1
+		for _, a := range st.args {
+			if pr := p.values[a].produced; pr < si {
+				latest = max(latest, pr)
+			}
+		}
+		if latest >= 0 {
+			s.stepHost[si] = s.stepHost[latest]
+		}
+	}
+	firstReader := make([]int, len(p.values))
+	for i := range firstReader {
+		firstReader[i] = -1
+	}
+	for si, st := range p.steps {
+		for _, a := range st.args {
+			if firstReader[a] < 0 {
+				firstReader[a] = si
+			}
+		}
+	}
+	for i, v := range p.values {
+		switch {
+		case v.kind == kindParam || v.kind == kindSaved:
+			s.valueHost[i] = host(v.block)
+		case v.produced >= 0:
+			s.valueHost[i] = s.stepHost[v.produced]
+		case firstReader[i] >= 0:
+			s.valueHost[i] = s.stepHost[firstReader[i]]
+		default: // read by no step: kept on the host, where it is set
+			s.valueHost[i] = true
+		}
+	}
+	s.slot, s.slots[0] = p.packSlots(func(v int) bool { return !s.valueHost[v] })
+	hostSlot, hostSizes := p.packSlots(func(v int) bool { return s.valueHost[v] })
+	s.slots[1] = hostSizes
+	for i, slot := range hostSlot {
+		if slot >= 0 {
+			s.slot[i] = slot
+		}
+	}
+	// A value's mirror is fresh from the step that wrote it (its output
+	// computed there) or the first copy on its mirror's side; inputs and
+	// the seed are set before a Run, so their mirror is copied at the
+	// first reader on the other side in every Run.
+	fresh := make([]bool, len(p.values))
+	for si, st := range p.steps {
+		for _, a := range st.args {
+			if s.valueHost[a] == s.stepHost[si] || fresh[a] {
+				continue
+			}
+			if p.values[a].kind == kindParam {
+				return sides{}, fmt.Errorf("step %v on the %s reads a parameter of block %s on the other side",
+					st.op, where(s.stepHost[si]), p.spec.Blocks[p.values[a].block].Name)
+			}
+			s.mirrored[a], fresh[a] = true, true
+			s.before[si] = append(s.before[si], a)
+		}
+		if s.valueHost[st.out] != s.stepHost[si] {
+			s.mirrored[st.out], fresh[st.out] = true, true
+			s.after[si] = true
+		}
+	}
+	return s, nil
+}
+
+// where names a side.
+func where(host bool) Where {
+	if host {
+		return OnHost
+	}
+	return OnDevice
+}
+
+// gradBlock returns the block of the parameter whose gradient value v
+// is, or -1.
+func (p *Schedule) gradBlock(v int) int {
+	if i, ok := p.gradOf[v]; ok && p.spec.Train {
+		return p.values[p.params[i]].block
+	}
+	return -1
+}
+
+// crossCopy copies value v between its own buffer and its mirror:
+// toMirror copies from its own side to the other.
+func (prog *Program) crossCopy(v int, toMirror bool) error {
+	own, mirror := prog.buffers[v], prog.mirrors[v]
+	hostBuf, devBuf := own, mirror
+	if !prog.sides.valueHost[v] {
+		hostBuf, devBuf = mirror, own
+	}
+	var err error
+	if toMirror == prog.sides.valueHost[v] { // host → device
+		err = prog.dev.Upload(devBuf, device.Floats(hostBuf))
+	} else {
+		err = prog.dev.Download(device.Floats(hostBuf), devBuf)
+	}
+	if err != nil {
+		return fmt.Errorf("engine: copying %s between host and device: %w", prog.plan.values[v].node.Name(), err)
+	}
+	return nil
+}
+
+// sideBytes returns the bytes a resident placement allocates on the device
+// and on the host: each block's area, each arena slot (on each side that
+// has a value in it), each input and each mirror, on its side.
+func (p *Schedule) sideBytes(s sides, ls []layout) (dev, host int64) {
+	add := func(onHost bool, elems int) {
+		if onHost {
+			host += 4 * int64(elems)
+		} else {
+			dev += 4 * int64(elems)
+		}
+	}
+	for b, l := range ls {
+		add(s.blockHost[b], l.elems)
+	}
+	for side, sizes := range s.slots {
+		for _, n := range sizes {
+			add(side == 1, n)
+		}
+	}
+	for i, v := range p.values {
+		if v.kind == kindInput || v.kind == kindSeed {
+			add(s.valueHost[i], v.elems)
+		}
+		if s.mirrored[i] {
+			add(!s.valueHost[i], v.elems)
+		}
+	}
+	return dev, host
+}
+
+// crossings counts the copies of activations between host and device
+// blocks in one Run of a hybrid placement: each value copied into its
+// mirror before a step, and each output copied from its mirror after one.
+func (p *Schedule) crossings(s sides) Copies {
+	var c Copies
+	count := func(v int, upload bool) {
+		n := 4 * int64(p.values[v].elems)
+		if upload {
+			c.UploadBytes += n
+		} else {
+			c.DownloadBytes += n
+		}
+		c.Count++
+	}
+	for si, st := range p.steps {
+		for _, a := range s.before[si] {
+			count(a, s.valueHost[a]) // from its own side into its mirror: up when it lives on the host
+		}
+		if s.after[si] {
+			count(st.out, !s.valueHost[st.out]) // from its mirror to its own side: up when it lives on the device
+		}
+	}
+	return c
+}

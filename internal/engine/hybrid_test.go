@@ -1,0 +1,184 @@
+package engine_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"gorgonia.org/gorgonia"
+
+	"gpuz/internal/device"
+	"gpuz/internal/engine"
+	"gpuz/internal/models"
+)
+
+// hybridRun is what a few batches of a workload on one device and
+// placement gave: each batch's value, every parameter after them, and the
+// device's copies over the last batch.
+type hybridRun struct {
+	values  []float32
+	params  map[string][]float32
+	lastUp  int64
+	lastDn  int64
+	peak    int64
+	program *engine.Program
+}
+
+// runPlaced runs batches batches of c on dev under pl.
+func runPlaced(t *testing.T, c models.Config, train bool, dev device.Device, pl engine.Placement, batches int) (hybridRun, *engine.Schedule, *models.Model) {
+	t.Helper()
+	m, s := compileModel(t, c, train)
+	prog, err := s.Load(dev, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	if err := m.InitParams(1, prog.SetInput); err != nil {
+		t.Fatal(err)
+	}
+	feed := models.FeedOf(c)
+	data := c.Data(1)
+	var r hybridRun
+	for i := range batches {
+		before := dev.Stats()
+		batch := data.Batch(i%(feed.Samples/feed.Batch), feed.Batch)
+		for _, n := range []*gorgonia.Node{m.Input, m.Target} {
+			if err := prog.SetInput(n, batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v, err := prog.Run()
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+		after := dev.Stats()
+		r.values = append(r.values, v)
+		r.lastUp, r.lastDn = after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes
+	}
+	r.peak = dev.Stats().PeakBytes
+	r.params = map[string][]float32{}
+	for _, b := range m.Blocks {
+		for _, n := range b.Params {
+			if r.params[n.Name()], err = prog.Read(n); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return r, s, m
+}
+
+// hostEnds places the first and last blocks on the host and every other
+// block on the device, alternating with the host in the middle when there
+// are enough blocks, so that activations cross in both directions more
+// than once.
+func hostEnds(n int) []engine.Where {
+	w := make([]engine.Where, n)
+	w[0], w[n-1] = engine.OnHost, engine.OnHost
+	if n > 4 {
+		w[n/2] = engine.OnHost
+	}
+	return w
+}
+
+// TestHybridMatchesHost checks, for every workload at the small scale,
+// training and evaluating, that a hybrid placement on the simulated
+// device gives losses and weights bit-identical to the all-host run (the
+// same host kernels in the same order), that its device footprint is the
+// device's measured peak, and that the dry run of Copies counts the
+// copies the device made.
+func TestHybridMatchesHost(t *testing.T) {
+	const batches = 3
+	for _, c := range smallConfigs(t) {
+		for _, train := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%T/train=%v", c, train), func(t *testing.T) {
+				want, _, _ := runPlaced(t, c, train, device.NewHost(), engine.Placement{}, batches)
+				m, err := c.Build()
+				if err != nil {
+					t.Fatal(err)
+				}
+				pl := engine.Placement{Blocks: hostEnds(len(m.Blocks))}
+				dev := device.NewSim(1<<40, nil)
+				defer dev.Close()
+				got, s, model := runPlaced(t, c, train, dev, pl, batches)
+				for i := range want.values {
+					if math.Float32bits(got.values[i]) != math.Float32bits(want.values[i]) {
+						t.Errorf("batch %d: hybrid %v, host %v", i, got.values[i], want.values[i])
+					}
+				}
+				for name, w := range want.params {
+					for j := range w {
+						if math.Float32bits(got.params[name][j]) != math.Float32bits(w[j]) {
+							t.Errorf("%s[%d]: hybrid %v, host %v", name, j, got.params[name][j], w[j])
+							break
+						}
+					}
+				}
+				free, _, _ := dev.MemInfo()
+				fp := s.Footprint(pl, free)
+				if got.peak != fp.Device {
+					t.Errorf("device peak %d bytes, footprint %d", got.peak, fp.Device)
+				}
+				if fp.Host == 0 {
+					t.Errorf("hybrid footprint %+v: nothing on the host", fp)
+				}
+				copies, err := s.Copies(pl, fp.Window, 1, []*gorgonia.Node{model.Input, model.Target})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if copies.UploadBytes != got.lastUp || copies.DownloadBytes != got.lastDn {
+					t.Errorf("dry run %d bytes up, %d down per batch; the run copied %d up, %d down",
+						copies.UploadBytes, copies.DownloadBytes, got.lastUp, got.lastDn)
+				}
+				if got.lastUp == 0 || got.lastDn == 0 {
+					t.Errorf("no activations crossed: %d up, %d down", got.lastUp, got.lastDn)
+				}
+			})
+		}
+	}
+}
+
+// TestAttentionReportPlacement runs the reference report's recommendation
+// on small attention: the embedding (block 1) and the final linear, the
+// head (block 0), on the host, the decoder layers on the device. Per
+// batch exactly the activations into the first decoder layer and out of
+// the last cross: forward, the embedding's output goes up and the last
+// layer's output comes down; training, their gradients cross back the
+// other way. The device holds only the decoders.
+func TestAttentionReportPlacement(t *testing.T) {
+	c, _, err := models.Attention.Configure("small", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac := c.(*models.AttentionConfig)
+	m, err := c.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Blocks[0].Name != "head" || m.Blocks[1].Name != "embed" {
+		t.Fatalf("blocks 0 and 1 are %s and %s, want head and embed", m.Blocks[0].Name, m.Blocks[1].Name)
+	}
+	place := make([]engine.Where, len(m.Blocks))
+	place[0], place[1] = engine.OnHost, engine.OnHost
+	pl := engine.Placement{Blocks: place}
+	if got, want := engine.PlaceText(place), fmt.Sprintf("host:0-1,cuda:2-%d", len(m.Blocks)-1); got != want {
+		t.Errorf("PlaceText %q, want %q", got, want)
+	}
+	activation := 4 * int64(ac.Batch*ac.SeqLen*ac.DModel) // one [tokens, d] activation
+	for _, train := range []bool{true, false} {
+		dev := device.NewSim(1<<40, nil)
+		r, s, _ := runPlaced(t, c, train, dev, pl, 2)
+		dev.Close()
+		crossings := int64(1)
+		if train {
+			crossings = 2 // the activation and its gradient
+		}
+		if r.lastUp != crossings*activation || r.lastDn != crossings*activation {
+			t.Errorf("train=%v: %d bytes up and %d down per batch, want %d each (%d activations of %d bytes)",
+				train, r.lastUp, r.lastDn, crossings*activation, crossings, activation)
+		}
+		fp, all := s.Footprint(pl, 1<<40), s.Footprint(engine.Placement{}, 1<<40)
+		if fp.Device >= all.Device || fp.Host == 0 {
+			t.Errorf("train=%v: footprint %+v, all on the device %+v", train, fp, all)
+		}
+	}
+}
