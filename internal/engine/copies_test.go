@@ -53,19 +53,12 @@ func TestCopiesMatchARun(t *testing.T) {
 }
 
 func checkCopies(t *testing.T, c models.Config, train bool, pl engine.Placement) {
-	m, s := compileModel(t, c, train)
 	feed := models.FeedOf(c)
 	batches := feed.Samples / feed.Batch
 	dev := device.NewSim(1<<40, nil)
 	defer dev.Close()
-	prog, err := s.Load(dev, pl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, s, prog := loadModel(t, c, train, dev, pl)
 	defer prog.Close()
-	if err := m.InitParams(1, prog.SetInput); err != nil {
-		t.Fatal(err)
-	}
 	data := c.Data(1)
 	var before device.Stats
 	for epoch := range 2 {

@@ -27,15 +27,8 @@ type hybridRun struct {
 // runPlaced runs batches batches of c on dev under pl.
 func runPlaced(t *testing.T, c models.Config, train bool, dev device.Device, pl engine.Placement, batches int) (hybridRun, *engine.Schedule, *models.Model) {
 	t.Helper()
-	m, s := compileModel(t, c, train)
-	prog, err := s.Load(dev, pl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, s, prog := loadModel(t, c, train, dev, pl)
 	defer prog.Close()
-	if err := m.InitParams(1, prog.SetInput); err != nil {
-		t.Fatal(err)
-	}
 	feed := models.FeedOf(c)
 	data := c.Data(1)
 	var r hybridRun
@@ -59,9 +52,11 @@ func runPlaced(t *testing.T, c models.Config, train bool, dev device.Device, pl 
 	r.params = map[string][]float32{}
 	for _, b := range m.Blocks {
 		for _, n := range b.Params {
-			if r.params[n.Name()], err = prog.Read(n); err != nil {
+			values, err := prog.Read(n)
+			if err != nil {
 				t.Fatal(err)
 			}
+			r.params[n.Name()] = values
 		}
 	}
 	return r, s, m

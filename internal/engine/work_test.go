@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/models"
@@ -27,6 +28,22 @@ func compileModel(t *testing.T, c models.Config, train bool) (*models.Model, *en
 		t.Fatal(err)
 	}
 	return m, s
+}
+
+// loadModel compiles c for training or evaluation, loads it on dev under
+// pl and draws its initial parameters. The caller closes the program.
+func loadModel(t *testing.T, c models.Config, train bool, dev device.Device, pl engine.Placement) (*models.Model, *engine.Schedule, *engine.Program) {
+	t.Helper()
+	m, s := compileModel(t, c, train)
+	prog, err := s.Load(dev, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.InitParams(1, prog.SetInput); err != nil {
+		prog.Close()
+		t.Fatal(err)
+	}
+	return m, s, prog
 }
 
 // kernel returns the work of kernel name in w.
