@@ -72,8 +72,8 @@ type WorkloadOptions struct {
 	Policy      string
 	WinSize     int
 	OptimizerOn string
-	// Place places each block of the hybrid mode on the GPU or the host
-	// (bench.ParsePlace).
+	// Place places each block of the hybrid mode on the GPU, on the host or
+	// in the GPU's cache (bench.ParsePlace).
 	Place string
 	// Take is the device memory gpuz holds on the cuda and cache modes'
 	// device around the run, as take-mem reads it (N linear blocks or a
@@ -137,7 +137,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	lists.add(fs, "policy", "strings", bench.PolicyWindow, "cache policy: window (DictCache's: Adam's state resident on the device, blocks paged), window-paged (Adam's state paged with its block) or auto; a comma list sweeps")
 	lists.add(fs, "win-size", "ints", "3", "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory); 3 as DictCache's demos pass, the class's own default being 1; a comma list sweeps")
 	lists.add(fs, "optimizer-on", "strings", "device", "where cache mode runs the optimizer: device or host (auto policy); a comma list sweeps")
-	fs.StringVar(&opts.Place, "place", "", "the hybrid mode's placement: PLACE:N or PLACE:N-M, comma-separated, PLACE cuda or host, blocks counted from 0 as the model's, each placed once (e.g. host:0-1,cuda:2-13 for attention)")
+	fs.StringVar(&opts.Place, "place", "", "the hybrid mode's placement: PLACE:N or PLACE:N-M, comma-separated, PLACE cuda (resident on the GPU), host (resident and computed on the host) or cache (paged through the GPU under --policy, --win-size and --optimizer-on), blocks counted from 0 as the model's, each placed once (e.g. host:0-1,cuda:2-13 or host:0-1,cache:2-13 for attention)")
 	lists.add(fs, "take", "strings", "", "device memory to hold during the run, as take-mem's N blocks or SIZE (0: none); a comma list sweeps")
 	if planOnly {
 		// --json takes a value here as in the runs: with an optional value

@@ -55,8 +55,8 @@ type Options struct {
 	// is the name of the devices it makes.
 	NewGPU  func() (device.Device, error)
 	GPUName string
-	// Cache places the blocks in cache mode: its policy, window and where
-	// the optimizer runs.
+	// Cache places the blocks in cache mode, and the hybrid mode's cache
+	// blocks: its policy, window and where the optimizer runs.
 	Cache Cache
 	// Place is the hybrid mode's placement, a block's place per block
 	// (ParsePlace).
@@ -386,7 +386,7 @@ func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Statu
 			return dev, engine.Placement{}, Status{}
 		}
 		if mode == ModeHybrid {
-			return dev, engine.Placement{Blocks: opts.Place}, Status{}
+			return dev, opts.hybridPlacement(), Status{}
 		}
 		return dev, opts.Cache.placement(), Status{}
 	}

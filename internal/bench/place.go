@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -10,9 +11,10 @@ import (
 
 // ParsePlace reads a hybrid placement for a model of blocks blocks (as the
 // model's Blocks, counted from 0): a comma list of PLACE:N or PLACE:N-M,
-// PLACE being cuda (resident on the device and computed there) or host
-// (resident in host memory and computed with the host's kernels), e.g.
-// "host:0,cuda:1-11,host:12". Every block must be placed exactly once; the
+// PLACE being cuda (resident on the device and computed there), host
+// (resident in host memory and computed with the host's kernels) or cache
+// (paged through the device under the cache policy, Options.Cache), e.g.
+// "host:0,cuda:1-3,cache:4-11,host:12". Every block must be placed exactly once; the
 // error names a gap or an overlap. A sweep over placements would separate
 // several by ";", which no placement contains.
 func ParsePlace(s string, blocks int) ([]engine.Where, error) {
@@ -31,9 +33,9 @@ func ParsePlace(s string, blocks int) ([]engine.Where, error) {
 		case "host":
 			w = engine.OnHost
 		case "cache":
-			return nil, fmt.Errorf("%q: paging blocks in a hybrid placement is not supported yet (want cuda or host)", part)
+			w = engine.InCache
 		default:
-			return nil, fmt.Errorf("%q: unknown place %q (want cuda or host)", part, kind)
+			return nil, fmt.Errorf("%q: unknown place %q (want cuda, host or cache)", part, kind)
 		}
 		from, to, isRange := strings.Cut(span, "-")
 		lo, err := strconv.Atoi(from)
@@ -62,4 +64,15 @@ func ParsePlace(s string, blocks int) ([]engine.Where, error) {
 		}
 	}
 	return out, nil
+}
+
+// hybridPlacement is the hybrid mode's placement: opts.Place, its cache
+// blocks, if any, paged under opts.Cache's policy.
+func (opts Options) hybridPlacement() engine.Placement {
+	if !slices.Contains(opts.Place, engine.InCache) {
+		return engine.Placement{Blocks: opts.Place}
+	}
+	pl := opts.Cache.placement()
+	pl.Blocks = opts.Place
+	return pl
 }

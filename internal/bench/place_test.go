@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,11 +23,22 @@ func TestParsePlace(t *testing.T) {
 	if s := engine.PlaceText(got); s != "host:0,cuda:1-2,host:3" {
 		t.Errorf("PlaceText %q", s)
 	}
+	got, err = ParsePlace("host:0,cuda:1,cache:2-3", 4)
+	if err != nil || !slices.Equal(got, []engine.Where{engine.OnHost, engine.OnDevice, engine.InCache, engine.InCache}) {
+		t.Errorf("with cache blocks: %v, %v", got, err)
+	}
+	pl := Options{Place: got, Cache: Cache{Policy: PolicyWindow, Window: 1}}.hybridPlacement()
+	if !pl.Paged || pl.Policy != engine.PolicyWindow || pl.Window != 1 || pl.Validate() != nil {
+		t.Errorf("hybrid placement with cache blocks %+v", pl)
+	}
+	if pl := (Options{Place: got[:2]}).hybridPlacement(); pl.Paged {
+		t.Errorf("hybrid placement without cache blocks %+v pages", pl)
+	}
 	for _, tt := range []struct{ in, err string }{
 		{"host:0,cuda:2-3", "block 1 is not placed"},
 		{"host:0-1,cuda:1-3", "block 1 placed twice"},
 		{"host:0-4", "outside 0-3"},
-		{"cache:0-3", "not supported yet"},
+		{"cache:0-3,", "want PLACE:N"},
 		{"gpu:0-3", "unknown place"},
 		{"host", "want PLACE:N"},
 		{"host:a", "not a number"},

@@ -77,7 +77,7 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 	for _, mode := range opts.Modes {
 		placements := []engine.Placement{{}}
 		if mode == ModeHybrid {
-			placements = []engine.Placement{{Blocks: opts.Place}}
+			placements = []engine.Placement{opts.hybridPlacement()}
 		}
 		if mode == ModeCache {
 			window := opts.Cache.placement()

@@ -8,7 +8,8 @@ import (
 
 // Mode names a placement of the model: every block on the GPU ("cuda"),
 // blocks paged through a window on the GPU ("cache"), the host ("cpu"), or
-// each block on the GPU or the host as Options.Place says ("hybrid").
+// each block on the GPU, on the host or paged through the GPU as
+// Options.Place says ("hybrid").
 type Mode string
 
 // The modes gpuz measures.
@@ -17,7 +18,8 @@ const (
 	ModeCache Mode = "cache"
 	ModeCPU   Mode = "cpu"
 	// ModeHybrid keeps each block resident on the GPU or on the host, where
-	// it is computed (DictCache's dvs_nets), as Options.Place says.
+	// it is computed (DictCache's dvs_nets), or pages it through the GPU
+	// under Options.Cache's policy, as Options.Place says.
 	ModeHybrid Mode = "hybrid"
 )
 

@@ -103,9 +103,12 @@ func (p *Schedule) largestSaved() int {
 
 // MinWindow is the fewest blocks that must be resident at once: the most
 // blocks any one step needs.
-func (p *Schedule) MinWindow() int {
+func (p *Schedule) MinWindow() int { return minWindow(p.needs) }
+
+// minWindow is the most blocks any one step of needs needs, at least 1.
+func minWindow(needs [][]int) int {
 	n := 1
-	for _, need := range p.needs {
+	for _, need := range needs {
 		n = max(n, len(need))
 	}
 	return n
@@ -114,16 +117,17 @@ func (p *Schedule) MinWindow() int {
 // Blocks returns the number of blocks.
 func (p *Schedule) Blocks() int { return len(p.spec.Blocks) }
 
-// blockUses lists, per block, the steps that need it in increasing order; a
-// block's update counts as a use at the step it follows.
-func (p *Schedule) blockUses() [][]int {
+// blockUses lists, per block the cache of pl pages, the steps that need it
+// (as needs says) in increasing order; a block's update counts as a use at
+// the step it follows.
+func (p *Schedule) blockUses(pl Placement, needs [][]int) [][]int {
 	uses := make([][]int, len(p.spec.Blocks))
-	for si, need := range p.needs {
+	for si, need := range needs {
 		for _, b := range need {
 			uses[b] = append(uses[b], si)
 		}
 		for _, u := range p.updates {
-			if u.after == si && !slices.Contains(need, u.block) {
+			if u.after == si && pl.pagedBlock(u.block) && !slices.Contains(need, u.block) {
 				uses[u.block] = append(uses[u.block], si)
 			}
 		}

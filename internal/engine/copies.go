@@ -75,9 +75,9 @@ func (p *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Nod
 	if window <= 0 {
 		return Copies{}, fmt.Errorf("engine: a window of %d blocks", window)
 	}
-	window = min(max(window, p.MinWindow()), len(p.spec.Blocks))
+	window = min(max(window, minWindow(p.pagedNeeds(pl))), p.pagedBlocks(pl))
 	k := &copyCounter{}
-	k.cache = newCache(p, pl, p.layouts(pl.momentsInArea()), window, k)
+	k.cache = newCache(p, pl, p.layouts(pl), window, k)
 	for range 2 { // the second epoch is counted
 		k.n = Copies{}
 		for range batches {

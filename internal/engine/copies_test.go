@@ -86,7 +86,9 @@ func checkCopies(t *testing.T, c models.Config, train bool, pl engine.Placement)
 	if pl.Policy != engine.PolicyAuto && got.OverlapBytes != 0 {
 		t.Errorf("%d bytes overlap without the auto policy's prefetch", got.OverlapBytes)
 	}
-	if got.Count < int64(3*batches) || got.SyncBytes() > got.UploadBytes+got.DownloadBytes {
+	// Every batch uploads its inputs, downloads its output and pages a block
+	// in at least, unless some blocks stay resident (a hybrid placement).
+	if got.Count < int64(3*batches) && pl.Blocks == nil || got.SyncBytes() > got.UploadBytes+got.DownloadBytes {
 		t.Errorf("copies %+v", got)
 	}
 }

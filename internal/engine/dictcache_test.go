@@ -133,7 +133,7 @@ func recordEpochs(t *testing.T, p *Schedule, window, epochs, batches int) ([]tal
 	t.Helper()
 	pl := Placement{Paged: true, Policy: PolicyWindow, Window: window}
 	r := &copyRecorder{t: t, onDevice: map[int][]int{}}
-	r.cache = newCache(p, pl, p.layouts(pl.momentsInArea()), min(max(window, p.MinWindow()), p.Blocks()), r)
+	r.cache = newCache(p, pl, p.layouts(pl), min(max(window, p.MinWindow()), p.Blocks()), r)
 	var out []tally
 	for range epochs {
 		r.n = tally{}

@@ -19,18 +19,31 @@ const (
 	// OnHost keeps the block resident in host memory and computes its
 	// steps with the host's kernels (DictCache's dvs_nets on the CPU).
 	OnHost
+	// InCache pages the block through the device under the placement's
+	// cache policy: its master in host memory, computed on the device
+	// while it holds a window slot.
+	InCache
 )
 
-// String is the word the command line uses: "cuda" or "host".
+// String is the word the command line uses: "cuda", "host" or "cache".
 func (w Where) String() string {
-	if w == OnHost {
+	switch w {
+	case OnHost:
 		return "host"
+	case InCache:
+		return "cache"
 	}
 	return "cuda"
 }
 
 // Hybrid reports whether the placement puts some blocks on the host.
 func (pl Placement) Hybrid() bool { return slices.Contains(pl.Blocks, OnHost) }
+
+// pagedBlock reports whether the cache pages block b: every block of a
+// paged placement without Blocks, else the blocks placed InCache.
+func (pl Placement) pagedBlock(b int) bool {
+	return pl.Paged && (pl.Blocks == nil || pl.Blocks[b] == InCache)
+}
 
 // PlaceText writes a placement's blocks as the command line gives them,
 // ranges of consecutive blocks in the same place: "host:0-1,cuda:2-13".

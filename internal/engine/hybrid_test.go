@@ -75,23 +75,67 @@ func hostEnds(n int) []engine.Where {
 	return w
 }
 
+// hostCudaCache places block 0 on the host, the last block resident on
+// the device and the blocks between paged (cache), but the middle one on
+// the host when there are more than four: every place is used, and with
+// four blocks or more the cache pages between two blocks or more.
+func hostCudaCache(n int) []engine.Where {
+	w := make([]engine.Where, n)
+	for b := 1; b < n-1; b++ {
+		w[b] = engine.InCache
+	}
+	w[0], w[n-1] = engine.OnHost, engine.OnDevice
+	if n > 4 {
+		w[n/2] = engine.OnHost
+	}
+	return w
+}
+
+// hybridPlacements are the placements TestHybridMatchesHost runs for a
+// model of n blocks: host and cuda blocks, then host, cuda and cache
+// blocks under each cache policy (a window of one block, and the auto
+// policy with a window of two, its optimizer on the host when training).
+func hybridPlacements(n int, train bool) []engine.Placement {
+	mixed := hostCudaCache(n)
+	return []engine.Placement{
+		{Blocks: hostEnds(n)},
+		{Blocks: mixed, Paged: true, Policy: engine.PolicyWindow, Window: 1},
+		{Blocks: mixed, Paged: true, Policy: engine.PolicyWindowPaged, Window: 1},
+		{Blocks: mixed, Paged: true, Policy: engine.PolicyAuto, Window: 2, OptimizerOnHost: train},
+	}
+}
+
 // TestHybridMatchesHost checks, for every workload at the small scale,
-// training and evaluating, that a hybrid placement on the simulated
-// device gives losses and weights bit-identical to the all-host run (the
-// same host kernels in the same order), that its device footprint is the
+// training and evaluating, that hybrid placements on the simulated
+// device, with host and cuda blocks and with host, cuda and cache blocks,
+// give losses and weights bit-identical to the all-host run (the same
+// host kernels in the same order), that their device footprint is the
 // device's measured peak, and that the dry run of Copies counts the
 // copies the device made.
 func TestHybridMatchesHost(t *testing.T) {
 	const batches = 3
 	for _, c := range smallConfigs(t) {
+		m, err := c.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, train := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%T/train=%v", c, train), func(t *testing.T) {
-				want, _, _ := runPlaced(t, c, train, device.NewHost(), engine.Placement{}, batches)
-				m, err := c.Build()
-				if err != nil {
-					t.Fatal(err)
+			want, _, _ := runPlaced(t, c, train, device.NewHost(), engine.Placement{}, batches)
+			for _, pl := range hybridPlacements(len(m.Blocks), train) {
+				name := fmt.Sprintf("%T/train=%v/%s", c, train, engine.PlaceText(pl.Blocks))
+				if pl.Paged {
+					name += fmt.Sprintf("/%s-%d-host=%v", pl.Policy, pl.Window, pl.OptimizerOnHost)
 				}
-				pl := engine.Placement{Blocks: hostEnds(len(m.Blocks))}
+				t.Run(name, func(t *testing.T) { checkHybrid(t, c, train, pl, want, batches) })
+			}
+		}
+	}
+}
+
+func checkHybrid(t *testing.T, c models.Config, train bool, pl engine.Placement, want hybridRun, batches int) {
+	{
+		{
+			{
 				dev := device.NewSim(1<<40, nil)
 				defer dev.Close()
 				got, s, model := runPlaced(t, c, train, dev, pl, batches)
@@ -116,6 +160,13 @@ func TestHybridMatchesHost(t *testing.T) {
 				if fp.Host == 0 {
 					t.Errorf("hybrid footprint %+v: nothing on the host", fp)
 				}
+				if got.lastUp == 0 || got.lastDn == 0 {
+					t.Errorf("no activations crossed: %d up, %d down", got.lastUp, got.lastDn)
+				}
+				if pl.Paged { // the dry run counts an epoch in steady state
+					checkCopies(t, c, train, pl)
+					return
+				}
 				copies, err := s.Copies(pl, fp.Window, 1, []*gorgonia.Node{model.Input, model.Target})
 				if err != nil {
 					t.Fatal(err)
@@ -124,10 +175,7 @@ func TestHybridMatchesHost(t *testing.T) {
 					t.Errorf("dry run %d bytes up, %d down per batch; the run copied %d up, %d down",
 						copies.UploadBytes, copies.DownloadBytes, got.lastUp, got.lastDn)
 				}
-				if got.lastUp == 0 || got.lastDn == 0 {
-					t.Errorf("no activations crossed: %d up, %d down", got.lastUp, got.lastDn)
-				}
-			})
+			}
 		}
 	}
 }

@@ -43,16 +43,22 @@ type Placement struct {
 	// OptimizerOnHost keeps Adam's moments in host memory and runs each
 	// block's update there (PolicyAuto only).
 	OptimizerOnHost bool
-	// Blocks, when set, says per block (as Spec.Blocks) where a resident
-	// placement keeps and computes it: a hybrid placement when some block
-	// is OnHost. Nil keeps every block on the device.
+	// Blocks, when set, says per block (as Spec.Blocks) where the placement
+	// keeps and computes it: a hybrid placement when some block is OnHost.
+	// A Paged placement with Blocks pages only the blocks placed InCache,
+	// the others staying resident on their side. Nil keeps every block on
+	// the device, resident or (Paged) paged.
 	Blocks []Where
 }
 
 // Validate reports a placement that cannot be used.
 func (pl Placement) Validate() error {
-	if pl.Paged && pl.Hybrid() {
-		return fmt.Errorf("%s policy: paging the device blocks of a hybrid placement is not supported; place them resident on the device", pl.Policy)
+	cached := slices.Contains(pl.Blocks, InCache)
+	if cached && !pl.Paged {
+		return fmt.Errorf("placement %s pages blocks but names no cache policy", PlaceText(pl.Blocks))
+	}
+	if pl.Paged && pl.Blocks != nil && !cached {
+		return fmt.Errorf("%s policy: placement %s pages no block (want some cache: blocks)", pl.Policy, PlaceText(pl.Blocks))
 	}
 	if !pl.Paged {
 		return nil
@@ -75,18 +81,45 @@ func (pl Placement) Validate() error {
 	return nil
 }
 
-// momentsInArea reports whether Adam's moments sit in their block's area
-// and travel with it: resident placements and the paged ones that page
-// them (window-paged, auto with the optimizer on the device). Under the
-// window policy they are resident on the device apart from the areas, and
-// with the optimizer on the host they stay in host memory.
-func (pl Placement) momentsInArea() bool {
-	return !pl.Paged || pl.Policy != PolicyWindow && !pl.OptimizerOnHost
+// momentsInArea reports whether Adam's moments of block b sit in its area
+// and travel with it: resident blocks and the paged ones under a policy
+// that pages them (window-paged, auto with the optimizer on the device).
+// Under the window policy a paged block's moments are resident on the
+// device apart from the areas, and with the optimizer on the host they
+// stay in host memory.
+func (pl Placement) momentsInArea(b int) bool {
+	return !pl.pagedBlock(b) || pl.Policy != PolicyWindow && !pl.OptimizerOnHost
 }
 
-// momentsResident reports whether a paged placement keeps Adam's moments
-// on the device for the whole run, outside the window (the window policy).
-func (pl Placement) momentsResident() bool { return pl.Paged && pl.Policy == PolicyWindow }
+// momentsResident reports whether a paged placement keeps block b's Adam
+// moments on the device for the whole run, outside the window (the window
+// policy).
+func (pl Placement) momentsResident(b int) bool { return pl.pagedBlock(b) && pl.Policy == PolicyWindow }
+
+// pagedBlocks counts the blocks the cache of pl pages.
+func (p *Schedule) pagedBlocks(pl Placement) int {
+	n := 0
+	for b := range p.spec.Blocks {
+		if pl.pagedBlock(b) {
+			n++
+		}
+	}
+	return n
+}
+
+// pagedNeeds returns, per step, the blocks of p.needs that pl pages: what
+// the cache makes resident.
+func (p *Schedule) pagedNeeds(pl Placement) [][]int {
+	out := make([][]int, len(p.needs))
+	for si, need := range p.needs {
+		for _, b := range need {
+			if pl.pagedBlock(b) {
+				out[si] = append(out[si], b)
+			}
+		}
+	}
+	return out
+}
 
 // layout is where each member of a block sits in the block's area, in
 // elements from the area's start.
@@ -100,7 +133,7 @@ type layout struct {
 
 // layouts lays out every block's area: parameters, then their moments when
 // they travel with the block, then saved activations.
-func (p *Schedule) layouts(momentsInArea bool) []layout {
+func (p *Schedule) layouts(pl Placement) []layout {
 	out := make([]layout, len(p.spec.Blocks))
 	for i, pv := range p.params {
 		b := p.values[pv].block
@@ -112,7 +145,7 @@ func (p *Schedule) layouts(momentsInArea bool) []layout {
 			l.offsets = append(l.offsets, l.elems)
 			l.elems += p.values[p.params[i]].elems
 		}
-		if p.spec.Train && momentsInArea {
+		if p.spec.Train && pl.momentsInArea(b) {
 			for _, i := range l.params {
 				n := p.values[p.params[i]].elems
 				l.moments = append(l.moments, [2]int{l.elems, l.elems + n})
@@ -142,34 +175,49 @@ type Footprint struct {
 // auto policy with no fixed window, deviceFree sizes the window.
 func (p *Schedule) Footprint(pl Placement, deviceFree int64) Footprint {
 	b := p.Bytes()
-	fixed := b.Inputs + b.Arena
-	ls := p.layouts(pl.momentsInArea())
+	ls := p.layouts(pl)
 	var all, largest int64
 	for _, l := range ls {
 		all += 4 * int64(l.elems)
 		largest = max(largest, 4*int64(l.elems))
 	}
-	if !pl.Paged {
-		s, err := p.sides(pl)
-		if err != nil { // Load reports it; with no sides, all on the device
-			return Footprint{Window: len(ls), Device: all + fixed, BlockBytes: largest}
+	s, err := p.sides(pl)
+	if err != nil { // Load reports it; with no sides, all on the device
+		return Footprint{Window: len(ls), Device: all + b.Inputs + b.Arena, BlockBytes: largest}
+	}
+	// The resident blocks' areas, the arenas, inputs and crossing copies,
+	// each on its side; the paged blocks' areas count below.
+	resident := slices.Clone(ls)
+	var paged, slot, optimizer int64
+	for blk, l := range ls {
+		if !pl.pagedBlock(blk) {
+			continue
 		}
-		dev, host := p.sideBytes(s, ls)
+		resident[blk].elems = 0
+		paged += 4 * int64(l.elems)
+		slot = max(slot, 4*int64(l.elems))
+		for _, i := range l.params {
+			optimizer += 2 * 4 * int64(p.values[p.params[i]].elems)
+		}
+	}
+	dev, host := p.sideBytes(s, resident)
+	if !pl.Paged {
 		return Footprint{Window: len(ls), Device: dev, Host: host, BlockBytes: largest}
 	}
-	fixed += 4 * int64(p.largestSaved()) // the staging buffer
-	if p.spec.Train && pl.momentsResident() {
-		fixed += b.Optimizer // every block's moments, resident for the run
+	fixed := dev + 4*int64(p.largestSaved()) // the staging buffer
+	if p.spec.Train && pl.Policy == PolicyWindow {
+		fixed += optimizer // the paged blocks' moments, resident for the run
 	}
-	window := p.window(pl, deviceFree, fixed, largest)
-	f := Footprint{Window: window, Device: int64(window)*largest + fixed, Host: all, BlockBytes: largest}
+	window := p.window(pl, deviceFree, fixed, slot)
+	f := Footprint{Window: window, Device: int64(window)*slot + fixed, Host: host + paged, BlockBytes: slot}
 	if p.spec.Train && pl.OptimizerOnHost {
-		f.Host += b.Optimizer
+		f.Host += optimizer
 	}
 	return f
 }
 
-// window returns the number of resident blocks of a paged placement.
+// window returns the number of resident blocks of a paged placement: at
+// least the most paged blocks one step needs, at most the paged blocks.
 func (p *Schedule) window(pl Placement, deviceFree, fixed, slotBytes int64) int {
 	w := pl.Window
 	if pl.Policy == PolicyAuto && w == 0 {
@@ -178,7 +226,7 @@ func (p *Schedule) window(pl Placement, deviceFree, fixed, slotBytes int64) int 
 			w = int((deviceFree - fixed) / slotBytes)
 		}
 	}
-	return min(max(w, p.MinWindow()), len(p.spec.Blocks))
+	return min(max(w, minWindow(p.pagedNeeds(pl))), p.pagedBlocks(pl))
 }
 
 // orderAfter returns the blocks of a pass's observed order starting at b.

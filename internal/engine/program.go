@@ -117,23 +117,25 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 			}
 		}
 	}
-	prog.layouts = p.layouts(pl.momentsInArea())
-	if p.spec.Train && pl.momentsResident() {
+	prog.layouts = p.layouts(pl)
+	if p.spec.Train {
 		if err := prog.allocMoments(); err != nil {
 			return nil, err
 		}
 	}
+	for b, l := range prog.layouts {
+		if pl.pagedBlock(b) {
+			continue
+		}
+		area, err := prog.allocOn(sides.blockHost[b], l.elems)
+		if err != nil {
+			return nil, fmt.Errorf("engine: allocating block %s: %w", p.spec.Blocks[b].Name, err)
+		}
+		prog.bind(b, area)
+	}
 	if pl.Paged {
 		if prog.res, err = prog.newResidency(); err != nil {
 			return nil, err
-		}
-	} else {
-		for b, l := range prog.layouts {
-			area, err := prog.allocOn(sides.blockHost[b], l.elems)
-			if err != nil {
-				return nil, fmt.Errorf("engine: allocating block %s: %w", p.spec.Blocks[b].Name, err)
-			}
-			prog.bind(b, area)
 		}
 	}
 	prog.steps = make([]boundStep, len(p.steps))
@@ -147,13 +149,17 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 	return prog, nil
 }
 
-// allocMoments allocates every parameter's Adam moments on the device, apart
-// from the blocks' areas, for the whole run (the window policy: DictCache's
+// allocMoments allocates the Adam moments of every parameter of a block
+// that the placement keeps resident on the device apart from its area, for
+// the whole run (a paged block under the window policy: DictCache's
 // optimizers create their state on the GPU and it never moves). Alloc
 // zeroes them, as Adam starts.
 func (prog *Program) allocMoments() error {
 	p := prog.plan
 	for i, pv := range p.params {
+		if !prog.place.momentsResident(p.values[pv].block) {
+			continue
+		}
 		n := p.values[pv].elems
 		buf, err := prog.alloc(2 * n)
 		if err != nil {
@@ -245,7 +251,7 @@ func (prog *Program) SetInput(n *gorgonia.Node, data []float32) error {
 	if !ok || prog.plan.values[i].kind == kindTemporary || prog.plan.values[i].kind == kindSeed {
 		return fmt.Errorf("engine: %s is not an input or parameter of the program", n.Name())
 	}
-	if prog.res != nil && prog.plan.values[i].kind == kindParam {
+	if v := prog.plan.values[i]; prog.res != nil && v.kind == kindParam && prog.place.pagedBlock(v.block) {
 		if err := prog.res.setParam(i, data); err != nil {
 			return fmt.Errorf("engine: setting %s: %w", n.Name(), err)
 		}
@@ -335,10 +341,10 @@ func (p *Schedule) walk(c *cache, st stepper) error {
 		staged := false
 		if c != nil {
 			c.now = si
-			if err := c.ensure(p.needs[si], s.backward); err != nil {
+			if err := c.ensure(c.needs[si], s.backward); err != nil {
 				return err
 			}
-			c.observe(p.needs[si], s.backward)
+			c.observe(c.needs[si], s.backward)
 			staged = c.pagedOut(s.out)
 		}
 		if err := st.execute(si, staged); err != nil {
@@ -361,10 +367,14 @@ func (p *Schedule) walk(c *cache, st stepper) error {
 	return nil
 }
 
-// walkUpdate updates block b: on the host when the placement keeps the
-// optimizer there, dropping the now stale device copy; otherwise on the
-// device, with the block made resident first and marked changed.
+// walkUpdate updates block b: a block the cache does not page on its side;
+// a paged one on the host when the placement keeps the optimizer there,
+// dropping the now stale device copy, otherwise on the device, with the
+// block made resident first and marked changed.
 func (p *Schedule) walkUpdate(c *cache, st stepper, b int) error {
+	if c != nil && !c.place.pagedBlock(b) {
+		return st.update(b)
+	}
 	if c != nil && c.place.OptimizerOnHost {
 		if err := st.hostUpdate(b); err != nil {
 			return err
@@ -429,10 +439,10 @@ func (prog *Program) execute(si int, staged bool) error {
 	onHost := sd.stepHost[si]
 	out := prog.buffers[s.out]
 	switch {
+	case sd.after[si]: // staged too: copied from the mirror to the staging buffer
+		out = prog.mirrors[s.out]
 	case staged:
 		out = prog.res.stageOutput(s.out)
-	case sd.after[si]:
-		out = prog.mirrors[s.out]
 	}
 	args := s.argBuffers
 	for j, a := range s.args {
@@ -447,10 +457,18 @@ func (prog *Program) execute(si int, staged bool) error {
 	} else if err := s.op.(DeviceOp).Launch(k, out, args, s.shapes); err != nil {
 		return fmt.Errorf("engine: %v: %w", s.op, err)
 	}
-	if staged {
+	switch {
+	case staged && sd.after[si]:
+		// Computed on the host for a paged-out block on the device: the
+		// crossing upload goes to the staging buffer, on to the master.
+		stage := prog.res.stageOutput(s.out)
+		if err := prog.dev.Upload(stage, device.Floats(out)); err != nil {
+			return fmt.Errorf("engine: copying %s to the device: %w", prog.plan.values[s.out].node.Name(), err)
+		}
+		return prog.res.unstage(s.out, stage)
+	case staged:
 		return prog.res.unstage(s.out, out)
-	}
-	if sd.after[si] {
+	case sd.after[si]:
 		return prog.crossCopy(s.out, false)
 	}
 	return nil

@@ -36,9 +36,12 @@ type cache struct {
 	plan    *Schedule
 	place   Placement
 	layouts []layout
-	slots   []int  // block held by each slot, -1 when free
-	slotOf  []int  // slot holding each block, -1 when paged out
-	dirty   []bool // block changed on the device since it was loaded
+	// needs lists, per step, the blocks the cache pages among those the
+	// step needs (Schedule.needs): the others are resident.
+	needs  [][]int
+	slots  []int  // block held by each slot, -1 when free
+	slotOf []int  // slot holding each block, -1 when paged out
+	dirty  []bool // block changed on the device since it was loaded
 	// uses lists, per block, the steps that need it in increasing order
 	// (an update counts as a use at the step it follows): the whole future
 	// of a Run is known, so the auto policy evicts the block needed
@@ -77,8 +80,9 @@ type mover interface {
 // newCache returns an empty window of the given slots over the blocks
 // laid out as layouts.
 func newCache(p *Schedule, pl Placement, layouts []layout, window int, m mover) *cache {
-	c := &cache{plan: p, place: pl, layouts: layouts, slots: make([]int, window), slotOf: make([]int, len(layouts)),
-		dirty: make([]bool, len(layouts)), uses: p.blockUses(), done: -1, curr: -1, mover: m}
+	needs := p.pagedNeeds(pl)
+	c := &cache{plan: p, place: pl, layouts: layouts, needs: needs, slots: make([]int, window), slotOf: make([]int, len(layouts)),
+		dirty: make([]bool, len(layouts)), uses: p.blockUses(pl, needs), done: -1, curr: -1, mover: m}
 	for pass := range c.nears {
 		c.nears[pass] = slices.Repeat([]int{-1}, len(layouts))
 	}
@@ -100,11 +104,13 @@ func (prog *Program) newResidency() (*residency, error) {
 		return nil, fmt.Errorf("engine: sizing the cache window: %w", err)
 	}
 	largest := 0
-	for _, l := range prog.layouts {
-		largest = max(largest, l.elems)
+	for b, l := range prog.layouts {
+		if prog.place.pagedBlock(b) {
+			largest = max(largest, l.elems)
+		}
 	}
-	// The arena and the inputs are already allocated: free is what is left
-	// for the window.
+	// The arena, the inputs and the resident blocks are already allocated:
+	// free is what is left for the window.
 	staging := p.largestSaved()
 	window := p.window(prog.place, free-4*int64(staging), 0, 4*int64(largest))
 	r := &residency{prog: prog, host: make([][]float32, len(prog.layouts))}
@@ -122,13 +128,16 @@ func (prog *Program) newResidency() (*residency, error) {
 		}
 	}
 	for blk, l := range prog.layouts {
-		r.host[blk] = make([]float32, l.elems)
+		if prog.place.pagedBlock(blk) {
+			r.host[blk] = make([]float32, l.elems)
+		}
 	}
 	if p.spec.Train && prog.place.OptimizerOnHost {
 		r.hostMoments = make([][2][]float32, len(p.params))
 		for i, pv := range p.params {
-			n := p.values[pv].elems
-			r.hostMoments[i] = [2][]float32{make([]float32, n), make([]float32, n)}
+			if n := p.values[pv].elems; prog.place.pagedBlock(p.values[pv].block) {
+				r.hostMoments[i] = [2][]float32{make([]float32, n), make([]float32, n)}
+			}
 		}
 	}
 	return r, nil
@@ -264,7 +273,7 @@ func (c *cache) missWindow(needs []int, backward bool, missed int) error {
 		if len(load) >= len(c.slots) {
 			break
 		}
-		if !slices.Contains(load, b) {
+		if c.place.pagedBlock(b) && !slices.Contains(load, b) {
 			load = append(load, b)
 		}
 	}
@@ -323,7 +332,7 @@ func (c *cache) prefetch(after int) error {
 	if c.place.Policy != PolicyAuto {
 		return nil
 	}
-	needs := c.plan.needs
+	needs := c.needs
 	c.now = after + 1
 	for s := after + 1; s < len(needs); s++ {
 		for _, b := range needs[s] {
@@ -355,11 +364,12 @@ func (c *cache) live(v int) bool {
 	return val.produced >= 0 && val.produced <= c.done && val.lastUse > c.done
 }
 
-// pagedOut reports whether value v is a saved value whose block is paged
-// out: a step that computes it writes it through the staging buffer.
+// pagedOut reports whether value v is a saved value of a paged block that
+// is paged out: a step that computes it writes it through the staging
+// buffer.
 func (c *cache) pagedOut(v int) bool {
 	val := c.plan.values[v]
-	return val.kind == kindSaved && c.slotOf[val.block] < 0
+	return val.kind == kindSaved && c.place.pagedBlock(val.block) && c.slotOf[val.block] < 0
 }
 
 // load puts block b in slot and has the mover copy it in.

@@ -91,11 +91,19 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 // placementText describes a placement in a few words: "all blocks
 // resident", "window policy, 3/12 blocks", "auto policy, 12/12 blocks,
 // optimizer on host"; short, it says "resident", "window 3/12", "auto
-// 12/12, opt. on host".
+// 12/12, opt. on host". A hybrid placement is its blocks' places, with
+// its cache blocks' policy and window: "host:0-1,cache:2-13, window
+// policy, window 3".
 func placementText(pl engine.Placement, window, blocks int, short bool) string {
 	switch {
-	case pl.Blocks != nil:
+	case pl.Blocks != nil && !pl.Paged:
 		return engine.PlaceText(pl.Blocks)
+	case pl.Blocks != nil: // the cache blocks' policy and window
+		s := fmt.Sprintf("%s, %s policy, window %d", engine.PlaceText(pl.Blocks), pl.Policy, window)
+		if pl.OptimizerOnHost {
+			s += ", opt. on host"
+		}
+		return s
 	case !pl.Paged && short:
 		return "resident"
 	case !pl.Paged:
