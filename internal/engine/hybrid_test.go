@@ -133,50 +133,45 @@ func TestHybridMatchesHost(t *testing.T) {
 }
 
 func checkHybrid(t *testing.T, c models.Config, train bool, pl engine.Placement, want hybridRun, batches int) {
-	{
-		{
-			{
-				dev := device.NewSim(1<<40, nil)
-				defer dev.Close()
-				got, s, model := runPlaced(t, c, train, dev, pl, batches)
-				for i := range want.values {
-					if math.Float32bits(got.values[i]) != math.Float32bits(want.values[i]) {
-						t.Errorf("batch %d: hybrid %v, host %v", i, got.values[i], want.values[i])
-					}
-				}
-				for name, w := range want.params {
-					for j := range w {
-						if math.Float32bits(got.params[name][j]) != math.Float32bits(w[j]) {
-							t.Errorf("%s[%d]: hybrid %v, host %v", name, j, got.params[name][j], w[j])
-							break
-						}
-					}
-				}
-				free, _, _ := dev.MemInfo()
-				fp := s.Footprint(pl, free)
-				if got.peak != fp.Device {
-					t.Errorf("device peak %d bytes, footprint %d", got.peak, fp.Device)
-				}
-				if fp.Host == 0 {
-					t.Errorf("hybrid footprint %+v: nothing on the host", fp)
-				}
-				if got.lastUp == 0 || got.lastDn == 0 {
-					t.Errorf("no activations crossed: %d up, %d down", got.lastUp, got.lastDn)
-				}
-				if pl.Paged { // the dry run counts an epoch in steady state
-					checkCopies(t, c, train, pl)
-					return
-				}
-				copies, err := s.Copies(pl, fp.Window, 1, []*gorgonia.Node{model.Input, model.Target})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if copies.UploadBytes != got.lastUp || copies.DownloadBytes != got.lastDn {
-					t.Errorf("dry run %d bytes up, %d down per batch; the run copied %d up, %d down",
-						copies.UploadBytes, copies.DownloadBytes, got.lastUp, got.lastDn)
-				}
+	t.Helper()
+	dev := device.NewSim(1<<40, nil)
+	defer dev.Close()
+	got, s, model := runPlaced(t, c, train, dev, pl, batches)
+	for i := range want.values {
+		if math.Float32bits(got.values[i]) != math.Float32bits(want.values[i]) {
+			t.Errorf("batch %d: hybrid %v, host %v", i, got.values[i], want.values[i])
+		}
+	}
+	for name, w := range want.params {
+		for j := range w {
+			if math.Float32bits(got.params[name][j]) != math.Float32bits(w[j]) {
+				t.Errorf("%s[%d]: hybrid %v, host %v", name, j, got.params[name][j], w[j])
+				break
 			}
 		}
+	}
+	free, _, _ := dev.MemInfo()
+	fp := s.Footprint(pl, free)
+	if got.peak != fp.Device {
+		t.Errorf("device peak %d bytes, footprint %d", got.peak, fp.Device)
+	}
+	if fp.Host == 0 {
+		t.Errorf("hybrid footprint %+v: nothing on the host", fp)
+	}
+	if got.lastUp == 0 || got.lastDn == 0 {
+		t.Errorf("no activations crossed: %d up, %d down", got.lastUp, got.lastDn)
+	}
+	if pl.Paged { // the dry run counts an epoch in steady state
+		checkCopies(t, c, train, pl)
+		return
+	}
+	copies, err := s.Copies(pl, fp.Window, 1, []*gorgonia.Node{model.Input, model.Target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if copies.UploadBytes != got.lastUp || copies.DownloadBytes != got.lastDn {
+		t.Errorf("dry run %d bytes up, %d down per batch; the run copied %d up, %d down",
+			copies.UploadBytes, copies.DownloadBytes, got.lastUp, got.lastDn)
 	}
 }
 
