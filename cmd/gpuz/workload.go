@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/models"
 	"gpuz/internal/perfmodel"
@@ -68,10 +69,10 @@ type WorkloadOptions struct {
 	// HostProfile names the host profile (perfmodel.LookupHost) the cpu
 	// mode is predicted on; "" predicts it on none.
 	HostProfile string
-	// Policy, WinSize and OptimizerOn place the blocks in cache mode.
-	Policy      string
-	WinSize     int
-	OptimizerOn string
+	// Cache is how cache mode pages the blocks (--policy, --win-size,
+	// --optimizer-on), as it reaches bench's run configuration and the
+	// engine's cache unchanged.
+	Cache cache.Config
 	// Place places each block of the hybrid mode on the GPU, on the host or
 	// in the GPU's cache (bench.ParsePlace).
 	Place string
@@ -93,7 +94,7 @@ type WorkloadOptions struct {
 // sizes. runF, when not nil, is called instead of workloadRun.
 func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(context.Context, *WorkloadOptions) error) *cobra.Command {
 	opts := &WorkloadOptions{IO: ios, Workload: def.workload, PlanOnly: planOnly,
-		Policy: bench.PolicyWindow, WinSize: 3, OptimizerOn: "device"}
+		Cache: cache.Config{Policy: cache.Window, Window: 3}}
 	var lists listFlags
 	cmd := &cobra.Command{
 		Use:     def.workload.Name + " train|eval [MODES]",
@@ -134,7 +135,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
 	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE], sim:PROFILE (gpuz devices --profiles) or cuda[:N]")
 	fs.StringVar(&opts.HostProfile, "host-profile", "", "predict the cpu mode on this host profile: "+strings.Join(hostProfileNames(), ", ")+" (the reference laptop's CPU); docs/model.md")
-	lists.add(fs, "policy", "strings", bench.PolicyWindow, "cache policy: window (DictCache's: Adam's state resident on the device, blocks paged), window-paged (Adam's state paged with its block) or auto; a comma list sweeps")
+	lists.add(fs, "policy", "strings", string(cache.Window), "cache policy: window (DictCache's: Adam's state resident on the device, blocks paged), window-paged (Adam's state paged with its block) or auto; a comma list sweeps")
 	lists.add(fs, "win-size", "ints", "3", "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory); 3 as DictCache's demos pass, the class's own default being 1; a comma list sweeps")
 	lists.add(fs, "optimizer-on", "strings", "device", "where cache mode runs the optimizer: device or host (auto policy); a comma list sweeps")
 	fs.StringVar(&opts.Place, "place", "", "the hybrid mode's placement: PLACE:N or PLACE:N-M, comma-separated, PLACE cuda (resident on the GPU), host (resident and computed on the host) or cache (paged through the GPU under --policy, --win-size and --optimizer-on), blocks counted from 0 as the model's, each placed once (e.g. host:0-1,cuda:2-13 or host:0-1,cache:2-13 for attention)")
@@ -252,13 +253,11 @@ func (o *WorkloadOptions) validate(epochs int) error {
 		return fmt.Errorf("--threads must be positive, got %d", o.Threads)
 	case o.Threads > maxThreads():
 		return fmt.Errorf("--threads must be at most %d (4 per CPU, %d at most), got %d", maxThreads(), threadCap, o.Threads)
-	case o.OptimizerOn != "device" && o.OptimizerOn != "host":
-		return fmt.Errorf("unknown --optimizer-on %q (want device or host)", o.OptimizerOn)
 	}
 	if err := o.validateFormat(); err != nil {
 		return err
 	}
-	return o.cache().Validate()
+	return o.Cache.Validate()
 }
 
 // validateFormat checks --format and that it and --json do not both claim
@@ -291,11 +290,6 @@ func (o *WorkloadOptions) format() report.Format {
 		return f
 	}
 	return report.FormatText
-}
-
-// cache is cache mode's placement of the blocks.
-func (o *WorkloadOptions) cache() bench.Cache {
-	return bench.Cache{Policy: o.Policy, Window: o.WinSize, OptimizerOnHost: o.OptimizerOn == "host"}
 }
 
 // place reads --place into opts.Place for the model cfg builds: the
@@ -408,7 +402,7 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 		ModelName:   o.Workload.Name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
 		LR: o.LR, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
-		Cache: o.cache(), CommandLine: sysinfo.CommandLine(os.Args),
+		Config: bench.Config{Cache: o.Cache}, CommandLine: sysinfo.CommandLine(os.Args),
 	}
 	if err := o.place(cfg, &opts); err != nil {
 		return bench.Options{}, usage(err)

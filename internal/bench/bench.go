@@ -55,12 +55,9 @@ type Options struct {
 	// is the name of the devices it makes.
 	NewGPU  func() (device.Device, error)
 	GPUName string
-	// Cache places the blocks in cache mode, and the hybrid mode's cache
-	// blocks: its policy, window and where the optimizer runs.
-	Cache Cache
-	// Place is the hybrid mode's placement, a block's place per block
-	// (ParsePlace).
-	Place []engine.Where
+	// Config is the run configuration: cache mode's paging, the hybrid
+	// mode's placement.
+	Config
 	// HostProfile, when set, is the profile the cpu mode's epochs are
 	// predicted on (perfmodel.LookupHost, perfmodel.HostProfile). The
 	// cuda and cache modes are predicted on their device's own profile,
@@ -221,7 +218,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env
 	}
 	fp := plan.Footprint(placement, free)
 	if placement.Paged {
-		r.Placement = fmt.Sprintf("%s %d/%d", placement.Policy, fp.Window, plan.Blocks())
+		r.Placement = fmt.Sprintf("%s %d/%d", placement.Cache.Policy, fp.Window, plan.Blocks())
 	}
 	if placement.Blocks != nil {
 		r.Placement = engine.PlaceText(placement.Blocks)
@@ -388,7 +385,7 @@ func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Statu
 		if mode == ModeHybrid {
 			return dev, opts.hybridPlacement(), Status{}
 		}
-		return dev, opts.Cache.placement(), Status{}
+		return dev, cachePlacement(opts.Cache), Status{}
 	}
 	return nil, engine.Placement{}, Status{Kind: StatusFailed, Reason: fmt.Sprintf("unknown mode %q", mode)}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 )
 
@@ -94,7 +95,7 @@ func TestRunAndPlanCloseDevices(t *testing.T) {
 	opts.Samples, opts.Epochs = 2*opts.Batch, 1
 	opts.Task, opts.LR, opts.ClipNorm, opts.Seed = TaskTrain, DefaultLR, 1, 5
 	opts.Modes = []Mode{ModeCPU, ModeCUDA, ModeCache}
-	opts.Cache = Cache{Policy: PolicyAuto}
+	opts.Cache = cache.Config{Policy: cache.Auto}
 
 	run := &deviceCounter{ledger: device.OpenLedger(filepath.Join(t.TempDir(), "ledger"))}
 	opts.NewGPU = run.open(t)

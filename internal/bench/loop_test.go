@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 )
@@ -20,7 +21,7 @@ import (
 func TestModeLoopByHand(t *testing.T) {
 	opts := smallLinearRun(t, TaskTrain, ModeCPU, ModeCache)
 	opts.Epochs, opts.Warmup, opts.Seed = 4, 2, 5
-	opts.Cache = Cache{Policy: PolicyWindow, Window: 1}
+	opts.Cache = cache.Config{Policy: cache.Window, Window: 1}
 	var sim *device.Sim
 	opts.NewGPU = func() (device.Device, error) { sim = device.NewSim(64<<20, nil); return sim, nil }
 	losses := map[Mode][][]float32{}

@@ -11,7 +11,7 @@ import (
 
 // smallLinearRun returns the options of the small linear workload run for
 // task in modes, with the cuda and cache modes on a simulated device.
-func smallLinearRun(t *testing.T, task Task, modes ...Mode) Options {
+func smallLinearRun(t testing.TB, task Task, modes ...Mode) Options {
 	t.Helper()
 	cfg, err := models.LinearPreset(models.ScaleSmall)
 	if err != nil {

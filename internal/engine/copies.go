@@ -75,13 +75,15 @@ func (p *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Nod
 	if window <= 0 {
 		return Copies{}, fmt.Errorf("engine: a window of %d blocks", window)
 	}
-	window = min(max(window, minWindow(p.pagedNeeds(pl))), p.pagedBlocks(pl))
+	window = min(max(window, p.cacheRun(pl).MinWindow()), p.pagedBlocks(pl))
 	k := &copyCounter{}
-	k.cache = newCache(p, pl, p.layouts(pl), window, k)
+	if k.pager, err = newPager(p, pl, p.layouts(pl), window, k); err != nil {
+		return Copies{}, err
+	}
 	for range 2 { // the second epoch is counted
 		k.n = Copies{}
 		for range batches {
-			if err := p.walk(k.cache, k); err != nil {
+			if err := p.walk(k.pager, k); err != nil {
 				return Copies{}, err
 			}
 		}
@@ -92,13 +94,15 @@ func (p *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Nod
 // copyCounter is the dry run's mover and stepper: it counts the copies a
 // Program would make and runs nothing.
 type copyCounter struct {
-	*cache
+	*pager
 	n Copies
 }
 
-func (k *copyCounter) upload(elems int) {
+// upload counts an upload of elems elements; ahead marks one the cache
+// makes ahead of need.
+func (k *copyCounter) upload(elems int, ahead bool) {
 	k.n.UploadBytes += 4 * int64(elems)
-	if k.prefetching {
+	if ahead {
 		k.n.OverlapBytes += 4 * int64(elems)
 	}
 	k.n.Count++
@@ -109,13 +113,13 @@ func (k *copyCounter) download(elems int) {
 	k.n.Count++
 }
 
-// copyIn counts block b's upload.
-func (k *copyCounter) copyIn(b, _ int) error {
-	return k.moves(b, true, func(_, n int, _ member) error { k.upload(n); return nil })
+// Load counts block b's upload.
+func (k *copyCounter) Load(b, _ int, ahead bool) error {
+	return k.moves(b, true, func(_, n int, _ member) error { k.upload(n, ahead); return nil })
 }
 
-// copyOut counts block b's write-back.
-func (k *copyCounter) copyOut(b int, writeParams bool) error {
+// Evict counts block b's write-back.
+func (k *copyCounter) Evict(b int, writeParams bool) error {
 	return k.moves(b, writeParams, func(_, n int, _ member) error { k.download(n); return nil })
 }
 

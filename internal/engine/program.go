@@ -302,9 +302,9 @@ func (prog *Program) download(i int) ([]float32, error) {
 // training, the backward pass with each block's update as soon as its
 // gradients are final. It returns the output scalar.
 func (prog *Program) Run() (float32, error) {
-	var c *cache
+	var c *pager
 	if prog.res != nil {
-		c = prog.res.cache
+		c = prog.res.pager
 	}
 	if err := prog.plan.walk(c, programSteps{prog}); err != nil {
 		return 0, err
@@ -328,11 +328,11 @@ type stepper interface {
 }
 
 // walk goes through one Run of the schedule: every compute step, with
-// the updates that follow it, under a paged placement's cache (nil when
-// every block is resident), which makes each step's blocks resident before
-// it and prefetches after it. A Program and the dry run of Copies both
-// walk, so that they make the same decisions.
-func (p *Schedule) walk(c *cache, st stepper) error {
+// the updates that follow it, under a paged placement's pager (nil when
+// every block is resident), whose cache makes each step's blocks resident
+// before it and may load ahead after it. A Program and the dry run of
+// Copies both walk, so that they make the same decisions.
+func (p *Schedule) walk(c *pager, st stepper) error {
 	next := 0 // next update to run
 	if c != nil {
 		c.done = -1
@@ -340,11 +340,9 @@ func (p *Schedule) walk(c *cache, st stepper) error {
 	for si, s := range p.steps {
 		staged := false
 		if c != nil {
-			c.now = si
-			if err := c.ensure(c.needs[si], s.backward); err != nil {
+			if err := c.Before(si); err != nil {
 				return err
 			}
-			c.observe(c.needs[si], s.backward)
 			staged = c.pagedOut(s.out)
 		}
 		if err := st.execute(si, staged); err != nil {
@@ -354,12 +352,12 @@ func (p *Schedule) walk(c *cache, st stepper) error {
 			c.done = si
 		}
 		for ; next < len(p.updates) && p.updates[next].after == si; next++ {
-			if err := p.walkUpdate(c, st, p.updates[next].block); err != nil {
+			if err := p.walkUpdate(c, st, p.updates[next]); err != nil {
 				return err
 			}
 		}
 		if c != nil {
-			if err := c.prefetch(si); err != nil {
+			if err := c.After(si); err != nil {
 				return err
 			}
 		}
@@ -367,29 +365,25 @@ func (p *Schedule) walk(c *cache, st stepper) error {
 	return nil
 }
 
-// walkUpdate updates block b: a block the cache does not page on its side;
-// a paged one on the host when the placement keeps the optimizer there,
-// dropping the now stale device copy, otherwise on the device, with the
-// block made resident first and marked changed.
-func (p *Schedule) walkUpdate(c *cache, st stepper, b int) error {
+// walkUpdate runs update u of block b: a block the cache does not page on
+// its side; a paged one on the host when the placement keeps the
+// optimizer there, dropping the now stale device copy, otherwise on the
+// device, with the block made resident first and marked changed.
+func (p *Schedule) walkUpdate(c *pager, st stepper, u update) error {
+	b := u.block
 	if c != nil && !c.place.pagedBlock(b) {
 		return st.update(b)
 	}
-	if c != nil && c.place.OptimizerOnHost {
+	if c != nil && c.place.Cache.OptimizerOnHost {
 		if err := st.hostUpdate(b); err != nil {
 			return err
 		}
-		if c.slotOf[b] >= 0 {
-			return c.evict(b, false)
-		}
-		return nil
+		return c.Drop(b)
 	}
 	if c != nil {
-		c.now = p.updateStep(b)
-		if err := c.ensure([]int{b}, true); err != nil {
+		if err := c.Update(b, u.after); err != nil {
 			return err
 		}
-		c.dirty[b] = true
 	}
 	return st.update(b)
 }
@@ -497,5 +491,5 @@ func (prog *Program) Window() int {
 	if prog.res == nil {
 		return len(prog.layouts)
 	}
-	return len(prog.res.slots)
+	return prog.res.Window()
 }

@@ -99,8 +99,8 @@ func placementText(pl engine.Placement, window, blocks int, short bool) string {
 	case pl.Blocks != nil && !pl.Paged:
 		return engine.PlaceText(pl.Blocks)
 	case pl.Blocks != nil: // the cache blocks' policy and window
-		s := fmt.Sprintf("%s, %s policy, window %d", engine.PlaceText(pl.Blocks), pl.Policy, window)
-		if pl.OptimizerOnHost {
+		s := fmt.Sprintf("%s, %s policy, window %d", engine.PlaceText(pl.Blocks), pl.Cache.Policy, window)
+		if pl.Cache.OptimizerOnHost {
 			s += ", opt. on host"
 		}
 		return s
@@ -109,13 +109,13 @@ func placementText(pl engine.Placement, window, blocks int, short bool) string {
 	case !pl.Paged:
 		return "all blocks resident"
 	}
-	s := fmt.Sprintf("%s policy, %d/%d blocks", pl.Policy, window, blocks)
+	s := fmt.Sprintf("%s policy, %d/%d blocks", pl.Cache.Policy, window, blocks)
 	if short {
-		s = fmt.Sprintf("%s %d/%d", pl.Policy, window, blocks)
+		s = fmt.Sprintf("%s %d/%d", pl.Cache.Policy, window, blocks)
 	}
-	if pl.OptimizerOnHost && short {
+	if pl.Cache.OptimizerOnHost && short {
 		s += ", opt. on host"
-	} else if pl.OptimizerOnHost {
+	} else if pl.Cache.OptimizerOnHost {
 		s += ", optimizer on host"
 	}
 	return s
@@ -361,7 +361,7 @@ func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
 			copies = &jsonCopies{UploadBytes: c.UploadBytes, DownloadBytes: c.DownloadBytes, SyncBytes: c.SyncBytes(), OverlapBytes: c.OverlapBytes, Count: c.Count}
 		}
 		doc.Modes = append(doc.Modes, jsonModePlan{CopiesPerEpoch: copies, Prediction: toJSONPrediction(m.Prediction),
-			Mode: string(m.Mode), Paged: m.Placement.Paged, Policy: string(m.Placement.Policy), OptimizerOnHost: m.Placement.OptimizerOnHost,
+			Mode: string(m.Mode), Paged: m.Placement.Paged, Policy: string(m.Placement.Cache.Policy), OptimizerOnHost: m.Placement.Cache.OptimizerOnHost,
 			Window: m.Footprint.Window, Device: m.Device, DeviceBytes: m.Footprint.Device, DeviceFree: m.DeviceFree,
 			FitsDevice: m.FitsDevice, HostBytes: m.HostNeed, HostAvailable: m.HostAvailable, FitsHost: m.FitsHost,
 			Status: m.Status.String(),
@@ -386,7 +386,7 @@ var planCSVColumns = []string{
 func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
 	var recs [][]string
 	for _, m := range p.Modes {
-		row := []string{string(m.Mode), strconv.FormatBool(m.Placement.Paged), string(m.Placement.Policy), "", strconv.FormatBool(m.Placement.OptimizerOnHost), m.Device}
+		row := []string{string(m.Mode), strconv.FormatBool(m.Placement.Paged), string(m.Placement.Cache.Policy), "", strconv.FormatBool(m.Placement.Cache.OptimizerOnHost), m.Device}
 		if m.Device == "" {
 			row = append(row, "", "", "", "", "", "", "", "", "", "")
 		} else {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/cache"
 	"gpuz/internal/engine"
 )
 
@@ -37,11 +38,11 @@ var linearPlan = bench.MemoryPlan{
 		{Mode: bench.ModeCUDA, Device: "sim:8GiB", Footprint: engine.Footprint{Window: 12, Device: 5_981_520_004, BlockBytes: 485_000_000},
 			DeviceFree: 4 << 30, HostAvailable: 22 << 30, HostNeed: 5_981_520_004, FitsDevice: false, FitsHost: true, Status: bench.Status{Kind: bench.StatusOK},
 			Copies: engine.Copies{UploadBytes: 960_000, DownloadBytes: 8, Count: 6}},
-		{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: engine.Placement{Paged: true, Policy: engine.PolicyWindow, Window: 3},
+		{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 3}},
 			Footprint:  engine.Footprint{Window: 3, Device: 1_616_040_004, Host: 5_820_480_000, BlockBytes: 485_000_000},
 			DeviceFree: 4 << 30, HostAvailable: 22 << 30, HostNeed: 7_436_520_004, FitsDevice: true, FitsHost: true, Status: bench.Status{Kind: bench.StatusOK},
 			Copies: engine.Copies{UploadBytes: 17_376_960_000, DownloadBytes: 17_376_000_008, Count: 5054}},
-		{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: engine.Placement{Paged: true, Policy: engine.PolicyAuto, OptimizerOnHost: true},
+		{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto, OptimizerOnHost: true}},
 			Footprint:  engine.Footprint{Window: 12, Device: 2_100_000_000, Host: 9_662_400_000, BlockBytes: 165_000_000},
 			DeviceFree: 4 << 30, HostAvailable: 22 << 30, HostNeed: 11_762_400_000, FitsDevice: true, FitsHost: true, Status: bench.Status{Kind: bench.StatusOK},
 			Copies: engine.Copies{UploadBytes: 3_842_880_000, DownloadBytes: 3_841_920_008, OverlapBytes: 3_521_760_000, Count: 966}},

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/hostmath"
@@ -351,13 +352,13 @@ func Training(dev device.Device) []Check {
 	var checks []Check
 	for _, w := range workloads() {
 		ch := Check{Kind: "training", Name: w.name + " cuda vs cpu", Tolerance: TrainRelTol}
-		cache := Check{Kind: "training", Name: w.name + " cache vs cuda", Tolerance: 0}
+		paging := Check{Kind: "training", Name: w.name + " cache vs cuda", Tolerance: 0}
 		host := device.NewHost()
 		want, err := trainOn(w, host, engine.Placement{})
 		_ = host.Close()
 		if err != nil {
-			ch.Problem, cache.Problem = "host: "+err.Error(), "host: "+err.Error()
-			checks = append(checks, ch, cache)
+			ch.Problem, paging.Problem = "host: "+err.Error(), "host: "+err.Error()
+			checks = append(checks, ch, paging)
 			continue
 		}
 		got, err := trainOn(w, dev, engine.Placement{})
@@ -366,16 +367,16 @@ func Training(dev device.Device) []Check {
 		} else {
 			ch.MaxErr, ch.Problem = compare(got, want, TrainRelTol, TrainAbsTol)
 		}
-		paged, err := trainOn(w, dev, engine.Placement{Paged: true, Policy: engine.PolicyWindow, Window: 1})
+		paged, err := trainOn(w, dev, engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}})
 		switch {
 		case err != nil:
-			cache.Problem = err.Error()
+			paging.Problem = err.Error()
 		case got == nil:
-			cache.Problem = "no cuda result to compare with"
+			paging.Problem = "no cuda result to compare with"
 		default:
-			cache.Problem = identical(paged, got)
+			paging.Problem = identical(paged, got)
 		}
-		checks = append(checks, ch, cache)
+		checks = append(checks, ch, paging)
 	}
 	return checks
 }
