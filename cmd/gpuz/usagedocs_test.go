@@ -84,6 +84,25 @@ func TestUsagePagesMachineIndependent(t *testing.T) {
 	}
 }
 
+// TestReadmeStaysShort checks the README's promise to a newcomer: the two
+// set-up commands, on a page read in five minutes. A new feature adds a
+// line and a link to it, not a section (docs/architecture.md).
+func TestReadmeStaysShort(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	if n := strings.Count(readme, "\n"); n > 220 {
+		t.Errorf("README.md has %d lines, more than 220: move the detail to docs/usage.md or docs/output.md and leave a line and a link", n)
+	}
+	for _, want := range []string{"\nmake run     #", "\nmake test    #"} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md no longer gives the set-up command %q", strings.TrimSpace(want))
+		}
+	}
+}
+
 // usagePages generates the pages of the whole command tree, by file name.
 func usagePages() (map[string]string, error) {
 	root := newRootCmd(io.Discard, io.Discard)
