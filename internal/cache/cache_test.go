@@ -348,3 +348,52 @@ func TestInvariants(t *testing.T) {
 		}
 	}
 }
+
+// pageLog is a PageMover that records each migration.
+type pageLog []string
+
+func (l *pageLog) MigrateIn(page int) error  { *l = append(*l, fmt.Sprintf("in %d", page)); return nil }
+func (l *pageLog) MigrateOut(page int) error { *l = append(*l, fmt.Sprintf("out %d", page)); return nil }
+
+// TestPagesLRU pins the managed mode's page residency on a device of 2
+// pages: touching 0-1 migrates both in (1 the most recent); touching 2
+// evicts 0, the least recently touched; touching 1 again migrates nothing
+// and makes it the most recent, so touching 0 evicts 2, not 1; touching
+// 3-4 evicts 1 for 3, then 0 for 4. A sweep of 3 pages over 2 slots
+// (0-2 twice) faults on every page: LRU's known worst case.
+func TestPagesLRU(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		touches [][2]int
+		want    []string
+	}{
+		{"least recently touched first", [][2]int{{0, 1}, {2, 2}, {1, 1}, {0, 0}, {3, 4}},
+			[]string{"in 0", "in 1", "out 0", "in 2", "out 2", "in 0", "out 1", "in 3", "out 0", "in 4"}},
+		{"a sweep larger than the device", [][2]int{{0, 2}, {0, 2}},
+			[]string{"in 0", "in 1", "out 0", "in 2", "out 1", "in 0", "out 2", "in 1", "out 0", "in 2"}},
+		{"a resident page migrates nothing", [][2]int{{0, 1}, {0, 1}, {1, 0}},
+			[]string{"in 0", "in 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log pageLog
+			p, err := NewPages(2, &log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range tc.touches {
+				if err := p.Touch(r[0], r[1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !slices.Equal(log, tc.want) {
+				t.Errorf("migrations:\n got  %q\n want %q", log, tc.want)
+			}
+			if p.Resident() > 2 {
+				t.Errorf("%d pages resident on a device of 2", p.Resident())
+			}
+		})
+	}
+	if _, err := NewPages(0, new(pageLog)); err == nil {
+		t.Error("a device of 0 pages accepted")
+	}
+}
