@@ -397,11 +397,13 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 		}
 		host = &p
 	}
+	adam := bench.DefaultAdam()
+	adam.LR = o.LR
 	opts := bench.Options{
 		HostProfile: host,
 		ModelName:   o.Workload.Name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
-		LR: o.LR, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
+		Adam: adam, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
 		Config: bench.Config{Cache: o.Cache}, CommandLine: sysinfo.CommandLine(os.Args),
 	}
 	if err := o.place(cfg, &opts); err != nil {

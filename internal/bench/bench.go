@@ -42,9 +42,12 @@ type Options struct {
 	Batch     int
 	Epochs    int // total epochs, warm-up included
 	Warmup    int // leading epochs reported apart
-	// LR is the learning rate of each block's Adam, whose other settings
-	// are the reference experiment's (DefaultLR is its rate).
-	LR       float64
+	// Adam is the settings of each block's optimizer: its learning rate,
+	// betas and epsilon (DefaultAdam is the reference experiment's).
+	Adam hostmath.Adam
+	// ClipNorm is the largest Euclidean norm of the gradient over all the
+	// parameters; a larger gradient is scaled down to it before Adam's
+	// update.
 	ClipNorm float64
 	Seed     uint64
 	// Threads is how many host threads the BLAS and the element-wise
@@ -73,6 +76,10 @@ type Options struct {
 	// Progress, when set, is called as the run advances.
 	Progress func(Event)
 }
+
+// DefaultAdam returns the reference experiment's Adam, lr DefaultLR, β
+// 0.9/0.999, ε 1e-8, for Options.Adam.
+func DefaultAdam() hostmath.Adam { return hostmath.DefaultAdam() }
 
 // Event is a step of a run's progress: a sweep's configuration starting
 // (Sweep set), the run starting (Header set), a mode starting (Epoch,
@@ -390,14 +397,6 @@ func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Statu
 	return nil, engine.Placement{}, Status{Kind: StatusFailed, Reason: fmt.Sprintf("unknown mode %q", mode)}
 }
 
-// adam is each block's optimizer: the reference experiment's Adam at the
-// run's learning rate.
-func (opts Options) adam() hostmath.Adam {
-	a := hostmath.DefaultAdam
-	a.LR = opts.LR
-	return a
-}
-
 // setThreads applies a thread count process-wide and returns the count in
 // force; tests replace it to play a BLAS that accepts fewer threads.
 var setThreads = hostmath.SetThreads
@@ -433,7 +432,7 @@ func (opts Options) compile() (*models.Model, *engine.Schedule, error) {
 	}
 	plan, err := engine.Compile(engine.Spec{
 		Inputs: model.Inputs(), Blocks: model.Blocks, Output: output,
-		Train: opts.Task == TaskTrain, Optimizer: opts.adam(), ClipNorm: opts.ClipNorm,
+		Train: opts.Task == TaskTrain, Optimizer: opts.Adam, ClipNorm: opts.ClipNorm,
 	})
 	if err != nil {
 		return nil, nil, err
