@@ -41,14 +41,13 @@ func run(t *testing.T, opts Options) Result {
 // third epoch's second batch: the mode ends diverged there with its first
 // two epochs kept, and the cuda mode after it runs every epoch, ok.
 func TestDivergedModeKeepsEarlierEpochs(t *testing.T) {
-	batchHook = func(mode Mode, epoch, batch int, v float32) float32 {
+	opts := smallLinearRun(t, TaskTrain, ModeCPU, ModeCUDA)
+	opts.batchHook = func(mode Mode, epoch, batch int, v float32) float32 {
 		if mode == ModeCPU && epoch == 2 && batch == 1 {
 			return float32(math.NaN())
 		}
 		return v
 	}
-	defer func() { batchHook = nil }()
-	opts := smallLinearRun(t, TaskTrain, ModeCPU, ModeCUDA)
 	res := run(t, opts)
 	cpu, cuda := res.Modes[0], res.Modes[1]
 	if cpu.Status.Kind != StatusDiverged || cpu.Status.String() != "diverged: at epoch 2, batch 1" {
