@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -331,7 +330,7 @@ func hostProfileNames() []string {
 // left open when no cuda or cache mode runs; ctx ends a wait for the
 // simulated device's ledger.
 func (o *WorkloadOptions) gpu(ctx context.Context) (func() (device.Device, error), string, string, error) {
-	ledger := openLedger(ctx, o.IO.ErrOut)
+	ledger := openLedger(ctx, o.IO)
 	dev, warning, err := device.Parse(o.Device, ledger)
 	if err != nil {
 		return nil, "", "", err
@@ -397,12 +396,14 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 		}
 		host = &p
 	}
+	adam := bench.DefaultAdam()
+	adam.LR = o.LR
 	opts := bench.Options{
 		HostProfile: host,
 		ModelName:   o.Workload.Name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
-		LR: o.LR, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
-		Config: bench.Config{Cache: o.Cache}, CommandLine: sysinfo.CommandLine(os.Args),
+		Adam: adam, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
+		Config: bench.Config{Cache: o.Cache}, CommandLine: sysinfo.CommandLine(o.IO.CommandLine),
 	}
 	if err := o.place(cfg, &opts); err != nil {
 		return bench.Options{}, usage(err)

@@ -45,7 +45,7 @@ type trained struct {
 // a placement and reads back every parameter.
 func trainOn(t *testing.T, opts Options, task Task, pl engine.Placement, steps int) trained {
 	t.Helper()
-	opts.Task, opts.LR, opts.ClipNorm, opts.Seed = task, DefaultLR, 1, 5
+	opts.Task, opts.Adam, opts.ClipNorm, opts.Seed = task, DefaultAdam(), 1, 5
 	model, plan, err := opts.compile()
 	if err != nil {
 		t.Fatal(err)

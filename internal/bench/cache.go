@@ -7,7 +7,7 @@ import (
 )
 
 // DefaultLR is the reference experiment's Adam learning rate.
-var DefaultLR = hostmath.DefaultAdam.LR
+const DefaultLR = hostmath.DefaultLR
 
 // Config is how a run places and runs the model beyond its mode and
 // sizes: the one run configuration that the flags fill, a sweep varies, the

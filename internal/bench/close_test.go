@@ -93,7 +93,7 @@ func (c *deviceCounter) checkClosed(t *testing.T, what string, want int) {
 func TestRunAndPlanCloseDevices(t *testing.T) {
 	opts := smallWorkloads(t)["linear"]
 	opts.Samples, opts.Epochs = 2*opts.Batch, 1
-	opts.Task, opts.LR, opts.ClipNorm, opts.Seed = TaskTrain, DefaultLR, 1, 5
+	opts.Task, opts.Adam, opts.ClipNorm, opts.Seed = TaskTrain, DefaultAdam(), 1, 5
 	opts.Modes = []Mode{ModeCPU, ModeCUDA, ModeCache}
 	opts.Cache = cache.Config{Policy: cache.Auto}
 
@@ -143,7 +143,7 @@ func (d *thiefDevice) MemInfo() (free, total int64, err error) {
 func TestOOMQuotesFreeAtFailure(t *testing.T) {
 	opts := smallWorkloads(t)["linear"]
 	opts.Samples, opts.Epochs = 2*opts.Batch, 1
-	opts.Task, opts.LR, opts.ClipNorm, opts.Seed = TaskTrain, DefaultLR, 1, 5
+	opts.Task, opts.Adam, opts.ClipNorm, opts.Seed = TaskTrain, DefaultAdam(), 1, 5
 	opts.Modes = []Mode{ModeCUDA}
 	path := filepath.Join(t.TempDir(), "ledger")
 	const capacity = 256 << 20

@@ -26,7 +26,7 @@ func TestModeLoopByHand(t *testing.T) {
 	opts.NewGPU = func() (device.Device, error) { sim = device.NewSim(64<<20, nil); return sim, nil }
 	losses := map[Mode][][]float32{}
 	stats := map[Mode][][]device.Stats{} // the cache device's counters after each batch
-	batchHook = func(mode Mode, epoch, batch int, v float32) float32 {
+	opts.batchHook = func(mode Mode, epoch, batch int, v float32) float32 {
 		if batch == 0 {
 			losses[mode] = append(losses[mode], nil)
 			stats[mode] = append(stats[mode], nil)
@@ -37,7 +37,6 @@ func TestModeLoopByHand(t *testing.T) {
 		}
 		return v
 	}
-	defer func() { batchHook = nil }()
 	warm := map[Mode][]bool{}
 	opts.Progress = func(e Event) {
 		if e.Epoch != nil {

@@ -2,9 +2,6 @@ package device
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 
 	"gpuz/internal/perfmodel"
@@ -46,31 +43,35 @@ type Sim struct {
 }
 
 // NewSim returns a simulated device of capacity bytes that records its
-// holdings under its own entry in ledger's file; a nil ledger makes a
-// device that no other process can see or take memory from.
+// holdings under its own entry in ledger's file, labelled with the
+// ledger's LedgerOptions.Label (shortened to maxSimLabel bytes); a nil
+// ledger makes a device that no other process can see or take memory
+// from.
 func NewSim(capacity int64, ledger *Ledger) *Sim {
 	s := &Sim{
 		hostMemory: hostMemory{name: "sim:" + units.ExactBytes(capacity)},
 		capacity:   capacity,
-		label:      commandLine(),
 		live:       map[*hostBuffer]struct{}{},
 	}
 	s.meter.SetTotal(capacity)
 	if ledger != nil {
 		s.ledger = ledger.newHolder()
+		s.label = shortLabel(ledger.opts.Label)
 	}
 	return s
 }
 
-// commandLine is this process's command line, shortened, as the label of
-// its ledger entries.
-func commandLine() string {
-	args := append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...)
-	s := strings.Join(args, " ")
-	if len(s) > 120 {
-		s = s[:117] + "..."
+// maxSimLabel is the longest label a simulated device's ledger entry
+// keeps.
+const maxSimLabel = 120
+
+// shortLabel returns label cut to maxSimLabel bytes, its end replaced by
+// "..." where it was cut.
+func shortLabel(label string) string {
+	if len(label) > maxSimLabel {
+		return label[:maxSimLabel-3] + "..."
 	}
-	return s
+	return label
 }
 
 // Name is "sim:" and the capacity, as in "sim:8GiB", or "sim:" and the

@@ -59,7 +59,7 @@ func TestAutoHoldsKOfNBlocks(t *testing.T) {
 			t.Run(fmt.Sprintf("train=%v/k=%d", train, k), func(t *testing.T) {
 				_, x, target, loss, blocks, _, _ := m.buildProject()
 				plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: train,
-					Optimizer: hostmath.DefaultAdam, ClipNorm: 1})
+					Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 				if err != nil {
 					t.Fatal(err)
 				}

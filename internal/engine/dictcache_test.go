@@ -255,7 +255,7 @@ var handModels = []handModel{
 func compileHand(t *testing.T, m handModel, train bool) *Schedule {
 	t.Helper()
 	inputs, blocks, loss := m.build()
-	p, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Train: train, Optimizer: hostmath.DefaultAdam, ClipNorm: 1})
+	p, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Train: train, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func trainSmall(t *testing.T, m smallLinear, pl Placement, steps int, train bool
 	}
 	_, x, target, loss, blocks, ws, bs := m.buildProject()
 	plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: train,
-		Optimizer: hostmath.DefaultAdam, ClipNorm: 1})
+		Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestLoadOutOfMemoryFreesEverything(t *testing.T) {
 	m := smallLinear{batch: 2, dim: 5, layers: 6, perBlock: 2}
 	_, x, target, loss, blocks, _, _ := m.buildProject()
 	plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
-		Optimizer: hostmath.DefaultAdam, ClipNorm: 1})
+		Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestFootprintIsMeasuredPeak(t *testing.T) {
 		} {
 			_, x, target, loss, blocks, _, _ := m.buildProject()
 			plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: train,
-				Optimizer: hostmath.DefaultAdam, ClipNorm: 1})
+				Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -305,7 +305,7 @@ func trainOn(w workload, dev device.Device, pl engine.Placement) ([]float32, err
 		return nil, err
 	}
 	plan, err := engine.Compile(engine.Spec{Inputs: model.Inputs(), Blocks: model.Blocks, Output: model.Loss,
-		Train: true, Optimizer: hostmath.DefaultAdam, ClipNorm: 1})
+		Train: true, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 	if err != nil {
 		return nil, err
 	}
