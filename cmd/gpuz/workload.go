@@ -21,6 +21,7 @@ import (
 	"gpuz/internal/perfmodel"
 	"gpuz/internal/report"
 	"gpuz/internal/sysinfo"
+	"gpuz/internal/units"
 )
 
 // workloadDef is a workload command: the workload, whose sizes give the
@@ -79,6 +80,9 @@ type WorkloadOptions struct {
 	// device around the run, as take-mem reads it (N linear blocks or a
 	// size); "" or "0" holds nothing.
 	Take string
+	// ManagedPage is the managed mode's page, as --managed-page reads it
+	// (a size: 2MiB, 64KiB).
+	ManagedPage string
 	// Sweep lists the flags given several values, in the order of the
 	// command line: the run is then a sweep over their cross product, each
 	// configuration these options with one value of each set (sweepRun).
@@ -137,6 +141,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	lists.add(fs, "policy", "strings", string(cache.Window), "cache policy: window (DictCache's: Adam's state resident on the device, blocks paged), window-paged (Adam's state paged with its block) or auto; a comma list sweeps")
 	lists.add(fs, "win-size", "ints", "3", "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory); 3 as DictCache's demos pass, the class's own default being 1; a comma list sweeps")
 	lists.add(fs, "optimizer-on", "strings", "device", "where cache mode runs the optimizer: device or host (auto policy); a comma list sweeps")
+	fs.StringVar(&opts.ManagedPage, "managed-page", "", "the managed mode's page, its unit of migration: a power of two from 4KiB (default 2MiB: the block NVIDIA's driver migrates)")
 	fs.StringVar(&opts.Place, "place", "", "the hybrid mode's placement: PLACE:N or PLACE:N-M, comma-separated, PLACE cuda (resident on the GPU), host (resident and computed on the host) or cache (paged through the GPU under --policy, --win-size and --optimizer-on), blocks counted from 0 as the model's, each placed once (e.g. host:0-1,cuda:2-13 or host:0-1,cache:2-13 for attention)")
 	lists.add(fs, "take", "strings", "", "device memory to hold during the run, as take-mem's N blocks or SIZE (0: none); a comma list sweeps")
 	if planOnly {
@@ -198,8 +203,10 @@ func parseModes(s string) ([]bench.Mode, error) {
 			m = bench.ModeCPU
 		case "hybrid":
 			m = bench.ModeHybrid
+		case "managed":
+			m = bench.ModeManaged
 		default:
-			return nil, fmt.Errorf("unknown mode %q (want cuda, cache, cpu or hybrid)", word)
+			return nil, fmt.Errorf("unknown mode %q (want cuda, cache, cpu, hybrid or managed)", word)
 		}
 		if seen[m] {
 			return nil, fmt.Errorf("mode %s given twice in %q", m, s)
@@ -388,6 +395,16 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 	if err := o.validate(s.Epochs); err != nil {
 		return bench.Options{}, usage(err)
 	}
+	var page int64 // the default unless --managed-page is given
+	if o.ManagedPage != "" {
+		page, err = units.ParseBytes(o.ManagedPage)
+		if err == nil {
+			err = cache.CheckPageSize(page)
+		}
+		if err != nil {
+			return bench.Options{}, usagef("--managed-page %q: %v", o.ManagedPage, err)
+		}
+	}
 	var host *perfmodel.Profile
 	if o.HostProfile != "" {
 		p, err := perfmodel.LookupHost(o.HostProfile)
@@ -403,7 +420,7 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 		ModelName:   o.Workload.Name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
 		Adam: adam, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
-		Config: bench.Config{Cache: o.Cache}, CommandLine: sysinfo.CommandLine(o.IO.CommandLine),
+		Config: bench.Config{Cache: o.Cache, ManagedPage: page}, CommandLine: sysinfo.CommandLine(o.IO.CommandLine),
 	}
 	if err := o.place(cfg, &opts); err != nil {
 		return bench.Options{}, usage(err)

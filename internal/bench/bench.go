@@ -236,6 +236,9 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env
 	if placement.Blocks != nil {
 		r.Placement = engine.PlaceText(placement.Blocks)
 	}
+	if placement.Managed {
+		r.Placement = ManagedText(fp.Window, plan.Pages(placement), placement.PageSize)
+	}
 	if reason := hostShortfall(dev, fp); reason != "" {
 		r.Status = Status{Kind: StatusSkipped, Reason: reason}
 		return r
@@ -379,7 +382,7 @@ func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Statu
 	switch mode {
 	case ModeCPU:
 		return device.NewHost(), engine.Placement{}, Status{}
-	case ModeCUDA, ModeCache, ModeHybrid:
+	case ModeCUDA, ModeCache, ModeHybrid, ModeManaged:
 		if opts.NewGPU == nil {
 			return nil, engine.Placement{}, Status{Kind: StatusUnavailable, Reason: "no GPU device given (--device cpu)"}
 		}
@@ -392,6 +395,14 @@ func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Statu
 		}
 		if mode == ModeHybrid {
 			return dev, opts.hybridPlacement(), Status{}
+		}
+		if mode == ModeManaged {
+			if _, ok := dev.(device.ManagedMemory); !ok {
+				name := dev.Name()
+				_ = dev.Close()
+				return nil, engine.Placement{}, Status{Kind: StatusUnavailable, Reason: name + " cannot allocate managed memory"}
+			}
+			return dev, opts.managedPlacement(), Status{}
 		}
 		return dev, cachePlacement(opts.Cache), Status{}
 	}

@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"fmt"
 	"gpuz/internal/cache"
 	"gpuz/internal/engine"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/units"
 )
 
 // DefaultLR is the reference experiment's Adam learning rate.
@@ -21,6 +23,20 @@ type Config struct {
 	// Place is the hybrid mode's placement, a block's place per block
 	// (ParsePlace).
 	Place []engine.Where
+	// ManagedPage is the managed mode's page, its unit of migration, in
+	// bytes: a power of two of at least cache.MinPageSize; 0 is
+	// cache.DefaultPageSize.
+	ManagedPage int64
+}
+
+// managedPlacement is the managed mode's placement: every block resident
+// in managed memory, migrating in pages of c.ManagedPage.
+func (c Config) managedPlacement() engine.Placement {
+	page := c.ManagedPage
+	if page == 0 {
+		page = cache.DefaultPageSize
+	}
+	return engine.Placement{Managed: true, PageSize: page}
 }
 
 // cachePlacement is cache mode's placement: every block paged under c.
@@ -34,3 +50,10 @@ func BLASName() string { return hostmath.BLASName() }
 // BLASEnv returns the environment settings, NAME=VALUE, that the BLAS reads
 // only when it loads: a program sets them before it starts.
 func BLASEnv() []string { return hostmath.LoadEnv() }
+
+// ManagedText describes a managed placement in a table: the pages the
+// device holds resident of the region's, and the page size, as
+// "40/76 pages of 2 MiB".
+func ManagedText(resident, pages int, pageSize int64) string {
+	return fmt.Sprintf("%d/%d pages of %s", resident, pages, units.Bytes(pageSize))
+}

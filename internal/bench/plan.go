@@ -81,6 +81,9 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 		if mode == ModeHybrid {
 			placements = []engine.Placement{opts.hybridPlacement()}
 		}
+		if mode == ModeManaged {
+			placements = []engine.Placement{opts.managedPlacement()}
+		}
 		if mode == ModeCache {
 			placements = nil
 			for _, c := range cache.Choices(opts.Cache.Window, opts.Task == TaskTrain) {

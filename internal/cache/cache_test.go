@@ -352,8 +352,11 @@ func TestInvariants(t *testing.T) {
 // pageLog is a PageMover that records each migration.
 type pageLog []string
 
-func (l *pageLog) MigrateIn(page int) error  { *l = append(*l, fmt.Sprintf("in %d", page)); return nil }
-func (l *pageLog) MigrateOut(page int) error { *l = append(*l, fmt.Sprintf("out %d", page)); return nil }
+func (l *pageLog) MigrateIn(page int) error { *l = append(*l, fmt.Sprintf("in %d", page)); return nil }
+func (l *pageLog) MigrateOut(page int) error {
+	*l = append(*l, fmt.Sprintf("out %d", page))
+	return nil
+}
 
 // TestPagesLRU pins the managed mode's page residency on a device of 2
 // pages: touching 0-1 migrates both in (1 the most recent); touching 2

@@ -77,3 +77,12 @@ func (p *Pages) Touch(first, last int) error {
 	}
 	return nil
 }
+
+// CheckPageSize reports a page size the managed mode cannot use: one that
+// is not a power of two of at least MinPageSize.
+func CheckPageSize(bytes int64) error {
+	if bytes < MinPageSize || bytes&(bytes-1) != 0 {
+		return fmt.Errorf("a page of %d bytes: want a power of two of at least 4KiB", bytes)
+	}
+	return nil
+}

@@ -37,6 +37,11 @@ type Sim struct {
 	// it and what the device holds, so allocations within it draw on it
 	// instead of adding to the ledger.
 	ahead int64
+	// managed maps each managed buffer (AllocManaged) to its bytes
+	// resident on the device; guarded by meter.mu. bounce is Migrate's
+	// copy target.
+	managed map[*hostBuffer]int64
+	bounce  []float32
 	// profile is the GPU profile the device stands for (sim:PROFILE);
 	// nil when made from a size.
 	profile *perfmodel.Profile
@@ -242,7 +247,14 @@ func (s *Sim) Free(b Buffer) {
 	}
 	_, live := s.live[hb]
 	delete(s.live, hb)
+	resident, managed := s.managed[hb]
+	delete(s.managed, hb)
 	s.meter.mu.Unlock()
+	if managed {
+		s.release(resident) // its pages resident on the device
+		hb.data = nil
+		return
+	}
 	if !ok || !live {
 		panic(fmt.Sprintf("%s: Free of a buffer it does not hold (freed twice, a view, or another device's)", s.name))
 	}
@@ -279,7 +291,10 @@ func (s *Sim) Close() error {
 	for b := range s.live {
 		b.data = nil
 	}
-	s.live = nil
+	for b := range s.managed {
+		b.data = nil
+	}
+	s.live, s.managed = nil, nil
 	s.meter.stats.AllocatedBytes = 0
 	s.ahead = 0
 	if s.ledger != nil {

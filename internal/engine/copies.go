@@ -38,7 +38,9 @@ func (c Copies) plus(d Copies, n int64) Copies {
 // counts instead of copying. The epoch counted is one in steady state, the
 // second after Load: the first starts from an empty window and so differs
 // by what the window holds at an epoch's start. Parameters set once after
-// Load are not counted.
+// Load are not counted. Under a managed placement the pages migrate as
+// cache.Pages decides on a device holding window pages (Footprint.Window,
+// Program.Window), walked over the same touches as a Program makes them.
 func (p *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Node) (Copies, error) {
 	if err := pl.Validate(); err != nil {
 		return Copies{}, fmt.Errorf("engine: %w", err)
@@ -69,6 +71,13 @@ func (p *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Nod
 	}
 	perBatch = perBatch.plus(p.crossings(sd), 1)
 	total := Copies{}.plus(perBatch, int64(batches))
+	if pl.Managed {
+		m, err := p.managedCopies(pl, window, batches)
+		if err != nil {
+			return Copies{}, err
+		}
+		return total.plus(m, 1), nil
+	}
 	if !pl.Paged {
 		return total, nil
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -24,10 +25,25 @@ type Placement struct {
 	// the others staying resident on their side. Nil keeps every block on
 	// the device, resident or (Paged) paged.
 	Blocks []Where
+	// Managed keeps every block resident in managed (unified) memory, run
+	// as the resident placement runs, the pages migrating between host
+	// and device as a kernel touches them (cache.Pages: the least
+	// recently touched page out first) when the device's free memory
+	// cannot hold them all. PageSize is the unit of migration, a power
+	// of two of at least cache.MinPageSize.
+	Managed  bool
+	PageSize int64
 }
 
 // Validate reports a placement that cannot be used.
 func (pl Placement) Validate() error {
+	if pl.Managed {
+		switch {
+		case pl.Paged || pl.Blocks != nil:
+			return errors.New("a managed placement keeps every block resident in managed memory: no cache policy, no per-block placement")
+		}
+		return cache.CheckPageSize(pl.PageSize)
+	}
 	cached := slices.Contains(pl.Blocks, InCache)
 	if cached && !pl.Paged {
 		return fmt.Errorf("placement %s pages blocks but names no cache policy", PlaceText(pl.Blocks))
@@ -131,11 +147,17 @@ type Footprint struct {
 	// and the arena, inputs and copies of crossing activations on the host.
 	Host       int64
 	BlockBytes int64 // the largest block area: what one window slot holds
+	// Pages is a managed placement's region in pages of BlockBytes, of
+	// which Window are resident at most; 0 for the others.
+	Pages int
 }
 
 // Footprint computes what pl needs, before anything is allocated. For an
 // auto policy with no fixed window, deviceFree sizes the window.
 func (p *Schedule) Footprint(pl Placement, deviceFree int64) Footprint {
+	if pl.Managed {
+		return p.managedFootprint(pl, deviceFree)
+	}
 	b := p.Bytes()
 	ls := p.layouts(pl)
 	var all, largest int64

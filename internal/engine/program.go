@@ -52,6 +52,8 @@ type Program struct {
 	scratch   []float32
 	layouts   []layout
 	res       *residency // nil when every block stays resident
+	// managed is a managed placement's page residency, nil otherwise.
+	managed *managedPages
 	// gradSquares holds each parameter's gradient's sum of squares,
 	// computed right after the gradient, while it is still in cache.
 	gradSquares []float64
@@ -78,6 +80,12 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 			loading.Close()
 		}
 	}()
+	if pl.Managed {
+		if err := prog.loadManaged(); err != nil {
+			return nil, err
+		}
+		return prog.bindSteps()
+	}
 	for i, v := range p.values {
 		if v.kind != kindInput && v.kind != kindSeed {
 			continue
@@ -138,6 +146,13 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 			return nil, err
 		}
 	}
+	return prog.bindSteps()
+}
+
+// bindSteps prepares each step's argument buffers and shapes, the last
+// part of Load.
+func (prog *Program) bindSteps() (*Program, error) {
+	p := prog.plan
 	prog.steps = make([]boundStep, len(p.steps))
 	for i, s := range p.steps {
 		b := boundStep{step: s, argBuffers: make([]device.Buffer, len(s.args)), shapes: make([]tensor.Shape, len(s.args))}
@@ -396,6 +411,11 @@ type programSteps struct{ prog *Program }
 func (ps programSteps) execute(si int, staged bool) error {
 	prog := ps.prog
 	s := prog.steps[si]
+	if prog.managed != nil {
+		if err := prog.managed.step(si); err != nil {
+			return err
+		}
+	}
 	if err := prog.execute(si, staged); err != nil {
 		return err
 	}
@@ -405,7 +425,17 @@ func (ps programSteps) execute(si int, staged bool) error {
 	return nil
 }
 
-func (ps programSteps) update(b int) error     { return ps.prog.update(b) }
+// update runs block b's update, its pages touched first under a managed
+// placement.
+func (ps programSteps) update(b int) error {
+	if ps.prog.managed != nil {
+		if err := ps.prog.managed.update(b); err != nil {
+			return err
+		}
+	}
+	return ps.prog.update(b)
+}
+
 func (ps programSteps) hostUpdate(b int) error { return ps.prog.res.updateOnHost(b) }
 
 // kernelsOn returns the host's kernels when onHost is set, else the
@@ -488,6 +518,9 @@ func (prog *Program) update(b int) error {
 
 // Window returns the number of blocks the program keeps resident at most.
 func (prog *Program) Window() int {
+	if prog.managed != nil {
+		return prog.managed.Capacity()
+	}
 	if prog.res == nil {
 		return len(prog.layouts)
 	}

@@ -93,9 +93,16 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 // optimizer on host"; short, it says "resident", "window 3/12", "auto
 // 12/12, opt. on host". A hybrid placement is its blocks' places, with
 // its cache blocks' policy and window: "host:0-1,cache:2-13, window
-// policy, window 3".
-func placementText(pl engine.Placement, window, blocks int, short bool) string {
+// policy, window 3". A managed one is its resident pages of the region's
+// and their size: "managed, 40/76 pages of 2 MiB resident", short
+// "40/76×2 MiB".
+func placementText(pl engine.Placement, fp engine.Footprint, blocks int, short bool) string {
+	window := fp.Window
 	switch {
+	case pl.Managed && short:
+		return fmt.Sprintf("%d/%d×%s", window, fp.Pages, units.Bytes(pl.PageSize))
+	case pl.Managed:
+		return "managed, " + bench.ManagedText(window, fp.Pages, pl.PageSize) + " resident"
 	case pl.Blocks != nil && !pl.Paged:
 		return engine.PlaceText(pl.Blocks)
 	case pl.Blocks != nil: // the cache blocks' policy and window
@@ -165,11 +172,11 @@ func planTable(p bench.MemoryPlan, wide bool) table {
 		}
 	}
 	for _, m := range p.Modes {
-		window := m.Footprint.Window
+		fp := m.Footprint
 		if m.Device == "" {
-			window = 0
+			fp.Window = 0
 		}
-		row := []string{string(m.Mode), placementText(m.Placement, window, p.Blocks, !wide)}
+		row := []string{string(m.Mode), placementText(m.Placement, fp, p.Blocks, !wide)}
 		switch {
 		case m.Device == "" && wide:
 			row = append(row, na, na, na, na, na, na, m.Status.String())
@@ -257,7 +264,7 @@ func copiesTable(p bench.MemoryPlan, wide bool) table {
 		if m.Device == "" {
 			continue
 		}
-		row := []string{string(m.Mode), placementText(m.Placement, m.Footprint.Window, p.Blocks, !wide),
+		row := []string{string(m.Mode), placementText(m.Placement, m.Footprint, p.Blocks, !wide),
 			units.Bytes(m.Copies.UploadBytes), units.Bytes(m.Copies.DownloadBytes), units.Count(m.Copies.Count)}
 		if wide {
 			row = append(row, units.Bytes(m.Copies.SyncBytes()), units.Bytes(m.Copies.OverlapBytes))
