@@ -397,10 +397,16 @@ func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Statu
 			return dev, opts.hybridPlacement(), Status{}
 		}
 		if mode == ModeManaged {
-			if _, ok := dev.(device.ManagedMemory); !ok {
-				name := dev.Name()
+			reason := dev.Name() + " cannot allocate managed memory"
+			if m, ok := dev.(device.ManagedMemory); ok {
+				reason = ""
+				if err := m.ManagedSupport(); err != nil {
+					reason = err.Error()
+				}
+			}
+			if reason != "" {
 				_ = dev.Close()
-				return nil, engine.Placement{}, Status{Kind: StatusUnavailable, Reason: name + " cannot allocate managed memory"}
+				return nil, engine.Placement{}, Status{Kind: StatusUnavailable, Reason: reason}
 			}
 			return dev, opts.managedPlacement(), Status{}
 		}

@@ -21,7 +21,15 @@ type ManagedMemory interface {
 	// counts, and fails with an *OutOfMemoryError when the device's free
 	// memory cannot take the bytes.
 	Migrate(b Buffer, off, n int64, toDevice bool) error
+	// ManagedSupport reports why the device cannot oversubscribe managed
+	// memory (a GPU without concurrent managed access, as under some
+	// Windows and WSL set-ups), or nil when it can.
+	ManagedSupport() error
 }
+
+// ManagedSupport is nil: the simulated device oversubscribes its managed
+// memory as the engine says.
+func (s *Sim) ManagedSupport() error { return nil }
 
 // AllocManaged returns a zeroed buffer of n elements of simulated managed
 // memory: host memory, counted against the device's capacity only for the

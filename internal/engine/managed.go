@@ -11,11 +11,18 @@ import (
 // managedLayout is where a managed placement keeps every value in its one
 // region of managed memory, in bytes from the region's start: the inputs
 // and the gradient seed, the arena's slots, then each block's area
-// (parameters, Adam's moments, saved values), packed end to end. Buffers
+// (parameters, Adam's moments, saved values), one after the other, each
+// starting at a multiple of managedAlign bytes as cudaMalloc's buffers do
+// (kernels may take another path for a less aligned buffer, and the
+// managed mode must compute exactly what the cuda mode computes). Buffers
 // share pages: a page holding the end of one buffer and the start of the
 // next migrates once for both, as it does under the driver, so small
-// buffers do not each round up to a page and the managed need equals the
-// cuda mode's.
+// buffers do not each round up to a page and the managed need is the cuda
+// mode's but for that alignment.
+// managedAlign is the alignment of every buffer in a managed region, in
+// bytes: cudaMalloc's.
+const managedAlign = 256
+
 type managedLayout struct {
 	value []int64 // of each input, seed and temporary value; -1 for the others
 	area  []int64 // of each block's area
@@ -26,17 +33,20 @@ type managedLayout struct {
 // placement (the managed mode's).
 func (p *Schedule) managedLayout() managedLayout {
 	m := managedLayout{value: make([]int64, len(p.values)), area: make([]int64, len(p.spec.Blocks))}
+	next := func(elems int) int64 { // the place of the next buffer
+		off := (m.total + managedAlign - 1) / managedAlign * managedAlign
+		m.total = off + 4*int64(elems)
+		return off
+	}
 	for i, v := range p.values {
 		m.value[i] = -1
 		if v.kind == kindInput || v.kind == kindSeed {
-			m.value[i] = m.total
-			m.total += 4 * int64(v.elems)
+			m.value[i] = next(v.elems)
 		}
 	}
 	slots := make([]int64, len(p.slots))
 	for s, n := range p.slots {
-		slots[s] = m.total
-		m.total += 4 * int64(n)
+		slots[s] = next(n)
 	}
 	for i, v := range p.values {
 		if v.kind == kindTemporary {
@@ -44,8 +54,7 @@ func (p *Schedule) managedLayout() managedLayout {
 		}
 	}
 	for b, l := range p.layouts(Placement{}) {
-		m.area[b] = m.total
-		m.total += 4 * int64(l.elems)
+		m.area[b] = next(l.elems)
 	}
 	return m
 }

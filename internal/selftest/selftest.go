@@ -345,20 +345,41 @@ func trainOn(w workload, dev device.Device, pl engine.Placement) ([]float32, err
 }
 
 // Training runs two training steps of each workload on the host (cpu
-// mode), on dev with every block resident (cuda mode) and on dev paged with
-// a window of one block (cache mode): cuda must agree with the host within
-// TrainRelTol and TrainAbsTol, and cache must equal cuda bit for bit.
+// mode), on dev with every block resident (cuda mode), on dev paged with
+// a window of one block (cache mode) and, where dev can oversubscribe
+// managed memory, on dev in managed memory of 64 KiB pages (managed mode):
+// cuda must agree with the host within TrainRelTol and TrainAbsTol, and
+// cache and managed must equal cuda bit for bit.
 func Training(dev device.Device) []Check {
 	var checks []Check
+	managed := false
+	if m, ok := dev.(device.ManagedMemory); ok {
+		managed = m.ManagedSupport() == nil
+	}
 	for _, w := range workloads() {
 		ch := Check{Kind: "training", Name: w.name + " cuda vs cpu", Tolerance: TrainRelTol}
-		paging := Check{Kind: "training", Name: w.name + " cache vs cuda", Tolerance: 0}
+		others := []struct {
+			check Check
+			place engine.Placement
+		}{
+			{Check{Kind: "training", Name: w.name + " cache vs cuda"}, engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}}},
+		}
+		if managed {
+			others = append(others, struct {
+				check Check
+				place engine.Placement
+			}{Check{Kind: "training", Name: w.name + " managed vs cuda"}, engine.Placement{Managed: true, PageSize: 64 << 10}})
+		}
 		host := device.NewHost()
 		want, err := trainOn(w, host, engine.Placement{})
 		_ = host.Close()
 		if err != nil {
-			ch.Problem, paging.Problem = "host: "+err.Error(), "host: "+err.Error()
-			checks = append(checks, ch, paging)
+			ch.Problem = "host: " + err.Error()
+			checks = append(checks, ch)
+			for _, o := range others {
+				o.check.Problem = ch.Problem
+				checks = append(checks, o.check)
+			}
 			continue
 		}
 		got, err := trainOn(w, dev, engine.Placement{})
@@ -367,16 +388,19 @@ func Training(dev device.Device) []Check {
 		} else {
 			ch.MaxErr, ch.Problem = compare(got, want, TrainRelTol, TrainAbsTol)
 		}
-		paged, err := trainOn(w, dev, engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}})
-		switch {
-		case err != nil:
-			paging.Problem = err.Error()
-		case got == nil:
-			paging.Problem = "no cuda result to compare with"
-		default:
-			paging.Problem = identical(paged, got)
+		checks = append(checks, ch)
+		for _, o := range others {
+			res, err := trainOn(w, dev, o.place)
+			switch {
+			case err != nil:
+				o.check.Problem = err.Error()
+			case got == nil:
+				o.check.Problem = "no cuda result to compare with"
+			default:
+				o.check.Problem = identical(res, got)
+			}
+			checks = append(checks, o.check)
 		}
-		checks = append(checks, ch, paging)
 	}
 	return checks
 }
