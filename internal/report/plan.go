@@ -333,13 +333,17 @@ type (
 		Policy          string `json:"policy"`
 		OptimizerOnHost bool   `json:"optimizer_on_host"`
 		Window          int    `json:"window"`
-		Device          string `json:"device"`
-		DeviceBytes     int64  `json:"device_bytes"`
-		DeviceFree      int64  `json:"device_free"`
-		FitsDevice      bool   `json:"fits_device"`
-		HostBytes       int64  `json:"host_bytes"`
-		HostAvailable   int64  `json:"host_available"`
-		FitsHost        bool   `json:"fits_host"`
+		// PageBytes and Pages are a managed placement's page and its
+		// region's pages, of which Window are resident; absent otherwise.
+		PageBytes     int64  `json:"page_bytes,omitempty"`
+		Pages         int    `json:"pages,omitempty"`
+		Device        string `json:"device"`
+		DeviceBytes   int64  `json:"device_bytes"`
+		DeviceFree    int64  `json:"device_free"`
+		FitsDevice    bool   `json:"fits_device"`
+		HostBytes     int64  `json:"host_bytes"`
+		HostAvailable int64  `json:"host_available"`
+		FitsHost      bool   `json:"fits_host"`
 		// CopiesPerEpoch is absent for a mode that was not planned.
 		CopiesPerEpoch *jsonCopies `json:"copies_per_epoch,omitempty"`
 		// Prediction is one epoch's predicted time on the mode's
@@ -369,7 +373,7 @@ func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
 		}
 		doc.Modes = append(doc.Modes, jsonModePlan{CopiesPerEpoch: copies, Prediction: toJSONPrediction(m.Prediction),
 			Mode: string(m.Mode), Paged: m.Placement.Paged, Policy: string(m.Placement.Cache.Policy), OptimizerOnHost: m.Placement.Cache.OptimizerOnHost,
-			Window: m.Footprint.Window, Device: m.Device, DeviceBytes: m.Footprint.Device, DeviceFree: m.DeviceFree,
+			Window: m.Footprint.Window, PageBytes: m.Placement.PageSize, Pages: m.Footprint.Pages, Device: m.Device, DeviceBytes: m.Footprint.Device, DeviceFree: m.DeviceFree,
 			FitsDevice: m.FitsDevice, HostBytes: m.HostNeed, HostAvailable: m.HostAvailable, FitsHost: m.FitsHost,
 			Status: m.Status.String(),
 		})
@@ -384,7 +388,7 @@ var planCSVColumns = []string{
 	"mode", "paged", "policy", "window", "optimizer_on_host", "device",
 	"device_need_bytes", "device_free_bytes", "fits_device", "host_need_bytes", "host_available_bytes", "fits_host",
 	"copies_upload_bytes", "copies_download_bytes", "copies_overlap_bytes", "copies_count",
-	"status", "reason", "predicted_profile", "predicted_s", "bound_s", "limiter",
+	"status", "reason", "predicted_profile", "predicted_s", "bound_s", "limiter", "page_bytes", "pages",
 }
 
 // writePlanCSV writes one CSV row per mode and cache policy under a
@@ -405,7 +409,12 @@ func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
 				strconv.FormatInt(m.Copies.OverlapBytes, 10), strconv.FormatInt(m.Copies.Count, 10))
 		}
 		row = append(row, string(m.Status.Kind), m.Status.Reason)
-		recs = append(recs, append(row, predictionCSV(m.Prediction)...))
+		row = append(row, predictionCSV(m.Prediction)...)
+		page, pages := "", ""
+		if m.Placement.Managed {
+			page, pages = strconv.FormatInt(m.Placement.PageSize, 10), strconv.Itoa(m.Footprint.Pages)
+		}
+		recs = append(recs, append(row, page, pages))
 	}
 	return writeCSV(w, planCSVColumns, recs)
 }
