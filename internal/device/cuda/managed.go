@@ -3,7 +3,6 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
 
 	"gorgonia.org/cu"
@@ -29,25 +28,14 @@ func (d *Device) AllocManaged(n int) (device.Buffer, error) {
 	if err := d.ManagedSupport(); err != nil {
 		return nil, err
 	}
-	bytes := 4 * int64(n)
-	var p cu.DevicePtr
-	err := d.do(func() (err error) {
-		if p, err = cu.MemAllocManaged(bytes, cu.AttachGlobal); err != nil {
-			return err
-		}
-		return cu.MemsetD32(p, 0, int64(n))
-	})
-	if errors.Is(err, cu.OutOfMemory) || err == cu.OutOfMemory {
-		free, total, _ := d.MemInfo()
-		return nil, &device.OutOfMemoryError{Device: d.Name(), Requested: bytes, Free: free, Total: total}
-	}
+	b, err := d.allocZeroed(n, func(bytes int64) (cu.DevicePtr, error) { return cu.MemAllocManaged(bytes, cu.AttachGlobal) })
 	if err != nil {
-		return nil, fmt.Errorf("%s: allocating %d bytes of managed memory: %w", d.Name(), bytes, err)
+		return nil, fmt.Errorf("managed memory: %w", err)
 	}
 	d.mu.Lock()
-	d.live[p] = 0 // Free releases nothing from the meter: it held nothing
+	d.live[b.ptr] = 0 // Free releases nothing from the meter: it held nothing
 	d.mu.Unlock()
-	return &buffer{ptr: p, n: n}, nil
+	return b, nil
 }
 
 // Migrate does nothing: on CUDA the driver migrates managed pages by
