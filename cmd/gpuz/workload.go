@@ -83,6 +83,9 @@ type WorkloadOptions struct {
 	// ManagedPage is the managed mode's page, as --managed-page reads it
 	// (a size: 2MiB, 64KiB).
 	ManagedPage string
+	// ManagedAdvise is --managed-advise: none (pages migrate) or host
+	// (the pages that do not fit stay in host memory, read in place).
+	ManagedAdvise string
 	// Sweep lists the flags given several values, in the order of the
 	// command line: the run is then a sweep over their cross product, each
 	// configuration these options with one value of each set (sweepRun).
@@ -142,6 +145,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	lists.add(fs, "win-size", "ints", "3", "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory); 3 as DictCache's demos pass, the class's own default being 1; a comma list sweeps")
 	lists.add(fs, "optimizer-on", "strings", "device", "where cache mode runs the optimizer: device or host (auto policy); a comma list sweeps")
 	fs.StringVar(&opts.ManagedPage, "managed-page", "", "the managed mode's page, its unit of migration: a power of two from 4KiB (default 2MiB: the block NVIDIA's driver migrates)")
+	fs.StringVar(&opts.ManagedAdvise, "managed-advise", "none", "the managed mode's advice: none (pages migrate to the GPU as kernels touch them, least recently used out first) or host (the pages that do not fit stay in host memory and kernels read them there across the bus, as the Windows driver's fallback)")
 	fs.StringVar(&opts.Place, "place", "", "the hybrid mode's placement: PLACE:N or PLACE:N-M, comma-separated, PLACE cuda (resident on the GPU), host (resident and computed on the host) or cache (paged through the GPU under --policy, --win-size and --optimizer-on), blocks counted from 0 as the model's, each placed once (e.g. host:0-1,cuda:2-13 or host:0-1,cache:2-13 for attention)")
 	lists.add(fs, "take", "strings", "", "device memory to hold during the run, as take-mem's N blocks or SIZE (0: none); a comma list sweeps")
 	if planOnly {
@@ -395,6 +399,9 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 	if err := o.validate(s.Epochs); err != nil {
 		return bench.Options{}, usage(err)
 	}
+	if o.ManagedAdvise != "" && o.ManagedAdvise != "none" && o.ManagedAdvise != "host" {
+		return bench.Options{}, usagef("unknown --managed-advise %q (want none or host)", o.ManagedAdvise)
+	}
 	var page int64 // the default unless --managed-page is given
 	if o.ManagedPage != "" {
 		page, err = units.ParseBytes(o.ManagedPage)
@@ -420,7 +427,7 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 		ModelName:   o.Workload.Name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
 		Adam: adam, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
-		Config: bench.Config{Cache: o.Cache, ManagedPage: page}, CommandLine: sysinfo.CommandLine(o.IO.CommandLine),
+		Config: bench.Config{Cache: o.Cache, ManagedPage: page, ManagedAdviseHost: o.ManagedAdvise == "host"}, CommandLine: sysinfo.CommandLine(o.IO.CommandLine),
 	}
 	if err := o.place(cfg, &opts); err != nil {
 		return bench.Options{}, usage(err)

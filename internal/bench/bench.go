@@ -237,7 +237,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env
 		r.Placement = engine.PlaceText(placement.Blocks)
 	}
 	if placement.Managed {
-		r.Placement = ManagedText(fp.Window, plan.Pages(placement), placement.PageSize)
+		r.Placement = ManagedText(fp.Window, plan.Pages(placement), placement.PageSize, placement.AdviseHost)
 	}
 	if reason := hostShortfall(dev, fp); reason != "" {
 		r.Status = Status{Kind: StatusSkipped, Reason: reason}
@@ -326,6 +326,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env
 		if mode.Copies() {
 			after := dev.Stats()
 			epoch.UploadBytes, epoch.DownloadBytes = after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes
+			epoch.RemoteBytes = after.RemoteBytes - before.RemoteBytes
 			epoch.CopyTime = after.CopyTime - before.CopyTime
 		}
 		r.Epochs = append(r.Epochs, epoch)

@@ -27,6 +27,10 @@ type Config struct {
 	// bytes: a power of two of at least cache.MinPageSize; 0 is
 	// cache.DefaultPageSize.
 	ManagedPage int64
+	// ManagedAdviseHost keeps the managed pages that do not fit the
+	// device in host memory, read in place across the bus
+	// (--managed-advise host), instead of migrating them.
+	ManagedAdviseHost bool
 }
 
 // managedPlacement is the managed mode's placement: every block resident
@@ -36,7 +40,7 @@ func (c Config) managedPlacement() engine.Placement {
 	if page == 0 {
 		page = cache.DefaultPageSize
 	}
-	return engine.Placement{Managed: true, PageSize: page}
+	return engine.Placement{Managed: true, PageSize: page, AdviseHost: c.ManagedAdviseHost}
 }
 
 // cachePlacement is cache mode's placement: every block paged under c.
@@ -53,7 +57,16 @@ func BLASEnv() []string { return hostmath.LoadEnv() }
 
 // ManagedText describes a managed placement in a table: the pages the
 // device holds resident of the region's, and the page size, as
-// "40/76 pages of 2 MiB".
-func ManagedText(resident, pages int, pageSize int64) string {
-	return fmt.Sprintf("%d/%d pages of %s", resident, pages, units.Bytes(pageSize))
+// "40/76 pages of 2 MiB", and AdviseHostText after it when the rest stays
+// in host memory.
+func ManagedText(resident, pages int, pageSize int64, adviseHost bool) string {
+	s := fmt.Sprintf("%d/%d pages of %s", resident, pages, units.Bytes(pageSize))
+	if adviseHost {
+		s += AdviseHostText
+	}
+	return s
 }
+
+// AdviseHostText ends a managed placement's text when the pages that do
+// not fit stay on the host (--managed-advise host).
+const AdviseHostText = ", rest on the host"

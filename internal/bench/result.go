@@ -86,6 +86,9 @@ type Epoch struct {
 	// all zero for a mode without copies (Mode.Copies).
 	UploadBytes, DownloadBytes int64
 	CopyTime                   time.Duration
+	// RemoteBytes is what the managed mode's kernels read and wrote in
+	// place across the bus (--managed-advise host); zero otherwise.
+	RemoteBytes int64
 }
 
 // ModeResult is what one mode measured.

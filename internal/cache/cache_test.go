@@ -400,3 +400,29 @@ func TestPagesLRU(t *testing.T) {
 		t.Error("a device of 0 pages accepted")
 	}
 }
+
+// TestPagesPreferHost: with pages from 2 on preferred on the host, a
+// device of 2 pages takes 0 and 1 at their first touch and keeps them;
+// touching 0-4 again and again migrates nothing more, and pages 2-4 are
+// remote.
+func TestPagesPreferHost(t *testing.T) {
+	var log pageLog
+	p, err := NewPages(2, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.PreferHost(2)
+	for range 3 {
+		if err := p.Touch(0, 4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"in 0", "in 1"}; !slices.Equal(log, want) {
+		t.Errorf("migrations %q, want %q", log, want)
+	}
+	for page, remote := range []bool{false, false, true, true, true} {
+		if p.Remote(page) != remote {
+			t.Errorf("page %d remote %v, want %v", page, p.Remote(page), remote)
+		}
+	}
+}

@@ -32,6 +32,9 @@ type PageMover interface {
 // predicts).
 type Pages struct {
 	capacity int
+	// hostFrom is the first page preferred on the host, never migrated:
+	// the kernels read and write it where it is, across the bus (-1: none).
+	hostFrom int
 	mover    PageMover
 	lru      *list.List            // resident pages, most recently touched at the front
 	resident map[int]*list.Element // page → its element in lru
@@ -42,8 +45,20 @@ func NewPages(capacity int, m PageMover) (*Pages, error) {
 	if capacity < 1 {
 		return nil, fmt.Errorf("cache: a device that holds %d pages cannot run a kernel", capacity)
 	}
-	return &Pages{capacity: capacity, mover: m, lru: list.New(), resident: map[int]*list.Element{}}, nil
+	return &Pages{capacity: capacity, hostFrom: -1, mover: m, lru: list.New(), resident: map[int]*list.Element{}}, nil
 }
+
+// PreferHost makes pages from first on stay in host memory (CUDA's
+// preferred location the host, the device an accessor): Touch never
+// migrates them, and Remote says they are read in place. The pages before
+// first, at most Capacity of them, then migrate once and stay: the
+// Windows driver's fallback, which places what fits on the device and
+// the rest in system memory.
+func (p *Pages) PreferHost(first int) { p.hostFrom = first }
+
+// Remote reports whether a touch of page reads it across the bus, in
+// place, instead of migrating it: a page preferred on the host.
+func (p *Pages) Remote(page int) bool { return p.hostFrom >= 0 && page >= p.hostFrom }
 
 // Capacity returns the most pages resident at once.
 func (p *Pages) Capacity() int { return p.capacity }
@@ -57,6 +72,9 @@ func (p *Pages) Resident() int { return p.lru.Len() }
 // not on the device.
 func (p *Pages) Touch(first, last int) error {
 	for page := first; page <= last; page++ {
+		if p.Remote(page) {
+			continue
+		}
 		if e, ok := p.resident[page]; ok {
 			p.lru.MoveToFront(e)
 			continue

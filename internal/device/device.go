@@ -58,6 +58,9 @@ type Stats struct {
 	TotalBytes     int64 // capacity; 0 when bounded only by the host
 	UploadBytes    int64 // host → device, since the device was made
 	DownloadBytes  int64 // device → host, since the device was made
+	// RemoteBytes is what kernels read and wrote of managed memory in
+	// place across the bus, neither uploaded nor migrated (Access).
+	RemoteBytes int64
 	// CopyTime is the time spent in those copies.
 	CopyTime time.Duration
 }

@@ -21,11 +21,27 @@ type ManagedMemory interface {
 	// counts, and fails with an *OutOfMemoryError when the device's free
 	// memory cannot take the bytes.
 	Migrate(b Buffer, off, n int64, toDevice bool) error
+	// Access records a kernel's access to bytes [off, off+n) of managed
+	// buffer b where they are, in host memory, across the bus (pages the
+	// engine keeps preferred on the host). A device whose hardware does
+	// it (CUDA) may do nothing; the simulated device reads the bytes and
+	// counts them in Stats.RemoteBytes.
+	Access(b Buffer, off, n int64) error
+	// AdviseHost makes the host the preferred location of bytes [off,
+	// off+n) of managed buffer b, the device an accessor: its kernels
+	// then access those pages in place instead of migrating them (CUDA's
+	// cuMemAdvise). The simulated device leaves it to the engine, which
+	// calls Access for them.
+	AdviseHost(b Buffer, off, n int64) error
 	// ManagedSupport reports why the device cannot oversubscribe managed
 	// memory (a GPU without concurrent managed access, as under some
 	// Windows and WSL set-ups), or nil when it can.
 	ManagedSupport() error
 }
+
+// AdviseHost does nothing: on the simulated device the engine's page
+// residency keeps such pages on the host and reports their accesses.
+func (s *Sim) AdviseHost(Buffer, int64, int64) error { return nil }
 
 // ManagedSupport is nil: the simulated device oversubscribes its managed
 // memory as the engine says.
@@ -96,5 +112,29 @@ func (s *Sim) Migrate(b Buffer, off, n int64, toDevice bool) error {
 		s.release(n)
 		s.meter.Downloaded(n, took)
 	}
+	return nil
+}
+
+// Access reads bytes [off, off+n) of a managed buffer through the bounce
+// buffer, as a kernel reading them across the bus would, and counts them
+// as remote bytes; nothing is held on the device.
+func (s *Sim) Access(b Buffer, off, n int64) error {
+	hb, ok := b.(*hostBuffer)
+	s.meter.mu.Lock()
+	_, managed := s.managed[hb]
+	s.meter.mu.Unlock()
+	switch {
+	case !ok || !managed:
+		return fmt.Errorf("%s: remote access to a buffer that is not managed memory", s.name)
+	case off < 0 || n < 0 || off%4 != 0 || n%4 != 0 || off+n > 4*int64(len(hb.data)):
+		return fmt.Errorf("%s: remote access to bytes %d to %d of %d", s.name, off, off+n, 4*len(hb.data))
+	}
+	start := time.Now()
+	data := hb.data[off/4 : (off+n)/4]
+	if cap(s.bounce) < len(data) {
+		s.bounce = make([]float32, len(data))
+	}
+	copy(s.bounce[:len(data)], data)
+	s.meter.Accessed(n, time.Since(start))
 	return nil
 }

@@ -53,6 +53,12 @@ func (m *Meter) Uploaded(bytes int64, took time.Duration) {
 	m.copied(&m.stats.UploadBytes, bytes, took)
 }
 
+// Accessed counts bytes of managed memory that kernels read or wrote in
+// place across the bus, taking took.
+func (m *Meter) Accessed(bytes int64, took time.Duration) {
+	m.copied(&m.stats.RemoteBytes, bytes, took)
+}
+
 // Downloaded counts a download of bytes that took took.
 func (m *Meter) Downloaded(bytes int64, took time.Duration) {
 	m.copied(&m.stats.DownloadBytes, bytes, took)

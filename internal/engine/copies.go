@@ -16,6 +16,10 @@ type Copies struct {
 	// always waits: the host needs the data).
 	OverlapBytes int64
 	Count        int64 // copies made, each an Upload or a Download
+	// RemoteBytes is what kernels read and write of a managed placement's
+	// pages preferred on the host, in place across the bus: neither
+	// copied nor migrated, and not in the counts above.
+	RemoteBytes int64
 }
 
 // SyncBytes is the bytes the steps wait for: all but OverlapBytes.
@@ -24,7 +28,7 @@ func (c Copies) SyncBytes() int64 { return c.UploadBytes + c.DownloadBytes - c.O
 // plus returns the sum of c and d, d counted n times.
 func (c Copies) plus(d Copies, n int64) Copies {
 	return Copies{UploadBytes: c.UploadBytes + n*d.UploadBytes, DownloadBytes: c.DownloadBytes + n*d.DownloadBytes,
-		OverlapBytes: c.OverlapBytes + n*d.OverlapBytes, Count: c.Count + n*d.Count}
+		OverlapBytes: c.OverlapBytes + n*d.OverlapBytes, Count: c.Count + n*d.Count, RemoteBytes: c.RemoteBytes + n*d.RemoteBytes}
 }
 
 // Copies returns the copies one epoch of batches Runs makes under

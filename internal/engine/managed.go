@@ -95,6 +95,9 @@ type managedPages struct {
 	layout   managedLayout
 	layouts  []layout
 	pageSize int64
+	// access records a kernel's access in place to bytes of pages
+	// preferred on the host (Placement.AdviseHost).
+	access func(off, n int64) error
 }
 
 // newManagedPages returns the page residency of a managed placement on a
@@ -104,7 +107,12 @@ func newManagedPages(p *Schedule, pl Placement, capacity int, m cache.PageMover)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	return &managedPages{Pages: pages, plan: p, layout: p.managedLayout(), layouts: p.layouts(pl), pageSize: pl.PageSize}, nil
+	mp := &managedPages{Pages: pages, plan: p, layout: p.managedLayout(), layouts: p.layouts(pl), pageSize: pl.PageSize,
+		access: func(int64, int64) error { return nil }}
+	if pl.AdviseHost {
+		pages.PreferHost(capacity)
+	}
+	return mp, nil
 }
 
 // touch records a kernel's touch of bytes [off, off+n).
@@ -112,7 +120,21 @@ func (mp *managedPages) touch(off, n int64) error {
 	if n <= 0 {
 		return nil
 	}
-	return mp.Touch(int(off/mp.pageSize), int((off+n-1)/mp.pageSize))
+	first, last := int(off/mp.pageSize), int((off+n-1)/mp.pageSize)
+	if err := mp.Touch(first, last); err != nil {
+		return err
+	}
+	for page := first; page <= last; page++ {
+		if !mp.Remote(page) {
+			continue
+		}
+		// The part of the touch that lies in this page.
+		from, to := max(off, int64(page)*mp.pageSize), min(off+n, int64(page+1)*mp.pageSize)
+		if err := mp.access(from, to-from); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // touchValue records a kernel's touch of value v.
@@ -218,8 +240,16 @@ func (prog *Program) loadManaged() error {
 		prog.bind(b, view(layout.area[b], l.elems))
 	}
 	mig := &deviceMigrator{dev: dev, region: region}
-	if mig.mp, err = newManagedPages(p, prog.place, p.pageCapacity(prog.place, free), mig); err != nil {
+	capacity := p.pageCapacity(prog.place, free)
+	if mig.mp, err = newManagedPages(p, prog.place, capacity, mig); err != nil {
 		return err
+	}
+	if prog.place.AdviseHost {
+		mig.mp.access = func(off, n int64) error { return dev.Access(region, off, n) }
+		from := int64(capacity) * prog.place.PageSize
+		if err := dev.AdviseHost(region, from, layout.total-from); err != nil {
+			return fmt.Errorf("engine: advising the host for managed memory: %w", err)
+		}
 	}
 	prog.managed = mig.mp
 	return nil
@@ -278,6 +308,7 @@ func (p *Schedule) managedCopies(pl Placement, capacity, batches int) (Copies, e
 	if k.managedPages, err = newManagedPages(p, pl, capacity, k); err != nil {
 		return Copies{}, err
 	}
+	k.access = func(_, n int64) error { k.n.RemoteBytes += n; return nil }
 	for range 2 { // the second epoch is counted
 		k.n = Copies{}
 		for range batches {

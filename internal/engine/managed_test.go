@@ -67,53 +67,72 @@ func managedRun(t *testing.T, c models.Config, train bool, dev device.Device, pl
 // resident on a device that holds everything: the outputs and weights
 // must be bit-identical, the device's peak within its capacity, pages must
 // migrate, and the dry run (Schedule.Copies) must count exactly the bytes
-// the device counted over the second epoch.
+// the device counted over the second epoch. With the host advised for the
+// pages that do not fit, nothing migrates after the warm-up epoch and the
+// kernels' accesses in place are counted, the dry run's equal to the
+// device's.
 func TestManagedMatchesResident(t *testing.T) {
 	const page = 64 << 10
 	for _, c := range smallConfigs(t) {
 		for _, train := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%T/train=%v", c, train), func(t *testing.T) {
-				pl := engine.Placement{Managed: true, PageSize: page}
-				resident := device.NewSim(1<<40, nil)
-				defer resident.Close()
-				want := managedRun(t, c, train, resident, engine.Placement{})
-				want.prog.Close()
-
-				capacity := int64(want.s.Pages(pl)) / 3 * page
-				dev := device.NewSim(capacity, nil)
-				defer dev.Close()
-				got := managedRun(t, c, train, dev, pl)
-				defer got.prog.Close()
-				fp := got.s.Footprint(pl, capacity)
-				if !slices.Equal(got.outputs, want.outputs) {
-					t.Errorf("outputs %v, resident %v", got.outputs, want.outputs)
-				}
-				for i := range want.params {
-					if !slices.Equal(got.params[i], want.params[i]) {
-						t.Errorf("parameter %d differs from the resident run's", i)
-						break
-					}
-				}
-				if st := dev.Stats(); st.PeakBytes > capacity || st.PeakBytes > fp.Device {
-					t.Errorf("peak %d bytes: capacity %d, footprint %d", st.PeakBytes, capacity, fp.Device)
-				}
-				if pages := got.s.Pages(pl); got.prog.Window() != fp.Window || fp.Window != pages/3 {
-					t.Errorf("%d pages resident at most, footprint %d, want a third of %d", got.prog.Window(), fp.Window, pages)
-				}
-				feed := models.FeedOf(c)
-				dry, err := got.s.Copies(pl, got.prog.Window(), feed.Samples/feed.Batch, got.fed)
-				if err != nil {
-					t.Fatal(err)
-				}
-				up, down := got.second[1].UploadBytes-got.second[0].UploadBytes, got.second[1].DownloadBytes-got.second[0].DownloadBytes
-				if dry.UploadBytes != up || dry.DownloadBytes != down {
-					t.Errorf("dry run %d bytes up, %d down; the run migrated and copied %d up, %d down", dry.UploadBytes, dry.DownloadBytes, up, down)
-				}
-				if down < int64(page) {
-					t.Errorf("%d bytes migrated out in an epoch on a device a third of the region's size", down)
-				}
-			})
+			for _, advise := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%T/train=%v/advise-host=%v", c, train, advise), func(t *testing.T) {
+					checkManaged(t, c, train, engine.Placement{Managed: true, PageSize: page, AdviseHost: advise})
+				})
+			}
 		}
+	}
+}
+
+// checkManaged runs c under the managed placement pl on a device that
+// holds a third of its pages, and resident, and compares them (see
+// TestManagedMatchesResident).
+func checkManaged(t *testing.T, c models.Config, train bool, pl engine.Placement) {
+	page := pl.PageSize
+	resident := device.NewSim(1<<40, nil)
+	defer resident.Close()
+	want := managedRun(t, c, train, resident, engine.Placement{})
+	want.prog.Close()
+
+	capacity := int64(want.s.Pages(pl)) / 3 * page
+	dev := device.NewSim(capacity, nil)
+	defer dev.Close()
+	got := managedRun(t, c, train, dev, pl)
+	defer got.prog.Close()
+	fp := got.s.Footprint(pl, capacity)
+	if !slices.Equal(got.outputs, want.outputs) {
+		t.Errorf("outputs %v, resident %v", got.outputs, want.outputs)
+	}
+	for i := range want.params {
+		if !slices.Equal(got.params[i], want.params[i]) {
+			t.Errorf("parameter %d differs from the resident run's", i)
+			break
+		}
+	}
+	if st := dev.Stats(); st.PeakBytes > capacity || st.PeakBytes > fp.Device {
+		t.Errorf("peak %d bytes: capacity %d, footprint %d", st.PeakBytes, capacity, fp.Device)
+	}
+	if pages := got.s.Pages(pl); got.prog.Window() != fp.Window || fp.Window != pages/3 {
+		t.Errorf("%d pages resident at most, footprint %d, want a third of %d", got.prog.Window(), fp.Window, pages)
+	}
+	feed := models.FeedOf(c)
+	dry, err := got.s.Copies(pl, got.prog.Window(), feed.Samples/feed.Batch, got.fed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, down := got.second[1].UploadBytes-got.second[0].UploadBytes, got.second[1].DownloadBytes-got.second[0].DownloadBytes
+	if dry.UploadBytes != up || dry.DownloadBytes != down {
+		t.Errorf("dry run %d bytes up, %d down; the run migrated and copied %d up, %d down", dry.UploadBytes, dry.DownloadBytes, up, down)
+	}
+	remote := got.second[1].RemoteBytes - got.second[0].RemoteBytes
+	if dry.RemoteBytes != remote {
+		t.Errorf("dry run %d bytes read in place, the run %d", dry.RemoteBytes, remote)
+	}
+	switch {
+	case !pl.AdviseHost && down < page:
+		t.Errorf("%d bytes migrated out in an epoch on a device a third of the region's size", down)
+	case pl.AdviseHost && (down != want.second[1].DownloadBytes-want.second[0].DownloadBytes || remote == 0):
+		t.Errorf("host preferred: %d bytes down, %d read in place; want the outputs' alone down and some in place", down, remote)
 	}
 }
 

@@ -33,10 +33,19 @@ type Placement struct {
 	// of two of at least cache.MinPageSize.
 	Managed  bool
 	PageSize int64
+	// AdviseHost, with Managed, keeps the pages that do not fit the
+	// device's free memory in host memory (their preferred location), the
+	// kernels reading and writing them there across the bus instead of
+	// migrating them: the Windows driver's fallback. The pages that fit
+	// migrate once and stay.
+	AdviseHost bool
 }
 
 // Validate reports a placement that cannot be used.
 func (pl Placement) Validate() error {
+	if pl.AdviseHost && !pl.Managed {
+		return errors.New("advising the host is a managed placement's option")
+	}
 	if pl.Managed {
 		switch {
 		case pl.Paged || pl.Blocks != nil:

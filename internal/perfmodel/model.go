@@ -38,6 +38,10 @@ type Copies struct {
 	// MigrationBatch bytes, each costing FaultCost more, instead of
 	// Count × CopyOverhead.
 	Migrated bool
+	// RemoteBytes is what kernels read and write of managed memory in
+	// place across the bus (pages preferred on the host): waited for, at
+	// the pinned host-to-device rate (the bound: the link's).
+	RemoteBytes int64
 }
 
 // MigrationBatch is the most bytes one serviced fault batch migrates: the
@@ -171,7 +175,10 @@ type Prediction struct {
 // pageable rates × Copy, plus Count × CopyOverhead. Launch overheads are
 // added rather than hidden behind the previous kernel, which for long
 // kernels makes the model slower by at most their launches' overhead. The
-// synchronous fraction is applied to both directions alike. With
+// synchronous fraction is applied to both directions alike. Managed
+// memory's migrations (Migrated) are all waited for and cost FaultCost per
+// MigrationBatch instead of CopyOverhead per copy; its accesses in place
+// (RemoteBytes) are waited for at the pinned host-to-device rate. With
 // fractions in (0, 1] the bound never exceeds the model time.
 func Predict(kernels []Kernel, copies Copies, p Profile, e Efficiency) Prediction {
 	var boundK, compute, memory, launch, computeBound, memoryBound float64 // seconds
@@ -198,6 +205,10 @@ func Predict(kernels []Kernel, copies Copies, p Profile, e Efficiency) Predictio
 	link := PCIeRate(p.PCIeGen, p.PCIeLanes)
 	boundC := div(up, max(link, p.PinnedH2D, p.PageableH2D)) + div(down, max(link, p.PinnedD2H, p.PageableD2H))
 	modelC := div(up, rateUp*frac(e.Copy)) + div(down, rateDown*frac(e.Copy))
+	if remote := nonneg(copies.RemoteBytes); remote > 0 {
+		boundC += div(remote, max(link, p.PinnedH2D))
+		modelC += div(remote, p.PinnedH2D*frac(e.Copy))
+	}
 	if copies.Migrated {
 		modelC += math.Ceil((up+down)/MigrationBatch) * FaultCost.Seconds()
 	} else {

@@ -161,3 +161,19 @@ func TestFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictManaged: migrations are waited for at the pinned rates with
+// FaultCost per started 2 MiB batch; accesses in place at the pinned
+// host-to-device rate. 4 MiB up and 2 MiB down: 3 batches.
+func TestPredictManaged(t *testing.T) {
+	p := Profile{Name: "p", FP32: 1e12, MemBandwidth: 1e11, PinnedH2D: 1e10, PinnedD2H: 1e10, PageableH2D: 5e9, PageableD2H: 5e9}
+	e := Efficiency{Dense: 1, Elementwise: 1, Bandwidth: 1, Copy: 1}
+	got := Predict(nil, Copies{H2DBytes: 4 << 20, D2HBytes: 2 << 20, Count: 3, Migrated: true, RemoteBytes: 1e9}, p, e)
+	want := float64(6<<20)/1e10 + 3*FaultCost.Seconds() + 1e9/1e10
+	if d := got.Model.Seconds() - want; d > 1e-9 || d < -1e-9 {
+		t.Errorf("model %v, want %.6f s", got.Model, want)
+	}
+	if got.Bound > got.Model {
+		t.Errorf("bound %v above the model %v", got.Bound, got.Model)
+	}
+}

@@ -39,6 +39,9 @@ type figures struct {
 	copies   bool
 	up, down int64
 	rate     float64
+	// remote is the mean bytes a timed epoch accessed in place across the
+	// bus (the managed mode with the host advised).
+	remote int64
 	// pred is the mode's prediction per epoch, nil without one; eff its
 	// bound over the measured median and flag the note on a median far
 	// above its model time ("" when not flagged), both only for a real
@@ -92,6 +95,10 @@ func figuresOf(r bench.Result) []figures {
 				f.rate = float64(f.up+f.down) / copySeconds
 			}
 			f.up, f.down = f.up/int64(f.n), f.down/int64(f.n)
+			for _, e := range timed {
+				f.remote += e.RemoteBytes
+			}
+			f.remote /= int64(f.n)
 		}
 		fs[i] = f
 	}
@@ -270,6 +277,13 @@ func analyzeTable(r bench.Result, wide bool) table {
 	} else {
 		col("copied", false, copied(func(f figures) int64 { return f.up + f.down }))
 	}
+	remote := false
+	for _, f := range fs {
+		remote = remote || f.remote > 0
+	}
+	if remote {
+		col("remote", false, copied(func(f figures) int64 { return f.remote }))
+	}
 	col("status", true, func(f figures) string {
 		if wide {
 			return f.m.Status.String()
@@ -291,6 +305,9 @@ func analyzeTable(r bench.Result, wide bool) table {
 		t.notes = append(t.notes, "H→D, D→H: bytes copied each way per timed epoch; copy rate: their sum over the copies' time")
 	} else {
 		t.notes = append(t.notes, "copied: bytes copied host→device plus device→host per timed epoch")
+	}
+	if remote {
+		t.notes = append(t.notes, "remote: bytes the kernels read and wrote in place across the bus per timed epoch (managed, --managed-advise host)")
 	}
 	for _, f := range fs {
 		if f.sim {

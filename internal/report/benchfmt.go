@@ -24,6 +24,7 @@ const (
 	unitTime     = "sec/op"
 	unitUpload   = "h2d-B/epoch"
 	unitDownload = "d2h-B/epoch"
+	unitRemote   = "remote-B/epoch"
 )
 
 // WriteBenchfmt writes every timed epoch of r (not the warm-up) as a line of
@@ -68,6 +69,9 @@ func benchResults(r bench.Result, cfg [][2]string, suffix string) []*benchfmt.Re
 					benchfmt.Value{Value: float64(e.UploadBytes), Unit: unitUpload},
 					benchfmt.Value{Value: float64(e.DownloadBytes), Unit: unitDownload})
 			}
+			if e.RemoteBytes > 0 {
+				res.Values = append(res.Values, benchfmt.Value{Value: float64(e.RemoteBytes), Unit: unitRemote})
+			}
 			out = append(out, res)
 		}
 	}
@@ -95,7 +99,13 @@ func benchName(h bench.Header, m bench.ModeResult) string {
 	part("mode", string(m.Mode))
 	dev, _, _ := strings.Cut(strings.TrimSpace(m.Device), " ")
 	part("device", dev)
-	if policy, window, ok := strings.Cut(m.Placement, " "); ok {
+	if m.Mode == bench.ModeManaged {
+		resident, _, _ := strings.Cut(m.Placement, " ")
+		part("resident", resident)
+		if strings.Contains(m.Placement, bench.AdviseHostText) {
+			part("advise", "host")
+		}
+	} else if policy, window, ok := strings.Cut(m.Placement, " "); ok {
 		window, _, _ = strings.Cut(window, "/")
 		part("policy", policy)
 		part("window", window)

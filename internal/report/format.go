@@ -122,7 +122,7 @@ var resultsCSVColumns = append([]string{
 	"mode", "device", "placement", "simulated", "status", "reason", "epochs",
 	"median_s", "median_ci_low_s", "median_ci_high_s", "mean_s", "stddev_s", "min_s", "max_s", "cold_s",
 	"speedup", "peak_device_bytes", "h2d_bytes_per_epoch", "d2h_bytes_per_epoch", "copy_bytes_per_s",
-}, predictionCSVColumns...)
+}, append(predictionCSVColumns, "remote_bytes_per_epoch")...)
 
 // writeResultsCSV writes one CSV row per mode under a heading row, every
 // figure of the wide table as a plain number in base units (seconds,
@@ -166,11 +166,16 @@ func resultsCSVRecords(r bench.Result) [][]string {
 		if f.copies {
 			up, down = strconv.FormatInt(f.up, 10), strconv.FormatInt(f.down, 10)
 		}
-		recs = append(recs, append([]string{
+		remote := ""
+		if f.copies {
+			remote = strconv.FormatInt(f.remote, 10)
+		}
+		rec := append([]string{
 			string(f.m.Mode), f.m.Device, f.m.Placement, strconv.FormatBool(f.sim), string(f.m.Status.Kind), f.m.Status.Reason, epochs,
 			median, lo, hi, mean, stddev, fastest, slowest, secs(f.cold),
 			number(f.speedup), peak, up, down, number(f.rate),
-		}, predictionCSV(f.pred)...))
+		}, predictionCSV(f.pred)...)
+		recs = append(recs, append(rec, remote))
 	}
 	return recs
 }

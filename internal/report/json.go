@@ -73,6 +73,9 @@ type (
 		UploadBytes   *int64   `json:"upload_bytes"`
 		DownloadBytes *int64   `json:"download_bytes"`
 		CopySeconds   *float64 `json:"copy_seconds"`
+		// RemoteBytes is what the kernels read and wrote in place across
+		// the bus (the managed mode with the host advised); absent when 0.
+		RemoteBytes int64 `json:"remote_bytes,omitempty"`
 	}
 	jsonStats struct {
 		N             int     `json:"n"`
@@ -137,7 +140,7 @@ func toJSONResult(r bench.Result) jsonResult {
 			Prediction:      toJSONPrediction(m.Prediction),
 		}
 		for i, e := range m.Epochs {
-			jm.Epochs[i] = jsonEpoch{Index: e.Index, Warmup: i < m.Warmup, Seconds: e.Duration.Seconds()}
+			jm.Epochs[i] = jsonEpoch{Index: e.Index, Warmup: i < m.Warmup, Seconds: e.Duration.Seconds(), RemoteBytes: e.RemoteBytes}
 			if m.Mode.Copies() {
 				copySeconds := e.CopyTime.Seconds()
 				jm.Epochs[i].UploadBytes, jm.Epochs[i].DownloadBytes, jm.Epochs[i].CopySeconds = &e.UploadBytes, &e.DownloadBytes, &copySeconds

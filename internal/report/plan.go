@@ -99,10 +99,12 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 func placementText(pl engine.Placement, fp engine.Footprint, blocks int, short bool) string {
 	window := fp.Window
 	switch {
+	case pl.Managed && short && pl.AdviseHost:
+		return fmt.Sprintf("%d/%d×%s, host", window, fp.Pages, units.Bytes(pl.PageSize))
 	case pl.Managed && short:
 		return fmt.Sprintf("%d/%d×%s", window, fp.Pages, units.Bytes(pl.PageSize))
 	case pl.Managed:
-		return "managed, " + bench.ManagedText(window, fp.Pages, pl.PageSize) + " resident"
+		return "managed, " + bench.ManagedText(window, fp.Pages, pl.PageSize, pl.AdviseHost)
 	case pl.Blocks != nil && !pl.Paged:
 		return engine.PlaceText(pl.Blocks)
 	case pl.Blocks != nil: // the cache blocks' policy and window
@@ -318,6 +320,9 @@ type (
 		SyncBytes     int64 `json:"sync_bytes"`
 		OverlapBytes  int64 `json:"overlap_bytes"`
 		Count         int64 `json:"count"`
+		// RemoteBytes is what the kernels access in place across the bus
+		// (managed, the host advised); absent when 0.
+		RemoteBytes int64 `json:"remote_bytes,omitempty"`
 	}
 	jsonPlanBytes struct {
 		Parameters int64 `json:"parameters"`
@@ -369,7 +374,7 @@ func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
 		var copies *jsonCopies
 		if m.Device != "" {
 			c := m.Copies
-			copies = &jsonCopies{UploadBytes: c.UploadBytes, DownloadBytes: c.DownloadBytes, SyncBytes: c.SyncBytes(), OverlapBytes: c.OverlapBytes, Count: c.Count}
+			copies = &jsonCopies{UploadBytes: c.UploadBytes, DownloadBytes: c.DownloadBytes, SyncBytes: c.SyncBytes(), OverlapBytes: c.OverlapBytes, Count: c.Count, RemoteBytes: c.RemoteBytes}
 		}
 		doc.Modes = append(doc.Modes, jsonModePlan{CopiesPerEpoch: copies, Prediction: toJSONPrediction(m.Prediction),
 			Mode: string(m.Mode), Paged: m.Placement.Paged, Policy: string(m.Placement.Cache.Policy), OptimizerOnHost: m.Placement.Cache.OptimizerOnHost,

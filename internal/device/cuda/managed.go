@@ -44,6 +44,26 @@ func (d *Device) AllocManaged(n int) (device.Buffer, error) {
 // the mode's copied bytes on a GPU are its inputs and outputs alone.
 func (d *Device) Migrate(device.Buffer, int64, int64, bool) error { return nil }
 
+// Access does nothing: the GPU reads pages preferred on the host across
+// the bus by itself (the engine advises them at load, AdviseHost).
+func (d *Device) Access(device.Buffer, int64, int64) error { return nil }
+
+// AdviseHost sets bytes [off, off+n) of managed buffer b's preferred
+// location to the host, with the GPU as an accessor: its kernels read and
+// write those pages across the bus without migrating them.
+func (d *Device) AdviseHost(b device.Buffer, off, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	p := b.(*buffer).ptr + cu.DevicePtr(off)
+	return d.do(func() error {
+		if err := p.MemAdvise(n, cu.SetPreferredLocation, cu.CPU); err != nil {
+			return err
+		}
+		return p.MemAdvise(n, cu.SetAccessedBy, d.dev)
+	})
+}
+
 // ManagedSupport reports a GPU that cannot oversubscribe managed memory:
 // one without managed memory, or without concurrent managed access (the
 // pre-Pascal GPUs, and Windows and some WSL set-ups, where managed memory

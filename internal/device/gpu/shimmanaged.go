@@ -59,5 +59,17 @@ func (d *ShimDevice) Migrate(b device.Buffer, off, n int64, toDevice bool) error
 	return nil
 }
 
+// Access counts bytes of a managed buffer that a kernel reads in place.
+func (d *ShimDevice) Access(b device.Buffer, off, n int64) error {
+	if off < 0 || n < 0 || off+n > 4*int64(b.Len()) {
+		return fmt.Errorf("%s: remote access to bytes %d to %d of %d", d.Name(), off, off+n, 4*b.Len())
+	}
+	d.meter.Accessed(n, 0)
+	return nil
+}
+
+// AdviseHost does nothing, as on the simulated device.
+func (d *ShimDevice) AdviseHost(device.Buffer, int64, int64) error { return nil }
+
 // ManagedSupport is nil: the shim oversubscribes as the engine says.
 func (d *ShimDevice) ManagedSupport() error { return nil }
