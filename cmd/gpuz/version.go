@@ -31,8 +31,11 @@ func newVersionCmd(ios *IOStreams) *cobra.Command {
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			b := sysinfo.ReadBuild()
-			_, err := fmt.Fprintf(ios.Out, "gpuz %s (%s, %s/%s)\nrevision: %s\ncommit time: %s\nmodified: %s\nBLAS: %s\nCUDA support: %s\n",
-				b.Version, b.GoVersion, runtime.GOOS, runtime.GOARCH, b.Revision, b.Time, b.Modified, bench.BLASName(), yesNo(device.CUDASupport))
+			_, err := fmt.Fprintf(ios.Out, "gpuz %s (%s, %s/%s)\nrevision: %s\ncommit time: %s\nmodified: %s\nBLAS: %s\nCPU vectors: %s\nCUDA support: %s\n",
+				b.Version, b.GoVersion, runtime.GOOS, runtime.GOARCH, b.Revision, b.Time, b.Modified, bench.BLASName(), bench.CPUVector(), yesNo(device.CUDASupport))
+			if w := bench.BLASWarning(); w != "" && err == nil {
+				_, err = fmt.Fprintf(ios.Out, "warning: %s\n", w)
+			}
 			return err
 		},
 	}

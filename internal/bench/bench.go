@@ -178,6 +178,7 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 		GPU:     opts.GPUName,
 	}
 	h.ThreadsRequested, h.ThreadsWarning = opts.Threads, threads.warning
+	h.CPUVector, h.BLASWarning = hostmath.CPUVector(), hostmath.BLASWarning()
 	h.Env = sysinfo.Collect()
 	h.Env.BLAS, h.Env.Threads, h.Env.CommandLine, h.Env.Seed = h.BLAS, h.Threads, opts.CommandLine, opts.Seed
 	h.Params = model.ParamCount()

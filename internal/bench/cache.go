@@ -51,6 +51,13 @@ func cachePlacement(c cache.Config) engine.Placement {
 // BLASName names the host BLAS the kernels use.
 func BLASName() string { return hostmath.BLASName() }
 
+// BLASWarning says when OPENBLAS_CORETYPE forces the BLAS to narrower
+// kernels than the CPU runs, or is "".
+func BLASWarning() string { return hostmath.BLASWarning() }
+
+// CPUVector names the host CPU's widest vector extension.
+func CPUVector() string { return hostmath.CPUVector() }
+
 // BLASEnv returns the environment settings, NAME=VALUE, that the BLAS reads
 // only when it loads: a program sets them before it starts.
 func BLASEnv() []string { return hostmath.LoadEnv() }

@@ -137,6 +137,11 @@ type Header struct {
 	Threads          int
 	ThreadsRequested int
 	ThreadsWarning   string
+	// CPUVector is the widest vector extension of the host CPU
+	// (hostmath.CPUVector); BLASWarning says when OPENBLAS_CORETYPE
+	// forces the BLAS to narrower kernels than it ("" otherwise).
+	CPUVector   string
+	BLASWarning string
 	// GPU names the device of the cuda and cache modes; empty when they
 	// have none.
 	GPU string

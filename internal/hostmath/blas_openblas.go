@@ -6,6 +6,7 @@ package hostmath
 // void openblas_set_num_threads(int);
 // int openblas_get_num_threads(void);
 // char* openblas_get_config(void);
+// char* openblas_get_corename(void);
 import "C"
 
 import (
@@ -17,14 +18,25 @@ import (
 // impl is the BLAS the kernels call: OpenBLAS through cgo.
 var impl netlib.Implementation
 
-// BLASName names the BLAS this binary multiplies matrices with.
+// BLASName names the BLAS this binary multiplies matrices with and the
+// kernels it chose for this CPU: "OpenBLAS 0.3.21 (Haswell kernels)".
 func BLASName() string {
 	config := C.GoString(C.openblas_get_config())
 	// "OpenBLAS 0.3.21 NO_AFFINITY USE_OPENMP Zen MAX_THREADS=64"
+	name := "OpenBLAS"
 	if fields := strings.Fields(config); len(fields) >= 2 {
-		return fields[0] + " " + fields[1]
+		name = fields[0] + " " + fields[1]
 	}
-	return "OpenBLAS"
+	if core := BLASKernels(); core != "" {
+		name += " (" + core + " kernels)"
+	}
+	return name
+}
+
+// BLASKernels names the kernels OpenBLAS runs (openblas_get_corename:
+// "Haswell", "SkylakeX", "Zen"), which OPENBLAS_CORETYPE can force.
+func BLASKernels() string {
+	return strings.TrimSpace(C.GoString(C.openblas_get_corename()))
 }
 
 // setBLASThreads asks OpenBLAS for n threads and returns the count it

@@ -10,6 +10,10 @@ var impl gonum.Implementation
 // BLASName names the BLAS this binary multiplies matrices with.
 func BLASName() string { return "gonum (pure Go)" }
 
+// BLASKernels is "": gonum's BLAS is Go code, vectorised by its assembly
+// where it has some.
+func BLASKernels() string { return "" }
+
 // setBLASThreads sets nothing and accepts any count: gonum's BLAS picks its
 // own parallelism.
 func setBLASThreads(n int) int { return n }

@@ -44,7 +44,12 @@ type (
 		// accepted fewer; ThreadsWarning says why.
 		ThreadsRequested int    `json:"threads_requested,omitempty"`
 		ThreadsWarning   string `json:"threads_warning,omitempty"`
-		GPU              string `json:"gpu"`
+		// CPUVector is the host CPU's widest vector extension;
+		// BLASWarning says when OPENBLAS_CORETYPE forces narrower BLAS
+		// kernels.
+		CPUVector   string `json:"cpu_vector,omitempty"`
+		BLASWarning string `json:"blas_warning,omitempty"`
+		GPU         string `json:"gpu"`
 		// Env is where and how the run was measured; absent only from a
 		// header that was never collected.
 		Env *jsonEnv `json:"env,omitempty"`
@@ -93,6 +98,7 @@ func toJSONHeader(h bench.Header) jsonHeader {
 		Model: h.Model, Task: string(h.Task), Scale: h.Scale,
 		DataBytes: h.DataBytes, Params: h.Params, ParamBytes: h.ParamBytes,
 		Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads, GPU: h.GPU,
+		CPUVector: h.CPUVector, BLASWarning: h.BLASWarning,
 		Env: toJSONEnv(h.Env),
 	}
 	if h.ThreadsWarning != "" {

@@ -37,6 +37,9 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	if h.ThreadsWarning != "" {
 		fmt.Fprintf(&b, "warning: %s\n", h.ThreadsWarning)
 	}
+	if h.BLASWarning != "" {
+		fmt.Fprintf(&b, "warning: %s\n", h.BLASWarning)
+	}
 	if h.GPU != "" {
 		fmt.Fprintf(&b, "devices: cuda and cache on %s, cpu on host\n", h.GPU)
 	}
