@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gpuz/internal/device"
 	"gpuz/internal/report/reporttest"
@@ -139,15 +140,25 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// usageErrorLimit is how long wantUsageError waits for gpuz to refuse its
+// input before killing it: refusing bad input takes well under a second,
+// so a process still running then hangs (it once read /dev/zero forever).
+const usageErrorLimit = 30 * time.Second
+
 // wantUsageError runs the built binary with args and checks it refuses
-// them as bad input: exit status 2, one line on stderr containing want, no
-// panic or goroutine dump, nothing on stdout.
+// them as bad input within usageErrorLimit: exit status 2, one line on
+// stderr containing want, no panic or goroutine dump, nothing on stdout.
 func wantUsageError(t *testing.T, args []string, want string) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), usageErrorLimit)
+	defer cancel()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(gpuzBinary, args...)
+	cmd := exec.CommandContext(ctx, gpuzBinary, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("gpuz %q still ran after %v: killed; stderr:\n%.2000s", args, usageErrorLimit, stderr.String())
+	}
 	exitErr, ok := err.(*exec.ExitError)
 	if !ok || exitErr.ExitCode() != 2 {
 		t.Fatalf("gpuz %q: %v, want exit status 2; stderr:\n%.2000s", args, err, stderr.String())

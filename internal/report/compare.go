@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -26,6 +27,28 @@ type RunFile struct {
 	// Seconds holds the time of every timed epoch (every result, for a
 	// benchmark file) of each configuration, in seconds.
 	Seconds map[string][]float64
+}
+
+// MaxEpochSeconds is the longest epoch time gpuz compare and gpuz plot read
+// from a results file: 10⁹ s, about 32 years. No run measures an epoch
+// that long, so a larger time (1e308, +Inf) comes from a corrupt or
+// hand-made file; refusing it also keeps every time these commands print
+// to at most ten integer digits.
+const MaxEpochSeconds = 1e9
+
+// CheckEpochSeconds returns why s cannot be an epoch time read from a
+// results file: it is NaN, negative, or beyond MaxEpochSeconds (+Inf
+// included). A time from 0 to MaxEpochSeconds is nil.
+func CheckEpochSeconds(s float64) error {
+	switch {
+	case math.IsNaN(s):
+		return fmt.Errorf("epoch time %g s is not a number", s)
+	case s < 0:
+		return fmt.Errorf("epoch time %g s is negative", s)
+	case s > MaxEpochSeconds:
+		return fmt.Errorf("epoch time %g s is beyond %g s (about 32 years), the most gpuz reads", s, MaxEpochSeconds)
+	}
+	return nil
 }
 
 // add appends a time to configuration name.
@@ -81,7 +104,8 @@ func ParseRunFile(name string, data []byte) (RunFile, error) {
 	return f, nil
 }
 
-// parseBenchfmt reads the results in sec/op of a Go benchmark file.
+// parseBenchfmt reads the results in sec/op of a Go benchmark file. A time
+// that CheckEpochSeconds refuses is an error naming the file and line.
 func (f *RunFile) parseBenchfmt(data []byte) error {
 	r := benchfmt.NewReader(bytes.NewReader(data), f.Name)
 	for r.Scan() {
@@ -90,6 +114,10 @@ func (f *RunFile) parseBenchfmt(data []byte) error {
 			return rec
 		case *benchfmt.Result:
 			if sec, ok := rec.Value(unitTime); ok {
+				if err := CheckEpochSeconds(sec); err != nil {
+					file, line := rec.Pos()
+					return fmt.Errorf("%s:%d: %w", file, line, err)
+				}
 				f.add(rec.Name.String(), sec)
 			}
 		}
@@ -101,11 +129,15 @@ func (f *RunFile) parseBenchfmt(data []byte) error {
 }
 
 // parseJSON reads the timed epochs of a gpuz --json file, naming each mode
-// as WriteBenchfmt would.
+// as WriteBenchfmt would. An epoch time that CheckEpochSeconds refuses is
+// an error naming the file, the mode and the epoch.
 func (f *RunFile) parseJSON(data []byte) error {
 	var doc jsonResult
 	if err := DecodeJSON(f.Name, data, &doc, ""); err != nil {
 		return err
+	}
+	if err := checkEpochs(doc.Modes); err != nil {
+		return fmt.Errorf("%s: %w", f.Name, err)
 	}
 	h := bench.Header{Model: doc.Header.Model, Task: bench.Task(doc.Header.Task), Scale: doc.Header.Scale}
 	for _, m := range doc.Modes {
@@ -113,6 +145,20 @@ func (f *RunFile) parseJSON(data []byte) error {
 		for _, e := range m.Epochs {
 			if !e.Warmup {
 				f.add(name, e.Seconds)
+			}
+		}
+	}
+	return nil
+}
+
+// checkEpochs checks every epoch time of modes (CheckEpochSeconds), the
+// warm-up's included; the error names the mode and the epoch, counted from
+// 0 as the epoch lines count them.
+func checkEpochs(modes []jsonMode) error {
+	for _, m := range modes {
+		for i, e := range m.Epochs {
+			if err := CheckEpochSeconds(e.Seconds); err != nil {
+				return fmt.Errorf("mode %s, epoch %d: %w", m.Mode, i, err)
 			}
 		}
 	}

@@ -122,3 +122,38 @@ func TestReadRunFileErrors(t *testing.T) {
 		t.Errorf("missing file: error %v, want one naming it", err)
 	}
 }
+
+// TestReadRunFileBadTimes: an epoch time that is not a number, infinite,
+// negative or beyond MaxEpochSeconds is refused with one line naming the
+// file and the line (a benchmark file) or the mode and epoch (JSON). NaN
+// made WriteCompare's U-test loop until memory ran out; the others printed
+// "NaN s", negative changes or a 309-digit number.
+func TestReadRunFileBadTimes(t *testing.T) {
+	const line = "BenchmarkGpuz/workload=linear/task=train/mode=cpu/device=host/scale=small 1 "
+	run := func(seconds string) string {
+		return `{"version": 2, "header": {"model": "linear", "task": "train", "scale": "small"}, "modes": [` +
+			`{"mode": "cpu", "device": "host", "status": "ok", "epochs": [{"index": 0, "seconds": 1}, {"index": 1, "seconds": ` + seconds + `}]}]}`
+	}
+	for _, tc := range []struct{ name, content, want string }{
+		{"nan.txt", line + "NaN sec/op\n", "nan.txt:1: epoch time NaN s is not a number"},
+		{"inf.txt", line + "1 sec/op\n" + line + "+Inf sec/op\n", "inf.txt:2: epoch time +Inf s is beyond 1e+09 s"},
+		{"minus-inf.txt", line + "-Inf sec/op\n", "minus-inf.txt:1: epoch time -Inf s is negative"},
+		{"negative.txt", "goos: linux\n\n" + line + "-1 sec/op\n", "negative.txt:3: epoch time -1 s is negative"},
+		{"huge.txt", line + "1e308 sec/op\n", "huge.txt:1: epoch time 1e+308 s is beyond 1e+09 s"},
+		{"negative.json", run("-2"), "negative.json: mode cpu, epoch 1: epoch time -2 s is negative"},
+		{"huge.json", run("1e308"), "huge.json: mode cpu, epoch 1: epoch time 1e+308 s is beyond 1e+09 s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseRunFile(tc.name, []byte(tc.content))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %v, want one line with %q", err, tc.want)
+			}
+		})
+	}
+	// The bounds themselves are times.
+	for _, s := range []string{"0", "1e9"} {
+		if _, err := ParseRunFile("ok.txt", []byte(line+s+" sec/op\n")); err != nil {
+			t.Errorf("%s s: %v", s, err)
+		}
+	}
+}

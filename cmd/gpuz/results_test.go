@@ -1,0 +1,71 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The tests of gpuz compare's and gpuz plot's input: result files that hold
+// no true epoch times.
+
+// benchLine is a benchmark line of the small linear cpu run, its time to
+// be appended: "… 1 " + "2.5 sec/op\n".
+const benchLine = "BenchmarkGpuz/workload=linear/task=train/mode=cpu/device=host/scale=small 1 "
+
+// writeResults writes files named by their name into a temporary
+// directory and returns their paths by name.
+func writeResults(t *testing.T, files map[string]string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	paths := map[string]string{}
+	for name, content := range files {
+		paths[name] = filepath.Join(dir, name)
+		if err := os.WriteFile(paths[name], []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return paths
+}
+
+// runJSON is a run's JSON with one cpu mode of a 1 s epoch and one of
+// seconds.
+func runJSON(seconds string) string {
+	return `{"version": 2, "header": {"model": "linear", "task": "train", "scale": "small"}, "modes": [` +
+		`{"mode": "cpu", "device": "host", "status": "ok", "epochs": [{"index": 0, "seconds": 1}, {"index": 1, "seconds": ` + seconds + `}]}]}`
+}
+
+// TestResultsBadTimes runs compare and plot on files whose epoch times are
+// not times: each is refused at once, exit 2, one line naming the file and
+// the line (or the mode and epoch). Before, NaN made compare loop until
+// memory ran out, +Inf printed "NaN s", a negative time a negative change
+// and a bar below zero, 1e308 a number of 309 digits, all with status 0.
+func TestResultsBadTimes(t *testing.T) {
+	p := writeResults(t, map[string]string{
+		"good.txt":      benchLine + "1 sec/op\n" + benchLine + "1.1 sec/op\n",
+		"nan.txt":       benchLine + "NaN sec/op\n",
+		"inf.txt":       benchLine + "1 sec/op\n" + benchLine + "+Inf sec/op\n",
+		"negative.txt":  benchLine + "-1 sec/op\n",
+		"huge.txt":      benchLine + "1e308 sec/op\n",
+		"negative.json": runJSON("-2"),
+		"huge.json":     runJSON("1e308"),
+	})
+	svg := filepath.Join(t.TempDir(), "x.svg")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"compare", p["nan.txt"], p["good.txt"]}, p["nan.txt"] + ":1: epoch time NaN s is not a number"},
+		{[]string{"compare", p["good.txt"], p["inf.txt"]}, p["inf.txt"] + ":2: epoch time +Inf s is beyond 1e+09 s"},
+		{[]string{"compare", p["negative.txt"], p["good.txt"]}, p["negative.txt"] + ":1: epoch time -1 s is negative"},
+		{[]string{"compare", p["huge.txt"], p["good.txt"]}, p["huge.txt"] + ":1: epoch time 1e+308 s is beyond"},
+		{[]string{"compare", p["negative.json"], p["good.txt"]}, p["negative.json"] + ": mode cpu, epoch 1: epoch time -2 s is negative"},
+		{[]string{"plot", p["negative.json"], "-o", svg}, p["negative.json"] + ": mode cpu, epoch 1: epoch time -2 s is negative"},
+		{[]string{"plot", p["huge.json"], "-o", svg}, p["huge.json"] + ": mode cpu, epoch 1: epoch time 1e+308 s is beyond"},
+	} {
+		wantUsageError(t, tc.args, tc.want)
+	}
+	if _, err := os.Stat(svg); err == nil {
+		t.Errorf("a refused plot wrote %s", svg)
+	}
+}
