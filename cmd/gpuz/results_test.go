@@ -3,7 +3,10 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+
+	"gpuz/internal/report"
 )
 
 // The tests of gpuz compare's and gpuz plot's input: result files that hold
@@ -67,5 +70,39 @@ func TestResultsBadTimes(t *testing.T) {
 	}
 	if _, err := os.Stat(svg); err == nil {
 		t.Errorf("a refused plot wrote %s", svg)
+	}
+}
+
+// TestResultsNotRegular runs compare and plot on inputs that are not
+// regular files or are too large: each is refused at once, before a byte
+// is read, exit 2 and one line. Before, /dev/zero was read until memory
+// ran out and a named pipe blocked until a writer came.
+func TestResultsNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	large := filepath.Join(dir, "large.json")
+	if err := os.WriteFile(large, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(large, report.MaxResultsBytes+1); err != nil { // sparse
+		t.Fatal(err)
+	}
+	good := writeResults(t, map[string]string{"good.txt": benchLine + "1 sec/op\n"})["good.txt"]
+	svg := filepath.Join(dir, "x.svg")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"compare", "/dev/zero", good}, "/dev/zero is a device, not a regular file"},
+		{[]string{"compare", good, fifo}, fifo + " is a named pipe, not a regular file"},
+		{[]string{"compare", large, good}, "holds 256 MiB, more than the 256 MiB gpuz reads"},
+		{[]string{"plot", "/dev/zero", "-o", svg}, "/dev/zero is a device, not a regular file"},
+		{[]string{"plot", fifo, "-o", svg}, fifo + " is a named pipe, not a regular file"},
+		{[]string{"plot", large, "-o", svg}, "more than the 256 MiB gpuz reads"},
+	} {
+		wantUsageError(t, tc.args, tc.want)
 	}
 }

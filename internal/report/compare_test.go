@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -155,5 +157,61 @@ func TestReadRunFileBadTimes(t *testing.T) {
 		if _, err := ParseRunFile("ok.txt", []byte(line+s+" sec/op\n")); err != nil {
 			t.Errorf("%s s: %v", s, err)
 		}
+	}
+}
+
+// TestReadResultsRefuses: what is not a regular file (a directory, a named
+// pipe, a device) is refused before a byte is read, and so is a file
+// larger than MaxResultsBytes, by its size or, where the size it reports
+// is wrong (/proc), by what it holds. A named pipe used to block until a
+// writer came, /dev/zero to be read until memory ran out.
+func TestReadResultsRefuses(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	large := filepath.Join(dir, "large.txt")
+	if err := os.WriteFile(large, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Sparse: no byte of it is written, and none must be read.
+	if err := os.Truncate(large, MaxResultsBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path string
+		max        int64
+		want       string
+	}{
+		{"directory", dir, MaxResultsBytes, dir + " is a directory, not a results file"},
+		{"named pipe", fifo, MaxResultsBytes, fifo + " is a named pipe, not a regular file"},
+		{"endless device", "/dev/zero", MaxResultsBytes, "/dev/zero is a device, not a regular file"},
+		{"empty device", "/dev/null", MaxResultsBytes, "/dev/null is a device, not a regular file"},
+		{"larger than the cap", large, MaxResultsBytes, large + " holds 256 MiB, more than the 256 MiB gpuz reads"},
+		{"more than its size says", "/proc/self/maps", 16, "/proc/self/maps holds more than 16 B, the most gpuz reads"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := os.Stat(tc.path); err != nil {
+				t.Skip(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := readResults(tc.path, tc.max)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+					t.Errorf("error %v, want one line with %q", err, tc.want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("still reading %s after 5 s", tc.path)
+			}
+		})
+	}
+	// ReadResults reads with the cap.
+	if _, err := ReadResults(large); err == nil || !strings.Contains(err.Error(), "more than the 256 MiB") {
+		t.Errorf("ReadResults(%s): %v, want the cap", large, err)
 	}
 }
