@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"gpuz/internal/report"
 )
@@ -104,5 +107,50 @@ func TestResultsNotRegular(t *testing.T) {
 		{[]string{"plot", large, "-o", svg}, "more than the 256 MiB gpuz reads"},
 	} {
 		wantUsageError(t, tc.args, tc.want)
+	}
+}
+
+// TestResultsReadYieldsToSignal: compare and plot return within a second
+// of a signal while their input is still being read (a read that never
+// ends, as on a stuck network file system), writing nothing; run then
+// exits with the signal's status. They used to wait for the read.
+func TestResultsReadYieldsToSignal(t *testing.T) {
+	good := writeResults(t, map[string]string{"good.txt": benchLine + "1 sec/op\n"})["good.txt"]
+	for _, tc := range []struct {
+		name string
+		run  func(ctx context.Context, ios *IOStreams, read func(string) ([]byte, error)) error
+	}{
+		{"compare", func(ctx context.Context, ios *IOStreams, read func(string) ([]byte, error)) error {
+			return compareRun(ctx, &CompareOptions{IO: ios, A: good, B: "stuck.txt", Read: read})
+		}},
+		{"plot", func(ctx context.Context, ios *IOStreams, read func(string) ([]byte, error)) error {
+			return plotRun(ctx, &PlotOptions{IO: ios, Results: "stuck.json", Output: filepath.Join(t.TempDir(), "x.svg"), Read: read})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stuck := make(chan struct{})
+			defer close(stuck)
+			read := func(path string) ([]byte, error) {
+				if path == good {
+					return report.ReadResults(path)
+				}
+				<-stuck
+				return nil, errors.New("the read ended")
+			}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			ios, out, errOut := testIO()
+			done := make(chan error, 1)
+			go func() { done <- tc.run(ctx, ios, read) }()
+			time.Sleep(50 * time.Millisecond)
+			cancel(&signalError{syscall.SIGINT})
+			select {
+			case err := <-done:
+				if err == nil || out.Len() != 0 || errOut.Len() != 0 {
+					t.Errorf("error %v, stdout %q, stderr %q; want an error and nothing written", err, out, errOut)
+				}
+			case <-time.After(time.Second):
+				t.Fatal("still reading a second after the signal")
+			}
+		})
 	}
 }
