@@ -49,20 +49,28 @@ func TestSweepRejectsUpFront(t *testing.T) {
 		dev    string
 		policy string
 		sweep  []SweepFlag
+		plot   bool // --plot DIR/x.svg
 		want   string
 	}{
-		{"host optimizer with window", "sim:1GiB", "window", []SweepFlag{{"optimizer-on", []string{"device", "host"}}}, "optimizer_on=host: "},
-		{"take on cpu", "cpu", "window", []SweepFlag{{"take", []string{"0", "2MiB"}}}, "--take holds memory on the device"},
-		{"bad size item", "sim:1GiB", "window", []SweepFlag{{"dims", []string{"16", "0"}}}, "dims=0: --dims must be positive, got 0"},
-		{"bad take item", "sim:1GiB", "window", []SweepFlag{{"take", []string{"0", "lots"}}}, "take=lots: --take: invalid amount"},
-		{"bad window item", "sim:1GiB", "window", []SweepFlag{{"win-size", []string{"1", "x"}}}, `--win-size: invalid argument "x"`},
-		{"bad policy item", "sim:1GiB", "window", []SweepFlag{{"policy", []string{"window", "lru"}}}, "policy=lru: "},
+		{"host optimizer with window", "sim:1GiB", "window", []SweepFlag{{"optimizer-on", []string{"device", "host"}}}, false, "optimizer_on=host: "},
+		{"take on cpu", "cpu", "window", []SweepFlag{{"take", []string{"0", "2MiB"}}}, false, "--take holds memory on the device"},
+		{"bad size item", "sim:1GiB", "window", []SweepFlag{{"dims", []string{"16", "0"}}}, false, "dims=0: --dims must be positive, got 0"},
+		{"bad take item", "sim:1GiB", "window", []SweepFlag{{"take", []string{"0", "lots"}}}, false, "take=lots: --take: invalid amount"},
+		{"bad window item", "sim:1GiB", "window", []SweepFlag{{"win-size", []string{"1", "x"}}}, false, `--win-size: invalid argument "x"`},
+		{"bad policy item", "sim:1GiB", "window", []SweepFlag{{"policy", []string{"window", "lru"}}}, false, "policy=lru: "},
+		// --plot draws sweeps over take or win_size: a sweep over another
+		// parameter ran to the end and then only warned.
+		{"plot a sweep over dims", "sim:1GiB", "window", []SweepFlag{{"dims", []string{"4", "8"}}}, true, "--plot: a sweep over dims: gpuz plot draws sweeps over take or win_size"},
+		{"plot a sweep over batch and policy", "sim:1GiB", "window", []SweepFlag{{"batch", []string{"2", "4"}}, {"policy", []string{"window", "auto"}}}, true, "a sweep over batch, policy"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ios, out, errOut := testIO()
 			o := smallLinear(ios, tt.dev)
 			o.Modes = []bench.Mode{bench.ModeCPU, bench.ModeCache}
 			o.Cache.Policy, o.Sweep = cache.Policy(tt.policy), tt.sweep
+			if tt.plot {
+				o.Plot = filepath.Join(t.TempDir(), "x.svg")
+			}
 			err := workloadRun(context.Background(), o)
 			var u *usageError
 			if !errors.As(err, &u) || !strings.Contains(err.Error(), tt.want) {
