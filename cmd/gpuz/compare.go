@@ -33,8 +33,9 @@ func newCompareCmd(ios *IOStreams, runF func(context.Context, *CompareOptions) e
 		Short: "Compare the epoch times of two runs, with a significance test",
 		Long: `compare reads two result files, each written by a workload command's
 --bench-out (the Go benchmark format, which benchstat reads too) or --json,
-and prints for each configuration (workload, task, mode, device, cache policy
-and window, scale) the median epoch time of A and of B with its 95%
+a run's or a sweep's (a sweep's rows are configurations, named by their
+settings), and prints for each configuration (workload, task, mode, device,
+cache policy and window, scale) the median epoch time of A and of B with its 95%
 confidence interval, and the change from A to B with the p-value of a
 Mann-Whitney U test; ~ marks a change that is not significant (p ≥ 0.05).
 A warning says when a configuration has too few timed epochs for an interval

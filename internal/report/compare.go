@@ -191,20 +191,48 @@ func (f *RunFile) parseBenchfmt(data []byte) error {
 	return nil
 }
 
-// parseJSON reads the timed epochs of a gpuz --json file, naming each mode
-// as WriteBenchfmt would. An epoch time that CheckEpochSeconds refuses is
-// an error naming the file, the mode and the epoch.
+// parseJSON reads the timed epochs of a gpuz --json file, a run's or a
+// sweep's, naming each mode as WriteBenchfmt would and, in a sweep, each
+// row's modes as WriteSweepBenchfmt would (the settings after the scale),
+// so that a sweep's JSON and its --bench-out name the same configurations.
+// An epoch time that CheckEpochSeconds refuses is an error naming the
+// file, the sweep's row, the mode and the epoch.
 func (f *RunFile) parseJSON(data []byte) error {
-	var doc jsonResult
-	if err := DecodeJSON(f.Name, data, &doc, ""); err != nil {
+	var doc struct {
+		jsonResult
+		Kind       string         `json:"kind"`
+		Parameters []string       `json:"parameters"`
+		Rows       []jsonSweepRow `json:"rows"`
+	}
+	if err := DecodeJSON(f.Name, data, &doc, "", SweepKind); err != nil {
 		return err
 	}
+	if doc.Kind != SweepKind {
+		return f.addJSONRun(doc.jsonResult, "", "")
+	}
+	for i, row := range doc.Rows {
+		settings := make([]bench.Setting, len(doc.Parameters))
+		for j, p := range doc.Parameters {
+			settings[j] = bench.Setting{Name: p, Value: row.Settings[p]}
+		}
+		where := fmt.Sprintf("row %d (%s), ", i, bench.SettingsString(settings))
+		if err := f.addJSONRun(row.Result, settingsSuffix(settings), where); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addJSONRun adds the timed epochs of a run's JSON, suffix appended to
+// each configuration's name; where says where the run is in the file for
+// errors ("row 2 (take=8), " in a sweep).
+func (f *RunFile) addJSONRun(doc jsonResult, suffix, where string) error {
 	if err := checkEpochs(doc.Modes); err != nil {
-		return fmt.Errorf("%s: %w", f.Name, err)
+		return fmt.Errorf("%s: %s%w", f.Name, where, err)
 	}
 	h := bench.Header{Model: doc.Header.Model, Task: bench.Task(doc.Header.Task), Scale: doc.Header.Scale}
 	for _, m := range doc.Modes {
-		name := benchName(h, bench.ModeResult{Mode: bench.Mode(m.Mode), Device: m.Device, Placement: m.Placement})
+		name := benchName(h, bench.ModeResult{Mode: bench.Mode(m.Mode), Device: m.Device, Placement: m.Placement}) + suffix
 		for _, e := range m.Epochs {
 			if !e.Warmup {
 				f.add(name, e.Seconds)
@@ -335,10 +363,16 @@ func WriteCompare(w io.Writer, a, b RunFile) error {
 	return err
 }
 
+// benchLabelKeys are the keys of gpuz's benchmark names whose values alone
+// label a row of the comparison ("cache sim:8GiB window 3"); a sweep's
+// settings are labelled with their keys ("take=8").
+var benchLabelKeys = []string{"mode", "device", "policy", "window"}
+
 // splitConfig splits a benchmark name into the heading of its table and the
 // label of its row. For gpuz's names the heading is the workload, the task
 // and the scale ("linear train, scale small") and the label the other
-// values ("cache sim:8GiB window 3"); another benchmark's base name is its
+// values ("cache sim:8GiB window 3"), a sweep's settings with their keys
+// ("cache sim:8GiB window 3 take=8 win_size=3"); another benchmark's base name is its
 // heading and the rest of its name its label.
 func splitConfig(name string) (heading, label string) {
 	base, parts := benchfmt.Name(name).Parts()
@@ -353,6 +387,9 @@ func splitConfig(name string) (heading, label string) {
 			head = append(head, value)
 		case key == "scale":
 			scale = value
+		case string(base) == benchBase && !slices.Contains(benchLabelKeys, key):
+			// A sweep's setting: its value alone would not say which.
+			rest = append(rest, key+"="+value)
 		default:
 			rest = append(rest, value)
 		}

@@ -136,6 +136,8 @@ func TestReadRunFileBadTimes(t *testing.T) {
 		return `{"version": 2, "header": {"model": "linear", "task": "train", "scale": "small"}, "modes": [` +
 			`{"mode": "cpu", "device": "host", "status": "ok", "epochs": [{"index": 0, "seconds": 1}, {"index": 1, "seconds": ` + seconds + `}]}]}`
 	}
+	sweep := `{"version": 2, "kind": "sweep", "parameters": ["take"], "rows": [` +
+		`{"settings": {"take": "0"}, "result": ` + run("1") + `}, {"settings": {"take": "8"}, "result": ` + run("-0.5") + `}]}`
 	for _, tc := range []struct{ name, content, want string }{
 		{"nan.txt", line + "NaN sec/op\n", "nan.txt:1: epoch time NaN s is not a number"},
 		{"inf.txt", line + "1 sec/op\n" + line + "+Inf sec/op\n", "inf.txt:2: epoch time +Inf s is beyond 1e+09 s"},
@@ -144,6 +146,7 @@ func TestReadRunFileBadTimes(t *testing.T) {
 		{"huge.txt", line + "1e308 sec/op\n", "huge.txt:1: epoch time 1e+308 s is beyond 1e+09 s"},
 		{"negative.json", run("-2"), "negative.json: mode cpu, epoch 1: epoch time -2 s is negative"},
 		{"huge.json", run("1e308"), "huge.json: mode cpu, epoch 1: epoch time 1e+308 s is beyond 1e+09 s"},
+		{"sweep.json", sweep, "sweep.json: row 1 (take=8), mode cpu, epoch 1: epoch time -0.5 s is negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseRunFile(tc.name, []byte(tc.content))
@@ -213,5 +216,42 @@ func TestReadResultsRefuses(t *testing.T) {
 	// ReadResults reads with the cap.
 	if _, err := ReadResults(large); err == nil || !strings.Contains(err.Error(), "more than the 256 MiB") {
 		t.Errorf("ReadResults(%s): %v, want the cap", large, err)
+	}
+}
+
+// TestCompareSweepFiles writes a sweep with WriteSweepJSON and with
+// WriteSweepBenchfmt and reads both back as gpuz compare does: the JSON's
+// rows give the configurations the benchmark lines name (the settings
+// after the scale), with the same times, and the table labels each row
+// with its settings. compare used to refuse the JSON: unknown kind "sweep".
+func TestCompareSweepFiles(t *testing.T) {
+	dir := t.TempDir()
+	benchPath, jsonPath := filepath.Join(dir, "sweep.txt"), filepath.Join(dir, "sweep.json")
+	for path, write := range map[string]func(io.Writer) error{
+		benchPath: func(w io.Writer) error { return WriteSweepBenchfmt(w, sweepResult) },
+		jsonPath:  func(w io.Writer) error { return WriteSweepJSON(w, sweepResult) },
+	} {
+		if err := os.WriteFile(path, []byte(written(t, write)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fb, fj := readRun(t, benchPath), readRun(t, jsonPath)
+	// 4 rows of cache, 2 of cuda (the take=8 rows are OOM, untimed).
+	if !slices.Equal(fb.Configs, fj.Configs) || len(fb.Configs) != 6 {
+		t.Fatalf("configurations %q from the benchmark file, %q from JSON; want the same 6", fb.Configs, fj.Configs)
+	}
+	for _, c := range fb.Configs {
+		if !slices.Equal(fb.Seconds[c], fj.Seconds[c]) {
+			t.Errorf("%s: %v from the benchmark file, %v from JSON", c, fb.Seconds[c], fj.Seconds[c])
+		}
+	}
+	got := compareFiles(t, benchPath, jsonPath)
+	for _, want := range []string{"linear train, scale full", "| cuda sim:8GiB take=0 win_size=1 ", "| cache sim:8GiB window 3 take=8 win_size=3 "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, " ~ ") != 6 {
+		t.Errorf("want no change (~) in each of the 6 rows:\n%s", got)
 	}
 }
