@@ -69,6 +69,13 @@ func TestBadInput(t *testing.T) {
 		{"NaN lr on eval", []string{"resnet", "eval", "cpu", "--lr", "nan"}, "--lr must be a finite number, got NaN"},
 		{"NaN lr in plan", []string{"plan", "attention", "train", "cpu", "--lr", "NaN"}, "--lr must be a finite number, got NaN"},
 		{"lr beyond float64", []string{"linear", "train", "cpu", "--lr", "1e400"}, `invalid argument "1e400"`},
+		// The models compute in float32: an --lr that float32 holds as
+		// +Inf or 0 ran (and diverged, or learnt nothing).
+		{"lr beyond float32", []string{"linear", "train", "cpu", "--lr", "1e39"}, "--lr 1e+39 is infinite in float32, which the models compute in (the largest float32 is 3.4028235e+38)"},
+		{"lr below float32", []string{"linear", "train", "cpu", "--lr", "1e-50"}, "--lr 1e-50 is 0 in float32, which the models compute in (the smallest float32 above 0 is 1e-45)"},
+		{"lr beyond float32 in plan", []string{"plan", "linear", "train", "--lr", "1e39"}, "--lr 1e+39 is infinite in float32"},
+		{"empty format", []string{"linear", "train", "cpu", "--format", ""}, `--format: unknown format "" (want text, markdown, csv, json)`},
+		{"empty format in plan", []string{"plan", "linear", "train", "--format="}, `--format: unknown format ""`},
 		{"warm-up covers every epoch", []string{"linear", "train", "cpu", "--epochs", "2", "--warmup", "2"}, "--warmup (2) must be less than"},
 		{"batch does not divide samples", []string{"linear", "train", "cpu", "--scale", "small", "--batch", "3"}, "must be a multiple of --batch"},
 		{"not a number", []string{"linear", "train", "cpu", "--batch", "many"}, `invalid argument "many"`},
