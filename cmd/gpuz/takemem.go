@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -104,9 +105,20 @@ func takeMemAmount(s string) (bytes int64, blocks int, err error) {
 
 // takeMemRun holds the memory until ctx is done or o.For elapses. When ctx
 // is cancelled by a signal it still releases the memory and returns nil;
-// run then exits with the signal's status.
+// run then exits with the signal's status. Its lines that could not be
+// written (standard output on a full disk) do not stop the holding; the
+// error is returned once the memory is released.
 func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
-	stdout := o.IO.Out
+	out := &errWriter{w: o.IO.Out}
+	err := takeMem(ctx, o, out)
+	if out.err != nil {
+		err = errors.Join(err, fmt.Errorf("writing to standard output: %w", out.err))
+	}
+	return err
+}
+
+// takeMem is takeMemRun writing its lines to stdout.
+func takeMem(ctx context.Context, o *TakeMemOptions, stdout io.Writer) error {
 	bytes, blocks, err := takeMemAmount(o.Amount)
 	if err != nil {
 		return usage(err)

@@ -145,3 +145,26 @@ func TestFailedWritesKeepOldFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestTakeMemOutputError runs take-mem with standard output on /dev/full:
+// it still holds and releases the memory, then reports that its lines
+// could not be written, status 1, as the other commands do. It exited 0.
+func TestTakeMemOutputError(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer full.Close()
+	ledger := filepath.Join(t.TempDir(), "ledger")
+	cmd := exec.Command(gpuzBinary, "take-mem", "1MiB", "--device", "sim:1GiB", "--for", "1ms")
+	cmd.Env = append(os.Environ(), device.LedgerEnv+"="+ledger)
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = full, &stderr
+	code := exitCode(cmd.Run())
+	if want := "gpuz: writing to standard output: write /dev/stdout: no space left on device\n"; code != exitFailure || stderr.String() != want {
+		t.Errorf("status %d, stderr %q; want %d and %q", code, stderr.String(), exitFailure, want)
+	}
+	if entries, err := device.OpenLedger(ledger).Entries(); err != nil || len(entries) != 0 {
+		t.Errorf("the ledger holds %+v (%v) after take-mem, want nothing", entries, err)
+	}
+}
