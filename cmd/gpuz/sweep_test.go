@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -162,5 +163,48 @@ func TestSweepProgressOnTerminal(t *testing.T) {
 		if !strings.Contains(out.String(), "\n8     ") || !strings.Contains(out.String(), "\n16    ") {
 			t.Errorf("the table lacks a row per width:\n%s", out)
 		}
+	}
+}
+
+// TestSweepConfigurationCap: a sweep of exactly maxConfigurations
+// configurations is expanded and checked whole; one more is refused
+// before any is made, naming the cap.
+func TestSweepConfigurationCap(t *testing.T) {
+	values := func(n int) []string {
+		v := make([]string, n)
+		for i := range v {
+			v[i] = strconv.Itoa(i + 1)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name       string
+		dims, wins int
+		want       int    // configurations
+		wantErr    string // or the error
+	}{
+		{"at the cap", 100, 100, maxConfigurations, ""},
+		{"one past the cap", 73, 137, 0, "the sweep has more than 10000 configurations"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ios, out, errOut := testIO()
+			o := smallLinear(ios, "cpu")
+			o.Sweep = []SweepFlag{{"dims", values(tc.dims)}, {"win-size", values(tc.wins)}}
+			so, err := o.sweepOptions(context.Background())
+			switch {
+			case tc.wantErr != "":
+				var u *usageError
+				if !errors.As(err, &u) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("error %v, want a usage error with %q", err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case len(so.Configs) != tc.want || bench.SettingsString(so.Configs[tc.want-1].Settings) != "dims=100 win_size=100":
+				t.Errorf("%d configurations, the last %v; want %d, the last dims=100 win_size=100", len(so.Configs), so.Configs[len(so.Configs)-1].Settings, tc.want)
+			}
+			if out.Len() != 0 || errOut.Len() != 0 {
+				t.Errorf("wrote %q and %q", out, errOut)
+			}
+		})
 	}
 }
