@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -68,7 +67,7 @@ one real layer: real work on the CPU that the simulation runs on.`,
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
-			return takeMemRun(cmd.Context(), o)
+			return takeMemReporting(cmd.Context(), o)
 		},
 	}
 	fs := cmd.Flags()
@@ -76,6 +75,24 @@ one real layer: real work on the CPU that the simulation runs on.`,
 	fs.DurationVar(&o.For, "for", 0, "release after this long, e.g. 30s or 10m (default: until interrupted)")
 	fs.BoolVar(&o.Busy, "busy", false, "run a forward pass through the held layers every second")
 	return cmd
+}
+
+// takeMemReporting runs takeMemRun with its standard output kept in an
+// errWriter: lines that could not be written (standard output on a full
+// disk) do not stop the holding, and the error is returned once
+// takeMemRun has returned, the memory released, so the status is 1 as for
+// the other commands (a signal still wins).
+func takeMemReporting(ctx context.Context, o *TakeMemOptions) error {
+	out := &errWriter{w: o.IO.Out}
+	ios := *o.IO
+	ios.Out = out
+	with := *o
+	with.IO = &ios
+	err := takeMemRun(ctx, &with)
+	if out.err != nil {
+		err = errors.Join(err, fmt.Errorf("writing to standard output: %w", out.err))
+	}
+	return err
 }
 
 // takeMemAmount reads N|SIZE: the bytes to hold and, for N, the blocks.
@@ -105,20 +122,9 @@ func takeMemAmount(s string) (bytes int64, blocks int, err error) {
 
 // takeMemRun holds the memory until ctx is done or o.For elapses. When ctx
 // is cancelled by a signal it still releases the memory and returns nil;
-// run then exits with the signal's status. Its lines that could not be
-// written (standard output on a full disk) do not stop the holding; the
-// error is returned once the memory is released.
+// run then exits with the signal's status.
 func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
-	out := &errWriter{w: o.IO.Out}
-	err := takeMem(ctx, o, out)
-	if out.err != nil {
-		err = errors.Join(err, fmt.Errorf("writing to standard output: %w", out.err))
-	}
-	return err
-}
-
-// takeMem is takeMemRun writing its lines to stdout.
-func takeMem(ctx context.Context, o *TakeMemOptions, stdout io.Writer) error {
+	stdout := o.IO.Out
 	bytes, blocks, err := takeMemAmount(o.Amount)
 	if err != nil {
 		return usage(err)
