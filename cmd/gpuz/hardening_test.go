@@ -123,3 +123,17 @@ func TestHelpUnknownTopic(t *testing.T) {
 		t.Errorf("gpuz help plan linear: status %d:\n%.300s", code, stdout.String())
 	}
 }
+
+// TestDivergedRunExitsIncomplete: a run whose mode diverges (--lr 1e30)
+// prints its table and exits 3, as a run with any mode not ok does;
+// docs/reliability.md said 0.
+func TestDivergedRunExitsIncomplete(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"linear", "train", "cpu", "--scale", "small", "--threads", "1", "--lr", "1e30"}, &stdout, &stderr)
+	if want := "gpuz: 1 of 1 modes did not complete: cpu (diverged); the table above says why\n"; code != exitIncomplete || stderr.String() != want {
+		t.Errorf("status %d, stderr %q; want %d and %q", code, stderr.String(), exitIncomplete, want)
+	}
+	if !strings.Contains(stdout.String(), "diverged: at epoch 0, batch 1") {
+		t.Errorf("the table lacks the divergence:\n%s", stdout.String())
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gpuz/internal/device"
 	"gpuz/internal/report/reporttest"
@@ -68,6 +69,13 @@ func TestBadInput(t *testing.T) {
 		{"NaN lr on eval", []string{"resnet", "eval", "cpu", "--lr", "nan"}, "--lr must be a finite number, got NaN"},
 		{"NaN lr in plan", []string{"plan", "attention", "train", "cpu", "--lr", "NaN"}, "--lr must be a finite number, got NaN"},
 		{"lr beyond float64", []string{"linear", "train", "cpu", "--lr", "1e400"}, `invalid argument "1e400"`},
+		// The models compute in float32: an --lr that float32 holds as
+		// +Inf or 0 ran (and diverged, or learnt nothing).
+		{"lr beyond float32", []string{"linear", "train", "cpu", "--lr", "1e39"}, "--lr 1e+39 is infinite in float32, which the models compute in (the largest float32 is 3.4028235e+38)"},
+		{"lr below float32", []string{"linear", "train", "cpu", "--lr", "1e-50"}, "--lr 1e-50 is 0 in float32, which the models compute in (the smallest float32 above 0 is 1e-45)"},
+		{"lr beyond float32 in plan", []string{"plan", "linear", "train", "--lr", "1e39"}, "--lr 1e+39 is infinite in float32"},
+		{"empty format", []string{"linear", "train", "cpu", "--format", ""}, `--format: unknown format "" (want text, markdown, csv, json)`},
+		{"empty format in plan", []string{"plan", "linear", "train", "--format="}, `--format: unknown format ""`},
 		{"warm-up covers every epoch", []string{"linear", "train", "cpu", "--epochs", "2", "--warmup", "2"}, "--warmup (2) must be less than"},
 		{"batch does not divide samples", []string{"linear", "train", "cpu", "--scale", "small", "--batch", "3"}, "must be a multiple of --batch"},
 		{"not a number", []string{"linear", "train", "cpu", "--batch", "many"}, `invalid argument "many"`},
@@ -139,15 +147,25 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// usageErrorLimit is how long wantUsageError waits for gpuz to refuse its
+// input before killing it: refusing bad input takes well under a second,
+// so a process still running then hangs (it once read /dev/zero forever).
+const usageErrorLimit = 30 * time.Second
+
 // wantUsageError runs the built binary with args and checks it refuses
-// them as bad input: exit status 2, one line on stderr containing want, no
-// panic or goroutine dump, nothing on stdout.
+// them as bad input within usageErrorLimit: exit status 2, one line on
+// stderr containing want, no panic or goroutine dump, nothing on stdout.
 func wantUsageError(t *testing.T, args []string, want string) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), usageErrorLimit)
+	defer cancel()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(gpuzBinary, args...)
+	cmd := exec.CommandContext(ctx, gpuzBinary, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("gpuz %q still ran after %v: killed; stderr:\n%.2000s", args, usageErrorLimit, stderr.String())
+	}
 	exitErr, ok := err.(*exec.ExitError)
 	if !ok || exitErr.ExitCode() != 2 {
 		t.Fatalf("gpuz %q: %v, want exit status 2; stderr:\n%.2000s", args, err, stderr.String())

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 )
 
@@ -112,21 +114,119 @@ func checkOutput(flag, path string) (fs.FileInfo, error) {
 	return nil, nil
 }
 
-// writeFile creates (or truncates) the file path and writes it with write;
-// what names the contents in errors.
+// writeFile writes the file path with write, through createAtomic: the
+// file is replaced only once write has succeeded, and a failure leaves the
+// old file (or none) as it was. what names the contents in errors.
 func writeFile(path, what string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
+	f, err := createAtomic(path)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", what, err)
 	}
 	if err := write(f); err != nil {
-		f.Close()
+		f.Abort()
 		return fmt.Errorf("writing %s to %s: %w", what, path, err)
 	}
-	if err := f.Close(); err != nil {
+	if err := f.Commit(); err != nil {
 		return fmt.Errorf("writing %s to %s: %w", what, path, err)
 	}
 	return nil
+}
+
+// atomicFile is an output file written under a temporary name in its
+// directory and renamed into place by Commit, so that the user's file is
+// either the old one or the complete new one: a write that fails (a full
+// disk, a file size limit, a run that crashes) leaves the old file as it
+// was. Where path is not a regular file (/dev/null, /dev/full, a named
+// pipe) the file is written in place: renaming over a device would
+// replace it.
+type atomicFile struct {
+	f *os.File
+	// path is the file written: the user's path with its symbolic links
+	// resolved, so that a link is written through, not replaced.
+	path string
+	// tmp is the temporary file's path; "" when writing in place.
+	tmp string
+}
+
+// createAtomic starts writing path. A new file is created with mode 0666
+// less the umask, as os.Create does; a replaced file keeps its mode (not
+// its owner, nor its other hard links, which keep the old contents).
+func createAtomic(path string) (*atomicFile, error) {
+	target := path
+	if resolved, err := filepath.EvalSymlinks(path); err == nil {
+		target = resolved
+	}
+	fi, err := os.Stat(target)
+	perm, keepMode := fs.FileMode(0o666), false
+	switch {
+	case err == nil && !fi.Mode().IsRegular():
+		f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+		if err != nil {
+			return nil, err
+		}
+		return &atomicFile{f: f, path: target}, nil
+	case err == nil:
+		perm, keepMode = fi.Mode().Perm(), true
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
+	dir, base := filepath.Split(target)
+	for try := 0; ; try++ {
+		tmp := filepath.Join(dir, "."+base+".tmp"+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if errors.Is(err, fs.ErrExist) && try < 100 {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("creating a temporary file beside %s: %w", path, unwrapPath(err))
+		}
+		if keepMode {
+			// The umask applied at creation; the old file's mode is kept.
+			if err := f.Chmod(perm); err != nil {
+				f.Close()
+				os.Remove(tmp)
+				return nil, fmt.Errorf("creating a temporary file beside %s: %w", path, unwrapPath(err))
+			}
+		}
+		return &atomicFile{f: f, path: target, tmp: tmp}, nil
+	}
+}
+
+// Write writes to the file; an error names the file written, not the
+// temporary one.
+func (a *atomicFile) Write(p []byte) (int, error) {
+	n, err := a.f.Write(p)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = &fs.PathError{Op: pe.Op, Path: a.path, Err: pe.Err}
+	}
+	return n, err
+}
+
+// Commit completes the file: it is synced, closed and renamed into place.
+// On an error the temporary file is removed and the old file is left as it
+// was.
+func (a *atomicFile) Commit() error {
+	if a.tmp == "" {
+		return a.f.Close()
+	}
+	err := errors.Join(unwrapPath(a.f.Sync()), unwrapPath(a.f.Close()))
+	if err == nil {
+		err = unwrapPath(os.Rename(a.tmp, a.path))
+	}
+	if err != nil {
+		os.Remove(a.tmp)
+	}
+	return err
+}
+
+// Abort gives up the file: the temporary file is closed and removed, and
+// the old file is left as it was.
+func (a *atomicFile) Abort() {
+	a.f.Close()
+	if a.tmp != "" {
+		os.Remove(a.tmp)
+	}
 }
 
 // unwrapPath returns the cause of a *fs.PathError, whose message repeats
@@ -146,18 +246,23 @@ func startCPUProfile(path string) (stop func() error, err error) {
 	if path == "" {
 		return func() error { return nil }, nil
 	}
-	f, err := os.Create(path)
+	f, err := createAtomic(path)
 	if err != nil {
 		return nil, fmt.Errorf("creating the CPU profile: %w", err)
 	}
 	w := &errWriter{w: f}
 	if err := pprof.StartCPUProfile(w); err != nil {
-		f.Close()
+		f.Abort()
 		return nil, fmt.Errorf("starting the CPU profile: %w", err)
 	}
 	return func() error {
 		pprof.StopCPUProfile() // returns once the profile is written
-		err := errors.Join(w.err, f.Close())
+		err := w.err
+		if err != nil {
+			f.Abort()
+		} else {
+			err = f.Commit()
+		}
 		if err != nil {
 			return fmt.Errorf("writing the CPU profile to %s: %w", path, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"gpuz/internal/plot"
+	"gpuz/internal/report"
 )
 
 // PlotOptions are the arguments of gpuz plot RESULTS -o FILE.
@@ -19,6 +20,9 @@ type PlotOptions struct {
 	// Output names the image to write; its extension, .svg or .png, is
 	// the format.
 	Output string
+	// Read reads the results file; nil is report.ReadResults (tests pass
+	// one that blocks, as a slow file system would).
+	Read func(path string) ([]byte, error)
 }
 
 // newPlotCmd builds gpuz plot RESULTS -o FILE; runF, when not nil, is
@@ -58,8 +62,10 @@ drawing comes from a run's --plot FILE.`,
 
 // plotRun checks the output, reads the results and draws them. A bad output
 // path, or a results file that is missing, not gpuz JSON or has nothing to
-// draw, is a usage error; a failed write is not.
-func plotRun(_ context.Context, opts *PlotOptions) error {
+// draw, is a usage error; a failed write is not. The results are read in a
+// goroutine that a signal (ctx) stops waiting for: nothing is written
+// then, and run exits with the signal's status.
+func plotRun(ctx context.Context, opts *PlotOptions) error {
 	if opts.Output == "" {
 		return usagef("plot needs -o FILE.svg or -o FILE.png")
 	}
@@ -69,15 +75,37 @@ func plotRun(_ context.Context, opts *PlotOptions) error {
 	if err := checkPlotFormat("-o", opts.Output); err != nil {
 		return err
 	}
-	doc, err := plot.ReadFile(opts.Results)
+	read := opts.Read
+	if read == nil {
+		read = report.ReadResults
+	}
+	var chart plot.Chart
+	var err error
+	if !untilDone(ctx, func() { chart, err = readChart(read, opts.Results) }) {
+		return errNothingRead
+	}
 	if err != nil {
-		return usage(err)
+		return err
+	}
+	return writePlot(opts.Output, chart)
+}
+
+// readChart reads the results file path with read and builds its chart; a
+// file that cannot be read, parsed or drawn is a usage error.
+func readChart(read func(string) ([]byte, error), path string) (plot.Chart, error) {
+	data, err := read(path)
+	if err != nil {
+		return plot.Chart{}, usage(err)
+	}
+	doc, err := plot.Parse(path, data)
+	if err != nil {
+		return plot.Chart{}, usage(err)
 	}
 	chart, err := plot.Build(doc)
 	if err != nil {
-		return usagef("%s: %w", opts.Results, err)
+		return plot.Chart{}, usagef("%s: %w", path, err)
 	}
-	return writePlot(opts.Output, chart)
+	return chart, nil
 }
 
 // checkPlotFormat checks that path, when given, names an image format:

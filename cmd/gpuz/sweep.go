@@ -13,6 +13,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/cache"
+	"gpuz/internal/plot"
 	"gpuz/internal/report"
 )
 
@@ -212,6 +213,13 @@ func (o *WorkloadOptions) sweepOptions(ctx context.Context) (bench.SweepOptions,
 	so := bench.SweepOptions{}
 	for _, f := range o.Sweep {
 		so.Parameters = append(so.Parameters, paramName(f.Flag))
+	}
+	if o.Plot != "" {
+		// A run with nothing to draw warns after it (plotJSON); a sweep
+		// that can never be drawn is refused before it runs.
+		if err := plot.CheckSweep(so.Parameters); err != nil {
+			return bench.SweepOptions{}, usagef("--plot: %w", err)
+		}
 	}
 	taking := false
 	for _, c := range configs {

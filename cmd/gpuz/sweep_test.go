@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,20 +50,28 @@ func TestSweepRejectsUpFront(t *testing.T) {
 		dev    string
 		policy string
 		sweep  []SweepFlag
+		plot   bool // --plot DIR/x.svg
 		want   string
 	}{
-		{"host optimizer with window", "sim:1GiB", "window", []SweepFlag{{"optimizer-on", []string{"device", "host"}}}, "optimizer_on=host: "},
-		{"take on cpu", "cpu", "window", []SweepFlag{{"take", []string{"0", "2MiB"}}}, "--take holds memory on the device"},
-		{"bad size item", "sim:1GiB", "window", []SweepFlag{{"dims", []string{"16", "0"}}}, "dims=0: --dims must be positive, got 0"},
-		{"bad take item", "sim:1GiB", "window", []SweepFlag{{"take", []string{"0", "lots"}}}, "take=lots: --take: invalid amount"},
-		{"bad window item", "sim:1GiB", "window", []SweepFlag{{"win-size", []string{"1", "x"}}}, `--win-size: invalid argument "x"`},
-		{"bad policy item", "sim:1GiB", "window", []SweepFlag{{"policy", []string{"window", "lru"}}}, "policy=lru: "},
+		{"host optimizer with window", "sim:1GiB", "window", []SweepFlag{{"optimizer-on", []string{"device", "host"}}}, false, "optimizer_on=host: "},
+		{"take on cpu", "cpu", "window", []SweepFlag{{"take", []string{"0", "2MiB"}}}, false, "--take holds memory on the device"},
+		{"bad size item", "sim:1GiB", "window", []SweepFlag{{"dims", []string{"16", "0"}}}, false, "dims=0: --dims must be positive, got 0"},
+		{"bad take item", "sim:1GiB", "window", []SweepFlag{{"take", []string{"0", "lots"}}}, false, "take=lots: --take: invalid amount"},
+		{"bad window item", "sim:1GiB", "window", []SweepFlag{{"win-size", []string{"1", "x"}}}, false, `--win-size: invalid argument "x"`},
+		{"bad policy item", "sim:1GiB", "window", []SweepFlag{{"policy", []string{"window", "lru"}}}, false, "policy=lru: "},
+		// --plot draws sweeps over take or win_size: a sweep over another
+		// parameter ran to the end and then only warned.
+		{"plot a sweep over dims", "sim:1GiB", "window", []SweepFlag{{"dims", []string{"4", "8"}}}, true, "--plot: a sweep over dims: gpuz plot draws sweeps over take or win_size"},
+		{"plot a sweep over batch and policy", "sim:1GiB", "window", []SweepFlag{{"batch", []string{"2", "4"}}, {"policy", []string{"window", "auto"}}}, true, "a sweep over batch, policy"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ios, out, errOut := testIO()
 			o := smallLinear(ios, tt.dev)
 			o.Modes = []bench.Mode{bench.ModeCPU, bench.ModeCache}
 			o.Cache.Policy, o.Sweep = cache.Policy(tt.policy), tt.sweep
+			if tt.plot {
+				o.Plot = filepath.Join(t.TempDir(), "x.svg")
+			}
 			err := workloadRun(context.Background(), o)
 			var u *usageError
 			if !errors.As(err, &u) || !strings.Contains(err.Error(), tt.want) {
@@ -154,5 +163,48 @@ func TestSweepProgressOnTerminal(t *testing.T) {
 		if !strings.Contains(out.String(), "\n8     ") || !strings.Contains(out.String(), "\n16    ") {
 			t.Errorf("the table lacks a row per width:\n%s", out)
 		}
+	}
+}
+
+// TestSweepConfigurationCap: a sweep of exactly maxConfigurations
+// configurations is expanded and checked whole; one more is refused
+// before any is made, naming the cap.
+func TestSweepConfigurationCap(t *testing.T) {
+	values := func(n int) []string {
+		v := make([]string, n)
+		for i := range v {
+			v[i] = strconv.Itoa(i + 1)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name       string
+		dims, wins int
+		want       int    // configurations
+		wantErr    string // or the error
+	}{
+		{"at the cap", 100, 100, maxConfigurations, ""},
+		{"one past the cap", 73, 137, 0, "the sweep has more than 10000 configurations"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ios, out, errOut := testIO()
+			o := smallLinear(ios, "cpu")
+			o.Sweep = []SweepFlag{{"dims", values(tc.dims)}, {"win-size", values(tc.wins)}}
+			so, err := o.sweepOptions(context.Background())
+			switch {
+			case tc.wantErr != "":
+				var u *usageError
+				if !errors.As(err, &u) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("error %v, want a usage error with %q", err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case len(so.Configs) != tc.want || bench.SettingsString(so.Configs[tc.want-1].Settings) != "dims=100 win_size=100":
+				t.Errorf("%d configurations, the last %v; want %d, the last dims=100 win_size=100", len(so.Configs), so.Configs[len(so.Configs)-1].Settings, tc.want)
+			}
+			if out.Len() != 0 || errOut.Len() != 0 {
+				t.Errorf("wrote %q and %q", out, errOut)
+			}
+		})
 	}
 }

@@ -67,7 +67,7 @@ one real layer: real work on the CPU that the simulation runs on.`,
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
-			return takeMemRun(cmd.Context(), o)
+			return takeMemReporting(cmd.Context(), o)
 		},
 	}
 	fs := cmd.Flags()
@@ -75,6 +75,24 @@ one real layer: real work on the CPU that the simulation runs on.`,
 	fs.DurationVar(&o.For, "for", 0, "release after this long, e.g. 30s or 10m (default: until interrupted)")
 	fs.BoolVar(&o.Busy, "busy", false, "run a forward pass through the held layers every second")
 	return cmd
+}
+
+// takeMemReporting runs takeMemRun with its standard output kept in an
+// errWriter: lines that could not be written (standard output on a full
+// disk) do not stop the holding, and the error is returned once
+// takeMemRun has returned, the memory released, so the status is 1 as for
+// the other commands (a signal still wins).
+func takeMemReporting(ctx context.Context, o *TakeMemOptions) error {
+	out := &errWriter{w: o.IO.Out}
+	ios := *o.IO
+	ios.Out = out
+	with := *o
+	with.IO = &ios
+	err := takeMemRun(ctx, &with)
+	if out.err != nil {
+		err = errors.Join(err, fmt.Errorf("writing to standard output: %w", out.err))
+	}
+	return err
 }
 
 // takeMemAmount reads N|SIZE: the bytes to hold and, for N, the blocks.

@@ -112,6 +112,12 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 			if opts.Task, opts.Modes, err = parseWorkloadArgs(args); err != nil {
 				return usage(err)
 			}
+			// An empty --format is no format; Format "" in the options
+			// (callers of the run function) stays text.
+			if cmd.Flags().Changed("format") && opts.Format == "" {
+				_, err := report.ParseFormat("")
+				return usagef("--format: %w", err)
+			}
 			if err := finiteFloatFlags(cmd.Flags()); err != nil {
 				return usage(err)
 			}
@@ -259,6 +265,10 @@ func (o *WorkloadOptions) validate(epochs int) error {
 		return fmt.Errorf("--lr must be a finite number, got %g", o.LR)
 	case !(o.LR > 0):
 		return fmt.Errorf("--lr must be positive, got %g", o.LR)
+	case math.IsInf(float64(float32(o.LR)), 0):
+		return fmt.Errorf("--lr %g is infinite in float32, which the models compute in (the largest float32 is %s)", o.LR, strconv.FormatFloat(math.MaxFloat32, 'g', -1, 32))
+	case float32(o.LR) == 0:
+		return fmt.Errorf("--lr %g is 0 in float32, which the models compute in (the smallest float32 above 0 is %s)", o.LR, strconv.FormatFloat(math.SmallestNonzeroFloat32, 'g', -1, 32))
 	case o.Threads <= 0:
 		return fmt.Errorf("--threads must be positive, got %d", o.Threads)
 	case o.Threads > maxThreads():

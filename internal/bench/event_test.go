@@ -77,3 +77,35 @@ func TestRunReportsBatches(t *testing.T) {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestSweepEventConfig: every event of a sweep carries in Config the index
+// of the configuration it belongs to: the Sweep step that starts it and
+// each of its run's events (header, mode start, batches, epochs, end), up
+// to the next configuration's step.
+func TestSweepEventConfig(t *testing.T) {
+	so := SweepOptions{Parameters: []string{"seed"}}
+	for i := range 3 {
+		opts := smallLinearRun(t, TaskEval, ModeCPU)
+		opts.Epochs, opts.Warmup = 1, 0
+		so.Configs = append(so.Configs, SweepConfig{Settings: []Setting{{"seed", fmt.Sprint(i)}}, Options: opts})
+	}
+	current, counts := -1, map[int]int{}
+	so.Progress = func(e Event) {
+		if e.Sweep != nil {
+			current = e.Sweep.Index
+		}
+		if e.Config != current {
+			t.Errorf("event %+v of configuration %d carries Config %d", e, current, e.Config)
+		}
+		counts[e.Config]++
+	}
+	res, err := Sweep(t.Context(), so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each configuration: its step, the header, the mode's start, its
+	// batches, its epoch and its end.
+	if len(res.Rows) != 3 || len(counts) != 3 || counts[0] < 5 || counts[0] != counts[1] || counts[1] != counts[2] {
+		t.Errorf("%d rows, events per configuration %v; want 3 alike, each at least 5", len(res.Rows), counts)
+	}
+}

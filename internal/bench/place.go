@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -37,18 +38,15 @@ func ParsePlace(s string, blocks int) ([]engine.Where, error) {
 		default:
 			return nil, fmt.Errorf("%q: unknown place %q (want cuda, host or cache)", part, kind)
 		}
-		from, to, isRange := strings.Cut(span, "-")
-		lo, err := strconv.Atoi(from)
-		if err != nil {
-			return nil, fmt.Errorf("%q: block %q is not a number", part, from)
-		}
-		hi := lo
-		if isRange {
-			if hi, err = strconv.Atoi(to); err != nil {
-				return nil, fmt.Errorf("%q: block %q is not a number", part, to)
-			}
-		}
-		if lo < 0 || hi < lo || hi >= blocks {
+		lo, hi, err := parseSpan(span)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%q: %w", part, err)
+		case lo < 0 || hi < 0:
+			return nil, fmt.Errorf("%q: block %d is negative (blocks count from 0)", part, min(lo, hi))
+		case hi < lo:
+			return nil, fmt.Errorf("%q: the range %d-%d is reversed (want %d-%d)", part, lo, hi, hi, lo)
+		case hi >= blocks:
 			return nil, fmt.Errorf("%q: blocks %d-%d outside 0-%d", part, lo, hi, blocks-1)
 		}
 		for b := lo; b <= hi; b++ {
@@ -64,6 +62,31 @@ func ParsePlace(s string, blocks int) ([]engine.Where, error) {
 		}
 	}
 	return out, nil
+}
+
+// parseSpan reads N or N-M, either possibly negative ("-1", "0--1"), so
+// that the caller can say a block is negative rather than not a number.
+func parseSpan(span string) (lo, hi int, err error) {
+	from, to, isRange := span, "", false
+	// The range's dash is the first one after the first character, which
+	// may be a minus sign.
+	if i := strings.Index(span[min(1, len(span)):], "-"); i >= 0 {
+		i += min(1, len(span))
+		from, to, isRange = span[:i], span[i+1:], true
+	}
+	if lo, err = strconv.Atoi(from); err != nil {
+		return 0, 0, fmt.Errorf("block %q is not a number", from)
+	}
+	if !isRange {
+		return lo, lo, nil
+	}
+	if to == "" {
+		return 0, 0, errors.New("the range has no last block")
+	}
+	if hi, err = strconv.Atoi(to); err != nil {
+		return 0, 0, fmt.Errorf("block %q is not a number", to)
+	}
+	return lo, hi, nil
 }
 
 // hybridPlacement is the hybrid mode's placement: opts.Place, its cache

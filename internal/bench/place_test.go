@@ -43,6 +43,14 @@ func TestParsePlace(t *testing.T) {
 		{"gpu:0-3", "unknown place"},
 		{"host", "want PLACE:N"},
 		{"host:a", "not a number"},
+		// The errors name the real problem: these said "outside 0-3" and
+		// `block "" is not a number`.
+		{"host:2-0,cuda:3", `"host:2-0": the range 2-0 is reversed (want 0-2)`},
+		{"host:-1", `"host:-1": block -1 is negative (blocks count from 0)`},
+		{"host:-1-2", "block -1 is negative"},
+		{"host:0--1", "block -1 is negative"},
+		{"host:3-", `"host:3-": the range has no last block`},
+		{"host:-", `"host:-": block "-" is not a number`},
 	} {
 		if _, err := ParsePlace(tt.in, 4); err == nil || !strings.Contains(err.Error(), tt.err) {
 			t.Errorf("%q: error %v, want one saying %q", tt.in, err, tt.err)

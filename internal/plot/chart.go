@@ -149,20 +149,34 @@ var sweepAxes = map[string]string{
 	"win_size": "cache window (blocks)",
 }
 
+// sweepXParam returns the parameter a sweep over params is drawn against: the
+// first that is take (free device memory) or win_size (the window). A
+// sweep over neither cannot be drawn: the error says so.
+func sweepXParam(params []string) (string, error) {
+	for _, p := range params {
+		if _, ok := sweepAxes[p]; ok {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("a sweep over %s: gpuz plot draws sweeps over take or win_size", strings.Join(params, ", "))
+}
+
+// CheckSweep says whether a sweep over params (snake_case, as its JSON
+// names them) can be drawn, before it runs: nil when one of them is take
+// or win_size.
+func CheckSweep(params []string) error {
+	_, err := sweepXParam(params)
+	return err
+}
+
 // buildSweep draws a sweep: x is the first of its parameters that is take
 // (free device memory) or win_size (the window); one line per mode other
 // than cpu and settings of the other parameters, cpu as a band per
 // settings of the other parameters.
 func buildSweep(doc Doc) (Chart, error) {
-	xParam := ""
-	for _, p := range doc.Parameters {
-		if _, ok := sweepAxes[p]; ok {
-			xParam = p
-			break
-		}
-	}
-	if xParam == "" {
-		return Chart{}, fmt.Errorf("a sweep over %s: gpuz plot draws sweeps over take or win_size", strings.Join(doc.Parameters, ", "))
+	xParam, err := sweepXParam(doc.Parameters)
+	if err != nil {
+		return Chart{}, err
 	}
 	if len(doc.Rows) == 0 {
 		return Chart{}, fmt.Errorf("a sweep with no rows")

@@ -187,6 +187,14 @@ func TestBadInput(t *testing.T) {
 		{"sweep without rows", `{"version": 2, "kind": "sweep", "parameters": ["take"]}`, "no rows"},
 		{"sweep all OOM", `{"version": 2, "kind": "sweep", "parameters": ["take"], "rows": [{"settings": {"take": "1"}, "result": {"version": 2, "modes": [{"mode": "cuda", "status": "OOM"}]}}]}`, "no timed epochs"},
 		{"bad window", `{"version": 2, "kind": "sweep", "parameters": ["win_size"], "rows": [{"settings": {"win_size": "x"}}]}`, "not a number"},
+		// Epoch times that are no times: a negative bar, or one 10³⁰⁸ s tall.
+		{"negative time", `{"version": 2, "modes": [{"mode": "cpu", "status": "ok", "epochs": [{"seconds": 1}, {"seconds": -1}]}]}`, "negative time: mode cpu, epoch 1: epoch time -1 s is negative"},
+		{"negative warm-up", `{"version": 2, "modes": [{"mode": "cpu", "status": "ok", "epochs": [{"warmup": true, "seconds": -3}, {"seconds": 1}]}]}`, "mode cpu, epoch 0: epoch time -3 s is negative"},
+		{"huge time", `{"version": 2, "modes": [{"mode": "cuda", "status": "ok", "epochs": [{"seconds": 1e308}]}]}`, "mode cuda, epoch 0: epoch time 1e+308 s is beyond 1e+09 s"},
+		{"negative time in a sweep", `{"version": 2, "kind": "sweep", "parameters": ["take", "win_size"], "rows": [` +
+			`{"settings": {"take": "0", "win_size": "1"}, "result": {"version": 2, "modes": [{"mode": "cpu", "status": "ok", "epochs": [{"seconds": 1}]}]}},` +
+			`{"settings": {"take": "8", "win_size": "1"}, "result": {"version": 2, "modes": [{"mode": "cache", "status": "ok", "epochs": [{"seconds": -0.5}]}]}}]}`,
+			"negative time in a sweep: row 1 (take=8 win_size=1), mode cache, epoch 0: epoch time -0.5 s is negative"},
 	} {
 		doc, err := Parse(tc.name, []byte(tc.data))
 		if err == nil {

@@ -5,7 +5,12 @@
 // the chart's units) and renders that with gonum.org/v1/plot as SVG or PNG.
 package plot
 
-import "gpuz/internal/report"
+import (
+	"fmt"
+	"strings"
+
+	"gpuz/internal/report"
+)
 
 // The parts of gpuz's JSON documents that a plot reads; the rest is ignored.
 type (
@@ -80,11 +85,44 @@ func ReadFile(path string) (Doc, error) {
 
 // Parse reads data, a gpuz JSON document named name in errors: a run's, as
 // --json writes it, or a sweep's. A document of another kind or of a newer
-// version than this gpuz writes is an error (report.DecodeJSON).
+// version than this gpuz writes is an error (report.DecodeJSON), and so is
+// an epoch time that report.CheckEpochSeconds refuses (negative, beyond its
+// maximum), named by its row, mode and epoch.
 func Parse(name string, data []byte) (Doc, error) {
 	var doc Doc
 	if err := report.DecodeJSON(name, data, &doc, "", report.SweepKind); err != nil {
 		return Doc{}, err
 	}
+	if err := checkEpochs(doc.Modes); err != nil {
+		return Doc{}, fmt.Errorf("%s: %w", name, err)
+	}
+	for i, r := range doc.Rows {
+		if err := checkEpochs(r.Result.Modes); err != nil {
+			return Doc{}, fmt.Errorf("%s: row %d (%s), %w", name, i, r.label(doc.Parameters), err)
+		}
+	}
 	return doc, nil
+}
+
+// checkEpochs checks every epoch time of modes, the warm-up's included;
+// the error names the mode and the epoch, counted from 0.
+func checkEpochs(modes []Mode) error {
+	for _, m := range modes {
+		for i, e := range m.Epochs {
+			if err := report.CheckEpochSeconds(e.Seconds); err != nil {
+				return fmt.Errorf("mode %s, epoch %d: %w", m.Mode, i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// label names the row by its settings in the order of params:
+// "take=8 win_size=3".
+func (r Row) label(params []string) string {
+	parts := make([]string, len(params))
+	for i, p := range params {
+		parts[i] = p + "=" + r.Settings[p]
+	}
+	return strings.Join(parts, " ")
 }

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
+	"math"
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
@@ -28,6 +31,28 @@ type RunFile struct {
 	Seconds map[string][]float64
 }
 
+// MaxEpochSeconds is the longest epoch time gpuz compare and gpuz plot read
+// from a results file: 10⁹ s, about 32 years. No run measures an epoch
+// that long, so a larger time (1e308, +Inf) comes from a corrupt or
+// hand-made file; refusing it also keeps every time these commands print
+// to at most ten integer digits.
+const MaxEpochSeconds = 1e9
+
+// CheckEpochSeconds returns why s cannot be an epoch time read from a
+// results file: it is NaN, negative, or beyond MaxEpochSeconds (+Inf
+// included). A time from 0 to MaxEpochSeconds is nil.
+func CheckEpochSeconds(s float64) error {
+	switch {
+	case math.IsNaN(s):
+		return fmt.Errorf("epoch time %g s is not a number", s)
+	case s < 0:
+		return fmt.Errorf("epoch time %g s is negative", s)
+	case s > MaxEpochSeconds:
+		return fmt.Errorf("epoch time %g s is beyond %g s (about 32 years), the most gpuz reads", s, MaxEpochSeconds)
+	}
+	return nil
+}
+
 // add appends a time to configuration name.
 func (f *RunFile) add(name string, seconds float64) {
 	if f.Seconds == nil {
@@ -39,15 +64,76 @@ func (f *RunFile) add(name string, seconds float64) {
 	f.Seconds[name] = append(f.Seconds[name], seconds)
 }
 
+// MaxResultsBytes is the largest results file gpuz compare and gpuz plot
+// read: 256 MiB. A run's JSON or benchmark lines take a few KiB, a sweep's
+// at the 10,000 configurations it allows some tens of MiB, so a larger
+// file is not gpuz's; the cap keeps one from filling memory.
+const MaxResultsBytes = 256 << 20
+
 // ReadResults reads the results file at path for a reader such as
 // ParseRunFile, the error saying that it was results that could not be
-// read.
+// read. Only a regular file of at most MaxResultsBytes is read: a
+// directory, a named pipe (which would block until a writer came) or a
+// device (/dev/zero would never end) is refused before anything is read.
 func ReadResults(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	return readResults(path, MaxResultsBytes)
+}
+
+// readResults is ReadResults with a cap of max bytes.
+func readResults(path string, max int64) ([]byte, error) {
+	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading results: %w", err)
 	}
+	if err := regularFile(path, fi); err != nil {
+		return nil, err
+	}
+	// O_NONBLOCK: a named pipe put at path since the Stat must not block
+	// the open; the Fstat below then refuses it.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading results: %w", err)
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, fmt.Errorf("reading results: %w", err)
+	}
+	if err := regularFile(path, fi); err != nil {
+		return nil, err
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("reading results: %s holds %s, more than the %s gpuz reads", path, units.Bytes(fi.Size()), units.Bytes(max))
+	}
+	// A file may hold more than its size says (/proc) or grow meanwhile:
+	// read one byte past the cap to tell.
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading results: %w", err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("reading results: %s holds more than %s, the most gpuz reads", path, units.Bytes(max))
+	}
 	return data, nil
+}
+
+// regularFile returns an error naming path and what it is unless fi, its
+// FileInfo, is a regular file's.
+func regularFile(path string, fi fs.FileInfo) error {
+	m := fi.Mode()
+	what := ""
+	switch {
+	case m.IsRegular():
+		return nil
+	case m.IsDir():
+		return fmt.Errorf("reading results: %s is a directory, not a results file", path)
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe, "
+	case m&fs.ModeDevice != 0:
+		what = "a device, "
+	case m&fs.ModeSocket != 0:
+		what = "a socket, "
+	}
+	return fmt.Errorf("reading results: %s is %snot a regular file", path, what)
 }
 
 // ReadRunFile reads the result file at path: a gpuz --json file or a file
@@ -81,7 +167,8 @@ func ParseRunFile(name string, data []byte) (RunFile, error) {
 	return f, nil
 }
 
-// parseBenchfmt reads the results in sec/op of a Go benchmark file.
+// parseBenchfmt reads the results in sec/op of a Go benchmark file. A time
+// that CheckEpochSeconds refuses is an error naming the file and line.
 func (f *RunFile) parseBenchfmt(data []byte) error {
 	r := benchfmt.NewReader(bytes.NewReader(data), f.Name)
 	for r.Scan() {
@@ -90,6 +177,10 @@ func (f *RunFile) parseBenchfmt(data []byte) error {
 			return rec
 		case *benchfmt.Result:
 			if sec, ok := rec.Value(unitTime); ok {
+				if err := CheckEpochSeconds(sec); err != nil {
+					file, line := rec.Pos()
+					return fmt.Errorf("%s:%d: %w", file, line, err)
+				}
 				f.add(rec.Name.String(), sec)
 			}
 		}
@@ -100,19 +191,65 @@ func (f *RunFile) parseBenchfmt(data []byte) error {
 	return nil
 }
 
-// parseJSON reads the timed epochs of a gpuz --json file, naming each mode
-// as WriteBenchfmt would.
+// parseJSON reads the timed epochs of a gpuz --json file, a run's or a
+// sweep's, naming each mode as WriteBenchfmt would and, in a sweep, each
+// row's modes as WriteSweepBenchfmt would (the settings after the scale),
+// so that a sweep's JSON and its --bench-out name the same configurations.
+// An epoch time that CheckEpochSeconds refuses is an error naming the
+// file, the sweep's row, the mode and the epoch.
 func (f *RunFile) parseJSON(data []byte) error {
-	var doc jsonResult
-	if err := DecodeJSON(f.Name, data, &doc, ""); err != nil {
+	var doc struct {
+		jsonResult
+		Kind       string         `json:"kind"`
+		Parameters []string       `json:"parameters"`
+		Rows       []jsonSweepRow `json:"rows"`
+	}
+	if err := DecodeJSON(f.Name, data, &doc, "", SweepKind); err != nil {
 		return err
+	}
+	if doc.Kind != SweepKind {
+		return f.addJSONRun(doc.jsonResult, "", "")
+	}
+	for i, row := range doc.Rows {
+		settings := make([]bench.Setting, len(doc.Parameters))
+		for j, p := range doc.Parameters {
+			settings[j] = bench.Setting{Name: p, Value: row.Settings[p]}
+		}
+		where := fmt.Sprintf("row %d (%s), ", i, bench.SettingsString(settings))
+		if err := f.addJSONRun(row.Result, settingsSuffix(settings), where); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addJSONRun adds the timed epochs of a run's JSON, suffix appended to
+// each configuration's name; where says where the run is in the file for
+// errors ("row 2 (take=8), " in a sweep).
+func (f *RunFile) addJSONRun(doc jsonResult, suffix, where string) error {
+	if err := checkEpochs(doc.Modes); err != nil {
+		return fmt.Errorf("%s: %s%w", f.Name, where, err)
 	}
 	h := bench.Header{Model: doc.Header.Model, Task: bench.Task(doc.Header.Task), Scale: doc.Header.Scale}
 	for _, m := range doc.Modes {
-		name := benchName(h, bench.ModeResult{Mode: bench.Mode(m.Mode), Device: m.Device, Placement: m.Placement})
+		name := benchName(h, bench.ModeResult{Mode: bench.Mode(m.Mode), Device: m.Device, Placement: m.Placement}) + suffix
 		for _, e := range m.Epochs {
 			if !e.Warmup {
 				f.add(name, e.Seconds)
+			}
+		}
+	}
+	return nil
+}
+
+// checkEpochs checks every epoch time of modes (CheckEpochSeconds), the
+// warm-up's included; the error names the mode and the epoch, counted from
+// 0 as the epoch lines count them.
+func checkEpochs(modes []jsonMode) error {
+	for _, m := range modes {
+		for i, e := range m.Epochs {
+			if err := CheckEpochSeconds(e.Seconds); err != nil {
+				return fmt.Errorf("mode %s, epoch %d: %w", m.Mode, i, err)
 			}
 		}
 	}
@@ -226,10 +363,16 @@ func WriteCompare(w io.Writer, a, b RunFile) error {
 	return err
 }
 
+// benchLabelKeys are the keys of gpuz's benchmark names whose values alone
+// label a row of the comparison ("cache sim:8GiB window 3"); a sweep's
+// settings are labelled with their keys ("take=8").
+var benchLabelKeys = []string{"mode", "device", "policy", "window"}
+
 // splitConfig splits a benchmark name into the heading of its table and the
 // label of its row. For gpuz's names the heading is the workload, the task
 // and the scale ("linear train, scale small") and the label the other
-// values ("cache sim:8GiB window 3"); another benchmark's base name is its
+// values ("cache sim:8GiB window 3"), a sweep's settings with their keys
+// ("cache sim:8GiB window 3 take=8 win_size=3"); another benchmark's base name is its
 // heading and the rest of its name its label.
 func splitConfig(name string) (heading, label string) {
 	base, parts := benchfmt.Name(name).Parts()
@@ -244,6 +387,9 @@ func splitConfig(name string) (heading, label string) {
 			head = append(head, value)
 		case key == "scale":
 			scale = value
+		case string(base) == benchBase && !slices.Contains(benchLabelKeys, key):
+			// A sweep's setting: its value alone would not say which.
+			rest = append(rest, key+"="+value)
 		default:
 			rest = append(rest, value)
 		}

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -120,5 +122,136 @@ func TestReadRunFileErrors(t *testing.T) {
 	missing := filepath.Join(dir, "missing.txt")
 	if _, err := ReadRunFile(missing); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("missing file: error %v, want one naming it", err)
+	}
+}
+
+// TestReadRunFileBadTimes: an epoch time that is not a number, infinite,
+// negative or beyond MaxEpochSeconds is refused with one line naming the
+// file and the line (a benchmark file) or the mode and epoch (JSON). NaN
+// made WriteCompare's U-test loop until memory ran out; the others printed
+// "NaN s", negative changes or a 309-digit number.
+func TestReadRunFileBadTimes(t *testing.T) {
+	const line = "BenchmarkGpuz/workload=linear/task=train/mode=cpu/device=host/scale=small 1 "
+	run := func(seconds string) string {
+		return `{"version": 2, "header": {"model": "linear", "task": "train", "scale": "small"}, "modes": [` +
+			`{"mode": "cpu", "device": "host", "status": "ok", "epochs": [{"index": 0, "seconds": 1}, {"index": 1, "seconds": ` + seconds + `}]}]}`
+	}
+	sweep := `{"version": 2, "kind": "sweep", "parameters": ["take"], "rows": [` +
+		`{"settings": {"take": "0"}, "result": ` + run("1") + `}, {"settings": {"take": "8"}, "result": ` + run("-0.5") + `}]}`
+	for _, tc := range []struct{ name, content, want string }{
+		{"nan.txt", line + "NaN sec/op\n", "nan.txt:1: epoch time NaN s is not a number"},
+		{"inf.txt", line + "1 sec/op\n" + line + "+Inf sec/op\n", "inf.txt:2: epoch time +Inf s is beyond 1e+09 s"},
+		{"minus-inf.txt", line + "-Inf sec/op\n", "minus-inf.txt:1: epoch time -Inf s is negative"},
+		{"negative.txt", "goos: linux\n\n" + line + "-1 sec/op\n", "negative.txt:3: epoch time -1 s is negative"},
+		{"huge.txt", line + "1e308 sec/op\n", "huge.txt:1: epoch time 1e+308 s is beyond 1e+09 s"},
+		{"negative.json", run("-2"), "negative.json: mode cpu, epoch 1: epoch time -2 s is negative"},
+		{"huge.json", run("1e308"), "huge.json: mode cpu, epoch 1: epoch time 1e+308 s is beyond 1e+09 s"},
+		{"sweep.json", sweep, "sweep.json: row 1 (take=8), mode cpu, epoch 1: epoch time -0.5 s is negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseRunFile(tc.name, []byte(tc.content))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %v, want one line with %q", err, tc.want)
+			}
+		})
+	}
+	// The bounds themselves are times.
+	for _, s := range []string{"0", "1e9"} {
+		if _, err := ParseRunFile("ok.txt", []byte(line+s+" sec/op\n")); err != nil {
+			t.Errorf("%s s: %v", s, err)
+		}
+	}
+}
+
+// TestReadResultsRefuses: what is not a regular file (a directory, a named
+// pipe, a device) is refused before a byte is read, and so is a file
+// larger than MaxResultsBytes, by its size or, where the size it reports
+// is wrong (/proc), by what it holds. A named pipe used to block until a
+// writer came, /dev/zero to be read until memory ran out.
+func TestReadResultsRefuses(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	large := filepath.Join(dir, "large.txt")
+	if err := os.WriteFile(large, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Sparse: no byte of it is written, and none must be read.
+	if err := os.Truncate(large, MaxResultsBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path string
+		max        int64
+		want       string
+	}{
+		{"directory", dir, MaxResultsBytes, dir + " is a directory, not a results file"},
+		{"named pipe", fifo, MaxResultsBytes, fifo + " is a named pipe, not a regular file"},
+		{"endless device", "/dev/zero", MaxResultsBytes, "/dev/zero is a device, not a regular file"},
+		{"empty device", "/dev/null", MaxResultsBytes, "/dev/null is a device, not a regular file"},
+		{"larger than the cap", large, MaxResultsBytes, large + " holds 256 MiB, more than the 256 MiB gpuz reads"},
+		{"more than its size says", "/proc/self/maps", 16, "/proc/self/maps holds more than 16 B, the most gpuz reads"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := os.Stat(tc.path); err != nil {
+				t.Skip(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := readResults(tc.path, tc.max)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+					t.Errorf("error %v, want one line with %q", err, tc.want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("still reading %s after 5 s", tc.path)
+			}
+		})
+	}
+	// ReadResults reads with the cap.
+	if _, err := ReadResults(large); err == nil || !strings.Contains(err.Error(), "more than the 256 MiB") {
+		t.Errorf("ReadResults(%s): %v, want the cap", large, err)
+	}
+}
+
+// TestCompareSweepFiles writes a sweep with WriteSweepJSON and with
+// WriteSweepBenchfmt and reads both back as gpuz compare does: the JSON's
+// rows give the configurations the benchmark lines name (the settings
+// after the scale), with the same times, and the table labels each row
+// with its settings. compare used to refuse the JSON: unknown kind "sweep".
+func TestCompareSweepFiles(t *testing.T) {
+	dir := t.TempDir()
+	benchPath, jsonPath := filepath.Join(dir, "sweep.txt"), filepath.Join(dir, "sweep.json")
+	for path, write := range map[string]func(io.Writer) error{
+		benchPath: func(w io.Writer) error { return WriteSweepBenchfmt(w, sweepResult) },
+		jsonPath:  func(w io.Writer) error { return WriteSweepJSON(w, sweepResult) },
+	} {
+		if err := os.WriteFile(path, []byte(written(t, write)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fb, fj := readRun(t, benchPath), readRun(t, jsonPath)
+	// 4 rows of cache, 2 of cuda (the take=8 rows are OOM, untimed).
+	if !slices.Equal(fb.Configs, fj.Configs) || len(fb.Configs) != 6 {
+		t.Fatalf("configurations %q from the benchmark file, %q from JSON; want the same 6", fb.Configs, fj.Configs)
+	}
+	for _, c := range fb.Configs {
+		if !slices.Equal(fb.Seconds[c], fj.Seconds[c]) {
+			t.Errorf("%s: %v from the benchmark file, %v from JSON", c, fb.Seconds[c], fj.Seconds[c])
+		}
+	}
+	got := compareFiles(t, benchPath, jsonPath)
+	for _, want := range []string{"linear train, scale full", "| cuda sim:8GiB take=0 win_size=1 ", "| cache sim:8GiB window 3 take=8 win_size=3 "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, " ~ ") != 6 {
+		t.Errorf("want no change (~) in each of the 6 rows:\n%s", got)
 	}
 }

@@ -261,17 +261,23 @@ func WriteSweepBenchfmt(w io.Writer, s bench.SweepResult) error {
 	bw := benchfmt.NewWriter(w)
 	cfg := fileConfig(s.Header().Env)
 	for _, row := range s.Rows {
-		var suffix strings.Builder
-		for _, st := range row.Settings {
-			fmt.Fprintf(&suffix, "/%s=%s", st.Name, benchValue(namePart(st.Value)))
-		}
-		for _, res := range benchResults(row.Result, cfg, suffix.String()) {
+		for _, res := range benchResults(row.Result, cfg, settingsSuffix(row.Settings)) {
 			if err := bw.Write(res); err != nil {
 				return fmt.Errorf("writing benchmark lines: %w", err)
 			}
 		}
 	}
 	return nil
+}
+
+// settingsSuffix is a sweep configuration's settings as the end of its
+// benchmark names: "/take=8/win_size=3".
+func settingsSuffix(ss []bench.Setting) string {
+	var b strings.Builder
+	for _, st := range ss {
+		fmt.Fprintf(&b, "/%s=%s", st.Name, benchValue(namePart(st.Value)))
+	}
+	return b.String()
 }
 
 // namePart is a setting's value as a name part: "-" for an empty one.

@@ -110,3 +110,27 @@ func TestWriteSweepBenchfmt(t *testing.T) {
 		t.Error("the OOM configuration wrote lines")
 	}
 }
+
+// TestWriteSweepJSONFreeMemory: a row whose device had 0 bytes free (the
+// take held all of it) writes device_free_bytes 0, a measurement, and a
+// row without a device (-1) writes null: the two are not confused.
+func TestWriteSweepJSONFreeMemory(t *testing.T) {
+	s := sweepResult
+	s.Rows = append([]bench.SweepRow{}, s.Rows[:2]...)
+	s.Rows[0].DeviceFreeBytes, s.Rows[1].DeviceFreeBytes = 0, -1
+	got := written(t, func(w io.Writer) error { return WriteSweepJSON(w, s) })
+	var doc struct {
+		Rows []struct {
+			DeviceFreeBytes *int64 `json:"device_free_bytes"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(got), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Rows) != 2 || doc.Rows[0].DeviceFreeBytes == nil || *doc.Rows[0].DeviceFreeBytes != 0 || doc.Rows[1].DeviceFreeBytes != nil {
+		t.Errorf("device_free_bytes of the rows: %s; want 0, then null", got)
+	}
+	if !strings.Contains(got, `"device_free_bytes": 0,`) || !strings.Contains(got, `"device_free_bytes": null,`) {
+		t.Errorf("want a literal 0 and a null:\n%.2000s", got)
+	}
+}

@@ -138,6 +138,13 @@ func TestExactBytes(t *testing.T) {
 		{2_000_000_000_000, "2TB"},
 		{3_000_000, "3MB"},
 		{160_080_000, "160080KB"},
+		// Divisible by both 1000 and 1024 but not by 1 MiB: the larger
+		// unit that divides wins, KiB over KB, MB over KiB.
+		{1_024_000, "1000KiB"},
+		{512_000, "500KiB"},
+		{3_072_000, "3000KiB"},
+		{2_048_000_000, "2048MB"},
+		{1_536_000_000, "1536MB"},
 		{-5, "-5B"},
 	}
 	checkPairs(t, "ExactBytes", ExactBytes, tests)
