@@ -4,7 +4,7 @@
 # libraries are there; when they are not, says in one line what is missing
 # and how to get it, instead of a page of cgo errors.
 #
-#   scripts/cuda-build.sh [--fetch] [--version 11.8|12.4|13] [--purego] [--no-rpath] [--strip] [-o OUT]
+#   scripts/cuda-build.sh [--fetch] [--version 11.8|12.4|13] [--purego] [--no-rpath] [--strip] [--no-system] [-o OUT]
 #
 # Where the headers come from, first found wins:
 #   1. the system, or CGO_CFLAGS/CGO_LDFLAGS as set (nvidia-cuda-dev,
@@ -14,7 +14,8 @@
 #   3. with --fetch, scripts/cuda-toolchain.sh VERSION fetches it now
 #      (about 800-950 MB to download, 80 MB kept), and, when the built binary
 #      then lacks cuBLAS, its --runtime part as well.
-# VERSION is --version's, else $CUDA, else 11.8. A binary built against a
+# --no-system skips 1: the fetched toolchain of VERSION, whatever the
+# system has. VERSION is --version's, else $CUDA, else 11.8. A binary built against a
 # fetched toolchain has an rpath to its NVRTC (and cuBLAS) libraries, unless
 # --no-rpath (the distributed bundle: scripts/dist-cuda.sh).
 #
@@ -39,8 +40,9 @@ out=bin/gpuz-cuda
 tags=gpuzcuda
 rpath=1
 ldflags=
+system=1
 usage() {
-	echo "usage: scripts/cuda-build.sh [--fetch] [--version 11.8|12.4|13] [--purego] [--no-rpath] [--strip] [-o OUT]" >&2
+	echo "usage: scripts/cuda-build.sh [--fetch] [--version 11.8|12.4|13] [--purego] [--no-rpath] [--strip] [--no-system] [-o OUT]" >&2
 	exit 2
 }
 while (($#)); do
@@ -50,6 +52,7 @@ while (($#)); do
 	--purego) tags=gpuzcuda,purego ;;
 	--no-rpath) rpath=0 ;;
 	--strip) ldflags="-s -w" ;;
+	--no-system) system=0 ;;
 	-o) (($# > 1)) || usage; out=$2; shift ;;
 	*) usage ;;
 	esac
@@ -103,9 +106,10 @@ if [[ $version == 13 ]]; then
 	missing=$(probe)
 	source="CUDA 12.4's headers in $GPUZ_CUDA_ROOT, linked for CUDA 13 against the stubs in $stubs"
 else
-	missing=$(probe)
+	missing=
+	((system)) && missing=$(probe)
 	source=system
-	if [[ -n $missing ]]; then
+	if [[ -n $missing ]] || ((!system)); then
 		if [[ -f ${GPUZ_CUDA_ROOT:-$HOME/.cache/gpuz-cuda-$version}/.complete ]] || ((fetch)); then
 			env=$(bash scripts/cuda-toolchain.sh "$version")
 			eval "$env"
@@ -114,6 +118,8 @@ else
 			fi
 			missing=$(probe)
 			source="the CUDA $version toolchain in $GPUZ_CUDA_ROOT"
+		elif ((!system)); then
+			missing="the CUDA $version toolchain (~/.cache/gpuz-cuda-$version) not fetched"
 		fi
 	fi
 fi
