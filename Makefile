@@ -20,11 +20,13 @@ GOFMT ?= gofmt
 BIN   := bin/gpuz
 ARGS  ?= linear train cuda,cache,cpu
 # CUDA version of the toolchain make cuda fetches or uses from ~/.cache when
-# the system has no CUDA headers: 11.8 (driver R520 or newer) or 12.4 (R550).
+# the system has no CUDA headers: 11.8 (driver R520 or newer), 12.4 (R550),
+# or 13 (R580: compiled against 12.4's headers, linked to load CUDA 13's
+# cuBLAS and NVRTC). make dist-cuda builds 13 unless CUDA is given.
 CUDA  ?= 11.8
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build run test test-purego bench smoke docs clean cuda test-cuda
+.PHONY: help deps build run test test-purego bench smoke docs clean cuda test-cuda dist-cuda
 
 help:
 	@echo "targets:"
@@ -38,10 +40,14 @@ help:
 	@echo "  smoke        build, then scripts/smoke.sh $(BIN)"
 	@echo "  docs         regenerate docs/usage/, one page per command, from the commands' help (make test fails when it is stale)"
 	@echo "  cuda         build the GPU binary bin/gpuz-cuda (-tags gpuzcuda; needs the CUDA 11 or 12 headers and libraries,"
-	@echo "               the system's or those make test-cuda fetched; CUDA=$(CUDA) picks the fetched version)"
+	@echo "               the system's or those make test-cuda fetched; CUDA=$(CUDA) picks the fetched version: 11.8, 12.4,"
+	@echo "               or 13, which compiles against 12.4's headers and links to load CUDA 13's cuBLAS and NVRTC)"
 	@echo "  test-cuda    fetch Debian's CUDA 11.8 and 12.4 headers/stubs/NVRTC (scripts/cuda-toolchain.sh), vet and build the"
-	@echo "               GPU binary against each, compile every kernel with NVRTC, run the kernels on the CPU shim (no GPU needed)"
-	@echo "  clean        remove bin/"
+	@echo "               GPU binary against each and for CUDA 13, compile every kernel with NVRTC, run the kernels on the"
+	@echo "               CPU shim (no GPU needed)"
+	@echo "  dist-cuda    dist/gpuz-cuda<ver>-linux-amd64.tar.gz: the GPU binary (purego: no OpenBLAS needed), gpu-check.sh,"
+	@echo "               torch_reference.py and a README, to unpack and run on a GPU machine (CUDA=13 unless given: 12.4, 11.8)"
+	@echo "  clean        remove bin/ and dist/"
 
 deps:
 	@bash scripts/install-deps.sh
@@ -113,12 +119,24 @@ cuda: deps
 # libraries with ldd and starts it against the stub driver, where it must stop
 # with its one-line "no usable CUDA GPU" message and status 2
 # (scripts/test-cuda.sh); then it runs the kernels on the CPU shim once. It
-# fails, never skips, when a toolchain cannot be fetched.
+# fails, never skips, when a toolchain cannot be fetched. For CUDA 13 it
+# builds against 12.4's headers and generated libcublas.so.13 and
+# libnvrtc.so.13 stubs and checks the binary's NEEDED entries (readelf) and
+# that no cuBLAS or NVRTC reference is versioned (nm).
 test-cuda: deps
 	@bash scripts/test-cuda.sh 11.8
 	@bash scripts/test-cuda.sh 12.4
+	@bash scripts/test-cuda.sh 13
 	@echo "$(GO) test ./internal/device/gpu/ (the kernels on the CPU shim against the host)"
 	@$(GO) test -count=1 ./internal/device/gpu/
 
+# dist-cuda packs the GPU binary for a machine with a GPU and no Go:
+# dist/gpuz-cuda<ver>-linux-amd64.tar.gz (scripts/dist-cuda.sh, at most 30
+# MB). Unpacked anywhere there, ./gpu-check.sh finds the CUDA libraries and
+# runs the checks. CUDA 13 unless CUDA is given on the command line or in
+# the environment.
+dist-cuda: deps
+	@GO="$(GO)" bash scripts/dist-cuda.sh $(if $(filter command line environment,$(origin CUDA)),$(CUDA),13)
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -2,35 +2,72 @@
 # One command that checks gpuz on a GPU and keeps everything it saw:
 #
 #   scripts/gpu-check.sh [--device D] [--bin BIN] [--out DIR] [--full|--small]
+#                        [--full-cpu] [--peer|--no-peer]
+#   ./gpu-check.sh [the same]     in an unpacked bundle (make dist-cuda)
 #
 #   --device D   cuda[:N] (default), or sim[:SIZE] / cpu to check the default
 #                build the same way on a machine without a GPU
-#   --bin BIN    the gpuz binary to check; by default it is built: the GPU
-#                binary (scripts/cuda-build.sh --fetch, bin/gpuz-cuda) for
-#                cuda, the default one (make build, bin/gpuz) otherwise
-#   --out DIR    where everything goes (default gpu-check-YYYYmmdd-HHMMSS)
+#   --bin BIN    the gpuz binary to check; by default the bundle's gpuz-cuda,
+#                or in the repository it is built: the GPU binary
+#                (scripts/cuda-build.sh --fetch, bin/gpuz-cuda; CUDA=12.4 or
+#                13 in the environment for those) for cuda, the default one
+#                (make build, bin/gpuz) otherwise
+#   --out DIR    where everything goes (default gpu-check-YYYYmmdd-HHMMSS, in
+#                the bundle's or the repository's directory)
 #   --full       the full-scale workloads (the default on cuda)
 #   --small      --scale small (the default on sim and cpu)
+#   --full-cpu   the cpu rows at the GPU rows' scale even with a pure-Go BLAS.
+#                A binary whose BLAS is pure Go (`gpuz version`: gonum; the
+#                bundle's) otherwise runs its cpu rows at small scale: at
+#                full scale they would take far longer than the GPU's
+#   --peer       also run the PyTorch reference (torch_reference.py) on the
+#                same workloads at the same sizes, on cuda (with a GPU) and
+#                cpu (at the cpu rows' scale), and put gpuz and PyTorch side
+#                by side in SUMMARY.md. The default on cuda when python3 or
+#                /usr/bin/python3 has torch with a usable CUDA GPU
+#   --no-peer    never run it
+#
+# Before running anything it makes sure the binary's libraries load. Those
+# the loader does not find (ldd) it looks for in $GPUZ_CUDA_LIBS (a colon
+# list), /usr/local/cuda*/lib64 and /usr/local/cuda*/targets/*/lib, and
+# under python3's site-packages (pip's CUDA wheels: nvidia/cublas/lib,
+# nvidia/cuda_nvrtc/lib, nvidia/cu13/lib, …); it says where it found each
+# CUDA library and runs gpuz's commands with LD_LIBRARY_PATH set to those
+# directories. When some cannot be found it names them in one line and
+# exits 1; a binary that then cannot use a GPU stops with its own one line
+# ("gpuz: no usable CUDA GPU …") and the script exits 2 with it.
 #
 # It runs `gpuz version`, `gpuz selftest --device D`, `gpuz devices`, then
-# each workload's train and eval with cuda,cache,cpu, --epochs 3 and --json,
-# and `nvidia-smi -q` when there is an nvidia-smi. DIR holds each command's
-# output (NAME.txt, NAME.json for the runs) and SUMMARY.md: every check's
-# command, exit status and result, and each run's medians per mode. A check
-# passes with status 0; status 3 (a mode did not complete, e.g. out of
-# memory) is reported in the summary but is not a failure. Exits 1 when any
-# check failed, 0 otherwise.
+# each workload's train and eval with cuda,cache,cpu, --epochs 3 and --json
+# (cuda,cache and cpu apart when the cpu rows run at another scale), then
+# the peer's runs, and `nvidia-smi -q` when there is an nvidia-smi. DIR holds
+# each command's output (NAME.txt, NAME.json for the runs) and SUMMARY.md:
+# every check's command, exit status, seconds and result, each run's medians
+# per mode, and with the peer the table gpuz vs PyTorch. A check passes with
+# status 0; status 3 (a mode did not complete, e.g. out of memory) is
+# reported in the summary but is not a failure. Exits 1 when any check
+# failed, 0 otherwise.
 set -euo pipefail
 
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# In a bundle the script sits beside the binary; in the repository, in
+# scripts/.
+if [[ -f $here/gpuz-cuda ]]; then
+	bundle=1 root=$here peer_script=$here/torch_reference.py
+else
+	bundle=0 root=$(dirname "$here") peer_script=$here/torch_reference.py
+fi
+cd "$root"
 export PATH=$PATH:/usr/local/go/bin
 
 device=cuda
 bin=
 out=
 scale=
+full_cpu=0
+peer=auto
 usage() {
-	echo "usage: scripts/gpu-check.sh [--device D] [--bin BIN] [--out DIR] [--full|--small]" >&2
+	echo "usage: gpu-check.sh [--device D] [--bin BIN] [--out DIR] [--full|--small] [--full-cpu] [--peer|--no-peer]" >&2
 	exit 2
 }
 while (($#)); do
@@ -40,6 +77,10 @@ while (($#)); do
 	--out) out=${2:-}; shift ;;
 	--full) scale=full ;;
 	--small) scale=small ;;
+	--full-cpu) full_cpu=1 ;;
+	--peer) peer=1 ;;
+	--no-peer) peer=0 ;;
+	-h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) usage ;;
 	esac
 	shift
@@ -49,10 +90,12 @@ gpu=0
 case $device in cuda | cuda:* | gpu | auto) gpu=1 ;; esac
 [[ -n $scale ]] || { if ((gpu)); then scale=full; else scale=small; fi; }
 out=${out:-gpu-check-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$out"
+started=$SECONDS
 
 if [[ -z $bin ]]; then
-	if ((gpu)); then
+	if ((bundle)); then
+		bin=$root/gpuz-cuda
+	elif ((gpu)); then
 		bash scripts/cuda-build.sh --fetch
 		bin=bin/gpuz-cuda
 	else
@@ -63,23 +106,203 @@ fi
 case $bin in */*) ;; *) bin=./$bin ;; esac
 [[ -x $bin ]] || { echo "gpu-check: $bin is not an executable file" >&2; exit 2; }
 
-checks=()   # NAME|exit status|result
+# ---- the binary's libraries ----------------------------------------------
+
+tab=$'\t'
+libdirs=()                 # directories added to LD_LIBRARY_PATH, in order
+declare -A found_in=()     # soname -> where it was found
+ldpath() {
+	local IFS=:
+	echo "${libdirs[*]}${LD_LIBRARY_PATH:+${libdirs[*]:+:}$LD_LIBRARY_PATH}"
+}
+
+# site_dirs prints python3's site-packages directories and PYTHONPATH's
+# entries, for python3 on PATH and /usr/bin/python3.
+site_dirs() {
+	local py
+	for py in python3 /usr/bin/python3; do
+		command -v "$py" >/dev/null 2>&1 || continue
+		"$py" - <<'EOF' 2>/dev/null || true
+import os, site, sys
+dirs = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
+dirs.append(site.getusersitepackages())
+dirs += [d for d in os.environ.get("PYTHONPATH", "").split(os.pathsep) if d]
+dirs += [d for d in sys.path if d.endswith(("site-packages", "dist-packages"))]
+for d in dirs:
+    if os.path.isdir(d):
+        print(os.path.realpath(d))
+EOF
+	done | awk '!seen[$0]++'
+}
+
+# search SONAME prints the first directory holding SONAME, a tab, and how it
+# was found.
+search() {
+	local soname=$1 d f
+	local IFS=:
+	for d in ${GPUZ_CUDA_LIBS:-}; do
+		[[ -n $d && -e $d/$soname ]] && { printf '%s\t%s\n' "$d" "GPUZ_CUDA_LIBS"; return; }
+	done
+	unset IFS
+	for d in /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib /opt/cuda*/lib64; do
+		[[ -e $d/$soname ]] && { printf '%s\t%s\n' "$d" "a CUDA installation"; return; }
+	done
+	while IFS= read -r d; do
+		f=$(find "$d" -maxdepth 6 -name "$soname" \( -type f -o -type l \) -print -quit 2>/dev/null)
+		[[ -n $f ]] && { printf '%s\t%s\n' "$(dirname "$f")" "python3's site-packages"; return; }
+	done < <(site_dirs)
+	return 1
+}
+
+# resolve_libs finds what the loader lacks for $bin, adding directories to
+# libdirs until nothing is missing (a found library may need others, as
+# cuBLAS needs cuBLASLt). Sets missing to what could not be found.
+missing=()
+resolve_libs() {
+	local round lddout soname hit progress dir
+	for round in 1 2 3 4 5; do
+		lddout=$(LD_LIBRARY_PATH=$(ldpath) ldd "$bin" 2>&1) || true
+		if glibc=$(grep -o 'version .GLIBC_[0-9.]*. not found' <<<"$lddout"); then
+			echo "gpu-check: $bin needs a newer C library than this machine's: $(sort -u <<<"$glibc" | paste -sd, -)" >&2
+			exit 1
+		fi
+		mapfile -t missing < <(awk '/=> not found/ { print $1 }' <<<"$lddout" | awk '!seen[$0]++')
+		((${#missing[@]})) || return 0
+		progress=0
+		for soname in "${missing[@]}"; do
+			[[ $soname == libcuda.so.1 ]] && continue # the driver's: never taken from elsewhere
+			if hit=$(search "$soname"); then
+				dir=${hit%%"$tab"*}
+				[[ " ${libdirs[*]} " == *" $dir "* ]] || libdirs+=("$dir")
+				found_in[$soname]=${hit#*"$tab"}
+				progress=1
+			fi
+		done
+		((progress)) || return 0
+	done
+}
+
+libreport=() # "soname|path|how" for the summary
+if command -v ldd >/dev/null 2>&1; then
+	resolve_libs
+	if ((${#missing[@]})); then
+		cuda=() driver=
+		for soname in "${missing[@]}"; do
+			if [[ $soname == libcuda.so.1 ]]; then driver=1; else cuda+=("$soname"); fi
+		done
+		msg="gpu-check: missing libraries for $bin:"
+		if ((${#cuda[@]})); then
+			major=$(printf '%s\n' "${cuda[@]}" | sed -n 's/^lib\(cublas\|cublasLt\|nvrtc\)\.so\.\([0-9]*\).*/\2/p' | head -1)
+			msg+=" $(printf '%s\n' "${cuda[@]}" | paste -sd, - | sed 's/,/, /g') (searched the loader's paths, GPUZ_CUDA_LIBS, /usr/local/cuda*/lib64 and python3's site-packages"
+			msg+="${major:+: install CUDA $major's cuBLAS and NVRTC, the toolkit or pip's nvidia-cublas and nvidia-cuda-nvrtc wheels for CUDA $major,} or name their directory in GPUZ_CUDA_LIBS)"
+		fi
+		if [[ -n $driver ]]; then
+			msg+="${cuda[*]:+ and} libcuda.so.1, the NVIDIA driver's (no driver on this machine)"
+		fi
+		echo "$msg" >&2
+		exit 1
+	fi
+	lddout=$(LD_LIBRARY_PATH=$(ldpath) ldd "$bin" 2>&1) || true
+	loader="the loader's own search"
+	while read -r soname path; do
+		how=${found_in[$soname]:-$loader}
+		libreport+=("$soname|$path|$how")
+		echo "gpu-check: $soname: $path ($how)"
+	done < <(awk '$1 ~ /^lib(cuda|cublas|cublasLt|nvrtc)\.so/ && $2 == "=>" { print $1, $3 }' <<<"$lddout")
+else
+	echo "gpu-check: no ldd on this machine: the binary's libraries are not looked for"
+fi
+gpuz_env=(env)
+if ((${#libdirs[@]})); then
+	gpuz_env=(env "LD_LIBRARY_PATH=$(ldpath)")
+	echo "gpu-check: gpuz's commands run with LD_LIBRARY_PATH=$(ldpath)"
+fi
+
+# The binary must start: the GPU build without a usable GPU stops with its
+# own one line, which is all this script then says.
+rc=0
+version_out=$("${gpuz_env[@]}" "$bin" version 2>&1) || rc=$?
+if ((rc != 0)); then
+	if grep -q "no usable CUDA GPU" <<<"$version_out"; then
+		grep -m1 "no usable CUDA GPU" <<<"$version_out" >&2
+		exit 2
+	fi
+	echo "gpu-check: $bin does not start (status $rc): $(head -1 <<<"$version_out")" >&2
+	exit 1
+fi
+# Every function the binary calls must be in the libraries found: with
+# LD_BIND_NOW the loader checks them all at start. Lazy binding may still
+# run a binary that never calls a missing one, so this only warns.
+bind_warning=
+if ((gpu)) && ! bind_out=$(LD_BIND_NOW=1 "${gpuz_env[@]}" "$bin" version 2>&1); then
+	bind_warning=$(grep -m1 -o 'undefined symbol: [^ ,]*' <<<"$bind_out" || head -1 <<<"$bind_out")
+	echo "gpu-check: warning: with LD_BIND_NOW=1 the binary does not start ($bind_warning): the libraries found lack a function it links"
+fi
+
+cpu_scale=$scale
+if ((gpu && !full_cpu)) && [[ $scale == full ]] && grep -q '^BLAS: gonum' <<<"$version_out"; then
+	cpu_scale=small
+fi
+
+# ---- the peer ------------------------------------------------------------
+
+# torch_python prints the first of python3 and /usr/bin/python3 whose torch
+# sees a usable CUDA GPU (with any, when $1 is "any").
+torch_python() {
+	local py
+	for py in python3 /usr/bin/python3; do
+		command -v "$py" >/dev/null 2>&1 || continue
+		if [[ ${1:-} == any ]]; then
+			"$py" -c 'import torch' >/dev/null 2>&1 && { echo "$py"; return; }
+		else
+			"$py" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' >/dev/null 2>&1 && { echo "$py"; return; }
+		fi
+	done
+	return 1
+}
+peer_py=
+case $peer in
+auto)
+	peer=0
+	if ((gpu)) && peer_py=$(torch_python); then peer=1; fi
+	;;
+1)
+	peer_py=$(torch_python) || peer_py=$(torch_python any) ||
+		{ echo "gpu-check: --peer: neither python3 nor /usr/bin/python3 can import torch" >&2; exit 2; }
+	[[ -f $peer_script ]] || { echo "gpu-check: --peer: $peer_script not found" >&2; exit 2; }
+	;;
+esac
+if ((peer)) && [[ ! -f $peer_script ]]; then
+	echo "gpu-check: no $peer_script: the PyTorch peer is left out"
+	peer=0
+fi
+
+# ---- the checks ------------------------------------------------------------
+
+mkdir -p "$out"
+printf '%s\n' "$version_out" >"$out/version-probe.txt"
+checks=() # NAME|command|exit status|seconds|result
 failed=0
 # check NAME CMD...: runs CMD with stdout and stderr in $out/NAME.txt, shows
-# its last lines, and records its result.
+# its last lines, and records its result. gpuz's commands run with the
+# library path found above.
 check() {
-	local name=$1 rc=0 result
+	local name=$1 rc=0 result t0=$SECONDS
 	shift
 	echo "== $name: $*"
 	printf '$ %s\n' "$*" >"$out/$name.txt"
-	"$@" >>"$out/$name.txt" 2>&1 || rc=$?
+	if [[ $1 == "$bin" ]]; then
+		"${gpuz_env[@]}" "$@" >>"$out/$name.txt" 2>&1 || rc=$?
+	else
+		"$@" >>"$out/$name.txt" 2>&1 || rc=$?
+	fi
 	tail -n 12 "$out/$name.txt"
 	case $rc in
 	0) result=passed ;;
 	3) result="passed; a mode did not complete (status 3, see $name.txt)" ;;
 	*) result="**FAILED**"; failed=$((failed + 1)) ;;
 	esac
-	checks+=("$name|$*|$rc|$result")
+	checks+=("$name|$*|$rc|$((SECONDS - t0))|$result")
 }
 
 if command -v nvidia-smi >/dev/null 2>&1; then
@@ -88,69 +311,161 @@ fi
 check version "$bin" version
 check selftest "$bin" selftest --device "$device"
 check devices "$bin" devices
+runs=()
 for workload in linear resnet attention; do
 	for task in train eval; do
-		check "$workload-$task" "$bin" "$workload" "$task" cuda,cache,cpu --device "$device" \
-			--epochs 3 --scale "$scale" --json "$out/$workload-$task.json"
+		if [[ $cpu_scale == "$scale" ]]; then
+			check "$workload-$task" "$bin" "$workload" "$task" cuda,cache,cpu --device "$device" \
+				--epochs 3 --scale "$scale" --json "$out/$workload-$task.json"
+			runs+=("$workload-$task")
+		else
+			check "$workload-$task" "$bin" "$workload" "$task" cuda,cache --device "$device" \
+				--epochs 3 --scale "$scale" --json "$out/$workload-$task.json"
+			check "$workload-$task-cpu" "$bin" "$workload" "$task" cpu \
+				--epochs 3 --scale "$cpu_scale" --json "$out/$workload-$task-cpu.json"
+			runs+=("$workload-$task" "$workload-$task-cpu")
+		fi
 	done
 done
+if ((peer)); then
+	for workload in linear resnet attention; do
+		for task in train eval; do
+			if ((gpu)); then
+				check "peer-$workload-$task-cuda" "$peer_py" "$peer_script" "$workload" "$task" --device cuda \
+					--scale "$scale" --epochs 3 --json "$out/peer-$workload-$task-cuda.json"
+			fi
+			check "peer-$workload-$task-cpu" "$peer_py" "$peer_script" "$workload" "$task" --device cpu \
+				--scale "$cpu_scale" --epochs 3 --json "$out/peer-$workload-$task-cpu.json"
+		done
+	done
+fi
 
-# medians NAME: one table row per mode of run NAME's JSON.
-medians() {
-	local json=$out/$1.json
-	[[ -s $json ]] || { echo "| $1 | - | - | no JSON written | |"; return; }
+# ---- the summary -----------------------------------------------------------
+
+# summary_tables writes the medians per run and, with the peer, gpuz beside
+# PyTorch, from the JSON files (needs python3).
+summary_tables() {
 	if ! command -v python3 >/dev/null 2>&1; then
-		echo "| $1 | - | - | see $1.json (no python3 to read it) | |"
+		echo "## Medians"
+		echo
+		echo "See the runs' JSON files (no python3 to read them)."
 		return
 	fi
-	python3 - "$1" "$json" <<'EOF'
-import json, sys
-name, path = sys.argv[1], sys.argv[2]
-try:
-    modes = json.load(open(path)).get("modes") or []
-except Exception as e:
-    print(f"| {name} | - | - | unreadable JSON: {e} | |")
+	python3 - "$out" "$peer" "$gpu" "$scale" "$cpu_scale" "${runs[@]}" <<'EOF'
+import json, os, sys
+out, peer, gpu, scale, cpu_scale, runs = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1", sys.argv[4], sys.argv[5], sys.argv[6:]
+
+def load(name):
+    try:
+        with open(os.path.join(out, name + ".json")) as f:
+            return json.load(f), None
+    except FileNotFoundError:
+        return None, "no JSON written"
+    except Exception as e:
+        return None, f"unreadable JSON: {e}"
+
+def fmt(x):
+    return f"{x:.6g}" if isinstance(x, (int, float)) else "-"
+
+def gpuz_median(doc, mode):
+    for m in (doc or {}).get("modes") or []:
+        st = m.get("stats") or {}
+        if m.get("mode") == mode and st.get("n"):
+            return st.get("median_seconds")
+    return None
+
+kernels = None
+print("## Medians per run (seconds per timed epoch)")
+print()
+print("| run | mode | device | status | median (s) |")
+print("|---|---|---|---|---|")
+docs = {}
+for name in runs:
+    doc, err = load(name)
+    docs[name] = doc
+    if doc is None:
+        print(f"| {name} | - | - | {err} | |")
+        continue
+    kernels = kernels or ((doc.get("header") or {}).get("env") or {}).get("gpu", {}) or {}
+    kernels = kernels if kernels else None
+    for m in doc.get("modes") or []:
+        st = m.get("stats") or {}
+        med = st.get("median_seconds") if st.get("n") else None
+        reason = (m.get("reason") or "").replace("|", "/").replace("\n", " ")
+        print(f"| {name} | {m.get('mode', '?')} | {m.get('device', '?')} | {m.get('status', '?')} {reason} | {fmt(med)} |")
+print()
+if kernels and kernels.get("kernels"):
+    print(f"Kernels on {kernels.get('name', 'the GPU')} (compute capability {kernels.get('compute_capability', '?')}): {kernels['kernels']}.")
+    print()
+if not peer:
     sys.exit()
-for m in modes:
-    st = m.get("stats") or {}
-    med = st.get("median_seconds")
-    med = f"{med:.6g}" if isinstance(med, (int, float)) and st.get("n") else "-"
-    reason = (m.get("reason") or "").replace("|", "/").replace("\n", " ")
-    print(f"| {name} | {m.get('mode', '?')} | {m.get('device', '?')} | {m.get('status', '?')} {reason} | {med} |")
+print("## gpuz and PyTorch on the same workloads (median seconds per timed epoch)")
+print()
+print("| workload | task | mode | scale | gpuz | PyTorch | gpuz / PyTorch |")
+print("|---|---|---|---|---|---|---|")
+torch_info = None
+for w in ("linear", "resnet", "attention"):
+    for t in ("train", "eval"):
+        rows = []
+        if gpu:
+            rows.append(("cuda", scale, docs.get(f"{w}-{t}"), f"peer-{w}-{t}-cuda"))
+        cpu_doc = docs.get(f"{w}-{t}-cpu") or docs.get(f"{w}-{t}")
+        rows.append(("cpu", cpu_scale, cpu_doc, f"peer-{w}-{t}-cpu"))
+        for mode, sc, gdoc, pname in rows:
+            g = gpuz_median(gdoc, mode)
+            pdoc, _ = load(pname)
+            p = (pdoc or {}).get("median_seconds")
+            if pdoc:
+                torch_info = torch_info or pdoc
+            ratio = f"{g / p:.2f}" if isinstance(g, (int, float)) and isinstance(p, (int, float)) and p > 0 else "-"
+            print(f"| {w} | {t} | {mode} | {sc} | {fmt(g)} | {fmt(p)} | {ratio} |")
+print()
+if torch_info:
+    where = f" on {torch_info['gpu']}" if torch_info.get("gpu") else ""
+    print(f"PyTorch: torch {torch_info.get('torch')}, python {torch_info.get('python')}{where}, "
+          f"{torch_info.get('threads')} CPU threads; torch_reference.py builds the same sizes, parameters and "
+          "matrix-product FLOPs as gpuz (checked at small scale in CI by scripts/test-torch-reference.sh). "
+          "A ratio above 1: gpuz is slower.")
+    print()
 EOF
 }
 
 {
 	echo "# gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo
-	echo "- binary: \`$bin\` ($(head -2 "$out/version.txt" | tail -1))"
-	echo "- device: \`$device\`, scale: $scale, epochs: 3 (1 warm-up)"
+	echo "- binary: \`$bin\` ($(head -1 <<<"$version_out"); $(grep -m1 '^BLAS:' <<<"$version_out" || echo 'BLAS: ?'))"
+	echo "- device: \`$device\`, scale: $scale (cpu rows: $cpu_scale), epochs: 3 (1 warm-up)"
 	echo "- host: $(uname -srm), $(nproc) cores"
+	for r in "${libreport[@]}"; do
+		IFS='|' read -r soname path how <<<"$r"
+		echo "- $soname: \`$path\` ($how)"
+	done
+	if ((${#libdirs[@]})); then
+		echo "- gpuz's commands ran with \`LD_LIBRARY_PATH=$(ldpath)\`"
+	fi
+	[[ -z $bind_warning ]] || echo "- warning: with LD_BIND_NOW=1 the binary does not start ($bind_warning)"
+	if ((peer)); then
+		echo "- peer: \`$peer_py $peer_script\`"
+	else
+		echo "- peer: not run"
+	fi
 	if [[ -f $out/nvidia-smi.txt ]]; then
 		echo "- nvidia-smi -q: nvidia-smi.txt"
 	else
 		echo "- nvidia-smi: not found"
 	fi
+	echo "- took $((SECONDS - started)) s"
 	echo
 	echo "## Checks"
 	echo
-	echo "| check | command | exit | result |"
-	echo "|---|---|---|---|"
-	for c in "${checks[@]}"; do
-		IFS='|' read -r name cmd rc result <<<"$c"
-		echo "| $name | \`$cmd\` | $rc | $result |"
-	done
-	echo
-	echo "## Medians per run (seconds per timed epoch)"
-	echo
-	echo "| run | mode | device | status | median (s) |"
+	echo "| check | command | exit | seconds | result |"
 	echo "|---|---|---|---|---|"
-	for workload in linear resnet attention; do
-		for task in train eval; do
-			medians "$workload-$task"
-		done
+	for c in "${checks[@]}"; do
+		IFS='|' read -r name cmd rc secs result <<<"$c"
+		echo "| $name | \`$cmd\` | $rc | $secs | $result |"
 	done
 	echo
+	summary_tables
 	if ((failed == 0)); then
 		echo "All ${#checks[@]} checks passed."
 	else

@@ -13,12 +13,16 @@ import (
 
 // Describe describes the GPU for a result's environment: its name, memory
 // and compute capability, the CUDA version its driver supports, the NVIDIA
-// driver's version and the PCIe link where /proc and sysfs say them. Each
-// fact it cannot read is left out.
+// driver's version and the PCIe link where /proc and sysfs say them, and
+// what the kernels were compiled for ("kernels": the architecture, and
+// whether it is the GPU's own or PTX of an older one that the driver
+// JIT-compiles; "nvrtc_version"). Each fact it cannot read is left out.
 func (d *Device) Describe() map[string]string {
 	desc := map[string]string{
 		"name":               d.name,
 		"compute_capability": fmt.Sprintf("%d.%d", d.major, d.minor),
+		"kernels":            d.arch.String(),
+		"nvrtc_version":      d.arch.NVRTC.String(),
 	}
 	if mem, err := d.dev.TotalMem(); err == nil {
 		desc["memory_bytes"] = strconv.FormatInt(mem, 10)

@@ -53,6 +53,7 @@ type Device struct {
 	name    string
 	major   int
 	minor   int
+	arch    gpu.ArchChoice // what the kernels are compiled for
 	dev     cu.Device
 	ctx     *cu.Ctx
 	copies  cu.Stream
@@ -98,11 +99,10 @@ func Open(index int) (d *Device, err error) {
 	if d.minor, err = dev.Attribute(cu.ComputeCapabilityMinor); err != nil {
 		return nil, fmt.Errorf("cuda:%d: compute capability: %w", index, err)
 	}
-	arch, err := gpu.Arch(d.major, d.minor)
-	if err != nil {
+	if d.arch, err = gpu.Arch(d.major, d.minor); err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Name(), err)
 	}
-	ptx, _, err := gpu.CachedPTX(arch)
+	ptx, _, err := gpu.CachedPTX(d.arch.Arch)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Name(), err)
 	}
@@ -137,7 +137,8 @@ func Open(index int) (d *Device, err error) {
 			return fmt.Errorf("event: %w", err)
 		}
 		if d.mod, err = cu.LoadData(ptx); err != nil {
-			return fmt.Errorf("loading the kernels' PTX (%s; needs driver R520 or newer): %w", arch, err)
+			return fmt.Errorf("loading the kernels' PTX (%s from NVRTC %s; needs a driver for CUDA %s or newer): %w",
+				d.arch.Arch, d.arch.NVRTC, d.arch.NVRTC, err)
 		}
 		for name := range gpu.Signatures {
 			if d.fns[name], err = d.mod.Function(name); err != nil {

@@ -2,6 +2,12 @@
 
 package gpu
 
+/*
+#cgo LDFLAGS: -lnvrtc
+#include <nvrtc.h>
+*/
+import "C"
+
 import (
 	"errors"
 	"fmt"
@@ -12,31 +18,48 @@ import (
 	"gorgonia.org/cu/nvrtc"
 )
 
-// nvrtcArchs are the virtual architectures NVRTC 11.8 compiles for, as
-// compute capability major·10 + minor.
-var nvrtcArchs = []int{35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90}
+// NVRTC returns the release of the NVRTC library in use and the
+// architectures it compiles for, as it lists them itself
+// (nvrtcGetSupportedArchs), or by KnownArchs when it cannot.
+func NVRTC() (NVRTCVersion, []int, error) {
+	major, minor, err := nvrtc.Version()
+	if err != nil {
+		return NVRTCVersion{}, nil, fmt.Errorf("nvrtc: version: %w", err)
+	}
+	v := NVRTCVersion{major, minor}
+	var n C.int
+	if C.nvrtcGetNumSupportedArchs(&n) != C.NVRTC_SUCCESS || n <= 0 || n > 1024 {
+		return v, KnownArchs(v), nil
+	}
+	archs := make([]C.int, n)
+	if C.nvrtcGetSupportedArchs(&archs[0]) != C.NVRTC_SUCCESS {
+		return v, KnownArchs(v), nil
+	}
+	out := make([]int, n)
+	for i, a := range archs {
+		out[i] = int(a)
+	}
+	return v, out, nil
+}
 
-// Arch returns the virtual architecture to compile for on a GPU of compute
-// capability major.minor: the newest NVRTC 11.8 knows that the GPU runs
-// (the driver JIT-compiles the PTX for newer GPUs), as "compute_86".
-func Arch(major, minor int) (string, error) {
-	cc := 10*major + minor
-	best := 0
-	for _, a := range nvrtcArchs {
-		if a <= cc {
-			best = a
-		}
+// Arch chooses the architecture to compile the kernels for on a GPU of
+// compute capability major.minor with the NVRTC in use (ChooseArch): the
+// GPU's own when that NVRTC can target it, else PTX of the newest older
+// architecture it can, which the driver JIT-compiles.
+func Arch(major, minor int) (ArchChoice, error) {
+	v, archs, err := NVRTC()
+	if err != nil {
+		return ArchChoice{}, err
 	}
-	if best == 0 {
-		return "", fmt.Errorf("compute capability %d.%d is older than NVRTC 11.8 supports (3.5)", major, minor)
-	}
-	return fmt.Sprintf("compute_%d", best), nil
+	return ChooseArch(v, archs, major, minor)
 }
 
 // Options are the NVRTC options for arch. --fmad=false keeps multiplies
-// and adds separate, as the host kernels compute them.
+// and adds separate, as the host kernels compute them. C++17 is the one
+// dialect every NVRTC from 11.0 to 13 accepts and the default of 12 and
+// 13; the kernels need nothing beyond C.
 func Options(arch string) []string {
-	return []string{"--gpu-architecture=" + arch, "--fmad=false", "--std=c++14"}
+	return []string{"--gpu-architecture=" + arch, "--fmad=false", "--std=c++17"}
 }
 
 // CompilePTX compiles every kernel for arch with NVRTC (no GPU needed) and
@@ -58,14 +81,22 @@ func CompilePTX(arch string) (string, error) {
 	return strings.TrimRight(ptx, "\x00"), nil
 }
 
-// PTXCachePath is where the PTX of the current sources for arch is cached:
-// os.UserCacheDir()/gpuz/ptx/<arch>/<hash>.ptx.
+// PTXCachePath is where the PTX of the current sources for arch, compiled
+// by the NVRTC in use, is cached:
+// os.UserCacheDir()/gpuz/ptx/nvrtc-<version>/<arch>/<hash>.ptx. The
+// NVRTC release is in the path because its PTX ISA version sets the
+// oldest driver that loads it: builds against different CUDA versions
+// share no PTX.
 func PTXCachePath(arch string) (string, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return "", fmt.Errorf("kernel cache: %w", err)
 	}
-	return filepath.Join(dir, "gpuz", "ptx", arch, Hash(Options(arch))+".ptx"), nil
+	major, minor, err := nvrtc.Version()
+	if err != nil {
+		return "", fmt.Errorf("kernel cache: nvrtc version: %w", err)
+	}
+	return filepath.Join(dir, "gpuz", "ptx", fmt.Sprintf("nvrtc-%d.%d", major, minor), arch, Hash(Options(arch))+".ptx"), nil
 }
 
 // CachedPTX returns the PTX for arch from the cache, compiling and storing

@@ -5,6 +5,7 @@ package gpu
 import (
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -78,20 +79,30 @@ func TestKernelsCompileWithNVRTC(t *testing.T) {
 	}
 }
 
-// TestArch checks the architecture chosen for compute capabilities.
-func TestArch(t *testing.T) {
-	for _, c := range []struct {
-		major, minor int
-		want         string
-	}{{5, 2, "compute_52"}, {7, 5, "compute_75"}, {8, 6, "compute_86"}, {8, 9, "compute_89"}, {9, 0, "compute_90"}, {12, 0, "compute_90"}, {6, 3, "compute_62"}} {
-		got, err := Arch(c.major, c.minor)
-		if err != nil || got != c.want {
-			t.Errorf("Arch(%d, %d) = %q, %v; want %q", c.major, c.minor, got, err, c.want)
-		}
+// TestNVRTCArchs checks that the NVRTC linked lists the architectures
+// that KnownArchs gives for its release: the check of that table's row
+// against the real library (11.8 and 12.4 in make test-cuda), and that
+// Arch then picks the GPU's own architecture for an H100.
+func TestNVRTCArchs(t *testing.T) {
+	v, archs, err := NVRTC()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := Arch(3, 0); err == nil {
-		t.Error("Arch(3, 0): no error for a GPU older than NVRTC supports")
+	if want := KnownArchs(v); !slices.Equal(archs, want) {
+		t.Errorf("NVRTC %s lists %v; KnownArchs(%s) is %v", v, archs, v, want)
 	}
+	c, err := Arch(9, 0)
+	if err != nil || c.Arch != "compute_90" || !c.Native || c.NVRTC != v {
+		t.Errorf("Arch(9, 0) = %+v, %v; want compute_90, native, NVRTC %s", c, err, v)
+	}
+	t.Logf("NVRTC %s: %v; Arch(12, 0): %v", v, archs, must(Arch(12, 0)))
+}
+
+func must(c ArchChoice, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return c.String()
 }
 
 // TestPTXCache checks that the second request reads the PTX the first
@@ -106,7 +117,11 @@ func TestPTXCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(path, "/gpuz/ptx/compute_75/") {
+	v, _, err := NVRTC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(path, "/gpuz/ptx/nvrtc-"+v.String()+"/compute_75/") {
 		t.Errorf("cache path %s", path)
 	}
 	if data, err := os.ReadFile(path); err != nil || string(data) != first {
