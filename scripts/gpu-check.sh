@@ -327,6 +327,24 @@ for workload in linear resnet attention; do
 		fi
 	done
 done
+# The managed mode (every block in managed memory), linear training: with
+# nothing taken, beside cuda (the same losses; nothing migrates after the
+# warm-up), and under pressure, --take leaving it three quarters of its
+# need as the plan counts it (cuda OOM, managed completes: status 3);
+# below the full scale, whose need is a few 2 MiB pages, in 64 KiB pages.
+page=2MiB
+[[ $scale == full ]] || page=64KiB
+check managed "$bin" linear train cuda,managed --device "$device" --managed-page "$page" \
+	--epochs 3 --scale "$scale" --json "$out/managed.json"
+runs+=(managed)
+plan_json=$("${gpuz_env[@]}" "$bin" plan linear train cuda --device "$device" --scale "$scale" --json - 2>/dev/null || true)
+need=$(sed -n 's/.*"device_bytes": \([0-9]*\).*/\1/p' <<<"$plan_json" | head -n 1)
+free=$(sed -n 's/.*"device_free": \([0-9]*\).*/\1/p' <<<"$plan_json" | head -n 1)
+if [[ -n $need && -n $free ]] && ((free > need)); then
+	check managed-pressure "$bin" linear train cuda,managed --device "$device" --managed-page "$page" \
+		--epochs 3 --scale "$scale" --take "$((free - need * 3 / 4))B" --json "$out/managed-pressure.json"
+	runs+=(managed-pressure)
+fi
 if ((peer)); then
 	for workload in linear resnet attention; do
 		for task in train eval; do

@@ -262,7 +262,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env
 			if err != nil {
 				now = oom.Free
 			}
-			r.Status.Reason = fmt.Sprintf("needs %s, %s of %s free", units.Bytes(fp.Device), units.Bytes(now), units.Bytes(oom.Total))
+			r.Status.Reason = fmt.Sprintf("needs %s, %s of %s free", units.Bytes(max(fp.Device, oom.Requested)), units.Bytes(now), units.Bytes(oom.Total))
 		}
 		return r
 	}

@@ -241,6 +241,10 @@ func (prog *Program) loadManaged() error {
 	}
 	mig := &deviceMigrator{dev: dev, region: region}
 	capacity := p.pageCapacity(prog.place, free)
+	if capacity < 1 { // not one page fits: out of memory, as any mode
+		_, total, _ := prog.dev.MemInfo()
+		return &device.OutOfMemoryError{Device: prog.dev.Name(), Requested: prog.place.PageSize, Free: free, Total: total}
+	}
 	if mig.mp, err = newManagedPages(p, prog.place, capacity, mig); err != nil {
 		return err
 	}
