@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 
 	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 
 	"gpuz/internal/engine"
 	"gpuz/internal/ops"
@@ -101,14 +100,11 @@ func (c AttentionConfig) Data(seed uint64) Data {
 // peer's order, the head Linear, the Embedding and the decoder layers
 // layer1 … layerN.
 func (c AttentionConfig) Build() (*Model, error) {
-	if err := c.Validate(); err != nil {
+	m, err := newModel(c, "ids", c.Batch, c.SeqLen)
+	if err != nil {
 		return nil, err
 	}
-	g := gorgonia.NewGraph()
-	m := &Model{Graph: g, init: map[*gorgonia.Node]func(*rand.Rand, []float32){}}
-	m.Input = gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.Batch, c.SeqLen), gorgonia.WithName("ids"))
-	m.Target = gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.Batch, c.SeqLen), gorgonia.WithName("target"))
-	positions := gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.SeqLen, c.DModel), gorgonia.WithName("positions"))
+	positions := m.tensor("positions", c.SeqLen, c.DModel)
 	m.Constants = []Constant{{Node: positions, Values: SinusoidalPositions(c.SeqLen, c.DModel)}}
 
 	head := engine.Block{Name: "head"}
@@ -129,16 +125,11 @@ func (c AttentionConfig) Build() (*Model, error) {
 		}
 		m.Blocks = append(m.Blocks, block)
 	}
-	if m.Output, err = ops.Apply(ops.Linear{}, x, headW, headB); err != nil {
+	logits, err := ops.Apply(ops.Linear{}, x, headW, headB)
+	if err != nil {
 		return nil, fmt.Errorf("head: %w", err)
 	}
-	if m.Loss, err = ops.Apply(ops.SoftmaxCrossEntropy{}, m.Output, m.Target); err != nil {
-		return nil, fmt.Errorf("loss: %w", err)
-	}
-	if m.OutputMean, err = ops.Apply(ops.Mean{Dims: 2}, m.Output); err != nil {
-		return nil, fmt.Errorf("output mean: %w", err)
-	}
-	return m, nil
+	return m.withOutput(logits, ops.SoftmaxCrossEntropy{})
 }
 
 // decoderLayer adds one decoder layer on x [tokens, d] to the graph, its
@@ -203,15 +194,6 @@ func residualNorm(ln ops.LayerNorm, x, f, gamma, beta *gorgonia.Node) (*gorgonia
 		return nil, err
 	}
 	return ops.Apply(ln, sum, gamma, beta)
-}
-
-// param adds a float32 parameter of the given shape, with its initialiser,
-// to the graph and to block.
-func (m *Model) param(block *engine.Block, name string, init func(*rand.Rand, []float32), shape ...int) *gorgonia.Node {
-	n := gorgonia.NewTensor(m.Graph, tensor.Float32, len(shape), gorgonia.WithShape(shape...), gorgonia.WithName(name))
-	m.init[n] = init
-	block.Params = append(block.Params, n)
-	return n
 }
 
 // normal returns an initialiser drawing from N(0, std²), as PyTorch's

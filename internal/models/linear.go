@@ -3,10 +3,6 @@ package models
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
-
-	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 
 	"gpuz/internal/engine"
 	"gpuz/internal/ops"
@@ -69,24 +65,18 @@ func (c LinearConfig) Data(seed uint64) Data { return uniformData(seed, c.Sample
 
 // Build returns the workload's graph for one batch.
 func (c LinearConfig) Build() (*Model, error) {
-	if err := c.Validate(); err != nil {
+	m, err := newModel(c, "input", c.Batch, c.Dims)
+	if err != nil {
 		return nil, err
 	}
-	g := gorgonia.NewGraph()
-	m := &Model{Graph: g, init: map[*gorgonia.Node]func(*rand.Rand, []float32){}}
-	m.Input = gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.Batch, c.Dims), gorgonia.WithName("input"))
-	m.Target = gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.Batch, c.Dims), gorgonia.WithName("target"))
 	bound := fanInBound(c.Dims)
 	h := m.Input
 	for b := range c.Blocks {
 		block := engine.Block{Name: fmt.Sprintf("block%d", b)}
 		for l := range c.LayersPerBlock {
 			name := fmt.Sprintf("block%d.layer%d", b, l)
-			w := gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.Dims, c.Dims), gorgonia.WithName(name+".weight"))
-			bias := gorgonia.NewVector(g, tensor.Float32, gorgonia.WithShape(c.Dims), gorgonia.WithName(name+".bias"))
-			m.init[w], m.init[bias] = uniform(bound), uniform(bound)
-			block.Params = append(block.Params, w, bias)
-			var err error
+			w := m.param(&block, name+".weight", uniform(bound), c.Dims, c.Dims)
+			bias := m.param(&block, name+".bias", uniform(bound), c.Dims)
 			if h, err = ops.Apply(ops.Linear{}, h, w, bias); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
@@ -96,13 +86,5 @@ func (c LinearConfig) Build() (*Model, error) {
 		}
 		m.Blocks = append(m.Blocks, block)
 	}
-	m.Output = h
-	var err error
-	if m.Loss, err = ops.Apply(ops.MSE{Dims: 2}, h, m.Target); err != nil {
-		return nil, fmt.Errorf("loss: %w", err)
-	}
-	if m.OutputMean, err = ops.Apply(ops.Mean{Dims: 2}, h); err != nil {
-		return nil, fmt.Errorf("output mean: %w", err)
-	}
-	return m, nil
+	return m.withOutput(h, ops.MSE{Dims: 2})
 }

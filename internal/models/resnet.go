@@ -3,10 +3,8 @@ package models
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 
 	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 
 	"gpuz/internal/engine"
 	"gpuz/internal/ops"
@@ -99,19 +97,15 @@ type convModel struct {
 // Build returns the workload's graph for one batch. The blocks are listed
 // as the PyTorch peer lists them: a₁, b₁, a₂, b₂, …, aₗ, bₗ.
 func (c ResnetConfig) Build() (*Model, error) {
-	if err := c.Validate(); err != nil {
+	m, err := newModel(c, "input", c.Batch, c.Channels, c.ImageSize, c.ImageSize)
+	if err != nil {
 		return nil, err
 	}
-	g := gorgonia.NewGraph()
-	m := &Model{Graph: g, init: map[*gorgonia.Node]func(*rand.Rand, []float32){}}
-	shape := []int{c.Batch, c.Channels, c.ImageSize, c.ImageSize}
-	m.Input = gorgonia.NewTensor(g, tensor.Float32, 4, gorgonia.WithShape(shape...), gorgonia.WithName("input"))
-	m.Target = gorgonia.NewTensor(g, tensor.Float32, 4, gorgonia.WithShape(shape...), gorgonia.WithName("target"))
 
 	models := make([][2]*convModel, c.Levels) // per level: a, b
 	for l := range c.Levels {
 		for i, side := range []string{"a", "b"} {
-			cm := c.newConvModel(g, m, fmt.Sprintf("level%d.%s", l+1, side))
+			cm := c.newConvModel(m, fmt.Sprintf("level%d.%s", l+1, side))
 			models[l][i] = cm
 			m.Blocks = append(m.Blocks, cm.block)
 		}
@@ -142,31 +136,22 @@ func (c ResnetConfig) Build() (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.Output = out
-	if m.Loss, err = ops.Apply(ops.MSE{Dims: 4}, out, m.Target); err != nil {
-		return nil, fmt.Errorf("loss: %w", err)
-	}
-	if m.OutputMean, err = ops.Apply(ops.Mean{Dims: 4}, out); err != nil {
-		return nil, fmt.Errorf("output mean: %w", err)
-	}
-	return m, nil
+	return m.withOutput(out, ops.MSE{Dims: 4})
 }
 
 // newConvModel makes one block's parameters with PyTorch's default Conv2d
 // initialisation: weights and biases from U(±1/√fan_in), fan_in being
 // in_channels · Kernel².
-func (c ResnetConfig) newConvModel(g *gorgonia.ExprGraph, m *Model, name string) *convModel {
+func (c ResnetConfig) newConvModel(m *Model, name string) *convModel {
 	cm := &convModel{block: engine.Block{Name: name}}
 	k := c.Kernel
 	for half := range 2 {
 		for j, io := range [2][2]int{{c.Channels, c.MidChannels}, {c.MidChannels, c.Channels}} {
 			in, out := io[0], io[1]
 			layer := fmt.Sprintf("%s.conv%d", name, 2*half+j)
-			w := gorgonia.NewTensor(g, tensor.Float32, 4, gorgonia.WithShape(out, in, k, k), gorgonia.WithName(layer+".weight"))
-			b := gorgonia.NewVector(g, tensor.Float32, gorgonia.WithShape(out), gorgonia.WithName(layer+".bias"))
 			bound := fanInBound(in * k * k)
-			m.init[w], m.init[b] = uniform(bound), uniform(bound)
-			cm.block.Params = append(cm.block.Params, w, b)
+			w := m.param(&cm.block, layer+".weight", uniform(bound), out, in, k, k)
+			b := m.param(&cm.block, layer+".bias", uniform(bound), out)
 			cm.layers[half][j].w, cm.layers[half][j].b = w, b
 		}
 	}
