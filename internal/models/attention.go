@@ -20,32 +20,32 @@ import (
 // causal heads, and a final Linear(DModel → Vocab), as the PyTorch peer
 // builds it.
 type AttentionConfig struct {
-	Vocab  int
-	DModel int
-	Heads  int
-	Layers int
-	SeqLen int
+	Vocab, DModel, Heads, Layers, SeqLen int
 	// Feed sizes the data set and the run, as in every workload.
 	Feed
 }
 
-// sizes declares the workload's sizes, in the order they are checked,
-// each with the field it sets.
-func (c *AttentionConfig) sizes() []Size {
-	return append([]Size{
-		{Name: "vocab", Usage: "token ids, rows of the embedding and outputs of the head (default: the preset's)", Full: 1024, Small: 64, Demo: 1024, field: &c.Vocab},
-		{Name: "d-model", Usage: "width of the model, even and a multiple of --heads (default: the preset's)", Full: 512, Small: 32, Demo: 256, field: &c.DModel},
-		{Name: "heads", Usage: "attention heads per layer (default: the preset's)", Full: 8, Small: 4, Demo: 4, field: &c.Heads},
-		{Name: "layers", Usage: "decoder layers, one block each (default: the preset's)", Full: 12, Small: 2, Demo: 8, field: &c.Layers},
-		{Name: "seq-len", Usage: "tokens per sequence (default: the preset's)", Full: 512, Small: 32, Demo: 128, field: &c.SeqLen},
-	}, c.Feed.sizes(Feed{Samples: 60, Batch: 30, Epochs: 5}, Feed{Samples: 8, Batch: 4, Epochs: 5}, Feed{Samples: 32, Batch: 8, Epochs: 4})...)
+// DataLen is the number of values Data makes, computed without making
+// them.
+func (c AttentionConfig) DataLen() int { return c.Samples * c.SeqLen }
+
+// Data returns the workload's data: Samples sequences of SeqLen token ids
+// drawn uniformly from [0, Vocab), stored as float32; the target is the
+// ids themselves.
+func (c AttentionConfig) Data(seed uint64) Data {
+	rng := rand.New(rand.NewPCG(seed, math.MaxUint64))
+	d := Data{Samples: c.Samples, RowLen: c.SeqLen, Values: make([]float32, c.Samples*c.SeqLen)}
+	for i := range d.Values {
+		d.Values[i] = float32(rng.IntN(c.Vocab))
+	}
+	return d
 }
 
 // Validate reports the first size that cannot make a model.
-func (c AttentionConfig) Validate() error {
-	if err := positive(c.sizes()); err != nil {
-		return err
-	}
+func (c AttentionConfig) Validate() error { return validate(&c, c.check) }
+
+// check is Validate's checks particular to the workload.
+func (c AttentionConfig) check() error {
 	switch {
 	case c.DModel%c.Heads != 0:
 		return fmt.Errorf("--d-model (%d) must be divisible by --heads (%d)", c.DModel, c.Heads)
@@ -78,22 +78,6 @@ func (c AttentionConfig) Validate() error {
 		extent{"the saved activations, layers × 16 × batch × seq-len × d-model", []int{c.Layers, 16, c.Batch, c.SeqLen, c.DModel}},
 		extent{"the data set, samples × seq-len", []int{c.Samples, c.SeqLen}},
 	)
-}
-
-// DataLen is the number of values Data makes, computed without making
-// them.
-func (c AttentionConfig) DataLen() int { return c.Samples * c.SeqLen }
-
-// Data returns the workload's data: Samples sequences of SeqLen token ids
-// drawn uniformly from [0, Vocab), stored as float32; the target is the
-// ids themselves.
-func (c AttentionConfig) Data(seed uint64) Data {
-	rng := rand.New(rand.NewPCG(seed, math.MaxUint64))
-	d := Data{Samples: c.Samples, RowLen: c.SeqLen, Values: make([]float32, c.Samples*c.SeqLen)}
-	for i := range d.Values {
-		d.Values[i] = float32(rng.IntN(c.Vocab))
-	}
-	return d
 }
 
 // Build returns the workload's graph for one batch. Its blocks are, in the

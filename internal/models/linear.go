@@ -12,28 +12,24 @@ import (
 // LayersPerBlock × [Linear(Dims→Dims), LeakyReLU(0.01)], trained to
 // reproduce its input under MSE.
 type LinearConfig struct {
-	Blocks         int
-	LayersPerBlock int
-	Dims           int
+	Blocks, LayersPerBlock, Dims int
 	// Feed sizes the data set and the run, as in every workload.
 	Feed
 }
 
-// sizes declares the workload's sizes, in the order they are checked,
-// each with the field it sets.
-func (c *LinearConfig) sizes() []Size {
-	return append([]Size{
-		{Name: "blocks", Usage: "blocks in the model (default: the preset's)", Full: 12, Small: 3, Demo: 12, field: &c.Blocks},
-		{Name: "layers-per-block", Usage: "Linear+LeakyReLU layers per block (default: the preset's)", Full: 10, Small: 2, Demo: 4, field: &c.LayersPerBlock},
-		{Name: "dims", Usage: "width of every layer (default: the preset's)", Full: 2000, Small: 128, Demo: 512, field: &c.Dims},
-	}, c.Feed.sizes(Feed{Samples: 60, Batch: 30, Epochs: 5}, Feed{Samples: 8, Batch: 4, Epochs: 5}, Feed{Samples: 64, Batch: 16, Epochs: 4})...)
-}
+// DataLen is the number of values Data makes, computed without making
+// them.
+func (c LinearConfig) DataLen() int { return c.Samples * c.Dims }
+
+// Data returns the workload's data: Samples rows of Dims values from
+// U(0, 1); the target is the input itself.
+func (c LinearConfig) Data(seed uint64) Data { return uniformData(seed, c.Samples, c.Dims) }
 
 // Validate reports the first size that cannot make a model.
-func (c LinearConfig) Validate() error {
-	if err := positive(c.sizes()); err != nil {
-		return err
-	}
+func (c LinearConfig) Validate() error { return validate(&c, c.check) }
+
+// check is Validate's checks particular to the workload.
+func (c LinearConfig) check() error {
 	if err := divides(c.Samples, c.Batch); err != nil {
 		return err
 	}
@@ -54,14 +50,6 @@ func (c LinearConfig) Validate() error {
 		extent{"the data set, samples × dims", []int{c.Samples, c.Dims}},
 	)
 }
-
-// DataLen is the number of values Data makes, computed without making
-// them.
-func (c LinearConfig) DataLen() int { return c.Samples * c.Dims }
-
-// Data returns the workload's data: Samples rows of Dims values from
-// U(0, 1); the target is the input itself.
-func (c LinearConfig) Data(seed uint64) Data { return uniformData(seed, c.Samples, c.Dims) }
 
 // Build returns the workload's graph for one batch.
 func (c LinearConfig) Build() (*Model, error) {

@@ -17,32 +17,27 @@ import (
 // LeakyReLU(0.01)] with Kernel × Kernel kernels padded by Kernel/2; level 1
 // is x + b₁(a₁(x)) and level i is x + bᵢ(level i−1(aᵢ(x))).
 type ResnetConfig struct {
-	Levels      int
-	Channels    int
-	MidChannels int
-	ImageSize   int
-	Kernel      int
+	Levels, Channels, MidChannels, ImageSize, Kernel int
 	// Feed sizes the data set and the run, as in every workload.
 	Feed
 }
 
-// sizes declares the workload's sizes, in the order they are checked,
-// each with the field it sets.
-func (c *ResnetConfig) sizes() []Size {
-	return append([]Size{
-		{Name: "levels", Usage: "nested residual levels, two blocks each (default: the preset's)", Full: 12, Small: 3, Demo: 8, field: &c.Levels},
-		{Name: "channels", Usage: "channels of the images and of every residual (default: the preset's)", Full: 10, Small: 4, Demo: 8, field: &c.Channels},
-		{Name: "mid-channels", Usage: "channels inside a block, between its convolutions (default: the preset's)", Full: 30, Small: 8, Demo: 16, field: &c.MidChannels},
-		{Name: "image-size", Usage: "height and width of the images (default: the preset's)", Full: 512, Small: 32, Demo: 128, field: &c.ImageSize},
-		{Name: "kernel", Usage: "side of the square kernels, odd; padded by kernel/2 (default: the preset's)", Full: 5, Small: 3, Demo: 3, field: &c.Kernel},
-	}, c.Feed.sizes(Feed{Samples: 6, Batch: 2, Epochs: 10}, Feed{Samples: 6, Batch: 2, Epochs: 10}, Feed{Samples: 4, Batch: 2, Epochs: 4})...)
+// DataLen is the number of values Data makes, computed without making
+// them.
+func (c ResnetConfig) DataLen() int { return c.Samples * c.Channels * c.ImageSize * c.ImageSize }
+
+// Data returns the workload's data: Samples images of Channels ×
+// ImageSize × ImageSize values from U(0, 1); the target is the input
+// itself.
+func (c ResnetConfig) Data(seed uint64) Data {
+	return uniformData(seed, c.Samples, c.Channels*c.ImageSize*c.ImageSize)
 }
 
 // Validate reports the first size that cannot make a model.
-func (c ResnetConfig) Validate() error {
-	if err := positive(c.sizes()); err != nil {
-		return err
-	}
+func (c ResnetConfig) Validate() error { return validate(&c, c.check) }
+
+// check is Validate's checks particular to the workload.
+func (c ResnetConfig) check() error {
 	if c.Kernel%2 == 0 {
 		return fmt.Errorf("--kernel must be odd, got %d: padding kernel/2 keeps the image size only for odd kernels", c.Kernel)
 	}
@@ -73,17 +68,6 @@ func (c ResnetConfig) Validate() error {
 	// A level's two blocks save six activations each in training.
 	return tooLarge(extent{"the saved activations, levels × 12 × batch × channels × image-size²",
 		[]int{c.Levels, 12, c.Batch, max(c.Channels, c.MidChannels), c.ImageSize, c.ImageSize}})
-}
-
-// DataLen is the number of values Data makes, computed without making
-// them.
-func (c ResnetConfig) DataLen() int { return c.Samples * c.Channels * c.ImageSize * c.ImageSize }
-
-// Data returns the workload's data: Samples images of Channels ×
-// ImageSize × ImageSize values from U(0, 1); the target is the input
-// itself.
-func (c ResnetConfig) Data(seed uint64) Data {
-	return uniformData(seed, c.Samples, c.Channels*c.ImageSize*c.ImageSize)
 }
 
 // convModel is one ConvModel block: its parameters and how to apply it.
