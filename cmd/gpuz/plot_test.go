@@ -62,16 +62,9 @@ func TestPlotCommand(t *testing.T) {
 // --plot are usage errors, one line each.
 func TestPlotBadInput(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, data string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	bench := write("bench.txt", "BenchmarkGpuz/mode=cpu 1 2 sec/op\n")
-	kind := write("kind.json", `{"version": 2, "kind": "plan"}`)
-	untimed := write("untimed.json", `{"version": 2, "modes": [{"mode": "cuda", "device": "sim:1KiB", "status": "OOM"}]}`)
+	// testdata holds results files plot refuses: benchmark lines, a plan's
+	// JSON and a run's with no timed epoch.
+	bench, kind, untimed := "testdata/bench.txt", "testdata/kind.json", "testdata/untimed.json"
 	good := filepath.Join(plotFixtures, "run.json")
 	out := filepath.Join(dir, "out.svg")
 	for _, tc := range []struct {
