@@ -29,10 +29,10 @@ func startBinary(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, *bytes
 
 // startOnLedger starts the built gpuz with args and the sim ledger at path,
 // and returns it with its stdout as lines and its stderr; the process is
-// killed when the test ends.
+// killed when the test's context ends, and waited for.
 func startOnLedger(t *testing.T, path string, args ...string) (*exec.Cmd, *bufio.Reader, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(gpuzBinary, args...)
+	cmd := exec.CommandContext(t.Context(), gpuzBinary, args...)
 	cmd.Env = append(os.Environ(), device.LedgerEnv+"="+path)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -43,10 +43,7 @@ func startOnLedger(t *testing.T, path string, args ...string) (*exec.Cmd, *bufio
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	t.Cleanup(func() { cmd.Wait() })
 	return cmd, bufio.NewReader(out), &stderr
 }
 
