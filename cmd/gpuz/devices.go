@@ -3,7 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -76,7 +77,7 @@ func devicesRun(ctx context.Context, opts *DevicesOptions) error {
 	for _, spec := range specs {
 		var info device.Info
 		var err error
-		if !untilDone(ctx, func() { info, err = measureDevice(ctx, spec, opts.GemmSize, opts.IO.ErrOut) }) {
+		if !untilDone(ctx, func() { info, err = measureDevice(ctx, spec, opts.GemmSize, opts.IO) }) {
 			break
 		}
 		if err != nil {
@@ -95,8 +96,8 @@ func devicesRun(ctx context.Context, opts *DevicesOptions) error {
 
 // measureDevice opens, measures and closes the device spec names. It is the
 // one place that names where the measurement lives.
-func measureDevice(ctx context.Context, spec string, gemmSize int, errOut io.Writer) (device.Info, error) {
-	dev, _, err := device.Parse(spec, openLedger(ctx, errOut))
+func measureDevice(ctx context.Context, spec string, gemmSize int, ios *IOStreams) (device.Info, error) {
+	dev, _, err := device.Parse(spec, openLedger(ctx, ios))
 	if err != nil {
 		return device.Info{}, fmt.Errorf("opening %s: %w", spec, err)
 	}
@@ -114,10 +115,21 @@ func measureDevice(ctx context.Context, spec string, gemmSize int, errOut io.Wri
 // openLedger returns the simulated device's ledger at its default path for
 // a command: a wait of more than device.WaitNotice for the file's lock
 // (another gpuz process stopped inside a transaction) is reported in one
-// line on errOut, and ctx ends the wait.
-func openLedger(ctx context.Context, errOut io.Writer) *device.Ledger {
-	return device.OpenLedgerWith("", device.LedgerOptions{Context: ctx, OnWait: func(path string) {
-		fmt.Fprintf(errOut, "gpuz: waiting for the simulated device's ledger %s: another gpuz process holds its lock (giving up after %v)\n",
+// line on ios.ErrOut, ctx ends the wait, and the entries are labelled with
+// the command line (ledgerLabel).
+func openLedger(ctx context.Context, ios *IOStreams) *device.Ledger {
+	return device.OpenLedgerWith("", device.LedgerOptions{Context: ctx, Label: ledgerLabel(ios.CommandLine), OnWait: func(path string) {
+		fmt.Fprintf(ios.ErrOut, "gpuz: waiting for the simulated device's ledger %s: another gpuz process holds its lock (giving up after %v)\n",
 			path, device.DefaultLockTimeout)
 	}})
+}
+
+// ledgerLabel is the label of a command line's ledger entries: the
+// program's base name and its arguments, separated by spaces, as in
+// "gpuz take-mem 20".
+func ledgerLabel(argv []string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	return strings.Join(append([]string{filepath.Base(argv[0])}, argv[1:]...), " ")
 }

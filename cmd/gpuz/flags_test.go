@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/cache"
 )
 
 // TestFormatFlag runs the small linear workload on the cpu and its plan
@@ -157,8 +158,8 @@ func TestListFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Sizes["dims"] != 64 || o.Policy != "auto" || o.WinSize != 3 || o.OptimizerOn != "device" {
-		t.Errorf("single values: sizes %v, policy %q, window %d, optimizer %q", o.Sizes, o.Policy, o.WinSize, o.OptimizerOn)
+	if o.Sizes["dims"] != 64 || o.Cache != (cache.Config{Policy: cache.Auto, Window: 3}) {
+		t.Errorf("single values: sizes %v, cache %+v", o.Sizes, o.Cache)
 	}
 	var flags []string
 	for _, f := range o.Sweep {

@@ -13,13 +13,22 @@ import (
 
 // TestJSONToStdoutAlone runs with --json -: standard output holds only the
 // JSON, which parses, and the report (header, epochs, table) goes to
-// standard error.
+// standard error. The JSON records the command line the options give, not
+// the process's own arguments.
 func TestJSONToStdoutAlone(t *testing.T) {
-	_, out, errOut := runSmallLinear(t, func(o *WorkloadOptions) { o.JSON = "-" })
+	_, out, errOut := runSmallLinear(t, func(o *WorkloadOptions) {
+		o.JSON = "-"
+		o.IO.CommandLine = []string{"/opt/gpuz", "linear", "train", "cpu", "--scale", "small", "--json", "-"}
+	})
 	var res map[string]any
 	dec := json.NewDecoder(bytes.NewReader(out.Bytes()))
 	if err := dec.Decode(&res); err != nil || res["modes"] == nil {
 		t.Fatalf("stdout is not the results as JSON (%v):\n%.300s", err, out)
+	}
+	header, _ := res["header"].(map[string]any)
+	env, _ := header["env"].(map[string]any)
+	if got, want := env["command_line"], "/opt/gpuz linear train cpu --scale small --json -"; got != want {
+		t.Errorf("JSON command line %q, want %q", got, want)
 	}
 	if rest, _ := io.ReadAll(dec.Buffered()); strings.TrimSpace(string(rest)) != "" || dec.More() {
 		t.Errorf("stdout holds more than the JSON: %q", rest)

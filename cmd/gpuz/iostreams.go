@@ -10,10 +10,16 @@ import (
 )
 
 // IOStreams are the streams a command writes to, injected rather than
-// taken from os.Stdout and os.Stderr, with whether each is a terminal.
+// taken from os.Stdout and os.Stderr, with whether each is a terminal, and
+// the command line that started gpuz.
 type IOStreams struct {
 	Out, ErrOut    io.Writer
 	OutTTY, ErrTTY bool
+	// CommandLine is the command line, the program's name first, as main
+	// reads it from os.Args (runCommandLine): the results record it (a
+	// run's header, --json and --bench-out) and the simulated device's
+	// ledger entries name it. Nil where a test gives none.
+	CommandLine []string
 }
 
 // newIOStreams wraps the given streams, each a terminal when it is an

@@ -84,7 +84,7 @@ func main() {
 	reexecForBLAS()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	stopSignals := cancelOnSignal(cancel, os.Stderr)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := runCommandLine(ctx, os.Args, os.Stdout, os.Stderr)
 	stopSignals()
 	os.Exit(code)
 }
@@ -152,14 +152,26 @@ const (
 // stopSignals are the signals that stop every command.
 var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 
-// run executes the command line args and returns the exit status. Every
-// error is reported as one line on stderr (two where a run was interrupted
-// and a write failed as well). Usage errors exit 2, errors from an
-// interrupted command the signal's status, a run with a mode that did not
-// complete 3, and every other error 1.
+// run executes gpuz with the arguments args, the words after the program's
+// name, as the command line "gpuz ARGS…" (runCommandLine), and returns the
+// exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRootCmd(stdout, stderr)
-	root.SetArgs(args)
+	return runCommandLine(ctx, append([]string{"gpuz"}, args...), stdout, stderr)
+}
+
+// runCommandLine executes the command line argv, the program's name first
+// as in os.Args, and returns the exit status. The command line is the one
+// the results record and the simulated device's ledger entries name
+// (IOStreams.CommandLine); main passes os.Args, which nothing else reads.
+// Every error is reported as one line on stderr (two where a run was
+// interrupted and a write failed as well). Usage errors exit 2, errors
+// from an interrupted command the signal's status, a run with a mode that
+// did not complete 3, and every other error 1.
+func runCommandLine(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
+	ios := newIOStreams(stdout, stderr)
+	ios.CommandLine = argv
+	root := newRootCmdOn(ios)
+	root.SetArgs(argv[min(1, len(argv)):])
 	err := root.ExecuteContext(ctx)
 	var usage *usageError
 	if errors.As(err, &usage) {

@@ -7,9 +7,15 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// newRootCmd builds the gpuz command tree writing to the given streams.
+// newRootCmd builds the gpuz command tree writing to the given streams,
+// for a command line it does not know (newRootCmdOn).
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
-	ios := newIOStreams(stdout, stderr)
+	return newRootCmdOn(newIOStreams(stdout, stderr))
+}
+
+// newRootCmdOn builds the gpuz command tree on ios: its streams and the
+// command line that started gpuz.
+func newRootCmdOn(ios *IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		// The usage line shows the main form, gpuz MODEL train|eval
 		// [MODES]; the command's name is still its first word.
@@ -26,8 +32,8 @@ CPU (cpu). Results come out per epoch and as an Analyze table.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetOut(ios.Out)
+	root.SetErr(ios.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		if strings.Contains(err.Error(), "flag needs an argument: --json") {
 			return usagef("%w (a file, or - for standard output)", err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/models"
 	"gpuz/internal/report/reporttest"
@@ -27,7 +28,7 @@ func smallLinear(ios *IOStreams, dev string) *WorkloadOptions {
 	return &WorkloadOptions{
 		IO: ios, Workload: models.Linear, Task: bench.TaskTrain, Modes: []bench.Mode{bench.ModeCPU},
 		Scale: models.ScaleSmall, Warmup: 1, LR: bench.DefaultLR, Seed: 1, Threads: 1,
-		Device: dev, Policy: bench.PolicyWindow, WinSize: 3, OptimizerOn: "device",
+		Device: dev, Cache: cache.Config{Policy: cache.Window, Window: 3},
 	}
 }
 
@@ -173,7 +174,7 @@ func TestWindowOOMWherePagedFits(t *testing.T) {
 	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
 	ios, out, _ := testIO()
 	opts := smallLinear(ios, "sim:1MiB")
-	opts.PlanOnly, opts.Modes, opts.WinSize = true, []bench.Mode{bench.ModeCache}, 1
+	opts.PlanOnly, opts.Modes, opts.Cache.Window = true, []bench.Mode{bench.ModeCache}, 1
 	if err := planRun(context.Background(), opts); err != nil {
 		t.Fatal(err)
 	}
@@ -195,16 +196,17 @@ func TestWindowOOMWherePagedFits(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		policy, optimizerOn string
-		oom                 bool
+		policy cache.Policy
+		onHost bool
+		oom    bool
 	}{
-		{bench.PolicyWindow, "device", true},
-		{bench.PolicyWindowPaged, "device", false},
-		{bench.PolicyAuto, "host", false},
+		{cache.Window, false, true},
+		{cache.WindowPaged, false, false},
+		{cache.Auto, true, false},
 	} {
 		ios, _, errOut := testIO()
 		o := smallLinear(ios, "sim:1MiB")
-		o.Modes, o.Policy, o.OptimizerOn, o.WinSize = []bench.Mode{bench.ModeCache}, tc.policy, tc.optimizerOn, 1
+		o.Modes, o.Cache = []bench.Mode{bench.ModeCache}, cache.Config{Policy: tc.policy, Window: 1, OptimizerOnHost: tc.onHost}
 		o.Sizes = map[string]int{"epochs": 2}
 		err := workloadRun(context.Background(), o)
 		var inc *incompleteError
@@ -212,7 +214,7 @@ func TestWindowOOMWherePagedFits(t *testing.T) {
 		case tc.oom && (!errors.As(err, &inc) || len(inc.Modes) != 1 || inc.Modes[0] != "cache (OOM)"):
 			t.Errorf("%s: %v, want cache out of memory; stderr: %s", tc.policy, err, errOut)
 		case !tc.oom && err != nil:
-			t.Errorf("%s, optimizer on %s: %v; stderr: %s", tc.policy, tc.optimizerOn, err, errOut)
+			t.Errorf("%s, optimizer on the host %v: %v; stderr: %s", tc.policy, tc.onHost, err, errOut)
 		}
 	}
 }

@@ -53,7 +53,7 @@ sim otherwise (where the checks are equal by construction).`,
 // table of the checks of the phases (kernels, training) that completed.
 func selftestRun(ctx context.Context, opts *SelftestOptions) error {
 	stdout := opts.IO.Out
-	dev, _, err := device.Parse(opts.Device, openLedger(ctx, opts.IO.ErrOut))
+	dev, _, err := device.Parse(opts.Device, openLedger(ctx, opts.IO))
 	if err != nil {
 		return usagef("--device: %w", err)
 	}

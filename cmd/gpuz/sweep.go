@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/cache"
 	"gpuz/internal/report"
 )
 
@@ -112,9 +113,12 @@ func parseList(flag, s string) ([]string, error) {
 func (o *WorkloadOptions) set(flag, value string) error {
 	switch flag {
 	case "policy":
-		o.Policy = value
+		o.Cache.Policy = cache.Policy(value)
 	case "optimizer-on":
-		o.OptimizerOn = value
+		if value != "device" && value != "host" {
+			return fmt.Errorf("unknown --optimizer-on %q (want device or host)", value)
+		}
+		o.Cache.OptimizerOnHost = value == "host"
 	case "take":
 		o.Take = value
 	default:
@@ -123,7 +127,7 @@ func (o *WorkloadOptions) set(flag, value string) error {
 			return fmt.Errorf("--%s: invalid argument %q (want a whole number)", flag, value)
 		}
 		if flag == "win-size" {
-			o.WinSize = n
+			o.Cache.Window = n
 			return nil
 		}
 		if o.Sizes == nil {

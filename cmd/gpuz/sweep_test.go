@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 )
 
@@ -31,8 +32,8 @@ func TestConfigurationsOrder(t *testing.T) {
 			t.Errorf("configuration %d: %q, want %q", i, got, want)
 		}
 	}
-	if c := configs[11].opts; c.Take != "8" || c.WinSize != 3 || c.Sizes["dims"] != 32 || len(c.Sweep) != 0 {
-		t.Errorf("configuration 11's options: take %q, window %d, sizes %v", c.Take, c.WinSize, c.Sizes)
+	if c := configs[11].opts; c.Take != "8" || c.Cache.Window != 3 || c.Sizes["dims"] != 32 || len(c.Sweep) != 0 {
+		t.Errorf("configuration 11's options: take %q, window %d, sizes %v", c.Take, c.Cache.Window, c.Sizes)
 	}
 	if o.Take != "" || o.Sizes != nil {
 		t.Errorf("expanding changed the options: take %q, sizes %v", o.Take, o.Sizes)
@@ -61,7 +62,7 @@ func TestSweepRejectsUpFront(t *testing.T) {
 			ios, out, errOut := testIO()
 			o := smallLinear(ios, tt.dev)
 			o.Modes = []bench.Mode{bench.ModeCPU, bench.ModeCache}
-			o.Policy, o.Sweep = tt.policy, tt.sweep
+			o.Cache.Policy, o.Sweep = cache.Policy(tt.policy), tt.sweep
 			err := workloadRun(context.Background(), o)
 			var u *usageError
 			if !errors.As(err, &u) || !strings.Contains(err.Error(), tt.want) {
@@ -87,7 +88,7 @@ func TestSweepOnSim(t *testing.T) {
 	o.Modes = []bench.Mode{bench.ModeCUDA, bench.ModeCache, bench.ModeCPU}
 	// window-paged: the window policy keeps Adam's state on the device and
 	// does not fit under the take.
-	o.Policy, o.WinSize, o.Sizes = bench.PolicyWindowPaged, 1, map[string]int{"epochs": 2}
+	o.Cache, o.Sizes = cache.Config{Policy: cache.WindowPaged, Window: 1}, map[string]int{"epochs": 2}
 	o.Sweep = []SweepFlag{{"take", []string{"0", "1MiB"}}}
 	o.JSON = filepath.Join(t.TempDir(), "sweep.json")
 	err := workloadRun(context.Background(), o)

@@ -125,7 +125,7 @@ func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
 		return usagef("--busy needs at least %s held (one Linear(2000→2000) layer and its input), got %s",
 			units.Bytes(memhog.BusyMinBytes), units.Bytes(bytes))
 	}
-	dev, warning, err := device.Parse(o.Device, openLedger(ctx, o.IO.ErrOut))
+	dev, warning, err := device.Parse(o.Device, openLedger(ctx, o.IO))
 	if err != nil {
 		return usagef("--device: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -16,11 +15,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/models"
 	"gpuz/internal/perfmodel"
 	"gpuz/internal/report"
 	"gpuz/internal/sysinfo"
+	"gpuz/internal/units"
 )
 
 // workloadDef is a workload command: the workload, whose sizes give the
@@ -68,10 +69,10 @@ type WorkloadOptions struct {
 	// HostProfile names the host profile (perfmodel.LookupHost) the cpu
 	// mode is predicted on; "" predicts it on none.
 	HostProfile string
-	// Policy, WinSize and OptimizerOn place the blocks in cache mode.
-	Policy      string
-	WinSize     int
-	OptimizerOn string
+	// Cache is how cache mode pages the blocks (--policy, --win-size,
+	// --optimizer-on), as it reaches bench's run configuration and the
+	// engine's cache unchanged.
+	Cache cache.Config
 	// Place places each block of the hybrid mode on the GPU, on the host or
 	// in the GPU's cache (bench.ParsePlace).
 	Place string
@@ -79,6 +80,9 @@ type WorkloadOptions struct {
 	// device around the run, as take-mem reads it (N linear blocks or a
 	// size); "" or "0" holds nothing.
 	Take string
+	// ManagedPage is the managed mode's page, as --managed-page reads it
+	// (a size: 2MiB, 64KiB).
+	ManagedPage string
 	// Sweep lists the flags given several values, in the order of the
 	// command line: the run is then a sweep over their cross product, each
 	// configuration these options with one value of each set (sweepRun).
@@ -93,7 +97,7 @@ type WorkloadOptions struct {
 // sizes. runF, when not nil, is called instead of workloadRun.
 func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(context.Context, *WorkloadOptions) error) *cobra.Command {
 	opts := &WorkloadOptions{IO: ios, Workload: def.workload, PlanOnly: planOnly,
-		Policy: bench.PolicyWindow, WinSize: 3, OptimizerOn: "device"}
+		Cache: cache.Config{Policy: cache.Window, Window: 3}}
 	var lists listFlags
 	cmd := &cobra.Command{
 		Use:     def.workload.Name + " train|eval [MODES]",
@@ -134,9 +138,10 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
 	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE], sim:PROFILE (gpuz devices --profiles) or cuda[:N]")
 	fs.StringVar(&opts.HostProfile, "host-profile", "", "predict the cpu mode on this host profile: "+strings.Join(hostProfileNames(), ", ")+" (the reference laptop's CPU); docs/model.md")
-	lists.add(fs, "policy", "strings", bench.PolicyWindow, "cache policy: window (DictCache's: Adam's state resident on the device, blocks paged), window-paged (Adam's state paged with its block) or auto; a comma list sweeps")
+	lists.add(fs, "policy", "strings", string(cache.Window), "cache policy: window (DictCache's: Adam's state resident on the device, blocks paged), window-paged (Adam's state paged with its block) or auto; a comma list sweeps")
 	lists.add(fs, "win-size", "ints", "3", "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory); 3 as DictCache's demos pass, the class's own default being 1; a comma list sweeps")
 	lists.add(fs, "optimizer-on", "strings", "device", "where cache mode runs the optimizer: device or host (auto policy); a comma list sweeps")
+	fs.StringVar(&opts.ManagedPage, "managed-page", "", "the managed mode's page, its unit of migration: a power of two from 4KiB (default 2MiB: the block NVIDIA's driver migrates)")
 	fs.StringVar(&opts.Place, "place", "", "the hybrid mode's placement: PLACE:N or PLACE:N-M, comma-separated, PLACE cuda (resident on the GPU), host (resident and computed on the host) or cache (paged through the GPU under --policy, --win-size and --optimizer-on), blocks counted from 0 as the model's, each placed once (e.g. host:0-1,cuda:2-13 or host:0-1,cache:2-13 for attention)")
 	lists.add(fs, "take", "strings", "", "device memory to hold during the run, as take-mem's N blocks or SIZE (0: none); a comma list sweeps")
 	if planOnly {
@@ -183,10 +188,11 @@ func parseTask(s string) (bench.Task, error) {
 // for cuda.
 var modeWords = map[string]bench.Mode{
 	"cuda": bench.ModeCUDA, "gpu": bench.ModeCUDA, "cache": bench.ModeCache, "cpu": bench.ModeCPU, "hybrid": bench.ModeHybrid,
+	"managed": bench.ModeManaged,
 }
 
 // parseModes reads a comma list of modes: cuda (or gpu), cache, cpu,
-// hybrid, each at most once.
+// hybrid, managed, each at most once.
 func parseModes(s string) ([]bench.Mode, error) {
 	var modes []bench.Mode
 	seen := map[bench.Mode]bool{}
@@ -197,7 +203,7 @@ func parseModes(s string) ([]bench.Mode, error) {
 		case word == "":
 			return nil, fmt.Errorf("empty mode in %q (want a comma list of cuda, cache, cpu)", s)
 		case !ok:
-			return nil, fmt.Errorf("unknown mode %q (want cuda, cache, cpu or hybrid)", word)
+			return nil, fmt.Errorf("unknown mode %q (want cuda, cache, cpu, hybrid or managed)", word)
 		}
 		if seen[m] {
 			return nil, fmt.Errorf("mode %s given twice in %q", m, s)
@@ -250,13 +256,11 @@ func (o *WorkloadOptions) validate(epochs int) error {
 		return fmt.Errorf("--threads must be positive, got %d", o.Threads)
 	case o.Threads > maxThreads():
 		return fmt.Errorf("--threads must be at most %d (4 per CPU, %d at most), got %d", maxThreads(), threadCap, o.Threads)
-	case o.OptimizerOn != "device" && o.OptimizerOn != "host":
-		return fmt.Errorf("unknown --optimizer-on %q (want device or host)", o.OptimizerOn)
 	}
 	if err := o.validateFormat(); err != nil {
 		return err
 	}
-	return o.cache().Validate()
+	return o.Cache.Validate()
 }
 
 // validateFormat checks --format and that it and --json do not both claim
@@ -289,11 +293,6 @@ func (o *WorkloadOptions) format() report.Format {
 		return f
 	}
 	return report.FormatText
-}
-
-// cache is cache mode's placement of the blocks.
-func (o *WorkloadOptions) cache() bench.Cache {
-	return bench.Cache{Policy: o.Policy, Window: o.WinSize, OptimizerOnHost: o.OptimizerOn == "host"}
 }
 
 // place reads --place into opts.Place for the model cfg builds: the
@@ -335,7 +334,7 @@ func hostProfileNames() []string {
 // left open when no cuda or cache mode runs; ctx ends a wait for the
 // simulated device's ledger.
 func (o *WorkloadOptions) gpu(ctx context.Context) (func() (device.Device, error), string, string, error) {
-	ledger := openLedger(ctx, o.IO.ErrOut)
+	ledger := openLedger(ctx, o.IO)
 	dev, warning, err := device.Parse(o.Device, ledger)
 	if err != nil {
 		return nil, "", "", err
@@ -393,6 +392,16 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 	if err := o.validate(s.Epochs); err != nil {
 		return bench.Options{}, usage(err)
 	}
+	var page int64 // the default unless --managed-page is given
+	if o.ManagedPage != "" {
+		page, err = units.ParseBytes(o.ManagedPage)
+		if err == nil {
+			err = cache.CheckPageSize(page)
+		}
+		if err != nil {
+			return bench.Options{}, usagef("--managed-page %q: %v", o.ManagedPage, err)
+		}
+	}
 	var host *perfmodel.Profile
 	if o.HostProfile != "" {
 		p, err := perfmodel.LookupHost(o.HostProfile)
@@ -401,12 +410,14 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 		}
 		host = &p
 	}
+	adam := bench.DefaultAdam()
+	adam.LR = o.LR
 	opts := bench.Options{
 		HostProfile: host,
 		ModelName:   o.Workload.Name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
-		LR: o.LR, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
-		Cache: o.cache(), CommandLine: sysinfo.CommandLine(os.Args),
+		Adam: adam, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
+		Config: bench.Config{Cache: o.Cache, ManagedPage: page}, CommandLine: sysinfo.CommandLine(o.IO.CommandLine),
 	}
 	if err := o.place(cfg, &opts); err != nil {
 		return bench.Options{}, usage(err)

@@ -42,9 +42,12 @@ type Options struct {
 	Batch     int
 	Epochs    int // total epochs, warm-up included
 	Warmup    int // leading epochs reported apart
-	// LR is the learning rate of each block's Adam, whose other settings
-	// are the reference experiment's (DefaultLR is its rate).
-	LR       float64
+	// Adam is the settings of each block's optimizer: its learning rate,
+	// betas and epsilon (DefaultAdam is the reference experiment's).
+	Adam hostmath.Adam
+	// ClipNorm is the largest Euclidean norm of the gradient over all the
+	// parameters; a larger gradient is scaled down to it before Adam's
+	// update.
 	ClipNorm float64
 	Seed     uint64
 	// Threads is how many host threads the BLAS and the element-wise
@@ -55,12 +58,9 @@ type Options struct {
 	// is the name of the devices it makes.
 	NewGPU  func() (device.Device, error)
 	GPUName string
-	// Cache places the blocks in cache mode, and the hybrid mode's cache
-	// blocks: its policy, window and where the optimizer runs.
-	Cache Cache
-	// Place is the hybrid mode's placement, a block's place per block
-	// (ParsePlace).
-	Place []engine.Where
+	// Config is the run configuration: cache mode's paging, the hybrid
+	// mode's placement.
+	Config
 	// HostProfile, when set, is the profile the cpu mode's epochs are
 	// predicted on (perfmodel.LookupHost, perfmodel.HostProfile). The
 	// cuda and cache modes are predicted on their device's own profile,
@@ -75,7 +75,21 @@ type Options struct {
 	CommandLine string
 	// Progress, when set, is called as the run advances.
 	Progress func(Event)
+	// batchHook, when set, sees each batch's value before the divergence
+	// check and returns the value to use; nil in a normal run. Tests set
+	// it to make one mode diverge at a chosen batch while the others run
+	// as usual.
+	batchHook func(mode Mode, epoch, batch int, v float32) float32
+	// setThreads, when set, applies a thread count process-wide and
+	// returns the count in force, in place of hostmath.SetThreads; nil in
+	// a normal run. Tests set it to play a BLAS that accepts fewer
+	// threads.
+	setThreads func(n int) int
 }
+
+// DefaultAdam returns the reference experiment's Adam, lr DefaultLR, β
+// 0.9/0.999, ε 1e-8, for Options.Adam.
+func DefaultAdam() hostmath.Adam { return hostmath.DefaultAdam() }
 
 // Event is a step of a run's progress: a sweep's configuration starting
 // (Sweep set), the run starting (Header set), a mode starting (Epoch,
@@ -164,17 +178,13 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 		GPU:     opts.GPUName,
 	}
 	h.ThreadsRequested, h.ThreadsWarning = opts.Threads, threads.warning
-	h.Env = collectEnv()
+	h.Env = sysinfo.Collect()
 	h.Env.BLAS, h.Env.Threads, h.Env.CommandLine, h.Env.Seed = h.BLAS, h.Threads, opts.CommandLine, opts.Seed
 	h.Params = model.ParamCount()
 	h.ParamBytes = 4 * h.Params
 	h.DataBytes = 4 * int64(len(data.Values))
 	return h
 }
-
-// collectEnv describes the build and the machine for the header; tests
-// replace it to fix the start time and the revision.
-var collectEnv = sysinfo.Collect
 
 // runMode measures one mode on a device of its own, which it closes before
 // it returns so that the next mode finds the memory free. The first GPU
@@ -221,10 +231,13 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env
 	}
 	fp := plan.Footprint(placement, free)
 	if placement.Paged {
-		r.Placement = fmt.Sprintf("%s %d/%d", placement.Policy, fp.Window, plan.Blocks())
+		r.Placement = fmt.Sprintf("%s %d/%d", placement.Cache.Policy, fp.Window, plan.Blocks())
 	}
 	if placement.Blocks != nil {
 		r.Placement = engine.PlaceText(placement.Blocks)
+	}
+	if placement.Managed {
+		r.Placement = ManagedText(fp.Window, plan.Pages(placement), placement.PageSize)
 	}
 	if reason := hostShortfall(dev, fp); reason != "" {
 		r.Status = Status{Kind: StatusSkipped, Reason: reason}
@@ -294,8 +307,8 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env
 				r.Status = errorStatus(err)
 				return r
 			}
-			if batchHook != nil {
-				v = batchHook(mode, e, i, v)
+			if opts.batchHook != nil {
+				v = opts.batchHook(mode, e, i, v)
 			}
 			if diverged(v) {
 				r.Status = Status{Kind: StatusDiverged, Reason: fmt.Sprintf("at epoch %d, batch %d", e, i)}
@@ -363,18 +376,13 @@ func diverged(v float32) bool {
 	return math.IsNaN(f) || math.IsInf(f, 0)
 }
 
-// batchHook, when set, sees each batch's value before the divergence check
-// and returns the value to use. Only tests set it, to make one mode diverge
-// at a chosen batch while the others run as usual.
-var batchHook func(mode Mode, epoch, batch int, v float32) float32
-
 // deviceFor returns the device and placement of a mode, or nil and the
 // reason the mode cannot run.
 func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Status) {
 	switch mode {
 	case ModeCPU:
 		return device.NewHost(), engine.Placement{}, Status{}
-	case ModeCUDA, ModeCache, ModeHybrid:
+	case ModeCUDA, ModeCache, ModeHybrid, ModeManaged:
 		if opts.NewGPU == nil {
 			return nil, engine.Placement{}, Status{Kind: StatusUnavailable, Reason: "no GPU device given (--device cpu)"}
 		}
@@ -388,22 +396,24 @@ func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Statu
 		if mode == ModeHybrid {
 			return dev, opts.hybridPlacement(), Status{}
 		}
-		return dev, opts.Cache.placement(), Status{}
+		if mode == ModeManaged {
+			reason := dev.Name() + " cannot allocate managed memory"
+			if m, ok := dev.(device.ManagedMemory); ok {
+				reason = ""
+				if err := m.ManagedSupport(); err != nil {
+					reason = err.Error()
+				}
+			}
+			if reason != "" {
+				_ = dev.Close()
+				return nil, engine.Placement{}, Status{Kind: StatusUnavailable, Reason: reason}
+			}
+			return dev, opts.managedPlacement(), Status{}
+		}
+		return dev, cachePlacement(opts.Cache), Status{}
 	}
 	return nil, engine.Placement{}, Status{Kind: StatusFailed, Reason: fmt.Sprintf("unknown mode %q", mode)}
 }
-
-// adam is each block's optimizer: the reference experiment's Adam at the
-// run's learning rate.
-func (opts Options) adam() hostmath.Adam {
-	a := hostmath.DefaultAdam
-	a.LR = opts.LR
-	return a
-}
-
-// setThreads applies a thread count process-wide and returns the count in
-// force; tests replace it to play a BLAS that accepts fewer threads.
-var setThreads = hostmath.SetThreads
 
 // threadCount is the host threads in force and, when they are fewer than
 // asked, a warning that says why.
@@ -417,7 +427,11 @@ type threadCount struct {
 // may cap. The setting is process-wide, as the BLAS's is; this is the one
 // place gpuz makes it.
 func (opts Options) applyThreads() threadCount {
-	n := setThreads(opts.Threads)
+	set := hostmath.SetThreads
+	if opts.setThreads != nil {
+		set = opts.setThreads
+	}
+	n := set(opts.Threads)
 	if opts.Threads > 0 && n < opts.Threads {
 		return threadCount{n, fmt.Sprintf("%d threads requested, %d in force: the BLAS (%s) accepts at most %d", opts.Threads, n, hostmath.BLASName(), n)}
 	}
@@ -436,7 +450,7 @@ func (opts Options) compile() (*models.Model, *engine.Schedule, error) {
 	}
 	plan, err := engine.Compile(engine.Spec{
 		Inputs: model.Inputs(), Blocks: model.Blocks, Output: output,
-		Train: opts.Task == TaskTrain, Optimizer: opts.adam(), ClipNorm: opts.ClipNorm,
+		Train: opts.Task == TaskTrain, Optimizer: opts.Adam, ClipNorm: opts.ClipNorm,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/models"
@@ -44,7 +45,7 @@ type trained struct {
 // a placement and reads back every parameter.
 func trainOn(t *testing.T, opts Options, task Task, pl engine.Placement, steps int) trained {
 	t.Helper()
-	opts.Task, opts.LR, opts.ClipNorm, opts.Seed = task, DefaultLR, 1, 5
+	opts.Task, opts.Adam, opts.ClipNorm, opts.Seed = task, DefaultAdam(), 1, 5
 	model, plan, err := opts.compile()
 	if err != nil {
 		t.Fatal(err)
@@ -106,16 +107,16 @@ func TestCacheMatchesCUDA(t *testing.T) {
 				t.Errorf("%s %s cuda: measured peak %d, plan %d", name, task, want.peak, want.plan.Device)
 			}
 			var placements []engine.Placement
-			for _, policy := range []engine.Policy{engine.PolicyWindow, engine.PolicyAuto} {
+			for _, policy := range []cache.Policy{cache.Window, cache.Auto} {
 				for _, w := range []int{1, 2, 3, 100} {
-					placements = append(placements, engine.Placement{Paged: true, Policy: policy, Window: w})
+					placements = append(placements, engine.Placement{Paged: true, Cache: cache.Config{Policy: policy, Window: w}})
 				}
 			}
 			if task == TaskTrain {
-				placements = append(placements, engine.Placement{Paged: true, Policy: engine.PolicyAuto, OptimizerOnHost: true})
+				placements = append(placements, engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto, OptimizerOnHost: true}})
 			}
 			for _, pl := range placements {
-				t.Run(fmt.Sprintf("%s/%s/%s-%d/host-optimizer=%v", name, task, pl.Policy, pl.Window, pl.OptimizerOnHost), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/%s-%d/host-optimizer=%v", name, task, pl.Cache.Policy, pl.Cache.Window, pl.Cache.OptimizerOnHost), func(t *testing.T) {
 					got := trainOn(t, opts, task, pl, 3)
 					if !slices.Equal(got.losses, want.losses) {
 						t.Errorf("losses %v, cuda mode %v", got.losses, want.losses)

@@ -1,43 +1,47 @@
 package bench
 
 import (
+	"fmt"
+	"gpuz/internal/cache"
 	"gpuz/internal/engine"
 	"gpuz/internal/hostmath"
-)
-
-// The cache policies cache mode can page blocks by.
-const (
-	// PolicyWindow is DictCache's: at most Cache.Window blocks resident,
-	// Adam's moments resident on the device for the whole run.
-	PolicyWindow = string(engine.PolicyWindow)
-	// PolicyWindowPaged is the window with Adam's moments paged with their
-	// block.
-	PolicyWindowPaged = string(engine.PolicyWindowPaged)
-	// PolicyAuto sizes the window from free memory, prefetches, and can
-	// run the optimizer on the host.
-	PolicyAuto = string(engine.PolicyAuto)
+	"gpuz/internal/units"
 )
 
 // DefaultLR is the reference experiment's Adam learning rate.
-var DefaultLR = hostmath.DefaultAdam.LR
+const DefaultLR = hostmath.DefaultLR
 
-// Cache describes how cache mode places the blocks.
-type Cache struct {
-	Policy string // PolicyWindow, PolicyWindowPaged or PolicyAuto
-	// Window is the most blocks resident at once; with PolicyAuto, 0 sizes
-	// it from free memory.
-	Window int
-	// OptimizerOnHost runs each block's update on the host (PolicyAuto
-	// only).
-	OptimizerOnHost bool
+// Config is how a run places and runs the model beyond its mode and
+// sizes: the one run configuration that the flags fill, a sweep varies, the
+// plan and the JSON describe. The levers still to come (recompute,
+// precision, managed memory) are more fields.
+type Config struct {
+	// Cache is how cache mode pages the blocks, and the hybrid mode its
+	// cache blocks: the policy, its window and where the optimizer runs.
+	// It reaches the engine's cache unchanged.
+	Cache cache.Config
+	// Place is the hybrid mode's placement, a block's place per block
+	// (ParsePlace).
+	Place []engine.Where
+	// ManagedPage is the managed mode's page, its unit of migration, in
+	// bytes: a power of two of at least cache.MinPageSize; 0 is
+	// cache.DefaultPageSize.
+	ManagedPage int64
 }
 
-// Validate reports a description that cannot place the blocks.
-func (c Cache) Validate() error { return c.placement().Validate() }
+// managedPlacement is the managed mode's placement: every block resident
+// in managed memory, migrating in pages of c.ManagedPage.
+func (c Config) managedPlacement() engine.Placement {
+	page := c.ManagedPage
+	if page == 0 {
+		page = cache.DefaultPageSize
+	}
+	return engine.Placement{Managed: true, PageSize: page}
+}
 
-// placement is the engine's paged placement that c describes.
-func (c Cache) placement() engine.Placement {
-	return engine.Placement{Paged: true, Policy: engine.Policy(c.Policy), Window: c.Window, OptimizerOnHost: c.OptimizerOnHost}
+// cachePlacement is cache mode's placement: every block paged under c.
+func cachePlacement(c cache.Config) engine.Placement {
+	return engine.Placement{Paged: true, Cache: c}
 }
 
 // BLASName names the host BLAS the kernels use.
@@ -46,3 +50,10 @@ func BLASName() string { return hostmath.BLASName() }
 // BLASEnv returns the environment settings, NAME=VALUE, that the BLAS reads
 // only when it loads: a program sets them before it starts.
 func BLASEnv() []string { return hostmath.LoadEnv() }
+
+// ManagedText describes a managed placement in a table: the pages the
+// device holds resident of the region's, and the page size, as
+// "40/76 pages of 2 MiB".
+func ManagedText(resident, pages int, pageSize int64) string {
+	return fmt.Sprintf("%d/%d pages of %s", resident, pages, units.Bytes(pageSize))
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 )
 
@@ -92,9 +93,9 @@ func (c *deviceCounter) checkClosed(t *testing.T, what string, want int) {
 func TestRunAndPlanCloseDevices(t *testing.T) {
 	opts := smallWorkloads(t)["linear"]
 	opts.Samples, opts.Epochs = 2*opts.Batch, 1
-	opts.Task, opts.LR, opts.ClipNorm, opts.Seed = TaskTrain, DefaultLR, 1, 5
+	opts.Task, opts.Adam, opts.ClipNorm, opts.Seed = TaskTrain, DefaultAdam(), 1, 5
 	opts.Modes = []Mode{ModeCPU, ModeCUDA, ModeCache}
-	opts.Cache = Cache{Policy: PolicyAuto}
+	opts.Cache = cache.Config{Policy: cache.Auto}
 
 	run := &deviceCounter{ledger: device.OpenLedger(filepath.Join(t.TempDir(), "ledger"))}
 	opts.NewGPU = run.open(t)
@@ -142,7 +143,7 @@ func (d *thiefDevice) MemInfo() (free, total int64, err error) {
 func TestOOMQuotesFreeAtFailure(t *testing.T) {
 	opts := smallWorkloads(t)["linear"]
 	opts.Samples, opts.Epochs = 2*opts.Batch, 1
-	opts.Task, opts.LR, opts.ClipNorm, opts.Seed = TaskTrain, DefaultLR, 1, 5
+	opts.Task, opts.Adam, opts.ClipNorm, opts.Seed = TaskTrain, DefaultAdam(), 1, 5
 	opts.Modes = []Mode{ModeCUDA}
 	path := filepath.Join(t.TempDir(), "ledger")
 	const capacity = 256 << 20

@@ -3,6 +3,7 @@ package bench
 import (
 	"testing"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/models"
 )
@@ -27,8 +28,8 @@ func TestDemoScaleTellsTheStory(t *testing.T) {
 			opts := Options{
 				ModelName: w.Name, Scale: scale, Workload: cfg, Task: TaskTrain, Modes: []Mode{ModeCUDA, ModeCache},
 				Samples: feed.Samples, Batch: feed.Batch, Epochs: feed.Epochs, Warmup: 1,
-				LR: DefaultLR, ClipNorm: 1, Seed: 1, Threads: 1,
-				Cache:  Cache{Policy: PolicyWindow, Window: 3},
+				Adam: DefaultAdam(), ClipNorm: 1, Seed: 1, Threads: 1,
+				Config: Config{Cache: cache.Config{Policy: cache.Window, Window: 3}},
 				NewGPU: func() (device.Device, error) { return device.NewSim(tc.free, nil), nil },
 			}
 			plan, err := PlanMemory(opts)
@@ -37,12 +38,12 @@ func TestDemoScaleTellsTheStory(t *testing.T) {
 			}
 			for _, m := range plan.Modes {
 				want := m.Mode == ModeCache || tc.cudaFits
-				if m.Mode == ModeCache && string(m.Placement.Policy) != PolicyWindow {
+				if m.Mode == ModeCache && m.Placement.Cache.Policy != cache.Window {
 					continue
 				}
 				if m.FitsDevice != want {
 					t.Errorf("%s on %d MiB free: %s (%s) fits the device %v, want %v (needs %d MiB)",
-						w.Name, tc.free>>20, m.Mode, m.Placement.Policy, m.FitsDevice, want, m.Footprint.Device>>20)
+						w.Name, tc.free>>20, m.Mode, m.Placement.Cache.Policy, m.FitsDevice, want, m.Footprint.Device>>20)
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 )
@@ -20,12 +21,12 @@ import (
 func TestModeLoopByHand(t *testing.T) {
 	opts := smallLinearRun(t, TaskTrain, ModeCPU, ModeCache)
 	opts.Epochs, opts.Warmup, opts.Seed = 4, 2, 5
-	opts.Cache = Cache{Policy: PolicyWindow, Window: 1}
+	opts.Cache = cache.Config{Policy: cache.Window, Window: 1}
 	var sim *device.Sim
 	opts.NewGPU = func() (device.Device, error) { sim = device.NewSim(64<<20, nil); return sim, nil }
 	losses := map[Mode][][]float32{}
 	stats := map[Mode][][]device.Stats{} // the cache device's counters after each batch
-	batchHook = func(mode Mode, epoch, batch int, v float32) float32 {
+	opts.batchHook = func(mode Mode, epoch, batch int, v float32) float32 {
 		if batch == 0 {
 			losses[mode] = append(losses[mode], nil)
 			stats[mode] = append(stats[mode], nil)
@@ -36,7 +37,6 @@ func TestModeLoopByHand(t *testing.T) {
 		}
 		return v
 	}
-	defer func() { batchHook = nil }()
 	warm := map[Mode][]bool{}
 	opts.Progress = func(e Event) {
 		if e.Epoch != nil {

@@ -3,15 +3,17 @@ package bench
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"gpuz/internal/device"
+	"gpuz/internal/hostmath"
 	"gpuz/internal/models"
 )
 
 // smallLinearRun returns the options of the small linear workload run for
 // task in modes, with the cuda and cache modes on a simulated device.
-func smallLinearRun(t *testing.T, task Task, modes ...Mode) Options {
+func smallLinearRun(t testing.TB, task Task, modes ...Mode) Options {
 	t.Helper()
 	cfg, err := models.LinearPreset(models.ScaleSmall)
 	if err != nil {
@@ -20,7 +22,7 @@ func smallLinearRun(t *testing.T, task Task, modes ...Mode) Options {
 	return Options{
 		ModelName: "linear", Workload: cfg, Task: task, Modes: modes,
 		Samples: cfg.Samples, Batch: cfg.Batch, Epochs: cfg.Epochs, Warmup: 1,
-		LR: DefaultLR, ClipNorm: 1, Seed: 1, Threads: 1,
+		Adam: DefaultAdam(), ClipNorm: 1, Seed: 1, Threads: 1,
 		NewGPU: func() (device.Device, error) { return device.NewSim(64<<20, nil), nil },
 	}
 }
@@ -39,14 +41,13 @@ func run(t *testing.T, opts Options) Result {
 // third epoch's second batch: the mode ends diverged there with its first
 // two epochs kept, and the cuda mode after it runs every epoch, ok.
 func TestDivergedModeKeepsEarlierEpochs(t *testing.T) {
-	batchHook = func(mode Mode, epoch, batch int, v float32) float32 {
+	opts := smallLinearRun(t, TaskTrain, ModeCPU, ModeCUDA)
+	opts.batchHook = func(mode Mode, epoch, batch int, v float32) float32 {
 		if mode == ModeCPU && epoch == 2 && batch == 1 {
 			return float32(math.NaN())
 		}
 		return v
 	}
-	defer func() { batchHook = nil }()
-	opts := smallLinearRun(t, TaskTrain, ModeCPU, ModeCUDA)
 	res := run(t, opts)
 	cpu, cuda := res.Modes[0], res.Modes[1]
 	if cpu.Status.Kind != StatusDiverged || cpu.Status.String() != "diverged: at epoch 2, batch 1" {
@@ -73,7 +74,7 @@ func TestDivergedModeKeepsEarlierEpochs(t *testing.T) {
 // mode ends diverged at the batch that saw it, not with a NaN mean loss.
 func TestHugeLearningRateDiverges(t *testing.T) {
 	opts := smallLinearRun(t, TaskTrain, ModeCPU)
-	opts.LR = 1e30
+	opts.Adam.LR = 1e30
 	r := run(t, opts).Modes[0]
 	if r.Status.Kind != StatusDiverged {
 		t.Fatalf("status %q, want diverged", r.Status)
@@ -83,6 +84,43 @@ func TestHugeLearningRateDiverges(t *testing.T) {
 	}
 	if len(r.Epochs) != 0 {
 		t.Errorf("kept %d epochs, want none", len(r.Epochs))
+	}
+}
+
+// TestAdamSettingsFromOptions trains with each of Adam's betas and its
+// epsilon changed in the options, the learning rate kept: each run's
+// losses differ from the default's, so the optimizer takes every setting
+// from the options and none from a default elsewhere.
+func TestAdamSettingsFromOptions(t *testing.T) {
+	losses := func(a hostmath.Adam) []float64 {
+		opts := smallLinearRun(t, TaskTrain, ModeCPU)
+		opts.Epochs, opts.Warmup, opts.Adam = 2, 0, a
+		r := run(t, opts).Modes[0]
+		if r.Status.Kind != StatusOK {
+			t.Fatalf("Adam %+v: status %q", a, r.Status)
+		}
+		var values []float64
+		for _, e := range r.Epochs {
+			values = append(values, e.Value)
+		}
+		return values
+	}
+	base := losses(DefaultAdam())
+	for _, tc := range []struct {
+		name string
+		set  func(*hostmath.Adam)
+	}{
+		{"beta1", func(a *hostmath.Adam) { a.Beta1 = 0.5 }},
+		{"beta2", func(a *hostmath.Adam) { a.Beta2 = 0.5 }},
+		{"eps", func(a *hostmath.Adam) { a.Eps = 1 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := DefaultAdam()
+			tc.set(&a)
+			if got := losses(a); slices.Equal(got, base) {
+				t.Errorf("Adam %+v gave the default's losses %v", a, got)
+			}
+		})
 	}
 }
 

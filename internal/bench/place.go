@@ -72,7 +72,7 @@ func (opts Options) hybridPlacement() engine.Placement {
 	if !slices.Contains(opts.Place, engine.InCache) {
 		return engine.Placement{Blocks: opts.Place}
 	}
-	pl := opts.Cache.placement()
+	pl := cachePlacement(opts.Cache)
 	pl.Blocks = opts.Place
 	return pl
 }

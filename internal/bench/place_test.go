@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/engine"
 )
 
@@ -27,11 +28,11 @@ func TestParsePlace(t *testing.T) {
 	if err != nil || !slices.Equal(got, []engine.Where{engine.OnHost, engine.OnDevice, engine.InCache, engine.InCache}) {
 		t.Errorf("with cache blocks: %v, %v", got, err)
 	}
-	pl := Options{Place: got, Cache: Cache{Policy: PolicyWindow, Window: 1}}.hybridPlacement()
-	if !pl.Paged || pl.Policy != engine.PolicyWindow || pl.Window != 1 || pl.Validate() != nil {
+	pl := Options{Config: Config{Place: got, Cache: cache.Config{Policy: cache.Window, Window: 1}}}.hybridPlacement()
+	if !pl.Paged || pl.Cache.Policy != cache.Window || pl.Cache.Window != 1 || pl.Validate() != nil {
 		t.Errorf("hybrid placement with cache blocks %+v", pl)
 	}
-	if pl := (Options{Place: got[:2]}).hybridPlacement(); pl.Paged {
+	if pl := (Options{Config: Config{Place: got[:2]}}).hybridPlacement(); pl.Paged {
 		t.Errorf("hybrid placement without cache blocks %+v pages", pl)
 	}
 	for _, tt := range []struct{ in, err string }{

@@ -5,6 +5,7 @@ import (
 
 	"gorgonia.org/gorgonia"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/models"
@@ -54,10 +55,11 @@ type MemoryPlan struct {
 	Modes   []ModePlan
 }
 
-// PlanMemory computes the memory each requested mode needs, and for cache mode
-// each policy: the window and window-paged policies with opts.Cache's
-// window, the auto policy sized from free memory, and the auto policy with the optimizer on the
-// host. Nothing is allocated.
+// PlanMemory computes the memory each requested mode needs, and for cache
+// mode each policy (cache.Choices): the window and window-paged policies
+// with opts.Cache's window, the auto policy sized from free memory, and,
+// when training, the auto policy with the optimizer on the host. Nothing
+// is allocated.
 func PlanMemory(opts Options) (MemoryPlan, error) {
 	threads := opts.applyThreads()
 	model, plan, err := opts.compile()
@@ -79,18 +81,13 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 		if mode == ModeHybrid {
 			placements = []engine.Placement{opts.hybridPlacement()}
 		}
+		if mode == ModeManaged {
+			placements = []engine.Placement{opts.managedPlacement()}
+		}
 		if mode == ModeCache {
-			window := opts.Cache.placement()
-			window.Policy, window.OptimizerOnHost = engine.PolicyWindow, false
-			paged := window
-			paged.Policy = engine.PolicyWindowPaged
-			placements = []engine.Placement{
-				window,
-				paged,
-				{Paged: true, Policy: engine.PolicyAuto},
-			}
-			if opts.Task == TaskTrain {
-				placements = append(placements, engine.Placement{Paged: true, Policy: engine.PolicyAuto, OptimizerOnHost: true})
+			placements = nil
+			for _, c := range cache.Choices(opts.Cache.Window, opts.Task == TaskTrain) {
+				placements = append(placements, cachePlacement(c))
 			}
 		}
 		dev, _, status := opts.deviceFor(mode)

@@ -28,7 +28,7 @@ func predictEpoch(work engine.Work, batches int, copies engine.Copies, pl engine
 	}
 	c := perfmodel.Copies{
 		H2DBytes: copies.UploadBytes, D2HBytes: copies.DownloadBytes, SyncBytes: copies.SyncBytes(),
-		Pageable: pl.Paged && (pl.Policy == engine.PolicyWindow || pl.Policy == engine.PolicyWindowPaged), Count: copies.Count,
+		Pageable: pl.Paged && pl.Cache.Pageable(), Count: copies.Count, Migrated: pl.Managed,
 	}
 	return Prediction{Profile: p.Name, Prediction: perfmodel.Predict(kernels, c, p, perfmodel.DefaultEfficiency)}
 }

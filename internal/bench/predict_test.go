@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/perfmodel"
@@ -17,7 +19,7 @@ import (
 // so is every row of the plan.
 func TestPredictionsNeedAProfile(t *testing.T) {
 	opts := smallLinearRun(t, TaskEval, ModeCUDA, ModeCache, ModeCPU)
-	opts.Epochs, opts.Cache = 2, Cache{Policy: PolicyWindow, Window: 1}
+	opts.Epochs, opts.Cache = 2, cache.Config{Policy: cache.Window, Window: 1}
 	for _, m := range run(t, opts).Modes {
 		if m.Prediction != nil {
 			t.Errorf("%s on %s without a profile: predicted %+v", m.Mode, m.Device, *m.Prediction)
@@ -55,7 +57,7 @@ func TestPredictionsNeedAProfile(t *testing.T) {
 	}
 	for _, mp := range plan.Modes {
 		if mp.Prediction == nil {
-			t.Errorf("plan of %s %s: no prediction", mp.Mode, mp.Placement.Policy)
+			t.Errorf("plan of %s %s: no prediction", mp.Mode, mp.Placement.Cache.Policy)
 		}
 	}
 }
@@ -71,8 +73,8 @@ func TestPredictEpochCopies(t *testing.T) {
 	}
 	work := engine.Work{Kernels: []engine.KernelWork{{Name: "Linear", Launches: 2, FLOPs: 1e9, Bytes: 1e6}}}
 	copies := engine.Copies{UploadBytes: 1 << 30, DownloadBytes: 1 << 30, Count: 10}
-	window := predictEpoch(work, 3, copies, engine.Placement{Paged: true, Policy: engine.PolicyWindow}, gpu)
-	auto := predictEpoch(work, 3, copies, engine.Placement{Paged: true, Policy: engine.PolicyAuto}, gpu)
+	window := predictEpoch(work, 3, copies, engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Window}}, gpu)
+	auto := predictEpoch(work, 3, copies, engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto}}, gpu)
 	resident := predictEpoch(work, 3, copies, engine.Placement{}, gpu)
 	if window.Copy <= auto.Copy || auto.Copy != resident.Copy {
 		t.Errorf("copies: window %v, auto %v, resident %v; want window's (pageable) slower, the others equal", window.Copy, auto.Copy, resident.Copy)
@@ -84,31 +86,37 @@ func TestPredictEpochCopies(t *testing.T) {
 	}
 }
 
-// TestHostBoundBelowMeasuredRun checks the cpu mode's bound against a real
+// BenchmarkHostBoundAgainstRun sets the cpu mode's bound beside a real
 // run: with the host as the profile (its SGEMM and memcpy rates as
 // device.Measure times them), the roofline bound of an epoch of the small
-// linear workload's training is no more than the epochs' measured median.
-func TestHostBoundBelowMeasuredRun(t *testing.T) {
-	opts := smallLinearRun(t, TaskTrain, ModeCPU)
+// linear workload's training should be no more than the epochs' measured
+// median. It reports the ratio (measured/bound, at least 1 when the bound
+// holds) rather than asserting it: a busy machine slows the run, not the
+// bound, and tests never assert on wall-clock time.
+func BenchmarkHostBoundAgainstRun(b *testing.B) {
+	opts := smallLinearRun(b, TaskTrain, ModeCPU)
 	opts.applyThreads() // measure with the run's threads
 	info, err := device.Measure(device.NewHost(), 256)
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	host := perfmodel.HostProfile(info.GemmFLOPS, info.UploadPageable)
 	opts.HostProfile = &host
-	m := run(t, opts).Modes[0]
-	if m.Status.Kind != StatusOK || m.Prediction == nil {
-		t.Fatalf("cpu: %s, prediction %v", m.Status, m.Prediction)
+	for b.Loop() {
+		res, err := Run(context.Background(), opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := res.Modes[0]
+		if m.Status.Kind != StatusOK || m.Prediction == nil {
+			b.Fatalf("cpu: %s, prediction %v", m.Status, m.Prediction)
+		}
+		var times []time.Duration
+		for _, e := range m.Timed() {
+			times = append(times, e.Duration)
+		}
+		slices.Sort(times)
+		median := times[len(times)/2]
+		b.ReportMetric(float64(median)/float64(m.Prediction.Bound), "measured/bound")
 	}
-	var times []time.Duration
-	for _, e := range m.Timed() {
-		times = append(times, e.Duration)
-	}
-	slices.Sort(times)
-	median := times[len(times)/2]
-	if m.Prediction.Bound > median {
-		t.Errorf("bound %v above the measured median %v (host %.3g FLOP/s, %.3g B/s)", m.Prediction.Bound, median, host.FP32, host.MemBandwidth)
-	}
-	t.Logf("median %v, bound %v, model %v (%s); host %.3g FLOP/s, %.3g B/s", median, m.Prediction.Bound, m.Prediction.Model, m.Prediction.Limiter, host.FP32, host.MemBandwidth)
 }

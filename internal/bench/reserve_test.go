@@ -35,16 +35,17 @@ func TestModeReservesFootprintAhead(t *testing.T) {
 	}
 	data := opts.Workload.Data(opts.Seed)
 
-	defer func() { batchHook = nil }()
+	// The first mode runs the second from its first batch; the second,
+	// on opts without the hook, does not recurse.
 	var second ModeResult
-	batchHook = func(mode Mode, epoch, batch int, v float32) float32 {
+	withHook := opts
+	withHook.batchHook = func(mode Mode, epoch, batch int, v float32) float32 {
 		if batch == 0 {
-			batchHook = nil // the second mode must not recurse
 			second = runMode(context.Background(), opts, ModeCUDA, data, &sysinfo.Env{})
 		}
 		return v
 	}
-	first := runMode(context.Background(), opts, ModeCUDA, data, &sysinfo.Env{})
+	first := runMode(context.Background(), withHook, ModeCUDA, data, &sysinfo.Env{})
 	if first.Status.Kind != StatusOK {
 		t.Fatalf("first mode: %s %s", first.Status.Kind, first.Status.Reason)
 	}

@@ -21,6 +21,12 @@ const (
 	// it is computed (DictCache's dvs_nets), or pages it through the GPU
 	// under Options.Cache's policy, as Options.Place says.
 	ModeHybrid Mode = "hybrid"
+	// ModeManaged keeps every block resident in managed (unified) memory
+	// and runs as cuda does; when the device's free memory cannot hold it
+	// all, pages migrate between host and device as kernels touch them
+	// (the driver's paging, which the reference's Windows driver did by
+	// itself), instead of the run failing.
+	ModeManaged Mode = "managed"
 )
 
 // Copies reports whether copies between host and device apply to the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 )
 
@@ -25,7 +26,7 @@ func sweepOnSim(t *testing.T, takes ...int64) (SweepOptions, *device.Ledger) {
 		opts.NewGPU = func() (device.Device, error) { return device.NewSim(2<<20, ledger), nil }
 		// window-paged: DictCache's window keeps Adam's state resident and
 		// does not fit under the take (TestWindowOOMWherePagedFits).
-		opts.Cache = Cache{Policy: PolicyWindowPaged, Window: 1}
+		opts.Cache = cache.Config{Policy: cache.WindowPaged, Window: 1}
 		so.Configs = append(so.Configs, SweepConfig{
 			Settings: []Setting{{"take", strconv.FormatInt(b, 10)}}, TakeBytes: b, Options: opts,
 		})

@@ -9,11 +9,9 @@ import (
 // threads: the header reports the 2 in force, not the 5 asked, with a
 // warning that says why; a count the BLAS accepts has no warning.
 func TestHeaderReportsThreadsInForce(t *testing.T) {
-	defer func(f func(int) int) { setThreads = f }(setThreads)
 	var applied int
-	setThreads = func(n int) int { applied = min(n, 2); return applied }
-
 	opts := smallLinearRun(t, TaskEval, ModeCPU)
+	opts.setThreads = func(n int) int { applied = min(n, 2); return applied }
 	opts.Threads = 5
 	plan, err := PlanMemory(opts)
 	if err != nil {

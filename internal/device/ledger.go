@@ -53,7 +53,8 @@ type Ledger struct {
 
 // LedgerOptions say how a ledger waits for its file's lock, which another
 // process holds for the length of one short transaction: a longer wait
-// means that process is stopped or stuck.
+// means that process is stopped or stuck; and how the simulated devices
+// made on it label their entries.
 type LedgerOptions struct {
 	// Context, when done, ends a wait for the lock with its error; nil
 	// waits until Timeout.
@@ -65,6 +66,10 @@ type LedgerOptions struct {
 	// Timeout is the longest wait for the lock before the access fails
 	// with ErrLedgerLocked; 0 is DefaultLockTimeout.
 	Timeout time.Duration
+	// Label says what holds the memory of the simulated devices made on
+	// the ledger (NewSim), in their entries' LedgerEntry.Label: gpuz gives
+	// its command line. Empty leaves the entries unlabelled.
+	Label string
 }
 
 // Lock waiting: the wait before OnWait, the default bound, and how often

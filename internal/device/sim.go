@@ -2,9 +2,6 @@ package device
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 
 	"gpuz/internal/perfmodel"
@@ -40,37 +37,46 @@ type Sim struct {
 	// it and what the device holds, so allocations within it draw on it
 	// instead of adding to the ledger.
 	ahead int64
+	// managed maps each managed buffer (AllocManaged) to its bytes
+	// resident on the device; guarded by meter.mu. bounce is Migrate's
+	// copy target.
+	managed map[*hostBuffer]int64
+	bounce  []float32
 	// profile is the GPU profile the device stands for (sim:PROFILE);
 	// nil when made from a size.
 	profile *perfmodel.Profile
 }
 
 // NewSim returns a simulated device of capacity bytes that records its
-// holdings under its own entry in ledger's file; a nil ledger makes a
-// device that no other process can see or take memory from.
+// holdings under its own entry in ledger's file, labelled with the
+// ledger's LedgerOptions.Label (shortened to maxSimLabel bytes); a nil
+// ledger makes a device that no other process can see or take memory
+// from.
 func NewSim(capacity int64, ledger *Ledger) *Sim {
 	s := &Sim{
 		hostMemory: hostMemory{name: "sim:" + units.ExactBytes(capacity)},
 		capacity:   capacity,
-		label:      commandLine(),
 		live:       map[*hostBuffer]struct{}{},
 	}
 	s.meter.SetTotal(capacity)
 	if ledger != nil {
 		s.ledger = ledger.newHolder()
+		s.label = shortLabel(ledger.opts.Label)
 	}
 	return s
 }
 
-// commandLine is this process's command line, shortened, as the label of
-// its ledger entries.
-func commandLine() string {
-	args := append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...)
-	s := strings.Join(args, " ")
-	if len(s) > 120 {
-		s = s[:117] + "..."
+// maxSimLabel is the longest label a simulated device's ledger entry
+// keeps.
+const maxSimLabel = 120
+
+// shortLabel returns label cut to maxSimLabel bytes, its end replaced by
+// "..." where it was cut.
+func shortLabel(label string) string {
+	if len(label) > maxSimLabel {
+		return label[:maxSimLabel-3] + "..."
 	}
-	return s
+	return label
 }
 
 // Name is "sim:" and the capacity, as in "sim:8GiB", or "sim:" and the
@@ -241,7 +247,14 @@ func (s *Sim) Free(b Buffer) {
 	}
 	_, live := s.live[hb]
 	delete(s.live, hb)
+	resident, managed := s.managed[hb]
+	delete(s.managed, hb)
 	s.meter.mu.Unlock()
+	if managed {
+		s.release(resident) // its pages resident on the device
+		hb.data = nil
+		return
+	}
 	if !ok || !live {
 		panic(fmt.Sprintf("%s: Free of a buffer it does not hold (freed twice, a view, or another device's)", s.name))
 	}
@@ -278,7 +291,10 @@ func (s *Sim) Close() error {
 	for b := range s.live {
 		b.data = nil
 	}
-	s.live = nil
+	for b := range s.managed {
+		b.data = nil
+	}
+	s.live, s.managed = nil, nil
 	s.meter.stats.AllocatedBytes = 0
 	s.ahead = 0
 	if s.ledger != nil {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -245,6 +246,34 @@ func TestSimReserve(t *testing.T) {
 	}
 	if others, err := ledger.Others(); err != nil || others != 0 {
 		t.Errorf("after release another holder sees %d bytes, %v", others, err)
+	}
+}
+
+// TestSimLabelsEntries reserves on simulated devices made on ledgers of
+// several labels: each entry carries its ledger's label, a long one cut to
+// maxSimLabel bytes, and none comes from the process's own arguments.
+func TestSimLabelsEntries(t *testing.T) {
+	long := strings.Repeat("x", 200)
+	for _, tt := range []struct {
+		name, label, want string
+	}{
+		{"none", "", ""},
+		{"command line", "gpuz take-mem 2 --device sim:1GiB", "gpuz take-mem 2 --device sim:1GiB"},
+		{"long", long, long[:maxSimLabel-3] + "..."},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ledger")
+			sim := NewSim(1000, OpenLedgerWith(path, LedgerOptions{Label: tt.label}))
+			release, err := sim.Reserve(10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer release()
+			entries, err := OpenLedger(path).Entries()
+			if err != nil || len(entries) != 1 || entries[0].Label != tt.want {
+				t.Errorf("entries %+v, %v; want one labelled %q", entries, err, tt.want)
+			}
+		})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"gorgonia.org/gorgonia"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 )
@@ -30,11 +31,11 @@ func (w *loadWatcher) Upload(dst device.Buffer, src []float32) error {
 	for {
 		f, more := frames.Next()
 		switch {
-		case strings.HasSuffix(f.Function, ".(*cache).prefetch"):
+		case strings.HasSuffix(f.Function, "cache.auto.ahead"):
 			w.prefetch++
 			return w.Sim.Upload(dst, src)
-		case strings.HasSuffix(f.Function, ".(*cache).ensure"):
-			w.demand = append(w.demand, w.prog.res.now)
+		case strings.HasSuffix(f.Function, "cache.(*Cache).ensure"):
+			w.demand = append(w.demand, w.prog.res.done+1)
 			return w.Sim.Upload(dst, src)
 		}
 		if !more {
@@ -58,15 +59,15 @@ func TestAutoHoldsKOfNBlocks(t *testing.T) {
 			t.Run(fmt.Sprintf("train=%v/k=%d", train, k), func(t *testing.T) {
 				_, x, target, loss, blocks, _, _ := m.buildProject()
 				plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: train,
-					Optimizer: hostmath.DefaultAdam, ClipNorm: 1})
+					Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 				if err != nil {
 					t.Fatal(err)
 				}
-				fixed := plan.Footprint(Placement{Paged: true, Policy: PolicyAuto, Window: k}, 1<<40)
+				fixed := plan.Footprint(Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: k}}, 1<<40)
 				capacity := fixed.Device + fixed.BlockBytes/2
 				dev := &loadWatcher{Sim: device.NewSim(capacity, nil)}
 				defer dev.Close()
-				pl := Placement{Paged: true, Policy: PolicyAuto}
+				pl := Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto}}
 				if fp := plan.Footprint(pl, capacity); fp.Window != k || fp.Device > capacity {
 					t.Fatalf("footprint on %d bytes: window %d of %d bytes, want %d blocks", capacity, fp.Window, fp.Device, k)
 				}

@@ -116,21 +116,3 @@ func minWindow(needs [][]int) int {
 
 // Blocks returns the number of blocks.
 func (p *Schedule) Blocks() int { return len(p.spec.Blocks) }
-
-// blockUses lists, per block the cache of pl pages, the steps that need it
-// (as needs says) in increasing order; a block's update counts as a use at
-// the step it follows.
-func (p *Schedule) blockUses(pl Placement, needs [][]int) [][]int {
-	uses := make([][]int, len(p.spec.Blocks))
-	for si, need := range needs {
-		for _, b := range need {
-			uses[b] = append(uses[b], si)
-		}
-		for _, u := range p.updates {
-			if u.after == si && pl.pagedBlock(u.block) && !slices.Contains(need, u.block) {
-				uses[u.block] = append(uses[u.block], si)
-			}
-		}
-	}
-	return uses
-}

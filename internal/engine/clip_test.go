@@ -8,6 +8,7 @@ import (
 
 	"gorgonia.org/gorgonia"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 )
@@ -28,11 +29,11 @@ func TestClipEngagesAgainstTapeMachine(t *testing.T) {
 	m := smallLinear{batch: 3, dim: 8, layers: 4, perBlock: 2}
 	for _, pl := range []Placement{
 		{},
-		{Paged: true, Policy: PolicyWindow, Window: 1},
-		{Paged: true, Policy: PolicyAuto, Window: 1},
-		{Paged: true, Policy: PolicyAuto, OptimizerOnHost: true},
+		{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}},
+		{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 1}},
+		{Paged: true, Cache: cache.Config{Policy: cache.Auto, OptimizerOnHost: true}},
 	} {
-		t.Run(fmt.Sprintf("paged=%v/%s-%d/host-optimizer=%v", pl.Paged, pl.Policy, pl.Window, pl.OptimizerOnHost), func(t *testing.T) {
+		t.Run(fmt.Sprintf("paged=%v/%s-%d/host-optimizer=%v", pl.Paged, pl.Cache.Policy, pl.Cache.Window, pl.Cache.OptimizerOnHost), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			init := m.init(rng)
 			xData := make([]float32, m.batch*m.dim)

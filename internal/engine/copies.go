@@ -38,7 +38,9 @@ func (c Copies) plus(d Copies, n int64) Copies {
 // counts instead of copying. The epoch counted is one in steady state, the
 // second after Load: the first starts from an empty window and so differs
 // by what the window holds at an epoch's start. Parameters set once after
-// Load are not counted.
+// Load are not counted. Under a managed placement the pages migrate as
+// cache.Pages decides on a device holding window pages (Footprint.Window,
+// Program.Window), walked over the same touches as a Program makes them.
 func (p *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Node) (Copies, error) {
 	if err := pl.Validate(); err != nil {
 		return Copies{}, fmt.Errorf("engine: %w", err)
@@ -69,19 +71,28 @@ func (p *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Nod
 	}
 	perBatch = perBatch.plus(p.crossings(sd), 1)
 	total := Copies{}.plus(perBatch, int64(batches))
+	if pl.Managed {
+		m, err := p.managedCopies(pl, window, batches)
+		if err != nil {
+			return Copies{}, err
+		}
+		return total.plus(m, 1), nil
+	}
 	if !pl.Paged {
 		return total, nil
 	}
 	if window <= 0 {
 		return Copies{}, fmt.Errorf("engine: a window of %d blocks", window)
 	}
-	window = min(max(window, minWindow(p.pagedNeeds(pl))), p.pagedBlocks(pl))
+	window = min(max(window, p.cacheRun(pl).MinWindow()), p.pagedBlocks(pl))
 	k := &copyCounter{}
-	k.cache = newCache(p, pl, p.layouts(pl), window, k)
+	if k.pager, err = newPager(p, pl, p.layouts(pl), window, k); err != nil {
+		return Copies{}, err
+	}
 	for range 2 { // the second epoch is counted
 		k.n = Copies{}
 		for range batches {
-			if err := p.walk(k.cache, k); err != nil {
+			if err := p.walk(k.pager, k); err != nil {
 				return Copies{}, err
 			}
 		}
@@ -92,13 +103,15 @@ func (p *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Nod
 // copyCounter is the dry run's mover and stepper: it counts the copies a
 // Program would make and runs nothing.
 type copyCounter struct {
-	*cache
+	*pager
 	n Copies
 }
 
-func (k *copyCounter) upload(elems int) {
+// upload counts an upload of elems elements; ahead marks one the cache
+// makes ahead of need.
+func (k *copyCounter) upload(elems int, ahead bool) {
 	k.n.UploadBytes += 4 * int64(elems)
-	if k.prefetching {
+	if ahead {
 		k.n.OverlapBytes += 4 * int64(elems)
 	}
 	k.n.Count++
@@ -109,13 +122,13 @@ func (k *copyCounter) download(elems int) {
 	k.n.Count++
 }
 
-// copyIn counts block b's upload.
-func (k *copyCounter) copyIn(b, _ int) error {
-	return k.moves(b, true, func(_, n int, _ member) error { k.upload(n); return nil })
+// Load counts block b's upload.
+func (k *copyCounter) Load(b, _ int, ahead bool) error {
+	return k.moves(b, true, func(_, n int, _ member) error { k.upload(n, ahead); return nil })
 }
 
-// copyOut counts block b's write-back.
-func (k *copyCounter) copyOut(b int, writeParams bool) error {
+// Evict counts block b's write-back.
+func (k *copyCounter) Evict(b int, writeParams bool) error {
 	return k.moves(b, writeParams, func(_, n int, _ member) error { k.download(n); return nil })
 }
 

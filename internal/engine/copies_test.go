@@ -6,6 +6,7 @@ import (
 
 	"gorgonia.org/gorgonia"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/models"
@@ -35,17 +36,17 @@ func TestCopiesMatchARun(t *testing.T) {
 		for _, train := range []bool{true, false} {
 			for _, pl := range []engine.Placement{
 				{},
-				{Paged: true, Policy: engine.PolicyWindow, Window: 1},
-				{Paged: true, Policy: engine.PolicyWindow, Window: 3},
-				{Paged: true, Policy: engine.PolicyWindowPaged, Window: 1},
-				{Paged: true, Policy: engine.PolicyAuto},
-				{Paged: true, Policy: engine.PolicyAuto, Window: 2},
-				{Paged: true, Policy: engine.PolicyAuto, Window: 1, OptimizerOnHost: true},
+				{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}},
+				{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 3}},
+				{Paged: true, Cache: cache.Config{Policy: cache.WindowPaged, Window: 1}},
+				{Paged: true, Cache: cache.Config{Policy: cache.Auto}},
+				{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 2}},
+				{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 1, OptimizerOnHost: true}},
 			} {
-				if !train && pl.OptimizerOnHost {
+				if !train && pl.Cache.OptimizerOnHost {
 					continue
 				}
-				name := fmt.Sprintf("%T/train=%v/paged=%v-%s-%d-host=%v", c, train, pl.Paged, pl.Policy, pl.Window, pl.OptimizerOnHost)
+				name := fmt.Sprintf("%T/train=%v/paged=%v-%s-%d-host=%v", c, train, pl.Paged, pl.Cache.Policy, pl.Cache.Window, pl.Cache.OptimizerOnHost)
 				t.Run(name, func(t *testing.T) { checkCopies(t, c, train, pl) })
 			}
 		}
@@ -83,7 +84,7 @@ func checkCopies(t *testing.T, c models.Config, train bool, pl engine.Placement)
 	if up, down := after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes; got.UploadBytes != up || got.DownloadBytes != down {
 		t.Errorf("window %d: dry run %d bytes up, %d down; the run copied %d up, %d down", prog.Window(), got.UploadBytes, got.DownloadBytes, up, down)
 	}
-	if pl.Policy != engine.PolicyAuto && got.OverlapBytes != 0 {
+	if pl.Cache.Policy != cache.Auto && got.OverlapBytes != 0 {
 		t.Errorf("%d bytes overlap without the auto policy's prefetch", got.OverlapBytes)
 	}
 	// Every batch uploads its inputs, downloads its output and pages a block

@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/ops"
 )
@@ -47,7 +48,7 @@ func (t tally) String() string {
 // so that an eviction can tell what it drops. Moving one of Adam's
 // moments is an error: under the window policy they never move.
 type copyRecorder struct {
-	*cache
+	*pager
 	t        *testing.T
 	n        tally
 	onDevice map[int][]int // per resident block, its saved values on the device
@@ -63,7 +64,7 @@ func (r *copyRecorder) add(k copyKind, b int, bytes int64) {
 	r.log = append(r.log, fmt.Sprintf("%s %s %d", kindNames[k], r.plan.spec.Blocks[b].Name, bytes))
 }
 
-func (r *copyRecorder) copyIn(b, _ int) error {
+func (r *copyRecorder) Load(b, _ int, _ bool) error {
 	var weights, saved int64
 	r.onDevice[b] = nil
 	err := r.moves(b, true, func(_, n int, m member) error {
@@ -83,7 +84,7 @@ func (r *copyRecorder) copyIn(b, _ int) error {
 	return err
 }
 
-func (r *copyRecorder) copyOut(b int, writeParams bool) error {
+func (r *copyRecorder) Evict(b int, writeParams bool) error {
 	var weights, saved, dropped int64
 	err := r.moves(b, writeParams, func(_, n int, m member) error {
 		switch {
@@ -131,14 +132,17 @@ func (r *copyRecorder) hostUpdate(int) error {
 // policy with the given window and returns each epoch's tally.
 func recordEpochs(t *testing.T, p *Schedule, window, epochs, batches int) ([]tally, []string) {
 	t.Helper()
-	pl := Placement{Paged: true, Policy: PolicyWindow, Window: window}
+	pl := Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: window}}
 	r := &copyRecorder{t: t, onDevice: map[int][]int{}}
-	r.cache = newCache(p, pl, p.layouts(pl), min(max(window, p.MinWindow()), p.Blocks()), r)
+	var err error
+	if r.pager, err = newPager(p, pl, p.layouts(pl), min(max(window, p.MinWindow()), p.Blocks()), r); err != nil {
+		t.Fatal(err)
+	}
 	var out []tally
 	for range epochs {
 		r.n = tally{}
 		for range batches {
-			if err := p.walk(r.cache, r); err != nil {
+			if err := p.walk(r.pager, r); err != nil {
 				t.Fatal(err)
 			}
 			r.log = append(r.log, "--")
@@ -251,7 +255,7 @@ var handModels = []handModel{
 func compileHand(t *testing.T, m handModel, train bool) *Schedule {
 	t.Helper()
 	inputs, blocks, loss := m.build()
-	p, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Train: train, Optimizer: hostmath.DefaultAdam, ClipNorm: 1})
+	p, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Train: train, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +288,7 @@ func checkSchedule(t *testing.T, tc scheduleCase) {
 		if t.Failed() {
 			t.Logf("structure:\n%s\ncopies, batch by batch:\n%s", describe(p), strings.Join(log, "\n"))
 		}
-		c, err := p.Copies(Placement{Paged: true, Policy: PolicyWindow, Window: tc.window}, tc.window, 2, []*gorgonia.Node{})
+		c, err := p.Copies(Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: tc.window}}, tc.window, 2, []*gorgonia.Node{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -131,7 +131,7 @@ func (m smallLinear) loadTraining(t *testing.T, retain bool) (x, target *gorgoni
 	t.Helper()
 	_, x, target, loss, blocks, ws, bs := m.buildProject()
 	plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
-		Optimizer: hostmath.DefaultAdam, ClipNorm: 1, RetainGradients: retain})
+		Optimizer: hostmath.DefaultAdam(), ClipNorm: 1, RetainGradients: retain})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,8 +225,8 @@ func TestEngineMatchesTapeMachine(t *testing.T) {
 			}
 			scale := hostmath.ClipScale(sumSquares, 1)
 			for _, l := range layers {
-				hostmath.AdamStep(hostmath.DefaultAdam, oracleW[l], o.gradW[l].Data().([]float32), moments[l][0], moments[l][1], scale, step)
-				hostmath.AdamStep(hostmath.DefaultAdam, oracleB[l], o.gradB[l].Data().([]float32), moments[l][2], moments[l][3], scale, step)
+				hostmath.AdamStep(hostmath.DefaultAdam(), oracleW[l], o.gradW[l].Data().([]float32), moments[l][0], moments[l][1], scale, step)
+				hostmath.AdamStep(hostmath.DefaultAdam(), oracleB[l], o.gradB[l].Data().([]float32), moments[l][2], moments[l][3], scale, step)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"gorgonia.org/gorgonia"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/models"
@@ -99,9 +100,9 @@ func hybridPlacements(n int, train bool) []engine.Placement {
 	mixed := hostCudaCache(n)
 	return []engine.Placement{
 		{Blocks: hostEnds(n)},
-		{Blocks: mixed, Paged: true, Policy: engine.PolicyWindow, Window: 1},
-		{Blocks: mixed, Paged: true, Policy: engine.PolicyWindowPaged, Window: 1},
-		{Blocks: mixed, Paged: true, Policy: engine.PolicyAuto, Window: 2, OptimizerOnHost: train},
+		{Blocks: mixed, Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}},
+		{Blocks: mixed, Paged: true, Cache: cache.Config{Policy: cache.WindowPaged, Window: 1}},
+		{Blocks: mixed, Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 2, OptimizerOnHost: train}},
 	}
 }
 
@@ -124,7 +125,7 @@ func TestHybridMatchesHost(t *testing.T) {
 			for _, pl := range hybridPlacements(len(m.Blocks), train) {
 				name := fmt.Sprintf("%T/train=%v/%s", c, train, engine.PlaceText(pl.Blocks))
 				if pl.Paged {
-					name += fmt.Sprintf("/%s-%d-host=%v", pl.Policy, pl.Window, pl.OptimizerOnHost)
+					name += fmt.Sprintf("/%s-%d-host=%v", pl.Cache.Policy, pl.Cache.Window, pl.Cache.OptimizerOnHost)
 				}
 				t.Run(name, func(t *testing.T) { checkHybrid(t, c, train, pl, want, batches) })
 			}

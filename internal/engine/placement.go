@@ -1,84 +1,60 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
-)
 
-// Policy names how a paged program chooses the blocks it keeps resident.
-type Policy string
-
-// The cache policies.
-const (
-	// PolicyWindow is DictCache's rule (docs/dictcache.md): at most Window
-	// blocks resident; Adam's moments stay on the device for the whole run
-	// and never page; on a miss the whole window is written back to the
-	// host and the missed block is loaded with up to Window-1 successors in
-	// the order learned during the previous pass (none on the first pass).
-	PolicyWindow Policy = "window"
-	// PolicyWindowPaged is gpuz's earlier variant of the window: Adam's
-	// moments page with their block and are written back with it, and the
-	// successors loaded on a miss follow the pass's order known from the
-	// schedule, from the first pass on.
-	PolicyWindowPaged Policy = "window-paged"
-	// PolicyAuto sizes the window from the device's free memory, evicts the
-	// least recently used block only, loads the next needed block before
-	// the step that needs it, writes back only what changed, and can keep
-	// the optimizer state on the host.
-	PolicyAuto Policy = "auto"
+	"gpuz/internal/cache"
 )
 
 // Placement says where a program keeps its blocks' parameters, optimizer
 // state and saved activations.
 type Placement struct {
 	// Paged keeps every block's master copy in host memory and only a
-	// window of blocks on the device (cache mode). Otherwise every block
-	// stays resident (cuda and cpu modes).
-	Paged  bool
-	Policy Policy
-	// Window is the most blocks resident at once. With PolicyAuto, 0 means
-	// as many as the device's free memory holds. It is raised to the plan's
-	// MinWindow and capped at the number of blocks.
-	Window int
-	// OptimizerOnHost keeps Adam's moments in host memory and runs each
-	// block's update there (PolicyAuto only).
-	OptimizerOnHost bool
+	// window of blocks on the device (cache mode), as Cache says.
+	// Otherwise every block stays resident (cuda and cpu modes).
+	Paged bool
+	// Cache is the paged blocks' policy, window and optimizer place. Its
+	// window is raised to the plan's MinWindow and capped at the number
+	// of paged blocks.
+	Cache cache.Config
 	// Blocks, when set, says per block (as Spec.Blocks) where the placement
 	// keeps and computes it: a hybrid placement when some block is OnHost.
 	// A Paged placement with Blocks pages only the blocks placed InCache,
 	// the others staying resident on their side. Nil keeps every block on
 	// the device, resident or (Paged) paged.
 	Blocks []Where
+	// Managed keeps every block resident in managed (unified) memory, run
+	// as the resident placement runs, the pages migrating between host
+	// and device as a kernel touches them (cache.Pages: the least
+	// recently touched page out first) when the device's free memory
+	// cannot hold them all. PageSize is the unit of migration, a power
+	// of two of at least cache.MinPageSize.
+	Managed  bool
+	PageSize int64
 }
 
 // Validate reports a placement that cannot be used.
 func (pl Placement) Validate() error {
+	if pl.Managed {
+		switch {
+		case pl.Paged || pl.Blocks != nil:
+			return errors.New("a managed placement keeps every block resident in managed memory: no cache policy, no per-block placement")
+		}
+		return cache.CheckPageSize(pl.PageSize)
+	}
 	cached := slices.Contains(pl.Blocks, InCache)
 	if cached && !pl.Paged {
 		return fmt.Errorf("placement %s pages blocks but names no cache policy", PlaceText(pl.Blocks))
 	}
 	if pl.Paged && pl.Blocks != nil && !cached {
-		return fmt.Errorf("%s policy: placement %s pages no block (want some cache: blocks)", pl.Policy, PlaceText(pl.Blocks))
+		return fmt.Errorf("%s policy: placement %s pages no block (want some cache: blocks)", pl.Cache.Policy, PlaceText(pl.Blocks))
 	}
 	if !pl.Paged {
 		return nil
 	}
-	switch pl.Policy {
-	case PolicyWindow, PolicyWindowPaged:
-		if pl.Window <= 0 {
-			return fmt.Errorf("%s policy: the window must hold at least one block, got %d", pl.Policy, pl.Window)
-		}
-		if pl.OptimizerOnHost {
-			return fmt.Errorf("%s policy: the optimizer runs on the device; the host optimizer is an auto-policy option", pl.Policy)
-		}
-	case PolicyAuto:
-		if pl.Window < 0 {
-			return fmt.Errorf("auto policy: negative window %d", pl.Window)
-		}
-	default:
-		return fmt.Errorf("unknown cache policy %q (want window, window-paged or auto)", pl.Policy)
-	}
-	return nil
+	return pl.Cache.Validate()
 }
 
 // momentsInArea reports whether Adam's moments of block b sit in its area
@@ -88,13 +64,15 @@ func (pl Placement) Validate() error {
 // device apart from the areas, and with the optimizer on the host they
 // stay in host memory.
 func (pl Placement) momentsInArea(b int) bool {
-	return !pl.pagedBlock(b) || pl.Policy != PolicyWindow && !pl.OptimizerOnHost
+	return !pl.pagedBlock(b) || pl.Cache.Moments() == cache.MomentsWithBlock
 }
 
 // momentsResident reports whether a paged placement keeps block b's Adam
 // moments on the device for the whole run, outside the window (the window
 // policy).
-func (pl Placement) momentsResident(b int) bool { return pl.pagedBlock(b) && pl.Policy == PolicyWindow }
+func (pl Placement) momentsResident(b int) bool {
+	return pl.pagedBlock(b) && pl.Cache.Moments() == cache.MomentsOnDevice
+}
 
 // pagedBlocks counts the blocks the cache of pl pages.
 func (p *Schedule) pagedBlocks(pl Placement) int {
@@ -169,11 +147,17 @@ type Footprint struct {
 	// and the arena, inputs and copies of crossing activations on the host.
 	Host       int64
 	BlockBytes int64 // the largest block area: what one window slot holds
+	// Pages is a managed placement's region in pages of BlockBytes, of
+	// which Window are resident at most; 0 for the others.
+	Pages int
 }
 
 // Footprint computes what pl needs, before anything is allocated. For an
 // auto policy with no fixed window, deviceFree sizes the window.
 func (p *Schedule) Footprint(pl Placement, deviceFree int64) Footprint {
+	if pl.Managed {
+		return p.managedFootprint(pl, deviceFree)
+	}
 	b := p.Bytes()
 	ls := p.layouts(pl)
 	var all, largest int64
@@ -205,12 +189,12 @@ func (p *Schedule) Footprint(pl Placement, deviceFree int64) Footprint {
 		return Footprint{Window: len(ls), Device: dev, Host: host, BlockBytes: largest}
 	}
 	fixed := dev + 4*int64(p.largestSaved()) // the staging buffer
-	if p.spec.Train && pl.Policy == PolicyWindow {
+	if p.spec.Train && pl.Cache.Moments() == cache.MomentsOnDevice {
 		fixed += optimizer // the paged blocks' moments, resident for the run
 	}
 	window := p.window(pl, deviceFree, fixed, slot)
 	f := Footprint{Window: window, Device: int64(window)*slot + fixed, Host: host + paged, BlockBytes: slot}
-	if p.spec.Train && pl.OptimizerOnHost {
+	if p.spec.Train && pl.Cache.Moments() == cache.MomentsOnHost {
 		f.Host += optimizer
 	}
 	return f
@@ -219,22 +203,5 @@ func (p *Schedule) Footprint(pl Placement, deviceFree int64) Footprint {
 // window returns the number of resident blocks of a paged placement: at
 // least the most paged blocks one step needs, at most the paged blocks.
 func (p *Schedule) window(pl Placement, deviceFree, fixed, slotBytes int64) int {
-	w := pl.Window
-	if pl.Policy == PolicyAuto && w == 0 {
-		w = 1
-		if slotBytes > 0 && deviceFree > fixed {
-			w = int((deviceFree - fixed) / slotBytes)
-		}
-	}
-	return min(max(w, minWindow(p.pagedNeeds(pl))), p.pagedBlocks(pl))
-}
-
-// orderAfter returns the blocks of a pass's observed order starting at b.
-func (p *Schedule) orderAfter(pass, b int) []int {
-	order := p.order[pass]
-	i := slices.Index(order, b)
-	if i < 0 {
-		return []int{b}
-	}
-	return order[i:]
+	return pl.Cache.Slots(deviceFree, fixed, slotBytes, p.cacheRun(pl).MinWindow(), p.pagedBlocks(pl))
 }

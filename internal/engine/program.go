@@ -52,6 +52,8 @@ type Program struct {
 	scratch   []float32
 	layouts   []layout
 	res       *residency // nil when every block stays resident
+	// managed is a managed placement's page residency, nil otherwise.
+	managed *managedPages
 	// gradSquares holds each parameter's gradient's sum of squares,
 	// computed right after the gradient, while it is still in cache.
 	gradSquares []float64
@@ -78,6 +80,12 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 			loading.Close()
 		}
 	}()
+	if pl.Managed {
+		if err := prog.loadManaged(); err != nil {
+			return nil, err
+		}
+		return prog.bindSteps()
+	}
 	for i, v := range p.values {
 		if v.kind != kindInput && v.kind != kindSeed {
 			continue
@@ -138,6 +146,13 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 			return nil, err
 		}
 	}
+	return prog.bindSteps()
+}
+
+// bindSteps prepares each step's argument buffers and shapes, the last
+// part of Load.
+func (prog *Program) bindSteps() (*Program, error) {
+	p := prog.plan
 	prog.steps = make([]boundStep, len(p.steps))
 	for i, s := range p.steps {
 		b := boundStep{step: s, argBuffers: make([]device.Buffer, len(s.args)), shapes: make([]tensor.Shape, len(s.args))}
@@ -302,9 +317,9 @@ func (prog *Program) download(i int) ([]float32, error) {
 // training, the backward pass with each block's update as soon as its
 // gradients are final. It returns the output scalar.
 func (prog *Program) Run() (float32, error) {
-	var c *cache
+	var c *pager
 	if prog.res != nil {
-		c = prog.res.cache
+		c = prog.res.pager
 	}
 	if err := prog.plan.walk(c, programSteps{prog}); err != nil {
 		return 0, err
@@ -328,11 +343,11 @@ type stepper interface {
 }
 
 // walk goes through one Run of the schedule: every compute step, with
-// the updates that follow it, under a paged placement's cache (nil when
-// every block is resident), which makes each step's blocks resident before
-// it and prefetches after it. A Program and the dry run of Copies both
-// walk, so that they make the same decisions.
-func (p *Schedule) walk(c *cache, st stepper) error {
+// the updates that follow it, under a paged placement's pager (nil when
+// every block is resident), whose cache makes each step's blocks resident
+// before it and may load ahead after it. A Program and the dry run of
+// Copies both walk, so that they make the same decisions.
+func (p *Schedule) walk(c *pager, st stepper) error {
 	next := 0 // next update to run
 	if c != nil {
 		c.done = -1
@@ -340,11 +355,9 @@ func (p *Schedule) walk(c *cache, st stepper) error {
 	for si, s := range p.steps {
 		staged := false
 		if c != nil {
-			c.now = si
-			if err := c.ensure(c.needs[si], s.backward); err != nil {
+			if err := c.Before(si); err != nil {
 				return err
 			}
-			c.observe(c.needs[si], s.backward)
 			staged = c.pagedOut(s.out)
 		}
 		if err := st.execute(si, staged); err != nil {
@@ -354,12 +367,12 @@ func (p *Schedule) walk(c *cache, st stepper) error {
 			c.done = si
 		}
 		for ; next < len(p.updates) && p.updates[next].after == si; next++ {
-			if err := p.walkUpdate(c, st, p.updates[next].block); err != nil {
+			if err := p.walkUpdate(c, st, p.updates[next]); err != nil {
 				return err
 			}
 		}
 		if c != nil {
-			if err := c.prefetch(si); err != nil {
+			if err := c.After(si); err != nil {
 				return err
 			}
 		}
@@ -367,29 +380,25 @@ func (p *Schedule) walk(c *cache, st stepper) error {
 	return nil
 }
 
-// walkUpdate updates block b: a block the cache does not page on its side;
-// a paged one on the host when the placement keeps the optimizer there,
-// dropping the now stale device copy, otherwise on the device, with the
-// block made resident first and marked changed.
-func (p *Schedule) walkUpdate(c *cache, st stepper, b int) error {
+// walkUpdate runs update u of block b: a block the cache does not page on
+// its side; a paged one on the host when the placement keeps the
+// optimizer there, dropping the now stale device copy, otherwise on the
+// device, with the block made resident first and marked changed.
+func (p *Schedule) walkUpdate(c *pager, st stepper, u update) error {
+	b := u.block
 	if c != nil && !c.place.pagedBlock(b) {
 		return st.update(b)
 	}
-	if c != nil && c.place.OptimizerOnHost {
+	if c != nil && c.place.Cache.OptimizerOnHost {
 		if err := st.hostUpdate(b); err != nil {
 			return err
 		}
-		if c.slotOf[b] >= 0 {
-			return c.evict(b, false)
-		}
-		return nil
+		return c.Drop(b)
 	}
 	if c != nil {
-		c.now = p.updateStep(b)
-		if err := c.ensure([]int{b}, true); err != nil {
+		if err := c.Update(b, u.after); err != nil {
 			return err
 		}
-		c.dirty[b] = true
 	}
 	return st.update(b)
 }
@@ -402,6 +411,11 @@ type programSteps struct{ prog *Program }
 func (ps programSteps) execute(si int, staged bool) error {
 	prog := ps.prog
 	s := prog.steps[si]
+	if prog.managed != nil {
+		if err := prog.managed.step(si); err != nil {
+			return err
+		}
+	}
 	if err := prog.execute(si, staged); err != nil {
 		return err
 	}
@@ -411,7 +425,17 @@ func (ps programSteps) execute(si int, staged bool) error {
 	return nil
 }
 
-func (ps programSteps) update(b int) error     { return ps.prog.update(b) }
+// update runs block b's update, its pages touched first under a managed
+// placement.
+func (ps programSteps) update(b int) error {
+	if ps.prog.managed != nil {
+		if err := ps.prog.managed.update(b); err != nil {
+			return err
+		}
+	}
+	return ps.prog.update(b)
+}
+
 func (ps programSteps) hostUpdate(b int) error { return ps.prog.res.updateOnHost(b) }
 
 // kernelsOn returns the host's kernels when onHost is set, else the
@@ -494,8 +518,11 @@ func (prog *Program) update(b int) error {
 
 // Window returns the number of blocks the program keeps resident at most.
 func (prog *Program) Window() int {
+	if prog.managed != nil {
+		return prog.managed.Capacity()
+	}
 	if prog.res == nil {
 		return len(prog.layouts)
 	}
-	return len(prog.res.slots)
+	return prog.res.Window()
 }

@@ -8,6 +8,7 @@ import (
 
 	"gorgonia.org/gorgonia"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 )
@@ -32,7 +33,7 @@ func trainSmall(t *testing.T, m smallLinear, pl Placement, steps int, train bool
 	}
 	_, x, target, loss, blocks, ws, bs := m.buildProject()
 	plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: train,
-		Optimizer: hostmath.DefaultAdam, ClipNorm: 1})
+		Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,23 +88,23 @@ func TestPagedMatchesResident(t *testing.T) {
 	for _, train := range []bool{true, false} {
 		want := trainSmall(t, m, Placement{}, 3, train)
 		for _, pl := range []Placement{
-			{Paged: true, Policy: PolicyWindow, Window: 1},
-			{Paged: true, Policy: PolicyWindow, Window: 2},
-			{Paged: true, Policy: PolicyWindow, Window: 3},
-			{Paged: true, Policy: PolicyWindow, Window: 9},
-			{Paged: true, Policy: PolicyWindowPaged, Window: 1},
-			{Paged: true, Policy: PolicyWindowPaged, Window: 3},
-			{Paged: true, Policy: PolicyAuto, Window: 1},
-			{Paged: true, Policy: PolicyAuto, Window: 2},
-			{Paged: true, Policy: PolicyAuto, Window: 3},
-			{Paged: true, Policy: PolicyAuto},
-			{Paged: true, Policy: PolicyAuto, Window: 2, OptimizerOnHost: true},
-			{Paged: true, Policy: PolicyAuto, Window: 1, OptimizerOnHost: true},
+			{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}},
+			{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 2}},
+			{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 3}},
+			{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 9}},
+			{Paged: true, Cache: cache.Config{Policy: cache.WindowPaged, Window: 1}},
+			{Paged: true, Cache: cache.Config{Policy: cache.WindowPaged, Window: 3}},
+			{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 1}},
+			{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 2}},
+			{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 3}},
+			{Paged: true, Cache: cache.Config{Policy: cache.Auto}},
+			{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 2, OptimizerOnHost: true}},
+			{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 1, OptimizerOnHost: true}},
 		} {
-			if !train && pl.OptimizerOnHost {
+			if !train && pl.Cache.OptimizerOnHost {
 				continue
 			}
-			t.Run(fmt.Sprintf("train=%v/%s-%d/host-optimizer=%v", train, pl.Policy, pl.Window, pl.OptimizerOnHost), func(t *testing.T) {
+			t.Run(fmt.Sprintf("train=%v/%s-%d/host-optimizer=%v", train, pl.Cache.Policy, pl.Cache.Window, pl.Cache.OptimizerOnHost), func(t *testing.T) {
 				got := trainSmall(t, m, pl, 3, train)
 				for i := range want.losses {
 					if got.losses[i] != want.losses[i] {
@@ -135,7 +136,7 @@ func TestWindowTransfersByHand(t *testing.T) {
 	m := smallLinear{batch: 2, dim: 5, layers: 6, perBlock: 2}
 	for _, tc := range []struct {
 		name            string
-		policy          Policy
+		policy          cache.Policy
 		window, runs    int
 		train           bool
 		up, down        int64
@@ -149,7 +150,7 @@ func TestWindowTransfersByHand(t *testing.T) {
 		// writes back each block it evicts, changed or not (240 B down): 2
 		// evictions in the first run, 3 in each later one (block 2 is
 		// still resident when run 2 misses on block 0).
-		{"window eval 1", PolicyWindow, 1, 3, false, 9 * 240, 8*240 + 3*4, 1},
+		{"window eval 1", cache.Window, 1, 3, false, 9 * 240, 8*240 + 3*4, 1},
 		// Window 2: run 1 knows no order and loads only what it misses, as
 		// window 1 (3 up, 2 down) and learns 0→1→2. Run 2: the miss on 0
 		// writes 2 back and loads 0 and its successor 1 (2 up, 1 down),
@@ -157,10 +158,10 @@ func TestWindowTransfersByHand(t *testing.T) {
 		// miss on 2 writes 0 and 1 back and loads 2 and 0 (2 up, 2 down).
 		// Run 3: 0 hits; the miss on 1 writes 2 and 0 back and loads 1 and
 		// 2 (2 up, 2 down). 9 loads, 7 write-backs.
-		{"window eval 2", PolicyWindow, 2, 3, false, 9 * 240, 7*240 + 3*4, 2},
+		{"window eval 2", cache.Window, 2, 3, false, 9 * 240, 7*240 + 3*4, 2},
 		// Window 3: run 1 as window 1 (3 up, 2 down); run 2's miss on 0
 		// writes 2 back and loads 0, 1, 2 (3 up, 1 down); run 3 hits all.
-		{"window eval 3", PolicyWindow, 3, 3, false, 6 * 240, 3*240 + 3*4, 3},
+		{"window eval 3", cache.Window, 3, 3, false, 6 * 240, 3*240 + 3*4, 3},
 		// Train, window 1, one step. Forward: load b0 (240 up); h1 is
 		// computed while b1 is out, so it is staged to b1's master (40
 		// down); miss on b1: b0 written back with its 3 live activations
@@ -171,26 +172,26 @@ func TestWindowTransfersByHand(t *testing.T) {
 		// dropped (240 down), b1 loaded with its 4 live ones (240 + 160 up);
 		// miss on b0: b1 written back (240 down), b0 loaded with its 3
 		// (240 + 120 up).
-		{"window train 1", PolicyWindow, 1, 1, true, 5*240 + 40 + 40 + 160 + 120, 40 + 360 + 40 + 400 + 240 + 240 + 4, 1},
+		{"window train 1", cache.Window, 1, 1, true, 5*240 + 40 + 40 + 160 + 120, 40 + 360 + 40 + 400 + 240 + 240 + 4, 1},
 
 		// window-paged, gpuz's earlier variant: the moments page with the
 		// block (720 B), and a miss loads the successors in the schedule's
 		// order from the first run on.
 		//
 		// Eval, window 1: as the window policy (no moments in eval).
-		{"paged eval 1", PolicyWindowPaged, 1, 3, false, 3 * 720, 480 + 720 + 720 + 3*4, 1},
+		{"paged eval 1", cache.WindowPaged, 1, 3, false, 3 * 720, 480 + 720 + 720 + 3*4, 1},
 		// Window 2: a miss on block 0 loads 0 and 1; a miss on block 2
 		// writes both back and loads 2. The bytes are the same as window 1.
-		{"paged eval 2", PolicyWindowPaged, 2, 3, false, 3 * 720, 480 + 720 + 720 + 3*4, 2},
+		{"paged eval 2", cache.WindowPaged, 2, 3, false, 3 * 720, 480 + 720 + 720 + 3*4, 2},
 		// Window 3 holds the model: one load, no write-back.
-		{"paged eval 3", PolicyWindowPaged, 3, 3, false, 720, 3 * 4, 3},
+		{"paged eval 3", cache.WindowPaged, 3, 3, false, 720, 3 * 4, 3},
 		// Train, window 1, one step: as the window policy's, each block
 		// moving 720 B instead of 240 B, and b2's and b1's write-backs in
 		// the backward pass 720 B each.
-		{"paged train 1", PolicyWindowPaged, 1, 1, true, 5*720 + 40 + 40 + 160 + 120, 40 + 840 + 40 + 880 + 720 + 720 + 4, 1},
+		{"paged train 1", cache.WindowPaged, 1, 1, true, 5*720 + 40 + 40 + 160 + 120, 40 + 840 + 40 + 880 + 720 + 720 + 4, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := trainSmall(t, m, Placement{Paged: true, Policy: tc.policy, Window: tc.window}, tc.runs, tc.train)
+			got := trainSmall(t, m, Placement{Paged: true, Cache: cache.Config{Policy: tc.policy, Window: tc.window}}, tc.runs, tc.train)
 			if got.window != tc.effectiveWindow {
 				t.Errorf("window %d, want %d", got.window, tc.effectiveWindow)
 			}
@@ -208,7 +209,7 @@ func TestLoadOutOfMemoryFreesEverything(t *testing.T) {
 	m := smallLinear{batch: 2, dim: 5, layers: 6, perBlock: 2}
 	_, x, target, loss, blocks, _, _ := m.buildProject()
 	plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
-		Optimizer: hostmath.DefaultAdam, ClipNorm: 1})
+		Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestLoadOutOfMemoryFreesEverything(t *testing.T) {
 		pl       Placement
 	}{
 		{"resident", 2000, Placement{}},
-		{"paged window 1", 1000, Placement{Paged: true, Policy: PolicyWindow, Window: 1}},
+		{"paged window 1", 1000, Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dev := device.NewSim(tc.capacity, nil)
@@ -242,15 +243,15 @@ func TestFootprintIsMeasuredPeak(t *testing.T) {
 	for _, train := range []bool{true, false} {
 		for _, pl := range []Placement{
 			{},
-			{Paged: true, Policy: PolicyWindow, Window: 1},
-			{Paged: true, Policy: PolicyWindow, Window: 2},
-			{Paged: true, Policy: PolicyWindowPaged, Window: 2},
-			{Paged: true, Policy: PolicyAuto, Window: 2},
-			{Paged: true, Policy: PolicyAuto, OptimizerOnHost: train},
+			{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}},
+			{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 2}},
+			{Paged: true, Cache: cache.Config{Policy: cache.WindowPaged, Window: 2}},
+			{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 2}},
+			{Paged: true, Cache: cache.Config{Policy: cache.Auto, OptimizerOnHost: train}},
 		} {
 			_, x, target, loss, blocks, _, _ := m.buildProject()
 			plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: train,
-				Optimizer: hostmath.DefaultAdam, ClipNorm: 1})
+				Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -289,8 +290,8 @@ func TestAutoCopiesNoMoreThanWindow(t *testing.T) {
 	m := smallLinear{batch: 2, dim: 5, layers: 12, perBlock: 1} // 12 blocks
 	for _, train := range []bool{true, false} {
 		for window := 1; window <= 12; window++ {
-			win := trainSmall(t, m, Placement{Paged: true, Policy: PolicyWindowPaged, Window: window}, 3, train)
-			auto := trainSmall(t, m, Placement{Paged: true, Policy: PolicyAuto, Window: window}, 3, train)
+			win := trainSmall(t, m, Placement{Paged: true, Cache: cache.Config{Policy: cache.WindowPaged, Window: window}}, 3, train)
+			auto := trainSmall(t, m, Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: window}}, 3, train)
 			if auto.uploads > win.uploads {
 				t.Errorf("train=%v window %d: auto copied %d B up, the window-paged policy %d B", train, window, auto.uploads, win.uploads)
 			}

@@ -23,7 +23,7 @@ func compileModel(t *testing.T, c models.Config, train bool) (*models.Model, *en
 		out = m.Loss
 	}
 	s, err := engine.Compile(engine.Spec{Inputs: m.Inputs(), Blocks: m.Blocks, Output: out, Train: train,
-		Optimizer: hostmath.DefaultAdam, ClipNorm: 1})
+		Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

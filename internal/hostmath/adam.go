@@ -7,9 +7,21 @@ type Adam struct {
 	LR, Beta1, Beta2, Eps float64
 }
 
-// DefaultAdam is the optimizer of the reference experiment: lr 1e-4,
-// β 0.9/0.999, ε 1e-8.
-var DefaultAdam = Adam{LR: 1e-4, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+// The hyper-parameters of the reference experiment's Adam.
+const (
+	DefaultLR    = 1e-4
+	DefaultBeta1 = 0.9
+	DefaultBeta2 = 0.999
+	DefaultEps   = 1e-8
+)
+
+// DefaultAdam returns the optimizer of the reference experiment: lr 1e-4,
+// β 0.9/0.999, ε 1e-8. It is a function, not a variable, so that no caller
+// can change the defaults of another; a caller wanting other settings
+// changes the fields of the value it gets.
+func DefaultAdam() Adam {
+	return Adam{LR: DefaultLR, Beta1: DefaultBeta1, Beta2: DefaultBeta2, Eps: DefaultEps}
+}
 
 // ClipScale returns the factor that brings a gradient of the given sum of
 // squares to at most maxNorm in Euclidean norm, computed as PyTorch's

@@ -41,7 +41,7 @@ func BenchmarkAdamStep(b *testing.B) {
 	step := 0
 	for b.Loop() {
 		step++
-		AdamStep(DefaultAdam, p, g, m, v, 0.5, step)
+		AdamStep(DefaultAdam(), p, g, m, v, 0.5, step)
 	}
 	// Reads p, g, m, v and writes p, m, v: 7 × 4 bytes per element.
 	b.ReportMetric(28*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")

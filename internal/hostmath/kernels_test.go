@@ -198,7 +198,7 @@ func TestAdamByHand(t *testing.T) {
 		if want := 1 / (5 + 1e-6); math.Abs(scale-want) > 1e-15 {
 			t.Fatalf("step %d: clip scale %g, want %g", i+1, scale, want)
 		}
-		AdamStep(DefaultAdam, p, s.grad, m, v, scale, i+1)
+		AdamStep(DefaultAdam(), p, s.grad, m, v, scale, i+1)
 		// ε = 1e-8 against a denominator of 0.6 shifts each update by
 		// 1.7e-8 of itself, about 2e-12 here.
 		for j := range p {

@@ -35,7 +35,7 @@ func trainFirstBatch(t *testing.T, c Config, lr float64, steps int) []float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adam := hostmath.DefaultAdam
+	adam := hostmath.DefaultAdam()
 	adam.LR = lr
 	prog := loadOnHost(t, engine.Spec{Inputs: m.Inputs(), Blocks: m.Blocks, Output: m.Loss, Train: true, Optimizer: adam, ClipNorm: 1})
 	if err := m.InitParams(1, prog.SetInput); err != nil {

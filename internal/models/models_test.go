@@ -235,7 +235,7 @@ func TestResnetNesting(t *testing.T) {
 			t.Fatal(err)
 		}
 		prog := loadOnHost(t, engine.Spec{Inputs: []*gorgonia.Node{m.Input, m.Target}, Blocks: m.Blocks, Output: m.Objective(train),
-			Train: train, Optimizer: hostmath.DefaultAdam, ClipNorm: 1})
+			Train: train, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 		// Weights three times PyTorch's defaults, so that every block
 		// changes the output by more than rounding and the nesting shows.
 		err = m.InitParams(5, func(p *gorgonia.Node, v []float32) error {
@@ -349,7 +349,7 @@ func TestResnetLossFalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	losses := trainFirstBatch(t, &c, hostmath.DefaultAdam.LR, 5)
+	losses := trainFirstBatch(t, &c, hostmath.DefaultLR, 5)
 	for i := 1; i < len(losses); i++ {
 		if !(losses[i] < losses[i-1]) {
 			t.Fatalf("losses %v do not fall", losses)
@@ -391,7 +391,7 @@ func TestConvModelMatchesTapeMachine(t *testing.T) {
 	}
 	loss := gorgonia.Must(ops.Apply(ops.MSE{Dims: 4}, out, target))
 	prog := loadOnHost(t, engine.Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: []engine.Block{cm.block},
-		Output: loss, Train: true, Optimizer: hostmath.DefaultAdam, ClipNorm: 1, RetainGradients: true})
+		Output: loss, Train: true, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1, RetainGradients: true})
 
 	rng := rand.New(rand.NewPCG(9, 9))
 	random := func(n int, scale float64) []float32 {
@@ -706,7 +706,7 @@ func TestDecoderLayerMatchesTapeMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	prog := loadOnHost(t, engine.Spec{Inputs: []*gorgonia.Node{target}, Blocks: []engine.Block{inputBlock, layer},
-		Output: loss, Train: true, Optimizer: hostmath.DefaultAdam, ClipNorm: 1, RetainGradients: true})
+		Output: loss, Train: true, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1, RetainGradients: true})
 
 	xData, targetData := random(tokens*d), random(tokens*d)
 	params := map[string][]float32{}

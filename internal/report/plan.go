@@ -93,14 +93,21 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 // optimizer on host"; short, it says "resident", "window 3/12", "auto
 // 12/12, opt. on host". A hybrid placement is its blocks' places, with
 // its cache blocks' policy and window: "host:0-1,cache:2-13, window
-// policy, window 3".
-func placementText(pl engine.Placement, window, blocks int, short bool) string {
+// policy, window 3". A managed one is its resident pages of the region's
+// and their size: "managed, 40/76 pages of 2 MiB resident", short
+// "40/76×2 MiB".
+func placementText(pl engine.Placement, fp engine.Footprint, blocks int, short bool) string {
+	window := fp.Window
 	switch {
+	case pl.Managed && short:
+		return fmt.Sprintf("%d/%d×%s", window, fp.Pages, units.Bytes(pl.PageSize))
+	case pl.Managed:
+		return "managed, " + bench.ManagedText(window, fp.Pages, pl.PageSize) + " resident"
 	case pl.Blocks != nil && !pl.Paged:
 		return engine.PlaceText(pl.Blocks)
 	case pl.Blocks != nil: // the cache blocks' policy and window
-		s := fmt.Sprintf("%s, %s policy, window %d", engine.PlaceText(pl.Blocks), pl.Policy, window)
-		if pl.OptimizerOnHost {
+		s := fmt.Sprintf("%s, %s policy, window %d", engine.PlaceText(pl.Blocks), pl.Cache.Policy, window)
+		if pl.Cache.OptimizerOnHost {
 			s += ", opt. on host"
 		}
 		return s
@@ -109,13 +116,13 @@ func placementText(pl engine.Placement, window, blocks int, short bool) string {
 	case !pl.Paged:
 		return "all blocks resident"
 	}
-	s := fmt.Sprintf("%s policy, %d/%d blocks", pl.Policy, window, blocks)
+	s := fmt.Sprintf("%s policy, %d/%d blocks", pl.Cache.Policy, window, blocks)
 	if short {
-		s = fmt.Sprintf("%s %d/%d", pl.Policy, window, blocks)
+		s = fmt.Sprintf("%s %d/%d", pl.Cache.Policy, window, blocks)
 	}
-	if pl.OptimizerOnHost && short {
+	if pl.Cache.OptimizerOnHost && short {
 		s += ", opt. on host"
-	} else if pl.OptimizerOnHost {
+	} else if pl.Cache.OptimizerOnHost {
 		s += ", optimizer on host"
 	}
 	return s
@@ -165,11 +172,11 @@ func planTable(p bench.MemoryPlan, wide bool) table {
 		}
 	}
 	for _, m := range p.Modes {
-		window := m.Footprint.Window
+		fp := m.Footprint
 		if m.Device == "" {
-			window = 0
+			fp.Window = 0
 		}
-		row := []string{string(m.Mode), placementText(m.Placement, window, p.Blocks, !wide)}
+		row := []string{string(m.Mode), placementText(m.Placement, fp, p.Blocks, !wide)}
 		switch {
 		case m.Device == "" && wide:
 			row = append(row, na, na, na, na, na, na, m.Status.String())
@@ -257,7 +264,7 @@ func copiesTable(p bench.MemoryPlan, wide bool) table {
 		if m.Device == "" {
 			continue
 		}
-		row := []string{string(m.Mode), placementText(m.Placement, m.Footprint.Window, p.Blocks, !wide),
+		row := []string{string(m.Mode), placementText(m.Placement, m.Footprint, p.Blocks, !wide),
 			units.Bytes(m.Copies.UploadBytes), units.Bytes(m.Copies.DownloadBytes), units.Count(m.Copies.Count)}
 		if wide {
 			row = append(row, units.Bytes(m.Copies.SyncBytes()), units.Bytes(m.Copies.OverlapBytes))
@@ -326,13 +333,17 @@ type (
 		Policy          string `json:"policy"`
 		OptimizerOnHost bool   `json:"optimizer_on_host"`
 		Window          int    `json:"window"`
-		Device          string `json:"device"`
-		DeviceBytes     int64  `json:"device_bytes"`
-		DeviceFree      int64  `json:"device_free"`
-		FitsDevice      bool   `json:"fits_device"`
-		HostBytes       int64  `json:"host_bytes"`
-		HostAvailable   int64  `json:"host_available"`
-		FitsHost        bool   `json:"fits_host"`
+		// PageBytes and Pages are a managed placement's page and its
+		// region's pages, of which Window are resident; absent otherwise.
+		PageBytes     int64  `json:"page_bytes,omitempty"`
+		Pages         int    `json:"pages,omitempty"`
+		Device        string `json:"device"`
+		DeviceBytes   int64  `json:"device_bytes"`
+		DeviceFree    int64  `json:"device_free"`
+		FitsDevice    bool   `json:"fits_device"`
+		HostBytes     int64  `json:"host_bytes"`
+		HostAvailable int64  `json:"host_available"`
+		FitsHost      bool   `json:"fits_host"`
 		// CopiesPerEpoch is absent for a mode that was not planned.
 		CopiesPerEpoch *jsonCopies `json:"copies_per_epoch,omitempty"`
 		// Prediction is one epoch's predicted time on the mode's
@@ -361,8 +372,8 @@ func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
 			copies = &jsonCopies{UploadBytes: c.UploadBytes, DownloadBytes: c.DownloadBytes, SyncBytes: c.SyncBytes(), OverlapBytes: c.OverlapBytes, Count: c.Count}
 		}
 		doc.Modes = append(doc.Modes, jsonModePlan{CopiesPerEpoch: copies, Prediction: toJSONPrediction(m.Prediction),
-			Mode: string(m.Mode), Paged: m.Placement.Paged, Policy: string(m.Placement.Policy), OptimizerOnHost: m.Placement.OptimizerOnHost,
-			Window: m.Footprint.Window, Device: m.Device, DeviceBytes: m.Footprint.Device, DeviceFree: m.DeviceFree,
+			Mode: string(m.Mode), Paged: m.Placement.Paged, Policy: string(m.Placement.Cache.Policy), OptimizerOnHost: m.Placement.Cache.OptimizerOnHost,
+			Window: m.Footprint.Window, PageBytes: m.Placement.PageSize, Pages: m.Footprint.Pages, Device: m.Device, DeviceBytes: m.Footprint.Device, DeviceFree: m.DeviceFree,
 			FitsDevice: m.FitsDevice, HostBytes: m.HostNeed, HostAvailable: m.HostAvailable, FitsHost: m.FitsHost,
 			Status: m.Status.String(),
 		})
@@ -377,7 +388,7 @@ var planCSVColumns = []string{
 	"mode", "paged", "policy", "window", "optimizer_on_host", "device",
 	"device_need_bytes", "device_free_bytes", "fits_device", "host_need_bytes", "host_available_bytes", "fits_host",
 	"copies_upload_bytes", "copies_download_bytes", "copies_overlap_bytes", "copies_count",
-	"status", "reason", "predicted_profile", "predicted_s", "bound_s", "limiter",
+	"status", "reason", "predicted_profile", "predicted_s", "bound_s", "limiter", "page_bytes", "pages",
 }
 
 // writePlanCSV writes one CSV row per mode and cache policy under a
@@ -386,7 +397,7 @@ var planCSVColumns = []string{
 func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
 	var recs [][]string
 	for _, m := range p.Modes {
-		row := []string{string(m.Mode), strconv.FormatBool(m.Placement.Paged), string(m.Placement.Policy), "", strconv.FormatBool(m.Placement.OptimizerOnHost), m.Device}
+		row := []string{string(m.Mode), strconv.FormatBool(m.Placement.Paged), string(m.Placement.Cache.Policy), "", strconv.FormatBool(m.Placement.Cache.OptimizerOnHost), m.Device}
 		if m.Device == "" {
 			row = append(row, "", "", "", "", "", "", "", "", "", "")
 		} else {
@@ -398,7 +409,12 @@ func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
 				strconv.FormatInt(m.Copies.OverlapBytes, 10), strconv.FormatInt(m.Copies.Count, 10))
 		}
 		row = append(row, string(m.Status.Kind), m.Status.Reason)
-		recs = append(recs, append(row, predictionCSV(m.Prediction)...))
+		row = append(row, predictionCSV(m.Prediction)...)
+		page, pages := "", ""
+		if m.Placement.Managed {
+			page, pages = strconv.FormatInt(m.Placement.PageSize, 10), strconv.Itoa(m.Footprint.Pages)
+		}
+		recs = append(recs, append(row, page, pages))
 	}
 	return writeCSV(w, planCSVColumns, recs)
 }

@@ -157,7 +157,7 @@ func Cases() []Case {
 			}
 			return bufs(randn(r, 600), randn(r, 600), randn(r, 600), v)
 		}, Call: noValue(func(k device.Kernels, b []device.Buffer) {
-			k.AdamStep(hostmath.DefaultAdam, b[0], b[1], b[2], b[3], 0.5, 3)
+			k.AdamStep(hostmath.DefaultAdam(), b[0], b[1], b[2], b[3], 0.5, 3)
 		})},
 		Case{Name: "LayerNorm", Bufs: func(r *rand.Rand) [][]float32 {
 			return bufs(zeros(5*300), randn(r, 5*300), randn(r, 300), randn(r, 300))

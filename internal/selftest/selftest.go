@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/hostmath"
@@ -304,7 +305,7 @@ func trainOn(w workload, dev device.Device, pl engine.Placement) ([]float32, err
 		return nil, err
 	}
 	plan, err := engine.Compile(engine.Spec{Inputs: model.Inputs(), Blocks: model.Blocks, Output: model.Loss,
-		Train: true, Optimizer: hostmath.DefaultAdam, ClipNorm: 1})
+		Train: true, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 	if err != nil {
 		return nil, err
 	}
@@ -344,20 +345,41 @@ func trainOn(w workload, dev device.Device, pl engine.Placement) ([]float32, err
 }
 
 // Training runs two training steps of each workload on the host (cpu
-// mode), on dev with every block resident (cuda mode) and on dev paged with
-// a window of one block (cache mode): cuda must agree with the host within
-// TrainRelTol and TrainAbsTol, and cache must equal cuda bit for bit.
+// mode), on dev with every block resident (cuda mode), on dev paged with
+// a window of one block (cache mode) and, where dev can oversubscribe
+// managed memory, on dev in managed memory of 64 KiB pages (managed mode):
+// cuda must agree with the host within TrainRelTol and TrainAbsTol, and
+// cache and managed must equal cuda bit for bit.
 func Training(dev device.Device) []Check {
 	var checks []Check
+	managed := false
+	if m, ok := dev.(device.ManagedMemory); ok {
+		managed = m.ManagedSupport() == nil
+	}
 	for _, w := range workloads() {
 		ch := Check{Kind: "training", Name: w.name + " cuda vs cpu", Tolerance: TrainRelTol}
-		cache := Check{Kind: "training", Name: w.name + " cache vs cuda", Tolerance: 0}
+		others := []struct {
+			check Check
+			place engine.Placement
+		}{
+			{Check{Kind: "training", Name: w.name + " cache vs cuda"}, engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}}},
+		}
+		if managed {
+			others = append(others, struct {
+				check Check
+				place engine.Placement
+			}{Check{Kind: "training", Name: w.name + " managed vs cuda"}, engine.Placement{Managed: true, PageSize: 64 << 10}})
+		}
 		host := device.NewHost()
 		want, err := trainOn(w, host, engine.Placement{})
 		_ = host.Close()
 		if err != nil {
-			ch.Problem, cache.Problem = "host: "+err.Error(), "host: "+err.Error()
-			checks = append(checks, ch, cache)
+			ch.Problem = "host: " + err.Error()
+			checks = append(checks, ch)
+			for _, o := range others {
+				o.check.Problem = ch.Problem
+				checks = append(checks, o.check)
+			}
 			continue
 		}
 		got, err := trainOn(w, dev, engine.Placement{})
@@ -366,16 +388,19 @@ func Training(dev device.Device) []Check {
 		} else {
 			ch.MaxErr, ch.Problem = compare(got, want, TrainRelTol, TrainAbsTol)
 		}
-		paged, err := trainOn(w, dev, engine.Placement{Paged: true, Policy: engine.PolicyWindow, Window: 1})
-		switch {
-		case err != nil:
-			cache.Problem = err.Error()
-		case got == nil:
-			cache.Problem = "no cuda result to compare with"
-		default:
-			cache.Problem = identical(paged, got)
+		checks = append(checks, ch)
+		for _, o := range others {
+			res, err := trainOn(w, dev, o.place)
+			switch {
+			case err != nil:
+				o.check.Problem = err.Error()
+			case got == nil:
+				o.check.Problem = "no cuda result to compare with"
+			default:
+				o.check.Problem = identical(res, got)
+			}
+			checks = append(checks, o.check)
 		}
-		checks = append(checks, ch, cache)
 	}
 	return checks
 }

@@ -31,8 +31,8 @@ func TestShimDevicePasses(t *testing.T) {
 			t.Logf("%s %s: largest error %.2g (tolerance %.2g)", c.Kind, c.Name, c.MaxErr, c.Tolerance)
 		}
 	}
-	if len(r.Checks) < len(Cases())+6 {
-		t.Errorf("%d checks, want %d kernel and 6 training checks", len(r.Checks), len(Cases()))
+	if len(r.Checks) < len(Cases())+9 {
+		t.Errorf("%d checks, want %d kernel and 9 training checks", len(r.Checks), len(Cases()))
 	}
 }
 

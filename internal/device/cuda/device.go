@@ -260,10 +260,25 @@ func (d *Device) Alloc(n int) (device.Buffer, error) {
 	if d.ctx == nil {
 		return nil, fmt.Errorf("%s: device is closed", d.Name())
 	}
+	b, err := d.allocZeroed(n, cu.MemAlloc)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.live[b.ptr] = 4 * int64(n)
+	d.mu.Unlock()
+	d.meter.Hold(4 * int64(n))
+	return b, nil
+}
+
+// allocZeroed allocates n zeroed elements with alloc (cu.MemAlloc, or
+// managed memory), reporting running out of memory as an
+// *OutOfMemoryError. The caller records the buffer as live.
+func (d *Device) allocZeroed(n int, alloc func(bytes int64) (cu.DevicePtr, error)) (*buffer, error) {
 	bytes := 4 * int64(n)
 	var p cu.DevicePtr
 	err := d.do(func() (err error) {
-		if p, err = cu.MemAlloc(bytes); err != nil {
+		if p, err = alloc(bytes); err != nil {
 			return err
 		}
 		return cu.MemsetD32(p, 0, int64(n))
@@ -275,10 +290,6 @@ func (d *Device) Alloc(n int) (device.Buffer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: allocating %d bytes: %w", d.Name(), bytes, err)
 	}
-	d.mu.Lock()
-	d.live[p] = bytes
-	d.mu.Unlock()
-	d.meter.Hold(bytes)
 	return &buffer{ptr: p, n: n}, nil
 }
 

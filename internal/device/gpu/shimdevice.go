@@ -18,6 +18,9 @@ type ShimDevice struct {
 	mu       sync.Mutex // makes Alloc's check and count one step
 	closed   bool       // Close was called; guarded by mu
 	meter    device.Meter
+	// managed maps each managed buffer to its bytes resident on the
+	// device (AllocManaged, Migrate); guarded by mu.
+	managed map[*ShimBuffer]int64
 }
 
 var _ device.Device = (*ShimDevice)(nil)
@@ -60,6 +63,11 @@ func (d *ShimDevice) Alloc(n int) (device.Buffer, error) {
 func (d *ShimDevice) Free(b device.Buffer) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if resident, ok := d.managed[b.(*ShimBuffer)]; ok {
+		delete(d.managed, b.(*ShimBuffer))
+		d.meter.Hold(-resident)
+		return
+	}
 	if !d.closed {
 		d.meter.Hold(-4 * int64(b.Len()))
 	}

@@ -1,0 +1,290 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"gpuz/internal/cache"
+	"gpuz/internal/device"
+)
+
+// managedLayout is where a managed placement keeps every value in its one
+// region of managed memory, in bytes from the region's start: the inputs
+// and the gradient seed, the arena's slots, then each block's area
+// (parameters, Adam's moments, saved values), one after the other, each
+// starting at a multiple of managedAlign bytes as cudaMalloc's buffers do
+// (kernels may take another path for a less aligned buffer, and the
+// managed mode must compute exactly what the cuda mode computes). Buffers
+// share pages: a page holding the end of one buffer and the start of the
+// next migrates once for both, as it does under the driver, so small
+// buffers do not each round up to a page and the managed need is the cuda
+// mode's but for that alignment.
+// managedAlign is the alignment of every buffer in a managed region, in
+// bytes: cudaMalloc's.
+const managedAlign = 256
+
+type managedLayout struct {
+	value []int64 // of each input, seed and temporary value; -1 for the others
+	area  []int64 // of each block's area
+	total int64   // the region's bytes
+}
+
+// managedLayout lays out the region of a resident, single-sided
+// placement (the managed mode's).
+func (p *Schedule) managedLayout() managedLayout {
+	m := managedLayout{value: make([]int64, len(p.values)), area: make([]int64, len(p.spec.Blocks))}
+	next := func(elems int) int64 { // the place of the next buffer
+		off := (m.total + managedAlign - 1) / managedAlign * managedAlign
+		m.total = off + 4*int64(elems)
+		return off
+	}
+	for i, v := range p.values {
+		m.value[i] = -1
+		if v.kind == kindInput || v.kind == kindSeed {
+			m.value[i] = next(v.elems)
+		}
+	}
+	slots := make([]int64, len(p.slots))
+	for s, n := range p.slots {
+		slots[s] = next(n)
+	}
+	for i, v := range p.values {
+		if v.kind == kindTemporary {
+			m.value[i] = slots[v.slot]
+		}
+	}
+	for b, l := range p.layouts(Placement{}) {
+		m.area[b] = next(l.elems)
+	}
+	return m
+}
+
+// span returns the bytes [off, off+n) of value v in the region.
+func (m managedLayout) span(p *Schedule, ls []layout, v int) (off, n int64) {
+	val := p.values[v]
+	n = 4 * int64(val.elems)
+	if m.value[v] >= 0 {
+		return m.value[v], n
+	}
+	l := ls[val.block]
+	switch val.kind {
+	case kindParam:
+		for j, i := range l.params {
+			if p.params[i] == v {
+				return m.area[val.block] + 4*int64(l.offsets[j]), n
+			}
+		}
+	case kindSaved:
+		for j, s := range p.saved[val.block] {
+			if s == v {
+				return m.area[val.block] + 4*int64(l.saved[j]), n
+			}
+		}
+	}
+	panic(fmt.Sprintf("engine: value %d has no place in the managed region", v))
+}
+
+// pager over pages: managedPages walks a Run's page touches through the
+// page residency (cache.Pages): before each step the pages of its
+// arguments and output, before each update the pages of the block's
+// parameters, gradients and moments. A Program's migrate on the device,
+// the dry run's count them.
+type managedPages struct {
+	*cache.Pages
+	plan     *Schedule
+	layout   managedLayout
+	layouts  []layout
+	pageSize int64
+}
+
+// newManagedPages returns the page residency of a managed placement on a
+// device that holds capacity pages, with m migrating.
+func newManagedPages(p *Schedule, pl Placement, capacity int, m cache.PageMover) (*managedPages, error) {
+	pages, err := cache.NewPages(capacity, m)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	return &managedPages{Pages: pages, plan: p, layout: p.managedLayout(), layouts: p.layouts(pl), pageSize: pl.PageSize}, nil
+}
+
+// touch records a kernel's touch of bytes [off, off+n).
+func (mp *managedPages) touch(off, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	return mp.Touch(int(off/mp.pageSize), int((off+n-1)/mp.pageSize))
+}
+
+// touchValue records a kernel's touch of value v.
+func (mp *managedPages) touchValue(v int) error {
+	return mp.touch(mp.layout.span(mp.plan, mp.layouts, v))
+}
+
+// step records the touches of compute step si: its arguments, then its
+// output.
+func (mp *managedPages) step(si int) error {
+	s := mp.plan.steps[si]
+	for _, a := range s.args {
+		if err := mp.touchValue(a); err != nil {
+			return err
+		}
+	}
+	return mp.touchValue(s.out)
+}
+
+// update records the touches of block b's update: each parameter's
+// gradient, the parameter and its two moments.
+func (mp *managedPages) update(b int) error {
+	p, l := mp.plan, mp.layouts[b]
+	for j, i := range l.params {
+		if err := mp.touchValue(p.grads[i]); err != nil {
+			return err
+		}
+		if err := mp.touchValue(p.params[i]); err != nil {
+			return err
+		}
+		n := 4 * int64(p.values[p.params[i]].elems)
+		for _, off := range l.moments[j] {
+			if err := mp.touch(mp.layout.area[b]+4*int64(off), n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pageBytes returns the bytes of page page that the region holds: a whole
+// page but for the last, which migrates only what was allocated.
+func (mp *managedPages) pageBytes(page int) int64 {
+	off := int64(page) * mp.pageSize
+	return min(mp.pageSize, mp.layout.total-off)
+}
+
+// pageCapacity returns the pages a device with free bytes holds resident,
+// at most the region's pages.
+func (p *Schedule) pageCapacity(pl Placement, free int64) int {
+	total := p.managedLayout().total
+	pages := (total + pl.PageSize - 1) / pl.PageSize
+	return int(min(max(free/pl.PageSize, 0), pages))
+}
+
+// deviceMigrator migrates a Program's managed pages on its device.
+type deviceMigrator struct {
+	mp     *managedPages
+	dev    device.ManagedMemory
+	region device.Buffer
+}
+
+func (d *deviceMigrator) MigrateIn(page int) error {
+	return d.dev.Migrate(d.region, int64(page)*d.mp.pageSize, d.mp.pageBytes(page), true)
+}
+
+func (d *deviceMigrator) MigrateOut(page int) error {
+	return d.dev.Migrate(d.region, int64(page)*d.mp.pageSize, d.mp.pageBytes(page), false)
+}
+
+// loadManaged allocates a managed placement's one region and binds every
+// value to its place in it (managedLayout), with a page residency of the
+// pages the device's free memory holds.
+func (prog *Program) loadManaged() error {
+	p := prog.plan
+	dev, ok := prog.dev.(device.ManagedMemory)
+	if !ok {
+		return fmt.Errorf("engine: %s cannot allocate managed memory", prog.dev.Name())
+	}
+	free, _, err := prog.dev.MemInfo()
+	if err != nil {
+		return fmt.Errorf("engine: sizing the managed residency: %w", err)
+	}
+	layout := p.managedLayout()
+	region, err := dev.AllocManaged(int(layout.total / 4))
+	if err != nil {
+		return fmt.Errorf("engine: allocating managed memory: %w", err)
+	}
+	prog.owned = append(prog.owned, region)
+	view := func(off int64, elems int) device.Buffer { return prog.dev.View(region, int(off/4), elems) }
+	for i, v := range p.values {
+		if layout.value[i] >= 0 {
+			prog.buffers[i] = view(layout.value[i], v.elems)
+		}
+		if v.kind == kindSeed {
+			if err := prog.dev.Upload(prog.buffers[i], []float32{1}); err != nil {
+				return fmt.Errorf("engine: setting the gradient seed: %w", err)
+			}
+		}
+	}
+	prog.layouts = p.layouts(prog.place)
+	for b, l := range prog.layouts {
+		prog.bind(b, view(layout.area[b], l.elems))
+	}
+	mig := &deviceMigrator{dev: dev, region: region}
+	if mig.mp, err = newManagedPages(p, prog.place, p.pageCapacity(prog.place, free), mig); err != nil {
+		return err
+	}
+	prog.managed = mig.mp
+	return nil
+}
+
+// managedFootprint is what a managed placement needs: on the device the
+// pages its free memory holds, at most the whole region (Window of its
+// Pages, of BlockBytes each), and in host memory the rest of the region,
+// where managed memory lives until it migrates.
+func (p *Schedule) managedFootprint(pl Placement, deviceFree int64) Footprint {
+	total := p.managedLayout().total
+	resident := min(total, int64(p.pageCapacity(pl, deviceFree))*pl.PageSize)
+	return Footprint{Window: p.pageCapacity(pl, deviceFree), Device: resident, Host: total - resident,
+		BlockBytes: pl.PageSize, Pages: p.Pages(pl)}
+}
+
+// Pages returns the pages of a managed placement's region: what the
+// device holds when nothing migrates.
+func (p *Schedule) Pages(pl Placement) int {
+	if !pl.Managed {
+		return 0
+	}
+	return int((p.managedLayout().total + pl.PageSize - 1) / pl.PageSize)
+}
+
+// pageCounter is the managed dry run's stepper and page mover: it walks
+// the page touches a Program makes and counts the migrations.
+type pageCounter struct {
+	*managedPages
+	n Copies
+}
+
+func (k *pageCounter) MigrateIn(page int) error {
+	k.n.UploadBytes += k.pageBytes(page)
+	k.n.Count++
+	return nil
+}
+
+func (k *pageCounter) MigrateOut(page int) error {
+	k.n.DownloadBytes += k.pageBytes(page)
+	k.n.Count++
+	return nil
+}
+
+func (k *pageCounter) execute(si int, _ bool) error { return k.step(si) }
+func (k *pageCounter) update(b int) error           { return k.managedPages.update(b) }
+func (k *pageCounter) hostUpdate(int) error {
+	return errors.New("engine: a host update under a managed placement")
+}
+
+// managedCopies counts the migrations of one epoch of batches Runs in
+// steady state (the second after Load) on a device holding capacity pages.
+func (p *Schedule) managedCopies(pl Placement, capacity, batches int) (Copies, error) {
+	k := &pageCounter{}
+	var err error
+	if k.managedPages, err = newManagedPages(p, pl, capacity, k); err != nil {
+		return Copies{}, err
+	}
+	for range 2 { // the second epoch is counted
+		k.n = Copies{}
+		for range batches {
+			if err := p.walk(nil, k); err != nil {
+				return Copies{}, err
+			}
+		}
+	}
+	return k.n, nil
+}
