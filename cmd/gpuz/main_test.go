@@ -139,6 +139,26 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// privateLedger points the simulated devices of the test's process at a
+// ledger of the test's own, so that no other test's holdings show, and
+// returns its path.
+func privateLedger(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "ledger")
+	t.Setenv(device.LedgerEnv, path)
+	return path
+}
+
+// readFile returns the contents of the file at path, failing the test if
+// it cannot be read.
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // splitArgs splits a command line at spaces; ” stands for an empty
 // argument, as sysinfo.CommandLine writes it.
 func splitArgs(line string) []string {
@@ -181,7 +201,7 @@ func wantUsageError(t *testing.T, args []string, want string) {
 // TestSmallRun runs the main job at small scale in-process: cuda and cache
 // run on the simulated device, say so, and train to the same losses as cpu.
 func TestSmallRun(t *testing.T) {
-	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	privateLedger(t)
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"linear", "train", "cuda,cache,cpu", "--scale", "small", "--win-size", "1"}, &stdout, &stderr)
 	if code != 0 {
@@ -266,7 +286,7 @@ func TestInterruptedRun(t *testing.T) {
 // TestManualExamples runs every example of the command's manual (its doc
 // comment and help texts) at small scale, so the manual cannot rot.
 func TestManualExamples(t *testing.T) {
-	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	privateLedger(t)
 	root := newRootCmd(&bytes.Buffer{}, &bytes.Buffer{})
 	var examples []string
 	for _, c := range append(root.Commands(), root) {
@@ -322,7 +342,7 @@ func TestVersion(t *testing.T) {
 
 // TestJSONFlags: a run takes --json FILE, and a plan takes --json alone.
 func TestJSONFlags(t *testing.T) {
-	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	privateLedger(t)
 	path := filepath.Join(t.TempDir(), "run.json")
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"linear", "eval", "cpu", "--scale", "small", "--json", path}, &stdout, &stderr); code != 0 {
