@@ -137,7 +137,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.BoolVar(&opts.Wide, "wide", false, "show every column of the table (mean, stddev, min, max, copies each way, copy rate), past 100 columns")
 	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
 	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE], sim:PROFILE (gpuz devices --profiles) or cuda[:N]")
-	fs.StringVar(&opts.HostProfile, "host-profile", "", "predict the cpu mode on this host profile: "+strings.Join(hostProfileNames(), ", ")+" (the reference laptop's CPU); docs/model.md")
+	fs.StringVar(&opts.HostProfile, "host-profile", "", "predict the cpu mode on this host profile: "+strings.Join(perfmodel.HostNames(), ", ")+" (the reference laptop's CPU); docs/model.md")
 	lists.add(fs, "policy", "strings", string(cache.Window), "cache policy: window (DictCache's: Adam's state resident on the device, blocks paged), window-paged (Adam's state paged with its block) or auto; a comma list sweeps")
 	lists.add(fs, "win-size", "ints", "3", "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory); 3 as DictCache's demos pass, the class's own default being 1; a comma list sweeps")
 	lists.add(fs, "optimizer-on", "strings", "device", "where cache mode runs the optimizer: device or host (auto policy); a comma list sweeps")
@@ -317,15 +317,6 @@ func (o *WorkloadOptions) place(cfg models.Config, opts *bench.Options) error {
 		return fmt.Errorf("--place: %w", err)
 	}
 	return nil
-}
-
-// hostProfileNames lists the built-in host profiles' names.
-func hostProfileNames() []string {
-	var names []string
-	for _, p := range perfmodel.HostProfiles() {
-		names = append(names, p.Name)
-	}
-	return names
 }
 
 // gpu checks the device and returns the factory of fresh devices for the
