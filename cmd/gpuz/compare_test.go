@@ -6,15 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"gpuz/internal/device"
 )
 
 // TestBenchOutThenCompare runs the small linear workload twice with
 // --bench-out and compares the two files: a table with the cpu and cache
 // rows, status 0.
 func TestBenchOutThenCompare(t *testing.T) {
-	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	privateLedger(t)
 	dir := t.TempDir()
 	var files []string
 	for _, name := range []string{"a.txt", "b.txt"} {
@@ -25,10 +23,7 @@ func TestBenchOutThenCompare(t *testing.T) {
 		if code := run(context.Background(), argv, &stdout, &stderr); code != exitOK {
 			t.Fatalf("%s: exit status %d: %s", strings.Join(argv, " "), code, stderr.String())
 		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := readFile(t, path)
 		if n := strings.Count(string(data), "\nBenchmarkGpuz/"); n != 8 {
 			t.Errorf("%s: %d benchmark lines, want 8 (4 timed epochs of 2 modes):\n%s", name, n, data)
 		}

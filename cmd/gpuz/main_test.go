@@ -42,108 +42,108 @@ func TestMain(m *testing.M) {
 func TestBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		args []string
+		args string // the command line, split at spaces, '' an empty argument
 		want string // in the error line
 	}{
-		{"unknown model", []string{"lineer", "train"}, `unknown command "lineer"`},
-		{"unknown task", []string{"linear", "fit"}, `unknown task "fit"`},
-		{"missing task", []string{"linear"}, "missing task"},
-		{"unknown mode", []string{"linear", "train", "cuda,tpu"}, `unknown mode "tpu"`},
-		{"empty mode list", []string{"linear", "train", ""}, "empty mode"},
-		{"empty mode in list", []string{"linear", "train", "cpu,,cuda"}, "empty mode"},
-		{"repeated mode", []string{"linear", "train", "cpu,cpu"}, "mode cpu given twice"},
-		{"alias repeats mode", []string{"linear", "train", "gpu,cuda"}, "mode cuda given twice"},
-		{"unknown flag", []string{"linear", "train", "cpu", "--speed", "9"}, "unknown flag: --speed"},
-		{"unknown scale", []string{"linear", "train", "cpu", "--scale", "huge"}, `unknown scale "huge"`},
-		{"zero batch", []string{"linear", "train", "cpu", "--batch", "0"}, "--batch must be positive, got 0"},
-		{"negative dims", []string{"linear", "train", "cpu", "--dims", "-5"}, "--dims must be positive, got -5"},
-		{"zero blocks", []string{"linear", "eval", "cpu", "--blocks", "0"}, "--blocks must be positive"},
-		{"zero epochs", []string{"linear", "train", "cpu", "--epochs", "0"}, "--epochs must be positive"},
-		{"zero threads", []string{"linear", "train", "cpu", "--threads", "0"}, "--threads must be positive"},
-		{"huge threads", []string{"linear", "train", "cpu", "--threads", "100000"}, "--threads must be at most"},
-		{"negative lr", []string{"linear", "train", "cpu", "--lr", "-1"}, "--lr must be positive"},
-		{"infinite lr", []string{"linear", "train", "cpu", "--lr", "Inf"}, "--lr must be a finite number, got +Inf"},
-		{"negative infinite lr", []string{"linear", "train", "cpu", "--lr", "-Inf"}, "--lr must be a finite number, got -Inf"},
-		{"spelled-out infinite lr", []string{"linear", "train", "cpu", "--lr=+infinity"}, "--lr must be a finite number, got +Inf"},
-		{"NaN lr", []string{"linear", "train", "cpu", "--lr", "NaN"}, "--lr must be a finite number, got NaN"},
-		{"NaN lr on eval", []string{"resnet", "eval", "cpu", "--lr", "nan"}, "--lr must be a finite number, got NaN"},
-		{"NaN lr in plan", []string{"plan", "attention", "train", "cpu", "--lr", "NaN"}, "--lr must be a finite number, got NaN"},
-		{"lr beyond float64", []string{"linear", "train", "cpu", "--lr", "1e400"}, `invalid argument "1e400"`},
+		{"unknown model", "lineer train", "unknown command \"lineer\""},
+		{"unknown task", "linear fit", "unknown task \"fit\""},
+		{"missing task", "linear", "missing task"},
+		{"unknown mode", "linear train cuda,tpu", "unknown mode \"tpu\""},
+		{"empty mode list", "linear train ''", "empty mode"},
+		{"empty mode in list", "linear train cpu,,cuda", "empty mode"},
+		{"repeated mode", "linear train cpu,cpu", "mode cpu given twice"},
+		{"alias repeats mode", "linear train gpu,cuda", "mode cuda given twice"},
+		{"unknown flag", "linear train cpu --speed 9", "unknown flag: --speed"},
+		{"unknown scale", "linear train cpu --scale huge", "unknown scale \"huge\""},
+		{"zero batch", "linear train cpu --batch 0", "--batch must be positive, got 0"},
+		{"negative dims", "linear train cpu --dims -5", "--dims must be positive, got -5"},
+		{"zero blocks", "linear eval cpu --blocks 0", "--blocks must be positive"},
+		{"zero epochs", "linear train cpu --epochs 0", "--epochs must be positive"},
+		{"zero threads", "linear train cpu --threads 0", "--threads must be positive"},
+		{"huge threads", "linear train cpu --threads 100000", "--threads must be at most"},
+		{"negative lr", "linear train cpu --lr -1", "--lr must be positive"},
+		{"infinite lr", "linear train cpu --lr Inf", "--lr must be a finite number, got +Inf"},
+		{"negative infinite lr", "linear train cpu --lr -Inf", "--lr must be a finite number, got -Inf"},
+		{"spelled-out infinite lr", "linear train cpu --lr=+infinity", "--lr must be a finite number, got +Inf"},
+		{"NaN lr", "linear train cpu --lr NaN", "--lr must be a finite number, got NaN"},
+		{"NaN lr on eval", "resnet eval cpu --lr nan", "--lr must be a finite number, got NaN"},
+		{"NaN lr in plan", "plan attention train cpu --lr NaN", "--lr must be a finite number, got NaN"},
+		{"lr beyond float64", "linear train cpu --lr 1e400", "invalid argument \"1e400\""},
 		// The models compute in float32: an --lr that float32 holds as
 		// +Inf or 0 ran (and diverged, or learnt nothing).
-		{"lr beyond float32", []string{"linear", "train", "cpu", "--lr", "1e39"}, "--lr 1e+39 is infinite in float32, which the models compute in (the largest float32 is 3.4028235e+38)"},
-		{"lr below float32", []string{"linear", "train", "cpu", "--lr", "1e-50"}, "--lr 1e-50 is 0 in float32, which the models compute in (the smallest float32 above 0 is 1e-45)"},
-		{"lr beyond float32 in plan", []string{"plan", "linear", "train", "--lr", "1e39"}, "--lr 1e+39 is infinite in float32"},
-		{"empty format", []string{"linear", "train", "cpu", "--format", ""}, `--format: unknown format "" (want text, markdown, csv, json)`},
-		{"empty format in plan", []string{"plan", "linear", "train", "--format="}, `--format: unknown format ""`},
-		{"warm-up covers every epoch", []string{"linear", "train", "cpu", "--epochs", "2", "--warmup", "2"}, "--warmup (2) must be less than"},
-		{"batch does not divide samples", []string{"linear", "train", "cpu", "--scale", "small", "--batch", "3"}, "must be a multiple of --batch"},
-		{"not a number", []string{"linear", "train", "cpu", "--batch", "many"}, `invalid argument "many"`},
-		{"too many arguments", []string{"linear", "train", "cpu", "cuda"}, "too many arguments"},
-		{"version takes no arguments", []string{"version", "now"}, "unknown command"},
-		{"attention heads do not divide d-model", []string{"attention", "train", "cpu", "--d-model", "30", "--heads", "4"}, "--d-model (30) must be divisible by --heads (4)"},
-		{"attention odd d-model", []string{"attention", "train", "cpu", "--d-model", "9", "--heads", "3"}, "--d-model (9) must be even"},
-		{"attention zero heads", []string{"attention", "eval", "cpu", "--heads", "0"}, "--heads must be positive, got 0"},
-		{"attention negative seq-len", []string{"attention", "train", "cpu", "--seq-len", "-3"}, "--seq-len must be positive, got -3"},
-		{"attention zero layers", []string{"attention", "train", "cpu", "--layers", "0"}, "--layers must be positive"},
-		{"attention zero vocab", []string{"attention", "train", "cpu", "--vocab", "0"}, "--vocab must be positive"},
-		{"attention vocab beyond float32 ids", []string{"attention", "train", "cpu", "--vocab", "16777217"}, "--vocab (16777217) must be at most 2²⁴"},
-		{"attention unknown scale", []string{"attention", "eval", "cpu", "--scale", "tiny"}, `unknown scale "tiny"`},
-		{"attention batch does not divide samples", []string{"attention", "train", "cpu", "--scale", "small", "--batch", "3"}, "must be a multiple of --batch"},
-		{"resnet even kernel", []string{"resnet", "train", "cpu", "--kernel", "4"}, "--kernel must be odd, got 4"},
-		{"resnet kernel beyond the image", []string{"resnet", "train", "cpu", "--scale", "small", "--kernel", "99"}, "--kernel (99) must be at most 2 × --image-size − 1 (63)"},
-		{"resnet zero kernel", []string{"resnet", "train", "cpu", "--kernel", "0"}, "--kernel must be positive, got 0"},
-		{"resnet negative kernel", []string{"resnet", "eval", "cpu", "--kernel", "-3"}, "--kernel must be positive, got -3"},
-		{"resnet zero levels", []string{"resnet", "train", "cpu", "--levels", "0"}, "--levels must be positive"},
-		{"resnet zero channels", []string{"resnet", "train", "cpu", "--channels", "0"}, "--channels must be positive"},
-		{"resnet negative mid-channels", []string{"resnet", "eval", "cpu", "--mid-channels", "-1"}, "--mid-channels must be positive, got -1"},
-		{"resnet zero image size", []string{"resnet", "train", "cpu", "--image-size", "0"}, "--image-size must be positive"},
-		{"resnet images too large", []string{"resnet", "train", "cpu", "--image-size", "1000000"}, "too large"},
-		{"resnet unknown scale", []string{"resnet", "eval", "cpu", "--scale", "tiny"}, `unknown scale "tiny"`},
-		{"resnet batch does not divide samples", []string{"resnet", "train", "cpu", "--scale", "small", "--batch", "4"}, "must be a multiple of --batch"},
-		{"resnet missing task", []string{"resnet"}, "missing task"},
-		{"take-mem without amount", []string{"take-mem"}, "missing amount"},
-		{"take-mem zero blocks", []string{"take-mem", "0"}, "number of blocks must be positive"},
-		{"take-mem fractional blocks", []string{"take-mem", "1.5"}, `invalid amount "1.5"`},
-		{"take-mem bad size", []string{"take-mem", "4G"}, `unknown unit "G"`},
-		{"take-mem not a size", []string{"take-mem", "lots"}, `invalid byte size "lots"`},
-		{"take-mem zero size", []string{"take-mem", "0GiB"}, "amount must be positive"},
-		{"take-mem too many blocks", []string{"take-mem", "99999999999999999999"}, "too many blocks"},
-		{"take-mem two amounts", []string{"take-mem", "1", "2"}, "too many arguments"},
-		{"take-mem zero duration", []string{"take-mem", "2", "--for", "0s"}, "--for must be positive"},
-		{"take-mem bad duration", []string{"take-mem", "2", "--for", "soon"}, `invalid argument "soon" for "--for"`},
-		{"take-mem unknown device", []string{"take-mem", "2", "--device", "gpu"}, `unknown device "gpu"`},
-		{"take-mem bad sim size", []string{"take-mem", "2", "--device", "sim:-2MiB"}, `device "sim:-2MiB"`},
-		{"take-mem unknown profile", []string{"take-mem", "2", "--device", "sim:big"}, `device "sim:big": unknown GPU profile "big" (want one of rtx4060-laptop,`},
-		{"take-mem no cuda", []string{"take-mem", "2", "--device", "cuda:0"}, "this build has no CUDA support"},
-		{"take-mem busy on too little", []string{"take-mem", "1MiB", "--busy"}, "--busy needs at least"},
-		{"selftest no cuda", []string{"selftest", "--device", "cuda"}, "this build has no CUDA support"},
-		{"selftest unknown device", []string{"selftest", "--device", "gpu"}, `unknown device "gpu"`},
-		{"selftest argument", []string{"selftest", "now"}, "unknown command"},
-		{"devices argument", []string{"devices", "all"}, "unknown command"},
+		{"lr beyond float32", "linear train cpu --lr 1e39", "--lr 1e+39 is infinite in float32, which the models compute in (the largest float32 is 3.4028235e+38)"},
+		{"lr below float32", "linear train cpu --lr 1e-50", "--lr 1e-50 is 0 in float32, which the models compute in (the smallest float32 above 0 is 1e-45)"},
+		{"lr beyond float32 in plan", "plan linear train --lr 1e39", "--lr 1e+39 is infinite in float32"},
+		{"empty format", "linear train cpu --format ''", "--format: unknown format \"\" (want text, markdown, csv, json)"},
+		{"empty format in plan", "plan linear train --format=", "--format: unknown format \"\""},
+		{"warm-up covers every epoch", "linear train cpu --epochs 2 --warmup 2", "--warmup (2) must be less than"},
+		{"batch does not divide samples", "linear train cpu --scale small --batch 3", "must be a multiple of --batch"},
+		{"not a number", "linear train cpu --batch many", "invalid argument \"many\""},
+		{"too many arguments", "linear train cpu cuda", "too many arguments"},
+		{"version takes no arguments", "version now", "unknown command"},
+		{"attention heads do not divide d-model", "attention train cpu --d-model 30 --heads 4", "--d-model (30) must be divisible by --heads (4)"},
+		{"attention odd d-model", "attention train cpu --d-model 9 --heads 3", "--d-model (9) must be even"},
+		{"attention zero heads", "attention eval cpu --heads 0", "--heads must be positive, got 0"},
+		{"attention negative seq-len", "attention train cpu --seq-len -3", "--seq-len must be positive, got -3"},
+		{"attention zero layers", "attention train cpu --layers 0", "--layers must be positive"},
+		{"attention zero vocab", "attention train cpu --vocab 0", "--vocab must be positive"},
+		{"attention vocab beyond float32 ids", "attention train cpu --vocab 16777217", "--vocab (16777217) must be at most 2²⁴"},
+		{"attention unknown scale", "attention eval cpu --scale tiny", "unknown scale \"tiny\""},
+		{"attention batch does not divide samples", "attention train cpu --scale small --batch 3", "must be a multiple of --batch"},
+		{"resnet even kernel", "resnet train cpu --kernel 4", "--kernel must be odd, got 4"},
+		{"resnet kernel beyond the image", "resnet train cpu --scale small --kernel 99", "--kernel (99) must be at most 2 × --image-size − 1 (63)"},
+		{"resnet zero kernel", "resnet train cpu --kernel 0", "--kernel must be positive, got 0"},
+		{"resnet negative kernel", "resnet eval cpu --kernel -3", "--kernel must be positive, got -3"},
+		{"resnet zero levels", "resnet train cpu --levels 0", "--levels must be positive"},
+		{"resnet zero channels", "resnet train cpu --channels 0", "--channels must be positive"},
+		{"resnet negative mid-channels", "resnet eval cpu --mid-channels -1", "--mid-channels must be positive, got -1"},
+		{"resnet zero image size", "resnet train cpu --image-size 0", "--image-size must be positive"},
+		{"resnet images too large", "resnet train cpu --image-size 1000000", "too large"},
+		{"resnet unknown scale", "resnet eval cpu --scale tiny", "unknown scale \"tiny\""},
+		{"resnet batch does not divide samples", "resnet train cpu --scale small --batch 4", "must be a multiple of --batch"},
+		{"resnet missing task", "resnet", "missing task"},
+		{"take-mem without amount", "take-mem", "missing amount"},
+		{"take-mem zero blocks", "take-mem 0", "number of blocks must be positive"},
+		{"take-mem fractional blocks", "take-mem 1.5", "invalid amount \"1.5\""},
+		{"take-mem bad size", "take-mem 4G", "unknown unit \"G\""},
+		{"take-mem not a size", "take-mem lots", "invalid byte size \"lots\""},
+		{"take-mem zero size", "take-mem 0GiB", "amount must be positive"},
+		{"take-mem too many blocks", "take-mem 99999999999999999999", "too many blocks"},
+		{"take-mem two amounts", "take-mem 1 2", "too many arguments"},
+		{"take-mem zero duration", "take-mem 2 --for 0s", "--for must be positive"},
+		{"take-mem bad duration", "take-mem 2 --for soon", "invalid argument \"soon\" for \"--for\""},
+		{"take-mem unknown device", "take-mem 2 --device gpu", "unknown device \"gpu\""},
+		{"take-mem bad sim size", "take-mem 2 --device sim:-2MiB", "device \"sim:-2MiB\""},
+		{"take-mem unknown profile", "take-mem 2 --device sim:big", "device \"sim:big\": unknown GPU profile \"big\" (want one of rtx4060-laptop,"},
+		{"take-mem no cuda", "take-mem 2 --device cuda:0", "this build has no CUDA support"},
+		{"take-mem busy on too little", "take-mem 1MiB --busy", "--busy needs at least"},
+		{"selftest no cuda", "selftest --device cuda", "this build has no CUDA support"},
+		{"selftest unknown device", "selftest --device gpu", "unknown device \"gpu\""},
+		{"selftest argument", "selftest now", "unknown command"},
+		{"devices argument", "devices all", "unknown command"},
 		// Sizes whose products overflow int64 or would build a graph for
 		// minutes: refused before anything is made. plan checks the same sizes.
-		{"linear dims max int", []string{"linear", "train", "cpu", "--dims", "9223372036854775807"}, "the model is too large: over 2⁴⁰ parameters"},
-		{"linear dims squared wraps to 0", []string{"linear", "train", "cpu", "--dims", "4611686018427387904"}, "the model is too large: over 2⁴⁰ parameters"},
-		{"linear batch × dims", []string{"linear", "train", "cpu", "--scale", "small", "--batch", "4611686018427387904", "--samples", "4611686018427387904"}, "the model is too large: a batch's activations"},
-		{"linear data set", []string{"linear", "train", "cpu", "--scale", "small", "--samples", "9223372036854775804"}, "the model is too large: the data set"},
-		{"linear layers", []string{"linear", "train", "cpu", "--blocks", "1000", "--dims", "1"}, "at most 4096 layers"},
-		{"linear blocks × layers wraps", []string{"linear", "train", "cpu", "--blocks", "4294967296", "--layers-per-block", "4294967296"}, "at most 4096 layers"},
-		{"attention seq-len", []string{"attention", "train", "cpu", "--seq-len", "4294967296"}, "the model is too large"},
-		{"attention seq-len squared wraps", []string{"attention", "train", "cpu", "--seq-len", "4611686018427387904"}, "the model is too large"},
-		{"attention layers", []string{"attention", "train", "cpu", "--layers", "100000"}, "100000 layers, at most 512"},
-		{"attention logits", []string{"attention", "train", "cpu", "--scale", "small", "--vocab", "16777216", "--seq-len", "65536", "--batch", "4"}, "the logits"},
-		{"resnet channels", []string{"resnet", "train", "cpu", "--channels", "4611686018427387904"}, "too large"},
-		{"resnet kernel", []string{"resnet", "train", "cpu", "--kernel", "4294967297"}, "--kernel (4294967297) must be at most 2 × --image-size − 1"},
-		{"resnet kernel within huge images", []string{"resnet", "train", "cpu", "--mid-channels", "10000", "--kernel", "1023"}, "the model is too large: over 2³⁶ weights"},
-		{"resnet image size squared wraps", []string{"resnet", "train", "cpu", "--image-size", "4294967296"}, "the images are too large"},
-		{"resnet levels", []string{"resnet", "train", "cpu", "--levels", "10000"}, "10000 levels, at most 256"},
-		{"plan resnet image size", []string{"plan", "resnet", "train", "--image-size", "4294967296"}, "the images are too large"},
-		{"plan linear dims", []string{"plan", "linear", "train", "--dims", "4294967296"}, "the model is too large: over 2⁴⁰ parameters"},
-		{"plan attention seq-len", []string{"plan", "attention", "train", "--seq-len", "4611686018427387904"}, "the model is too large"},
-		{"plan resnet levels", []string{"plan", "resnet", "train", "--levels", "10000"}, "at most 256"},
+		{"linear dims max int", "linear train cpu --dims 9223372036854775807", "the model is too large: over 2⁴⁰ parameters"},
+		{"linear dims squared wraps to 0", "linear train cpu --dims 4611686018427387904", "the model is too large: over 2⁴⁰ parameters"},
+		{"linear batch × dims", "linear train cpu --scale small --batch 4611686018427387904 --samples 4611686018427387904", "the model is too large: a batch's activations"},
+		{"linear data set", "linear train cpu --scale small --samples 9223372036854775804", "the model is too large: the data set"},
+		{"linear layers", "linear train cpu --blocks 1000 --dims 1", "at most 4096 layers"},
+		{"linear blocks × layers wraps", "linear train cpu --blocks 4294967296 --layers-per-block 4294967296", "at most 4096 layers"},
+		{"attention seq-len", "attention train cpu --seq-len 4294967296", "the model is too large"},
+		{"attention seq-len squared wraps", "attention train cpu --seq-len 4611686018427387904", "the model is too large"},
+		{"attention layers", "attention train cpu --layers 100000", "100000 layers, at most 512"},
+		{"attention logits", "attention train cpu --scale small --vocab 16777216 --seq-len 65536 --batch 4", "the logits"},
+		{"resnet channels", "resnet train cpu --channels 4611686018427387904", "too large"},
+		{"resnet kernel", "resnet train cpu --kernel 4294967297", "--kernel (4294967297) must be at most 2 × --image-size − 1"},
+		{"resnet kernel within huge images", "resnet train cpu --mid-channels 10000 --kernel 1023", "the model is too large: over 2³⁶ weights"},
+		{"resnet image size squared wraps", "resnet train cpu --image-size 4294967296", "the images are too large"},
+		{"resnet levels", "resnet train cpu --levels 10000", "10000 levels, at most 256"},
+		{"plan resnet image size", "plan resnet train --image-size 4294967296", "the images are too large"},
+		{"plan linear dims", "plan linear train --dims 4294967296", "the model is too large: over 2⁴⁰ parameters"},
+		{"plan attention seq-len", "plan attention train --seq-len 4611686018427387904", "the model is too large"},
+		{"plan resnet levels", "plan resnet train --levels 10000", "at most 256"},
 	} {
-		t.Run(tc.name, func(t *testing.T) { wantUsageError(t, tc.args, tc.want) })
+		t.Run(tc.name, func(t *testing.T) { wantUsageError(t, splitArgs(tc.args), tc.want) })
 	}
 }
 
@@ -151,6 +151,38 @@ func TestBadInput(t *testing.T) {
 // input before killing it: refusing bad input takes well under a second,
 // so a process still running then hangs (it once read /dev/zero forever).
 const usageErrorLimit = 30 * time.Second
+
+// privateLedger points the simulated devices of the test's process at a
+// ledger of the test's own, so that no other test's holdings show, and
+// returns its path.
+func privateLedger(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "ledger")
+	t.Setenv(device.LedgerEnv, path)
+	return path
+}
+
+// readFile returns the contents of the file at path, failing the test if
+// it cannot be read.
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// splitArgs splits a command line at spaces; ” stands for an empty
+// argument, as sysinfo.CommandLine writes it.
+func splitArgs(line string) []string {
+	args := strings.Fields(line)
+	for i, a := range args {
+		if a == "''" {
+			args[i] = ""
+		}
+	}
+	return args
+}
 
 // wantUsageError runs the built binary with args and checks it refuses
 // them as bad input within usageErrorLimit: exit status 2, one line on
@@ -187,7 +219,7 @@ func wantUsageError(t *testing.T, args []string, want string) {
 // TestSmallRun runs the main job at small scale in-process: cuda and cache
 // run on the simulated device, say so, and train to the same losses as cpu.
 func TestSmallRun(t *testing.T) {
-	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	privateLedger(t)
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"linear", "train", "cuda,cache,cpu", "--scale", "small", "--win-size", "1"}, &stdout, &stderr)
 	if code != 0 {
@@ -272,7 +304,7 @@ func TestInterruptedRun(t *testing.T) {
 // TestManualExamples runs every example of the command's manual (its doc
 // comment and help texts) at small scale, so the manual cannot rot.
 func TestManualExamples(t *testing.T) {
-	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	privateLedger(t)
 	root := newRootCmd(&bytes.Buffer{}, &bytes.Buffer{})
 	var examples []string
 	for _, c := range append(root.Commands(), root) {
@@ -328,7 +360,7 @@ func TestVersion(t *testing.T) {
 
 // TestJSONFlags: a run takes --json FILE, and a plan takes --json alone.
 func TestJSONFlags(t *testing.T) {
-	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	privateLedger(t)
 	path := filepath.Join(t.TempDir(), "run.json")
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"linear", "eval", "cpu", "--scale", "small", "--json", path}, &stdout, &stderr); code != 0 {

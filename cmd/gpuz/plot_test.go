@@ -7,13 +7,11 @@ import (
 	"image"
 	_ "image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"gpuz/internal/bench"
-	"gpuz/internal/device"
 )
 
 // plotFixtures is where internal/plot keeps its hand-made result files.
@@ -24,10 +22,7 @@ const plotFixtures = "../../internal/plot/testdata"
 // a non-empty image.
 func checkImage(t *testing.T, path string) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := readFile(t, path)
 	if strings.HasSuffix(path, ".svg") {
 		var root struct{ XMLName xml.Name }
 		if err := xml.Unmarshal(data, &root); err != nil || root.XMLName.Local != "svg" {
@@ -62,16 +57,9 @@ func TestPlotCommand(t *testing.T) {
 // --plot are usage errors, one line each.
 func TestPlotBadInput(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, data string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	bench := write("bench.txt", "BenchmarkGpuz/mode=cpu 1 2 sec/op\n")
-	kind := write("kind.json", `{"version": 2, "kind": "plan"}`)
-	untimed := write("untimed.json", `{"version": 2, "modes": [{"mode": "cuda", "device": "sim:1KiB", "status": "OOM"}]}`)
+	// testdata holds results files plot refuses: benchmark lines, a plan's
+	// JSON and a run's with no timed epoch.
+	bench, kind, untimed := "testdata/bench.txt", "testdata/kind.json", "testdata/untimed.json"
 	good := filepath.Join(plotFixtures, "run.json")
 	out := filepath.Join(dir, "out.svg")
 	for _, tc := range []struct {
@@ -120,7 +108,7 @@ func TestRunPlot(t *testing.T) {
 // TestRunPlotNothingTimed: a run in which no mode completed draws nothing,
 // says so in a warning and keeps its status (3, the modes' OOM).
 func TestRunPlotNothingTimed(t *testing.T) {
-	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	privateLedger(t)
 	ios, out, _ := testIO()
 	opts := smallLinear(ios, "sim:1KiB")
 	opts.Modes = []bench.Mode{bench.ModeCUDA}
@@ -143,9 +131,8 @@ func TestRunPlotNothingTimed(t *testing.T) {
 func TestSweepPlot(t *testing.T) {
 	dir := t.TempDir()
 	img := filepath.Join(dir, "sweep.svg")
-	cmd := exec.Command(gpuzBinary, "linear", "train", "cuda,cache,cpu", "--scale", "small", "--device", "sim:2MiB",
+	cmd := gpuzOnLedger(t, filepath.Join(dir, "ledger"), "linear", "train", "cuda,cache,cpu", "--scale", "small", "--device", "sim:2MiB",
 		"--take", "0,1MiB", "--win-size", "1", "--plot", img)
-	cmd.Env = append(os.Environ(), device.LedgerEnv+"="+filepath.Join(dir, "ledger"))
 	out, err := cmd.CombinedOutput()
 	if code := exitCode(err); code != exitIncomplete {
 		t.Fatalf("exit status %d, want %d (cuda out of memory under the take):\n%s", code, exitIncomplete, out)

@@ -27,13 +27,20 @@ func startBinary(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, *bytes
 	return startOnLedger(t, filepath.Join(t.TempDir(), "ledger"), args...)
 }
 
+// gpuzOnLedger is the built gpuz with args and the sim ledger at path, a
+// process that is killed when the test's context ends.
+func gpuzOnLedger(t *testing.T, path string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(t.Context(), gpuzBinary, args...)
+	cmd.Env = append(os.Environ(), device.LedgerEnv+"="+path)
+	return cmd
+}
+
 // startOnLedger starts the built gpuz with args and the sim ledger at path,
 // and returns it with its stdout as lines and its stderr; the process is
-// killed when the test ends.
+// killed when the test's context ends, and waited for.
 func startOnLedger(t *testing.T, path string, args ...string) (*exec.Cmd, *bufio.Reader, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(gpuzBinary, args...)
-	cmd.Env = append(os.Environ(), device.LedgerEnv+"="+path)
+	cmd := gpuzOnLedger(t, path, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -43,10 +50,7 @@ func startOnLedger(t *testing.T, path string, args ...string) (*exec.Cmd, *bufio
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	t.Cleanup(func() { cmd.Wait() })
 	return cmd, bufio.NewReader(out), &stderr
 }
 
@@ -224,8 +228,7 @@ func TestTakeMemMakesCUDARunOutOfMemory(t *testing.T) {
 		t.Fatalf("take-mem's first line %q, %v, want it to say what it holds", line, err)
 	}
 
-	run := exec.Command(gpuzBinary, "linear", "train", "cuda,cache,cpu", "--scale", "small", "--device", "sim:2MiB", "--policy", "window-paged", "--win-size", "1")
-	run.Env = append(os.Environ(), device.LedgerEnv+"="+path)
+	run := gpuzOnLedger(t, path, "linear", "train", "cuda,cache,cpu", "--scale", "small", "--device", "sim:2MiB", "--policy", "window-paged", "--win-size", "1")
 	var stdout, stderr bytes.Buffer
 	run.Stdout, run.Stderr = &stdout, &stderr
 	if err := run.Run(); exitCode(err) != exitIncomplete {

@@ -5,13 +5,11 @@ import (
 	"context"
 	"errors"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"gpuz/internal/bench"
 	"gpuz/internal/cache"
-	"gpuz/internal/device"
 	"gpuz/internal/models"
 	"gpuz/internal/report/reporttest"
 )
@@ -73,7 +71,7 @@ func TestWorkloadRunWritesTable(t *testing.T) {
 // TestOOMSaysWhyInItsSection runs the cuda mode on a simulated device far
 // too small: its section says why at once, before the table.
 func TestOOMSaysWhyInItsSection(t *testing.T) {
-	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	privateLedger(t)
 	ios, out, _ := testIO()
 	opts := smallLinear(ios, "sim:1KiB")
 	opts.Modes = []bench.Mode{bench.ModeCUDA}
@@ -89,7 +87,7 @@ func TestOOMSaysWhyInItsSection(t *testing.T) {
 // TestPlanRunWritesPlan prints the plan of the small linear workload on a
 // simulated device, and then refuses bad sizes with the flag's message.
 func TestPlanRunWritesPlan(t *testing.T) {
-	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	privateLedger(t)
 	ios, out, _ := testIO()
 	opts := smallLinear(ios, "sim:1GiB")
 	opts.PlanOnly, opts.Modes = true, []bench.Mode{bench.ModeCUDA, bench.ModeCache}
@@ -171,7 +169,7 @@ func TestWorkloadRunRejectsNonFiniteLR(t *testing.T) {
 // host do; and runs agree: window is out of memory, the other two
 // complete.
 func TestWindowOOMWherePagedFits(t *testing.T) {
-	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	privateLedger(t)
 	ios, out, _ := testIO()
 	opts := smallLinear(ios, "sim:1MiB")
 	opts.PlanOnly, opts.Modes, opts.Cache.Window = true, []bench.Mode{bench.ModeCache}, 1

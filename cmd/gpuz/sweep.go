@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -284,22 +283,10 @@ func sweepRun(ctx context.Context, o *WorkloadOptions) error {
 			progress.start(e.Mode, epochs, batches)
 		}
 	}
-	var res bench.SweepResult
-	profErr, err := o.profiled("sweeping", progress, func() (err error) {
-		res, err = bench.Sweep(ctx, so)
-		return err
+	return o.measure(ctx, out, "sweeping", progress, func() (outputs, error) {
+		res, err := bench.Sweep(ctx, so)
+		return outputsOf("sweep", res, report.WriteSweep, report.WriteSweepJSON, report.WriteSweepBenchfmt, sweepIncomplete), err
 	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(out)
-	return o.writeOutputs(ctx, out, outputs{
-		what:  "sweep",
-		table: func(w io.Writer, opts report.Options) error { return report.WriteSweep(w, res, opts) },
-		json:  func(w io.Writer) error { return report.WriteSweepJSON(w, res) },
-		bench: func(w io.Writer) error { return report.WriteSweepBenchfmt(w, res) },
-		notOK: func() error { return sweepIncomplete(res) },
-	}, profErr)
 }
 
 // sweepIncomplete returns an *incompleteError naming each configuration's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -44,7 +43,7 @@ func TestConfigurationsOrder(t *testing.T) {
 // TestSweepRejectsUpFront refuses, as usage errors and before anything
 // runs or is written, sweeps with a configuration that cannot run.
 func TestSweepRejectsUpFront(t *testing.T) {
-	t.Setenv(device.LedgerEnv, filepath.Join(t.TempDir(), "ledger"))
+	privateLedger(t)
 	for _, tt := range []struct {
 		name   string
 		dev    string
@@ -90,8 +89,7 @@ func TestSweepRejectsUpFront(t *testing.T) {
 // memory, the JSON follows the sweep's schema, and the ledger is empty
 // afterwards.
 func TestSweepOnSim(t *testing.T) {
-	ledgerPath := filepath.Join(t.TempDir(), "ledger")
-	t.Setenv(device.LedgerEnv, ledgerPath)
+	ledgerPath := privateLedger(t)
 	ios, out, errOut := testIO()
 	o := smallLinear(ios, "sim:2MiB")
 	o.Modes = []bench.Mode{bench.ModeCUDA, bench.ModeCache, bench.ModeCPU}
@@ -111,10 +109,6 @@ func TestSweepOnSim(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, table)
 		}
 	}
-	data, err := os.ReadFile(o.JSON)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc struct {
 		Kind       string   `json:"kind"`
 		Parameters []string `json:"parameters"`
@@ -129,7 +123,7 @@ func TestSweepOnSim(t *testing.T) {
 			} `json:"result"`
 		} `json:"rows"`
 	}
-	if err := json.Unmarshal(data, &doc); err != nil {
+	if err := json.Unmarshal(readFile(t, o.JSON), &doc); err != nil {
 		t.Fatal(err)
 	}
 	if doc.Kind != "sweep" || len(doc.Parameters) != 1 || doc.Parameters[0] != "take" || len(doc.Rows) != 2 {

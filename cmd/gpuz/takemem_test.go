@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,8 +12,7 @@ import (
 // TestTakeMemRun runs take-mem in-process, with memory already taken by
 // another holder of the ledger.
 func TestTakeMemRun(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ledger")
-	t.Setenv(device.LedgerEnv, path)
+	path := privateLedger(t)
 	other := device.OpenLedger(path)
 	if err := other.Set(512<<20, "another holder"); err != nil {
 		t.Fatal(err)

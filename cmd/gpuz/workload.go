@@ -146,7 +146,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.BoolVar(&opts.Wide, "wide", false, "show every column of the table (mean, stddev, min, max, copies each way, copy rate), past 100 columns")
 	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
 	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE], sim:PROFILE (gpuz devices --profiles) or cuda[:N]")
-	fs.StringVar(&opts.HostProfile, "host-profile", "", "predict the cpu mode on this host profile: "+strings.Join(hostProfileNames(), ", ")+" (the reference laptop's CPU); docs/model.md")
+	fs.StringVar(&opts.HostProfile, "host-profile", "", "predict the cpu mode on this host profile: "+strings.Join(perfmodel.HostNames(), ", ")+" (the reference laptop's CPU); docs/model.md")
 	lists.add(fs, "policy", "strings", string(cache.Window), "cache policy: window (DictCache's: Adam's state resident on the device, blocks paged), window-paged (Adam's state paged with its block) or auto; a comma list sweeps")
 	lists.add(fs, "win-size", "ints", "3", "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory); 3 as DictCache's demos pass, the class's own default being 1; a comma list sweeps")
 	lists.add(fs, "optimizer-on", "strings", "device", "where cache mode runs the optimizer: device or host (auto policy); a comma list sweeps")
@@ -194,28 +194,25 @@ func parseTask(s string) (bench.Task, error) {
 	return "", fmt.Errorf("unknown task %q (want train or eval)", s)
 }
 
+// modeWords are the words of a list of modes: each mode's name, and gpu
+// for cuda.
+var modeWords = map[string]bench.Mode{
+	"cuda": bench.ModeCUDA, "gpu": bench.ModeCUDA, "cache": bench.ModeCache, "cpu": bench.ModeCPU, "hybrid": bench.ModeHybrid,
+	"managed": bench.ModeManaged,
+}
+
 // parseModes reads a comma list of modes: cuda (or gpu), cache, cpu,
-// hybrid, each at most once.
+// hybrid, managed, each at most once.
 func parseModes(s string) ([]bench.Mode, error) {
 	var modes []bench.Mode
 	seen := map[bench.Mode]bool{}
 	for _, word := range strings.Split(s, ",") {
 		word = strings.TrimSpace(word)
-		var m bench.Mode
-		switch word {
-		case "":
+		m, ok := modeWords[word]
+		switch {
+		case word == "":
 			return nil, fmt.Errorf("empty mode in %q (want a comma list of cuda, cache, cpu)", s)
-		case "cuda", "gpu":
-			m = bench.ModeCUDA
-		case "cache":
-			m = bench.ModeCache
-		case "cpu":
-			m = bench.ModeCPU
-		case "hybrid":
-			m = bench.ModeHybrid
-		case "managed":
-			m = bench.ModeManaged
-		default:
+		case !ok:
 			return nil, fmt.Errorf("unknown mode %q (want cuda, cache, cpu, hybrid or managed)", word)
 		}
 		if seen[m] {
@@ -334,15 +331,6 @@ func (o *WorkloadOptions) place(cfg models.Config, opts *bench.Options) error {
 		return fmt.Errorf("--place: %w", err)
 	}
 	return nil
-}
-
-// hostProfileNames lists the built-in host profiles' names.
-func hostProfileNames() []string {
-	var names []string
-	for _, p := range perfmodel.HostProfiles() {
-		names = append(names, p.Name)
-	}
-	return names
 }
 
 // gpu checks the device and returns the factory of fresh devices for the
@@ -526,40 +514,29 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 			progress.around(func() { report.WriteEpoch(out, opts.Task, *e.Epoch, e.Warmup, e.Device) })
 		}
 	}
-	var res bench.Result
-	profErr, err := o.profiled("running", progress, func() (err error) {
-		res, err = o.runHolding(ctx, opts)
-		return err
+	return o.measure(ctx, out, "running", progress, func() (outputs, error) {
+		res, err := o.runHolding(ctx, opts)
+		return outputsOf("results", res, report.WriteResults, report.WriteJSON, report.WriteBenchfmt, incomplete), err
 	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(out)
-	return o.writeOutputs(ctx, out, outputs{
-		what:  "results",
-		table: func(w io.Writer, opts report.Options) error { return report.WriteResults(w, res, opts) },
-		json:  func(w io.Writer) error { return report.WriteJSON(w, res) },
-		bench: func(w io.Writer) error { return report.WriteBenchfmt(w, res) },
-		notOK: func() error { return incomplete(res) },
-	}, profErr)
 }
 
-// profiled runs do, a run or a sweep, under --cpuprofile (when set) and
-// clears the progress line after it. An error of do comes back as err,
-// "VERB WORKLOAD TASK: …", joined with the profile's; otherwise profErr is
-// the profile's error, for writeOutputs to report after the results.
-func (o *WorkloadOptions) profiled(verb string, progress *modeProgress, do func() error) (profErr, err error) {
+// measure runs do, a run or a sweep, under --cpuprofile (when set), clears
+// the progress line after it and writes the outputs that do returns
+// (writeOutputs), the profile's error reported after them. An error of do
+// comes back as "VERB WORKLOAD TASK: …", joined with the profile's.
+func (o *WorkloadOptions) measure(ctx context.Context, out io.Writer, verb string, progress *modeProgress, do func() (outputs, error)) error {
 	stopProfile, err := startCPUProfile(o.CPUProfile)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	err = do()
+	x, err := do()
 	progress.clear()
-	profErr = stopProfile()
+	profErr := stopProfile()
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("%s %s %s: %w", verb, o.Workload.Name, o.Task, err), profErr)
+		return errors.Join(fmt.Errorf("%s %s %s: %w", verb, o.Workload.Name, o.Task, err), profErr)
 	}
-	return profErr, nil
+	fmt.Fprintln(out)
+	return o.writeOutputs(ctx, out, x, profErr)
 }
 
 // outputs are the ways to write one kind of result (a run's or a
@@ -571,6 +548,20 @@ type outputs struct {
 	json  func(io.Writer) error
 	bench func(io.Writer) error
 	notOK func() error
+}
+
+// outputsOf is the outputs of a result res, of a run or a sweep, that the
+// given functions of package report write; notOK is the error that says
+// which of its modes did not complete.
+func outputsOf[R any](what string, res R, writeTable func(io.Writer, R, report.Options) error,
+	writeJSON, writeBench func(io.Writer, R) error, notOK func(R) error) outputs {
+	return outputs{
+		what:  what,
+		table: func(w io.Writer, opts report.Options) error { return writeTable(w, res, opts) },
+		json:  func(w io.Writer) error { return writeJSON(w, res) },
+		bench: func(w io.Writer) error { return writeBench(w, res) },
+		notOK: func() error { return notOK(res) },
+	}
 }
 
 // writeOutputs writes what a run or sweep produced: the text table on out

@@ -82,30 +82,19 @@ static inline __attribute__((always_inline)) void gpuz_fwd_rows(
 	}
 }
 
-static void gpuz_fwd_ob1(const float *t, int C, int k, int wp, ptrdiff_t pi, const float *w, ptrdiff_t wso,
-                         const float *b, float *out, ptrdiff_t op, int rows, int ow) {
-	gpuz_fwd_rows(1, t, C, k, wp, pi, w, wso, b, out, op, rows, ow);
-}
-static void gpuz_fwd_ob2(const float *t, int C, int k, int wp, ptrdiff_t pi, const float *w, ptrdiff_t wso,
-                         const float *b, float *out, ptrdiff_t op, int rows, int ow) {
-	gpuz_fwd_rows(2, t, C, k, wp, pi, w, wso, b, out, op, rows, ow);
-}
-static void gpuz_fwd_ob3(const float *t, int C, int k, int wp, ptrdiff_t pi, const float *w, ptrdiff_t wso,
-                         const float *b, float *out, ptrdiff_t op, int rows, int ow) {
-	gpuz_fwd_rows(3, t, C, k, wp, pi, w, wso, b, out, op, rows, ow);
-}
-static void gpuz_fwd_ob4(const float *t, int C, int k, int wp, ptrdiff_t pi, const float *w, ptrdiff_t wso,
-                         const float *b, float *out, ptrdiff_t op, int rows, int ow) {
-	gpuz_fwd_rows(4, t, C, k, wp, pi, w, wso, b, out, op, rows, ow);
-}
-static void gpuz_fwd_ob5(const float *t, int C, int k, int wp, ptrdiff_t pi, const float *w, ptrdiff_t wso,
-                         const float *b, float *out, ptrdiff_t op, int rows, int ow) {
-	gpuz_fwd_rows(5, t, C, k, wp, pi, w, wso, b, out, op, rows, ow);
-}
-static void gpuz_fwd_ob6(const float *t, int C, int k, int wp, ptrdiff_t pi, const float *w, ptrdiff_t wso,
-                         const float *b, float *out, ptrdiff_t op, int rows, int ow) {
-	gpuz_fwd_rows(6, t, C, k, wp, pi, w, wso, b, out, op, rows, ow);
-}
+// gpuz_fwd_obN is gpuz_fwd_rows for N output channels, N from 1 to 6.
+#define GPUZ_FWD(OB)                                                                                          \
+	static void gpuz_fwd_ob##OB(const float *t, int C, int k, int wp, ptrdiff_t pi, const float *w, ptrdiff_t wso, \
+	                            const float *b, float *out, ptrdiff_t op, int rows, int ow) {                   \
+		gpuz_fwd_rows(OB, t, C, k, wp, pi, w, wso, b, out, op, rows, ow);                                       \
+	}
+GPUZ_FWD(1)
+GPUZ_FWD(2)
+GPUZ_FWD(3)
+GPUZ_FWD(4)
+GPUZ_FWD(5)
+GPUZ_FWD(6)
+#undef GPUZ_FWD
 
 // gpuz_conv_fwd_tile computes all O output channels of a tile; bias may be
 // NULL.

@@ -66,3 +66,29 @@ func BenchmarkSumSquares(b *testing.B) {
 	}
 	b.ReportMetric(4*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 }
+
+// BenchmarkLayerNorm times the LayerNorm kernels over one full-scale
+// attention batch (2 × 512 tokens of 512) and reports a memory rate
+// counting 8 bytes per element of x: the element read and one written.
+func BenchmarkLayerNorm(b *testing.B) {
+	const rows, cols, eps = 2 * 512, 512, 1e-5
+	rng := rand.New(rand.NewPCG(1, 1))
+	x, g := toFloat32(randomSlice(rng, rows*cols)), toFloat32(randomSlice(rng, rows*cols))
+	gamma, beta := toFloat32(randomSlice(rng, cols)), toFloat32(randomSlice(rng, cols))
+	y, dgamma := make([]float32, rows*cols), make([]float32, cols)
+	for _, bc := range []struct {
+		name string
+		run  func()
+	}{
+		{"forward", func() { LayerNorm(y, x, gamma, beta, eps) }},
+		{"input-grad", func() { LayerNormInputGrad(y, x, gamma, g, eps) }},
+		{"weight-grad", func() { LayerNormWeightGrad(dgamma, x, g, eps) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				bc.run()
+			}
+			b.ReportMetric(8*rows*cols*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}

@@ -6,8 +6,8 @@ package hostmath
 
 var layerNormAVX512 = false
 
-func layerNormFast(_, _, _, _ any, _ float64) bool { return false }
+func layerNormFast[T Float](_, _, _, _ []T, _ float64) bool { return false }
 
-func layerNormInputGradFast(_, _, _, _ any, _ float64) bool { return false }
+func layerNormInputGradFast[T Float](_, _, _, _ []T, _ float64) bool { return false }
 
-func layerNormWeightGradFast(_ []float64, _, _ any, _ float64) bool { return false }
+func layerNormWeightGradFast[T Float](_ []float64, _, _ []T, _ float64) bool { return false }

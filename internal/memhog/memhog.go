@@ -166,13 +166,11 @@ type holding struct {
 // take holds bytes in h; with busy it also sets up the busy pass.
 func (h *holding) take(bytes int64, busy bool) error {
 	if busy {
-		var err error
-		if h.x, err = h.alloc(BusyBatch * LayerDims); err != nil {
+		xy, err := h.alloc(BusyBatch*LayerDims, BusyBatch*LayerDims)
+		if err != nil {
 			return err
 		}
-		if h.y, err = h.alloc(BusyBatch * LayerDims); err != nil {
-			return err
-		}
+		h.x, h.y = xy[0], xy[1]
 		input := make([]float32, BusyBatch*LayerDims)
 		for i := range input {
 			input[i] = 1
@@ -236,26 +234,28 @@ func (h *holding) touch() error {
 
 // allocLayer allocates one Linear layer's weights and bias.
 func (h *holding) allocLayer() error {
-	w, err := h.alloc(LayerDims * LayerDims)
+	wb, err := h.alloc(LayerDims*LayerDims, LayerDims)
 	if err != nil {
 		return err
 	}
-	b, err := h.alloc(LayerDims)
-	if err != nil {
-		return err
-	}
-	h.layers = append(h.layers, [2]device.Buffer{w, b})
+	h.layers = append(h.layers, [2]device.Buffer{wb[0], wb[1]})
 	return nil
 }
 
-func (h *holding) alloc(n int) (device.Buffer, error) {
-	b, err := h.dev.Alloc(n)
-	if err != nil {
-		return nil, err
+// alloc allocates a buffer of each size, in float32 elements, which the
+// holding counts as held and frees on release.
+func (h *holding) alloc(sizes ...int) ([]device.Buffer, error) {
+	bufs := make([]device.Buffer, len(sizes))
+	for i, n := range sizes {
+		b, err := h.dev.Alloc(n)
+		if err != nil {
+			return nil, err
+		}
+		h.buffers = append(h.buffers, b)
+		h.held += 4 * int64(n)
+		bufs[i] = b
 	}
-	h.buffers = append(h.buffers, b)
-	h.held += 4 * int64(n)
-	return b, nil
+	return bufs, nil
 }
 
 // forward runs one busy pass: h.passes times through every layer,

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 
 	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 
 	"gpuz/internal/engine"
 	"gpuz/internal/ops"
@@ -21,32 +20,32 @@ import (
 // causal heads, and a final Linear(DModel → Vocab), as the PyTorch peer
 // builds it.
 type AttentionConfig struct {
-	Vocab  int
-	DModel int
-	Heads  int
-	Layers int
-	SeqLen int
+	Vocab, DModel, Heads, Layers, SeqLen int
 	// Feed sizes the data set and the run, as in every workload.
 	Feed
 }
 
-// sizes declares the workload's sizes, in the order they are checked,
-// each with the field it sets.
-func (c *AttentionConfig) sizes() []Size {
-	return append([]Size{
-		{Name: "vocab", Usage: "token ids, rows of the embedding and outputs of the head (default: the preset's)", Full: 1024, Small: 64, Demo: 1024, field: &c.Vocab},
-		{Name: "d-model", Usage: "width of the model, even and a multiple of --heads (default: the preset's)", Full: 512, Small: 32, Demo: 256, field: &c.DModel},
-		{Name: "heads", Usage: "attention heads per layer (default: the preset's)", Full: 8, Small: 4, Demo: 4, field: &c.Heads},
-		{Name: "layers", Usage: "decoder layers, one block each (default: the preset's)", Full: 12, Small: 2, Demo: 8, field: &c.Layers},
-		{Name: "seq-len", Usage: "tokens per sequence (default: the preset's)", Full: 512, Small: 32, Demo: 128, field: &c.SeqLen},
-	}, c.Feed.sizes(Feed{Samples: 60, Batch: 30, Epochs: 5}, Feed{Samples: 8, Batch: 4, Epochs: 5}, Feed{Samples: 32, Batch: 8, Epochs: 4})...)
+// DataLen is the number of values Data makes, computed without making
+// them.
+func (c AttentionConfig) DataLen() int { return c.Samples * c.SeqLen }
+
+// Data returns the workload's data: Samples sequences of SeqLen token ids
+// drawn uniformly from [0, Vocab), stored as float32; the target is the
+// ids themselves.
+func (c AttentionConfig) Data(seed uint64) Data {
+	rng := rand.New(rand.NewPCG(seed, math.MaxUint64))
+	d := Data{Samples: c.Samples, RowLen: c.SeqLen, Values: make([]float32, c.Samples*c.SeqLen)}
+	for i := range d.Values {
+		d.Values[i] = float32(rng.IntN(c.Vocab))
+	}
+	return d
 }
 
 // Validate reports the first size that cannot make a model.
-func (c AttentionConfig) Validate() error {
-	if err := positive(c.sizes()); err != nil {
-		return err
-	}
+func (c AttentionConfig) Validate() error { return validate(&c, c.check) }
+
+// check is Validate's checks particular to the workload.
+func (c AttentionConfig) check() error {
 	switch {
 	case c.DModel%c.Heads != 0:
 		return fmt.Errorf("--d-model (%d) must be divisible by --heads (%d)", c.DModel, c.Heads)
@@ -81,34 +80,15 @@ func (c AttentionConfig) Validate() error {
 	)
 }
 
-// DataLen is the number of values Data makes, computed without making
-// them.
-func (c AttentionConfig) DataLen() int { return c.Samples * c.SeqLen }
-
-// Data returns the workload's data: Samples sequences of SeqLen token ids
-// drawn uniformly from [0, Vocab), stored as float32; the target is the
-// ids themselves.
-func (c AttentionConfig) Data(seed uint64) Data {
-	rng := rand.New(rand.NewPCG(seed, math.MaxUint64))
-	d := Data{Samples: c.Samples, RowLen: c.SeqLen, Values: make([]float32, c.Samples*c.SeqLen)}
-	for i := range d.Values {
-		d.Values[i] = float32(rng.IntN(c.Vocab))
-	}
-	return d
-}
-
 // Build returns the workload's graph for one batch. Its blocks are, in the
 // peer's order, the head Linear, the Embedding and the decoder layers
 // layer1 … layerN.
 func (c AttentionConfig) Build() (*Model, error) {
-	if err := c.Validate(); err != nil {
+	m, err := newModel(c, "ids", c.Batch, c.SeqLen)
+	if err != nil {
 		return nil, err
 	}
-	g := gorgonia.NewGraph()
-	m := &Model{Graph: g, init: map[*gorgonia.Node]func(*rand.Rand, []float32){}}
-	m.Input = gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.Batch, c.SeqLen), gorgonia.WithName("ids"))
-	m.Target = gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.Batch, c.SeqLen), gorgonia.WithName("target"))
-	positions := gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.SeqLen, c.DModel), gorgonia.WithName("positions"))
+	positions := m.tensor("positions", c.SeqLen, c.DModel)
 	m.Constants = []Constant{{Node: positions, Values: SinusoidalPositions(c.SeqLen, c.DModel)}}
 
 	head := engine.Block{Name: "head"}
@@ -129,16 +109,11 @@ func (c AttentionConfig) Build() (*Model, error) {
 		}
 		m.Blocks = append(m.Blocks, block)
 	}
-	if m.Output, err = ops.Apply(ops.Linear{}, x, headW, headB); err != nil {
+	logits, err := ops.Apply(ops.Linear{}, x, headW, headB)
+	if err != nil {
 		return nil, fmt.Errorf("head: %w", err)
 	}
-	if m.Loss, err = ops.Apply(ops.SoftmaxCrossEntropy{}, m.Output, m.Target); err != nil {
-		return nil, fmt.Errorf("loss: %w", err)
-	}
-	if m.OutputMean, err = ops.Apply(ops.Mean{Dims: 2}, m.Output); err != nil {
-		return nil, fmt.Errorf("output mean: %w", err)
-	}
-	return m, nil
+	return m.withOutput(logits, ops.SoftmaxCrossEntropy{})
 }
 
 // decoderLayer adds one decoder layer on x [tokens, d] to the graph, its
@@ -203,15 +178,6 @@ func residualNorm(ln ops.LayerNorm, x, f, gamma, beta *gorgonia.Node) (*gorgonia
 		return nil, err
 	}
 	return ops.Apply(ln, sum, gamma, beta)
-}
-
-// param adds a float32 parameter of the given shape, with its initialiser,
-// to the graph and to block.
-func (m *Model) param(block *engine.Block, name string, init func(*rand.Rand, []float32), shape ...int) *gorgonia.Node {
-	n := gorgonia.NewTensor(m.Graph, tensor.Float32, len(shape), gorgonia.WithShape(shape...), gorgonia.WithName(name))
-	m.init[n] = init
-	block.Params = append(block.Params, n)
-	return n
 }
 
 // normal returns an initialiser drawing from N(0, std²), as PyTorch's

@@ -3,10 +3,6 @@ package models
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
-
-	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 
 	"gpuz/internal/engine"
 	"gpuz/internal/ops"
@@ -16,28 +12,24 @@ import (
 // LayersPerBlock × [Linear(Dims→Dims), LeakyReLU(0.01)], trained to
 // reproduce its input under MSE.
 type LinearConfig struct {
-	Blocks         int
-	LayersPerBlock int
-	Dims           int
+	Blocks, LayersPerBlock, Dims int
 	// Feed sizes the data set and the run, as in every workload.
 	Feed
 }
 
-// sizes declares the workload's sizes, in the order they are checked,
-// each with the field it sets.
-func (c *LinearConfig) sizes() []Size {
-	return append([]Size{
-		{Name: "blocks", Usage: "blocks in the model (default: the preset's)", Full: 12, Small: 3, Demo: 12, field: &c.Blocks},
-		{Name: "layers-per-block", Usage: "Linear+LeakyReLU layers per block (default: the preset's)", Full: 10, Small: 2, Demo: 4, field: &c.LayersPerBlock},
-		{Name: "dims", Usage: "width of every layer (default: the preset's)", Full: 2000, Small: 128, Demo: 512, field: &c.Dims},
-	}, c.Feed.sizes(Feed{Samples: 60, Batch: 30, Epochs: 5}, Feed{Samples: 8, Batch: 4, Epochs: 5}, Feed{Samples: 64, Batch: 16, Epochs: 4})...)
-}
+// DataLen is the number of values Data makes, computed without making
+// them.
+func (c LinearConfig) DataLen() int { return c.Samples * c.Dims }
+
+// Data returns the workload's data: Samples rows of Dims values from
+// U(0, 1); the target is the input itself.
+func (c LinearConfig) Data(seed uint64) Data { return uniformData(seed, c.Samples, c.Dims) }
 
 // Validate reports the first size that cannot make a model.
-func (c LinearConfig) Validate() error {
-	if err := positive(c.sizes()); err != nil {
-		return err
-	}
+func (c LinearConfig) Validate() error { return validate(&c, c.check) }
+
+// check is Validate's checks particular to the workload.
+func (c LinearConfig) check() error {
 	if err := divides(c.Samples, c.Batch); err != nil {
 		return err
 	}
@@ -59,34 +51,20 @@ func (c LinearConfig) Validate() error {
 	)
 }
 
-// DataLen is the number of values Data makes, computed without making
-// them.
-func (c LinearConfig) DataLen() int { return c.Samples * c.Dims }
-
-// Data returns the workload's data: Samples rows of Dims values from
-// U(0, 1); the target is the input itself.
-func (c LinearConfig) Data(seed uint64) Data { return uniformData(seed, c.Samples, c.Dims) }
-
 // Build returns the workload's graph for one batch.
 func (c LinearConfig) Build() (*Model, error) {
-	if err := c.Validate(); err != nil {
+	m, err := newModel(c, "input", c.Batch, c.Dims)
+	if err != nil {
 		return nil, err
 	}
-	g := gorgonia.NewGraph()
-	m := &Model{Graph: g, init: map[*gorgonia.Node]func(*rand.Rand, []float32){}}
-	m.Input = gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.Batch, c.Dims), gorgonia.WithName("input"))
-	m.Target = gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.Batch, c.Dims), gorgonia.WithName("target"))
 	bound := fanInBound(c.Dims)
 	h := m.Input
 	for b := range c.Blocks {
 		block := engine.Block{Name: fmt.Sprintf("block%d", b)}
 		for l := range c.LayersPerBlock {
 			name := fmt.Sprintf("block%d.layer%d", b, l)
-			w := gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(c.Dims, c.Dims), gorgonia.WithName(name+".weight"))
-			bias := gorgonia.NewVector(g, tensor.Float32, gorgonia.WithShape(c.Dims), gorgonia.WithName(name+".bias"))
-			m.init[w], m.init[bias] = uniform(bound), uniform(bound)
-			block.Params = append(block.Params, w, bias)
-			var err error
+			w := m.param(&block, name+".weight", uniform(bound), c.Dims, c.Dims)
+			bias := m.param(&block, name+".bias", uniform(bound), c.Dims)
 			if h, err = ops.Apply(ops.Linear{}, h, w, bias); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
@@ -96,13 +74,5 @@ func (c LinearConfig) Build() (*Model, error) {
 		}
 		m.Blocks = append(m.Blocks, block)
 	}
-	m.Output = h
-	var err error
-	if m.Loss, err = ops.Apply(ops.MSE{Dims: 2}, h, m.Target); err != nil {
-		return nil, fmt.Errorf("loss: %w", err)
-	}
-	if m.OutputMean, err = ops.Apply(ops.Mean{Dims: 2}, h); err != nil {
-		return nil, fmt.Errorf("output mean: %w", err)
-	}
-	return m, nil
+	return m.withOutput(h, ops.MSE{Dims: 2})
 }

@@ -9,8 +9,10 @@ import (
 	"math/rand/v2"
 
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 
 	"gpuz/internal/engine"
+	"gpuz/internal/ops"
 )
 
 // Scales name the size presets of every workload.
@@ -45,6 +47,56 @@ type Model struct {
 type Constant struct {
 	Node   *gorgonia.Node
 	Values []float32
+}
+
+// newModel validates the config c and starts its graph: one batch's input, named
+// input, and its target, both float32 tensors of the given shape.
+func newModel(c interface{ Validate() error }, input string, shape ...int) (*Model, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	m := &Model{Graph: gorgonia.NewGraph(), init: map[*gorgonia.Node]func(*rand.Rand, []float32){}}
+	m.Input = m.tensor(input, shape...)
+	m.Target = m.tensor("target", shape...)
+	return m, nil
+}
+
+// tensor adds a float32 tensor of the given shape to the graph.
+func (m *Model) tensor(name string, shape ...int) *gorgonia.Node {
+	return gorgonia.NewTensor(m.Graph, tensor.Float32, len(shape), gorgonia.WithShape(shape...), gorgonia.WithName(name))
+}
+
+// param adds a float32 parameter of the given shape, with its initialiser,
+// to the graph and to block.
+func (m *Model) param(block *engine.Block, name string, init func(*rand.Rand, []float32), shape ...int) *gorgonia.Node {
+	n := m.tensor(name, shape...)
+	m.init[n] = init
+	block.Params = append(block.Params, n)
+	return n
+}
+
+// withOutput completes the model whose prediction is out: its loss, the
+// loss op applied to out and the target, and the mean of out that
+// evaluation accumulates.
+func (m *Model) withOutput(out *gorgonia.Node, loss ops.Spec) (*Model, error) {
+	m.Output = out
+	var err error
+	if m.Loss, err = ops.Apply(loss, out, m.Target); err != nil {
+		return nil, fmt.Errorf("loss: %w", err)
+	}
+	if m.OutputMean, err = ops.Apply(ops.Mean{Dims: out.Dims()}, out); err != nil {
+		return nil, fmt.Errorf("output mean: %w", err)
+	}
+	return m, nil
+}
+
+// Objective returns the node a program computes: the loss when it
+// trains, else the output mean.
+func (m *Model) Objective(train bool) *gorgonia.Node {
+	if train {
+		return m.Loss
+	}
+	return m.OutputMean
 }
 
 // Inputs returns the nodes a program is fed from outside: the batch, its

@@ -234,11 +234,7 @@ func TestResnetNesting(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		output := m.OutputMean
-		if train {
-			output = m.Loss
-		}
-		prog := loadOnHost(t, engine.Spec{Inputs: []*gorgonia.Node{m.Input, m.Target}, Blocks: m.Blocks, Output: output,
+		prog := loadOnHost(t, engine.Spec{Inputs: []*gorgonia.Node{m.Input, m.Target}, Blocks: m.Blocks, Output: m.Objective(train),
 			Train: train, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 		// Weights three times PyTorch's defaults, so that every block
 		// changes the output by more than rounding and the nesting shows.
@@ -385,12 +381,10 @@ func relErr(got []float32, want []float64) float64 {
 func TestConvModelMatchesTapeMachine(t *testing.T) {
 	c := ResnetConfig{Levels: 1, Channels: 3, MidChannels: 4, ImageSize: 7, Kernel: 3, Feed: Feed{Samples: 2, Batch: 2, Epochs: 2}}
 	const height, width = 7, 9 // non-square images
-	g := gorgonia.NewGraph()
-	m := &Model{Graph: g, init: map[*gorgonia.Node]func(*rand.Rand, []float32){}}
+	m := &Model{Graph: gorgonia.NewGraph(), init: map[*gorgonia.Node]func(*rand.Rand, []float32){}}
 	shape := []int{c.Batch, c.Channels, height, width}
-	x := gorgonia.NewTensor(g, tensor.Float32, 4, gorgonia.WithShape(shape...), gorgonia.WithName("x"))
-	target := gorgonia.NewTensor(g, tensor.Float32, 4, gorgonia.WithShape(shape...), gorgonia.WithName("target"))
-	cm := c.newConvModel(g, m, "block")
+	x, target := m.tensor("x", shape...), m.tensor("target", shape...)
+	cm := c.newConvModel(m, "block")
 	out, err := c.apply(cm, x)
 	if err != nil {
 		t.Fatal(err)

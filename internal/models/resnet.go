@@ -3,10 +3,8 @@ package models
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 
 	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 
 	"gpuz/internal/engine"
 	"gpuz/internal/ops"
@@ -19,32 +17,27 @@ import (
 // LeakyReLU(0.01)] with Kernel × Kernel kernels padded by Kernel/2; level 1
 // is x + b₁(a₁(x)) and level i is x + bᵢ(level i−1(aᵢ(x))).
 type ResnetConfig struct {
-	Levels      int
-	Channels    int
-	MidChannels int
-	ImageSize   int
-	Kernel      int
+	Levels, Channels, MidChannels, ImageSize, Kernel int
 	// Feed sizes the data set and the run, as in every workload.
 	Feed
 }
 
-// sizes declares the workload's sizes, in the order they are checked,
-// each with the field it sets.
-func (c *ResnetConfig) sizes() []Size {
-	return append([]Size{
-		{Name: "levels", Usage: "nested residual levels, two blocks each (default: the preset's)", Full: 12, Small: 3, Demo: 8, field: &c.Levels},
-		{Name: "channels", Usage: "channels of the images and of every residual (default: the preset's)", Full: 10, Small: 4, Demo: 8, field: &c.Channels},
-		{Name: "mid-channels", Usage: "channels inside a block, between its convolutions (default: the preset's)", Full: 30, Small: 8, Demo: 16, field: &c.MidChannels},
-		{Name: "image-size", Usage: "height and width of the images (default: the preset's)", Full: 512, Small: 32, Demo: 128, field: &c.ImageSize},
-		{Name: "kernel", Usage: "side of the square kernels, odd; padded by kernel/2 (default: the preset's)", Full: 5, Small: 3, Demo: 3, field: &c.Kernel},
-	}, c.Feed.sizes(Feed{Samples: 6, Batch: 2, Epochs: 10}, Feed{Samples: 6, Batch: 2, Epochs: 10}, Feed{Samples: 4, Batch: 2, Epochs: 4})...)
+// DataLen is the number of values Data makes, computed without making
+// them.
+func (c ResnetConfig) DataLen() int { return c.Samples * c.Channels * c.ImageSize * c.ImageSize }
+
+// Data returns the workload's data: Samples images of Channels ×
+// ImageSize × ImageSize values from U(0, 1); the target is the input
+// itself.
+func (c ResnetConfig) Data(seed uint64) Data {
+	return uniformData(seed, c.Samples, c.Channels*c.ImageSize*c.ImageSize)
 }
 
 // Validate reports the first size that cannot make a model.
-func (c ResnetConfig) Validate() error {
-	if err := positive(c.sizes()); err != nil {
-		return err
-	}
+func (c ResnetConfig) Validate() error { return validate(&c, c.check) }
+
+// check is Validate's checks particular to the workload.
+func (c ResnetConfig) check() error {
 	if c.Kernel%2 == 0 {
 		return fmt.Errorf("--kernel must be odd, got %d: padding kernel/2 keeps the image size only for odd kernels", c.Kernel)
 	}
@@ -77,17 +70,6 @@ func (c ResnetConfig) Validate() error {
 		[]int{c.Levels, 12, c.Batch, max(c.Channels, c.MidChannels), c.ImageSize, c.ImageSize}})
 }
 
-// DataLen is the number of values Data makes, computed without making
-// them.
-func (c ResnetConfig) DataLen() int { return c.Samples * c.Channels * c.ImageSize * c.ImageSize }
-
-// Data returns the workload's data: Samples images of Channels ×
-// ImageSize × ImageSize values from U(0, 1); the target is the input
-// itself.
-func (c ResnetConfig) Data(seed uint64) Data {
-	return uniformData(seed, c.Samples, c.Channels*c.ImageSize*c.ImageSize)
-}
-
 // convModel is one ConvModel block: its parameters and how to apply it.
 type convModel struct {
 	block engine.Block
@@ -99,19 +81,15 @@ type convModel struct {
 // Build returns the workload's graph for one batch. The blocks are listed
 // as the PyTorch peer lists them: a₁, b₁, a₂, b₂, …, aₗ, bₗ.
 func (c ResnetConfig) Build() (*Model, error) {
-	if err := c.Validate(); err != nil {
+	m, err := newModel(c, "input", c.Batch, c.Channels, c.ImageSize, c.ImageSize)
+	if err != nil {
 		return nil, err
 	}
-	g := gorgonia.NewGraph()
-	m := &Model{Graph: g, init: map[*gorgonia.Node]func(*rand.Rand, []float32){}}
-	shape := []int{c.Batch, c.Channels, c.ImageSize, c.ImageSize}
-	m.Input = gorgonia.NewTensor(g, tensor.Float32, 4, gorgonia.WithShape(shape...), gorgonia.WithName("input"))
-	m.Target = gorgonia.NewTensor(g, tensor.Float32, 4, gorgonia.WithShape(shape...), gorgonia.WithName("target"))
 
 	models := make([][2]*convModel, c.Levels) // per level: a, b
 	for l := range c.Levels {
 		for i, side := range []string{"a", "b"} {
-			cm := c.newConvModel(g, m, fmt.Sprintf("level%d.%s", l+1, side))
+			cm := c.newConvModel(m, fmt.Sprintf("level%d.%s", l+1, side))
 			models[l][i] = cm
 			m.Blocks = append(m.Blocks, cm.block)
 		}
@@ -142,31 +120,22 @@ func (c ResnetConfig) Build() (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.Output = out
-	if m.Loss, err = ops.Apply(ops.MSE{Dims: 4}, out, m.Target); err != nil {
-		return nil, fmt.Errorf("loss: %w", err)
-	}
-	if m.OutputMean, err = ops.Apply(ops.Mean{Dims: 4}, out); err != nil {
-		return nil, fmt.Errorf("output mean: %w", err)
-	}
-	return m, nil
+	return m.withOutput(out, ops.MSE{Dims: 4})
 }
 
 // newConvModel makes one block's parameters with PyTorch's default Conv2d
 // initialisation: weights and biases from U(±1/√fan_in), fan_in being
 // in_channels · Kernel².
-func (c ResnetConfig) newConvModel(g *gorgonia.ExprGraph, m *Model, name string) *convModel {
+func (c ResnetConfig) newConvModel(m *Model, name string) *convModel {
 	cm := &convModel{block: engine.Block{Name: name}}
 	k := c.Kernel
 	for half := range 2 {
 		for j, io := range [2][2]int{{c.Channels, c.MidChannels}, {c.MidChannels, c.Channels}} {
 			in, out := io[0], io[1]
 			layer := fmt.Sprintf("%s.conv%d", name, 2*half+j)
-			w := gorgonia.NewTensor(g, tensor.Float32, 4, gorgonia.WithShape(out, in, k, k), gorgonia.WithName(layer+".weight"))
-			b := gorgonia.NewVector(g, tensor.Float32, gorgonia.WithShape(out), gorgonia.WithName(layer+".bias"))
 			bound := fanInBound(in * k * k)
-			m.init[w], m.init[b] = uniform(bound), uniform(bound)
-			cm.block.Params = append(cm.block.Params, w, b)
+			w := m.param(&cm.block, layer+".weight", uniform(bound), out, in, k, k)
+			b := m.param(&cm.block, layer+".bias", uniform(bound), out)
 			cm.layers[half][j].w, cm.layers[half][j].b = w, b
 		}
 	}

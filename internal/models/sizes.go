@@ -52,14 +52,107 @@ type Feed struct {
 	Samples, Batch, Epochs int
 }
 
-// sizes declares the sizes every workload has, with the workload's full
-// and small presets for each.
-func (f *Feed) sizes(full, small, demo Feed) []Size {
-	return []Size{
-		{Name: "batch", Usage: "samples per batch (default: the preset's)", Full: full.Batch, Small: small.Batch, Demo: demo.Batch, field: &f.Batch},
-		{Name: "samples", Usage: "samples in the data set, a multiple of --batch (default: the preset's)", Full: full.Samples, Small: small.Samples, Demo: demo.Samples, field: &f.Samples},
-		{Name: "epochs", Usage: "epochs per mode, warm-up included (default: the workload's)", Full: full.Epochs, Small: small.Epochs, Demo: demo.Epochs, KeepsScale: true, field: &f.Epochs},
+// sizeUsage says what each size sizes: its flag's usage, less the
+// default.
+var sizeUsage = map[string]string{
+	"blocks":           "blocks in the model",
+	"layers-per-block": "Linear+LeakyReLU layers per block",
+	"dims":             "width of every layer",
+	"levels":           "nested residual levels, two blocks each",
+	"channels":         "channels of the images and of every residual",
+	"mid-channels":     "channels inside a block, between its convolutions",
+	"image-size":       "height and width of the images",
+	"kernel":           "side of the square kernels, odd; padded by kernel/2",
+	"vocab":            "token ids, rows of the embedding and outputs of the head",
+	"d-model":          "width of the model, even and a multiple of --heads",
+	"heads":            "attention heads per layer",
+	"layers":           "decoder layers, one block each",
+	"seq-len":          "tokens per sequence",
+	"batch":            "samples per batch",
+	"samples":          "samples in the data set, a multiple of --batch",
+	"epochs":           "epochs per mode, warm-up included",
+}
+
+// sizeTable declares every workload's sizes, once: the workload, the name
+// of the size (its flag is --name; its usage is sizeUsage's) and its value
+// at each scale, each workload's sizes in the order they are checked, its
+// Feed's last. A config's sizes method binds them to the fields they set.
+var sizeTable = []struct {
+	workload, name    string
+	full, small, demo int
+}{
+	{"linear", "blocks", 12, 3, 12},
+	{"linear", "layers-per-block", 10, 2, 4},
+	{"linear", "dims", 2000, 128, 512},
+	{"linear", "batch", 30, 4, 16},
+	{"linear", "samples", 60, 8, 64},
+	{"linear", "epochs", 5, 5, 4},
+	{"resnet", "levels", 12, 3, 8},
+	{"resnet", "channels", 10, 4, 8},
+	{"resnet", "mid-channels", 30, 8, 16},
+	{"resnet", "image-size", 512, 32, 128},
+	{"resnet", "kernel", 5, 3, 3},
+	{"resnet", "batch", 2, 2, 2},
+	{"resnet", "samples", 6, 6, 4},
+	{"resnet", "epochs", 10, 10, 4},
+	{"attention", "vocab", 1024, 64, 1024},
+	{"attention", "d-model", 512, 32, 256},
+	{"attention", "heads", 8, 4, 4},
+	{"attention", "layers", 12, 2, 8},
+	{"attention", "seq-len", 512, 32, 128},
+	{"attention", "batch", 30, 4, 8},
+	{"attention", "samples", 60, 8, 32},
+	{"attention", "epochs", 5, 5, 4},
+}
+
+// sizes binds the linear workload's sizes to the fields they set.
+func (c *LinearConfig) sizes() []Size {
+	return sizesOf("linear", &c.Feed, &c.Blocks, &c.LayersPerBlock, &c.Dims)
+}
+
+// sizes binds the resnet workload's sizes to the fields they set.
+func (c *ResnetConfig) sizes() []Size {
+	return sizesOf("resnet", &c.Feed, &c.Levels, &c.Channels, &c.MidChannels, &c.ImageSize, &c.Kernel)
+}
+
+// sizes binds the attention workload's sizes to the fields they set.
+func (c *AttentionConfig) sizes() []Size {
+	return sizesOf("attention", &c.Feed, &c.Vocab, &c.DModel, &c.Heads, &c.Layers, &c.SeqLen)
+}
+
+// sizesOf returns the workload's sizes in sizeTable, bound in order to
+// fields and then to feed's batch, samples and epochs. The epochs keep the
+// scale, their default being the workload's; the other sizes' default is
+// the preset's.
+func sizesOf(workload string, feed *Feed, fields ...*int) []Size {
+	fields = append(fields, &feed.Batch, &feed.Samples, &feed.Epochs)
+	var sizes []Size
+	for _, row := range sizeTable {
+		if row.workload == workload {
+			sizes = append(sizes, Size{Name: row.name, Full: row.full, Small: row.small, Demo: row.demo})
+		}
 	}
+	if len(sizes) != len(fields) {
+		panic(fmt.Sprintf("models: the %s workload has %d sizes for %d fields", workload, len(sizes), len(fields)))
+	}
+	for i := range sizes {
+		s := &sizes[i]
+		s.field, s.KeepsScale = fields[i], fields[i] == &feed.Epochs
+		s.Usage = sizeUsage[s.Name] + " (default: the preset's)"
+		if s.KeepsScale {
+			s.Usage = sizeUsage[s.Name] + " (default: the workload's)"
+		}
+	}
+	return sizes
+}
+
+// validate reports the first size of c that is not positive, else what
+// check, the workload's own checks, reports.
+func validate(c sized, check func() error) error {
+	if err := positive(c.sizes()); err != nil {
+		return err
+	}
+	return check()
 }
 
 func (f Feed) feed() Feed { return f }

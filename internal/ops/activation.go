@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"fmt"
-
 	"gorgonia.org/tensor"
 
 	"gpuz/internal/device"
@@ -22,7 +20,9 @@ func (LeakyReLU) signature() []int { return []int{0, 0} }
 
 func (LeakyReLU) shape(in []tensor.Shape) (tensor.Shape, error) { return in[0], nil }
 
-func (op LeakyReLU) host() host { return hostOf(op, leakyReLUHost[float32], leakyReLUHost[float64]) }
+func (op LeakyReLU) kernel() kernel {
+	return kernel{hostOf(op, leakyReLUHost, leakyReLUHost), op.launch}
+}
 
 func leakyReLUHost[T hostmath.Float](op LeakyReLU, h hostArgs[T]) error {
 	hostmath.LeakyReLU(h.out, h.in[0], T(op.Slope))
@@ -44,15 +44,10 @@ type LeakyReLUGrad struct {
 
 func (LeakyReLUGrad) signature() []int { return []int{0, 0, 0} }
 
-func (LeakyReLUGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
-	if x, g := in[0], in[1]; !x.Eq(g) {
-		return nil, fmt.Errorf("x %v and gradient %v differ in shape", x, g)
-	}
-	return in[0], nil
-}
+func (LeakyReLUGrad) shape(in []tensor.Shape) (tensor.Shape, error) { return sameShape(in) }
 
-func (op LeakyReLUGrad) host() host {
-	return hostOf(op, leakyReLUGradHost[float32], leakyReLUGradHost[float64])
+func (op LeakyReLUGrad) kernel() kernel {
+	return kernel{hostOf(op, leakyReLUGradHost, leakyReLUGradHost), op.launch}
 }
 
 func leakyReLUGradHost[T hostmath.Float](op LeakyReLUGrad, h hostArgs[T]) error {

@@ -13,8 +13,10 @@ type Add struct{}
 
 func (Add) signature() []int                              { return []int{0, 0, 0} }
 func (Add) shape(in []tensor.Shape) (tensor.Shape, error) { return sameShape(in) }
-func (op Add) host() host                                 { return hostOf(op, addHost[float32], addHost[float64]) }
-func (Add) grads() []grad                                 { return []grad{passGrad, passGrad} }
+func (op Add) kernel() kernel {
+	return kernel{hostOf(op, addHost, addHost), op.launch}
+}
+func (Add) grads() []grad { return []grad{passGrad, passGrad} }
 
 func addHost[T hostmath.Float](_ Add, h hostArgs[T]) error {
 	hostmath.Add(h.out, h.in[0], h.in[1])

@@ -92,154 +92,108 @@ func outShape(a hostmath.Attention) tensor.Shape { return tensor.Shape{a.Batch *
 // [tokens, 3d] to [tokens/SeqLen, Heads, SeqLen, SeqLen].
 type AttentionProbs struct{ AttentionConfig }
 
-func (AttentionProbs) signature() []int { return []int{2, 4} }
-
-func (op AttentionProbs) sizes(in []tensor.Shape) (hostmath.Attention, error) {
-	return op.read(in, "qkv")
-}
-
-func (op AttentionProbs) shape(in []tensor.Shape) (tensor.Shape, error) {
-	return shapeBy(op.sizes, in, probsShape)
-}
-
-func (op AttentionProbs) host() host {
-	return hostOf(op, attentionProbsHost[float32], attentionProbsHost[float64])
-}
-
-func attentionProbsHost[T hostmath.Float](op AttentionProbs, h hostArgs[T]) error {
-	return sized(op.sizes, h.shapes, func(a hostmath.Attention) { hostmath.AttentionProbs(h.out, h.in[0], a) })
-}
-
-func (op AttentionProbs) launch(d launchArgs) error {
-	return sized(op.sizes, d.shapes, func(a hostmath.Attention) { d.k.AttentionProbs(d.out, d.args[0], a) })
-}
-
-// grads compute qkv's gradient from the probabilities themselves.
-func (op AttentionProbs) grads() []grad {
-	return []grad{gradOf(AttentionProbsGrad(op), 0, yArg, gArg)}
-}
-
 // AttentionProbsGrad is the gradient of AttentionProbs with respect to qkv,
 // given qkv, the probabilities p and their gradient dp: the softmax's
 // backward pass, then the query and key gradients; the value columns are 0.
 type AttentionProbsGrad struct{ AttentionConfig }
-
-func (AttentionProbsGrad) signature() []int { return []int{2, 4, 4, 2} }
-
-func (op AttentionProbsGrad) sizes(in []tensor.Shape) (hostmath.Attention, error) {
-	return op.read(in, "qkv", "probs", "probs")
-}
-
-func (op AttentionProbsGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
-	return shapeBy(op.sizes, in, qkvShape)
-}
-
-func (op AttentionProbsGrad) host() host {
-	return hostOf(op, attentionProbsGradHost[float32], attentionProbsGradHost[float64])
-}
-
-func attentionProbsGradHost[T hostmath.Float](op AttentionProbsGrad, h hostArgs[T]) error {
-	return sized(op.sizes, h.shapes, func(a hostmath.Attention) {
-		hostmath.AttentionProbsGrad(h.out, h.in[0], h.in[1], h.in[2], a)
-	})
-}
-
-func (op AttentionProbsGrad) launch(d launchArgs) error {
-	return sized(op.sizes, d.shapes, func(a hostmath.Attention) {
-		d.k.AttentionProbsGrad(d.out, d.args[0], d.args[1], d.args[2], a)
-	})
-}
 
 // AttentionMix is the attention output: for every sequence and head the
 // probabilities times the values, P·V (with P's entries above the diagonal
 // taken as 0 when Causal), the heads merged into [tokens, d].
 type AttentionMix struct{ AttentionConfig }
 
-func (AttentionMix) signature() []int { return []int{4, 2, 2} }
-
-func (op AttentionMix) sizes(in []tensor.Shape) (hostmath.Attention, error) {
-	return op.read(in, "probs", "qkv")
-}
-
-func (op AttentionMix) shape(in []tensor.Shape) (tensor.Shape, error) {
-	return shapeBy(op.sizes, in, outShape)
-}
-
-func (op AttentionMix) host() host {
-	return hostOf(op, attentionMixHost[float32], attentionMixHost[float64])
-}
-
-func attentionMixHost[T hostmath.Float](op AttentionMix, h hostArgs[T]) error {
-	return sized(op.sizes, h.shapes, func(a hostmath.Attention) { hostmath.AttentionMix(h.out, h.in[0], h.in[1], a) })
-}
-
-func (op AttentionMix) launch(d launchArgs) error {
-	return sized(op.sizes, d.shapes, func(a hostmath.Attention) { d.k.AttentionMix(d.out, d.args[0], d.args[1], a) })
-}
-
-// grads give p's gradient and qkv's, whose value columns only are non-zero;
-// gorgonia adds them to the query and key gradients that AttentionProbs
-// gives.
-func (op AttentionMix) grads() []grad {
-	return []grad{gradOf(AttentionMixProbsGrad(op), gArg, 1), gradOf(AttentionMixValueGrad(op), 0, gArg)}
-}
-
 // AttentionMixProbsGrad is the gradient of AttentionMix with respect to the
 // probabilities, given the output gradient g [tokens, d] and qkv: G·Vᵀ per
 // sequence and head, 0 above the diagonal when Causal.
 type AttentionMixProbsGrad struct{ AttentionConfig }
-
-func (AttentionMixProbsGrad) signature() []int { return []int{2, 2, 4} }
-
-func (op AttentionMixProbsGrad) sizes(in []tensor.Shape) (hostmath.Attention, error) {
-	return op.read(in, "out", "qkv")
-}
-
-func (op AttentionMixProbsGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
-	return shapeBy(op.sizes, in, probsShape)
-}
-
-func (op AttentionMixProbsGrad) host() host {
-	return hostOf(op, attentionMixProbsGradHost[float32], attentionMixProbsGradHost[float64])
-}
-
-func attentionMixProbsGradHost[T hostmath.Float](op AttentionMixProbsGrad, h hostArgs[T]) error {
-	return sized(op.sizes, h.shapes, func(a hostmath.Attention) {
-		hostmath.AttentionMixProbsGrad(h.out, h.in[0], h.in[1], a)
-	})
-}
-
-func (op AttentionMixProbsGrad) launch(d launchArgs) error {
-	return sized(op.sizes, d.shapes, func(a hostmath.Attention) {
-		d.k.AttentionMixProbsGrad(d.out, d.args[0], d.args[1], a)
-	})
-}
 
 // AttentionMixValueGrad is the gradient of AttentionMix with respect to
 // qkv, given the probabilities p and the output gradient g: Pᵀ·G per
 // sequence and head in the value columns, 0 in the query and key columns.
 type AttentionMixValueGrad struct{ AttentionConfig }
 
+// The attention ops differ only in the kinds of their inputs and output,
+// each a qkv, an out or a probs tensor (attentionShape), and in the kernels
+// they call, so their methods are written as a table: method by method,
+// the ops in the same order.
+
+func (AttentionProbs) signature() []int        { return []int{2, 4} }
+func (AttentionProbsGrad) signature() []int    { return []int{2, 4, 4, 2} }
+func (AttentionMix) signature() []int          { return []int{4, 2, 2} }
+func (AttentionMixProbsGrad) signature() []int { return []int{2, 2, 4} }
 func (AttentionMixValueGrad) signature() []int { return []int{4, 2, 2} }
+
+// sizes read the sizes off the inputs, by kind.
+func (op AttentionProbs) sizes(in []tensor.Shape) (hostmath.Attention, error) {
+	return op.read(in, "qkv")
+}
+
+func (op AttentionProbsGrad) sizes(in []tensor.Shape) (hostmath.Attention, error) {
+	return op.read(in, "qkv", "probs", "probs")
+}
+
+func (op AttentionMix) sizes(in []tensor.Shape) (hostmath.Attention, error) {
+	return op.read(in, "probs", "qkv")
+}
+
+func (op AttentionMixProbsGrad) sizes(in []tensor.Shape) (hostmath.Attention, error) {
+	return op.read(in, "out", "qkv")
+}
 
 func (op AttentionMixValueGrad) sizes(in []tensor.Shape) (hostmath.Attention, error) {
 	return op.read(in, "probs", "out")
+}
+
+func (op AttentionProbs) shape(in []tensor.Shape) (tensor.Shape, error) {
+	return shapeBy(op.sizes, in, probsShape)
+}
+
+func (op AttentionProbsGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
+	return shapeBy(op.sizes, in, qkvShape)
+}
+
+func (op AttentionMix) shape(in []tensor.Shape) (tensor.Shape, error) {
+	return shapeBy(op.sizes, in, outShape)
+}
+
+func (op AttentionMixProbsGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
+	return shapeBy(op.sizes, in, probsShape)
 }
 
 func (op AttentionMixValueGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
 	return shapeBy(op.sizes, in, qkvShape)
 }
 
-func (op AttentionMixValueGrad) host() host {
-	return hostOf(op, attentionMixValueGradHost[float32], attentionMixValueGradHost[float64])
+// kernel: the same kernel of package hostmath on the host (given for
+// float32 and for float64) and of device.Kernels on a device.
+func (op AttentionProbs) kernel() kernel {
+	return call1(op.sizes, hostmath.AttentionProbs, hostmath.AttentionProbs, device.Kernels.AttentionProbs)
 }
 
-func attentionMixValueGradHost[T hostmath.Float](op AttentionMixValueGrad, h hostArgs[T]) error {
-	return sized(op.sizes, h.shapes, func(a hostmath.Attention) { hostmath.AttentionMixValueGrad(h.out, h.in[0], h.in[1], a) })
+func (op AttentionProbsGrad) kernel() kernel {
+	return call3(op.sizes, hostmath.AttentionProbsGrad, hostmath.AttentionProbsGrad, device.Kernels.AttentionProbsGrad)
 }
 
-func (op AttentionMixValueGrad) launch(d launchArgs) error {
-	return sized(op.sizes, d.shapes, func(a hostmath.Attention) { d.k.AttentionMixValueGrad(d.out, d.args[0], d.args[1], a) })
+func (op AttentionMix) kernel() kernel {
+	return call2(op.sizes, hostmath.AttentionMix, hostmath.AttentionMix, device.Kernels.AttentionMix)
+}
+
+func (op AttentionMixProbsGrad) kernel() kernel {
+	return call2(op.sizes, hostmath.AttentionMixProbsGrad, hostmath.AttentionMixProbsGrad, device.Kernels.AttentionMixProbsGrad)
+}
+
+func (op AttentionMixValueGrad) kernel() kernel {
+	return call2(op.sizes, hostmath.AttentionMixValueGrad, hostmath.AttentionMixValueGrad, device.Kernels.AttentionMixValueGrad)
+}
+
+// grads: AttentionProbs' gradient of qkv comes from the probabilities
+// themselves; AttentionMix gives p's gradient and qkv's, whose value
+// columns only are non-zero, which gorgonia adds to the query and key
+// gradients that AttentionProbs gives.
+func (op AttentionProbs) grads() []grad { return []grad{gradOf(AttentionProbsGrad(op), 0, yArg, gArg)} }
+
+func (op AttentionMix) grads() []grad {
+	return []grad{gradOf(AttentionMixProbsGrad(op), gArg, 1), gradOf(AttentionMixValueGrad(op), 0, gArg)}
 }
 
 // products is the multiply-adds of one S×S by S×hd product per sequence

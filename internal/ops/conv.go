@@ -48,18 +48,8 @@ func (op Conv2d) conv(in []tensor.Shape) (hostmath.ConvShape, error) {
 	return s, nil
 }
 
-func (op Conv2d) host() host { return hostOf(op, conv2dHost[float32], conv2dHost[float64]) }
-
-func conv2dHost[T hostmath.Float](op Conv2d, h hostArgs[T]) error {
-	return sized(op.conv, h.shapes, func(s hostmath.ConvShape) {
-		hostmath.Conv2d(h.out, h.in[0], h.in[1], h.in[2], s)
-	})
-}
-
-func (op Conv2d) launch(d launchArgs) error {
-	return sized(op.conv, d.shapes, func(s hostmath.ConvShape) {
-		d.k.Conv2d(d.out, d.args[0], d.args[1], d.args[2], s)
-	})
+func (op Conv2d) kernel() kernel {
+	return call3(op.conv, hostmath.Conv2d, hostmath.Conv2d, device.Kernels.Conv2d)
 }
 
 func (op Conv2d) grads() []grad {
@@ -98,16 +88,8 @@ func (op Conv2dInputGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
 	return shapeBy(op.conv, in, func(s hostmath.ConvShape) tensor.Shape { return tensor.Shape{s.Batch, s.InC, s.InH, s.InW} })
 }
 
-func (op Conv2dInputGrad) host() host {
-	return hostOf(op, conv2dInputGradHost[float32], conv2dInputGradHost[float64])
-}
-
-func conv2dInputGradHost[T hostmath.Float](op Conv2dInputGrad, h hostArgs[T]) error {
-	return sized(op.conv, h.shapes, func(s hostmath.ConvShape) { hostmath.Conv2dInputGrad(h.out, h.in[0], h.in[1], s) })
-}
-
-func (op Conv2dInputGrad) launch(d launchArgs) error {
-	return sized(op.conv, d.shapes, func(s hostmath.ConvShape) { d.k.Conv2dInputGrad(d.out, d.args[0], d.args[1], s) })
+func (op Conv2dInputGrad) kernel() kernel {
+	return call2(op.conv, hostmath.Conv2dInputGrad, hostmath.Conv2dInputGrad, device.Kernels.Conv2dInputGrad)
 }
 
 // Conv2dWeightGrad is the gradient of Conv2d with respect to W, given the
@@ -138,16 +120,8 @@ func (op Conv2dWeightGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
 	return shapeBy(op.conv, in, func(s hostmath.ConvShape) tensor.Shape { return tensor.Shape{s.OutC, s.InC, s.Kernel, s.Kernel} })
 }
 
-func (op Conv2dWeightGrad) host() host {
-	return hostOf(op, conv2dWeightGradHost[float32], conv2dWeightGradHost[float64])
-}
-
-func conv2dWeightGradHost[T hostmath.Float](op Conv2dWeightGrad, h hostArgs[T]) error {
-	return sized(op.conv, h.shapes, func(s hostmath.ConvShape) { hostmath.Conv2dWeightGrad(h.out, h.in[0], h.in[1], s) })
-}
-
-func (op Conv2dWeightGrad) launch(d launchArgs) error {
-	return sized(op.conv, d.shapes, func(s hostmath.ConvShape) { d.k.Conv2dWeightGrad(d.out, d.args[0], d.args[1], s) })
+func (op Conv2dWeightGrad) kernel() kernel {
+	return call2(op.conv, hostmath.Conv2dWeightGrad, hostmath.Conv2dWeightGrad, device.Kernels.Conv2dWeightGrad)
 }
 
 // Conv2dBiasGrad is the gradient of Conv2d with respect to b: the output
@@ -158,8 +132,8 @@ func (Conv2dBiasGrad) signature() []int { return []int{4, 1} }
 
 func (Conv2dBiasGrad) shape(in []tensor.Shape) (tensor.Shape, error) { return biasShape(in[0], 4) }
 
-func (op Conv2dBiasGrad) host() host {
-	return hostOf(op, conv2dBiasGradHost[float32], conv2dBiasGradHost[float64])
+func (op Conv2dBiasGrad) kernel() kernel {
+	return kernel{hostOf(op, conv2dBiasGradHost, conv2dBiasGradHost), op.launch}
 }
 
 func conv2dBiasGradHost[T hostmath.Float](_ Conv2dBiasGrad, h hostArgs[T]) error {

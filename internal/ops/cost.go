@@ -14,10 +14,7 @@ import (
 // convolution's im2col column matrix, a bias added in a second pass).
 // Shapes the op rejects cost nothing.
 func (o op) Cost(shapes []tensor.Shape) device.Cost {
-	if o.checkArity(len(shapes)) != nil {
-		return device.Cost{}
-	}
-	out, err := o.spec.shape(shapes)
+	out, err := o.shape(shapes)
 	if err != nil {
 		return device.Cost{}
 	}

@@ -37,8 +37,8 @@ func logitsShape(in []tensor.Shape) (tensor.Shape, error) {
 	return logits, nil
 }
 
-func (op SoftmaxCrossEntropy) host() host {
-	return hostOf(op, softmaxCrossEntropyHost[float32], softmaxCrossEntropyHost[float64])
+func (op SoftmaxCrossEntropy) kernel() kernel {
+	return kernel{hostOf(op, softmaxCrossEntropyHost, softmaxCrossEntropyHost), op.launch}
 }
 
 func softmaxCrossEntropyHost[T hostmath.Float](_ SoftmaxCrossEntropy, h hostArgs[T]) error {
@@ -64,8 +64,8 @@ func (SoftmaxCrossEntropyGrad) signature() []int { return []int{2, 2, 0, 2} }
 
 func (SoftmaxCrossEntropyGrad) shape(in []tensor.Shape) (tensor.Shape, error) { return logitsShape(in) }
 
-func (op SoftmaxCrossEntropyGrad) host() host {
-	return hostOf(op, softmaxCrossEntropyGradHost[float32], softmaxCrossEntropyGradHost[float64])
+func (op SoftmaxCrossEntropyGrad) kernel() kernel {
+	return kernel{hostOf(op, softmaxCrossEntropyGradHost, softmaxCrossEntropyGradHost), op.launch}
 }
 
 func softmaxCrossEntropyGradHost[T hostmath.Float](_ SoftmaxCrossEntropyGrad, h hostArgs[T]) error {

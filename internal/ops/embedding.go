@@ -23,13 +23,15 @@ func (Embedding) signature() []int { return []int{2, 2, 2, 2} }
 
 func (Embedding) shape(in []tensor.Shape) (tensor.Shape, error) {
 	ids, w, pos := in[0], in[1], in[2]
-	if len(ids) != 2 || len(w) != 2 || len(pos) != 2 || pos[0] != ids[1] || pos[1] != w[1] {
+	if pos[0] != ids[1] || pos[1] != w[1] {
 		return nil, fmt.Errorf("shapes ids %v, weight %v, positions %v do not fit", ids, w, pos)
 	}
 	return tensor.Shape{ids[0] * ids[1], w[1]}, nil
 }
 
-func (op Embedding) host() host { return hostOf(op, embeddingHost[float32], embeddingHost[float64]) }
+func (op Embedding) kernel() kernel {
+	return kernel{hostOf(op, embeddingHost, embeddingHost), op.launch}
+}
 
 func embeddingHost[T hostmath.Float](_ Embedding, h hostArgs[T]) error {
 	return hostmath.Embedding(h.out, h.in[0], h.in[1], h.in[2])
@@ -58,14 +60,14 @@ func (EmbeddingGrad) signature() []int { return []int{2, 2, 2} }
 
 func (op EmbeddingGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
 	ids, g := in[0], in[1]
-	if len(ids) != 2 || len(g) != 2 || ids.TotalSize() != g[0] || op.Vocab <= 0 {
+	if ids.TotalSize() != g[0] || op.Vocab <= 0 {
 		return nil, fmt.Errorf("shapes ids %v and gradient %v do not fit", ids, g)
 	}
 	return tensor.Shape{op.Vocab, g[1]}, nil
 }
 
-func (op EmbeddingGrad) host() host {
-	return hostOf(op, embeddingGradHost[float32], embeddingGradHost[float64])
+func (op EmbeddingGrad) kernel() kernel {
+	return kernel{hostOf(op, embeddingGradHost, embeddingGradHost), op.launch}
 }
 
 func embeddingGradHost[T hostmath.Float](_ EmbeddingGrad, h hostArgs[T]) error {

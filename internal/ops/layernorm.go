@@ -23,22 +23,14 @@ func (LayerNorm) signature() []int { return []int{2, 1, 1, 2} }
 
 func (LayerNorm) shape(in []tensor.Shape) (tensor.Shape, error) {
 	x, gamma, beta := in[0], in[1], in[2]
-	if len(x) != 2 || len(gamma) != 1 || len(beta) != 1 || gamma[0] != x[1] || beta[0] != x[1] {
+	if gamma[0] != x[1] || beta[0] != x[1] {
 		return nil, fmt.Errorf("shapes x %v, gamma %v, beta %v do not fit", x, gamma, beta)
 	}
 	return x, nil
 }
 
-func (op LayerNorm) host() host { return hostOf(op, layerNormHost[float32], layerNormHost[float64]) }
-
-func layerNormHost[T hostmath.Float](op LayerNorm, h hostArgs[T]) error {
-	hostmath.LayerNorm(h.out, h.in[0], h.in[1], h.in[2], op.Eps)
-	return nil
-}
-
-func (op LayerNorm) launch(d launchArgs) error {
-	d.k.LayerNorm(d.out, d.args[0], d.args[1], d.args[2], op.Eps)
-	return nil
+func (op LayerNorm) kernel() kernel {
+	return call3(fixed(op.Eps), hostmath.LayerNorm, hostmath.LayerNorm, device.Kernels.LayerNorm)
 }
 
 // grads recompute each row's mean and variance from x rather than keep
@@ -61,24 +53,15 @@ func (LayerNormInputGrad) signature() []int { return []int{2, 1, 2, 2} }
 
 func (LayerNormInputGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
 	x, gamma, g := in[0], in[1], in[2]
-	if len(x) != 2 || !x.Eq(g) || len(gamma) != 1 || gamma[0] != x[1] {
+	if !x.Eq(g) || gamma[0] != x[1] {
 		return nil, fmt.Errorf("shapes x %v, gamma %v, gradient %v do not fit", x, gamma, g)
 	}
 	return x, nil
 }
 
-func (op LayerNormInputGrad) host() host {
-	return hostOf(op, layerNormInputGradHost[float32], layerNormInputGradHost[float64])
-}
-
-func layerNormInputGradHost[T hostmath.Float](op LayerNormInputGrad, h hostArgs[T]) error {
-	hostmath.LayerNormInputGrad(h.out, h.in[0], h.in[1], h.in[2], op.Eps)
-	return nil
-}
-
-func (op LayerNormInputGrad) launch(d launchArgs) error {
-	d.k.LayerNormInputGrad(d.out, d.args[0], d.args[1], d.args[2], op.Eps)
-	return nil
+func (op LayerNormInputGrad) kernel() kernel {
+	return call3(fixed(op.Eps), hostmath.LayerNormInputGrad, hostmath.LayerNormInputGrad,
+		device.Kernels.LayerNormInputGrad)
 }
 
 // LayerNormWeightGrad is the gradient of LayerNorm with respect to gamma,
@@ -89,25 +72,14 @@ type LayerNormWeightGrad struct {
 
 func (LayerNormWeightGrad) signature() []int { return []int{2, 2, 1} }
 
+// shape: x and g have one shape, gamma's gradient one entry per column.
 func (LayerNormWeightGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
-	if x, g := in[0], in[1]; len(x) != 2 || !x.Eq(g) {
-		return nil, fmt.Errorf("shapes x %v and gradient %v do not fit", x, g)
-	}
-	return tensor.Shape{in[0][1]}, nil
+	return shapeBy(sameShape, in, func(x tensor.Shape) tensor.Shape { return tensor.Shape{x[1]} })
 }
 
-func (op LayerNormWeightGrad) host() host {
-	return hostOf(op, layerNormWeightGradHost[float32], layerNormWeightGradHost[float64])
-}
-
-func layerNormWeightGradHost[T hostmath.Float](op LayerNormWeightGrad, h hostArgs[T]) error {
-	hostmath.LayerNormWeightGrad(h.out, h.in[0], h.in[1], op.Eps)
-	return nil
-}
-
-func (op LayerNormWeightGrad) launch(d launchArgs) error {
-	d.k.LayerNormWeightGrad(d.out, d.args[0], d.args[1], op.Eps)
-	return nil
+func (op LayerNormWeightGrad) kernel() kernel {
+	return call2(fixed(op.Eps), hostmath.LayerNormWeightGrad, hostmath.LayerNormWeightGrad,
+		device.Kernels.LayerNormWeightGrad)
 }
 
 // cost: about 8 operations per element (mean, variance, normalise, scale

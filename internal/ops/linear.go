@@ -15,20 +15,26 @@ type Linear struct{}
 
 func (Linear) signature() []int { return []int{2, 2, 1, 2} }
 
-func (Linear) shape(in []tensor.Shape) (tensor.Shape, error) {
+// gemm reads the sizes of the GEMM x·Wᵀ off the shapes: m the batch, n
+// the outputs and k the inputs, b having one entry per output.
+func (Linear) gemm(in []tensor.Shape) (gemm, error) {
 	x, w, b := in[0], in[1], in[2]
-	if len(x) != 2 || len(w) != 2 || len(b) != 1 || x[1] != w[1] || b[0] != w[0] {
-		return nil, fmt.Errorf("shapes x %v, W %v, b %v do not fit", x, w, b)
+	if x[1] != w[1] || b[0] != w[0] {
+		return gemm{}, fmt.Errorf("shapes x %v, W %v, b %v do not fit", x, w, b)
 	}
-	return tensor.Shape{x[0], w[0]}, nil
+	return gemm{m: x[0], n: w[0], k: x[1]}, nil
 }
 
-func (op Linear) host() host { return hostOf(op, linearHost[float32], linearHost[float64]) }
+func (op Linear) shape(in []tensor.Shape) (tensor.Shape, error) {
+	return shapeBy(op.gemm, in, gemm.shape)
+}
 
-func linearHost[T hostmath.Float](_ Linear, h hostArgs[T]) error {
-	x, w := h.shapes[0], h.shapes[1]
-	LinearForward(h.out, h.in[0], h.in[1], h.in[2], x[0], x[1], w[0])
-	return nil
+func (op Linear) kernel() kernel {
+	return kernel{hostOf(op, linearHost, linearHost), op.launch}
+}
+
+func linearHost[T hostmath.Float](op Linear, h hostArgs[T]) error {
+	return sized(op.gemm, h.shapes, func(p gemm) { LinearForward(h.out, h.in[0], h.in[1], h.in[2], p.m, p.k, p.n) })
 }
 
 // LinearForward computes y = x·Wᵀ + b on host slices; x is [batch, in],
@@ -38,11 +44,11 @@ func LinearForward[T hostmath.Float](y, x, w, b []T, batch, in, out int) {
 	hostmath.AddRowVector(y, b)
 }
 
-func (Linear) launch(d launchArgs) error {
-	x, w := d.shapes[0], d.shapes[1]
-	d.k.Gemm(false, true, x[0], w[0], x[1], d.args[0], d.args[1], d.out)
-	d.k.AddRowVector(d.out, d.args[2])
-	return nil
+func (op Linear) launch(d launchArgs) error {
+	return sized(op.gemm, d.shapes, func(p gemm) {
+		d.k.Gemm(false, true, p.m, p.n, p.k, d.args[0], d.args[1], d.out)
+		d.k.AddRowVector(d.out, d.args[2])
+	})
 }
 
 func (Linear) grads() []grad {
@@ -64,16 +70,8 @@ func (LinearWeightGrad) transposed() bool { return true }
 
 func (op LinearInputGrad) shape(in []tensor.Shape) (tensor.Shape, error)  { return gemmShape(op, in) }
 func (op LinearWeightGrad) shape(in []tensor.Shape) (tensor.Shape, error) { return gemmShape(op, in) }
-func (op LinearInputGrad) launch(d launchArgs) error                      { return gemmLaunch(op, d) }
-func (op LinearWeightGrad) launch(d launchArgs) error                     { return gemmLaunch(op, d) }
-
-func (op LinearInputGrad) host() host {
-	return hostOf(op, gemmHost[float32, LinearInputGrad], gemmHost[float64, LinearInputGrad])
-}
-
-func (op LinearWeightGrad) host() host {
-	return hostOf(op, gemmHost[float32, LinearWeightGrad], gemmHost[float64, LinearWeightGrad])
-}
+func (op LinearInputGrad) kernel() kernel                                 { return gemmKernel(op) }
+func (op LinearWeightGrad) kernel() kernel                                { return gemmKernel(op) }
 
 // gemmSpec is LinearInputGrad or LinearWeightGrad: the product g·W of the
 // output gradient and the weights, or, transposed, gᵀ·x of the output
@@ -104,9 +102,17 @@ func gemmOf(op gemmSpec) func([]tensor.Shape) (gemm, error) {
 	}
 }
 
+// shape is the product's shape, [m, n].
+func (p gemm) shape() tensor.Shape { return tensor.Shape{p.m, p.n} }
+
 // gemmShape is a gemmSpec's shape rule: [m, n].
 func gemmShape(op gemmSpec, in []tensor.Shape) (tensor.Shape, error) {
-	return shapeBy(gemmOf(op), in, func(p gemm) tensor.Shape { return tensor.Shape{p.m, p.n} })
+	return shapeBy(gemmOf(op), in, gemm.shape)
+}
+
+// gemmKernel is a gemmSpec's kernel: gemmHost and gemmLaunch.
+func gemmKernel(op gemmSpec) kernel {
+	return kernel{hostOf(op, gemmHost, gemmHost), func(d launchArgs) error { return gemmLaunch(op, d) }}
 }
 
 // gemmHost is a gemmSpec's host math.
@@ -140,8 +146,8 @@ func biasShape(g tensor.Shape, dims int) (tensor.Shape, error) {
 	return tensor.Shape{g[1]}, nil
 }
 
-func (op LinearBiasGrad) host() host {
-	return hostOf(op, linearBiasGradHost[float32], linearBiasGradHost[float64])
+func (op LinearBiasGrad) kernel() kernel {
+	return kernel{hostOf(op, linearBiasGradHost, linearBiasGradHost), op.launch}
 }
 
 func linearBiasGradHost[T hostmath.Float](_ LinearBiasGrad, h hostArgs[T]) error {
@@ -156,10 +162,10 @@ func (LinearBiasGrad) launch(d launchArgs) error {
 
 // cost: the GEMM x·Wᵀ (2·batch·out·in operations, x and W read, y written),
 // then the bias pass, which reads y and b and writes y again.
-func (Linear) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
-	x, w := in[0], in[1]
-	bias := device.Cost{FLOPs: elemsOf(out), ReadBytes: bytesOf(out, in[2]), WriteBytes: bytesOf(out)}
-	return gemmCost(x[0], w[0], x[1]).Plus(bias)
+func (op Linear) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return sizedCost(op.gemm, in, func(p gemm) device.Cost {
+		return gemmCost(p.m, p.n, p.k).Plus(device.Cost{FLOPs: elemsOf(out), ReadBytes: bytesOf(out, in[2]), WriteBytes: bytesOf(out)})
+	})
 }
 
 // cost: the GEMM g·W.

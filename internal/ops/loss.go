@@ -23,7 +23,9 @@ func (MSE) shape(in []tensor.Shape) (tensor.Shape, error) {
 	return tensor.ScalarShape(), nil
 }
 
-func (op MSE) host() host { return hostOf(op, mseHost[float32], mseHost[float64]) }
+func (op MSE) kernel() kernel {
+	return kernel{hostOf(op, mseHost, mseHost), op.launch}
+}
 
 func mseHost[T hostmath.Float](_ MSE, h hostArgs[T]) error {
 	h.out[0] = T(hostmath.MeanSquaredError(h.in[0], h.in[1]))
@@ -48,7 +50,9 @@ func (op MSEGrad) signature() []int { return []int{op.Dims, op.Dims, 0, op.Dims}
 
 func (MSEGrad) shape(in []tensor.Shape) (tensor.Shape, error) { return sameShape(in[:2]) }
 
-func (op MSEGrad) host() host { return hostOf(op, mseGradHost[float32], mseGradHost[float64]) }
+func (op MSEGrad) kernel() kernel {
+	return kernel{hostOf(op, mseGradHost, mseGradHost), op.launch}
+}
 
 func mseGradHost[T hostmath.Float](_ MSEGrad, h hostArgs[T]) error {
 	hostmath.MeanSquaredErrorGrad(h.out, h.in[0], h.in[1], h.in[2][0])
@@ -70,7 +74,9 @@ func (op Mean) signature() []int { return []int{op.Dims, 0} }
 
 func (Mean) shape([]tensor.Shape) (tensor.Shape, error) { return tensor.ScalarShape(), nil }
 
-func (op Mean) host() host { return hostOf(op, meanHost[float32], meanHost[float64]) }
+func (op Mean) kernel() kernel {
+	return kernel{hostOf(op, meanHost, meanHost), op.launch}
+}
 
 func meanHost[T hostmath.Float](_ Mean, h hostArgs[T]) error {
 	h.out[0] = T(hostmath.Sum(h.in[0]) / float64(len(h.in[0])))
@@ -94,7 +100,9 @@ func (op MeanGrad) signature() []int { return []int{op.Dims, 0, op.Dims} }
 
 func (MeanGrad) shape(in []tensor.Shape) (tensor.Shape, error) { return in[0], nil }
 
-func (op MeanGrad) host() host { return hostOf(op, meanGradHost[float32], meanGradHost[float64]) }
+func (op MeanGrad) kernel() kernel {
+	return kernel{hostOf(op, meanGradHost, meanGradHost), op.launch}
+}
 
 func meanGradHost[T hostmath.Float](_ MeanGrad, h hostArgs[T]) error {
 	fill := h.in[1][0] * (1 / T(len(h.out)))

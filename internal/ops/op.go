@@ -25,10 +25,9 @@ type Spec interface {
 	// shape checks the inputs' shapes and returns the output's; the scalar
 	// shape for a scalar output.
 	shape(in []tensor.Shape) (tensor.Shape, error)
-	// host is the op's host math, in both element types.
-	host() host
-	// launch computes the op with a device's kernels.
-	launch(d launchArgs) error
+	// kernel is how the op computes: its host math, in both element types,
+	// and its launch on a device's kernels.
+	kernel() kernel
 	// cost is the work of one launch on inputs of shapes in with output
 	// shape out (see op.Cost).
 	cost(in []tensor.Shape, out tensor.Shape) device.Cost
@@ -95,7 +94,7 @@ func (o op) WriteHash(h hash.Hash) { fmt.Fprint(h, o) }
 // Launch computes the op on a device: with k's kernels, from argument
 // buffers whose shapes are given, into out.
 func (o op) Launch(k device.Kernels, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error {
-	return o.spec.launch(launchArgs{k: k, out: out, args: args, shapes: shapes})
+	return o.spec.kernel().launch(launchArgs{k: k, out: out, args: args, shapes: shapes})
 }
 
 // Hashcode is the hash of the op's name, parameters included.
@@ -122,17 +121,28 @@ func (o op) Type() hm.Type {
 // InferShape applies the shape rule to the inputs' shapes.
 func (o op) InferShape(inputs ...gorgonia.DimSizer) (tensor.Shape, error) {
 	shapes, err := gorgonia.DimSizersToShapes(inputs)
-	if err == nil {
-		err = o.checkArity(len(shapes))
-	}
 	var s tensor.Shape
 	if err == nil {
-		s, err = o.spec.shape(shapes)
+		s, err = o.shape(shapes)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", o, err)
 	}
 	return s.Clone(), nil
+}
+
+// shape checks the number of inputs and their dimensions against the
+// signature, then applies the shape rule, which so need not check them.
+func (o op) shape(in []tensor.Shape) (tensor.Shape, error) {
+	if err := o.checkArity(len(in)); err != nil {
+		return nil, err
+	}
+	for i, dims := range o.spec.signature()[:len(in)] {
+		if dims > 0 && len(in[i]) != dims {
+			return nil, fmt.Errorf("input %d has shape %v, want %d dimensions", i, in[i], dims)
+		}
+	}
+	return o.spec.shape(in)
 }
 
 // checkArity reports an error unless n inputs are the op's arity.
@@ -150,9 +160,9 @@ func (o op) Do(values ...gorgonia.Value) (gorgonia.Value, error) {
 	if err == nil {
 		switch dt := values[0].Dtype(); dt {
 		case tensor.Float32:
-			y, err = do(o.spec, values, o.spec.host().f32)
+			y, err = do(o, values, o.spec.kernel().f32)
 		case tensor.Float64:
-			y, err = do(o.spec, values, o.spec.host().f64)
+			y, err = do(o, values, o.spec.kernel().f64)
 		default:
 			err = fmt.Errorf("unsupported element type %v", dt)
 		}
@@ -246,6 +256,13 @@ type hostArgs[T hostmath.Float] struct {
 	shapes []tensor.Shape
 }
 
+// kernel is how an op computes: its host math and its launch on a
+// device's kernels.
+type kernel struct {
+	host
+	launch func(launchArgs) error
+}
+
 // host is an op's host math in float32 and float64: one generic function
 // of the op's, instantiated twice by hostOf.
 type host struct {
@@ -253,18 +270,19 @@ type host struct {
 	f64 func(hostArgs[float64]) error
 }
 
-// hostOf binds the host math of an op, f instantiated for float32 and for
-// float64, to the op's parameters s.
-func hostOf[S Spec](s S, f32 func(S, hostArgs[float32]) error, f64 func(S, hostArgs[float64]) error) host {
+// hostOf binds the host math of an op, a generic function given twice
+// (Go infers the float32 and the float64 instantiation from f32's and
+// f64's types), to the op's parameters s.
+func hostOf[S any](s S, f32 func(S, hostArgs[float32]) error, f64 func(S, hostArgs[float64]) error) host {
 	return host{
 		f32: func(h hostArgs[float32]) error { return f32(s, h) },
 		f64: func(h hostArgs[float64]) error { return f64(s, h) },
 	}
 }
 
-// do runs host math f on values into a new value of the shape that s's
+// do runs host math f on values into a new value of the shape that o's
 // shape rule gives: a gorgonia scalar for the scalar shape.
-func do[T hostmath.Float](s Spec, values []gorgonia.Value, f func(hostArgs[T]) error) (gorgonia.Value, error) {
+func do[T hostmath.Float](o op, values []gorgonia.Value, f func(hostArgs[T]) error) (gorgonia.Value, error) {
 	h := hostArgs[T]{in: make([][]T, len(values)), shapes: make([]tensor.Shape, len(values))}
 	for i, v := range values {
 		switch d := v.Data().(type) {
@@ -277,7 +295,7 @@ func do[T hostmath.Float](s Spec, values []gorgonia.Value, f func(hostArgs[T]) e
 		}
 		h.shapes[i] = v.Shape()
 	}
-	shape, err := s.shape(h.shapes)
+	shape, err := o.shape(h.shapes)
 	if err != nil {
 		return nil, err
 	}
@@ -312,6 +330,65 @@ func sized[P any](size func([]tensor.Shape) (P, error), shapes []tensor.Shape, k
 	}
 	kernel(p)
 	return nil
+}
+
+// sizedKernel is the kernel of an op whose host math (f32 and f64) and
+// launch compute with the sizes that size reads off the inputs' shapes.
+func sizedKernel[P any](size func([]tensor.Shape) (P, error), f32 func(hostArgs[float32], P), f64 func(hostArgs[float64], P),
+	launch func(launchArgs, P)) kernel {
+	return kernel{
+		host: host{f32: sizedHost(size, f32), f64: sizedHost(size, f64)},
+		launch: func(d launchArgs) error {
+			return sized(size, d.shapes, func(p P) { launch(d, p) })
+		},
+	}
+}
+
+// sizedHost is sizedKernel's host math in one element type.
+func sizedHost[T hostmath.Float, P any](size func([]tensor.Shape) (P, error), f func(hostArgs[T], P)) func(hostArgs[T]) error {
+	return func(h hostArgs[T]) error { return sized(size, h.shapes, func(p P) { f(h, p) }) }
+}
+
+// call1, call2 and call3 are the kernel of an op of one, two or three
+// inputs whose host math (a generic function of package hostmath, given
+// twice, as to hostOf) and device kernel (a method of device.Kernels) both
+// take the output, the inputs in order and the sizes that size reads off
+// the inputs' shapes.
+func call1[P any](size func([]tensor.Shape) (P, error), f32 func(y, a []float32, p P), f64 func(y, a []float64, p P),
+	k func(device.Kernels, device.Buffer, device.Buffer, P)) kernel {
+	return sizedKernel(size, hostCall1(f32), hostCall1(f64), func(d launchArgs, p P) { k(d.k, d.out, d.args[0], p) })
+}
+
+func call2[P any](size func([]tensor.Shape) (P, error), f32 func(y, a, b []float32, p P), f64 func(y, a, b []float64, p P),
+	k func(device.Kernels, device.Buffer, device.Buffer, device.Buffer, P)) kernel {
+	return sizedKernel(size, hostCall2(f32), hostCall2(f64), func(d launchArgs, p P) { k(d.k, d.out, d.args[0], d.args[1], p) })
+}
+
+func call3[P any](size func([]tensor.Shape) (P, error), f32 func(y, a, b, c []float32, p P), f64 func(y, a, b, c []float64, p P),
+	k func(device.Kernels, device.Buffer, device.Buffer, device.Buffer, device.Buffer, P)) kernel {
+	return sizedKernel(size, hostCall3(f32), hostCall3(f64), func(d launchArgs, p P) {
+		k(d.k, d.out, d.args[0], d.args[1], d.args[2], p)
+	})
+}
+
+// hostCall1, hostCall2 and hostCall3 are the host math of call1, call2
+// and call3 in one element type.
+func hostCall1[T hostmath.Float, P any](f func(y, a []T, p P)) func(hostArgs[T], P) {
+	return func(h hostArgs[T], p P) { f(h.out, h.in[0], p) }
+}
+
+func hostCall2[T hostmath.Float, P any](f func(y, a, b []T, p P)) func(hostArgs[T], P) {
+	return func(h hostArgs[T], p P) { f(h.out, h.in[0], h.in[1], p) }
+}
+
+func hostCall3[T hostmath.Float, P any](f func(y, a, b, c []T, p P)) func(hostArgs[T], P) {
+	return func(h hostArgs[T], p P) { f(h.out, h.in[0], h.in[1], h.in[2], p) }
+}
+
+// fixed is the size function of sizes that do not depend on the shapes,
+// such as LayerNorm's ε.
+func fixed[P any](p P) func([]tensor.Shape) (P, error) {
+	return func([]tensor.Shape) (P, error) { return p, nil }
 }
 
 // shapeBy is the shape rule that reads sizes off the input shapes with

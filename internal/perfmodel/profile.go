@@ -190,35 +190,15 @@ func init() {
 
 // Profiles returns the built-in profiles, the reference laptop GPU first.
 // The slice is a copy.
-func Profiles() []Profile {
-	out := make([]Profile, len(builtin))
-	for i, p := range builtin {
-		p.Sources = slices.Clone(p.Sources)
-		out[i] = p
-	}
-	return out
-}
+func Profiles() []Profile { return copies(builtin) }
 
 // Names returns the built-in profiles' names in the order Profiles lists
 // them.
-func Names() []string {
-	names := make([]string, len(builtin))
-	for i, p := range builtin {
-		names[i] = p.Name
-	}
-	return names
-}
+func Names() []string { return names(builtin) }
 
 // Lookup returns the built-in profile called name, or an error of one line
 // that lists the names.
-func Lookup(name string) (Profile, error) {
-	for _, p := range Profiles() {
-		if p.Name == name {
-			return p, nil
-		}
-	}
-	return Profile{}, fmt.Errorf("unknown GPU profile %q (want one of %s)", name, strings.Join(Names(), ", "))
-}
+func Lookup(name string) (Profile, error) { return lookup("GPU", name, builtin) }
 
 // HostProfile returns a profile of the host for tests and for comparing a
 // host-timed run with its own bound: flops is its measured SGEMM rate and
@@ -284,26 +264,45 @@ var hostBuiltin = []Profile{
 
 // HostProfiles returns the built-in host (CPU) profiles, for predicting
 // the cpu mode. The slice is a copy.
-func HostProfiles() []Profile {
-	out := make([]Profile, len(hostBuiltin))
-	for i, p := range hostBuiltin {
+func HostProfiles() []Profile { return copies(hostBuiltin) }
+
+// HostNames returns the built-in host profiles' names in the order
+// HostProfiles lists them.
+func HostNames() []string { return names(hostBuiltin) }
+
+// LookupHost returns the built-in host profile called name, or an error
+// of one line that lists the names.
+func LookupHost(name string) (Profile, error) { return lookup("host", name, hostBuiltin) }
+
+// copies returns a copy of profiles, their sources copied too.
+func copies(profiles []Profile) []Profile {
+	out := make([]Profile, len(profiles))
+	for i, p := range profiles {
 		p.Sources = slices.Clone(p.Sources)
 		out[i] = p
 	}
 	return out
 }
 
-// LookupHost returns the built-in host profile called name, or an error
-// of one line that lists the names.
-func LookupHost(name string) (Profile, error) {
-	var names []string
-	for _, p := range HostProfiles() {
+// names returns the profiles' names, in order.
+func names(profiles []Profile) []string {
+	out := make([]string, len(profiles))
+	for i, p := range profiles {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// lookup returns a copy of the profile called name among profiles, or
+// "unknown KIND profile NAME (want one of …)" listing their names.
+func lookup(kind, name string, profiles []Profile) (Profile, error) {
+	for _, p := range profiles {
 		if p.Name == name {
+			p.Sources = slices.Clone(p.Sources)
 			return p, nil
 		}
-		names = append(names, p.Name)
 	}
-	return Profile{}, fmt.Errorf("unknown host profile %q (want one of %s)", name, strings.Join(names, ", "))
+	return Profile{}, fmt.Errorf("unknown %s profile %q (want one of %s)", kind, name, strings.Join(names(profiles), ", "))
 }
 
 // LoadProfile reads a profile from a JSON file whose keys are Profile's
