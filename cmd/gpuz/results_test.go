@@ -82,16 +82,15 @@ func TestResultsBadTimes(t *testing.T) {
 // ran out and a named pipe blocked until a writer came.
 func TestResultsNotRegular(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	large := filepath.Join(dir, "large.json")
-	if err := os.WriteFile(large, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(large, report.MaxResultsBytes+1); err != nil { // sparse
-		t.Fatal(err)
+	fifo, large := filepath.Join(dir, "fifo"), filepath.Join(dir, "large.json")
+	for _, make := range []func() error{
+		func() error { return syscall.Mkfifo(fifo, 0o644) },
+		func() error { return os.WriteFile(large, nil, 0o644) },
+		func() error { return os.Truncate(large, report.MaxResultsBytes+1) }, // sparse
+	} {
+		if err := make(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	good := writeResults(t, map[string]string{"good.txt": benchLine + "1 sec/op\n"})["good.txt"]
 	svg := filepath.Join(dir, "x.svg")

@@ -75,16 +75,11 @@ func (s *Sim) AllocManaged(n int) (Buffer, error) {
 // download, and moves them into or out of the device's held memory, which
 // a migration to a full device cannot exceed.
 func (s *Sim) Migrate(b Buffer, off, n int64, toDevice bool) error {
-	hb, ok := b.(*hostBuffer)
-	s.meter.mu.Lock()
-	resident, managed := s.managed[hb]
-	s.meter.mu.Unlock()
-	switch {
-	case !ok || !managed:
-		return fmt.Errorf("%s: migrating a buffer that is not managed memory", s.name)
-	case off < 0 || n < 0 || off%4 != 0 || n%4 != 0 || off+n > 4*int64(len(hb.data)):
-		return fmt.Errorf("%s: migrating bytes %d to %d of %d", s.name, off, off+n, 4*len(hb.data))
-	case !toDevice && n > resident:
+	hb, resident, err := s.managedRange("migrating", b, off, n)
+	if err != nil {
+		return err
+	}
+	if !toDevice && n > resident {
 		return fmt.Errorf("%s: migrating %d bytes to the host, %d resident", s.name, n, resident)
 	}
 	start := time.Now()
@@ -93,11 +88,7 @@ func (s *Sim) Migrate(b Buffer, off, n int64, toDevice bool) error {
 			return err
 		}
 	}
-	data := hb.data[off/4 : (off+n)/4]
-	if cap(s.bounce) < len(data) {
-		s.bounce = make([]float32, len(data))
-	}
-	copy(s.bounce[:len(data)], data)
+	s.bounceCopy(hb, off, n)
 	took := time.Since(start)
 	s.meter.mu.Lock()
 	if toDevice {
@@ -115,26 +106,43 @@ func (s *Sim) Migrate(b Buffer, off, n int64, toDevice bool) error {
 	return nil
 }
 
-// Access reads bytes [off, off+n) of a managed buffer through the bounce
-// buffer, as a kernel reading them across the bus would, and counts them
-// as remote bytes; nothing is held on the device.
-func (s *Sim) Access(b Buffer, off, n int64) error {
+// managedRange checks that bytes [off, off+n) lie in managed buffer b, for
+// the error of doing (what), and returns the buffer and its bytes resident
+// on the device.
+func (s *Sim) managedRange(doing string, b Buffer, off, n int64) (*hostBuffer, int64, error) {
 	hb, ok := b.(*hostBuffer)
 	s.meter.mu.Lock()
-	_, managed := s.managed[hb]
+	resident, managed := s.managed[hb]
 	s.meter.mu.Unlock()
 	switch {
 	case !ok || !managed:
-		return fmt.Errorf("%s: remote access to a buffer that is not managed memory", s.name)
+		return nil, 0, fmt.Errorf("%s: %s a buffer that is not managed memory", s.name, doing)
 	case off < 0 || n < 0 || off%4 != 0 || n%4 != 0 || off+n > 4*int64(len(hb.data)):
-		return fmt.Errorf("%s: remote access to bytes %d to %d of %d", s.name, off, off+n, 4*len(hb.data))
+		return nil, 0, fmt.Errorf("%s: %s bytes %d to %d of %d", s.name, doing, off, off+n, 4*len(hb.data))
 	}
-	start := time.Now()
+	return hb, resident, nil
+}
+
+// bounceCopy copies bytes [off, off+n) of hb into the bounce buffer: the
+// cost of moving them across a bus, on the host.
+func (s *Sim) bounceCopy(hb *hostBuffer, off, n int64) {
 	data := hb.data[off/4 : (off+n)/4]
 	if cap(s.bounce) < len(data) {
 		s.bounce = make([]float32, len(data))
 	}
 	copy(s.bounce[:len(data)], data)
+}
+
+// Access reads bytes [off, off+n) of a managed buffer through the bounce
+// buffer, as a kernel reading them across the bus would, and counts them
+// as remote bytes; nothing is held on the device.
+func (s *Sim) Access(b Buffer, off, n int64) error {
+	hb, _, err := s.managedRange("accessing", b, off, n)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	s.bounceCopy(hb, off, n)
 	s.meter.Accessed(n, time.Since(start))
 	return nil
 }

@@ -14,14 +14,17 @@ import (
 )
 
 // hybridRun is what a few batches of a workload on one device and
-// placement gave: each batch's value, every parameter after them, and the
-// device's copies over the last batch.
+// placement gave: each batch's value, every parameter after them, the
+// device's copies over the last batch, its stats before each batch and
+// after the last, and the program's window.
 type hybridRun struct {
 	values  []float32
 	params  map[string][]float32
 	lastUp  int64
 	lastDn  int64
 	peak    int64
+	stats   []device.Stats
+	window  int
 	program *engine.Program
 }
 
@@ -46,10 +49,12 @@ func runPlaced(t *testing.T, c models.Config, train bool, dev device.Device, pl 
 			t.Fatalf("batch %d: %v", i, err)
 		}
 		after := dev.Stats()
+		r.stats = append(r.stats, before)
 		r.values = append(r.values, v)
 		r.lastUp, r.lastDn = after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes
 	}
-	r.peak = dev.Stats().PeakBytes
+	r.peak, r.window = dev.Stats().PeakBytes, prog.Window()
+	r.stats = append(r.stats, dev.Stats())
 	r.params = map[string][]float32{}
 	for _, b := range m.Blocks {
 		for _, n := range b.Params {

@@ -12,55 +12,6 @@ import (
 	"gpuz/internal/models"
 )
 
-// runResult is what managedRun saw: each batch's output, the parameters
-// after the last, the program and its schedule (the caller closes the
-// program), the fed inputs, and the device's stats before and after the
-// second epoch.
-type runResult struct {
-	outputs []float32
-	params  [][]float32
-	prog    *engine.Program
-	s       *engine.Schedule
-	fed     []*gorgonia.Node
-	second  [2]device.Stats
-}
-
-// managedRun runs two epochs of c under pl on dev.
-func managedRun(t *testing.T, c models.Config, train bool, dev device.Device, pl engine.Placement) runResult {
-	t.Helper()
-	feed := models.FeedOf(c)
-	m, s, prog := loadModel(t, c, train, dev, pl)
-	r := runResult{prog: prog, s: s, fed: []*gorgonia.Node{m.Input, m.Target}}
-	data := c.Data(1)
-	for epoch := range 2 {
-		r.second[0] = dev.Stats()
-		for i := range feed.Samples / feed.Batch {
-			batch := data.Batch(i, feed.Batch)
-			for _, n := range r.fed {
-				if err := prog.SetInput(n, batch); err != nil {
-					t.Fatal(err)
-				}
-			}
-			v, err := prog.Run()
-			if err != nil {
-				t.Fatalf("epoch %d batch %d: %v", epoch, i, err)
-			}
-			r.outputs = append(r.outputs, v)
-		}
-	}
-	r.second[1] = dev.Stats()
-	for _, b := range m.Blocks {
-		for _, n := range b.Params {
-			w, err := prog.Read(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.params = append(r.params, w)
-		}
-	}
-	return r
-}
-
 // TestManagedMatchesResident runs every workload, training and evaluating,
 // in managed memory of 64 KiB pages on a simulated device that holds a
 // third of them (so that pages migrate out and back within each Run) and
@@ -84,55 +35,54 @@ func TestManagedMatchesResident(t *testing.T) {
 	}
 }
 
-// checkManaged runs c under the managed placement pl on a device that
-// holds a third of its pages, and resident, and compares them (see
-// TestManagedMatchesResident).
+// checkManaged runs two epochs of c under the managed placement pl on a
+// device that holds a third of its pages, and resident, and compares them
+// (see TestManagedMatchesResident).
 func checkManaged(t *testing.T, c models.Config, train bool, pl engine.Placement) {
-	page := pl.PageSize
+	feed := models.FeedOf(c)
+	perEpoch := feed.Samples / feed.Batch
 	resident := device.NewSim(1<<40, nil)
 	defer resident.Close()
-	want := managedRun(t, c, train, resident, engine.Placement{})
-	want.prog.Close()
-
-	capacity := int64(want.s.Pages(pl)) / 3 * page
+	want, s, m := runPlaced(t, c, train, resident, engine.Placement{}, 2*perEpoch)
+	capacity := int64(s.Pages(pl)) / 3 * pl.PageSize
 	dev := device.NewSim(capacity, nil)
 	defer dev.Close()
-	got := managedRun(t, c, train, dev, pl)
-	defer got.prog.Close()
-	fp := got.s.Footprint(pl, capacity)
-	if !slices.Equal(got.outputs, want.outputs) {
-		t.Errorf("outputs %v, resident %v", got.outputs, want.outputs)
+	got, _, _ := runPlaced(t, c, train, dev, pl, 2*perEpoch)
+	if !slices.Equal(got.values, want.values) {
+		t.Errorf("outputs %v, resident %v", got.values, want.values)
 	}
-	for i := range want.params {
-		if !slices.Equal(got.params[i], want.params[i]) {
-			t.Errorf("parameter %d differs from the resident run's", i)
+	for name, w := range want.params {
+		if !slices.Equal(got.params[name], w) {
+			t.Errorf("parameter %s differs from the resident run's", name)
 			break
 		}
 	}
-	if st := dev.Stats(); st.PeakBytes > capacity || st.PeakBytes > fp.Device {
-		t.Errorf("peak %d bytes: capacity %d, footprint %d", st.PeakBytes, capacity, fp.Device)
+	fp := s.Footprint(pl, capacity)
+	if got.peak > capacity || got.peak > fp.Device {
+		t.Errorf("peak %d bytes: capacity %d, footprint %d", got.peak, capacity, fp.Device)
 	}
-	if pages := got.s.Pages(pl); got.prog.Window() != fp.Window || fp.Window != pages/3 {
-		t.Errorf("%d pages resident at most, footprint %d, want a third of %d", got.prog.Window(), fp.Window, pages)
+	if got.window != fp.Window || fp.Window != s.Pages(pl)/3 {
+		t.Errorf("%d pages resident at most, footprint %d, want a third of %d", got.window, fp.Window, s.Pages(pl))
 	}
-	feed := models.FeedOf(c)
-	dry, err := got.s.Copies(pl, got.prog.Window(), feed.Samples/feed.Batch, got.fed)
+	dry, err := s.Copies(pl, got.window, perEpoch, []*gorgonia.Node{m.Input, m.Target})
 	if err != nil {
 		t.Fatal(err)
 	}
-	up, down := got.second[1].UploadBytes-got.second[0].UploadBytes, got.second[1].DownloadBytes-got.second[0].DownloadBytes
+	// The second epoch, in the run and as the resident run copied it.
+	from, to := got.stats[perEpoch], got.stats[2*perEpoch]
+	up, down, remote := to.UploadBytes-from.UploadBytes, to.DownloadBytes-from.DownloadBytes, to.RemoteBytes-from.RemoteBytes
+	residentDown := want.stats[2*perEpoch].DownloadBytes - want.stats[perEpoch].DownloadBytes
 	if dry.UploadBytes != up || dry.DownloadBytes != down {
 		t.Errorf("dry run %d bytes up, %d down; the run migrated and copied %d up, %d down", dry.UploadBytes, dry.DownloadBytes, up, down)
 	}
-	remote := got.second[1].RemoteBytes - got.second[0].RemoteBytes
 	if dry.RemoteBytes != remote {
 		t.Errorf("dry run %d bytes read in place, the run %d", dry.RemoteBytes, remote)
 	}
 	switch {
-	case !pl.AdviseHost && down < page:
+	case !pl.AdviseHost && down < pl.PageSize:
 		t.Errorf("%d bytes migrated out in an epoch on a device a third of the region's size", down)
-	case pl.AdviseHost && (down != want.second[1].DownloadBytes-want.second[0].DownloadBytes || remote == 0):
-		t.Errorf("host preferred: %d bytes down, %d read in place; want the outputs' alone down and some in place", down, remote)
+	case pl.AdviseHost && (down != residentDown || remote == 0):
+		t.Errorf("host preferred: %d bytes down, %d read in place; want the outputs' alone (%d) and some in place", down, remote, residentDown)
 	}
 }
 
@@ -140,19 +90,19 @@ func checkManaged(t *testing.T, c models.Config, train bool, pl engine.Placement
 // the second epoch copies only the inputs and outputs, as the cuda mode.
 func TestManagedFitsMigratesNothing(t *testing.T) {
 	for _, c := range smallConfigs(t) {
+		feed := models.FeedOf(c)
+		perEpoch := feed.Samples / feed.Batch
 		pl := engine.Placement{Managed: true, PageSize: 2 << 20}
-		dev := device.NewSim(1<<30, nil)
-		got := managedRun(t, c, true, dev, pl)
-		resident := device.NewSim(1<<30, nil)
-		want := managedRun(t, c, true, resident, engine.Placement{})
-		if up, rup := got.second[1].UploadBytes-got.second[0].UploadBytes, want.second[1].UploadBytes-want.second[0].UploadBytes; up != rup {
-			t.Errorf("%T: %d bytes up in the second epoch, the cuda mode's %d", c, up, rup)
+		dev, resident := device.NewSim(1<<30, nil), device.NewSim(1<<30, nil)
+		got, s, _ := runPlaced(t, c, true, dev, pl, 2*perEpoch)
+		want, _, _ := runPlaced(t, c, true, resident, engine.Placement{}, 2*perEpoch)
+		second := func(r hybridRun) int64 { return r.stats[2*perEpoch].UploadBytes - r.stats[perEpoch].UploadBytes }
+		if second(got) != second(want) {
+			t.Errorf("%T: %d bytes up in the second epoch, the cuda mode's %d", c, second(got), second(want))
 		}
-		if fp := got.s.Footprint(pl, 1<<30); fp.Window != got.s.Pages(pl) {
-			t.Errorf("%T: %d of %d pages resident", c, fp.Window, got.s.Pages(pl))
+		if fp := s.Footprint(pl, 1<<30); fp.Window != s.Pages(pl) {
+			t.Errorf("%T: %d of %d pages resident", c, fp.Window, s.Pages(pl))
 		}
-		got.prog.Close()
-		want.prog.Close()
 		dev.Close()
 		resident.Close()
 	}

@@ -251,7 +251,12 @@ func (d *Device) sticky() error {
 
 // Alloc returns n zeroed elements, or an *OutOfMemoryError when the driver
 // answers CUDA_ERROR_OUT_OF_MEMORY.
-func (d *Device) Alloc(n int) (device.Buffer, error) {
+func (d *Device) Alloc(n int) (device.Buffer, error) { return d.alloc(n, true, cu.MemAlloc) }
+
+// alloc allocates n zeroed elements with allocate (cu.MemAlloc, or managed
+// memory), reporting running out of memory as an *OutOfMemoryError, and
+// records the buffer as live; held counts its bytes in Stats.
+func (d *Device) alloc(n int, held bool, allocate func(bytes int64) (cu.DevicePtr, error)) (device.Buffer, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("%s: cannot allocate %d elements", d.Name(), n)
 	}
@@ -261,25 +266,10 @@ func (d *Device) Alloc(n int) (device.Buffer, error) {
 	if d.ctx == nil {
 		return nil, fmt.Errorf("%s: device is closed", d.Name())
 	}
-	b, err := d.allocZeroed(n, cu.MemAlloc)
-	if err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	d.live[b.ptr] = 4 * int64(n)
-	d.mu.Unlock()
-	d.meter.Hold(4 * int64(n))
-	return b, nil
-}
-
-// allocZeroed allocates n zeroed elements with alloc (cu.MemAlloc, or
-// managed memory), reporting running out of memory as an
-// *OutOfMemoryError. The caller records the buffer as live.
-func (d *Device) allocZeroed(n int, alloc func(bytes int64) (cu.DevicePtr, error)) (*buffer, error) {
 	bytes := 4 * int64(n)
 	var p cu.DevicePtr
 	err := d.do(func() (err error) {
-		if p, err = alloc(bytes); err != nil {
+		if p, err = allocate(bytes); err != nil {
 			return err
 		}
 		return cu.MemsetD32(p, 0, int64(n))
@@ -291,6 +281,13 @@ func (d *Device) allocZeroed(n int, alloc func(bytes int64) (cu.DevicePtr, error
 	if err != nil {
 		return nil, fmt.Errorf("%s: allocating %d bytes: %w", d.Name(), bytes, err)
 	}
+	if !held {
+		bytes = 0 // Free then releases nothing from the meter
+	}
+	d.mu.Lock()
+	d.live[p] = bytes
+	d.mu.Unlock()
+	d.meter.Hold(bytes)
 	return &buffer{ptr: p, n: n}, nil
 }
 

@@ -16,25 +16,16 @@ import (
 // the least recently used back to the host. It counts nothing against
 // Stats' allocated bytes: the driver decides what is resident.
 func (d *Device) AllocManaged(n int) (device.Buffer, error) {
-	if n < 0 {
-		return nil, fmt.Errorf("%s: cannot allocate %d elements of managed memory", d.Name(), n)
-	}
-	if n == 0 {
-		return &buffer{}, nil
-	}
 	if d.ctx == nil {
 		return nil, fmt.Errorf("%s: device is closed", d.Name())
 	}
 	if err := d.ManagedSupport(); err != nil {
 		return nil, err
 	}
-	b, err := d.allocZeroed(n, func(bytes int64) (cu.DevicePtr, error) { return cu.MemAllocManaged(bytes, cu.AttachGlobal) })
+	b, err := d.alloc(n, false, func(bytes int64) (cu.DevicePtr, error) { return cu.MemAllocManaged(bytes, cu.AttachGlobal) })
 	if err != nil {
 		return nil, fmt.Errorf("managed memory: %w", err)
 	}
-	d.mu.Lock()
-	d.live[b.ptr] = 0 // Free releases nothing from the meter: it held nothing
-	d.mu.Unlock()
 	return b, nil
 }
 
