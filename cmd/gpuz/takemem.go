@@ -39,9 +39,11 @@ weights and biases (160,080,000 bytes) as the reference's take-mem held:
 12 ≈ 1.8 GiB, 20 ≈ 3 GiB. SIZE is an amount with a unit: 512MiB, 4GiB, 4GB.
 
 On a simulated device (sim, sim:SIZE, and auto without a CUDA GPU) the
-memory is recorded in a ledger file shared by every gpuz process
-($GPUZ_SIM_LEDGER, default gpuz-sim-ledger in the temporary directory)
-without taking host memory; a benchmark's sim device sees it taken.
+memory is recorded in a ledger file shared by your gpuz processes
+without taking host memory; a benchmark's sim device sees it taken. The
+ledger is gpuz-sim-ledger in $XDG_RUNTIME_DIR, else gpuz-sim-ledger-UID in
+the temporary directory; set $GPUZ_SIM_LEDGER to choose the file, which
+users share by pointing it at the same file writable by each.
 
 With --busy, a forward pass through the held layers runs every second, so
 that the device is busy as well as full. On a simulated device the memory

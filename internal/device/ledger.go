@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,18 +20,47 @@ import (
 	"time"
 )
 
-// LedgerEnv names the environment variable that overrides the ledger's
-// default path.
+// LedgerEnv names the environment variable that chooses the ledger's
+// path: a file shared by whoever sets it to the same file and can write
+// it, other users included.
 const LedgerEnv = "GPUZ_SIM_LEDGER"
 
-// DefaultLedgerPath is $GPUZ_SIM_LEDGER when set, else gpuz-sim-ledger in
-// the system's temporary directory: the file that every gpuz process on
-// this machine shares for the simulated device.
+// DefaultLedgerPath is $GPUZ_SIM_LEDGER when set; else gpuz-sim-ledger in
+// $XDG_RUNTIME_DIR when that is usable (an absolute path to a directory
+// this user owns and no other user can write); else gpuz-sim-ledger-UID,
+// UID this user's id, in the system's temporary directory. Only the first
+// is shared with other users, and only by their choice: the others belong
+// to this user, and the ledger refuses them when another user made them.
 func DefaultLedgerPath() string {
+	path, _ := defaultLedger()
+	return path
+}
+
+// defaultLedger returns DefaultLedgerPath and whether the user chose it
+// ($GPUZ_SIM_LEDGER).
+func defaultLedger() (path string, chosen bool) {
 	if p := os.Getenv(LedgerEnv); p != "" {
-		return p
+		return p, true
 	}
-	return filepath.Join(os.TempDir(), "gpuz-sim-ledger")
+	if dir := os.Getenv("XDG_RUNTIME_DIR"); privateDir(dir) {
+		return filepath.Join(dir, "gpuz-sim-ledger"), false
+	}
+	return filepath.Join(os.TempDir(), "gpuz-sim-ledger-"+strconv.Itoa(os.Geteuid())), false
+}
+
+// privateDir reports whether dir is an absolute path to a directory that
+// this user owns and that neither its group nor others can write, as the
+// XDG base directory specification requires of $XDG_RUNTIME_DIR.
+func privateDir(dir string) bool {
+	if !filepath.IsAbs(dir) {
+		return false
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
 }
 
 // Ledger is a holder's entry in the file where processes sharing a
@@ -46,7 +76,10 @@ func DefaultLedgerPath() string {
 // a holder killed without clean-up is forgotten on the next access by
 // anyone.
 type Ledger struct {
-	path   string
+	path string
+	// chosen is set when the user chose the path (OpenLedger's path or
+	// $GPUZ_SIM_LEDGER): the file may then be another user's, shared.
+	chosen bool
 	holder int64
 	opts   LedgerOptions
 }
@@ -98,23 +131,29 @@ var holders atomic.Int64
 
 // OpenLedger returns a new holder on the ledger file at path, or at
 // DefaultLedgerPath when path is empty. It does not touch the file: that
-// happens on the first Set, Others or Entries.
+// happens on the first Set, Others or Entries. A path given here or in
+// $GPUZ_SIM_LEDGER is the user's choice, and may be a file another user
+// made, to share with them; the default path must be a file of this
+// user's.
 func OpenLedger(path string) *Ledger { return OpenLedgerWith(path, LedgerOptions{}) }
 
 // OpenLedgerWith is OpenLedger with options for waiting on the file's lock;
 // the holders of the devices made on this ledger share them.
 func OpenLedgerWith(path string, opts LedgerOptions) *Ledger {
+	chosen := true
 	if path == "" {
-		path = DefaultLedgerPath()
+		path, chosen = defaultLedger()
 	}
-	return &Ledger{path: path, holder: holders.Add(1), opts: opts}
+	return &Ledger{path: path, chosen: chosen, holder: holders.Add(1), opts: opts}
 }
 
 // Path is the ledger's file.
 func (l *Ledger) Path() string { return l.path }
 
 // newHolder returns another holder on the same file.
-func (l *Ledger) newHolder() *Ledger { return OpenLedgerWith(l.path, l.opts) }
+func (l *Ledger) newHolder() *Ledger {
+	return &Ledger{path: l.path, chosen: l.chosen, holder: holders.Add(1), opts: l.opts}
+}
 
 // Set records that this holder holds bytes on the device, with a label
 // saying what holds them; 0 removes the entry.
@@ -209,6 +248,10 @@ func (l *Ledger) transact(f func([]LedgerEntry) ([]LedgerEntry, error)) error {
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
+	if len(old) > 0 && !bytes.HasPrefix(old, []byte(ledgerHeader+"\n")) {
+		return fmt.Errorf("ledger: %s is not a gpuz ledger (its first line is not %q); it is left as it is: set %s to another file, or delete it",
+			l.path, ledgerHeader, LedgerEnv)
+	}
 	entries, err := parseLedger(old)
 	if err != nil {
 		return fmt.Errorf("ledger %s: %w (delete the file if no gpuz process runs)", l.path, err)
@@ -241,34 +284,45 @@ func (l *Ledger) transact(f func([]LedgerEntry) ([]LedgerEntry, error)) error {
 	return nil
 }
 
-// open opens the ledger file for reading and writing, creating it
-// readable and writable by every user (0666 whatever the umask, so that
-// another user's gpuz can share it). A path that is not a regular file (a
-// directory, a FIFO, a device) is refused without being opened for good:
-// it is checked before the open, and the open itself does not block (a
-// FIFO created in between), and checked again on the open file.
+// open opens the ledger file for reading and writing, creating it when
+// absent: readable and writable by this user alone at the default path,
+// as the umask allows at a path the user chose (to share it with other
+// users, make it writable by them). It never follows a symbolic link at
+// the path (O_NOFOLLOW), which another user could plant in a shared
+// directory to make gpuz overwrite a file of the victim's. At the default
+// path it refuses a file that another user owns or that has other hard
+// links. A path that is not a regular file (a directory, a FIFO, a device)
+// is refused without being opened for good: it is checked before the
+// open, and the open itself does not block (a FIFO created in between),
+// and checked again on the open file.
 func (l *Ledger) open() (*os.File, error) {
-	if fi, err := os.Stat(l.path); err == nil && !fi.Mode().IsRegular() {
-		return nil, l.notRegular(fi.Mode())
-	}
-	file, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o666)
-	if err == nil {
-		// Created here: make it 0666 despite the umask.
-		if err := file.Chmod(0o666); err != nil {
-			file.Close()
-			return nil, fmt.Errorf("ledger: making %s writable by every user: %w", l.path, err)
+	if fi, err := os.Lstat(l.path); err == nil {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, l.symlink()
 		}
-	} else if errors.Is(err, fs.ErrExist) {
-		// Another process made it. Opening it without O_CREAT matters: in
-		// a sticky directory such as /tmp, Linux's protected_regular
-		// refuses O_CREAT on another user's file even when its mode lets
-		// us write.
-		file, err = os.OpenFile(l.path, os.O_RDWR|syscall.O_NONBLOCK, 0)
-	}
-	if err != nil {
-		if errors.Is(err, fs.ErrPermission) {
-			return nil, fmt.Errorf("ledger: %w (another user's gpuz may have made it; set %s to a file you can write)", err, LedgerEnv)
+		if !fi.Mode().IsRegular() {
+			return nil, l.notRegular(fi.Mode())
 		}
+	}
+	perm := os.FileMode(0o600)
+	if l.chosen {
+		perm = 0o666 // less the umask
+	}
+	const flags = os.O_RDWR | syscall.O_NONBLOCK | syscall.O_NOFOLLOW
+	file, err := os.OpenFile(l.path, flags|os.O_CREATE|os.O_EXCL, perm)
+	if errors.Is(err, fs.ErrExist) {
+		// Another process made it (or a link is there: O_EXCL does not
+		// follow one). Opening it without O_CREAT matters: in a sticky
+		// directory such as /tmp, Linux's protected_regular refuses
+		// O_CREAT on another user's file even when its mode lets us write.
+		file, err = os.OpenFile(l.path, flags, 0)
+	}
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return nil, l.symlink()
+	case errors.Is(err, fs.ErrPermission):
+		return nil, fmt.Errorf("ledger: %w (another user may have made it; set %s to a file you can write)", err, LedgerEnv)
+	case err != nil:
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	fi, err := file.Stat()
@@ -280,12 +334,51 @@ func (l *Ledger) open() (*os.File, error) {
 		file.Close()
 		return nil, l.notRegular(fi.Mode())
 	}
+	if err := l.checkOwner(fi); err != nil {
+		file.Close()
+		return nil, err
+	}
 	return file, nil
+}
+
+// checkOwner refuses a file at the default path that another user owns
+// (made there to feed this user's gpuz its entries, or to be written
+// through) or that has another hard link (a name for a file of this
+// user's elsewhere). A path the user chose may be shared.
+func (l *Ledger) checkOwner(fi fs.FileInfo) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if l.chosen || !ok {
+		return nil
+	}
+	if int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("ledger: %s is owned by user %s, not by you; remove it, or set %s to a file you chose (to share a ledger with other users, point %s at the same file)",
+			l.path, userName(int(st.Uid)), LedgerEnv, LedgerEnv)
+	}
+	if st.Nlink != 1 {
+		return fmt.Errorf("ledger: %s has %d hard links, so writing it would write another file; remove it, or set %s to a file you chose",
+			l.path, st.Nlink, LedgerEnv)
+	}
+	return nil
+}
+
+// symlink is the error for a ledger path that is a symbolic link.
+func (l *Ledger) symlink() error {
+	return fmt.Errorf("ledger: %s is a symbolic link, which gpuz does not follow (another user may have planted it); remove it, or set %s to the file itself",
+		l.path, LedgerEnv)
 }
 
 // notRegular is the error for a ledger path that is not a regular file.
 func (l *Ledger) notRegular(mode fs.FileMode) error {
 	return fmt.Errorf("ledger: %s is not a regular file (%s); set %s to a file path", l.path, mode.Type(), LedgerEnv)
+}
+
+// userName is the name of the user uid, or the uid as a number when it has
+// none.
+func userName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return u.Username
+	}
+	return strconv.Itoa(uid)
 }
 
 // lock takes an exclusive lock on the ledger file, trying every lockPoll:

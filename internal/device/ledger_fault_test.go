@@ -14,24 +14,6 @@ import (
 	"time"
 )
 
-// TestLedgerCreatedForEveryUser creates the ledger under a umask that would
-// leave it 0600: it is 0666 all the same.
-func TestLedgerCreatedForEveryUser(t *testing.T) {
-	old := syscall.Umask(0o077)
-	defer syscall.Umask(old)
-	path := filepath.Join(t.TempDir(), "ledger")
-	if err := OpenLedger(path).Set(1, "x"); err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := fi.Mode().Perm(); got != 0o666 {
-		t.Errorf("ledger created %v, want -rw-rw-rw-", got)
-	}
-}
-
 // TestLedgerPermissionDenied opens a ledger this user cannot write: the
 // error says to set GPUZ_SIM_LEDGER.
 func TestLedgerPermissionDenied(t *testing.T) {

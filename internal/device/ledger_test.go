@@ -259,17 +259,3 @@ func TestLedgerMalformed(t *testing.T) {
 		t.Errorf("reading a malformed ledger: %v, want an error naming the file and the line", err)
 	}
 }
-
-func TestDefaultLedgerPath(t *testing.T) {
-	t.Setenv(LedgerEnv, "")
-	if got, want := DefaultLedgerPath(), filepath.Join(os.TempDir(), "gpuz-sim-ledger"); got != want {
-		t.Errorf("DefaultLedgerPath() = %q, want %q", got, want)
-	}
-	t.Setenv(LedgerEnv, "/some/where")
-	if got := DefaultLedgerPath(); got != "/some/where" {
-		t.Errorf("with %s set, DefaultLedgerPath() = %q", LedgerEnv, got)
-	}
-	if got := OpenLedger("").Path(); got != "/some/where" {
-		t.Errorf(`OpenLedger("").Path() = %q`, got)
-	}
-}
