@@ -360,7 +360,11 @@ func reserveAhead(dev device.Device, footprint int64) (func(), *Status) {
 	}
 	var oom *device.OutOfMemoryError
 	if errors.As(err, &oom) {
-		return nil, &Status{Kind: StatusOOM, Reason: fmt.Sprintf("needs %s, %s of %s free", units.Bytes(footprint), units.Bytes(oom.Free), units.Bytes(oom.Total))}
+		reason := fmt.Sprintf("needs %s, %s of %s free", units.Bytes(footprint), units.Bytes(oom.Free), units.Bytes(oom.Total))
+		if h := oom.HeldBy(); h != "" {
+			reason += "; " + h
+		}
+		return nil, &Status{Kind: StatusOOM, Reason: reason}
 	}
 	return nil, &Status{Kind: StatusFailed, Reason: fmt.Sprintf("reserving %s ahead: %v", units.Bytes(footprint), err)}
 }

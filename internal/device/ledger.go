@@ -120,11 +120,25 @@ var ErrLedgerLocked = errors.New("ledger lock held by another process")
 // LedgerEntry is one holder's record in the ledger.
 type LedgerEntry struct {
 	PID    int
-	Start  uint64 // the process's start time in clock ticks since boot (0: unknown)
+	Start  uint64 // the process's start time in clock ticks since boot
 	Holder int64  // the holder within the process
 	Bytes  int64
 	Label  string // what holds the memory, e.g. the command line
+	// User is the name (or else the id) of the user the live process runs
+	// as, read from /proc, not from the file, where the entries are shown
+	// (Entries, OutOfMemoryError.Holders); empty elsewhere.
+	User string
 }
+
+// The bounds of a ledger, which a gpuz process holds one entry in per
+// simulated device it has open (a few): a ledger of more entries or bytes
+// is refused as it is read, and a new entry past MaxLedgerEntries is
+// refused, so that no one can make every access check thousands of
+// processes while it holds the lock (200,000 entries took seconds).
+const (
+	MaxLedgerEntries = 1000
+	maxLedgerBytes   = 1 << 20
+)
 
 // holders numbers the Ledger values of this process.
 var holders atomic.Int64
@@ -171,11 +185,12 @@ func (l *Ledger) Others() (int64, error) {
 	return others, err
 }
 
-// Entries returns the entries of every live holder, this one's included.
+// Entries returns the entries of every live holder, this one's included,
+// each with its process's user.
 func (l *Ledger) Entries() ([]LedgerEntry, error) {
 	var out []LedgerEntry
 	err := l.transact(func(entries []LedgerEntry) ([]LedgerEntry, error) {
-		out = append([]LedgerEntry(nil), entries...)
+		out = withUsers(entries)
 		return entries, nil
 	})
 	return out, err
@@ -189,6 +204,16 @@ func (l *Ledger) update(decide func(others int64) (int64, error), label string) 
 	return l.transact(func(entries []LedgerEntry) ([]LedgerEntry, error) {
 		bytes, err := decide(l.othersIn(entries))
 		if err != nil {
+			var oom *OutOfMemoryError
+			if errors.As(err, &oom) {
+				var others []LedgerEntry
+				for _, e := range entries {
+					if !l.owns(e, self) {
+						others = append(others, e)
+					}
+				}
+				oom.Holders = withUsers(others)
+			}
 			return nil, err
 		}
 		kept := entries[:0:0]
@@ -196,6 +221,9 @@ func (l *Ledger) update(decide func(others int64) (int64, error), label string) 
 			if !l.owns(e, self) {
 				kept = append(kept, e)
 			}
+		}
+		if bytes != 0 && len(kept) >= MaxLedgerEntries {
+			return nil, fmt.Errorf("ledger %s: holds %d entries, the most it takes; gpuz take-mem --list names their holders", l.path, len(kept))
 		}
 		if bytes != 0 {
 			kept = append(kept, LedgerEntry{PID: self.pid, Start: self.start, Holder: l.holder, Bytes: bytes, Label: label})
@@ -236,6 +264,9 @@ func (l *Ledger) owns(e LedgerEntry, self process) bool {
 // what it returns when that differs from what was read, or when dead
 // entries were dropped. An error from f writes nothing.
 func (l *Ledger) transact(f func([]LedgerEntry) ([]LedgerEntry, error)) error {
+	if currentProcess().start == 0 {
+		return errors.New("ledger: this process's start time cannot be read from /proc/self/stat, and the ledger's entries need it")
+	}
 	file, err := l.open()
 	if err != nil {
 		return err
@@ -244,9 +275,12 @@ func (l *Ledger) transact(f func([]LedgerEntry) ([]LedgerEntry, error)) error {
 	if err := l.lock(file); err != nil {
 		return err
 	}
-	old, err := io.ReadAll(file)
+	old, err := io.ReadAll(io.LimitReader(file, maxLedgerBytes+1))
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
+	}
+	if len(old) > maxLedgerBytes {
+		return fmt.Errorf("ledger %s: larger than %d bytes, more than its %d entries can fill; delete the file if no gpuz process runs", l.path, maxLedgerBytes, MaxLedgerEntries)
 	}
 	if len(old) > 0 && !bytes.HasPrefix(old, []byte(ledgerHeader+"\n")) {
 		return fmt.Errorf("ledger: %s is not a gpuz ledger (its first line is not %q); it is left as it is: set %s to another file, or delete it",
@@ -257,8 +291,14 @@ func (l *Ledger) transact(f func([]LedgerEntry) ([]LedgerEntry, error)) error {
 		return fmt.Errorf("ledger %s: %w (delete the file if no gpuz process runs)", l.path, err)
 	}
 	live := entries[:0:0]
+	procs := map[int]liveProcess{}
 	for _, e := range entries {
-		if alive(e) {
+		p, seen := procs[e.PID]
+		if !seen {
+			p = readProcess(e.PID)
+			procs[e.PID] = p
+		}
+		if p.ok && p.start == e.Start {
 			live = append(live, e)
 		}
 	}
@@ -473,6 +513,9 @@ func parseLedger(text []byte) ([]LedgerEntry, error) {
 		if e.PID <= 0 || e.Bytes < 0 {
 			return nil, fmt.Errorf("line %d: pid %d, bytes %d", line, e.PID, e.Bytes)
 		}
+		if len(entries) == MaxLedgerEntries {
+			return nil, fmt.Errorf("more than %d entries, the most a ledger takes", MaxLedgerEntries)
+		}
 		e.Label = f[4]
 		entries = append(entries, e)
 	}
@@ -491,7 +534,8 @@ var (
 )
 
 // currentProcess is this process. Its start time is 0 where /proc cannot
-// tell it; liveness checks then rely on the pid alone.
+// tell it; the ledger then refuses to work (transact), since no entry of
+// its would be found live.
 func currentProcess() process {
 	selfOnce.Do(func() {
 		self.pid = os.Getpid()
@@ -502,22 +546,44 @@ func currentProcess() process {
 	return self
 }
 
-// alive reports whether the process that wrote e still runs: its pid exists,
-// is not a zombie, and started when the entry says.
-func alive(e LedgerEntry) bool {
-	if err := syscall.Kill(e.PID, 0); errors.Is(err, syscall.ESRCH) {
-		return false
+// liveProcess is what the ledger learns of an entry's pid: whether it
+// runs (and is not a zombie) and its start time.
+type liveProcess struct {
+	ok    bool
+	start uint64
+}
+
+// readProcess describes the process pid from /proc. An entry is live only
+// when its pid runs and started when the entry says: a start time that
+// cannot be read, or 0, is no licence to trust the pid, which let anyone
+// hold the device for ever with an entry for pid 1.
+func readProcess(pid int) liveProcess {
+	st, err := readStat(pid)
+	if err != nil || st.state == 'Z' || st.state == 'X' {
+		return liveProcess{}
 	}
-	st, err := readStat(e.PID)
-	if err != nil {
-		// The pid exists (kill found it) but /proc cannot describe it; trust
-		// the pid rather than drop memory that may well be held.
-		return !errors.Is(err, os.ErrNotExist)
+	return liveProcess{ok: true, start: st.start}
+}
+
+// withUsers returns a copy of entries, each with the user its process runs
+// as (the owner of /proc/PID; "?" when that cannot be read). Only what is
+// shown needs them: looking a user up may ask a directory service.
+func withUsers(entries []LedgerEntry) []LedgerEntry {
+	out := make([]LedgerEntry, len(entries))
+	names := map[uint32]string{}
+	for i, e := range entries {
+		e.User = "?"
+		if fi, err := os.Stat(fmt.Sprintf("/proc/%d", e.PID)); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				if _, ok := names[st.Uid]; !ok {
+					names[st.Uid] = userName(int(st.Uid))
+				}
+				e.User = names[st.Uid]
+			}
+		}
+		out[i] = e
 	}
-	if st.state == 'Z' || st.state == 'X' {
-		return false
-	}
-	return e.Start == 0 || st.start == e.Start
+	return out
 }
 
 // stat is what the ledger needs of /proc/PID/stat.

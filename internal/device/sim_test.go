@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -116,7 +117,7 @@ func TestSimOutOfMemory(t *testing.T) {
 		t.Fatalf("Alloc(51) with 200 of 1000 bytes free: %v, want an *OutOfMemoryError", err)
 	}
 	want := OutOfMemoryError{Device: "sim:1KB", Requested: 204, Free: 200, Total: 1000}
-	if *oom != want {
+	if !reflect.DeepEqual(*oom, want) {
 		t.Errorf("error %+v, want %+v", *oom, want)
 	}
 	if _, err := sim.Alloc(50); err != nil {

@@ -105,12 +105,17 @@ func Hold(ctx context.Context, dev device.Device, bytes int64, busy bool, report
 		return fmt.Errorf("memhog: busy passes need at least %d bytes held (one Linear(%d→%d) layer and its input and output), got %d",
 			BusyMinBytes, LayerDims, LayerDims, bytes)
 	}
-	free, total, err := dev.MemInfo()
-	if err != nil {
-		return fmt.Errorf("memhog: %w", err)
-	}
-	if bytes > free {
-		return &device.OutOfMemoryError{Device: dev.Name(), Requested: bytes, Free: free, Total: total}
+	if _, reserves := dev.(Reserver); !reserves {
+		// A Reserver checks and takes in one step, and its error names
+		// whoever holds the rest; elsewhere a request that cannot fit is
+		// refused before anything is allocated.
+		free, total, err := dev.MemInfo()
+		if err != nil {
+			return fmt.Errorf("memhog: %w", err)
+		}
+		if bytes > free {
+			return &device.OutOfMemoryError{Device: dev.Name(), Requested: bytes, Free: free, Total: total}
+		}
 	}
 	h := &holding{dev: dev}
 	if err := h.take(bytes, busy); err != nil {
@@ -118,9 +123,11 @@ func Hold(ctx context.Context, dev device.Device, bytes int64, busy bool, report
 		h.release()
 		var oom *device.OutOfMemoryError
 		if errors.As(err, &oom) {
-			// Something else took memory since MemInfo: report the whole
-			// request against what was free to it.
-			return &device.OutOfMemoryError{Device: oom.Device, Requested: bytes, Free: oom.Free + held, Total: oom.Total}
+			// Something else holds the memory: report the whole request
+			// against what was free to it.
+			whole := *oom
+			whole.Requested, whole.Free = bytes, oom.Free+held
+			return &whole
 		}
 		return fmt.Errorf("memhog: %w", err)
 	}
