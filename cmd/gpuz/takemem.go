@@ -119,9 +119,10 @@ func takeMemAmount(s string) (bytes int64, blocks int, err error) {
 	return b, 0, nil
 }
 
-// takeMemRun holds the memory until ctx is done or o.For elapses. When ctx
-// is cancelled by a signal it still releases the memory and returns nil;
-// run then exits with the signal's status.
+// takeMemRun holds the memory until ctx is done or o.For has passed since
+// it was held. When ctx is cancelled by a signal it still releases the
+// memory (or stops taking it) and returns nil; run then exits with the
+// signal's status.
 func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
 	if o.List {
 		return takeMemList(ctx, o)
@@ -157,14 +158,22 @@ func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
 	if err != nil {
 		return fmt.Errorf("reading the free memory of %s: %w", dev.Name(), err)
 	}
-	if o.For > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.For)
-		defer cancel()
-	}
-	err = memhog.Hold(ctx, dev, bytes, o.Busy, func(e memhog.Event) {
+	// --for counts from when the memory is held: writing gigabytes of
+	// host memory takes seconds.
+	holdCtx, release := context.WithCancel(ctx)
+	defer release()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	err = memhog.Hold(holdCtx, dev, bytes, o.Busy, func(e memhog.Event) {
 		switch e.Kind {
 		case memhog.Holding:
+			if o.For > 0 {
+				timer = time.AfterFunc(o.For, release)
+			}
 			fmt.Fprintf(stdout, "holding %s on %s\n", what, dev.Name())
 			if now, _, err := dev.MemInfo(); err == nil {
 				fmt.Fprintf(stdout, "free on %s: %s before, %s now\n", dev.Name(), units.Bytes(before), units.Bytes(now))
@@ -188,6 +197,10 @@ func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
 	})
 	var oom *device.OutOfMemoryError
 	switch {
+	case err != nil && ctx.Err() != nil:
+		// Stopped by a signal while taking the memory: nothing is held,
+		// and run reports the signal.
+		return nil
 	case errors.As(err, &oom):
 		heldBy := ""
 		if h := oom.HeldBy(); h != "" {

@@ -139,7 +139,7 @@ func TestForward(t *testing.T) {
 	} {
 		host := device.NewHost()
 		h := &holding{dev: host}
-		if err := h.take(BusyMinBytes, true); err != nil {
+		if err := h.take(context.Background(), BusyMinBytes, true); err != nil {
 			t.Fatal(err)
 		}
 		if len(h.layers) != 1 || h.passes != 1 {
