@@ -496,6 +496,9 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := checkRunAddressSpace(ctx, opts); err != nil {
+		return err
+	}
 	out := o.human()
 	// The progress line goes to standard error when it is a terminal.
 	progress := newModeProgress(o.IO.ErrOut, o.IO.ErrTTY)
