@@ -58,6 +58,9 @@ type Options struct {
 	// is the name of the devices it makes.
 	NewGPU  func() (device.Device, error)
 	GPUName string
+	// TakeBytes is the memory the caller holds on a device of NewGPU
+	// around the run (Sweep's take), for the header to report.
+	TakeBytes int64
 	// Config is the run configuration: cache mode's paging, the hybrid
 	// mode's placement.
 	Config
@@ -168,14 +171,15 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 // in force.
 func (opts Options) header(model *models.Model, data models.Data, threads threadCount) Header {
 	h := Header{
-		Model:   opts.ModelName,
-		Task:    opts.Task,
-		Scale:   opts.Scale,
-		Batch:   opts.Batch,
-		Samples: opts.Samples,
-		BLAS:    hostmath.BLASName(),
-		Threads: threads.n,
-		GPU:     opts.GPUName,
+		Model:     opts.ModelName,
+		Task:      opts.Task,
+		Scale:     opts.Scale,
+		Batch:     opts.Batch,
+		Samples:   opts.Samples,
+		BLAS:      hostmath.BLASName(),
+		Threads:   threads.n,
+		GPU:       opts.GPUName,
+		TakeBytes: opts.TakeBytes,
 	}
 	h.ThreadsRequested, h.ThreadsWarning = opts.Threads, threads.warning
 	h.Env = sysinfo.Collect()

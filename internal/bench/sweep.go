@@ -122,6 +122,7 @@ func sweepOne(ctx context.Context, i int, c SweepConfig, progress func(Event)) (
 		} else {
 			defer release()
 			row.DeviceFreeBytes = free
+			opts.TakeBytes = c.TakeBytes
 		}
 	}
 	r, err := Run(ctx, opts)
