@@ -118,11 +118,16 @@ func measureDevice(ctx context.Context, spec string, gemmSize int, ios *IOStream
 // line on ios.ErrOut, ctx ends the wait, and the entries are labelled with
 // the command line (ledgerLabel).
 func openLedger(ctx context.Context, ios *IOStreams) *device.Ledger {
-	return device.OpenLedgerWith("", device.LedgerOptions{Context: ctx, Label: ledgerLabel(ios.CommandLine), OnWait: func(path string) {
+	timeout := ledgerLockTimeout
+	return device.OpenLedgerWith("", device.LedgerOptions{Context: ctx, Label: ledgerLabel(ios.CommandLine), Timeout: timeout, OnWait: func(path string) {
 		fmt.Fprintf(ios.ErrOut, "gpuz: waiting for the simulated device's ledger %s: another gpuz process holds its lock (giving up after %v)\n",
-			path, device.DefaultLockTimeout)
+			path, timeout)
 	}})
 }
+
+// ledgerLockTimeout is the longest a command waits for the ledger's lock;
+// tests shorten it.
+var ledgerLockTimeout = device.DefaultLockTimeout
 
 // ledgerLabel is the label of a command line's ledger entries: the
 // program's base name and its arguments, separated by spaces, as in

@@ -57,7 +57,8 @@
 // Exit status:
 //
 //	0    every requested mode completed (status ok)
-//	1    a failure: the run itself, a device, a write of --json or --cpuprofile
+//	1    a failure: the run itself, a device, a write of --json or --cpuprofile,
+//	     an address-space limit (ulimit -v) below what gpuz or the run needs
 //	2    bad input (unknown command, task, mode, flag or value, an output path
 //	     that cannot be written): one line on standard error, nothing run
 //	3    the run completed but some mode did not (OOM, unavailable, skipped,
@@ -82,6 +83,10 @@ import (
 
 func main() {
 	reexecForBLAS()
+	if err := checkStartAddressSpace(); err != nil {
+		fmt.Fprintf(os.Stderr, "gpuz: %v\n", err)
+		os.Exit(exitFailure)
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	stopSignals := cancelOnSignal(cancel, os.Stderr)
 	code := runCommandLine(ctx, os.Args, os.Stdout, os.Stderr)

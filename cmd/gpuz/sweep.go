@@ -257,6 +257,13 @@ func sweepRun(ctx context.Context, o *WorkloadOptions) error {
 	if err != nil {
 		return err
 	}
+	configs := make([]bench.Options, len(so.Configs))
+	for i, c := range so.Configs {
+		configs[i] = c.Options
+	}
+	if err := checkRunAddressSpace(ctx, configs...); err != nil {
+		return err
+	}
 	out := o.human()
 	progress := newModeProgress(o.IO.ErrOut, o.IO.ErrTTY)
 	headerShown := false

@@ -23,6 +23,9 @@ type TakeMemOptions struct {
 	Device string
 	For    time.Duration // 0: until interrupted
 	Busy   bool
+	// List lists the simulated device's holders instead of holding
+	// memory (Amount is then empty).
+	List bool
 }
 
 // newTakeMemCmd builds gpuz take-mem; runF, when not nil, is called instead
@@ -30,7 +33,7 @@ type TakeMemOptions struct {
 func newTakeMemCmd(ios *IOStreams, runF func(context.Context, *TakeMemOptions) error) *cobra.Command {
 	o := &TakeMemOptions{IO: ios}
 	cmd := &cobra.Command{
-		Use:   "take-mem N|SIZE",
+		Use:   "take-mem N|SIZE | --list",
 		Short: "Hold device memory until interrupted, as a second program on the GPU would",
 		Long: `take-mem holds memory on a device until it is interrupted (Ctrl-C) or --for
 elapses, so that a benchmark run in another shell meets a device with less
@@ -39,9 +42,13 @@ weights and biases (160,080,000 bytes) as the reference's take-mem held:
 12 ≈ 1.8 GiB, 20 ≈ 3 GiB. SIZE is an amount with a unit: 512MiB, 4GiB, 4GB.
 
 On a simulated device (sim, sim:SIZE, and auto without a CUDA GPU) the
-memory is recorded in a ledger file shared by every gpuz process
-($GPUZ_SIM_LEDGER, default gpuz-sim-ledger in the temporary directory)
-without taking host memory; a benchmark's sim device sees it taken.
+memory is recorded in a ledger file shared by your gpuz processes
+without taking host memory; a benchmark's sim device sees it taken. The
+ledger is gpuz-sim-ledger in $XDG_RUNTIME_DIR, else gpuz-sim-ledger-UID in
+the temporary directory; set $GPUZ_SIM_LEDGER to choose the file, which
+users share by pointing it at the same file writable by each. When the
+memory is not free the error names who holds it (pid, user, bytes);
+--list lists every holder, one line each, with its command line.
 
 With --busy, a forward pass through the held layers runs every second, so
 that the device is busy as well as full. On a simulated device the memory
@@ -49,8 +56,15 @@ is not real, so the pass runs one Linear(2000→2000) layer per held block on
 one real layer: real work on the CPU that the simulation runs on.`,
 		Example: `  gpuz take-mem 20
   gpuz take-mem 4GiB --device sim:8GiB --for 10m
-  gpuz take-mem 12 --busy`,
+  gpuz take-mem 12 --busy
+  gpuz take-mem --list --device sim:8GiB`,
 		Args: func(_ *cobra.Command, args []string) error {
+			switch {
+			case o.List && len(args) > 0:
+				return usagef("--list takes no amount: it lists what others hold")
+			case o.List:
+				return nil
+			}
 			switch len(args) {
 			case 0:
 				return usagef("missing amount: a number of linear blocks (20) or a size (4GiB)")
@@ -63,7 +77,9 @@ one real layer: real work on the CPU that the simulation runs on.`,
 			if cmd.Flags().Changed("for") && o.For <= 0 {
 				return usagef("--for must be positive, got %v", o.For)
 			}
-			o.Amount = args[0]
+			if !o.List {
+				o.Amount = args[0]
+			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
@@ -74,6 +90,7 @@ one real layer: real work on the CPU that the simulation runs on.`,
 	fs.StringVar(&o.Device, "device", "auto", "device to hold memory on: auto, cpu, sim, sim:SIZE, sim:PROFILE or cuda:N")
 	fs.DurationVar(&o.For, "for", 0, "release after this long, e.g. 30s or 10m (default: until interrupted)")
 	fs.BoolVar(&o.Busy, "busy", false, "run a forward pass through the held layers every second")
+	fs.BoolVar(&o.List, "list", false, "list who holds the simulated device's memory (pid, user, bytes, command), one line each, instead of holding any")
 	return cmd
 }
 
@@ -120,10 +137,14 @@ func takeMemAmount(s string) (bytes int64, blocks int, err error) {
 	return b, 0, nil
 }
 
-// takeMemRun holds the memory until ctx is done or o.For elapses. When ctx
-// is cancelled by a signal it still releases the memory and returns nil;
-// run then exits with the signal's status.
+// takeMemRun holds the memory until ctx is done or o.For has passed since
+// it was held. When ctx is cancelled by a signal it still releases the
+// memory (or stops taking it) and returns nil; run then exits with the
+// signal's status.
 func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
+	if o.List {
+		return takeMemList(ctx, o)
+	}
 	stdout := o.IO.Out
 	bytes, blocks, err := takeMemAmount(o.Amount)
 	if err != nil {
@@ -155,14 +176,22 @@ func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
 	if err != nil {
 		return fmt.Errorf("reading the free memory of %s: %w", dev.Name(), err)
 	}
-	if o.For > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.For)
-		defer cancel()
-	}
-	err = memhog.Hold(ctx, dev, bytes, o.Busy, func(e memhog.Event) {
+	// --for counts from when the memory is held: writing gigabytes of
+	// host memory takes seconds.
+	holdCtx, release := context.WithCancel(ctx)
+	defer release()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	err = memhog.Hold(holdCtx, dev, bytes, o.Busy, func(e memhog.Event) {
 		switch e.Kind {
 		case memhog.Holding:
+			if o.For > 0 {
+				timer = time.AfterFunc(o.For, release)
+			}
 			fmt.Fprintf(stdout, "holding %s on %s\n", what, dev.Name())
 			if now, _, err := dev.MemInfo(); err == nil {
 				fmt.Fprintf(stdout, "free on %s: %s before, %s now\n", dev.Name(), units.Bytes(before), units.Bytes(now))
@@ -186,11 +215,62 @@ func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
 	})
 	var oom *device.OutOfMemoryError
 	switch {
+	case err != nil && ctx.Err() != nil:
+		// Stopped by a signal while taking the memory: nothing is held,
+		// and run reports the signal.
+		return nil
 	case errors.As(err, &oom):
-		return fmt.Errorf("%s: not enough free memory: needs %s%s, %s of %s free",
-			oom.Device, units.Bytes(oom.Requested), blocksNote, units.Bytes(oom.Free), units.Bytes(oom.Total))
+		heldBy := ""
+		if h := oom.HeldBy(); h != "" {
+			heldBy = "; " + h
+		}
+		return fmt.Errorf("%s: not enough free memory: needs %s%s, %s of %s free%s",
+			oom.Device, units.Bytes(oom.Requested), blocksNote, units.Bytes(oom.Free), units.Bytes(oom.Total), heldBy)
 	case err != nil:
 		return fmt.Errorf("holding %s on %s: %w", what, dev.Name(), err)
+	}
+	return nil
+}
+
+// takeMemList writes the holders of the simulated device's ledger: a line
+// naming the ledger, the total held and what that leaves free on the
+// device of --device, then one line per holder.
+func takeMemList(ctx context.Context, o *TakeMemOptions) error {
+	ledger := openLedger(ctx, o.IO)
+	dev, _, err := device.Parse(o.Device, ledger)
+	if err != nil {
+		return usagef("--device: %w", err)
+	}
+	defer dev.Close()
+	sim, ok := dev.(*device.Sim)
+	if !ok {
+		return usagef("--list lists the simulated device's holders; --device %s is not a simulated device", o.Device)
+	}
+	entries, err := ledger.Entries()
+	if err != nil {
+		return fmt.Errorf("listing the holders of %s: %w", sim.Name(), err)
+	}
+	var held int64
+	for _, e := range entries {
+		held += min(e.Bytes, math.MaxInt64-held) // saturating: entries are not negative
+	}
+	free := units.Bytes(max(sim.Capacity()-held, 0)) + " of " + units.Bytes(sim.Capacity()) + " free"
+	w := o.IO.Out
+	switch len(entries) {
+	case 0:
+		fmt.Fprintf(w, "ledger %s: no holders; %s has %s\n", ledger.Path(), sim.Name(), free)
+		return nil
+	case 1:
+		fmt.Fprintf(w, "ledger %s: 1 holder, %s held; %s has %s\n", ledger.Path(), units.Bytes(held), sim.Name(), free)
+	default:
+		fmt.Fprintf(w, "ledger %s: %d holders, %s held; %s has %s\n", ledger.Path(), len(entries), units.Bytes(held), sim.Name(), free)
+	}
+	for _, e := range entries {
+		label := ""
+		if e.Label != "" {
+			label = ": " + e.Label
+		}
+		fmt.Fprintf(w, "pid %d (%s) holds %s%s\n", e.PID, e.User, units.Bytes(e.Bytes), label)
 	}
 	return nil
 }

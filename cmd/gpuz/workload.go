@@ -334,23 +334,33 @@ func (o *WorkloadOptions) place(cfg models.Config, opts *bench.Options) error {
 }
 
 // gpu checks the device and returns the factory of fresh devices for the
-// cuda and cache modes (nil for cpu), their name and a warning line, if
-// any. The device opened for the check is closed at once, so that none is
-// left open when no cuda or cache mode runs; ctx ends a wait for the
-// simulated device's ledger.
+// cuda and cache modes (nil for cpu, and when no mode uses it), their name
+// and a warning line, if any. The device opened for the check is closed at
+// once, so that none is left open when no cuda or cache mode runs; ctx
+// ends a wait for the simulated device's ledger. A --device that does not
+// name a device is a usage error; a device that cannot be used (its free
+// memory unreadable: the simulated device's ledger corrupt, or its lock
+// not had) is a failure, status 1, and is not tried when no mode uses it,
+// so that the cpu mode alone still runs.
 func (o *WorkloadOptions) gpu(ctx context.Context) (func() (device.Device, error), string, string, error) {
-	ledger := openLedger(ctx, o.IO)
+	used := o.usesGPU()
+	var ledger *device.Ledger // nil: a simulated device is not used, its ledger not read
+	if used {
+		ledger = openLedger(ctx, o.IO)
+	}
 	dev, warning, err := device.Parse(o.Device, ledger)
 	if err != nil {
-		return nil, "", "", err
+		return nil, "", "", usagef("--device: %w", err)
 	}
 	name := dev.Name()
 	_, host := dev.(*device.Host)
 	// Reading the free memory reads the simulated device's ledger: a
 	// ledger that cannot be used is reported here, before anything runs.
-	if _, _, err := dev.MemInfo(); err != nil {
-		dev.Close()
-		return nil, "", "", err
+	if used {
+		if _, _, err := dev.MemInfo(); err != nil {
+			dev.Close()
+			return nil, "", "", err
+		}
 	}
 	if err := dev.Close(); err != nil {
 		return nil, "", "", fmt.Errorf("closing %s after checking it: %w", name, err)
@@ -358,10 +368,25 @@ func (o *WorkloadOptions) gpu(ctx context.Context) (func() (device.Device, error
 	if host {
 		return nil, "", warning, nil
 	}
+	if !used {
+		return nil, name, warning, nil
+	}
 	return func() (device.Device, error) {
 		d, _, err := device.Parse(o.Device, ledger)
 		return d, err
 	}, name, warning, nil
+}
+
+// usesGPU reports whether the run uses the device of --device: a mode
+// other than cpu, or memory to take on it (--take, one value or a sweep).
+func (o *WorkloadOptions) usesGPU() bool {
+	if slices.ContainsFunc(o.Modes, func(m bench.Mode) bool { return m != bench.ModeCPU }) {
+		return true
+	}
+	if o.Take != "" && o.Take != "0" {
+		return true
+	}
+	return slices.ContainsFunc(o.Sweep, func(f SweepFlag) bool { return f.Flag == "take" })
 }
 
 // benchOptions puts the sizes the user set over the preset, checks
@@ -445,7 +470,7 @@ func (o *WorkloadOptions) openOutputsAndGPU(ctx context.Context) (func() (device
 	}
 	newGPU, gpuName, warning, err := o.gpu(ctx)
 	if err != nil {
-		return nil, "", usagef("--device: %w", err)
+		return nil, "", err
 	}
 	if warning != "" {
 		// JSON on standard output must stay parseable: the warning then
@@ -491,6 +516,9 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 	}
 	opts, err := o.benchOptions(ctx)
 	if err != nil {
+		return err
+	}
+	if err := checkRunAddressSpace(ctx, opts); err != nil {
 		return err
 	}
 	out := o.human()

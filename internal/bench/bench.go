@@ -58,6 +58,9 @@ type Options struct {
 	// is the name of the devices it makes.
 	NewGPU  func() (device.Device, error)
 	GPUName string
+	// TakeBytes is the memory the caller holds on a device of NewGPU
+	// around the run (Sweep's take), for the header to report.
+	TakeBytes int64
 	// Config is the run configuration: cache mode's paging, the hybrid
 	// mode's placement.
 	Config
@@ -168,14 +171,15 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 // in force.
 func (opts Options) header(model *models.Model, data models.Data, threads threadCount) Header {
 	h := Header{
-		Model:   opts.ModelName,
-		Task:    opts.Task,
-		Scale:   opts.Scale,
-		Batch:   opts.Batch,
-		Samples: opts.Samples,
-		BLAS:    hostmath.BLASName(),
-		Threads: threads.n,
-		GPU:     opts.GPUName,
+		Model:     opts.ModelName,
+		Task:      opts.Task,
+		Scale:     opts.Scale,
+		Batch:     opts.Batch,
+		Samples:   opts.Samples,
+		BLAS:      hostmath.BLASName(),
+		Threads:   threads.n,
+		GPU:       opts.GPUName,
+		TakeBytes: opts.TakeBytes,
 	}
 	h.ThreadsRequested, h.ThreadsWarning = opts.Threads, threads.warning
 	h.CPUVector, h.BLASWarning = hostmath.CPUVector(), hostmath.BLASWarning()
@@ -365,7 +369,11 @@ func reserveAhead(dev device.Device, footprint int64) (func(), *Status) {
 	}
 	var oom *device.OutOfMemoryError
 	if errors.As(err, &oom) {
-		return nil, &Status{Kind: StatusOOM, Reason: fmt.Sprintf("needs %s, %s of %s free", units.Bytes(footprint), units.Bytes(oom.Free), units.Bytes(oom.Total))}
+		reason := fmt.Sprintf("needs %s, %s of %s free", units.Bytes(footprint), units.Bytes(oom.Free), units.Bytes(oom.Total))
+		if h := oom.HeldBy(); h != "" {
+			reason += "; " + h
+		}
+		return nil, &Status{Kind: StatusOOM, Reason: reason}
 	}
 	return nil, &Status{Kind: StatusFailed, Reason: fmt.Sprintf("reserving %s ahead: %v", units.Bytes(footprint), err)}
 }

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,8 +17,9 @@ import (
 // TestModeReservesFootprintAhead runs the cuda mode on simulated devices of
 // one ledger whose capacity fits one mode's footprint but not two. While
 // the first mode runs (it holds its reservation), a second mode fails at
-// once as oom quoting the free memory, having allocated nothing; after the
-// first closes, the same second mode runs.
+// once as oom quoting the free memory and naming the holder (this
+// process, through the first mode's device), having allocated nothing;
+// after the first closes, the same second mode runs.
 func TestModeReservesFootprintAhead(t *testing.T) {
 	opts := smallLinearRun(t, TaskEval, ModeCUDA)
 	opts.Epochs, opts.Warmup = 1, 0
@@ -50,8 +53,9 @@ func TestModeReservesFootprintAhead(t *testing.T) {
 		t.Fatalf("first mode: %s %s", first.Status.Kind, first.Status.Reason)
 	}
 	want := "needs " + units.Bytes(fp) + ", " + units.Bytes(capacity-fp) + " of"
-	if second.Status.Kind != StatusOOM || !strings.HasPrefix(second.Status.Reason, want) {
-		t.Errorf("second mode while the first runs: %s %q, want oom %q…", second.Status.Kind, second.Status.Reason, want)
+	heldBy := fmt.Sprintf("; held by pid %d (", os.Getpid())
+	if second.Status.Kind != StatusOOM || !strings.HasPrefix(second.Status.Reason, want) || !strings.Contains(second.Status.Reason, heldBy) {
+		t.Errorf("second mode while the first runs: %s %q, want oom %q… %q…", second.Status.Kind, second.Status.Reason, want, heldBy)
 	}
 	if len(opened) != 2 || opened[1].Stats().PeakBytes != 0 {
 		t.Errorf("the second mode allocated before failing (%d devices opened)", len(opened))

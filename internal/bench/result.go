@@ -145,6 +145,9 @@ type Header struct {
 	// GPU names the device of the cuda and cache modes; empty when they
 	// have none.
 	GPU string
+	// TakeBytes is the memory held on GPU's device throughout the run
+	// (--take, as gpuz take-mem would in a second shell); 0 when none.
+	TakeBytes int64
 	// Env is the environment of the run: the build, the machine, the GPU's
 	// description (filled when a mode opens the GPU), the start time, the
 	// command line and the seed.

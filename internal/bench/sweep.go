@@ -122,6 +122,7 @@ func sweepOne(ctx context.Context, i int, c SweepConfig, progress func(Event)) (
 		} else {
 			defer release()
 			row.DeviceFreeBytes = free
+			opts.TakeBytes = c.TakeBytes
 		}
 	}
 	r, err := Run(ctx, opts)
@@ -178,8 +179,12 @@ func take(ctx context.Context, newGPU func() (device.Device, error), bytes int64
 		if errors.As(err, &oom) {
 			// The whole request against what was free, as a mode's OOM
 			// says it.
-			return 0, nil, fmt.Errorf("--take %s: needs %s, %s of %s free",
-				units.Bytes(bytes), units.Bytes(bytes), units.Bytes(oom.Free), units.Bytes(oom.Total))
+			heldBy := ""
+			if h := oom.HeldBy(); h != "" {
+				heldBy = "; " + h
+			}
+			return 0, nil, fmt.Errorf("--take %s: needs %s, %s of %s free%s",
+				units.Bytes(bytes), units.Bytes(bytes), units.Bytes(oom.Free), units.Bytes(oom.Total), heldBy)
 		}
 		return 0, nil, fmt.Errorf("taking %s: %w", units.Bytes(bytes), err)
 	}

@@ -9,7 +9,10 @@ package device
 
 import (
 	"fmt"
+	"strings"
 	"time"
+
+	"gpuz/internal/units"
 )
 
 // Buffer is a block of float32 elements in a device's memory. Only the device
@@ -71,8 +74,40 @@ type OutOfMemoryError struct {
 	Requested int64 // bytes asked for
 	Free      int64 // bytes free when asked
 	Total     int64 // capacity of the device
+	// Holders are the other holders of a simulated device's memory when
+	// the allocation failed, as its ledger records them (the user's from
+	// the live process); nil on other devices.
+	Holders []LedgerEntry
 }
 
 func (e *OutOfMemoryError) Error() string {
-	return fmt.Sprintf("%s: out of memory: requested %d bytes, %d of %d bytes free", e.Device, e.Requested, e.Free, e.Total)
+	s := fmt.Sprintf("%s: out of memory: requested %d bytes, %d of %d bytes free", e.Device, e.Requested, e.Free, e.Total)
+	if h := e.HeldBy(); h != "" {
+		s += "; " + h
+	}
+	return s
+}
+
+// maxHeldBy is the most holders HeldBy names.
+const maxHeldBy = 3
+
+// HeldBy names the holders of the memory that is not free, as "held by pid
+// 4242 (alice): 1.00 GiB, …", the first maxHeldBy then how many more;
+// empty when there are none.
+func (e *OutOfMemoryError) HeldBy() string {
+	if len(e.Holders) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("held by ")
+	for i, h := range e.Holders[:min(len(e.Holders), maxHeldBy)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "pid %d (%s): %s", h.PID, h.User, units.Bytes(h.Bytes))
+	}
+	if n := len(e.Holders) - maxHeldBy; n > 0 {
+		fmt.Fprintf(&b, " and %d more (gpuz take-mem --list)", n)
+	}
+	return b.String()
 }

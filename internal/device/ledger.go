@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,18 +20,47 @@ import (
 	"time"
 )
 
-// LedgerEnv names the environment variable that overrides the ledger's
-// default path.
+// LedgerEnv names the environment variable that chooses the ledger's
+// path: a file shared by whoever sets it to the same file and can write
+// it, other users included.
 const LedgerEnv = "GPUZ_SIM_LEDGER"
 
-// DefaultLedgerPath is $GPUZ_SIM_LEDGER when set, else gpuz-sim-ledger in
-// the system's temporary directory: the file that every gpuz process on
-// this machine shares for the simulated device.
+// DefaultLedgerPath is $GPUZ_SIM_LEDGER when set; else gpuz-sim-ledger in
+// $XDG_RUNTIME_DIR when that is usable (an absolute path to a directory
+// this user owns and no other user can write); else gpuz-sim-ledger-UID,
+// UID this user's id, in the system's temporary directory. Only the first
+// is shared with other users, and only by their choice: the others belong
+// to this user, and the ledger refuses them when another user made them.
 func DefaultLedgerPath() string {
+	path, _ := defaultLedger()
+	return path
+}
+
+// defaultLedger returns DefaultLedgerPath and whether the user chose it
+// ($GPUZ_SIM_LEDGER).
+func defaultLedger() (path string, chosen bool) {
 	if p := os.Getenv(LedgerEnv); p != "" {
-		return p
+		return p, true
 	}
-	return filepath.Join(os.TempDir(), "gpuz-sim-ledger")
+	if dir := os.Getenv("XDG_RUNTIME_DIR"); privateDir(dir) {
+		return filepath.Join(dir, "gpuz-sim-ledger"), false
+	}
+	return filepath.Join(os.TempDir(), "gpuz-sim-ledger-"+strconv.Itoa(os.Geteuid())), false
+}
+
+// privateDir reports whether dir is an absolute path to a directory that
+// this user owns and that neither its group nor others can write, as the
+// XDG base directory specification requires of $XDG_RUNTIME_DIR.
+func privateDir(dir string) bool {
+	if !filepath.IsAbs(dir) {
+		return false
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
 }
 
 // Ledger is a holder's entry in the file where processes sharing a
@@ -46,7 +76,10 @@ func DefaultLedgerPath() string {
 // a holder killed without clean-up is forgotten on the next access by
 // anyone.
 type Ledger struct {
-	path   string
+	path string
+	// chosen is set when the user chose the path (OpenLedger's path or
+	// $GPUZ_SIM_LEDGER): the file may then be another user's, shared.
+	chosen bool
 	holder int64
 	opts   LedgerOptions
 }
@@ -87,34 +120,54 @@ var ErrLedgerLocked = errors.New("ledger lock held by another process")
 // LedgerEntry is one holder's record in the ledger.
 type LedgerEntry struct {
 	PID    int
-	Start  uint64 // the process's start time in clock ticks since boot (0: unknown)
+	Start  uint64 // the process's start time in clock ticks since boot
 	Holder int64  // the holder within the process
 	Bytes  int64
 	Label  string // what holds the memory, e.g. the command line
+	// User is the name (or else the id) of the user the live process runs
+	// as, read from /proc, not from the file, where the entries are shown
+	// (Entries, OutOfMemoryError.Holders); empty elsewhere.
+	User string
 }
+
+// The bounds of a ledger, which a gpuz process holds one entry in per
+// simulated device it has open (a few): a ledger of more entries or bytes
+// is refused as it is read, and a new entry past MaxLedgerEntries is
+// refused, so that no one can make every access check thousands of
+// processes while it holds the lock (200,000 entries took seconds).
+const (
+	MaxLedgerEntries = 1000
+	maxLedgerBytes   = 1 << 20
+)
 
 // holders numbers the Ledger values of this process.
 var holders atomic.Int64
 
 // OpenLedger returns a new holder on the ledger file at path, or at
 // DefaultLedgerPath when path is empty. It does not touch the file: that
-// happens on the first Set, Others or Entries.
+// happens on the first Set, Others or Entries. A path given here or in
+// $GPUZ_SIM_LEDGER is the user's choice, and may be a file another user
+// made, to share with them; the default path must be a file of this
+// user's.
 func OpenLedger(path string) *Ledger { return OpenLedgerWith(path, LedgerOptions{}) }
 
 // OpenLedgerWith is OpenLedger with options for waiting on the file's lock;
 // the holders of the devices made on this ledger share them.
 func OpenLedgerWith(path string, opts LedgerOptions) *Ledger {
+	chosen := true
 	if path == "" {
-		path = DefaultLedgerPath()
+		path, chosen = defaultLedger()
 	}
-	return &Ledger{path: path, holder: holders.Add(1), opts: opts}
+	return &Ledger{path: path, chosen: chosen, holder: holders.Add(1), opts: opts}
 }
 
 // Path is the ledger's file.
 func (l *Ledger) Path() string { return l.path }
 
 // newHolder returns another holder on the same file.
-func (l *Ledger) newHolder() *Ledger { return OpenLedgerWith(l.path, l.opts) }
+func (l *Ledger) newHolder() *Ledger {
+	return &Ledger{path: l.path, chosen: l.chosen, holder: holders.Add(1), opts: l.opts}
+}
 
 // Set records that this holder holds bytes on the device, with a label
 // saying what holds them; 0 removes the entry.
@@ -132,11 +185,12 @@ func (l *Ledger) Others() (int64, error) {
 	return others, err
 }
 
-// Entries returns the entries of every live holder, this one's included.
+// Entries returns the entries of every live holder, this one's included,
+// each with its process's user.
 func (l *Ledger) Entries() ([]LedgerEntry, error) {
 	var out []LedgerEntry
 	err := l.transact(func(entries []LedgerEntry) ([]LedgerEntry, error) {
-		out = append([]LedgerEntry(nil), entries...)
+		out = withUsers(entries)
 		return entries, nil
 	})
 	return out, err
@@ -150,6 +204,16 @@ func (l *Ledger) update(decide func(others int64) (int64, error), label string) 
 	return l.transact(func(entries []LedgerEntry) ([]LedgerEntry, error) {
 		bytes, err := decide(l.othersIn(entries))
 		if err != nil {
+			var oom *OutOfMemoryError
+			if errors.As(err, &oom) {
+				var others []LedgerEntry
+				for _, e := range entries {
+					if !l.owns(e, self) {
+						others = append(others, e)
+					}
+				}
+				oom.Holders = withUsers(others)
+			}
 			return nil, err
 		}
 		kept := entries[:0:0]
@@ -157,6 +221,9 @@ func (l *Ledger) update(decide func(others int64) (int64, error), label string) 
 			if !l.owns(e, self) {
 				kept = append(kept, e)
 			}
+		}
+		if bytes != 0 && len(kept) >= MaxLedgerEntries {
+			return nil, fmt.Errorf("ledger %s: holds %d entries, the most it takes; gpuz take-mem --list names their holders", l.path, len(kept))
 		}
 		if bytes != 0 {
 			kept = append(kept, LedgerEntry{PID: self.pid, Start: self.start, Holder: l.holder, Bytes: bytes, Label: label})
@@ -197,6 +264,9 @@ func (l *Ledger) owns(e LedgerEntry, self process) bool {
 // what it returns when that differs from what was read, or when dead
 // entries were dropped. An error from f writes nothing.
 func (l *Ledger) transact(f func([]LedgerEntry) ([]LedgerEntry, error)) error {
+	if currentProcess().start == 0 {
+		return errors.New("ledger: this process's start time cannot be read from /proc/self/stat, and the ledger's entries need it")
+	}
 	file, err := l.open()
 	if err != nil {
 		return err
@@ -205,17 +275,30 @@ func (l *Ledger) transact(f func([]LedgerEntry) ([]LedgerEntry, error)) error {
 	if err := l.lock(file); err != nil {
 		return err
 	}
-	old, err := io.ReadAll(file)
+	old, err := io.ReadAll(io.LimitReader(file, maxLedgerBytes+1))
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
+	}
+	if len(old) > maxLedgerBytes {
+		return fmt.Errorf("ledger %s: larger than %d bytes, more than its %d entries can fill; delete the file if no gpuz process runs", l.path, maxLedgerBytes, MaxLedgerEntries)
+	}
+	if len(old) > 0 && !bytes.HasPrefix(old, []byte(ledgerHeader+"\n")) {
+		return fmt.Errorf("ledger: %s is not a gpuz ledger (its first line is not %q); it is left as it is: set %s to another file, or delete it",
+			l.path, ledgerHeader, LedgerEnv)
 	}
 	entries, err := parseLedger(old)
 	if err != nil {
 		return fmt.Errorf("ledger %s: %w (delete the file if no gpuz process runs)", l.path, err)
 	}
 	live := entries[:0:0]
+	procs := map[int]liveProcess{}
 	for _, e := range entries {
-		if alive(e) {
+		p, seen := procs[e.PID]
+		if !seen {
+			p = readProcess(e.PID)
+			procs[e.PID] = p
+		}
+		if p.ok && p.start == e.Start {
 			live = append(live, e)
 		}
 	}
@@ -241,34 +324,45 @@ func (l *Ledger) transact(f func([]LedgerEntry) ([]LedgerEntry, error)) error {
 	return nil
 }
 
-// open opens the ledger file for reading and writing, creating it
-// readable and writable by every user (0666 whatever the umask, so that
-// another user's gpuz can share it). A path that is not a regular file (a
-// directory, a FIFO, a device) is refused without being opened for good:
-// it is checked before the open, and the open itself does not block (a
-// FIFO created in between), and checked again on the open file.
+// open opens the ledger file for reading and writing, creating it when
+// absent: readable and writable by this user alone at the default path,
+// as the umask allows at a path the user chose (to share it with other
+// users, make it writable by them). It never follows a symbolic link at
+// the path (O_NOFOLLOW), which another user could plant in a shared
+// directory to make gpuz overwrite a file of the victim's. At the default
+// path it refuses a file that another user owns or that has other hard
+// links. A path that is not a regular file (a directory, a FIFO, a device)
+// is refused without being opened for good: it is checked before the
+// open, and the open itself does not block (a FIFO created in between),
+// and checked again on the open file.
 func (l *Ledger) open() (*os.File, error) {
-	if fi, err := os.Stat(l.path); err == nil && !fi.Mode().IsRegular() {
-		return nil, l.notRegular(fi.Mode())
-	}
-	file, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o666)
-	if err == nil {
-		// Created here: make it 0666 despite the umask.
-		if err := file.Chmod(0o666); err != nil {
-			file.Close()
-			return nil, fmt.Errorf("ledger: making %s writable by every user: %w", l.path, err)
+	if fi, err := os.Lstat(l.path); err == nil {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, l.symlink()
 		}
-	} else if errors.Is(err, fs.ErrExist) {
-		// Another process made it. Opening it without O_CREAT matters: in
-		// a sticky directory such as /tmp, Linux's protected_regular
-		// refuses O_CREAT on another user's file even when its mode lets
-		// us write.
-		file, err = os.OpenFile(l.path, os.O_RDWR|syscall.O_NONBLOCK, 0)
-	}
-	if err != nil {
-		if errors.Is(err, fs.ErrPermission) {
-			return nil, fmt.Errorf("ledger: %w (another user's gpuz may have made it; set %s to a file you can write)", err, LedgerEnv)
+		if !fi.Mode().IsRegular() {
+			return nil, l.notRegular(fi.Mode())
 		}
+	}
+	perm := os.FileMode(0o600)
+	if l.chosen {
+		perm = 0o666 // less the umask
+	}
+	const flags = os.O_RDWR | syscall.O_NONBLOCK | syscall.O_NOFOLLOW
+	file, err := os.OpenFile(l.path, flags|os.O_CREATE|os.O_EXCL, perm)
+	if errors.Is(err, fs.ErrExist) {
+		// Another process made it (or a link is there: O_EXCL does not
+		// follow one). Opening it without O_CREAT matters: in a sticky
+		// directory such as /tmp, Linux's protected_regular refuses
+		// O_CREAT on another user's file even when its mode lets us write.
+		file, err = os.OpenFile(l.path, flags, 0)
+	}
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return nil, l.symlink()
+	case errors.Is(err, fs.ErrPermission):
+		return nil, fmt.Errorf("ledger: %w (another user may have made it; set %s to a file you can write)", err, LedgerEnv)
+	case err != nil:
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	fi, err := file.Stat()
@@ -280,12 +374,51 @@ func (l *Ledger) open() (*os.File, error) {
 		file.Close()
 		return nil, l.notRegular(fi.Mode())
 	}
+	if err := l.checkOwner(fi); err != nil {
+		file.Close()
+		return nil, err
+	}
 	return file, nil
+}
+
+// checkOwner refuses a file at the default path that another user owns
+// (made there to feed this user's gpuz its entries, or to be written
+// through) or that has another hard link (a name for a file of this
+// user's elsewhere). A path the user chose may be shared.
+func (l *Ledger) checkOwner(fi fs.FileInfo) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if l.chosen || !ok {
+		return nil
+	}
+	if int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("ledger: %s is owned by user %s, not by you; remove it, or set %s to a file you chose (to share a ledger with other users, point %s at the same file)",
+			l.path, userName(int(st.Uid)), LedgerEnv, LedgerEnv)
+	}
+	if st.Nlink != 1 {
+		return fmt.Errorf("ledger: %s has %d hard links, so writing it would write another file; remove it, or set %s to a file you chose",
+			l.path, st.Nlink, LedgerEnv)
+	}
+	return nil
+}
+
+// symlink is the error for a ledger path that is a symbolic link.
+func (l *Ledger) symlink() error {
+	return fmt.Errorf("ledger: %s is a symbolic link, which gpuz does not follow (another user may have planted it); remove it, or set %s to the file itself",
+		l.path, LedgerEnv)
 }
 
 // notRegular is the error for a ledger path that is not a regular file.
 func (l *Ledger) notRegular(mode fs.FileMode) error {
 	return fmt.Errorf("ledger: %s is not a regular file (%s); set %s to a file path", l.path, mode.Type(), LedgerEnv)
+}
+
+// userName is the name of the user uid, or the uid as a number when it has
+// none.
+func userName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return u.Username
+	}
+	return strconv.Itoa(uid)
 }
 
 // lock takes an exclusive lock on the ledger file, trying every lockPoll:
@@ -380,6 +513,9 @@ func parseLedger(text []byte) ([]LedgerEntry, error) {
 		if e.PID <= 0 || e.Bytes < 0 {
 			return nil, fmt.Errorf("line %d: pid %d, bytes %d", line, e.PID, e.Bytes)
 		}
+		if len(entries) == MaxLedgerEntries {
+			return nil, fmt.Errorf("more than %d entries, the most a ledger takes", MaxLedgerEntries)
+		}
 		e.Label = f[4]
 		entries = append(entries, e)
 	}
@@ -398,7 +534,8 @@ var (
 )
 
 // currentProcess is this process. Its start time is 0 where /proc cannot
-// tell it; liveness checks then rely on the pid alone.
+// tell it; the ledger then refuses to work (transact), since no entry of
+// its would be found live.
 func currentProcess() process {
 	selfOnce.Do(func() {
 		self.pid = os.Getpid()
@@ -409,22 +546,44 @@ func currentProcess() process {
 	return self
 }
 
-// alive reports whether the process that wrote e still runs: its pid exists,
-// is not a zombie, and started when the entry says.
-func alive(e LedgerEntry) bool {
-	if err := syscall.Kill(e.PID, 0); errors.Is(err, syscall.ESRCH) {
-		return false
+// liveProcess is what the ledger learns of an entry's pid: whether it
+// runs (and is not a zombie) and its start time.
+type liveProcess struct {
+	ok    bool
+	start uint64
+}
+
+// readProcess describes the process pid from /proc. An entry is live only
+// when its pid runs and started when the entry says: a start time that
+// cannot be read, or 0, is no licence to trust the pid, which let anyone
+// hold the device for ever with an entry for pid 1.
+func readProcess(pid int) liveProcess {
+	st, err := readStat(pid)
+	if err != nil || st.state == 'Z' || st.state == 'X' {
+		return liveProcess{}
 	}
-	st, err := readStat(e.PID)
-	if err != nil {
-		// The pid exists (kill found it) but /proc cannot describe it; trust
-		// the pid rather than drop memory that may well be held.
-		return !errors.Is(err, os.ErrNotExist)
+	return liveProcess{ok: true, start: st.start}
+}
+
+// withUsers returns a copy of entries, each with the user its process runs
+// as (the owner of /proc/PID; "?" when that cannot be read). Only what is
+// shown needs them: looking a user up may ask a directory service.
+func withUsers(entries []LedgerEntry) []LedgerEntry {
+	out := make([]LedgerEntry, len(entries))
+	names := map[uint32]string{}
+	for i, e := range entries {
+		e.User = "?"
+		if fi, err := os.Stat(fmt.Sprintf("/proc/%d", e.PID)); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				if _, ok := names[st.Uid]; !ok {
+					names[st.Uid] = userName(int(st.Uid))
+				}
+				e.User = names[st.Uid]
+			}
+		}
+		out[i] = e
 	}
-	if st.state == 'Z' || st.state == 'X' {
-		return false
-	}
-	return e.Start == 0 || st.start == e.Start
+	return out
 }
 
 // stat is what the ledger needs of /proc/PID/stat.

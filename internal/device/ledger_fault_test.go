@@ -14,24 +14,6 @@ import (
 	"time"
 )
 
-// TestLedgerCreatedForEveryUser creates the ledger under a umask that would
-// leave it 0600: it is 0666 all the same.
-func TestLedgerCreatedForEveryUser(t *testing.T) {
-	old := syscall.Umask(0o077)
-	defer syscall.Umask(old)
-	path := filepath.Join(t.TempDir(), "ledger")
-	if err := OpenLedger(path).Set(1, "x"); err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := fi.Mode().Perm(); got != 0o666 {
-		t.Errorf("ledger created %v, want -rw-rw-rw-", got)
-	}
-}
-
 // TestLedgerPermissionDenied opens a ledger this user cannot write: the
 // error says to set GPUZ_SIM_LEDGER.
 func TestLedgerPermissionDenied(t *testing.T) {
@@ -184,5 +166,34 @@ func TestSimOOMQuotesFreeAtAlloc(t *testing.T) {
 	var oom *OutOfMemoryError
 	if _, err := sim.Alloc(100); !errors.As(err, &oom) || oom.Free != 300 || oom.Requested != 400 {
 		t.Errorf("Alloc of 400 bytes with 300 free: %v, want out of memory quoting 300 free", err)
+	}
+}
+
+// TestSimCloseWithoutEntry closes simulated devices that never recorded
+// anything while another process holds the ledger's lock: Close returns at
+// once without touching the ledger (it waited for the lock, so that a
+// command failing on a locked ledger waited twice). A device that did
+// record its memory still removes its entry on Close.
+func TestSimCloseWithoutEntry(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger")
+	unlock := holdLock(t, path)
+	opts := LedgerOptions{Timeout: 5 * time.Second}
+	start := time.Now()
+	if err := NewSim(1000, OpenLedgerWith(path, opts)).Close(); err != nil {
+		t.Errorf("Close of an unused device: %v", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Close of an unused device took %v with the lock held, want at once", took)
+	}
+	unlock()
+	sim := NewSim(1000, OpenLedgerWith(path, opts))
+	if _, err := sim.Alloc(10); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := OpenLedger(path).Entries(); err != nil || len(entries) != 0 {
+		t.Errorf("after Close the ledger holds %+v, %v; want nothing", entries, err)
 	}
 }

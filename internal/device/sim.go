@@ -29,6 +29,9 @@ type Sim struct {
 	hostMemory
 	capacity int64
 	ledger   *Ledger // this device's entry; nil: no other process counts
+	// recorded is set once the device has written an entry to the ledger,
+	// which Close must then remove; guarded by meter.mu.
+	recorded bool
 	label    string
 	live     map[*hostBuffer]struct{} // buffers allocated and not yet freed
 	closed   bool                     // Close was called; guarded by meter.mu
@@ -183,6 +186,7 @@ func (s *Sim) record(decide func(others int64) (int64, error)) error {
 		}
 		return fmt.Errorf("%s: %w", s.name, err)
 	}
+	s.recorded = true
 	return nil
 }
 
@@ -278,7 +282,8 @@ func (s *Sim) MemInfo() (free, total int64, err error) {
 
 // Close frees every buffer and reservation (ahead included) the device still holds and
 // removes its entry from the ledger, so that the memory is free for the
-// next device at once rather than when this process exits. Later Allocs
+// next device at once rather than when this process exits; a device that
+// never wrote an entry does not touch the ledger. Later Allocs
 // and Reserves fail; later Frees and releases do nothing; a second Close
 // does nothing.
 func (s *Sim) Close() error {
@@ -297,7 +302,7 @@ func (s *Sim) Close() error {
 	s.live, s.managed = nil, nil
 	s.meter.stats.AllocatedBytes = 0
 	s.ahead = 0
-	if s.ledger != nil {
+	if s.ledger != nil && s.recorded {
 		if err := s.ledger.Set(0, s.label); err != nil {
 			return fmt.Errorf("%s: closing: %w", s.name, err)
 		}

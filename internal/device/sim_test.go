@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -116,7 +117,7 @@ func TestSimOutOfMemory(t *testing.T) {
 		t.Fatalf("Alloc(51) with 200 of 1000 bytes free: %v, want an *OutOfMemoryError", err)
 	}
 	want := OutOfMemoryError{Device: "sim:1KB", Requested: 204, Free: 200, Total: 1000}
-	if *oom != want {
+	if !reflect.DeepEqual(*oom, want) {
 		t.Errorf("error %+v, want %+v", *oom, want)
 	}
 	if _, err := sim.Alloc(50); err != nil {
@@ -411,4 +412,80 @@ func TestSimReserveAhead(t *testing.T) {
 func isOOM(err error, free int64) bool {
 	var oom *OutOfMemoryError
 	return errors.As(err, &oom) && oom.Free == free
+}
+
+// TestSimReserveAheadWithMemoryHeld reserves ahead on a device of 1000
+// bytes that already holds 300, beside another holder of 200: what the
+// device holds counts toward the reservation, so 800 fits exactly and 801
+// does not (500 free); a reservation below what is held leaves the ledger
+// at the held bytes. After a release the device reserves again, and its
+// allocations are charged to the ledger again, not drawn on the released
+// reservation: one that no longer fits fails.
+func TestSimReserveAheadWithMemoryHeld(t *testing.T) {
+	for _, tt := range []struct {
+		reserve int64
+		oom     bool  // out of memory, quoting 500 free
+		ledger  int64 // this device's entry while reserved
+	}{
+		{600, false, 600},
+		{800, false, 800},
+		{801, true, 300},
+		{100, false, 300},
+	} {
+		path := filepath.Join(t.TempDir(), "ledger")
+		sim, other, observer := NewSim(1000, OpenLedger(path)), OpenLedger(path), OpenLedger(path)
+		entry := func() int64 {
+			t.Helper()
+			n, err := observer.Others()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n - 200 // the other holder's
+		}
+		if err := other.Set(200, "other"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sim.Alloc(75); err != nil { // 300 bytes
+			t.Fatal(err)
+		}
+		release, err := sim.ReserveAhead(tt.reserve)
+		if tt.oom != (err != nil) || (tt.oom && !isOOM(err, 500)) {
+			t.Fatalf("reserve %d with 300 held and 200 taken: %v, want out of memory %v (500 free)", tt.reserve, err, tt.oom)
+		}
+		if n := entry(); n != tt.ledger {
+			t.Errorf("reserve %d: the ledger holds %d for the device, want %d", tt.reserve, n, tt.ledger)
+		}
+		if tt.oom {
+			continue
+		}
+		if free, _, err := sim.MemInfo(); err != nil || free != 500 {
+			t.Errorf("reserve %d: MemInfo %d free, %v; want 500 (the undrawn reservation is the device's own)", tt.reserve, free, err)
+		}
+		release()
+		if n := entry(); n != 300 {
+			t.Errorf("reserve %d: after the release the ledger holds %d for the device, want the 300 held", tt.reserve, n)
+		}
+		// Reserving again after a release works.
+		again, err := sim.ReserveAhead(tt.reserve)
+		if err != nil {
+			t.Errorf("reserve %d again after the release: %v", tt.reserve, err)
+		} else {
+			again()
+		}
+		// Allocating after the release charges the ledger.
+		if _, err := sim.Alloc(25); err != nil { // 100 bytes: 400 held
+			t.Fatal(err)
+		}
+		if n := entry(); n != 400 {
+			t.Errorf("reserve %d: an allocation after the release leaves the ledger at %d for the device, want 400", tt.reserve, n)
+		}
+		if err := other.Set(500, "other"); err != nil { // 100 free now
+			t.Fatal(err)
+		}
+		if _, err := sim.Alloc(50); !isOOM(err, 100) { // 200 bytes
+			t.Errorf("reserve %d: allocating 200 with 100 free after the release: %v, want out of memory", tt.reserve, err)
+		}
+		other.Set(200, "other")
+		sim.Close()
+	}
 }

@@ -74,7 +74,10 @@ type Reserver interface {
 // releases it and returns nil. It reports Holding once the memory is held,
 // then BusyPass after each busy pass, then Released; report may be nil. If
 // the memory is not free it returns a *device.OutOfMemoryError for the
-// whole amount and holds nothing.
+// whole amount and holds nothing. If ctx is done before the memory is
+// held, Hold stops taking it within one touchChunk's write, releases what
+// it took, reports nothing and returns ctx's error: taking gigabytes of
+// host memory takes seconds.
 //
 // On a device that is a Reserver (the simulated device) the memory is
 // reserved, not allocated: the device and every process sharing its ledger
@@ -105,22 +108,32 @@ func Hold(ctx context.Context, dev device.Device, bytes int64, busy bool, report
 		return fmt.Errorf("memhog: busy passes need at least %d bytes held (one Linear(%d→%d) layer and its input and output), got %d",
 			BusyMinBytes, LayerDims, LayerDims, bytes)
 	}
-	free, total, err := dev.MemInfo()
-	if err != nil {
-		return fmt.Errorf("memhog: %w", err)
-	}
-	if bytes > free {
-		return &device.OutOfMemoryError{Device: dev.Name(), Requested: bytes, Free: free, Total: total}
+	if _, reserves := dev.(Reserver); !reserves {
+		// A Reserver checks and takes in one step, and its error names
+		// whoever holds the rest; elsewhere a request that cannot fit is
+		// refused before anything is allocated.
+		free, total, err := dev.MemInfo()
+		if err != nil {
+			return fmt.Errorf("memhog: %w", err)
+		}
+		if bytes > free {
+			return &device.OutOfMemoryError{Device: dev.Name(), Requested: bytes, Free: free, Total: total}
+		}
 	}
 	h := &holding{dev: dev}
-	if err := h.take(bytes, busy); err != nil {
+	if err := h.take(ctx, bytes, busy); err != nil {
 		held := h.held
 		h.release()
 		var oom *device.OutOfMemoryError
 		if errors.As(err, &oom) {
-			// Something else took memory since MemInfo: report the whole
-			// request against what was free to it.
-			return &device.OutOfMemoryError{Device: oom.Device, Requested: bytes, Free: oom.Free + held, Total: oom.Total}
+			// Something else holds the memory: report the whole request
+			// against what was free to it.
+			whole := *oom
+			whole.Requested, whole.Free = bytes, oom.Free+held
+			return &whole
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 		return fmt.Errorf("memhog: %w", err)
 	}
@@ -163,8 +176,9 @@ type holding struct {
 	x, y   device.Buffer
 }
 
-// take holds bytes in h; with busy it also sets up the busy pass.
-func (h *holding) take(bytes int64, busy bool) error {
+// take holds bytes in h; with busy it also sets up the busy pass. It
+// stops with ctx's error when ctx is done before it has finished.
+func (h *holding) take(ctx context.Context, bytes int64, busy bool) error {
 	if busy {
 		xy, err := h.alloc(BusyBatch*LayerDims, BusyBatch*LayerDims)
 		if err != nil {
@@ -195,6 +209,9 @@ func (h *holding) take(bytes int64, busy bool) error {
 		return nil
 	}
 	for bytes-h.held >= LayerBytes {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if err := h.allocLayer(); err != nil {
 			return err
 		}
@@ -205,16 +222,21 @@ func (h *holding) take(bytes int64, busy bool) error {
 		}
 	}
 	h.passes = 1
-	return h.touch()
+	return h.touch(ctx)
 }
 
 // touchValue is what touch writes into every element held.
 const touchValue = 0.5
 
+// touchChunk is the most elements touch writes before it checks its
+// context again: 4 MiB, a few milliseconds of page faults.
+const touchChunk = 1 << 20
+
 // touch writes every element of every buffer held, so that memory which an
 // allocation only maps (the host's zeroed pages, which the kernel backs on
-// first write) is really taken rather than counted.
-func (h *holding) touch() error {
+// first write) is really taken rather than counted. It writes touchChunk
+// elements at a time and stops with ctx's error when ctx is done.
+func (h *holding) touch(ctx context.Context) error {
 	one, err := h.dev.Alloc(1)
 	if err != nil {
 		return err
@@ -225,8 +247,14 @@ func (h *holding) touch() error {
 	}
 	k := h.dev.Kernels()
 	for _, b := range h.buffers {
-		if b != h.x { // the busy pass's input, uploaded already
-			k.Fill(b, one, 1)
+		if b == h.x { // the busy pass's input, uploaded already
+			continue
+		}
+		for off := 0; off < b.Len(); off += touchChunk {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			k.Fill(h.dev.View(b, off, min(touchChunk, b.Len()-off)), one, 1)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -138,7 +139,7 @@ func TestForward(t *testing.T) {
 	} {
 		host := device.NewHost()
 		h := &holding{dev: host}
-		if err := h.take(BusyMinBytes, true); err != nil {
+		if err := h.take(context.Background(), BusyMinBytes, true); err != nil {
 			t.Fatal(err)
 		}
 		if len(h.layers) != 1 || h.passes != 1 {
@@ -197,7 +198,7 @@ func TestHoldOutOfMemory(t *testing.T) {
 	} {
 		err := Hold(context.Background(), tt.dev, tt.bytes, false, func(e Event) { t.Errorf("%s: event %v", tt.name, e) })
 		var oom *device.OutOfMemoryError
-		if !errors.As(err, &oom) || *oom != tt.want {
+		if !errors.As(err, &oom) || !reflect.DeepEqual(*oom, tt.want) {
 			t.Errorf("%s: Hold(%d) = %v, want %+v", tt.name, tt.bytes, err, tt.want)
 		}
 		if held := tt.dev.Stats().AllocatedBytes; held != 0 {

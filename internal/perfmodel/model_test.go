@@ -147,9 +147,14 @@ func TestFlag(t *testing.T) {
 		{time.Second, 0, 0, ""},
 		{0, time.Second, 0, ""},
 		{time.Second, time.Second, 1, ""},
-		{3 * time.Second, time.Second, 3, ""},
+		{3 * time.Second, time.Second, 3, ""}, // exactly FlagRatio: not flagged
+		{3*time.Second + time.Nanosecond, time.Second, 3.000000001, "copies meant to overlap"},
 		{4 * time.Second, time.Second, 4, "copies meant to overlap"},
+		{10*time.Second - time.Nanosecond, time.Second, 9.999999999, "copies meant to overlap"},
+		{10 * time.Second, time.Second, 10, "device memory spilled"}, // exactly ten times: spill first
 		{20 * time.Second, time.Second, 20, "device memory spilled"},
+		{3 * time.Millisecond, time.Millisecond, 3, ""}, // the ratio, not the difference
+		{30 * time.Millisecond, time.Millisecond, 30, "device memory spilled"},
 	} {
 		ratio, reasons := Flag(tt.measured, tt.model)
 		if ratio != tt.ratio || (tt.first == "") != (reasons == nil) {

@@ -56,6 +56,7 @@ func TestPCIeRate(t *testing.T) {
 		want       float64
 	}{
 		{3, 16, 15.754e9}, {4, 8, 15.754e9}, {4, 16, 31.508e9}, {5, 16, 63.015e9}, {2, 16, 8e9}, {0, 16, 0}, {4, 0, 0}, {7, 16, 0},
+		{6, 16, 121e9}, {6, 4, 30.25e9}, {1, 1, 0.25e9},
 	} {
 		if got := PCIeRate(tt.gen, tt.lanes); math.Abs(got-tt.want) > 1e6 {
 			t.Errorf("PCIeRate(%d, %d) = %g, want %g", tt.gen, tt.lanes, got, tt.want)
@@ -146,5 +147,31 @@ func TestHostProfiles(t *testing.T) {
 	}
 	if _, err := LookupHost("rtx4060-laptop"); err == nil || !strings.Contains(err.Error(), "cpu-i7-13700h") {
 		t.Errorf("LookupHost of a GPU profile: %v, want an error naming the host profiles", err)
+	}
+}
+
+// TestLoadProfilePCIeGen6 loads a profile on a PCIe 6.0 x16 link with no
+// copy rates given: gen 6 is accepted, and the rates are derived from its
+// 121 GB/s (64 GT/s a lane, FLIT encoding counted as 242/256).
+func TestLoadProfilePCIeGen6(t *testing.T) {
+	p, err := LoadProfile(writeProfile(t, `{"Name": "gen6", "FP32": 100e12, "MemBandwidth": 8e12,
+		"MemoryBytes": 206158430208, "PCIeGen": 6, "PCIeLanes": 16}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := PinnedFraction * 121e9
+	for _, r := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"PinnedH2D", p.PinnedH2D, pinned}, {"PinnedD2H", p.PinnedD2H, pinned},
+		{"PageableH2D", p.PageableH2D, PageableFraction * pinned}, {"PageableD2H", p.PageableD2H, PageableFraction * pinned},
+	} {
+		if math.Abs(r.got-r.want) > 1e6 {
+			t.Errorf("%s = %g, want %g", r.name, r.got, r.want)
+		}
+	}
+	if len(p.Sources) != 1 || !strings.Contains(p.Sources[0], "gen 6, x16") {
+		t.Errorf("sources %q, want the derivation naming gen 6, x16", p.Sources)
 	}
 }

@@ -50,6 +50,9 @@ type (
 		CPUVector   string `json:"cpu_vector,omitempty"`
 		BLASWarning string `json:"blas_warning,omitempty"`
 		GPU         string `json:"gpu"`
+		// TakeBytes is the memory --take held on the GPU throughout
+		// the run; absent when none.
+		TakeBytes int64 `json:"take_bytes,omitempty"`
 		// Env is where and how the run was measured; absent only from a
 		// header that was never collected.
 		Env *jsonEnv `json:"env,omitempty"`
@@ -99,7 +102,7 @@ func toJSONHeader(h bench.Header) jsonHeader {
 		DataBytes: h.DataBytes, Params: h.Params, ParamBytes: h.ParamBytes,
 		Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads, GPU: h.GPU,
 		CPUVector: h.CPUVector, BLASWarning: h.BLASWarning,
-		Env: toJSONEnv(h.Env),
+		TakeBytes: h.TakeBytes, Env: toJSONEnv(h.Env),
 	}
 	if h.ThreadsWarning != "" {
 		j.ThreadsRequested, j.ThreadsWarning = h.ThreadsRequested, h.ThreadsWarning

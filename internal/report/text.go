@@ -43,6 +43,9 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	if h.GPU != "" {
 		fmt.Fprintf(&b, "devices: cuda and cache on %s, cpu on host\n", h.GPU)
 	}
+	if h.TakeBytes > 0 {
+		fmt.Fprintf(&b, "held: %s on %s by --take\n", units.Bytes(h.TakeBytes), h.GPU)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

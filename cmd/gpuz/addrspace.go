@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"syscall"
+
+	"gpuz/internal/bench"
+	"gpuz/internal/units"
+)
+
+// addressSpaceLimit returns the soft address-space limit (RLIMIT_AS,
+// ulimit -v) in bytes, and false when there is none.
+func addressSpaceLimit() (int64, bool) {
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &r); err != nil || r.Cur >= math.MaxInt64 {
+		return 0, false
+	}
+	return int64(r.Cur), true
+}
+
+// checkStartAddressSpace refuses to start under an address-space limit
+// below what the Go runtime and the BLAS's threads need on this machine
+// (bench.RuntimeHeadroom): the runtime cannot recover from a thread or an
+// arena it fails to map, and would abort with a goroutine dump or spin in
+// a GC pause, so the check comes first, in main.
+func checkStartAddressSpace() error {
+	limit, ok := addressSpaceLimit()
+	return addressSpaceError(limit, ok, 0, bench.RuntimeHeadroom(0), runtime.NumCPU())
+}
+
+// addressSpaceError is the one-line error for an address-space limit
+// (limited: there is one) below a need of workload bytes for the run's
+// largest mode and headroom for the runtime and threads BLAS threads, or
+// nil when it fits.
+func addressSpaceError(limit int64, limited bool, workload, headroom int64, threads int) error {
+	if !limited || limit >= workload+headroom {
+		return nil
+	}
+	blas := max(threads, runtime.NumCPU())
+	if workload == 0 {
+		return fmt.Errorf("the address-space limit (ulimit -v) is %s; gpuz needs at least %s here for the Go runtime and %d BLAS threads; raise the limit",
+			units.Bytes(limit), units.Bytes(headroom), blas)
+	}
+	return fmt.Errorf("the address-space limit (ulimit -v) is %s; this run needs %s: %s for its largest mode's host memory and %s for the Go runtime and %d BLAS threads; raise the limit, or run less (--scale small, fewer --threads)",
+		units.Bytes(limit), units.Bytes(workload+headroom), units.Bytes(workload), units.Bytes(headroom), blas)
+}
+
+// checkRunAddressSpace refuses, before anything runs, a run whose planned
+// host memory (its largest mode's, bench.AddressSpaceNeed) and the
+// runtime's headroom exceed the address-space limit. Without a limit it
+// plans nothing.
+func checkRunAddressSpace(ctx context.Context, configs ...bench.Options) error {
+	limit, ok := addressSpaceLimit()
+	if !ok {
+		return nil
+	}
+	var need int64
+	threads := 0
+	for _, opts := range configs {
+		var n int64
+		var err error
+		if !untilDone(ctx, func() { n, err = bench.AddressSpaceNeed(opts) }) {
+			return errInterrupted
+		}
+		if err != nil {
+			return err
+		}
+		if n > need {
+			need, threads = n, opts.Threads
+		}
+	}
+	headroom := bench.RuntimeHeadroom(threads)
+	return addressSpaceError(limit, true, need-headroom, headroom, threads)
+}

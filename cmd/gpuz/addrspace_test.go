@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"gpuz/internal/bench"
+	"gpuz/internal/device"
+)
+
+// TestAddressSpaceLimit runs the built binary under address-space limits
+// (ulimit -v). Below what the Go runtime and the BLAS's threads need,
+// every command is refused at start with one line and status 1: a small
+// run at 1.9 GB used to abort with a goroutine dump (pthread_create
+// failed) or spin in a GC pause for minutes ignoring Ctrl-C. A run whose
+// largest mode's host memory does not fit besides that headroom is refused
+// before anything runs. At the headroom, a small run works. (Under about
+// 1.5 GB here the runtime can fail before main runs, while OpenBLAS's
+// load-time threads take their share: no check of gpuz's can come first;
+// those limits are not tried.)
+func TestAddressSpaceLimit(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh to set ulimit -v")
+	}
+	dir := t.TempDir()
+	t.Setenv(device.LedgerEnv, filepath.Join(dir, "ledger"))
+	results := filepath.Join(dir, "r.json")
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"linear", "train", "cpu", "--scale", "small", "--json", results}, &out, &errOut); code != 0 {
+		t.Fatalf("making a results file: status %d: %s", code, errOut.String())
+	}
+	headroom := bench.RuntimeHeadroom(runtime.NumCPU()) >> 10 // KiB, as ulimit -v counts
+	for _, tt := range []struct {
+		name  string
+		limit int64 // KiB
+		args  []string
+		code  int
+		want  string // in the one line on stderr
+	}{
+		{"version", 1_900_000, []string{"version"}, exitFailure, "gpuz needs at least"},
+		{"plot", 1_900_000, []string{"plot", results, "-o", filepath.Join(dir, "r.png")}, exitFailure, "gpuz needs at least"},
+		{"small run", 1_900_000, []string{"linear", "train", "cpu", "--scale", "small"}, exitFailure, "gpuz needs at least"},
+		{"full run", headroom + 1<<20, []string{"linear", "train", "cpu"}, exitFailure, "this run needs"},
+		{"small run at the headroom", headroom + 64<<10, []string{"linear", "train", "cpu", "--scale", "small"}, exitOK, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(sh, append([]string{"-c", fmt.Sprintf(`ulimit -v %d && exec "$@"`, tt.limit), "sh", gpuzBinary}, tt.args...)...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err = <-done:
+			case <-time.After(60 * time.Second):
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("ulimit -v %d; gpuz %s: still running after 60 s", tt.limit, strings.Join(tt.args, " "))
+			}
+			lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+			if code := exitCode(err); code != tt.code || (tt.want != "" && (len(lines) != 1 || !strings.Contains(lines[0], tt.want))) {
+				t.Errorf("ulimit -v %d; gpuz %s: status %d, stderr:\n%.1500s\nwant status %d and one line with %q",
+					tt.limit, strings.Join(tt.args, " "), code, stderr.String(), tt.code, tt.want)
+			}
+		})
+	}
+	_ = os.Remove(results)
+}
+
+// TestAddressSpaceError checks the refusal's line for each case: no limit
+// or one that fits (nil), too small to start, too small for the run.
+func TestAddressSpaceError(t *testing.T) {
+	const gib = 1 << 30
+	n := runtime.NumCPU()
+	for _, tt := range []struct {
+		name               string
+		limit              int64
+		limited            bool
+		workload, headroom int64
+		threads            int
+		want               string
+	}{
+		{"no limit", 0, false, 100 * gib, 2 * gib, 1, ""},
+		{"fits exactly", 3 * gib, true, gib, 2 * gib, 1, ""},
+		{"start", gib, true, 0, 2 * gib, 1,
+			fmt.Sprintf("the address-space limit (ulimit -v) is 1.00 GiB; gpuz needs at least 2.00 GiB here for the Go runtime and %d BLAS threads; raise the limit", n)},
+		{"run", 3 * gib, true, 5 * gib, 2 * gib, n + 4,
+			fmt.Sprintf("the address-space limit (ulimit -v) is 3.00 GiB; this run needs 7.00 GiB: 5.00 GiB for its largest mode's host memory and 2.00 GiB for the Go runtime and %d BLAS threads; raise the limit, or run less (--scale small, fewer --threads)", n+4)},
+	} {
+		err := addressSpaceError(tt.limit, tt.limited, tt.workload, tt.headroom, tt.threads)
+		if got := fmt.Sprint(err); (tt.want == "" && err != nil) || (tt.want != "" && got != tt.want) {
+			t.Errorf("%s: %v\nwant %q", tt.name, err, tt.want)
+		}
+	}
+}
