@@ -69,6 +69,14 @@ func TestAddressSpaceLimit(t *testing.T) {
 				t.Fatalf("ulimit -v %d; gpuz %s: still running after 60 s", tt.limit, strings.Join(tt.args, " "))
 			}
 			lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+			if code := exitCode(err); tt.want == "gpuz needs at least" && beforeMain(code, stderr.String()) {
+				// Near the runtime's own need, how many threads it and
+				// OpenBLAS start before main (more on a busy machine)
+				// decides whether it gets there: no check of gpuz's can
+				// come first. Not a hang, and not gpuz's doing.
+				t.Logf("ulimit -v %d; gpuz %s: the runtime failed before main (status %d)", tt.limit, strings.Join(tt.args, " "), code)
+				return
+			}
 			if code := exitCode(err); code != tt.code || (tt.want != "" && (len(lines) != 1 || !strings.Contains(lines[0], tt.want))) {
 				t.Errorf("ulimit -v %d; gpuz %s: status %d, stderr:\n%.1500s\nwant status %d and one line with %q",
 					tt.limit, strings.Join(tt.args, " "), code, stderr.String(), tt.code, tt.want)
@@ -103,4 +111,12 @@ func TestAddressSpaceError(t *testing.T) {
 			t.Errorf("%s: %v\nwant %q", tt.name, err, tt.want)
 		}
 	}
+}
+
+// beforeMain reports whether a process that exited with code and stderr
+// died in the Go runtime before main could run: out of memory or out of
+// threads at start-up.
+func beforeMain(code int, stderr string) bool {
+	return code == 2 && (strings.Contains(stderr, "fatal error: out of memory") || strings.Contains(stderr, "pthread_create failed") ||
+		strings.Contains(stderr, "runtime: cannot allocate memory"))
 }

@@ -22,14 +22,7 @@ func TestLedgerRefusesSymlink(t *testing.T) {
 		if err := os.WriteFile(victim, []byte(notes), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		var l *Ledger
-		if chosen {
-			l = OpenLedger(filepath.Join(dir, "ledger"))
-		} else {
-			t.Setenv(LedgerEnv, "")
-			t.Setenv("XDG_RUNTIME_DIR", dir)
-			l = OpenLedger("")
-		}
+		l := ledgerIn(t, dir, chosen)
 		if err := os.Symlink(victim, l.Path()); err != nil {
 			t.Fatal(err)
 		}
@@ -84,14 +77,7 @@ func TestLedgerOtherOwner(t *testing.T) {
 	const nobody = 65534
 	for _, chosen := range []bool{false, true} {
 		dir := t.TempDir()
-		var l *Ledger
-		if chosen {
-			l = OpenLedger(filepath.Join(dir, "ledger"))
-		} else {
-			t.Setenv(LedgerEnv, "")
-			t.Setenv("XDG_RUNTIME_DIR", dir)
-			l = OpenLedger("")
-		}
+		l := ledgerIn(t, dir, chosen)
 		if err := os.WriteFile(l.Path(), nil, 0o666); err != nil {
 			t.Fatal(err)
 		}
@@ -188,4 +174,16 @@ func TestDefaultLedgerPath(t *testing.T) {
 			t.Errorf(`%s: OpenLedger("") at %q, chosen %v; want %q, %v`, tt.name, l.Path(), l.chosen, tt.want, tt.chosen)
 		}
 	}
+}
+
+// ledgerIn opens a ledger in dir: one the user chose by its path when
+// chosen is set, else the per-user default, dir standing for
+// $XDG_RUNTIME_DIR.
+func ledgerIn(t *testing.T, dir string, chosen bool) *Ledger {
+	if chosen {
+		return OpenLedger(filepath.Join(dir, "ledger"))
+	}
+	t.Setenv(LedgerEnv, "")
+	t.Setenv("XDG_RUNTIME_DIR", dir)
+	return OpenLedger("")
 }
