@@ -30,12 +30,12 @@ type Chart struct {
 	Bands []Band
 }
 
-// Interval is a median epoch time with its 95% confidence interval, as
-// report's tables compute them (benchmath, assuming nothing of the
-// distribution). Lo and Hi are infinite where the timed epochs are too few
-// for an interval at that level (fewer than 6); no error bar is drawn then.
+// Interval is a mean epoch time with its 95% confidence interval, as
+// report's tables compute them (report.MeanCI: Student's t). Lo and Hi are
+// infinite where there is a single timed epoch; no error bar is drawn
+// then.
 type Interval struct {
-	Median, Lo, Hi float64
+	Mean, Lo, Hi float64
 }
 
 // HasCI says whether the interval is finite (drawn as an error bar).
@@ -47,7 +47,7 @@ type Bar struct {
 	Label string
 	// Status is the mode's status: ok, OOM, skipped, interrupted …
 	Status string
-	// Interval is the median of the timed epochs; zero when Missing.
+	// Interval is the mean of the timed epochs; zero when Missing.
 	Interval
 	// Missing says the mode has no timed epoch: it is drawn as a marker
 	// at zero labelled with its Status.
@@ -75,7 +75,7 @@ type Line struct {
 	Failures []Failure
 }
 
-// Band is the cpu mode of a sweep: the median and interval of its timed
+// Band is the cpu mode of a sweep: the mean and interval of its timed
 // epochs in every row (with the same other settings), drawn shaded across
 // the x axis.
 type Band struct {
@@ -102,27 +102,27 @@ func Build(doc Doc) (Chart, error) {
 	}
 	c.scaleTimes()
 	noCI := false
-	c.eachInterval(func(iv *Interval) { noCI = noCI || (iv.Median != 0 && !iv.HasCI()) })
+	c.eachInterval(func(iv *Interval) { noCI = noCI || (iv.Mean != 0 && !iv.HasCI()) })
 	if noCI {
 		c.Title += "\n" + NoCINote
 	}
 	return c, nil
 }
 
-// NoCINote ends the title of a chart with a median that has no error bar.
-const NoCINote = "no error bar: fewer than 6 timed epochs (raise --epochs)"
+// NoCINote ends the title of a chart with a mean that has no error bar.
+const NoCINote = "no error bar: fewer than 2 timed epochs (raise --epochs)"
 
-// ci is the median of seconds and its interval.
+// ci is the mean of seconds and its interval.
 func ci(seconds []float64) Interval {
-	s := report.MedianCI(seconds)
-	return Interval{Median: s.Center, Lo: s.Lo, Hi: s.Hi}
+	s := report.MeanCI(seconds)
+	return Interval{Mean: s.Center, Lo: s.Lo, Hi: s.Hi}
 }
 
 // buildRun draws a run's modes as bars.
 func buildRun(doc Doc) (Chart, error) {
 	c := Chart{
 		Title:  title(doc.Header, devices(doc.Modes)),
-		XLabel: "mode (error bars: 95% confidence interval of the median)",
+		XLabel: "mode (error bars: 95% confidence interval of the mean, Student's t)",
 	}
 	timed := false
 	for _, m := range doc.Modes {
@@ -320,17 +320,17 @@ func title(h Header, devs []string) string {
 	return fmt.Sprintf("%s, on %s\ngpuz %s", what, dev, rev)
 }
 
-// scaleTimes chooses the unit of the times from the largest median (ms
+// scaleTimes chooses the unit of the times from the largest mean (ms
 // below a second) and converts every time to it.
 func (c *Chart) scaleTimes() {
 	largest := 0.0
-	c.eachInterval(func(iv *Interval) { largest = max(largest, iv.Median) })
-	c.Unit, c.YLabel = "s", "epoch time, median (s)"
+	c.eachInterval(func(iv *Interval) { largest = max(largest, iv.Mean) })
+	c.Unit, c.YLabel = "s", "epoch time, mean (s)"
 	if largest >= 1 {
 		return
 	}
-	c.Unit, c.YLabel = "ms", "epoch time, median (ms)"
-	c.eachInterval(func(iv *Interval) { iv.Median, iv.Lo, iv.Hi = iv.Median*1e3, iv.Lo*1e3, iv.Hi*1e3 })
+	c.Unit, c.YLabel = "ms", "epoch time, mean (ms)"
+	c.eachInterval(func(iv *Interval) { iv.Mean, iv.Lo, iv.Hi = iv.Mean*1e3, iv.Lo*1e3, iv.Hi*1e3 })
 }
 
 // eachInterval calls f with every interval of the chart.

@@ -94,13 +94,13 @@ type errorBars struct {
 	plotter.YErrors
 }
 
-// add appends a point at x with iv's median and interval, if it has one.
+// add appends a point at x with iv's mean and interval, if it has one.
 func (e *errorBars) add(x float64, iv Interval) {
 	if !iv.HasCI() {
 		return
 	}
-	e.XYs = append(e.XYs, plotter.XY{X: x, Y: iv.Median})
-	e.YErrors = append(e.YErrors, struct{ Low, High float64 }{iv.Median - iv.Lo, iv.Hi - iv.Median})
+	e.XYs = append(e.XYs, plotter.XY{X: x, Y: iv.Mean})
+	e.YErrors = append(e.YErrors, struct{ Low, High float64 }{iv.Mean - iv.Lo, iv.Hi - iv.Mean})
 }
 
 // addTo adds the error bars in colour col to p, if there are any.
@@ -139,10 +139,10 @@ func (c Chart) drawBars(p *gplot.Plot) error {
 			labels.Labels = append(labels.Labels, b.Status)
 			continue
 		}
-		values[i] = b.Median
+		values[i] = b.Mean
 		errs.add(x, b.Interval)
 		if b.Status != "ok" {
-			labels.XYs = append(labels.XYs, plotter.XY{X: x, Y: b.Median})
+			labels.XYs = append(labels.XYs, plotter.XY{X: x, Y: b.Mean})
 			labels.Labels = append(labels.Labels, b.Status)
 		}
 	}
@@ -177,12 +177,12 @@ func (c Chart) drawBars(p *gplot.Plot) error {
 	return nil
 }
 
-// top is the top of the y axis: a tenth above the highest median or
+// top is the top of the y axis: a tenth above the highest mean or
 // interval bound (1 when there is none).
 func (c Chart) top() float64 {
 	hi := 0.0
 	c.eachInterval(func(iv *Interval) {
-		hi = max(hi, iv.Median)
+		hi = max(hi, iv.Mean)
 		if iv.HasCI() {
 			hi = max(hi, iv.Hi)
 		}
@@ -226,7 +226,7 @@ func (c Chart) drawSweep(p *gplot.Plot) error {
 			xys := make(plotter.XYs, len(l.Points))
 			var errs errorBars
 			for j, pt := range l.Points {
-				xys[j] = plotter.XY{X: pt.X, Y: pt.Median}
+				xys[j] = plotter.XY{X: pt.X, Y: pt.Mean}
 				errs.add(pt.X, pt.Interval)
 			}
 			line, points, err := plotter.NewLinePoints(xys)
@@ -273,16 +273,16 @@ func (c Chart) drawSweep(p *gplot.Plot) error {
 	return nil
 }
 
-// drawBand draws a cpu band from xmin to xmax: its median as a dashed
+// drawBand draws a cpu band from xmin to xmax: its mean as a dashed
 // line, its interval shaded.
 func drawBand(p *gplot.Plot, b Band, xmin, xmax float64, col color.Color) error {
-	line, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: b.Median}, {X: xmax, Y: b.Median}})
+	line, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: b.Mean}, {X: xmax, Y: b.Mean}})
 	if err != nil {
 		return err
 	}
 	line.Color = col
 	line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
-	label := b.Label + " (median)"
+	label := b.Label + " (mean)"
 	if b.HasCI() {
 		poly, err := plotter.NewPolygon(plotter.XYs{
 			{X: xmin, Y: b.Lo}, {X: xmax, Y: b.Lo}, {X: xmax, Y: b.Hi}, {X: xmin, Y: b.Hi},
@@ -294,7 +294,7 @@ func drawBand(p *gplot.Plot, b Band, xmin, xmax float64, col color.Color) error 
 		poly.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(bl >> 8), A: 0x40}
 		poly.LineStyle.Width = 0
 		p.Add(poly)
-		p.Legend.Add(b.Label+" (median, 95% CI)", line, poly)
+		p.Legend.Add(b.Label+" (mean, 95% CI)", line, poly)
 	} else {
 		p.Legend.Add(label, line)
 	}

@@ -21,14 +21,16 @@ type figures struct {
 	sim bool // on the simulated GPU: its times are host times
 	// ran is whether the mode ran any epoch; when not, no figure applies.
 	ran bool
-	// n is the number of timed epochs; stats and median describe them when
-	// n > 0.
+	// n is the number of timed epochs; stats, mean (with its Student-t
+	// interval, meanCI) and median (with benchmath's, medianCI) describe
+	// them when n > 0.
 	n      int
 	stats  Stats
+	mean   benchmath.Summary
 	median benchmath.Summary
 	// cold is the mean warm-up epoch in seconds, NaN when there was none.
 	cold float64
-	// speedup is the cpu row's median over this mode's: above 1 is faster
+	// speedup is the cpu row's mean over this mode's: above 1 is faster
 	// than the cpu. NaN where it does not apply: no cpu row to compare
 	// with, no timed epoch, or times from the simulated GPU.
 	speedup float64
@@ -62,7 +64,7 @@ func figuresOf(r bench.Result) []figures {
 	ref := math.NaN()
 	for _, m := range r.Modes {
 		if m.Mode == bench.ModeCPU && m.Status.Kind == bench.StatusOK && len(m.Timed()) > 0 {
-			ref = medianOf(seconds(m.Timed()))
+			ref = meanCI(seconds(m.Timed())).Center
 			break
 		}
 	}
@@ -74,9 +76,9 @@ func figuresOf(r bench.Result) []figures {
 		f.n = len(timed)
 		if f.n > 0 {
 			f.stats = Summarize(durations(timed))
-			f.median = medianCI(seconds(timed))
-			if !f.sim && f.median.Center > 0 {
-				f.speedup = ref / f.median.Center
+			f.mean, f.median = meanCI(seconds(timed)), medianCI(seconds(timed))
+			if !f.sim && f.mean.Center > 0 {
+				f.speedup = ref / f.mean.Center
 			}
 			if f.realGPU() {
 				f.eff, f.flag = efficiency(f.median.Center, f.pred), flagNote(f.median.Center, f.pred)
@@ -202,13 +204,15 @@ func analyzeTable(r bench.Result, wide bool) table {
 			}
 			return strconv.Itoa(f.n)
 		})
-		timeCol("mean", timed(func(f figures) float64 { return f.stats.Mean.Seconds() }), plain)
-		timeCol("stddev", func(f figures) (float64, bool) { return f.stats.Stddev.Seconds(), f.n > 1 }, plain)
 	}
-	timeCol("median", timed(func(f figures) float64 { return f.median.Center }), func(u timeUnit, f figures, v float64) string {
-		return u.format(v) + " ± " + spread(u, f.median)
+	timeCol("mean", timed(func(f figures) float64 { return f.mean.Center }), func(u timeUnit, f figures, v float64) string {
+		return u.format(v) + " ± " + spread(u, f.mean)
 	})
 	if wide {
+		timeCol("stddev", func(f figures) (float64, bool) { return f.stats.Stddev.Seconds(), f.n > 1 }, plain)
+		timeCol("median", timed(func(f figures) float64 { return f.median.Center }), func(u timeUnit, f figures, v float64) string {
+			return u.format(v) + " ± " + spread(u, f.median)
+		})
 		timeCol("min", timed(func(f figures) float64 { return f.stats.Min.Seconds() }), plain)
 		timeCol("max", timed(func(f figures) float64 { return f.stats.Max.Seconds() }), plain)
 	}
@@ -292,13 +296,19 @@ func analyzeTable(r bench.Result, wide bool) table {
 	})
 	t.rows = cells
 
-	first := "median ± the wider half of its 95% confidence interval"
+	first := "mean ± the half-width of its 95% confidence interval (Student's t)"
 	if showCold {
 		first += "; cold: mean of the warm-up epochs"
 	}
 	t.notes = append(t.notes, first)
-	for _, w := range medianWarnings(fs) {
+	for _, w := range meanWarnings(fs) {
 		t.notes = append(t.notes, "± ∞: "+w+" (timed epochs; raise --epochs)")
+	}
+	if wide {
+		t.notes = append(t.notes, "median ± the wider half of its 95% confidence interval, as benchstat computes it (golang.org/x/perf/benchmath)")
+		for _, w := range medianWarnings(fs) {
+			t.notes = append(t.notes, "median ± ∞: "+w+" (timed epochs; raise --epochs)")
+		}
 	}
 	t.notes = append(t.notes, "sizes in binary units (1 KiB = 1024 B, MiB, GiB), rates in KiB/s, MiB/s, GiB/s")
 	if wide {
@@ -359,6 +369,20 @@ func spread(u timeUnit, s benchmath.Summary) string {
 		return text
 	}
 	return sig(half, 1)
+}
+
+// meanWarnings returns the warnings about the means' intervals (one timed
+// epoch gives none), each once.
+func meanWarnings(fs []figures) []string {
+	var ws []string
+	for _, f := range fs {
+		for _, w := range f.mean.Warnings {
+			if s := w.Error(); !containsString(ws, s) {
+				ws = append(ws, s)
+			}
+		}
+	}
+	return ws
 }
 
 // medianWarnings returns benchmath's warnings about the medians' intervals

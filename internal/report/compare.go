@@ -338,7 +338,8 @@ func WriteCompare(w io.Writer, a, b RunFile) error {
 	var out bytes.Buffer
 	fmt.Fprintf(&out, "A: %s\nB: %s\n", a.Name, b.Name)
 	out.WriteString("time per epoch: median ± 95% confidence interval; change from A to B,\n" +
-		"~ where not significant (Mann-Whitney U test, p ≥ 0.05)\n")
+		"~ where not significant (Mann-Whitney U test, p ≥ 0.05); medians and the U test\n" +
+		"as benchstat computes them (benchmath), where a run's table leads with the mean\n")
 	for _, heading := range headings {
 		fmt.Fprintf(&out, "\n%s\n", heading)
 		table := make([][]string, 0, len(rows[heading]))

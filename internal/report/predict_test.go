@@ -97,7 +97,7 @@ func TestPredictedCells(t *testing.T) {
 		}
 	}
 	gpu := analyzeTable(predictedGPUResult, false)
-	if got := cells(t, gpu, 0, "predicted", "eff.", "speed-up") + "/" + cells(t, gpu, 1, "predicted", "eff.") + "/" + cells(t, gpu, 2, "predicted", "eff."); got != "305 (≥122)|20%|10.34×/100 (≥50)|7% [1]/-|-" {
+	if got := cells(t, gpu, 0, "predicted", "eff.", "speed-up") + "/" + cells(t, gpu, 1, "predicted", "eff.") + "/" + cells(t, gpu, 2, "predicted", "eff."); got != "305 (≥122)|20%|10.33×/100 (≥50)|7% [1]/-|-" {
 		t.Errorf("real GPU: predicted, eff. = %q", got)
 	}
 	if !slices.ContainsFunc(gpu.notes, func(n string) bool {

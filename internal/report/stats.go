@@ -1,11 +1,13 @@
 package report
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"time"
 
 	"golang.org/x/perf/benchmath"
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"gpuz/internal/bench"
 )
@@ -89,6 +91,42 @@ func medianCI(seconds []float64) benchmath.Summary {
 // tables show them (medianCI), for the packages that draw the same figures
 // (internal/plot).
 func MedianCI(seconds []float64) benchmath.Summary { return medianCI(seconds) }
+
+// errOneEpoch is meanCI's warning for a sample of one: a mean's interval
+// needs two values.
+var errOneEpoch = errors.New("a mean needs >= 2 samples for a confidence interval")
+
+// meanCI summarizes seconds by their mean and its confidence interval at
+// the level confidence: the mean ± t·s/√n, t the Student-t quantile of
+// n−1 degrees of freedom (the interval of a mean of normal draws, defined
+// from 2 values on). Lo and Hi are infinite for a single value, with a
+// warning.
+func meanCI(seconds []float64) benchmath.Summary {
+	n := float64(len(seconds))
+	if n == 0 {
+		return benchmath.Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence}
+	}
+	mean := 0.0
+	for _, v := range seconds {
+		mean += v
+	}
+	mean /= n
+	if n < 2 {
+		return benchmath.Summary{Center: mean, Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, Warnings: []error{errOneEpoch}}
+	}
+	ss := 0.0
+	for _, v := range seconds {
+		ss += (v - mean) * (v - mean)
+	}
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(0.5 + confidence/2)
+	half := t * math.Sqrt(ss/(n-1)/n)
+	return benchmath.Summary{Center: mean, Lo: mean - half, Hi: mean + half, Confidence: confidence}
+}
+
+// MeanCI is the mean of seconds and its 95% Student-t confidence interval
+// as the tables show them (meanCI), for the packages that draw the same
+// figures (internal/plot).
+func MeanCI(seconds []float64) benchmath.Summary { return meanCI(seconds) }
 
 // medianOf returns the median of values.
 func medianOf(values []float64) float64 { return medianCI(values).Center }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -40,5 +41,27 @@ func TestSummarize(t *testing.T) {
 				t.Errorf("Summarize reordered its input: %v", in)
 			}
 		})
+	}
+}
+
+// TestMeanCI: the mean ± t·s/√n at 95%, with t from Student's t of n−1
+// degrees of freedom: for 1, 2, 3 (s = 1, t = 4.303), the interval is
+// 2 ± 2.484; for two values 1, 3 (s = √2, t = 12.706), 2 ± 12.706; one
+// value has no interval.
+func TestMeanCI(t *testing.T) {
+	for _, tc := range []struct {
+		values     []float64
+		center, lo float64
+	}{
+		{[]float64{1, 2, 3}, 2, 2 - 4.302653 /*t*/ *1/math.Sqrt(3)},
+		{[]float64{1, 3}, 2, 2 - 12.706205},
+	} {
+		s := meanCI(tc.values)
+		if math.Abs(s.Center-tc.center) > 1e-9 || math.Abs(s.Lo-tc.lo) > 1e-5 || math.Abs((s.Hi-s.Center)-(s.Center-s.Lo)) > 1e-12 {
+			t.Errorf("%v: %v [%v, %v], want %v from %v", tc.values, s.Center, s.Lo, s.Hi, tc.center, tc.lo)
+		}
+	}
+	if s := meanCI([]float64{5}); s.Center != 5 || !math.IsInf(s.Hi, 1) || len(s.Warnings) != 1 {
+		t.Errorf("one value: %+v", s)
 	}
 }

@@ -47,8 +47,8 @@ func settingsLabel(ss []bench.Setting) string {
 // sweepTable builds the sweep's table: one row per configuration × mode,
 // the swept parameters' values first, then the device's free memory while
 // the configuration ran (after its take), the mode (marked † on the
-// simulated GPU), the cache placement, the median ± its confidence
-// interval, the peak device memory, the bytes copied per epoch and the
+// simulated GPU), the cache placement, the mean ± its confidence
+// interval (Student's t), the peak device memory, the bytes copied per epoch and the
 // status, a reason going to a numbered note that names the configuration.
 // wide adds the device, the timed epochs and the cold epoch, and shows full
 // statuses. With a few parameters it fits maxWidth columns.
@@ -95,18 +95,18 @@ func sweepTable(s bench.SweepResult, wide bool) table {
 			return strconv.Itoa(f.n)
 		})
 	}
-	var medians []float64
+	var means []float64
 	for _, f := range fs {
 		if f.n > 0 {
-			medians = append(medians, f.median.Center)
+			means = append(means, f.mean.Center)
 		}
 	}
-	u := timeUnitFor(medians)
-	col("median ("+u.name+")", false, func(f sweepFigures) string {
+	u := timeUnitFor(means)
+	col("mean ("+u.name+")", false, func(f sweepFigures) string {
 		if f.n == 0 {
 			return na
 		}
-		return u.format(f.median.Center) + " ± " + spread(u, f.median)
+		return u.format(f.mean.Center) + " ± " + spread(u, f.mean)
 	})
 	if wide {
 		var colds []float64
@@ -143,12 +143,12 @@ func sweepTable(s bench.SweepResult, wide bool) table {
 	})
 	t.rows = cells
 
-	t.notes = append(t.notes, "median ± the wider half of its 95% confidence interval; free: the device's free memory while the configuration ran, after its take")
+	t.notes = append(t.notes, "mean ± the half-width of its 95% confidence interval (Student's t); free: the device's free memory while the configuration ran, after its take")
 	var plain []figures
 	for _, f := range fs {
 		plain = append(plain, f.figures)
 	}
-	for _, w := range medianWarnings(plain) {
+	for _, w := range meanWarnings(plain) {
 		t.notes = append(t.notes, "± ∞: "+w+" (timed epochs; raise --epochs)")
 	}
 	t.notes = append(t.notes, "sizes in binary units (1 KiB = 1024 B, MiB, GiB); copied: bytes copied host→device plus device→host per timed epoch")

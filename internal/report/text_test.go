@@ -168,23 +168,23 @@ func TestAnalyzeCells(t *testing.T) {
 		name  string
 		modes []bench.ModeResult
 		row   int    // which mode's row to check
-		want  string // epochs|mean|stddev|cold|speed-up
+		want  string // epochs|mean ± its interval|stddev|cold|speed-up
 	}{
-		{"faster than cpu", []bench.ModeResult{cpu(ok, 20, 10, 10), cuda}, 1, "2|2.00|0|9.00|5.00×"},
-		{"cpu itself", []bench.ModeResult{cpu(ok, 20, 10, 10), cuda}, 0, "2|10.0|0|20.0|1.00×"},
-		{"slower than cpu", []bench.ModeResult{cpu(ok, 20, 1, 1), cuda}, 1, "2|2.00|0|9.00|0.50×"},
-		{"simulated GPU gets no speed-up", []bench.ModeResult{cpu(ok, 20, 10, 10), sim}, 1, "2|2.00|0|9.00|-"},
+		{"faster than cpu", []bench.ModeResult{cpu(ok, 20, 10, 10), cuda}, 1, "2|2.00 ± 0|0|9.00|5.00×"},
+		{"cpu itself", []bench.ModeResult{cpu(ok, 20, 10, 10), cuda}, 0, "2|10.0 ± 0|0|20.0|1.00×"},
+		{"slower than cpu", []bench.ModeResult{cpu(ok, 20, 1, 1), cuda}, 1, "2|2.00 ± 0|0|9.00|0.50×"},
+		{"simulated GPU gets no speed-up", []bench.ModeResult{cpu(ok, 20, 10, 10), sim}, 1, "2|2.00 ± 0|0|9.00|-"},
 		{"first ok cpu row is the reference", []bench.ModeResult{cuda, cpu(bench.Status{Kind: bench.StatusInterrupted}, 20, 4), cpu(ok, 20, 8)}, 0,
-			"2|2.00|0|9.00|4.00×"},
+			"2|2.00 ± 0|0|9.00|4.00×"},
 		{"interrupted cpu is no reference", []bench.ModeResult{cpu(bench.Status{Kind: bench.StatusInterrupted}, 20, 10), cuda}, 1,
-			"2|2.00|0|9.00|-"},
+			"2|2.00 ± 0|0|9.00|-"},
 		{"diverged cpu is no reference", []bench.ModeResult{cpu(bench.Status{Kind: bench.StatusDiverged, Reason: "at epoch 2, batch 1"}, 20, 10), cuda}, 1,
-			"2|2.00|0|9.00|-"},
-		{"cpu with only a warm-up is no reference", []bench.ModeResult{cpu(ok, 20), cuda}, 1, "2|2.00|0|9.00|-"},
-		{"no cpu row", []bench.ModeResult{cuda}, 0, "2|2.00|0|9.00|-"},
-		{"one timed epoch has no deviation", []bench.ModeResult{cpu(ok, 20, 10)}, 0, "1|10.0|-|20.0|1.00×"},
+			"2|2.00 ± 0|0|9.00|-"},
+		{"cpu with only a warm-up is no reference", []bench.ModeResult{cpu(ok, 20), cuda}, 1, "2|2.00 ± 0|0|9.00|-"},
+		{"no cpu row", []bench.ModeResult{cuda}, 0, "2|2.00 ± 0|0|9.00|-"},
+		{"one timed epoch has no deviation", []bench.ModeResult{cpu(ok, 20, 10)}, 0, "1|10.0 ± ∞|-|20.0|1.00×"},
 		{"warm-up only", []bench.ModeResult{cpu(ok, 20, 10), cpu(bench.Status{Kind: bench.StatusInterrupted}, 30)}, 1, "0|-|-|30.0|-"},
-		{"no warm-up", []bench.ModeResult{{Mode: bench.ModeCPU, Epochs: epochs(3, 5), Status: ok}}, 0, "2|4.00|1.41|-|1.00×"},
+		{"no warm-up", []bench.ModeResult{{Mode: bench.ModeCPU, Epochs: epochs(3, 5), Status: ok}}, 0, "2|4.00 ± 12.71|1.41|-|1.00×"},
 		{"no epochs", []bench.ModeResult{cpu(ok, 20, 10), {Mode: bench.ModeCache, PeakDeviceBytes: 1 << 30, Status: bench.Status{Kind: bench.StatusOOM}}}, 1,
 			"-|-|-|-|-"},
 	}
@@ -216,15 +216,15 @@ func TestTimeColumnUnits(t *testing.T) {
 		modes []bench.ModeResult
 		want  string // heading: cells
 	}{
-		{"seconds", []bench.ModeResult{mode(bench.ModeCPU, 1, 24.1, 24.1)}, "median (s): 24.1 ± ∞"},
+		{"seconds", []bench.ModeResult{mode(bench.ModeCPU, 1, 24.1, 24.1)}, "mean (s): 24.1 ± 0"},
 		{"milliseconds", []bench.ModeResult{mode(bench.ModeCPU, 1, 0.0123, 0.0123), mode(bench.ModeCUDA, 1, 0.0021, 0.0021)},
-			"median (ms): 12.3 ± ∞, 2.10 ± ∞"},
-		{"microseconds", []bench.ModeResult{mode(bench.ModeCPU, 1, 47.6e-6, 47.6e-6)}, "median (µs): 47.6 ± ∞"},
+			"mean (ms): 12.3 ± 0, 2.10 ± 0"},
+		{"microseconds", []bench.ModeResult{mode(bench.ModeCPU, 1, 47.6e-6, 47.6e-6)}, "mean (µs): 47.6 ± 0"},
 		{"one unit for the column, from its median", []bench.ModeResult{mode(bench.ModeCPU, 1, 2, 2), mode(bench.ModeCUDA, 1, 0.5, 0.5), mode(bench.ModeCache, 1, 0.0005, 0.0005)},
-			"median (ms): 2000 ± ∞, 500 ± ∞, 0.500 ± ∞"},
+			"mean (ms): 2000 ± 0, 500 ± 0, 0.500 ± 0"},
 		{"interval of enough epochs", []bench.ModeResult{mode(bench.ModeCPU, 1, 10, 10.1, 10.2, 10.3, 10.4, 10.5, 10.6, 10.7, 10.8, 10.9)},
-			"median (s): 10.4 ± 0.4"},
-		{"all equal", []bench.ModeResult{mode(bench.ModeCPU, 1, 3, 3, 3, 3, 3, 3, 3, 3)}, "median (s): 3.00 ± 0"},
+			"mean (s): 10.4 ± 0.2"},
+		{"all equal", []bench.ModeResult{mode(bench.ModeCPU, 1, 3, 3, 3, 3, 3, 3, 3, 3)}, "mean (s): 3.00 ± 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
