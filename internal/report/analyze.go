@@ -374,23 +374,21 @@ func spread(u timeUnit, s benchmath.Summary) string {
 // meanWarnings returns the warnings about the means' intervals (one timed
 // epoch gives none), each once.
 func meanWarnings(fs []figures) []string {
-	var ws []string
-	for _, f := range fs {
-		for _, w := range f.mean.Warnings {
-			if s := w.Error(); !containsString(ws, s) {
-				ws = append(ws, s)
-			}
-		}
-	}
-	return ws
+	return warningsOf(fs, func(f figures) benchmath.Summary { return f.mean })
 }
 
 // medianWarnings returns benchmath's warnings about the medians' intervals
 // (too few epochs for one), each once.
 func medianWarnings(fs []figures) []string {
+	return warningsOf(fs, func(f figures) benchmath.Summary { return f.median })
+}
+
+// warningsOf returns the warnings of the summaries summary picks from fs,
+// each once.
+func warningsOf(fs []figures, summary func(figures) benchmath.Summary) []string {
 	var ws []string
 	for _, f := range fs {
-		for _, w := range f.median.Warnings {
+		for _, w := range summary(f).Warnings {
 			if s := w.Error(); !containsString(ws, s) {
 				ws = append(ws, s)
 			}

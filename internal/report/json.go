@@ -92,11 +92,13 @@ type (
 		MedianSeconds float64 `json:"median_seconds"`
 		MinSeconds    float64 `json:"min_seconds"`
 		MaxSeconds    float64 `json:"max_seconds"`
-		// MeanCILowSeconds and MeanCIHighSeconds bound the mean's 95%
-		// confidence interval (Student's t), as the Analyze table shows
-		// it; absent below 2 timed epochs.
-		MeanCILowSeconds  *float64 `json:"mean_ci_low_seconds,omitempty"`
-		MeanCIHighSeconds *float64 `json:"mean_ci_high_seconds,omitempty"`
+		// MeanCI is the mean's 95% confidence interval (Student's t), as
+		// the Analyze table shows it; absent below 2 timed epochs.
+		MeanCI *jsonInterval `json:"mean_ci,omitempty"`
+	}
+	jsonInterval struct {
+		Low  float64 `json:"low_seconds"`
+		High float64 `json:"high_seconds"`
 	}
 )
 
@@ -173,7 +175,7 @@ func toJSONResult(r bench.Result) jsonResult {
 			MaxSeconds:    s.Max.Seconds(),
 		}
 		if ci := meanCI(seconds(m.Timed())); !math.IsInf(ci.Lo, 0) && !math.IsNaN(ci.Lo) {
-			jm.Stats.MeanCILowSeconds, jm.Stats.MeanCIHighSeconds = &ci.Lo, &ci.Hi
+			jm.Stats.MeanCI = &jsonInterval{Low: ci.Lo, High: ci.Hi}
 		}
 		doc.Modes = append(doc.Modes, jm)
 	}
