@@ -8,6 +8,10 @@ import (
 	"gpuz/internal/device"
 )
 
+// managedAlign is the alignment of every buffer in a managed region, in
+// bytes: cudaMalloc's.
+const managedAlign = 256
+
 // managedLayout is where a managed placement keeps every value in its one
 // region of managed memory, in bytes from the region's start: the inputs
 // and the gradient seed, the arena's slots, then each block's area
@@ -19,14 +23,20 @@ import (
 // next migrates once for both, as it does under the driver, so small
 // buffers do not each round up to a page and the managed need is the cuda
 // mode's but for that alignment.
-// managedAlign is the alignment of every buffer in a managed region, in
-// bytes: cudaMalloc's.
-const managedAlign = 256
-
 type managedLayout struct {
 	value []int64 // of each input, seed and temporary value; -1 for the others
 	area  []int64 // of each block's area
 	total int64   // the region's bytes
+}
+
+// pages returns the region's pages of pageSize bytes, the last one
+// partial.
+func (m managedLayout) pages(pageSize int64) int { return int((m.total + pageSize - 1) / pageSize) }
+
+// capacity returns the pages a device with free bytes holds resident, at
+// most the region's.
+func (m managedLayout) capacity(pageSize, free int64) int {
+	return min(int(max(free/pageSize, 0)), m.pages(pageSize))
 }
 
 // managedLayout lays out the region of a resident, single-sided
@@ -61,34 +71,18 @@ func (p *Schedule) managedLayout() managedLayout {
 
 // span returns the bytes [off, off+n) of value v in the region.
 func (m managedLayout) span(p *Schedule, ls []layout, v int) (off, n int64) {
-	val := p.values[v]
-	n = 4 * int64(val.elems)
+	n = 4 * int64(p.values[v].elems)
 	if m.value[v] >= 0 {
 		return m.value[v], n
 	}
-	l := ls[val.block]
-	switch val.kind {
-	case kindParam:
-		for j, i := range l.params {
-			if p.params[i] == v {
-				return m.area[val.block] + 4*int64(l.offsets[j]), n
-			}
-		}
-	case kindSaved:
-		for j, s := range p.saved[val.block] {
-			if s == v {
-				return m.area[val.block] + 4*int64(l.saved[j]), n
-			}
-		}
-	}
-	panic(fmt.Sprintf("engine: value %d has no place in the managed region", v))
+	return m.area[p.values[v].block] + 4*int64(p.offsetInArea(ls, v)), n
 }
 
-// pager over pages: managedPages walks a Run's page touches through the
-// page residency (cache.Pages): before each step the pages of its
-// arguments and output, before each update the pages of the block's
-// parameters, gradients and moments. A Program's migrate on the device,
-// the dry run's count them.
+// managedPages walks a Run's page touches through the page residency
+// (cache.Pages): before each step the pages of its arguments and output,
+// before each update the pages of the block's parameters, gradients and
+// moments. A Program's pages migrate on the device; the dry run's are
+// counted.
 type managedPages struct {
 	*cache.Pages
 	plan     *Schedule
@@ -182,14 +176,6 @@ func (mp *managedPages) pageBytes(page int) int64 {
 	return min(mp.pageSize, mp.layout.total-off)
 }
 
-// pageCapacity returns the pages a device with free bytes holds resident,
-// at most the region's pages.
-func (p *Schedule) pageCapacity(pl Placement, free int64) int {
-	total := p.managedLayout().total
-	pages := (total + pl.PageSize - 1) / pl.PageSize
-	return int(min(max(free/pl.PageSize, 0), pages))
-}
-
 // deviceMigrator migrates a Program's managed pages on its device.
 type deviceMigrator struct {
 	mp     *managedPages
@@ -214,11 +200,15 @@ func (prog *Program) loadManaged() error {
 	if !ok {
 		return fmt.Errorf("engine: %s cannot allocate managed memory", prog.dev.Name())
 	}
-	free, _, err := prog.dev.MemInfo()
+	free, total, err := prog.dev.MemInfo()
 	if err != nil {
 		return fmt.Errorf("engine: sizing the managed residency: %w", err)
 	}
 	layout := p.managedLayout()
+	capacity := layout.capacity(prog.place.PageSize, free)
+	if capacity < 1 { // not one page fits: out of memory, as any mode
+		return &device.OutOfMemoryError{Device: prog.dev.Name(), Requested: prog.place.PageSize, Free: free, Total: total}
+	}
 	region, err := dev.AllocManaged(int(layout.total / 4))
 	if err != nil {
 		return fmt.Errorf("engine: allocating managed memory: %w", err)
@@ -240,11 +230,6 @@ func (prog *Program) loadManaged() error {
 		prog.bind(b, view(layout.area[b], l.elems))
 	}
 	mig := &deviceMigrator{dev: dev, region: region}
-	capacity := p.pageCapacity(prog.place, free)
-	if capacity < 1 { // not one page fits: out of memory, as any mode
-		_, total, _ := prog.dev.MemInfo()
-		return &device.OutOfMemoryError{Device: prog.dev.Name(), Requested: prog.place.PageSize, Free: free, Total: total}
-	}
 	if mig.mp, err = newManagedPages(p, prog.place, capacity, mig); err != nil {
 		return err
 	}
@@ -264,10 +249,11 @@ func (prog *Program) loadManaged() error {
 // Pages, of BlockBytes each), and in host memory the rest of the region,
 // where managed memory lives until it migrates.
 func (p *Schedule) managedFootprint(pl Placement, deviceFree int64) Footprint {
-	total := p.managedLayout().total
-	resident := min(total, int64(p.pageCapacity(pl, deviceFree))*pl.PageSize)
-	return Footprint{Window: p.pageCapacity(pl, deviceFree), Device: resident, Host: total - resident,
-		BlockBytes: pl.PageSize, Pages: p.Pages(pl)}
+	m := p.managedLayout()
+	capacity := m.capacity(pl.PageSize, deviceFree)
+	resident := min(m.total, int64(capacity)*pl.PageSize)
+	return Footprint{Window: capacity, Device: resident, Host: m.total - resident,
+		BlockBytes: pl.PageSize, Pages: m.pages(pl.PageSize)}
 }
 
 // Pages returns the pages of a managed placement's region: what the
@@ -276,7 +262,7 @@ func (p *Schedule) Pages(pl Placement) int {
 	if !pl.Managed {
 		return 0
 	}
-	return int((p.managedLayout().total + pl.PageSize - 1) / pl.PageSize)
+	return p.managedLayout().pages(pl.PageSize)
 }
 
 // pageCounter is the managed dry run's stepper and page mover: it walks

@@ -118,6 +118,26 @@ type layout struct {
 	elems   int      // the area's size
 }
 
+// offsetInArea returns where parameter or saved value v sits in its
+// block's area laid out as ls, in elements from the area's start.
+func (p *Schedule) offsetInArea(ls []layout, v int) int {
+	val := p.values[v]
+	l := ls[val.block]
+	switch val.kind {
+	case kindParam:
+		for j, i := range l.params {
+			if p.params[i] == v {
+				return l.offsets[j]
+			}
+		}
+	case kindSaved:
+		if j := slices.Index(p.saved[val.block], v); j >= 0 {
+			return l.saved[j]
+		}
+	}
+	panic(fmt.Sprintf("engine: value %d has no place in its block's area", v))
+}
+
 // layouts lays out every block's area: parameters, then their moments when
 // they travel with the block, then saved activations.
 func (p *Schedule) layouts(pl Placement) []layout {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"slices"
 
 	"gpuz/internal/cache"
 	"gpuz/internal/device"
@@ -126,14 +125,7 @@ func (prog *Program) newResidency() (*residency, error) {
 // paramPlace returns a parameter's block and offset in the block's area.
 func (r *residency) paramPlace(valueIndex int) (block, offset int) {
 	p := r.prog.plan
-	block = p.values[valueIndex].block
-	l := r.prog.layouts[block]
-	for j, i := range l.params {
-		if p.params[i] == valueIndex {
-			return block, l.offsets[j]
-		}
-	}
-	panic("engine: parameter missing from its block's layout")
+	return p.values[valueIndex].block, p.offsetInArea(r.prog.layouts, valueIndex)
 }
 
 // setParam writes a parameter's master copy, and its device copy when the
@@ -292,9 +284,7 @@ func (r *residency) stageOutput(v int) device.Buffer {
 // unstage copies a staged saved value to its block's host master.
 func (r *residency) unstage(v int, staged device.Buffer) error {
 	p := r.prog.plan
-	b := p.values[v].block
-	j := slices.Index(p.saved[b], v)
-	off := r.prog.layouts[b].saved[j]
+	b, off := p.values[v].block, p.offsetInArea(r.prog.layouts, v)
 	if err := r.prog.dev.Download(r.host[b][off:off+p.values[v].elems], staged); err != nil {
 		return fmt.Errorf("engine: staging a saved activation of block %s: %w", p.spec.Blocks[b].Name, err)
 	}
