@@ -130,9 +130,6 @@ func New(cfg Config, run Run, window int, m Mover) (*Cache, error) {
 	return c, nil
 }
 
-// Config returns the configuration the cache applies.
-func (c *Cache) Config() Config { return c.cfg }
-
 // Window returns the number of slots.
 func (c *Cache) Window() int { return len(c.slots) }
 

@@ -47,16 +47,17 @@ type traits struct {
 	pageable bool
 }
 
-// policies lists every policy. Adding one is a file holding its rule and
-// a line here; the --policy flag lists the names from Policies.
+// policies lists every policy. Adding one is a file holding its rule, a
+// line here, and a few words on it in --policy's help (cmd/gpuz): the
+// values the flag accepts (Validate) and the plan's rows (Choices) come
+// from this table.
 var policies = []traits{
 	{name: Window, newRule: newWindow, residentMoments: true, pageable: true},
 	{name: WindowPaged, newRule: newWindowPaged, pageable: true},
 	{name: Auto, newRule: newAuto, sizesWindow: true, hostOptimizer: true},
 }
 
-// Policies returns the names of every policy, in the order the help lists
-// them.
+// Policies returns the names of every policy, in the table's order.
 func Policies() []Policy {
 	out := make([]Policy, len(policies))
 	for i, t := range policies {
@@ -93,9 +94,9 @@ type Config struct {
 func (c Config) Validate() error {
 	t, ok := lookup(c.Policy)
 	if !ok {
-		names := make([]string, len(policies))
-		for i, p := range policies {
-			names[i] = string(p.name)
+		var names []string
+		for _, p := range Policies() {
+			names = append(names, string(p))
 		}
 		return fmt.Errorf("unknown cache policy %q (want %s)", c.Policy, strings.Join(names, ", "))
 	}
