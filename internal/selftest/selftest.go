@@ -358,17 +358,16 @@ func Training(dev device.Device) []Check {
 	}
 	for _, w := range workloads() {
 		ch := Check{Kind: "training", Name: w.name + " cuda vs cpu", Tolerance: TrainRelTol}
-		others := []struct {
+		// others run on dev under other placements and must equal cuda.
+		type placed struct {
 			check Check
 			place engine.Placement
-		}{
+		}
+		others := []placed{
 			{Check{Kind: "training", Name: w.name + " cache vs cuda"}, engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}}},
 		}
 		if managed {
-			others = append(others, struct {
-				check Check
-				place engine.Placement
-			}{Check{Kind: "training", Name: w.name + " managed vs cuda"}, engine.Placement{Managed: true, PageSize: 64 << 10}})
+			others = append(others, placed{Check{Kind: "training", Name: w.name + " managed vs cuda"}, engine.Placement{Managed: true, PageSize: 64 << 10}})
 		}
 		host := device.NewHost()
 		want, err := trainOn(w, host, engine.Placement{})
