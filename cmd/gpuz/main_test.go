@@ -80,6 +80,8 @@ func TestBadInput(t *testing.T) {
 		{"managed page below 4KiB", "linear train managed --managed-page 2KiB", "want a power of two of at least 4KiB"},
 		{"managed page not a size", "linear train managed --managed-page big", "--managed-page \"big\""},
 		{"unknown managed advice", "linear train managed --managed-advise gpu", "unknown --managed-advise \"gpu\" (want none or host)"},
+		{"empty managed page", "linear train managed --managed-page ''", "--managed-page \"\": invalid byte size \"\""},
+		{"empty managed advice", "plan linear train managed --managed-advise=", "unknown --managed-advise \"\" (want none or host)"},
 		{"warm-up covers every epoch", "linear train cpu --epochs 2 --warmup 2", "--warmup (2) must be less than"},
 		{"batch does not divide samples", "linear train cpu --scale small --batch 3", "must be a multiple of --batch"},
 		{"not a number", "linear train cpu --batch many", "invalid argument \"many\""},

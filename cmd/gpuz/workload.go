@@ -112,11 +112,8 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 			if opts.Task, opts.Modes, err = parseWorkloadArgs(args); err != nil {
 				return usage(err)
 			}
-			// An empty --format is no format; Format "" in the options
-			// (callers of the run function) stays text.
-			if cmd.Flags().Changed("format") && opts.Format == "" {
-				_, err := report.ParseFormat("")
-				return usagef("--format: %w", err)
+			if err := emptyFlagError(cmd.Flags()); err != nil {
+				return usage(err)
 			}
 			if err := finiteFloatFlags(cmd.Flags()); err != nil {
 				return usage(err)
@@ -422,17 +419,17 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 	if err := o.validate(s.Epochs); err != nil {
 		return bench.Options{}, usage(err)
 	}
-	if o.ManagedAdvise != "" && o.ManagedAdvise != "none" && o.ManagedAdvise != "host" {
-		return bench.Options{}, usagef("unknown --managed-advise %q (want none or host)", o.ManagedAdvise)
+	// "" in the options (callers of the run function) is the default;
+	// the flags refuse an empty value given (emptyFlagError).
+	if o.ManagedAdvise != "" {
+		if err := checkManagedAdvise(o.ManagedAdvise); err != nil {
+			return bench.Options{}, usage(err)
+		}
 	}
 	var page int64 // the default unless --managed-page is given
 	if o.ManagedPage != "" {
-		page, err = units.ParseBytes(o.ManagedPage)
-		if err == nil {
-			err = cache.CheckPageSize(page)
-		}
-		if err != nil {
-			return bench.Options{}, usagef("--managed-page %q: %v", o.ManagedPage, err)
+		if page, err = parseManagedPage(o.ManagedPage); err != nil {
+			return bench.Options{}, usage(err)
 		}
 	}
 	var host *perfmodel.Profile
@@ -665,4 +662,48 @@ func writeJSON(stdout io.Writer, path, what string, write func(io.Writer) error)
 		return nil
 	}
 	return writeFile(path, what, write)
+}
+
+// emptyFlagError reports a string flag given an empty value where empty
+// names nothing (--format, --managed-page, --managed-advise), with the
+// error the flag's own check gives for it; "" in the options (callers of
+// the run function) stays the default.
+func emptyFlagError(fs *pflag.FlagSet) error {
+	for _, f := range []struct {
+		name  string
+		check func(string) error
+	}{
+		{"format", func(s string) error {
+			_, err := report.ParseFormat(s)
+			return fmt.Errorf("--format: %w", err)
+		}},
+		{"managed-page", func(s string) error { _, err := parseManagedPage(s); return err }},
+		{"managed-advise", checkManagedAdvise},
+	} {
+		if v, _ := fs.GetString(f.name); fs.Changed(f.name) && v == "" {
+			return f.check(v)
+		}
+	}
+	return nil
+}
+
+// parseManagedPage reads --managed-page: a size that is a power of two of
+// at least 4KiB.
+func parseManagedPage(s string) (int64, error) {
+	page, err := units.ParseBytes(s)
+	if err == nil {
+		err = cache.CheckPageSize(page)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("--managed-page %q: %v", s, err)
+	}
+	return page, nil
+}
+
+// checkManagedAdvise checks --managed-advise: none or host.
+func checkManagedAdvise(s string) error {
+	if s != "none" && s != "host" {
+		return fmt.Errorf("unknown --managed-advise %q (want none or host)", s)
+	}
+	return nil
 }
