@@ -461,6 +461,7 @@ func (opts Options) compile() (*models.Model, *engine.Schedule, error) {
 	plan, err := engine.Compile(engine.Spec{
 		Inputs: model.Inputs(), Blocks: model.Blocks, Output: output,
 		Train: opts.Task == TaskTrain, Optimizer: opts.Adam, ClipNorm: opts.ClipNorm,
+		Recompute: opts.Recompute,
 	})
 	if err != nil {
 		return nil, nil, err

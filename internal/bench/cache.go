@@ -5,6 +5,7 @@ import (
 	"gpuz/internal/cache"
 	"gpuz/internal/engine"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/levers"
 	"gpuz/internal/units"
 )
 
@@ -13,8 +14,8 @@ const DefaultLR = hostmath.DefaultLR
 
 // Config is how a run places and runs the model beyond its mode and
 // sizes: the one run configuration that the flags fill, a sweep varies, the
-// plan and the JSON describe. The levers still to come (recompute,
-// precision, managed memory) are more fields.
+// plan and the JSON describe. Each lever (package levers) is one more
+// field.
 type Config struct {
 	// Cache is how cache mode pages the blocks, and the hybrid mode its
 	// cache blocks: the policy, its window and where the optimizer runs.
@@ -31,6 +32,11 @@ type Config struct {
 	// device in host memory, read in place across the bus
 	// (--managed-advise host), instead of migrating them.
 	ManagedAdviseHost bool
+	// Recompute is the recompute lever (--recompute): with
+	// levers.RecomputeBlocks a training run keeps only each block's input
+	// and runs the block's forward again before its gradients; "" is none.
+	// It applies to every mode; evaluation saves nothing and is unchanged.
+	Recompute levers.Recompute
 }
 
 // managedPlacement is the managed mode's placement: every block resident

@@ -20,6 +20,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"gpuz/internal/hostmath"
+	"gpuz/internal/levers"
 )
 
 // Block is a named group of parameters: the unit that moves between host and
@@ -49,6 +50,10 @@ type Spec struct {
 	// (Program.Gradient); otherwise a gradient's memory is reused once its
 	// block is updated.
 	RetainGradients bool
+	// Recompute, when training, keeps only each block's input for the
+	// backward pass and runs the block's forward steps again just before
+	// its gradients (see recompute.go); "" is levers.RecomputeNone.
+	Recompute levers.Recompute
 }
 
 // valueKind says where a value's memory comes from.

@@ -1,0 +1,74 @@
+// Package levers names the ways to trade time for device memory that apply
+// to any placement: recomputing activations in the backward pass instead
+// of keeping them (and, as they land, storing in half precision). Each
+// lever is a small named type with the values a flag accepts; the engine
+// applies it, the plan and fit enumerate it, the flags parse it. Adding a
+// lever is a type here with its values, a field of bench.Config, and the
+// engine's transform.
+package levers
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Recompute says which activations a training schedule keeps for the
+// backward pass and which it computes again there.
+type Recompute string
+
+// The recompute settings.
+const (
+	// RecomputeNone keeps every activation the backward pass reads, from
+	// the forward pass to its use.
+	RecomputeNone Recompute = "none"
+	// RecomputeBlocks keeps only each block's input: just before a block's
+	// gradients, the backward pass runs the block's forward again from that
+	// input (torch.utils.checkpoint's semantics, per block).
+	RecomputeBlocks Recompute = "blocks"
+)
+
+// Recomputes returns every recompute setting, the default first.
+func Recomputes() []Recompute { return []Recompute{RecomputeNone, RecomputeBlocks} }
+
+// ParseRecompute reads a recompute setting as a flag gives it.
+func ParseRecompute(s string) (Recompute, error) {
+	for _, r := range Recomputes() {
+		if string(r) == s {
+			return r, nil
+		}
+	}
+	return "", fmt.Errorf("unknown recompute %q (want %s)", s, names(Recomputes()))
+}
+
+// On reports whether r recomputes anything; "" is RecomputeNone.
+func (r Recompute) On() bool { return r == RecomputeBlocks }
+
+// Validate reports a setting that is not one of Recomputes; "" is
+// RecomputeNone.
+func (r Recompute) Validate() error {
+	if r == "" {
+		return nil
+	}
+	_, err := ParseRecompute(string(r))
+	return err
+}
+
+// String returns the setting's name; "" reads as none.
+func (r Recompute) String() string {
+	if r == "" {
+		return string(RecomputeNone)
+	}
+	return string(r)
+}
+
+// names joins values as "a or b", "a, b or c".
+func names[T ~string](values []T) string {
+	s := make([]string, len(values))
+	for i, v := range values {
+		s[i] = string(v)
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
