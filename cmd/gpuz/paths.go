@@ -285,3 +285,16 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	e.err = err
 	return n, err
 }
+
+// calibratedProfilePath is where gpuz calibrate saves this machine's host
+// profile and where the commands that rank the cpu mode look for it when
+// --host-profile is not given: gpuz/host-profile.json in the user's
+// configuration directory (os.UserConfigDir: $XDG_CONFIG_HOME, else
+// ~/.config, on Linux).
+func calibratedProfilePath() (string, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the configuration directory for the calibrated profile: %w", err)
+	}
+	return filepath.Join(dir, "gpuz", "host-profile.json"), nil
+}

@@ -12,6 +12,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/cache"
+	"gpuz/internal/levers"
 	"gpuz/internal/plot"
 	"gpuz/internal/report"
 )
@@ -120,6 +121,12 @@ func (o *WorkloadOptions) set(flag, value string) error {
 			return fmt.Errorf("unknown --optimizer-on %q (want device or host)", value)
 		}
 		o.Cache.OptimizerOnHost = value == "host"
+	case "recompute":
+		r, err := levers.ParseRecompute(value)
+		if err != nil {
+			return fmt.Errorf("--recompute: %w", err)
+		}
+		o.Recompute = r
 	case "take":
 		o.Take = value
 	default:
