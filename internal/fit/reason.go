@@ -111,17 +111,20 @@ func (r Result) ranked(mode bench.Mode) (Entry, bool) {
 	return Entry{}, false
 }
 
-// decidingPart is the largest part of a prediction the cpu does not pay
-// as a device does, and what it is: the kernel launches' fixed cost or the
-// copies between host and device; else the kernels' own time.
+// decidingPart is the part of a device's prediction that limits it
+// (perfmodel's Limiter) and what it is: the fixed cost of the kernel
+// launches, the copies between host and device, or the kernels' own
+// compute or memory traffic.
 func decidingPart(p perfmodel.Prediction) (time.Duration, string) {
-	switch {
-	case p.Launch >= p.Copy && p.Launch >= p.Compute+p.Memory:
+	switch p.Limiter {
+	case perfmodel.LimitLaunch:
 		return p.Launch, "the fixed cost of its kernel launches"
-	case p.Copy >= p.Compute+p.Memory:
+	case perfmodel.LimitCopy:
 		return p.Copy, "copies between host and device"
+	case perfmodel.LimitCompute:
+		return p.Compute, "its kernels' arithmetic"
 	}
-	return p.Compute + p.Memory, "its kernels' own time"
+	return p.Memory, "its kernels' memory traffic"
 }
 
 // duration formats d with three significant digits in s, ms or µs.

@@ -108,7 +108,8 @@ type Result struct {
 	// a profile), the fewest bytes copied per epoch first.
 	Unranked []Entry
 	// Smallest is the candidate on the device with the least device need,
-	// fitting or not; CUDA is the cuda mode without levers. Both are zero
+	// fitting or not, the managed mode aside (its need is the free memory
+	// it is given); CUDA is the cuda mode without levers. Both are zero
 	// (Mode "") without a device.
 	Smallest, CUDA Entry
 	// CPU is the cpu mode without levers.
@@ -176,7 +177,10 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 		case e.Mode == bench.ModeCUDA && !e.Config.Recompute.On():
 			res.CUDA = e
 		}
-		if e.Mode != bench.ModeCPU && (res.Smallest.Mode == "" || e.Plan.Footprint.Device < res.Smallest.Plan.Footprint.Device) {
+		// The managed mode's need is the free memory it is given, not a
+		// least need: it is left out of the smallest.
+		if e.Mode != bench.ModeCPU && e.Mode != bench.ModeManaged && e.Plan.Status.Kind == bench.StatusOK &&
+			(res.Smallest.Mode == "" || e.Plan.Footprint.Device < res.Smallest.Plan.Footprint.Device) {
 			res.Smallest = e
 		}
 		switch {
@@ -211,6 +215,9 @@ func plan(p *bench.Planner, c Candidate, budget int64) (Entry, error) {
 		return e, err
 	}
 	e.Fits = mp.Status.Kind == bench.StatusOK && mp.FitsHost && (c.Mode == bench.ModeCPU || mp.FitsDevice)
+	if c.Mode == bench.ModeManaged && mp.Footprint.Window < 1 {
+		e.Fits = false // a budget under one page holds no page: no kernel can run
+	}
 	if e.Fits {
 		if mp, err = p.Plan(c.Mode, c.Config, budget, true); err != nil {
 			return e, err
