@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"gpuz/internal/bench"
-	"gpuz/internal/engine"
 	"gpuz/internal/fit"
 	"gpuz/internal/perfmodel"
 	"gpuz/internal/report"
@@ -212,7 +211,7 @@ func (o *FitOptions) commandLine(c fit.Candidate) string {
 			words = append(words, "--optimizer-on", "host")
 		}
 	case bench.ModeHybrid:
-		words = append(words, "--place", engine.PlaceText(c.Place))
+		words = append(words, "--place", c.PlaceText())
 	case bench.ModeManaged:
 		if c.ManagedAdviseHost {
 			words = append(words, "--managed-advise", "host")

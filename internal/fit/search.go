@@ -264,7 +264,7 @@ func (c Candidate) String() string {
 			s += ", optimizer on host"
 		}
 	case bench.ModeHybrid:
-		s += " " + engine.PlaceText(c.Place)
+		s += " " + c.PlaceText()
 	case bench.ModeManaged:
 		if c.ManagedAdviseHost {
 			s += ", advise host"
@@ -400,4 +400,13 @@ func plural(n int, noun string) string {
 func (c Candidate) Family() Candidate {
 	c.Cache.Window = 0
 	return c
+}
+
+// PlaceText is a hybrid candidate's placement as --place reads it
+// ("host:0-2,cuda:3-11"), "" for the other modes.
+func (c Candidate) PlaceText() string {
+	if c.Mode != bench.ModeHybrid {
+		return ""
+	}
+	return engine.PlaceText(c.Place)
 }

@@ -168,7 +168,7 @@ func writeFitCSV(w io.Writer, r fit.Result) error {
 			window = strconv.Itoa(e.Cache.Window)
 		}
 		rec := []string{strconv.Itoa(rank), string(e.Mode), e.Candidate.String(), string(e.Cache.Policy), window,
-			strconv.FormatBool(e.Cache.OptimizerOnHost), placeText(e), strconv.FormatBool(e.ManagedAdviseHost), e.Recompute.String(),
+			strconv.FormatBool(e.Cache.OptimizerOnHost), e.PlaceText(), strconv.FormatBool(e.ManagedAdviseHost), e.Recompute.String(),
 			e.Plan.Device, strconv.FormatInt(e.Plan.Footprint.Device, 10), strconv.FormatInt(e.Plan.HostNeed, 10),
 			strconv.FormatInt(e.Plan.Copies.UploadBytes, 10), strconv.FormatInt(e.Plan.Copies.DownloadBytes, 10)}
 		recs = append(recs, append(append(rec, predictionCSV(e.Plan.Prediction)...), e.Command))
@@ -180,14 +180,6 @@ func writeFitCSV(w io.Writer, r fit.Result) error {
 		add(0, e)
 	}
 	return writeCSV(w, fitCSVColumns, recs)
-}
-
-// placeText is a hybrid entry's --place, "" for the other modes.
-func placeText(e fit.Entry) string {
-	if e.Mode != bench.ModeHybrid {
-		return ""
-	}
-	return strings.TrimPrefix(e.Candidate.String(), string(bench.ModeHybrid)+" ")
 }
 
 // The fit's JSON document. Sizes in bytes, times in seconds.
@@ -242,7 +234,7 @@ func writeFitJSON(w io.Writer, r fit.Result) error {
 			window = e.Cache.Window
 		}
 		doc.Entries = append(doc.Entries, jsonFitEntry{Rank: rank, Mode: string(e.Mode), Configuration: e.Candidate.String(),
-			Policy: string(e.Cache.Policy), Window: window, OptimizerOnHost: e.Cache.OptimizerOnHost, Place: placeText(e),
+			Policy: string(e.Cache.Policy), Window: window, OptimizerOnHost: e.Cache.OptimizerOnHost, Place: e.PlaceText(),
 			ManagedAdviseHost: e.ManagedAdviseHost, Recompute: e.Recompute.String(),
 			DeviceBytes: e.Plan.Footprint.Device, HostBytes: e.Plan.HostNeed,
 			CopiesPerEpoch: jsonCopies{UploadBytes: c.UploadBytes, DownloadBytes: c.DownloadBytes, SyncBytes: c.SyncBytes(),
