@@ -97,7 +97,13 @@ func newFitWorkloadCmd(ios *IOStreams, def workloadDef, runF func(context.Contex
 			panic(err) // a name above that the workload command lacks
 		}
 	}
+	// fit takes one value per flag: the workload's list flags do not sweep
+	// here.
+	flags.VisitAll(func(f *pflag.Flag) { f.Usage = strings.TrimSuffix(f.Usage, "; a comma list sweeps") })
 	flags.Lookup("json").Usage = "print the fit as JSON to this file instead of the table (- for standard output)"
+	flags.Lookup("take").Usage = "device memory counted as taken, as take-mem's N blocks or SIZE: subtracted from the free memory (held only by --verify) and carried by the command lines"
+	flags.Lookup("format").Usage = "what goes to standard output: text, markdown, csv or json"
+	flags.Lookup("epochs").Usage = strings.Replace(flags.Lookup("epochs").Usage, "epochs per mode", "epochs per configuration --verify runs", 1)
 	flags.Float64Var(&fo.Margin, "margin", fit.DefaultMarginPercent, "percentage of the device's free memory (after --take) kept free: what the plan does not count (docs/fit.md)")
 	flags.IntVar(&fo.Verify, "verify", 0, "run the best K configurations and the cpu at the scale given, holding --take, and print predicted against measured")
 	sub.PreRunE = func(cmd *cobra.Command, args []string) error {
@@ -243,7 +249,8 @@ func (o *FitOptions) commandLine(c fit.Candidate) string {
 
 // verify runs the best --verify configurations of res and the cpu, with
 // the progress line on a terminal, and prints the verification after the
-// fit, in the same format (the text table on the human stream). Its error
+// fit in the same format (a second JSON document or CSV table after the
+// fit's; the text table on standard error when --json FILE took the fit). Its error
 // says why the verification fails (a configuration that did not complete,
 // a peak on sim other than planned): status 1.
 func (o *FitOptions) verify(ctx context.Context, fopts fit.Options, res fit.Result) error {
@@ -270,10 +277,12 @@ func (o *FitOptions) verify(ctx context.Context, fopts fit.Options, res fit.Resu
 	if o.JSON != "" && o.JSON != "-" {
 		out = o.IO.ErrOut // the fit's JSON went to the file; the table is for people
 	}
-	fmt.Fprintln(out)
 	f := o.format()
 	if out != o.IO.Out {
 		f = report.FormatText
+	}
+	if f == report.FormatText || f == report.FormatMarkdown {
+		fmt.Fprintln(out)
 	}
 	if err := report.WriteVerifyAs(out, v, report.Options{Format: f}); err != nil {
 		return fmt.Errorf("writing the verification: %w", err)

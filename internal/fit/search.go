@@ -101,7 +101,8 @@ type Result struct {
 	// Searched is the number of candidates planned.
 	Searched int
 	// Ranked are the candidates that fit with a prediction, fastest first
-	// (ties: the smaller device need first).
+	// (ties: the simpler mode first, in modeOrder, then the smaller device
+	// need).
 	Ranked []Entry
 	// Unranked fit without a prediction (the hybrid mode, which the model
 	// does not predict; the cpu without a host profile; a device without
@@ -194,6 +195,7 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 	// Stable sorts keep the candidates' order among equals.
 	slices.SortStableFunc(res.Ranked, func(a, b Entry) int {
 		return cmp.Or(cmp.Compare(a.Plan.Prediction.Model, b.Plan.Prediction.Model),
+			cmp.Compare(modeOrder(a.Mode), modeOrder(b.Mode)),
 			cmp.Compare(a.Plan.Footprint.Device, b.Plan.Footprint.Device))
 	})
 	slices.SortStableFunc(res.Unranked, func(a, b Entry) int {
@@ -409,4 +411,10 @@ func (c Candidate) PlaceText() string {
 		return ""
 	}
 	return engine.PlaceText(c.Place)
+}
+
+// modeOrder ranks the modes from the simplest to run: between two
+// configurations predicted equally fast, the simpler is recommended.
+func modeOrder(m bench.Mode) int {
+	return slices.Index([]bench.Mode{bench.ModeCUDA, bench.ModeCPU, bench.ModeCache, bench.ModeManaged, bench.ModeHybrid}, m)
 }
