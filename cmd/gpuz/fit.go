@@ -64,11 +64,13 @@ search works.`,
 	for _, def := range workloads {
 		cmd.AddCommand(newFitWorkloadCmd(ios, def, runF))
 	}
+	// A word that names no workload is left to the parent: refuse it.
 	cmd.Args = func(_ *cobra.Command, args []string) error {
-		if len(args) == 0 {
-			return usagef("missing model (see gpuz fit --help)")
+		problem := "missing model"
+		if len(args) > 0 {
+			problem = fmt.Sprintf("unknown model %q", args[0])
 		}
-		return usagef("unknown model %q (see gpuz fit --help)", args[0])
+		return usagef("%s (see gpuz fit --help)", problem)
 	}
 	cmd.RunE = func(*cobra.Command, []string) error { return nil }
 	return cmd

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,33 +26,33 @@ const fitTop = 10
 // the document of writeFitJSON.
 func WriteFitAs(w io.Writer, r fit.Result, o Options) error {
 	return writeAs(w, o.Format, formatWriters{
-		text: func(b *strings.Builder) error {
-			b.WriteString(fitTitle(r) + "\n")
-			t, cmds := fitTable(r)
-			t.writeText(b)
-			b.WriteString("commands:\n")
-			for _, c := range cmds {
-				b.WriteString("  " + c + "\n")
-			}
-			for _, l := range wrap("recommended: "+r.Reason(), maxWidth) {
-				b.WriteString(l + "\n")
-			}
-			return nil
-		},
-		markdown: func(b *strings.Builder) error {
-			b.WriteString(fitTitle(r) + "\n\n")
-			t, cmds := fitTable(r)
-			t.writeMarkdown(b)
-			b.WriteString("\n```sh\n")
-			for _, c := range cmds {
-				b.WriteString(c + "\n")
-			}
-			b.WriteString("```\n\nrecommended: " + r.Reason() + "\n")
-			return nil
-		},
-		csv:  func(b *strings.Builder) error { return writeFitCSV(b, r) },
-		json: func(w io.Writer) error { return writeFitJSON(w, r) },
+		text:     func(b *strings.Builder) error { writeFitTable(b, r, false); return nil },
+		markdown: func(b *strings.Builder) error { writeFitTable(b, r, true); return nil },
+		csv:      func(b *strings.Builder) error { return writeFitCSV(b, r) },
+		json:     func(w io.Writer) error { return writeFitJSON(w, r) },
 	})
+}
+
+// writeFitTable writes the fit's title, table, command lines and
+// recommendation as text or, with markdown, as a GitHub table with the
+// command lines in a code block.
+func writeFitTable(b *strings.Builder, r fit.Result, markdown bool) {
+	t, cmds := fitTable(r)
+	b.WriteString(fitTitle(r) + "\n")
+	if !markdown {
+		t.writeText(b)
+		b.WriteString("commands:\n")
+		for _, c := range cmds {
+			b.WriteString("  " + c + "\n")
+		}
+		for _, l := range wrap("recommended: "+r.Reason(), maxWidth) {
+			b.WriteString(l + "\n")
+		}
+		return
+	}
+	b.WriteString("\n")
+	t.writeMarkdown(b)
+	b.WriteString("\n```sh\n" + strings.Join(cmds, "\n") + "\n```\n\nrecommended: " + r.Reason() + "\n")
 }
 
 // fitTitle is the fit's first line: the workload, the device and its
@@ -117,8 +116,10 @@ func fitTable(r fit.Result) (table, []string) {
 		if ranks[i] > 0 {
 			rank = strconv.Itoa(ranks[i])
 		}
-		if p := e.Plan.Prediction; p != nil {
-			pred, limiter = predictedCell(u, p), cmp.Or(p.Limiter, na)
+		if p := e.Plan.Prediction; p != nil && p.Limiter != "" {
+			pred, limiter = predictedCell(u, p), p.Limiter
+		} else if p != nil {
+			pred = predictedCell(u, p)
 		}
 		if e.Mode != bench.ModeCPU {
 			dev = units.Bytes(e.Plan.Footprint.Device)
