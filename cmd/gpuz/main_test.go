@@ -151,6 +151,17 @@ func TestBadInput(t *testing.T) {
 		{"plan linear dims", "plan linear train --dims 4294967296", "the model is too large: over 2⁴⁰ parameters"},
 		{"plan attention seq-len", "plan attention train --seq-len 4611686018427387904", "the model is too large"},
 		{"plan resnet levels", "plan resnet train --levels 10000", "at most 256"},
+		{"fit unknown model", "fit lineer train", "unknown model \"lineer\""},
+		{"fit missing model", "fit", "missing model"},
+		{"fit margin over 100", "fit linear train --margin 150", "--margin must be a percentage from 0 up to (not including) 100, got 150"},
+		{"fit negative margin", "fit linear train --margin -1", "--margin must be a percentage"},
+		{"fit NaN margin", "fit linear train --margin NaN", "--margin must be a finite number, got NaN"},
+		{"fit negative verify", "fit linear train --verify -1", "--verify must not be negative, got -1"},
+		{"fit takes no modes", "fit linear train cuda", "fit takes no MODES"},
+		{"fit searches the policy", "fit linear train --policy auto", "fit searches --policy itself"},
+		{"fit searches recompute", "fit linear train --recompute blocks", "fit searches --recompute itself"},
+		{"fit one value per flag", "fit linear train --dims 8,16", "fit takes one value per flag; --dims has 2"},
+		{"fit bad take", "fit linear train --take 4G", "unknown unit \"G\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantUsageError(t, splitArgs(tc.args), tc.want) })
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -198,4 +199,42 @@ func referenceProfiles(t *testing.T) (gpu, host perfmodel.Profile) {
 		t.Fatal(err)
 	}
 	return gpu, host
+}
+
+// TestPlannerMatchesPlanMemory plans the small linear workload's modes on
+// sim:rtx4060-laptop with the reference host profile both ways: each of
+// PlanMemory's rows (every cache policy's among them) is what a Planner
+// gives for the same mode and configuration, footprint, copies and
+// prediction included.
+func TestPlannerMatchesPlanMemory(t *testing.T) {
+	for _, task := range []Task{TaskTrain, TaskEval} {
+		opts := smallLinearRun(t, task, ModeCUDA, ModeCache, ModeManaged, ModeCPU)
+		gpu, host := referenceProfiles(t)
+		opts.NewGPU = func() (device.Device, error) { return device.NewSimProfile(gpu, nil), nil }
+		opts.HostProfile = &host
+		opts.Cache = cache.Config{Policy: cache.Window, Window: 2}
+		plan, err := PlanMemory(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewPlanner(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		for _, want := range plan.Modes {
+			cfg := Config{Cache: want.Placement.Cache}
+			if want.Mode != ModeCache {
+				cfg.Cache = cache.Config{}
+			}
+			got, err := p.Plan(want.Mode, cfg, want.DeviceFree, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.HostAvailable, want.HostAvailable = 0, 0 // read at different times
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s %s %s: planner\n%+v\nPlanMemory\n%+v", task, want.Mode, want.Placement.Cache.Policy, got, want)
+			}
+		}
+	}
 }
