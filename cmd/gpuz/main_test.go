@@ -148,6 +148,13 @@ func TestBadInput(t *testing.T) {
 		{"plan linear dims", "plan linear train --dims 4294967296", "the model is too large: over 2⁴⁰ parameters"},
 		{"plan attention seq-len", "plan attention train --seq-len 4611686018427387904", "the model is too large"},
 		{"plan resnet levels", "plan resnet train --levels 10000", "at most 256"},
+		{"host profile file missing", "plan linear train cpu --host-profile testdata/profiles/missing.json", "--host-profile: reading the profile: open testdata/profiles/missing.json: no such file or directory"},
+		{"host profile file bad field", "linear train cpu --host-profile testdata/profiles/bad-fp32.json", "--host-profile: profile testdata/profiles/bad-fp32.json: field FP32: want a positive rate in FLOP/s, not -1"},
+		{"host profile file not JSON", "plan linear train cpu --host-profile ./testdata/profiles/truncated.json", "profile ./testdata/profiles/truncated.json: decoding: unexpected EOF"},
+		{"unknown host profile", "plan linear train cpu --host-profile i9", "--host-profile: unknown host profile \"i9\" (want one of cpu-i7-13700h)"},
+		{"sim profile file missing", "plan linear train cuda --device sim:nowhere.json", "--device: device \"sim:nowhere.json\": reading the profile: open nowhere.json: no such file or directory"},
+		{"sim profile file bad field", "linear train cuda --device sim:testdata/profiles/bad-fp32.json", "profile testdata/profiles/bad-fp32.json: field FP32: want a positive rate"},
+		{"take-mem sim profile file not JSON", "take-mem 2 --device sim:testdata/profiles/truncated.json", "decoding: unexpected EOF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantUsageError(t, splitArgs(tc.args), tc.want) })
 	}

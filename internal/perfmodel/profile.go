@@ -360,6 +360,30 @@ func lookup(kind, name string, profiles []Profile) (Profile, error) {
 	return Profile{}, fmt.Errorf("unknown %s profile %q (want one of %s)", kind, name, strings.Join(names(profiles), ", "))
 }
 
+// IsFile says spec names a profile file rather than a built-in profile:
+// it ends in ".json" or has a slash (./host.json, /etc/gpuz/l4.json).
+func IsFile(spec string) bool {
+	return strings.HasSuffix(spec, ".json") || strings.Contains(spec, "/")
+}
+
+// Open returns the profile spec names: the profile in a file (LoadProfile)
+// when IsFile(spec), else the built-in GPU profile of that name (Lookup).
+func Open(spec string) (Profile, error) {
+	if IsFile(spec) {
+		return LoadProfile(spec)
+	}
+	return Lookup(spec)
+}
+
+// OpenHost is Open for the host: the profile in a file, else the built-in
+// host profile of that name (LookupHost).
+func OpenHost(spec string) (Profile, error) {
+	if IsFile(spec) {
+		return LoadProfile(spec)
+	}
+	return LookupHost(spec)
+}
+
 // LoadProfile reads a profile, a GPU's or the host's, from a JSON file
 // whose keys are Profile's field names ("Name", "FP32", "MemBandwidth", …),
 // as gpuz calibrate writes it. Name, FP32, MemBandwidth and MemoryBytes are
