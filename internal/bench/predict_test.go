@@ -230,3 +230,24 @@ func TestTinyLinearRunsFasterOnTheHost(t *testing.T) {
 		t.Errorf("tiny linear train: cpu predicted %v, cuda %v; want the cpu faster", model[ModeCPU], model[ModeCUDA])
 	}
 }
+
+// TestPredictionCarriesItsEpoch: a run's prediction carries the epoch's
+// kernels and copies as perfmodel counts them, which predict it again to
+// the same times (gpuz calibrate re-predicts held-out runs from them).
+func TestPredictionCarriesItsEpoch(t *testing.T) {
+	gpu, host := referenceProfiles(t)
+	opts := smallLinearRun(t, TaskTrain, ModeCache, ModeCPU)
+	opts.Epochs, opts.Cache = 2, cache.Config{Policy: cache.Window, Window: 1}
+	opts.NewGPU = func() (device.Device, error) { return device.NewSimProfile(gpu, nil), nil }
+	opts.HostProfile = &host
+	for _, m := range run(t, opts).Modes {
+		p := m.Prediction
+		if p == nil || len(p.Kernels) == 0 || (m.Mode == ModeCache && p.Copies.H2DBytes == 0) {
+			t.Fatalf("%s: prediction %+v, want its kernels (and the cache mode's copies)", m.Mode, p)
+		}
+		on := map[Mode]perfmodel.Profile{ModeCache: gpu, ModeCPU: host}[m.Mode]
+		if again := perfmodel.Predict(p.Kernels, p.Copies, on, on.Efficiency()); again != p.Prediction {
+			t.Errorf("%s: predicted again from its epoch %+v, want %+v", m.Mode, again, p.Prediction)
+		}
+	}
+}
