@@ -154,6 +154,10 @@ func TestBadInput(t *testing.T) {
 		{"unknown host profile", "plan linear train cpu --host-profile i9", "--host-profile: unknown host profile \"i9\" (want one of cpu-i7-13700h)"},
 		{"sim profile file missing", "plan linear train cuda --device sim:nowhere.json", "--device: device \"sim:nowhere.json\": reading the profile: open nowhere.json: no such file or directory"},
 		{"sim profile file bad field", "linear train cuda --device sim:testdata/profiles/bad-fp32.json", "profile testdata/profiles/bad-fp32.json: field FP32: want a positive rate"},
+		{"calibrate a simulated device", "calibrate --device sim:1GiB", "--device sim:1GiB: a simulated device runs the host's kernels"},
+		{"calibrate zero threads", "calibrate --threads 0", "--threads must be from 1 to"},
+		{"calibrate argument", "calibrate now", "unknown command"},
+		{"calibrate output a directory", "calibrate -o testdata", "/cmd/gpuz/testdata: is a directory"},
 		{"take-mem sim profile file not JSON", "take-mem 2 --device sim:testdata/profiles/truncated.json", "decoding: unexpected EOF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantUsageError(t, splitArgs(tc.args), tc.want) })

@@ -244,7 +244,7 @@ func fitted(p Profile, e Efficiency, x []float64) Profile {
 		f.DenseKernels = slices.Clone(e.DenseKernels)
 	}
 	p.Fitted = &f
-	p.Sources = append(slices.Clone(p.Sources), "efficiency and fixed cost per kernel fitted by least squares to measured kernel and copy times (gpuz calibrate, perfmodel.Fit)")
+	p.Sources = append(slices.Clone(p.Sources), "fitted by least squares to measured kernel and copy times (gpuz calibrate, perfmodel.Fit): Fitted, KernelOverhead and any peak the device beat replace the figures above")
 	return p
 }
 
