@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -70,7 +72,7 @@ gpuz/host-profile.json in the user's configuration directory, is the one
 there when --host-profile is not given). With --device cuda it calibrates the
 GPU, for --device sim:FILE; -o is then required. About ten seconds on a
 2-core machine. docs/model.md says how the fit works.`,
-		Example: "  gpuz calibrate\n  gpuz calibrate -o host.json && gpuz plan linear train cpu --host-profile ./host.json\n  gpuz calibrate --device cuda -o gpu.json",
+		Example: "  gpuz calibrate\n  gpuz calibrate -o host.json\n  gpuz calibrate --device cuda -o gpu.json",
 		Args:    noArgs,
 		RunE:    runWith(opts, runF, calibrateRun),
 	}
@@ -100,6 +102,9 @@ func calibrateRun(ctx context.Context, o *CalibrateOptions) error {
 	if path == "" {
 		if path, err = calibratedProfilePath(); err != nil {
 			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("creating the directory of the calibrated profile: %w", err)
 		}
 	}
 	if err := checkOutputs(outputFile{"-o", path, false}); err != nil {

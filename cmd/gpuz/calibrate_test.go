@@ -83,6 +83,21 @@ func TestCalibrateWritesTheFittedProfile(t *testing.T) {
 	}
 }
 
+// TestCalibrateDefaultFile: without -o the host's profile goes to
+// gpuz/host-profile.json in the configuration directory, which is made.
+func TestCalibrateDefaultFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	o := &CalibrateOptions{IO: newIOStreams(&bytes.Buffer{}, &bytes.Buffer{}), Device: "cpu", Threads: 1,
+		measure: syntheticCalibration, heldOut: syntheticHeldOut}
+	if err := calibrateRun(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := perfmodel.LoadProfile(filepath.Join(dir, "gpuz", "host-profile.json")); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestCalibrateRefuses a simulated device (it runs the host's kernels)
 // and a device that is none.
 func TestCalibrateRefuses(t *testing.T) {
