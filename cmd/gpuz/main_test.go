@@ -162,6 +162,17 @@ func TestBadInput(t *testing.T) {
 		{"fit searches recompute", "fit linear train --recompute blocks", "fit searches --recompute itself"},
 		{"fit one value per flag", "fit linear train --dims 8,16", "fit takes one value per flag; --dims has 2"},
 		{"fit bad take", "fit linear train --take 4G", "unknown unit \"G\""},
+		{"host profile file missing", "plan linear train cpu --host-profile testdata/profiles/missing.json", "--host-profile: reading the profile: open testdata/profiles/missing.json: no such file or directory"},
+		{"host profile file bad field", "linear train cpu --host-profile testdata/profiles/bad-fp32.json", "--host-profile: profile testdata/profiles/bad-fp32.json: field FP32: want a positive rate in FLOP/s, not -1"},
+		{"host profile file not JSON", "plan linear train cpu --host-profile ./testdata/profiles/truncated.json", "profile ./testdata/profiles/truncated.json: decoding: unexpected EOF"},
+		{"unknown host profile", "plan linear train cpu --host-profile i9", "--host-profile: unknown host profile \"i9\" (want one of cpu-i7-13700h)"},
+		{"sim profile file missing", "plan linear train cuda --device sim:nowhere.json", "--device: device \"sim:nowhere.json\": reading the profile: open nowhere.json: no such file or directory"},
+		{"sim profile file bad field", "linear train cuda --device sim:testdata/profiles/bad-fp32.json", "profile testdata/profiles/bad-fp32.json: field FP32: want a positive rate"},
+		{"calibrate a simulated device", "calibrate --device sim:1GiB", "--device sim:1GiB: a simulated device runs the host's kernels"},
+		{"calibrate zero threads", "calibrate --threads 0", "--threads must be from 1 to"},
+		{"calibrate argument", "calibrate now", "unknown command"},
+		{"calibrate output a directory", "calibrate -o testdata", "/cmd/gpuz/testdata: is a directory"},
+		{"take-mem sim profile file not JSON", "take-mem 2 --device sim:testdata/profiles/truncated.json", "decoding: unexpected EOF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantUsageError(t, splitArgs(tc.args), tc.want) })
 	}
@@ -354,6 +365,11 @@ func TestManualExamples(t *testing.T) {
 	t.Chdir(t.TempDir())
 	for _, ex := range examples {
 		args := strings.Fields(ex)[1:]
+		if args[0] == "calibrate" {
+			// It measures this machine for seconds and writes the user's
+			// profile: TestCalibrate* run it on synthetic measurements.
+			continue
+		}
 		if args[0] == "take-mem" {
 			args = append(args, "--for", "1ms") // the last --for wins
 		} else if len(args) > 1 && args[0] != "compare" && args[0] != "plot" && args[0] != "devices" && !strings.Contains(ex, "--scale") {

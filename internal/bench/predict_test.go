@@ -238,3 +238,55 @@ func TestPlannerMatchesPlanMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestTinyLinearRunsFasterOnTheHost plans issue 22's iris-sized workload
+// (linear train, 2 blocks of 2 layers of 16, 150 samples in one batch) on
+// the reference's GPU and CPU profiles: its 41 kernels are too small for
+// either device's rates to matter, so each kernel's fixed cost decides,
+// and a host call (HostKernelOverhead) costs a tenth of a GPU launch
+// (GPULaunchOverhead): the cpu mode's model time must come out below the
+// cuda mode's, from the profiles alone.
+func TestTinyLinearRunsFasterOnTheHost(t *testing.T) {
+	gpu, host := referenceProfiles(t)
+	opts := smallLinearRun(t, TaskTrain, ModeCUDA, ModeCPU)
+	cfg := opts.Workload.(models.LinearConfig)
+	cfg.Blocks, cfg.LayersPerBlock, cfg.Dims, cfg.Samples, cfg.Batch = 2, 2, 16, 150, 150
+	opts.Workload, opts.Samples, opts.Batch = cfg, cfg.Samples, cfg.Batch
+	opts.NewGPU = func() (device.Device, error) { return device.NewSimProfile(gpu, nil), nil }
+	opts.HostProfile = &host
+	plan, err := PlanMemory(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := map[Mode]time.Duration{}
+	for _, mp := range plan.Modes {
+		if mp.Prediction == nil {
+			t.Fatalf("%s: no prediction", mp.Mode)
+		}
+		model[mp.Mode] = mp.Prediction.Model
+	}
+	if model[ModeCPU] >= model[ModeCUDA] {
+		t.Errorf("tiny linear train: cpu predicted %v, cuda %v; want the cpu faster", model[ModeCPU], model[ModeCUDA])
+	}
+}
+
+// TestPredictionCarriesItsEpoch: a run's prediction carries the epoch's
+// kernels and copies as perfmodel counts them, which predict it again to
+// the same times (gpuz calibrate re-predicts held-out runs from them).
+func TestPredictionCarriesItsEpoch(t *testing.T) {
+	gpu, host := referenceProfiles(t)
+	opts := smallLinearRun(t, TaskTrain, ModeCache, ModeCPU)
+	opts.Epochs, opts.Cache = 2, cache.Config{Policy: cache.Window, Window: 1}
+	opts.NewGPU = func() (device.Device, error) { return device.NewSimProfile(gpu, nil), nil }
+	opts.HostProfile = &host
+	for _, m := range run(t, opts).Modes {
+		p := m.Prediction
+		if p == nil || len(p.Kernels) == 0 || (m.Mode == ModeCache && p.Copies.H2DBytes == 0) {
+			t.Fatalf("%s: prediction %+v, want its kernels (and the cache mode's copies)", m.Mode, p)
+		}
+		on := map[Mode]perfmodel.Profile{ModeCache: gpu, ModeCPU: host}[m.Mode]
+		if again := perfmodel.Predict(p.Kernels, p.Copies, on, on.Efficiency()); again != p.Prediction {
+			t.Errorf("%s: predicted again from its epoch %+v, want %+v", m.Mode, again, p.Prediction)
+		}
+	}
+}

@@ -62,8 +62,10 @@ const MigrationBatch = 2 << 20
 const FaultCost = 45 * time.Microsecond
 
 // Efficiency is the fraction of a profile's peaks that real kernels and
-// copies reach, and the fixed costs a peak does not show. Each fraction is
-// in (0, 1]; Predict reads a value outside that range as 1.
+// copies reach, and the fixed cost of a copy, which a peak does not show.
+// Each fraction is in (0, 1]; Predict reads a value outside that range as
+// 1. The fixed cost of a kernel is the profile's (Profile.KernelOverhead):
+// a GPU's launch and a host's function call differ by ten times.
 type Efficiency struct {
 	// Dense is the fraction of the FP32 peak reached by SGEMM-like
 	// kernels (those named in DenseKernels).
@@ -75,8 +77,6 @@ type Efficiency struct {
 	// Bandwidth is the fraction of the memory bandwidth that kernels
 	// reach.
 	Bandwidth float64
-	// LaunchOverhead is the fixed cost of each kernel launch.
-	LaunchOverhead time.Duration
 	// Copy is the fraction of the profile's copy rates that the run's
 	// copies reach.
 	Copy float64
@@ -86,12 +86,13 @@ type Efficiency struct {
 	// that run as an SGEMM on a GPU: cuBLAS's GEMM, the Linear ops that
 	// call it (the engine's Schedule.Work names kernels by their op), and
 	// the convolutions, which gpuz's CUDA device runs as im2col and a
-	// cuBLAS GEMM.
-	DenseKernels []string
+	// cuBLAS GEMM. Nil in a profile's fitted efficiency (Profile.Fitted)
+	// means DefaultEfficiency's.
+	DenseKernels []string `json:",omitempty"`
 }
 
 // DefaultEfficiency is the efficiency Predict's model time assumes unless
-// told otherwise. None of its values was fitted to the reference report;
+// a profile has its own (Profile.Fitted, from gpuz calibrate). None of its values was fitted to the reference report;
 // each is an estimate from published microbenchmarks or from the hardware's
 // documented limits, stated here and in docs/model.md. The figures from
 // the named sources are as recalled when this was written.
@@ -113,10 +114,6 @@ type Efficiency struct {
 //     attainable memory bandwidth of parallel programming models via
 //     BabelStream", 2018, and its published results); gpuz's kernels are
 //     not tuned and some reduce or stride, so the lower end.
-//   - LaunchOverhead 5 µs: a cuLaunchKernel call costs 2–5 µs of host
-//     time in NVIDIA's published measurements ("Getting Started with CUDA
-//     Graphs", NVIDIA developer blog, 2019) and common microbenchmarks;
-//     gpuz launches from Go through cgo, so the upper end.
 //   - Copy 0.9: the profile's copy rates are those of large copies; copies
 //     of a megabyte and more reach 90% and more of them (the flat part of
 //     CUDA bandwidthTest's shmoo mode curves). An estimate.
@@ -124,12 +121,11 @@ type Efficiency struct {
 //     set-up and completion), which is how long the smallest copies take
 //     in bandwidthTest's shmoo mode. An estimate.
 var DefaultEfficiency = Efficiency{
-	Dense:          0.7,
-	Elementwise:    0.25,
-	Bandwidth:      0.8,
-	LaunchOverhead: 5 * time.Microsecond,
-	Copy:           0.9,
-	CopyOverhead:   10 * time.Microsecond,
+	Dense:        0.7,
+	Elementwise:  0.25,
+	Bandwidth:    0.8,
+	Copy:         0.9,
+	CopyOverhead: 10 * time.Microsecond,
 	DenseKernels: []string{"Gemm", "Linear", "LinearInputGrad", "LinearWeightGrad",
 		"Conv2d", "Conv2dInputGrad", "Conv2dWeightGrad"},
 }
@@ -171,7 +167,7 @@ type Prediction struct {
 //
 // The model time is the same formula with each kernel at its efficiency
 // (FP32 × Dense or × Elementwise, MemBandwidth × Bandwidth) plus
-// Launches × LaunchOverhead, and the copies at the profile's pinned or
+// Launches × p.KernelOverhead, and the copies at the profile's pinned or
 // pageable rates × Copy, plus Count × CopyOverhead. Launch overheads are
 // added rather than hidden behind the previous kernel, which for long
 // kernels makes the model slower by at most their launches' overhead. The
@@ -193,7 +189,7 @@ func Predict(kernels []Kernel, copies Copies, p Profile, e Efficiency) Predictio
 		} else {
 			memoryBound += m
 		}
-		launch += nonneg(k.Launches) * max(e.LaunchOverhead.Seconds(), 0)
+		launch += nonneg(k.Launches) * max(p.KernelOverhead.Seconds(), 0)
 	}
 	modelK := computeBound + memoryBound + launch
 

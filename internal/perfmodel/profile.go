@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Profile is what a GPU could do, from its vendor's published figures.
@@ -39,10 +40,58 @@ type Profile struct {
 	// ordinary (pageable) host memory, in bytes/s.
 	PinnedH2D, PinnedD2H     float64
 	PageableH2D, PageableD2H float64
+	// KernelOverhead is the fixed cost of each kernel: a GPU's launch
+	// (GPULaunchOverhead), a host's function call (HostKernelOverhead), or
+	// as gpuz calibrate fitted it. In JSON, nanoseconds.
+	KernelOverhead time.Duration
+	// Fitted, when set, is the efficiency that gpuz calibrate fitted to
+	// this device's measured kernels and copies; nil means
+	// DefaultEfficiency. Efficiency returns the one that applies.
+	Fitted *Efficiency `json:",omitempty"`
 	// Sources name the documents the figures come from, and how any
 	// derived figure was derived.
 	Sources []string
 }
+
+// Efficiency returns the efficiency the model time applies on p: its
+// fitted one (with DefaultEfficiency's dense kernels when it names none),
+// else DefaultEfficiency.
+func (p Profile) Efficiency() Efficiency {
+	if p.Fitted == nil {
+		return DefaultEfficiency
+	}
+	e := *p.Fitted
+	if e.DenseKernels == nil {
+		e.DenseKernels = DefaultEfficiency.DenseKernels
+	}
+	return e
+}
+
+// GPULaunchOverhead is the fixed cost of a kernel launch on a GPU, every
+// GPU profile's KernelOverhead unless it says otherwise: a cuLaunchKernel
+// call costs 2–5 µs of host time in NVIDIA's published measurements
+// ("Getting Started with CUDA Graphs", NVIDIA developer blog, 2019) and
+// common microbenchmarks; gpuz launches from Go through cgo, so the upper
+// end. An estimate until a GPU measures it (gpuz calibrate).
+const GPULaunchOverhead = 5 * time.Microsecond
+
+// HostKernelOverhead is the fixed cost of a kernel call on the host, the
+// host profiles' KernelOverhead: a Go call through the engine's op and
+// device.Kernels to hostmath, with no launch, queue or synchronisation.
+// Measured on gpuz's 2-core development machine (an Intel Xeon VM) by
+// BenchmarkSmallHostLaunch (internal/ops): each dense-workload op on one
+// row of 16 floats takes 0.10–0.18 µs (element-wise kernels, bias
+// gradient) to 0.31–0.57 µs (the three products, through OpenBLAS's
+// sgemm); 0.5 µs is the upper end, rounded. The reference laptop's i7
+// cores are faster (5.0 GHz turbo), so for its profile it is an upper
+// estimate.
+const HostKernelOverhead = 500 * time.Nanosecond
+
+// srcGPULaunch is the source of the GPU profiles' KernelOverhead.
+const srcGPULaunch = "kernel launch 5 µs (perfmodel.GPULaunchOverhead): a cuLaunchKernel call costs 2–5 µs of host time (NVIDIA developer blog, Getting Started with CUDA Graphs, 2019); gpuz launches through cgo, so the upper end"
+
+// srcHostCall is the source of the host profiles' KernelOverhead.
+const srcHostCall = "kernel call 0.5 µs (perfmodel.HostKernelOverhead): measured by BenchmarkSmallHostLaunch on gpuz's 2-core development machine, 0.10–0.57 µs per op on one row of 16, the upper end rounded"
 
 // PinnedFraction is the fraction of a PCIe link's theoretical rate that
 // large pinned copies reach, used to derive the built-in profiles' pinned
@@ -181,10 +230,12 @@ var builtin = []Profile{
 }
 
 // init fills the built-in profiles' copy rates that they do not state from
-// their links.
+// their links, and gives each its launch cost with its source.
 func init() {
 	for i := range builtin {
 		builtin[i], _ = withLinkRates(builtin[i])
+		builtin[i].KernelOverhead = GPULaunchOverhead
+		builtin[i].Sources = append(builtin[i].Sources, srcGPULaunch)
 	}
 }
 
@@ -212,7 +263,8 @@ func HostProfile(flops, memcpy float64) Profile {
 		Name: "host", Title: "the host (measured SGEMM and memcpy rates)",
 		FP32: flops, MemBandwidth: 2 * memcpy,
 		PinnedH2D: memcpy, PinnedD2H: memcpy, PageableH2D: memcpy, PageableD2H: memcpy,
-		Sources: []string{"measured on this host: SGEMM and memcpy rates; memory bandwidth = 2 × the memcpy rate (each byte read and written)"},
+		KernelOverhead: HostKernelOverhead,
+		Sources:        []string{"measured on this host: SGEMM and memcpy rates; memory bandwidth = 2 × the memcpy rate (each byte read and written)", srcHostCall},
 	}
 }
 
@@ -235,7 +287,8 @@ func Measured(name string, memoryBytes int64, sgemm, bandwidth, pinnedH2D, pinne
 		FP32: sgemm, MemBandwidth: bandwidth, MemoryBytes: memoryBytes,
 		PinnedH2D: or(pinnedH2D, pageableH2D), PinnedD2H: or(pinnedD2H, pageableD2H),
 		PageableH2D: or(pageableH2D, pinnedH2D), PageableD2H: or(pageableD2H, pinnedD2H),
-		Sources: []string{"measured on this device by gpuz (device.Measure): SGEMM rate as FP32, the Add kernel's bytes per second as memory bandwidth, copy rates pinned and pageable"},
+		KernelOverhead: GPULaunchOverhead,
+		Sources:        []string{"measured on this device by gpuz (device.Measure): SGEMM rate as FP32, the Add kernel's bytes per second as memory bandwidth, copy rates pinned and pageable", srcGPULaunch},
 	}
 }
 
@@ -252,12 +305,14 @@ var hostBuiltin = []Profile{
 		// bandwidth, pinned or not.
 		PinnedH2D: 2 * 64 * 5200e6 / 8 / 2, PinnedD2H: 2 * 64 * 5200e6 / 8 / 2,
 		PageableH2D: 2 * 64 * 5200e6 / 8 / 2, PageableD2H: 2 * 64 * 5200e6 / 8 / 2,
+		KernelOverhead: HostKernelOverhead,
 		Sources: []string{
 			"Intel ARK, Core i7-13700H: 14 cores (6 Performance, 8 Efficient), 20 threads; P-core max turbo 5.0 GHz, E-core max turbo 3.7 GHz; DDR5 5200 / LPDDR5 6400 / DDR4 3200, 2 channels; 45 W base power",
 			"Intel 64 and IA-32 Architectures Optimization Reference Manual: a Golden Cove/Raptor Cove P-core has two 256-bit FMA units (2 × 8 × 2 = 32 FP32 FLOP/cycle with AVX2), a Gracemont E-core two 128-bit ones (16 FLOP/cycle)",
 			"derived: FP32 = 6 × 32 × 5.0 GHz + 8 × 16 × 3.7 GHz = 1.43 TFLOP/s, every core at its maximum turbo, which a 45 W laptop does not sustain on all cores (at the base clocks, 2.4 and 1.8 GHz: 0.69 TFLOP/s)",
 			"derived: memory bandwidth = 2 channels × 64 bit × 5200 MT/s / 8 = 83.2 GB/s, assuming DDR5-5200 (the report says only 16 GB; LPDDR5-6400 would give 102.4 GB/s); copies within host memory at half of it (each byte read and written)",
 			"the report's 16 GB of RAM as the memory size",
+			srcHostCall + "; the i7's cores are faster, so for it an upper estimate",
 		},
 	},
 }
@@ -305,21 +360,49 @@ func lookup(kind, name string, profiles []Profile) (Profile, error) {
 	return Profile{}, fmt.Errorf("unknown %s profile %q (want one of %s)", kind, name, strings.Join(names(profiles), ", "))
 }
 
-// LoadProfile reads a profile from a JSON file whose keys are Profile's
-// field names ("Name", "FP32", "MemBandwidth", …). Name, FP32,
-// MemBandwidth and MemoryBytes are required; copy rates left out are
-// derived as the built-in profiles' are (and the derivation is added to
-// Sources): pinned ones from PCIeGen and PCIeLanes, which without a link
-// must then be given, pageable ones from the pinned. An unknown key, a value of the wrong type or a missing or
-// impossible figure is an error naming the field.
+// IsFile says spec names a profile file rather than a built-in profile:
+// it ends in ".json" or has a slash (./host.json, /etc/gpuz/l4.json).
+func IsFile(spec string) bool {
+	return strings.HasSuffix(spec, ".json") || strings.Contains(spec, "/")
+}
+
+// Open returns the profile spec names: the profile in a file (LoadProfile)
+// when IsFile(spec), else the built-in GPU profile of that name (Lookup).
+func Open(spec string) (Profile, error) {
+	if IsFile(spec) {
+		return LoadProfile(spec)
+	}
+	return Lookup(spec)
+}
+
+// OpenHost is Open for the host: the profile in a file, else the built-in
+// host profile of that name (LookupHost).
+func OpenHost(spec string) (Profile, error) {
+	if IsFile(spec) {
+		return LoadProfile(spec)
+	}
+	return LookupHost(spec)
+}
+
+// LoadProfile reads a profile, a GPU's or the host's, from a JSON file
+// whose keys are Profile's field names ("Name", "FP32", "MemBandwidth", …),
+// as gpuz calibrate writes it. Name, FP32, MemBandwidth and MemoryBytes are
+// required; copy rates left out are derived as the built-in profiles' are
+// (and the derivation is added to Sources): pinned ones from PCIeGen and
+// PCIeLanes, which without a link must then be given, pageable ones from
+// the pinned. KernelOverhead (nanoseconds) left out is GPULaunchOverhead
+// on a profile with a PCIe link and must be given without one (a host's).
+// Fitted, when given, needs every fraction in (0, 1]. An unknown key, a
+// value of the wrong type or a missing or impossible figure is an error
+// naming the field.
 func LoadProfile(path string) (Profile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Profile{}, fmt.Errorf("reading the GPU profile: %w", err)
+		return Profile{}, fmt.Errorf("reading the profile: %w", err)
 	}
 	p, err := parseProfile(data)
 	if err != nil {
-		return Profile{}, fmt.Errorf("GPU profile %s: %w", path, err)
+		return Profile{}, fmt.Errorf("profile %s: %w", path, err)
 	}
 	return p, nil
 }
@@ -354,6 +437,13 @@ func parseProfile(data []byte) (Profile, error) {
 			return Profile{}, fmt.Errorf("field %s: missing (give it, or PCIeGen and PCIeLanes to derive the pinned rates)", r.name)
 		}
 	}
+	if p.KernelOverhead == 0 {
+		if p.PCIeGen == 0 {
+			return Profile{}, errors.New("field KernelOverhead: missing (a profile without a PCIe link, the host's, gives its fixed cost per kernel in nanoseconds)")
+		}
+		p.KernelOverhead = GPULaunchOverhead
+		p.Sources = append(p.Sources, "KernelOverhead derived: "+srcGPULaunch)
+	}
 	return p, nil
 }
 
@@ -377,6 +467,21 @@ func check(p Profile) error {
 		return fmt.Errorf("field PCIeLanes: want 1 to 32 (0: none), not %d", p.PCIeLanes)
 	case (p.PCIeGen == 0) != (p.PCIeLanes == 0):
 		return errors.New("field PCIeLanes: PCIeGen and PCIeLanes go together (both 0 for no link)")
+	case p.KernelOverhead < 0:
+		return fmt.Errorf("field KernelOverhead: want a duration in nanoseconds, not %d", p.KernelOverhead)
+	}
+	if e := p.Fitted; e != nil {
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"Dense", e.Dense}, {"Elementwise", e.Elementwise}, {"Bandwidth", e.Bandwidth}, {"Copy", e.Copy}} {
+			if !(f.v > 0 && f.v <= 1) {
+				return fmt.Errorf("field Fitted.%s: want a fraction in (0, 1], not %g", f.name, f.v)
+			}
+		}
+		if e.CopyOverhead < 0 {
+			return fmt.Errorf("field Fitted.CopyOverhead: want a duration in nanoseconds, not %d", e.CopyOverhead)
+		}
 	}
 	for _, r := range copyRates(p) {
 		if r.v < 0 || r.v != r.v {

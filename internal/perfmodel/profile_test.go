@@ -4,8 +4,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestProfiles(t *testing.T) {
@@ -20,6 +22,9 @@ func TestProfiles(t *testing.T) {
 		}
 		if len(p.Sources) == 0 || p.Title == "" {
 			t.Errorf("%s has no title or sources: %+v", name, p)
+		}
+		if p.KernelOverhead != GPULaunchOverhead || !strings.Contains(p.Sources[len(p.Sources)-1], "kernel launch 5 µs") {
+			t.Errorf("%s: kernel overhead %v, last source %q; want GPULaunchOverhead with its source", name, p.KernelOverhead, p.Sources[len(p.Sources)-1])
 		}
 		link := PCIeRate(p.PCIeGen, p.PCIeLanes)
 		if p.PinnedH2D > link || p.PageableH2D > p.PinnedH2D || p.PageableD2H > p.PinnedD2H || p.PageableD2H == 0 {
@@ -81,13 +86,27 @@ func TestLoadProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p.Name != "l4" || p.FP32 != 30.3e12 || p.PinnedH2D != 20e9 || math.Abs(p.PinnedD2H-0.8*31.508e9) > 1e7 ||
-		p.PageableH2D != 10e9 || len(p.Sources) != 2 || !strings.Contains(p.Sources[1], "PinnedD2H, PageableH2D, PageableD2H derived") {
+		p.PageableH2D != 10e9 || len(p.Sources) != 3 || !strings.Contains(p.Sources[1], "PinnedD2H, PageableH2D, PageableD2H derived") {
 		t.Errorf("LoadProfile = %+v", p)
 	}
-	// Every rate given, no link.
-	if _, err := LoadProfile(writeProfile(t, `{"Name": "x", "FP32": 1, "MemBandwidth": 1, "MemoryBytes": 4,
-		"PinnedH2D": 1, "PinnedD2H": 1, "PageableH2D": 1, "PageableD2H": 1}`)); err != nil {
-		t.Error(err)
+	// A GPU's launch cost left out is GPULaunchOverhead, with its source.
+	if p.KernelOverhead != GPULaunchOverhead || !strings.HasPrefix(p.Sources[2], "KernelOverhead derived: kernel launch 5 µs") ||
+		p.Efficiency().Dense != DefaultEfficiency.Dense {
+		t.Errorf("LoadProfile: kernel overhead %v, sources %q, efficiency %+v; want 5µs derived and the default efficiency",
+			p.KernelOverhead, p.Sources, p.Efficiency())
+	}
+	// Every rate given, no link, a host's fixed cost per kernel and a
+	// fitted efficiency naming no dense kernels.
+	p, err = LoadProfile(writeProfile(t, `{"Name": "x", "FP32": 1, "MemBandwidth": 1, "MemoryBytes": 4,
+		"PinnedH2D": 1, "PinnedD2H": 1, "PageableH2D": 1, "PageableD2H": 1, "KernelOverhead": 300,
+		"Fitted": {"Dense": 0.5, "Elementwise": 0.1, "Bandwidth": 1, "Copy": 0.75, "CopyOverhead": 2000}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.Efficiency()
+	if p.KernelOverhead != 300*time.Nanosecond || e.Dense != 0.5 || e.Elementwise != 0.1 || e.Copy != 0.75 ||
+		e.CopyOverhead != 2*time.Microsecond || !slices.Equal(e.DenseKernels, DefaultEfficiency.DenseKernels) {
+		t.Errorf("LoadProfile: kernel overhead %v, efficiency %+v; want 300ns and the fitted factors with the default dense kernels", p.KernelOverhead, e)
 	}
 }
 
@@ -109,6 +128,12 @@ func TestLoadProfileErrors(t *testing.T) {
 		{`{` + ok + `, "PCIeGen": 0, "PCIeLanes": 0, "PinnedH2D": 1}`, "field PinnedD2H: missing"},
 		{`{` + ok, "decoding: unexpected EOF"},
 		{`{` + ok + `} {}`, "more than one JSON value"},
+		{`{` + ok + `, "KernelOverhead": -1}`, "field KernelOverhead: want a duration"},
+		{`{"Name": "h", "FP32": 1, "MemBandwidth": 1, "MemoryBytes": 4, "PinnedH2D": 1, "PinnedD2H": 1, "PageableH2D": 1, "PageableD2H": 1}`,
+			"field KernelOverhead: missing"},
+		{`{` + ok + `, "Fitted": {"Dense": 1.5, "Elementwise": 1, "Bandwidth": 1, "Copy": 1}}`, "field Fitted.Dense: want a fraction"},
+		{`{` + ok + `, "Fitted": {"Dense": 1, "Elementwise": 1, "Bandwidth": 1}}`, "field Fitted.Copy: want a fraction"},
+		{`{` + ok + `, "Fitted": {"Dense": 1, "Elementwise": 1, "Bandwidth": 1, "Copy": 1, "CopyOverhead": -3}}`, "field Fitted.CopyOverhead"},
 	} {
 		path := writeProfile(t, tt.body)
 		_, err := LoadProfile(path)
@@ -139,8 +164,8 @@ func TestHostProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.FP32 != 1433.6e9 || p.MemBandwidth != 83.2e9 || p.PageableH2D != 41.6e9 || p.PCIeGen != 0 {
-		t.Errorf("cpu-i7-13700h: FP32 %g, bandwidth %g, copies %g, PCIe gen %d", p.FP32, p.MemBandwidth, p.PageableH2D, p.PCIeGen)
+	if p.FP32 != 1433.6e9 || p.MemBandwidth != 83.2e9 || p.PageableH2D != 41.6e9 || p.PCIeGen != 0 || p.KernelOverhead != HostKernelOverhead {
+		t.Errorf("cpu-i7-13700h: FP32 %g, bandwidth %g, copies %g, PCIe gen %d, per kernel %v", p.FP32, p.MemBandwidth, p.PageableH2D, p.PCIeGen, p.KernelOverhead)
 	}
 	if err := check(p); err != nil {
 		t.Errorf("cpu-i7-13700h: %v", err)
@@ -171,7 +196,7 @@ func TestLoadProfilePCIeGen6(t *testing.T) {
 			t.Errorf("%s = %g, want %g", r.name, r.got, r.want)
 		}
 	}
-	if len(p.Sources) != 1 || !strings.Contains(p.Sources[0], "gen 6, x16") {
+	if len(p.Sources) != 2 || !strings.Contains(p.Sources[0], "gen 6, x16") {
 		t.Errorf("sources %q, want the derivation naming gen 6, x16", p.Sources)
 	}
 }
