@@ -148,6 +148,11 @@ func TestBadInput(t *testing.T) {
 		{"plan linear dims", "plan linear train --dims 4294967296", "the model is too large: over 2⁴⁰ parameters"},
 		{"plan attention seq-len", "plan attention train --seq-len 4611686018427387904", "the model is too large"},
 		{"plan resnet levels", "plan resnet train --levels 10000", "at most 256"},
+		{"plan sweep", "plan linear train --win-size 1,2", "plan takes one value per flag but --recompute; --win-size has 2"},
+		{"plan recompute twice", "plan linear train --recompute blocks,none,blocks", "--recompute: blocks given twice in blocks,none,blocks"},
+		{"plan unknown recompute in list", "plan linear train --recompute none,all", "unknown recompute \"all\""},
+		{"plan take not an amount", "plan linear train --take lots", "--take:"},
+		{"plan take on cpu", "plan linear train cpu --device cpu --take 1GiB", "--take holds memory on the device of the cuda and cache modes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantUsageError(t, splitArgs(tc.args), tc.want) })
 	}

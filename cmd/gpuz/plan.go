@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/levers"
 	"gpuz/internal/report"
 )
 
@@ -53,17 +56,50 @@ func planExample(name string) string {
   gpuz plan %[1]s eval --scale small --json -`, name)
 }
 
+// planOptions reads what a plan compares beyond one run: each value of
+// --recompute, the one flag whose comma list a plan takes (a row per mode
+// and value), and --take's bytes, which the plan takes from the device's
+// free memory without holding them.
+func (o *WorkloadOptions) planOptions() (bench.PlanOptions, error) {
+	var po bench.PlanOptions
+	for _, f := range o.Sweep {
+		if f.Flag != "recompute" {
+			return po, usagef("plan takes one value per flag but --recompute; --%s has %d", f.Flag, len(f.Values))
+		}
+		for _, v := range f.Values {
+			r, err := levers.ParseRecompute(v)
+			if err != nil {
+				return po, usagef("--recompute: %w", err)
+			}
+			if slices.Contains(po.Recomputes, r) {
+				return po, usagef("--recompute: %s given twice in %s", r, strings.Join(f.Values, ","))
+			}
+			po.Recomputes = append(po.Recomputes, r)
+		}
+	}
+	take, err := o.takeBytes()
+	if err != nil {
+		return po, usage(err)
+	}
+	po.TakeBytes = take
+	return po, nil
+}
+
 // planRun prints the memory plan of a workload in --format's format (the
 // text table, every column with --wide), or with JSON set as JSON (to
 // standard output for "-"). Stopped by a signal while it
 // compiles, it returns errInterrupted having printed nothing.
 func planRun(ctx context.Context, o *WorkloadOptions) error {
+	po, err := o.planOptions()
+	if err != nil {
+		return err
+	}
 	opts, err := o.benchOptions(ctx)
 	if err != nil {
 		return err
 	}
 	var p bench.MemoryPlan
-	if !untilDone(ctx, func() { p, err = bench.PlanMemory(opts) }) {
+	if !untilDone(ctx, func() { p, err = bench.PlanMemory(opts, po) }) {
 		return errInterrupted
 	}
 	if err != nil {

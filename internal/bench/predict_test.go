@@ -46,7 +46,7 @@ func TestPredictionsNeedAProfile(t *testing.T) {
 		}
 	}
 
-	plan, err := PlanMemory(opts)
+	plan, err := PlanMemory(opts, PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
