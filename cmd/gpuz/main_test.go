@@ -82,6 +82,9 @@ func TestBadInput(t *testing.T) {
 		{"unknown managed advice", "linear train managed --managed-advise gpu", "unknown --managed-advise \"gpu\" (want none or host)"},
 		{"empty managed page", "linear train managed --managed-page ''", "--managed-page \"\": invalid byte size \"\""},
 		{"empty managed advice", "plan linear train managed --managed-advise=", "unknown --managed-advise \"\" (want none or host)"},
+		{"unknown recompute", "linear train cpu --recompute all", "--recompute: unknown recompute \"all\" (want none or blocks)"},
+		{"empty recompute", "resnet train --recompute=", "--recompute: empty value in \"\" (want one value or a comma list)"},
+		{"unknown recompute in a sweep", "plan attention train --recompute none,some", "--recompute: unknown recompute \"some\" (want none or blocks)"},
 		{"warm-up covers every epoch", "linear train cpu --epochs 2 --warmup 2", "--warmup (2) must be less than"},
 		{"batch does not divide samples", "linear train cpu --scale small --batch 3", "must be a multiple of --batch"},
 		{"not a number", "linear train cpu --batch many", "invalid argument \"many\""},
@@ -150,7 +153,6 @@ func TestBadInput(t *testing.T) {
 		{"plan resnet levels", "plan resnet train --levels 10000", "at most 256"},
 		{"plan sweep", "plan linear train --win-size 1,2", "plan takes one value per flag but --recompute; --win-size has 2"},
 		{"plan recompute twice", "plan linear train --recompute blocks,none,blocks", "--recompute: blocks given twice in blocks,none,blocks"},
-		{"plan unknown recompute in list", "plan linear train --recompute none,all", "unknown recompute \"all\""},
 		{"plan take not an amount", "plan linear train --take lots", "--take:"},
 		{"plan take on cpu", "plan linear train cpu --device cpu --take 1GiB", "--take holds memory on the device of the cuda and cache modes"},
 	} {

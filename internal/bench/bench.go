@@ -180,6 +180,7 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 		Threads:   threads.n,
 		GPU:       opts.GPUName,
 		TakeBytes: opts.TakeBytes,
+		Recompute: opts.Recompute.String(),
 	}
 	h.ThreadsRequested, h.ThreadsWarning = opts.Threads, threads.warning
 	h.CPUVector, h.BLASWarning = hostmath.CPUVector(), hostmath.BLASWarning()

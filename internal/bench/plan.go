@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"strings"
 
 	"gorgonia.org/gorgonia"
 
@@ -66,7 +67,7 @@ type SchedulePlan struct {
 // MemoryPlan is the memory plan of a workload for every mode and cache
 // policy, under each recompute setting planned.
 type MemoryPlan struct {
-	Header Header // its TakeBytes is PlanOptions.TakeBytes
+	Header Header // its TakeBytes is PlanOptions.TakeBytes, its Recompute the settings planned, comma-separated
 	Blocks int
 	// Schedules are the schedules compiled, one per recompute setting
 	// planned, in the order PlanOptions gives them.
@@ -133,6 +134,11 @@ func PlanMemory(opts Options, po PlanOptions) (MemoryPlan, error) {
 	res.Header = opts.header(built[0], models.Data{}, threads)
 	res.Header.DataBytes = opts.dataBytes()
 	res.Header.TakeBytes = po.TakeBytes
+	names := make([]string, len(recomputes))
+	for i, r := range recomputes {
+		names[i] = r.String()
+	}
+	res.Header.Recompute = strings.Join(names, ",") // the settings planned
 	res.Blocks, res.Batches = schedules[0].Blocks(), opts.Samples/opts.Batch
 	host, err := device.ReadHostLimit()
 	if err != nil {

@@ -148,6 +148,9 @@ type Header struct {
 	// TakeBytes is the memory held on GPU's device throughout the run
 	// (--take, as gpuz take-mem would in a second shell); 0 when none.
 	TakeBytes int64
+	// Recompute is the run's recompute lever (--recompute), which every
+	// mode applies: "none" or "blocks".
+	Recompute string
 	// Env is the environment of the run: the build, the machine, the GPU's
 	// description (filled when a mode opens the GPU), the start time, the
 	// command line and the seed.

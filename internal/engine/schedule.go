@@ -92,6 +92,9 @@ type step struct {
 	reads []int
 	// backward is set for steps of the backward pass.
 	backward bool
+	// rerun is set for a forward step run again in the backward pass, as
+	// recompute schedules it (recompute.go).
+	rerun bool
 }
 
 // update is the optimizer step of one block, run after a compute step.
@@ -207,6 +210,12 @@ func Compile(spec Spec) (*Schedule, error) {
 	for i, gn := range grads {
 		p.grads = append(p.grads, p.index[gn])
 		p.gradOf[p.index[gn]] = i
+	}
+	if err := spec.Recompute.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if spec.Train && spec.Recompute.On() {
+		p.recompute()
 	}
 	if spec.Train {
 		p.scheduleUpdates()

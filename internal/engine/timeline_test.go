@@ -6,7 +6,30 @@ import (
 
 	"gpuz/internal/cache"
 	"gpuz/internal/engine"
+	"gpuz/internal/hostmath"
+	"gpuz/internal/levers"
+	"gpuz/internal/models"
 )
+
+// compileLever compiles a workload as compileModel does, with recompute
+// setting r.
+func compileLever(t *testing.T, c models.Config, train bool, r levers.Recompute) (*models.Model, *engine.Schedule) {
+	t.Helper()
+	m, err := c.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := m.OutputMean
+	if train {
+		out = m.Loss
+	}
+	s, err := engine.Compile(engine.Spec{Inputs: m.Inputs(), Blocks: m.Blocks, Output: out, Train: train,
+		Optimizer: hostmath.DefaultAdam(), ClipNorm: 1, Recompute: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, s
+}
 
 // TestTimelineTotalIsFootprint checks, for every workload at the small
 // scale, training and evaluating, resident, paged under each policy and
@@ -18,8 +41,12 @@ import (
 func TestTimelineTotalIsFootprint(t *testing.T) {
 	const free = 1 << 40
 	for _, c := range smallConfigs(t) {
-		for _, train := range []bool{true, false} {
-			m, s := compileModel(t, c, train)
+		for _, lever := range []struct {
+			train bool
+			r     levers.Recompute
+		}{{true, levers.RecomputeNone}, {true, levers.RecomputeBlocks}, {false, levers.RecomputeNone}} {
+			train := lever.train
+			m, s := compileLever(t, c, train, lever.r)
 			pls := []engine.Placement{{}}
 			for _, cc := range cache.Choices(1, train) {
 				pls = append(pls, engine.Placement{Paged: true, Cache: cc})
@@ -27,7 +54,7 @@ func TestTimelineTotalIsFootprint(t *testing.T) {
 			pls = append(pls, engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 3}})
 			pls = append(pls, hybridPlacements(len(m.Blocks), train)...)
 			for _, pl := range pls {
-				name := fmt.Sprintf("%T/train=%v/paged=%v-%s-%d-host=%v/%s", c, train, pl.Paged, pl.Cache.Policy, pl.Cache.Window, pl.Cache.OptimizerOnHost, engine.PlaceText(pl.Blocks))
+				name := fmt.Sprintf("%T/train=%v/recompute=%s/paged=%v-%s-%d-host=%v/%s", c, train, lever.r, pl.Paged, pl.Cache.Policy, pl.Cache.Window, pl.Cache.OptimizerOnHost, engine.PlaceText(pl.Blocks))
 				t.Run(name, func(t *testing.T) { checkTimeline(t, s, pl, free) })
 			}
 		}

@@ -291,7 +291,8 @@ func devices(modes []Mode) []string {
 	return ds
 }
 
-// title names the workload, task, scale, device and gpuz's revision.
+// title names the workload, task, scale, recompute lever, device and
+// gpuz's revision.
 func title(h Header, devs []string) string {
 	dev := strings.Join(devs, ", ")
 	switch {
@@ -316,6 +317,9 @@ func title(h Header, devs []string) string {
 	}
 	if h.Scale != "" {
 		what += ", " + h.Scale + " scale"
+	}
+	if h.Task == "train" && h.Recompute != "" && h.Recompute != "none" {
+		what += ", recompute " + h.Recompute
 	}
 	return fmt.Sprintf("%s, on %s\ngpuz %s", what, dev, rev)
 }

@@ -32,7 +32,10 @@ type (
 		Task  string `json:"task"`
 		Scale string `json:"scale"`
 		GPU   string `json:"gpu"`
-		Env   *Env   `json:"env"`
+		// Recompute is the run's recompute lever: none, blocks, or ""
+		// in a file from before the lever.
+		Recompute string `json:"recompute"`
+		Env       *Env   `json:"env"`
 	}
 	// Env is the run's environment; only the build is read.
 	Env struct {

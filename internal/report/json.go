@@ -53,6 +53,9 @@ type (
 		// TakeBytes is the memory --take held on the GPU throughout
 		// the run; absent when none.
 		TakeBytes int64 `json:"take_bytes,omitempty"`
+		// Recompute is the recompute lever every mode ran with: none or
+		// blocks.
+		Recompute string `json:"recompute"`
 		// Env is where and how the run was measured; absent only from a
 		// header that was never collected.
 		Env *jsonEnv `json:"env,omitempty"`
@@ -109,7 +112,10 @@ func toJSONHeader(h bench.Header) jsonHeader {
 		DataBytes: h.DataBytes, Params: h.Params, ParamBytes: h.ParamBytes,
 		Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads, GPU: h.GPU,
 		CPUVector: h.CPUVector, BLASWarning: h.BLASWarning,
-		TakeBytes: h.TakeBytes, Env: toJSONEnv(h.Env),
+		TakeBytes: h.TakeBytes, Recompute: h.Recompute, Env: toJSONEnv(h.Env),
+	}
+	if j.Recompute == "" {
+		j.Recompute = "none"
 	}
 	if h.ThreadsWarning != "" {
 		j.ThreadsRequested, j.ThreadsWarning = h.ThreadsRequested, h.ThreadsWarning

@@ -96,6 +96,7 @@ func TestPlanGoldensFit(t *testing.T) {
 var recomputePlan = func() bench.MemoryPlan {
 	p := linearPlan
 	p.Header.TakeBytes = 4 << 30
+	p.Header.Recompute = "none,blocks"
 	blocks := p.Schedules[0]
 	blocks.Recompute = levers.RecomputeBlocks
 	blocks.Bytes.Saved, blocks.Bytes.Arena = 5_760_000, 164_880_000

@@ -46,6 +46,9 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	if h.TakeBytes > 0 {
 		fmt.Fprintf(&b, "held: %s on %s by --take\n", units.Bytes(h.TakeBytes), h.GPU)
 	}
+	if recomputes(h) {
+		fmt.Fprintf(&b, "recompute: %s (each block's forward runs again before its gradients; only block inputs are kept)\n", h.Recompute)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -114,4 +117,10 @@ func WriteModeEnd(w io.Writer, mode bench.Mode, device string, s bench.Status) e
 	fmt.Fprintf(&b, "%s: %s\n", mode, s)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// recomputes reports whether the run of h recomputed activations: a
+// training run with --recompute other than none (evaluation saves none).
+func recomputes(h bench.Header) bool {
+	return h.Task == bench.TaskTrain && h.Recompute != "" && h.Recompute != "none"
 }

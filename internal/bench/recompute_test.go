@@ -1,0 +1,74 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"gpuz/internal/cache"
+	"gpuz/internal/device"
+	"gpuz/internal/engine"
+	"gpuz/internal/levers"
+)
+
+// recomputePlacements are the placements the recompute lever must leave
+// bit-identical: every block resident (cuda), paged under each policy
+// (cache), DictCache's window with two blocks, the optimizer on the host,
+// a hybrid split and managed memory. blocks is the workload's count.
+func recomputePlacements(blocks int) map[string]engine.Placement {
+	hybrid := make([]engine.Where, blocks)
+	hybrid[0] = engine.OnHost
+	for b := 1; b < blocks; b += 2 {
+		hybrid[b] = engine.InCache
+	}
+	return map[string]engine.Placement{
+		"cuda":               {},
+		"cache-window":       {Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 2}},
+		"cache-window-paged": {Paged: true, Cache: cache.Config{Policy: cache.WindowPaged, Window: 2}},
+		"cache-auto":         {Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 2}},
+		"cache-auto-host":    {Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 2, OptimizerOnHost: true}},
+		"hybrid":             {Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}, Blocks: hybrid},
+		"managed":            {Managed: true, PageSize: cache.MinPageSize},
+	}
+}
+
+// TestRecomputeIsBitIdentical trains every workload at small scale with
+// and without --recompute blocks in every placement, and on the host (cpu
+// mode): the re-run forward steps are the same kernels on the same inputs,
+// so the losses and the final weights must be bit-identical, and the
+// measured peak must be the plan's.
+func TestRecomputeIsBitIdentical(t *testing.T) {
+	for name, opts := range smallWorkloads(t) {
+		model, err := opts.Workload.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		placements := recomputePlacements(len(model.Blocks))
+		placements["cpu"] = engine.Placement{}
+		for pname, pl := range placements {
+			t.Run(fmt.Sprintf("%s/%s", name, pname), func(t *testing.T) {
+				newDev := func() device.Device {
+					if pname == "cpu" {
+						return device.NewHost()
+					}
+					return device.NewSim(64<<20, nil)
+				}
+				want := trainOnDevice(t, opts, TaskTrain, pl, 3, newDev())
+				opts := opts
+				opts.Recompute = levers.RecomputeBlocks
+				got := trainOnDevice(t, opts, TaskTrain, pl, 3, newDev())
+				if !slices.Equal(got.losses, want.losses) {
+					t.Errorf("losses %v, without recompute %v", got.losses, want.losses)
+				}
+				for i := range want.params {
+					if !slices.Equal(got.params[i], want.params[i]) {
+						t.Fatalf("parameter %d differs from the run without recompute", i)
+					}
+				}
+				if pname != "cpu" && got.peak != got.plan.Device {
+					t.Errorf("measured peak %d, plan %d", got.peak, got.plan.Device)
+				}
+			})
+		}
+	}
+}
