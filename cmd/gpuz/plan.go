@@ -11,6 +11,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/levers"
+	"gpuz/internal/plot"
 	"gpuz/internal/report"
 )
 
@@ -28,10 +29,18 @@ free memory and the host's available memory. It takes every flag of the
 workload's command; --format markdown, csv or json prints the plan in that
 form instead of the table, --wide shows every column, --json FILE writes
 the plan as JSON to FILE instead of the table, and --json - is --format
-json. The plan is printed whether or not each mode fits: its status is 0.`,
+json. --recompute none,blocks plans both settings, a row per mode and
+setting; --take subtracts from the device's free memory without holding
+anything. --plot FILE.svg draws the device memory over one batch's steps,
+stacked by what holds it (weights, gradients, optimizer state, saved
+activations, temporaries, inputs, paging slots, idle), a panel per mode,
+placement and setting, with the device's capacity and free memory as
+lines and the peak in use marked. The plan is printed whether or not each
+mode fits: its status is 0.`,
 		Example: `  gpuz plan linear train
   gpuz plan linear eval cuda,cache --device sim:4GiB --json -
-  gpuz plan attention train --format csv`,
+  gpuz plan attention train --format csv
+  gpuz plan resnet train cuda --recompute none,blocks --device sim:8GiB --take 4GiB --plot memory.svg`,
 	}
 	for _, def := range workloads {
 		sub := newWorkloadCmd(ios, def, true, nil)
@@ -111,5 +120,24 @@ func planRun(ctx context.Context, o *WorkloadOptions) error {
 	if err := report.WritePlanAs(o.IO.Out, p, report.Options{Format: o.format(), Wide: o.Wide}); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
 	}
+	if o.Plot != "" {
+		return plotPlan(o.human(), o.Plot, p)
+	}
 	return nil
+}
+
+// plotPlan draws the memory picture of p to path (--plot). A plan with no
+// timeline to draw (only managed or device-less modes) gets a warning
+// line on human, not an error: the plan itself is printed.
+func plotPlan(human io.Writer, path string, p bench.MemoryPlan) error {
+	pic, err := report.PlanPicture(p)
+	if err != nil {
+		fmt.Fprintf(human, "warning: --plot %s not drawn: %v\n", path, err)
+		return nil
+	}
+	f, err := plot.FormatOf(path)
+	if err != nil {
+		return usagef("--plot %w", err)
+	}
+	return writeFile(path, "the memory picture", func(w io.Writer) error { return plot.RenderMemory(w, pic, f) })
 }
