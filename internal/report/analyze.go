@@ -342,6 +342,9 @@ func analyzeTable(r bench.Result, wide bool) table {
 		t.notes = append(t.notes, "--wide also shows the cold (warm-up) epochs")
 	}
 	t.notes = append(t.notes, notes.lines...)
+	if recomputes(r.Header) {
+		t.notes = append(t.notes, "recompute "+r.Header.Recompute+": each block's forward ran again before its gradients, only block inputs kept")
+	}
 	if r.PeakRSSBytes > 0 {
 		t.notes = append(t.notes, "peak RSS of this process: "+units.Bytes(r.PeakRSSBytes))
 	}

@@ -122,7 +122,7 @@ var resultsCSVColumns = append([]string{
 	"mode", "device", "placement", "simulated", "status", "reason", "epochs",
 	"median_s", "median_ci_low_s", "median_ci_high_s", "mean_s", "stddev_s", "min_s", "max_s", "cold_s",
 	"speedup", "peak_device_bytes", "h2d_bytes_per_epoch", "d2h_bytes_per_epoch", "copy_bytes_per_s",
-}, append(predictionCSVColumns, "remote_bytes_per_epoch", "mean_ci_low_s", "mean_ci_high_s")...)
+}, append(predictionCSVColumns, "remote_bytes_per_epoch", "mean_ci_low_s", "mean_ci_high_s", "recompute")...)
 
 // writeResultsCSV writes one CSV row per mode under a heading row, every
 // figure of the wide table as a plain number in base units (seconds,
@@ -179,9 +179,18 @@ func resultsCSVRecords(r bench.Result) [][]string {
 		if f.n > 1 {
 			meanLo, meanHi = secs(f.mean.Lo), secs(f.mean.Hi)
 		}
-		recs = append(recs, append(rec, remote, meanLo, meanHi))
+		recs = append(recs, append(rec, remote, meanLo, meanHi, recomputeName(r.Header)))
 	}
 	return recs
+}
+
+// recomputeName is the recompute lever of h's run as the CSV and JSON
+// name it: none or blocks.
+func recomputeName(h bench.Header) string {
+	if h.Recompute == "" {
+		return "none"
+	}
+	return h.Recompute
 }
 
 // number formats v for CSV as the shortest decimal that reads back to it,

@@ -112,10 +112,7 @@ func toJSONHeader(h bench.Header) jsonHeader {
 		DataBytes: h.DataBytes, Params: h.Params, ParamBytes: h.ParamBytes,
 		Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads, GPU: h.GPU,
 		CPUVector: h.CPUVector, BLASWarning: h.BLASWarning,
-		TakeBytes: h.TakeBytes, Recompute: h.Recompute, Env: toJSONEnv(h.Env),
-	}
-	if j.Recompute == "" {
-		j.Recompute = "none"
+		TakeBytes: h.TakeBytes, Recompute: recomputeName(h), Env: toJSONEnv(h.Env),
 	}
 	if h.ThreadsWarning != "" {
 		j.ThreadsRequested, j.ThreadsWarning = h.ThreadsRequested, h.ThreadsWarning
