@@ -50,27 +50,16 @@ func Categories() []Category {
 	return out
 }
 
+// categoryNames name the categories, indexed by Category.
+var categoryNames = [numCategories]string{"weights", "gradients", "optimizer state", "saved activations",
+	"temporaries", "inputs", "paging slots", "allocated, idle"}
+
 // String names a category as a picture's legend does.
 func (c Category) String() string {
-	switch c {
-	case Weights:
-		return "weights"
-	case Gradients:
-		return "gradients"
-	case OptimizerState:
-		return "optimizer state"
-	case SavedActivations:
-		return "saved activations"
-	case Temporaries:
-		return "temporaries"
-	case Inputs:
-		return "inputs"
-	case PagingSlots:
-		return "paging slots"
-	case Idle:
-		return "allocated, idle"
+	if c < 0 || c >= numCategories {
+		return fmt.Sprintf("category(%d)", int(c))
 	}
-	return fmt.Sprintf("category(%d)", int(c))
+	return categoryNames[c]
 }
 
 // Phase says which part of a Run a point of a timeline belongs to.

@@ -6,30 +6,8 @@ import (
 
 	"gpuz/internal/cache"
 	"gpuz/internal/engine"
-	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
-	"gpuz/internal/models"
 )
-
-// compileLever compiles a workload as compileModel does, with recompute
-// setting r.
-func compileLever(t *testing.T, c models.Config, train bool, r levers.Recompute) (*models.Model, *engine.Schedule) {
-	t.Helper()
-	m, err := c.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := m.OutputMean
-	if train {
-		out = m.Loss
-	}
-	s, err := engine.Compile(engine.Spec{Inputs: m.Inputs(), Blocks: m.Blocks, Output: out, Train: train,
-		Optimizer: hostmath.DefaultAdam(), ClipNorm: 1, Recompute: r})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, s
-}
 
 // TestTimelineTotalIsFootprint checks, for every workload at the small
 // scale, training and evaluating, resident, paged under each policy and
@@ -40,11 +18,13 @@ func compileLever(t *testing.T, c models.Config, train bool, r levers.Recompute)
 // saved activations live at once where the backward pass starts.
 func TestTimelineTotalIsFootprint(t *testing.T) {
 	const free = 1 << 40
+	type lever struct {
+		train bool
+		r     levers.Recompute
+	}
+	schedules := []lever{{true, levers.RecomputeNone}, {true, levers.RecomputeBlocks}, {false, levers.RecomputeNone}}
 	for _, c := range smallConfigs(t) {
-		for _, lever := range []struct {
-			train bool
-			r     levers.Recompute
-		}{{true, levers.RecomputeNone}, {true, levers.RecomputeBlocks}, {false, levers.RecomputeNone}} {
+		for _, lever := range schedules {
 			train := lever.train
 			m, s := compileLever(t, c, train, lever.r)
 			pls := []engine.Placement{{}}

@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -64,7 +63,7 @@ func TestBandOutline(t *testing.T) {
 		{X: 0, Y: 2}, {X: 3, Y: 2}, {X: 3, Y: 3}, {X: 4, Y: 3}, // the top
 		{X: 4, Y: 1}, {X: 2, Y: 1}, {X: 2, Y: 0}, {X: 0, Y: 0}, // the base, back
 	}
-	if !slices.Equal(got, want) {
+	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("outline %v, want %v", got, want)
 	}
 }
@@ -152,21 +151,14 @@ func TestRenderMemory(t *testing.T) {
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-// golden compares got with testdata/name, or rewrites that file under -update.
+// golden checks got against testdata/name; -update writes got there.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
+	if *update && os.WriteFile(path, []byte(got), 0o644) != nil {
+		t.Fatalf("cannot write %s", path)
 	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -update rewrites it)\ngot:\n%s\nwant:\n%s", path, got, want)
+	if want, err := os.ReadFile(path); err != nil || string(want) != got {
+		t.Errorf("%s: %v, or it differs from what was drawn (go test -update rewrites it):\n%s", path, err, got)
 	}
 }

@@ -394,25 +394,27 @@ func copiesTable(p bench.MemoryPlan, wide bool) table {
 
 // The plan's JSON document. Sizes are in bytes.
 type (
+	// jsonPlan is the plan: its figures at the top level are the first
+	// schedule's (as before a plan compared several), Schedules each
+	// recompute setting's.
 	jsonPlan struct {
 		Version int        `json:"version"`
 		Header  jsonHeader `json:"header"`
-		// Bytes, MinWindow and Work are the first schedule's, as
-		// before a plan compared several.
-		Bytes     jsonPlanBytes `json:"bytes"`
-		Blocks    int           `json:"blocks"`
-		MinWindow int           `json:"min_window"`
-		Batches   int           `json:"batches"`
-		Work      jsonWork      `json:"work_per_batch"`
-		// Schedules are each recompute setting's figures.
+		jsonFigures
+		Blocks    int            `json:"blocks"`
+		Batches   int            `json:"batches"`
 		Schedules []jsonSchedule `json:"schedules"`
 		Modes     []jsonModePlan `json:"modes"`
 	}
-	jsonSchedule struct {
-		Recompute string        `json:"recompute"`
+	// jsonFigures are what one schedule holds and does.
+	jsonFigures struct {
 		Bytes     jsonPlanBytes `json:"bytes"`
 		MinWindow int           `json:"min_window"`
 		Work      jsonWork      `json:"work_per_batch"`
+	}
+	jsonSchedule struct {
+		Recompute string `json:"recompute"`
+		jsonFigures
 	}
 	jsonWork struct {
 		Launches int64            `json:"launches"`
@@ -480,16 +482,16 @@ func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
 	}
 	for _, sp := range p.Schedules {
 		b := sp.Bytes
-		js := jsonSchedule{Recompute: sp.Recompute.String(), MinWindow: sp.MinWindow,
+		js := jsonSchedule{Recompute: sp.Recompute.String(), jsonFigures: jsonFigures{MinWindow: sp.MinWindow,
 			Bytes: jsonPlanBytes{Parameters: b.Parameters, Gradients: sp.Gradients, Optimizer: b.Optimizer, Saved: b.Saved, Arena: b.Arena, Inputs: b.Inputs},
-			Work:  jsonWork{Launches: sp.Work.Launches, FLOPs: sp.Work.FLOPs, Bytes: sp.Work.Bytes, Kernels: []jsonKernelWork{}}}
+			Work:  jsonWork{Launches: sp.Work.Launches, FLOPs: sp.Work.FLOPs, Bytes: sp.Work.Bytes, Kernels: []jsonKernelWork{}}}}
 		for _, k := range sp.Work.Kernels {
 			js.Work.Kernels = append(js.Work.Kernels, jsonKernelWork(k))
 		}
 		doc.Schedules = append(doc.Schedules, js)
 	}
 	if len(doc.Schedules) > 0 {
-		doc.Bytes, doc.MinWindow, doc.Work = doc.Schedules[0].Bytes, doc.Schedules[0].MinWindow, doc.Schedules[0].Work
+		doc.jsonFigures = doc.Schedules[0].jsonFigures
 	}
 	for _, m := range p.Modes {
 		var copies *jsonCopies
