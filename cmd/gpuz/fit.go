@@ -34,7 +34,7 @@ type FitOptions struct {
 
 // fitSearched are the workload command's flags that choose a
 // configuration, which fit searches itself and so refuses.
-var fitSearched = []string{"policy", "win-size", "optimizer-on", "place", "managed-page", "managed-advise", "recompute", "bench-out", "wide"}
+var fitSearched = []string{"policy", "win-size", "optimizer-on", "place", "managed-page", "managed-advise", "recompute", "bench-out", "wide", "plot"}
 
 // newFitCmd builds "gpuz fit MODEL train|eval": for each workload, its
 // command's flags less those fit searches, and --margin and --verify.

@@ -173,6 +173,10 @@ func TestBadInput(t *testing.T) {
 		{"calibrate argument", "calibrate now", "unknown command"},
 		{"calibrate output a directory", "calibrate -o testdata", "/cmd/gpuz/testdata: is a directory"},
 		{"take-mem sim profile file not JSON", "take-mem 2 --device sim:testdata/profiles/truncated.json", "decoding: unexpected EOF"},
+		{"plan sweep", "plan linear train --win-size 1,2", "plan takes one value per flag but --recompute; --win-size has 2"},
+		{"plan recompute twice", "plan linear train --recompute blocks,none,blocks", "--recompute: blocks given twice in blocks,none,blocks"},
+		{"plan take not an amount", "plan linear train --take lots", "--take:"},
+		{"plan take on cpu", "plan linear train cpu --device cpu --take 1GiB", "--take holds memory on the device of the cuda and cache modes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantUsageError(t, splitArgs(tc.args), tc.want) })
 	}

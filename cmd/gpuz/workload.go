@@ -162,6 +162,9 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 		// (pflag's NoOptDefVal) "--json FILE" would read FILE as MODES, and
 		// "plan linear train --json cpu" cannot tell a file from a mode.
 		fs.Lookup("json").Usage = "print the plan as JSON to this file instead of the table (- for standard output)"
+		fs.Lookup("take").Usage = "device memory to plan without, as take-mem's N blocks or SIZE: subtracted from the free memory, nothing held (0: none)"
+		fs.StringVar(&opts.Plot, "plot", "", "also draw the device memory over one batch's steps to this image, FILE.svg or FILE.png: a panel per mode, placement and recompute setting, stacked by what holds it")
+		fs.Lookup("recompute").Usage = "activations in training: none (keep every one the backward pass reads) or blocks (keep only each block's input and run the block's forward again before its gradients); a comma list plans each, a row per mode and setting; eval is unchanged"
 	} else {
 		fs.StringVar(&opts.Plot, "plot", "", "also draw the results to this image, FILE.svg or FILE.png (as gpuz plot)")
 	}
@@ -506,12 +509,6 @@ func (o *WorkloadOptions) human() io.Writer {
 // case after the run started the table of what completed is printed first.
 func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 	if o.PlanOnly {
-		if len(o.Sweep) > 0 {
-			return usagef("plan takes one value per flag; --%s has %d", o.Sweep[0].Flag, len(o.Sweep[0].Values))
-		}
-		if o.Take != "" && o.Take != "0" {
-			return usagef("plan holds no memory: drop --take, or run gpuz take-mem beside it")
-		}
 		return planRun(ctx, o)
 	}
 	if len(o.Sweep) > 0 {

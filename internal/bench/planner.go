@@ -26,6 +26,7 @@ type Planner struct {
 	gpu       device.Device
 	gpuStatus Status
 	gpuFree   int64
+	gpuTotal  int64
 	host      device.HostLimit
 	compiled  map[levers.Recompute]compiled
 }
@@ -62,7 +63,7 @@ func NewPlanner(opts Options) (*Planner, error) {
 		p.opts.measured = newMeasuredProfiles(measureGemmN)
 		p.opts.measured.of(p.gpu)
 	}
-	if p.gpuFree, _, err = p.gpu.MemInfo(); err != nil {
+	if p.gpuFree, p.gpuTotal, err = p.gpu.MemInfo(); err != nil {
 		return nil, errors.Join(fmt.Errorf("%s: %w", p.gpu.Name(), err), p.gpu.Close())
 	}
 	return p, nil
@@ -138,7 +139,8 @@ func (p *Planner) Footprint(mode Mode, cfg Config, deviceFree int64) (engine.Pla
 	return pl, c.plan.Footprint(pl, deviceFree), nil
 }
 
-// Plan plans mode under cfg as PlanMemory plans a mode, with deviceFree as
+// Plan plans mode under cfg as PlanMemory plans a mode, less the memory
+// picture's timeline (a search draws none), with deviceFree as
 // the device's free memory (the caller's: the free memory read by
 // NewPlanner less what it means to keep). With predict set it counts the
 // placement's copies per epoch and predicts the epoch on the mode's
@@ -152,16 +154,20 @@ func (p *Planner) Plan(mode Mode, cfg Config, deviceFree int64, predict bool) (M
 	if err != nil {
 		return ModePlan{}, err
 	}
-	dev := p.gpu
+	dev, total := p.gpu, p.gpuTotal
 	if mode == ModeCPU {
 		host := device.NewHost()
 		defer host.Close()
 		dev = host
-		if deviceFree, _, err = host.MemInfo(); err != nil {
+		if deviceFree, total, err = host.MemInfo(); err != nil {
 			return ModePlan{}, fmt.Errorf("cpu: %w", err)
 		}
 	}
-	mp := ModePlan{Mode: mode, Placement: pl, HostAvailable: p.host.Bytes, Status: p.gpuStatus}
+	recompute := cfg.Recompute
+	if recompute == "" {
+		recompute = levers.RecomputeNone
+	}
+	mp := ModePlan{Mode: mode, Recompute: recompute, Placement: pl, HostAvailable: p.host.Bytes, Status: p.gpuStatus}
 	if dev == nil {
 		return mp, nil
 	}
@@ -172,7 +178,7 @@ func (p *Planner) Plan(mode Mode, cfg Config, deviceFree int64, predict bool) (M
 			return mp, nil
 		}
 	}
-	mp.Device, mp.DeviceFree = dev.Name(), deviceFree
+	mp.Device, mp.DeviceFree, mp.DeviceTotal = dev.Name(), deviceFree, total
 	mp.Footprint = c.plan.Footprint(pl, deviceFree)
 	mp.FitsDevice = mp.Footprint.Device <= deviceFree
 	mp.HostNeed = p.header.DataBytes + hostNeed(dev, mp.Footprint)
