@@ -203,30 +203,41 @@ func (opts Options) planMode(mp ModePlan, dev device.Device, plan *engine.Schedu
 		return mp, err
 	}
 	mp.DeviceFree = max(mp.DeviceFree-take, 0)
-	mp.Footprint = plan.Footprint(mp.Placement, mp.DeviceFree)
-	mp.FitsDevice = mp.Footprint.Device <= mp.DeviceFree
-	// A run makes the data set once, before any mode: each mode's host
-	// need counts it here, where nothing is made yet.
-	mp.HostNeed = res.Header.DataBytes + hostNeed(dev, mp.Footprint)
-	mp.FitsHost = mp.HostNeed <= mp.HostAvailable
-	// A placement that cannot load (a window of 0) has no copies to count;
-	// the run reports it.
-	if mp.Placement.Validate() != nil {
-		return mp, nil
-	}
-	if mp.Copies, err = plan.Copies(mp.Placement, mp.Footprint.Window, res.Batches, fed); err != nil {
+	if err := opts.sizeMode(&mp, dev, plan, res.Header.DataBytes, res.Batches, fed); err != nil {
 		return mp, err
 	}
-	if p, ok := opts.profileFor(mp.Mode, dev); ok {
-		pr := predictEpoch(plan.Work(), res.Batches, mp.Copies, mp.Placement, p)
-		mp.Prediction = &pr
-	}
-	if !mp.Placement.Managed {
+	if !mp.Placement.Managed && mp.Placement.Validate() == nil {
 		if mp.Timeline, err = plan.Timeline(mp.Placement, mp.Footprint.Window); err != nil {
 			return mp, err
 		}
 	}
 	return mp, nil
+}
+
+// sizeMode fills what mp needs on dev under its placement with
+// mp.DeviceFree free: the footprint, the host need (dataBytes, the data
+// set a run makes once before any mode, and the device's share where its
+// memory is the host's) and whether each fits; and, where fed batches of
+// an epoch (batches) are given, the copies of an epoch and the prediction
+// on the mode's profile. A placement that cannot load (a window of 0) has
+// no copies to count: the run reports it.
+func (opts Options) sizeMode(mp *ModePlan, dev device.Device, plan *engine.Schedule, dataBytes int64, batches int, fed []*gorgonia.Node) error {
+	mp.Footprint = plan.Footprint(mp.Placement, mp.DeviceFree)
+	mp.FitsDevice = mp.Footprint.Device <= mp.DeviceFree
+	mp.HostNeed = dataBytes + hostNeed(dev, mp.Footprint)
+	mp.FitsHost = mp.HostNeed <= mp.HostAvailable
+	if fed == nil || mp.Placement.Validate() != nil {
+		return nil
+	}
+	var err error
+	if mp.Copies, err = plan.Copies(mp.Placement, mp.Footprint.Window, batches, fed); err != nil {
+		return err
+	}
+	if p, ok := opts.profileFor(mp.Mode, dev); ok {
+		pr := predictEpoch(plan.Work(), batches, mp.Copies, mp.Placement, p)
+		mp.Prediction = &pr
+	}
+	return nil
 }
 
 // dataBytes returns the bytes of the workload's data set without making

@@ -179,19 +179,12 @@ func (p *Planner) Plan(mode Mode, cfg Config, deviceFree int64, predict bool) (M
 		}
 	}
 	mp.Device, mp.DeviceFree, mp.DeviceTotal = dev.Name(), deviceFree, total
-	mp.Footprint = c.plan.Footprint(pl, deviceFree)
-	mp.FitsDevice = mp.Footprint.Device <= deviceFree
-	mp.HostNeed = p.header.DataBytes + hostNeed(dev, mp.Footprint)
-	mp.FitsHost = mp.HostNeed <= p.host.Bytes
-	if !predict || pl.Validate() != nil {
-		return mp, nil
+	var fed []*gorgonia.Node // nil: no copies, no prediction
+	if predict {
+		fed = []*gorgonia.Node{c.model.Input, c.model.Target}
 	}
-	if mp.Copies, err = c.plan.Copies(pl, mp.Footprint.Window, p.Batches(), []*gorgonia.Node{c.model.Input, c.model.Target}); err != nil {
+	if err := p.opts.sizeMode(&mp, dev, c.plan, p.header.DataBytes, p.Batches(), fed); err != nil {
 		return ModePlan{}, fmt.Errorf("%s: %w", mode, err)
-	}
-	if prof, ok := p.opts.profileFor(mode, dev); ok {
-		pr := predictEpoch(c.plan.Work(), p.Batches(), mp.Copies, pl, prof)
-		mp.Prediction = &pr
 	}
 	return mp, nil
 }
