@@ -79,15 +79,18 @@ func FP16FromFloat32(f float32) uint16 {
 	return sign
 }
 
-// FP16ToFloat32 returns the float32 whose value is the fp16 h (a NaN keeps
-// its payload in float32's top mantissa bits).
+// FP16ToFloat32 returns the float32 whose value is the fp16 h. A NaN
+// becomes a quiet NaN with its payload in float32's top mantissa bits, as
+// x86's F16C conversion (VCVTPH2PS) makes it.
 func FP16ToFloat32(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16
 	exp := uint32(h>>10) & 0x1f
 	man := uint32(h & 0x03ff)
 	switch {
-	case exp == 0x1f: // Inf or NaN
-		return math.Float32frombits(sign | 0x7f80_0000 | man<<f32ToF16Shift)
+	case exp == 0x1f && man != 0: // NaN
+		return math.Float32frombits(sign | 0x7fc0_0000 | man<<f32ToF16Shift)
+	case exp == 0x1f: // Inf
+		return math.Float32frombits(sign | 0x7f80_0000)
 	case exp != 0:
 		return math.Float32frombits(sign | (exp<<10|man)<<f32ToF16Shift + rebias)
 	case man == 0:
