@@ -61,6 +61,10 @@ func BLASName() string { return hostmath.BLASName() }
 // kernels than the CPU runs, or is "".
 func BLASWarning() string { return hostmath.BLASWarning() }
 
+// BF16Path names the path the host's bf16 products take
+// (hostmath.BF16Path).
+func BF16Path() string { return hostmath.BF16Path() }
+
 // CPUVector names the host CPU's widest vector extension.
 func CPUVector() string { return hostmath.CPUVector() }
 

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -28,6 +29,14 @@ type Profile struct {
 	// FP32 is the peak FP32 rate in FLOP/s (an FMA counts as two), at the
 	// boost clock the vendor quotes.
 	FP32 float64
+	// Tensor16 is the peak rate of 16-bit matrix products in FLOP/s:
+	// dense (not the 2:4 structured-sparsity figure that datasheets quote
+	// beside it) FP16 or BF16 inputs with FP32 accumulation, on a GPU's
+	// tensor cores at the clock its FP32 figure uses. 0 means the device
+	// has no 16-bit matrix unit faster than its FP32 one (a host without
+	// AMX or AVX512_BF16; a profile that does not say): its 16-bit
+	// products then run at FP32, as Rate16 says.
+	Tensor16 float64 `json:",omitempty"`
 	// MemBandwidth is the peak device memory bandwidth in bytes/s.
 	MemBandwidth float64
 	// MemoryBytes is the device memory's size in bytes.
@@ -51,6 +60,15 @@ type Profile struct {
 	// Sources name the documents the figures come from, and how any
 	// derived figure was derived.
 	Sources []string
+}
+
+// Rate16 returns the peak rate of 16-bit matrix products on p: Tensor16,
+// or FP32 when p gives none.
+func (p Profile) Rate16() float64 {
+	if p.Tensor16 > 0 {
+		return p.Tensor16
+	}
+	return p.FP32
 }
 
 // Efficiency returns the efficiency the model time applies on p: its
@@ -171,6 +189,9 @@ const (
 	srcAdaWhitepaper = "NVIDIA Ada Lovelace GPU Architecture whitepaper (v1.0, 2022): FP32 TFLOPS, memory interface and bandwidth"
 	srcA100Datasheet = "NVIDIA A100 Tensor Core GPU datasheet (2020/2021): FP32 19.5 TFLOPS, 40 GB HBM2 at 1,555 GB/s, PCIe Gen4"
 	srcH100Datasheet = "NVIDIA H100 Tensor Core GPU datasheet (2022/2023): FP32 67 TFLOPS (SXM) and 51 TFLOPS (PCIe), 80 GB at 3.35 TB/s (SXM) and 2 TB/s (PCIe), PCIe Gen5 x16 host link"
+	srcA100Tensor    = "NVIDIA A100 Tensor Core GPU datasheet: FP16 and BF16 Tensor Core 312 TFLOPS dense (624 with sparsity), FP32 accumulation at the same rate; Tensor16 = 312 TFLOP/s"
+	srcH100Tensor    = "NVIDIA H100 Tensor Core GPU datasheet, whose FP16 and BF16 Tensor Core figures are with sparsity (1,979 TFLOPS SXM, 1,513 PCIe), and the NVIDIA H100 Tensor Core GPU Architecture whitepaper's dense figures with FP32 accumulation (989.4 SXM5, 756.5 PCIe): Tensor16 = the dense figure"
+	srcAdaTensor     = "GeForce tensor cores accumulate in FP32 at half their FP16-accumulate rate (Ada whitepaper, RTX 4090: FP16 Tensor 330.3 TFLOPS with FP16 accumulate, 165.2 with FP32 accumulate, dense; BF16 as FP16 with FP32 accumulate): Tensor16 is the FP32-accumulate rate"
 	srcDerivedLink   = "copy rates derived: pinned = 0.8 × the PCIe link's theoretical rate (perfmodel.PinnedFraction), pageable = 0.5 × pinned (perfmodel.PageableFraction)"
 )
 
@@ -178,54 +199,60 @@ const (
 var builtin = []Profile{
 	{
 		Name: "rtx4060-laptop", Title: "NVIDIA GeForce RTX 4060 Laptop GPU 8 GB (the reference report's GPU)",
-		FP32: 11e12, MemBandwidth: 256e9, MemoryBytes: 8 * gib, PCIeGen: 4, PCIeLanes: 8,
+		FP32: 11e12, Tensor16: 22e12, MemBandwidth: 256e9, MemoryBytes: 8 * gib, PCIeGen: 4, PCIeLanes: 8,
 		PinnedH2D: 12e9, PinnedD2H: 12e9,
 		Sources: []string{
 			"NVIDIA GeForce RTX 4060 Laptop GPU specifications (nvidia.com): 3072 CUDA cores, 8 GB GDDR6 on a 128-bit bus, PCIe 4.0 x8",
 			"gpuz's shared/dictcache.md (reading the reference report): 16 Gbps × 128 bit = 256 GB/s; about 11 TFLOP/s FP32 at the 75 W power limit (3072 cores × 2 × ~1.8 GHz sustained; 14.6 at the 2.37 GHz maximum boost); pinned copies about 12 GB/s in practice on PCIe 4.0 x8 (15.8 GB/s theoretical, a fraction of 0.76)",
 			"pageable copy rates derived: 0.5 × pinned (perfmodel.PageableFraction)",
+			"derived: Tensor16 = 24 SMs × 512 FLOP/cycle (dense FP16/BF16 with FP32 accumulate per Ada SM: the RTX 4090's 165.2 TFLOPS / 128 SMs / 2.52 GHz) × ~1.79 GHz sustained (the clock of the FP32 figure) = 22 TFLOP/s; 29.1 at the 2.37 GHz maximum boost, which matches NVIDIA's 233 AI TOPS (FP8, with sparsity: 4 × 58.2 FP16-accumulate dense, halved for FP32 accumulate)",
+			srcAdaTensor,
 		},
 	},
 	{
 		Name: "rtx3060", Title: "NVIDIA GeForce RTX 3060 12 GB",
-		FP32: 12.7e12, MemBandwidth: 360e9, MemoryBytes: 12 * gib, PCIeGen: 4, PCIeLanes: 16,
+		FP32: 12.7e12, Tensor16: 25.5e12, MemBandwidth: 360e9, MemoryBytes: 12 * gib, PCIeGen: 4, PCIeLanes: 16,
 		Sources: []string{
 			"NVIDIA GeForce RTX 3060 family specifications (nvidia.com): 3584 CUDA cores, 1.78 GHz boost, 12 GB GDDR6 on a 192-bit bus, PCIe 4.0",
 			"derived: FP32 = 3584 × 2 × 1.777 GHz = 12.7 TFLOP/s; bandwidth = 15 Gbps × 192 bit / 8 = 360 GB/s",
+			"derived: Tensor16 = 28 SMs × 512 FLOP/cycle × 1.777 GHz = 25.5 TFLOP/s, dense FP16/BF16 with FP32 accumulate; per GA10x SM 1024 FLOP/cycle with FP16 accumulate and half that with FP32 (NVIDIA Ampere GA102 GPU Architecture whitepaper: RTX 3090 71 TFLOPS FP32 accumulate, 142 FP16 accumulate, dense); NVIDIA's 101 Tensor TFLOPS for the 3060 is FP16 accumulate with sparsity, 4 × 25.3",
 			srcDerivedLink,
 		},
 	},
 	{
 		Name: "rtx4070", Title: "NVIDIA GeForce RTX 4070 12 GB",
-		FP32: 29.1e12, MemBandwidth: 504e9, MemoryBytes: 12 * gib, PCIeGen: 4, PCIeLanes: 16,
+		FP32: 29.1e12, Tensor16: 58.3e12, MemBandwidth: 504e9, MemoryBytes: 12 * gib, PCIeGen: 4, PCIeLanes: 16,
 		Sources: []string{
 			"NVIDIA GeForce RTX 4070 family specifications (nvidia.com): 5888 CUDA cores, 2.48 GHz boost, 12 GB GDDR6X on a 192-bit bus, PCIe 4.0",
 			"derived: FP32 = 5888 × 2 × 2.475 GHz = 29.1 TFLOP/s; bandwidth = 21 Gbps × 192 bit / 8 = 504 GB/s",
+			"derived: Tensor16 = 46 SMs × 512 FLOP/cycle × 2.475 GHz = 58.3 TFLOP/s, dense FP16/BF16 with FP32 accumulate (the SM rate from the RTX 4090's 165.2 TFLOPS / 128 SMs / 2.52 GHz); NVIDIA's 466 AI TOPS for the 4070 (FP8, with sparsity) is 4 × 116.6 FP16-accumulate dense, halved for FP32 accumulate",
+			srcAdaTensor,
 			srcDerivedLink,
 		},
 	},
 	{
 		Name: "rtx4090", Title: "NVIDIA GeForce RTX 4090 24 GB",
-		FP32: 82.6e12, MemBandwidth: 1008e9, MemoryBytes: 24 * gib, PCIeGen: 4, PCIeLanes: 16,
+		FP32: 82.6e12, Tensor16: 165.2e12, MemBandwidth: 1008e9, MemoryBytes: 24 * gib, PCIeGen: 4, PCIeLanes: 16,
 		Sources: []string{
 			srcAdaWhitepaper + ": RTX 4090 82.6 TFLOPS FP32 (16384 CUDA cores, 2.52 GHz boost), 24 GB GDDR6X, 384-bit at 21 Gbps = 1008 GB/s",
+			srcAdaTensor,
 			srcDerivedLink,
 		},
 	},
 	{
 		Name: "a100-40gb-pcie", Title: "NVIDIA A100 40 GB PCIe",
-		FP32: 19.5e12, MemBandwidth: 1555e9, MemoryBytes: 40 * gib, PCIeGen: 4, PCIeLanes: 16,
-		Sources: []string{srcA100Datasheet, srcDerivedLink},
+		FP32: 19.5e12, Tensor16: 312e12, MemBandwidth: 1555e9, MemoryBytes: 40 * gib, PCIeGen: 4, PCIeLanes: 16,
+		Sources: []string{srcA100Datasheet, srcA100Tensor, srcDerivedLink},
 	},
 	{
 		Name: "h100-pcie", Title: "NVIDIA H100 PCIe 80 GB",
-		FP32: 51e12, MemBandwidth: 2.0e12, MemoryBytes: 80 * gib, PCIeGen: 5, PCIeLanes: 16,
-		Sources: []string{srcH100Datasheet, srcDerivedLink},
+		FP32: 51e12, Tensor16: 756.5e12, MemBandwidth: 2.0e12, MemoryBytes: 80 * gib, PCIeGen: 5, PCIeLanes: 16,
+		Sources: []string{srcH100Datasheet, srcH100Tensor, srcDerivedLink},
 	},
 	{
 		Name: "h100-sxm", Title: "NVIDIA H100 SXM5 80 GB",
-		FP32: 67e12, MemBandwidth: 3.35e12, MemoryBytes: 80 * gib, PCIeGen: 5, PCIeLanes: 16,
-		Sources: []string{srcH100Datasheet, srcDerivedLink},
+		FP32: 67e12, Tensor16: 989.4e12, MemBandwidth: 3.35e12, MemoryBytes: 80 * gib, PCIeGen: 5, PCIeLanes: 16,
+		Sources: []string{srcH100Datasheet, srcH100Tensor, srcDerivedLink},
 	},
 }
 
@@ -312,6 +339,7 @@ var hostBuiltin = []Profile{
 			"derived: FP32 = 6 × 32 × 5.0 GHz + 8 × 16 × 3.7 GHz = 1.43 TFLOP/s, every core at its maximum turbo, which a 45 W laptop does not sustain on all cores (at the base clocks, 2.4 and 1.8 GHz: 0.69 TFLOP/s)",
 			"derived: memory bandwidth = 2 channels × 64 bit × 5200 MT/s / 8 = 83.2 GB/s, assuming DDR5-5200 (the report says only 16 GB; LPDDR5-6400 would give 102.4 GB/s); copies within host memory at half of it (each byte read and written)",
 			"the report's 16 GB of RAM as the memory size",
+			"no Tensor16: Raptor Lake has no AVX-512 (so no AVX512_BF16) and no AMX (Intel ARK: instruction set extensions SSE4.1, SSE4.2, AVX2; its AVX-VNNI is 8-bit integer only); its 16-bit products are converted to FP32 and run at the FP32 rate",
 			srcHostCall + "; the i7's cores are faster, so for it an upper estimate",
 		},
 	},
@@ -467,6 +495,8 @@ func check(p Profile) error {
 		return fmt.Errorf("field PCIeLanes: want 1 to 32 (0: none), not %d", p.PCIeLanes)
 	case (p.PCIeGen == 0) != (p.PCIeLanes == 0):
 		return errors.New("field PCIeLanes: PCIeGen and PCIeLanes go together (both 0 for no link)")
+	case !(p.Tensor16 >= 0) || math.IsInf(p.Tensor16, 0):
+		return fmt.Errorf("field Tensor16: want a rate in FLOP/s (0 or left out: none, 16-bit products at FP32), not %g", p.Tensor16)
 	case p.KernelOverhead < 0:
 		return fmt.Errorf("field KernelOverhead: want a duration in nanoseconds, not %d", p.KernelOverhead)
 	}

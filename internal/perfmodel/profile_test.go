@@ -35,6 +35,17 @@ func TestProfiles(t *testing.T) {
 	if got := strings.Join(Names(), " "); got != strings.Join(want, " ") {
 		t.Errorf("Names() = %s, want %s", got, strings.Join(want, " "))
 	}
+	// Every GPU's 16-bit tensor peak, dense with FP32 accumulation, is
+	// sourced, and the rate for 16-bit products.
+	for name, tensor := range map[string]float64{
+		"rtx4060-laptop": 22e12, "rtx3060": 25.5e12, "rtx4070": 58.3e12, "rtx4090": 165.2e12,
+		"a100-40gb-pcie": 312e12, "h100-pcie": 756.5e12, "h100-sxm": 989.4e12,
+	} {
+		p, _ := Lookup(name)
+		if p.Tensor16 != tensor || p.Rate16() != tensor || !slices.ContainsFunc(p.Sources, func(s string) bool { return strings.Contains(s, "Tensor16") }) {
+			t.Errorf("%s: Tensor16 %g, Rate16 %g, sources %q; want %g with a source naming it", name, p.Tensor16, p.Rate16(), p.Sources, tensor)
+		}
+	}
 	// The reference laptop carries dictcache.md's figures.
 	p, _ := Lookup("rtx4060-laptop")
 	if p.FP32 != 11e12 || p.MemBandwidth != 256e9 || p.MemoryBytes != 8<<30 || p.PinnedH2D != 12e9 || p.PageableH2D != 6e9 {
@@ -81,11 +92,11 @@ func writeProfile(t *testing.T, body string) string {
 
 func TestLoadProfile(t *testing.T) {
 	p, err := LoadProfile(writeProfile(t, `{"Name": "l4", "Title": "NVIDIA L4", "FP32": 30.3e12, "MemBandwidth": 300e9,
-		"MemoryBytes": 25769803776, "PCIeGen": 4, "PCIeLanes": 16, "PinnedH2D": 20e9, "Sources": ["NVIDIA L4 datasheet"]}`))
+		"MemoryBytes": 25769803776, "PCIeGen": 4, "PCIeLanes": 16, "PinnedH2D": 20e9, "Tensor16": 121e12, "Sources": ["NVIDIA L4 datasheet"]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Name != "l4" || p.FP32 != 30.3e12 || p.PinnedH2D != 20e9 || math.Abs(p.PinnedD2H-0.8*31.508e9) > 1e7 ||
+	if p.Name != "l4" || p.FP32 != 30.3e12 || p.Tensor16 != 121e12 || p.Rate16() != 121e12 || p.PinnedH2D != 20e9 || math.Abs(p.PinnedD2H-0.8*31.508e9) > 1e7 ||
 		p.PageableH2D != 10e9 || len(p.Sources) != 3 || !strings.Contains(p.Sources[1], "PinnedD2H, PageableH2D, PageableD2H derived") {
 		t.Errorf("LoadProfile = %+v", p)
 	}
@@ -129,6 +140,7 @@ func TestLoadProfileErrors(t *testing.T) {
 		{`{` + ok, "decoding: unexpected EOF"},
 		{`{` + ok + `} {}`, "more than one JSON value"},
 		{`{` + ok + `, "KernelOverhead": -1}`, "field KernelOverhead: want a duration"},
+		{`{` + ok + `, "Tensor16": -1e12}`, "field Tensor16: want a rate in FLOP/s"},
 		{`{"Name": "h", "FP32": 1, "MemBandwidth": 1, "MemoryBytes": 4, "PinnedH2D": 1, "PinnedD2H": 1, "PageableH2D": 1, "PageableD2H": 1}`,
 			"field KernelOverhead: missing"},
 		{`{` + ok + `, "Fitted": {"Dense": 1.5, "Elementwise": 1, "Bandwidth": 1, "Copy": 1}}`, "field Fitted.Dense: want a fraction"},
@@ -169,6 +181,10 @@ func TestHostProfiles(t *testing.T) {
 	}
 	if err := check(p); err != nil {
 		t.Errorf("cpu-i7-13700h: %v", err)
+	}
+	// No AVX512_BF16 or AMX: 16-bit products at the FP32 rate.
+	if p.Tensor16 != 0 || p.Rate16() != p.FP32 {
+		t.Errorf("cpu-i7-13700h: Tensor16 %g, Rate16 %g; want none, the FP32 rate", p.Tensor16, p.Rate16())
 	}
 	if _, err := LookupHost("rtx4060-laptop"); err == nil || !strings.Contains(err.Error(), "cpu-i7-13700h") {
 		t.Errorf("LookupHost of a GPU profile: %v, want an error naming the host profiles", err)
