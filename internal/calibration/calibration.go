@@ -33,7 +33,7 @@ type launcher interface {
 // dev, with threads host threads for the BLAS and the element-wise
 // kernels (hostmath.SetThreads, process-wide: the held-out runs' count).
 // Each sample repeats its launch or copy until one run takes about target
-// and keeps the best of three runs, each ended by waiting for the device;
+// and keeps the fastest of three runs (device.Best), each ended by waiting for the device;
 // a kernel sample counts its op as the engine's Schedule.Work does (the
 // op's name without parameters, one launch, the op's Cost).
 func Samples(dev device.Device, target time.Duration, threads int) ([]perfmodel.Sample, error) {
@@ -100,12 +100,12 @@ func timeOp(dev device.Device, c Case, target time.Duration) (perfmodel.Sample, 
 			return dev.Download(one, last)
 		}
 	}
-	t, err := best(run(1))
+	t, err := device.Best(run(1))
 	if err != nil {
 		return perfmodel.Sample{}, fmt.Errorf("calibrating %s: %w", name, err)
 	}
 	reps := repsFor(t, target)
-	if t, err = best(run(reps)); err != nil {
+	if t, err = device.Best(run(reps)); err != nil {
 		return perfmodel.Sample{}, fmt.Errorf("calibrating %s: %w", name, err)
 	}
 	cost := op.Cost(c.Shapes)
@@ -184,12 +184,12 @@ func timeCopies(dev device.Device, n int, target time.Duration) ([]perfmodel.Sam
 		run  func(int64) func() error
 		up   bool
 	}{{"upload", up, true}, {"download", down, false}} {
-		t, err := best(c.run(1))
+		t, err := device.Best(c.run(1))
 		if err != nil {
 			return nil, fmt.Errorf("calibrating %ss of %d floats: %w", c.name, n, err)
 		}
 		reps := repsFor(t, target)
-		if t, err = best(c.run(reps)); err != nil {
+		if t, err = device.Best(c.run(reps)); err != nil {
 			return nil, fmt.Errorf("calibrating %ss of %d floats: %w", c.name, n, err)
 		}
 		copies := perfmodel.Copies{SyncBytes: reps * bytes, Count: reps, Pageable: true}
@@ -209,19 +209,4 @@ const maxReps = 1 << 20
 // repsFor returns how many runs of a run that took one make about target.
 func repsFor(one, target time.Duration) int64 {
 	return int64(min(max(target/max(one, 1), 1), maxReps))
-}
-
-// best returns the fastest of three runs of f.
-func best(f func() error) (time.Duration, error) {
-	var fastest time.Duration
-	for i := range 3 {
-		start := time.Now()
-		if err := f(); err != nil {
-			return 0, err
-		}
-		if d := time.Since(start); i == 0 || d < fastest {
-			fastest = d
-		}
-	}
-	return fastest, nil
 }
