@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/cache"
+	"gpuz/internal/calibration"
 	"gpuz/internal/device"
 	"gpuz/internal/models"
 	"gpuz/internal/perfmodel"
@@ -24,9 +26,12 @@ import (
 )
 
 // calibrateTarget is about how long each kernel or copy sample's timed run
-// takes: three of them and a warm-up make a sample, about 40 samples a
-// calibration, so that the kernels take a few seconds.
-const calibrateTarget = 10 * time.Millisecond
+// takes: three of them and a warm-up make a sample, about 100 samples a
+// round, so that a round's samples take about two seconds.
+const calibrateTarget = 5 * time.Millisecond
+
+// defaultRounds and maxRounds are --rounds' default and largest value.
+const defaultRounds, maxRounds = 3, 20
 
 // calibrateGemmSize is the n of the n×n×n SGEMM that gives the host's
 // profile before fitting its FP32 rate (a GPU's is bench's 4096).
@@ -41,12 +46,16 @@ type CalibrateOptions struct {
 	// Output is the profile file written; "" is calibratedProfilePath's
 	// for the host, and must be given for a GPU.
 	Output string
-	// Threads is the host's thread count for the held-out runs.
+	// Threads is the host's thread count for the samples and the
+	// held-out runs.
 	Threads int
+	// Rounds is how many times the device is measured and the held-out
+	// runs are run, interleaved; the fit and the errors use the medians.
+	Rounds int
 	// measure, when set, replaces measuring the device: it returns the
 	// device's profile before fitting and the kernel and copy samples
 	// (tests give synthetic ones).
-	measure func(dev device.Device) (perfmodel.Profile, []perfmodel.Sample, error)
+	measure func(dev device.Device, threads int) (perfmodel.Profile, []perfmodel.Sample, error)
 	// heldOut, when set, replaces the held-out workload runs.
 	heldOut func(ctx context.Context, o *CalibrateOptions, spec string, before perfmodel.Profile) ([]perfmodel.Sample, error)
 }
@@ -58,20 +67,25 @@ func newCalibrateCmd(ios *IOStreams, runF func(context.Context, *CalibrateOption
 	cmd := &cobra.Command{
 		Use:   "calibrate",
 		Short: "Fit the performance model to this machine's measured kernels and write its profile",
-		Long: `calibrate measures a device with short runs of each kernel class (products,
-element-wise kernels, copies each way, from a few floats to buffers beyond the
-caches), fits the performance model's efficiency factors and its fixed costs
-per kernel and per copy to the measured times by least squares, and writes
-the fitted profile as JSON. It then runs small workloads that the fit did not
-see (the three workloads at --scale small, and the tiny linear training) and
-prints the model's error on them before and after fitting.
+		Long: `calibrate measures a device with short runs of each op class the workloads
+use, launched through the op as a run launches it (products, convolutions,
+attention, normalisation, element-wise ops, from a launch its fixed cost
+decides to ones its rate decides) and of copies each way, fits the
+performance model's factors to the measured times by least squares (for
+each class its fractions of the FP32 peak and of the memory bandwidth and
+its fixed cost per kernel, and the copies' rate and fixed cost), and writes
+the fitted profile as JSON. Between its rounds of samples it runs small
+workloads that the fit does not see (the three workloads at --scale small,
+and the tiny linear training) and prints the model's error on them before
+and after fitting: on the medians over the rounds, and each round's.
 
 Without a GPU it calibrates the host: the profile, written by default to
 gpuz/host-profile.json in the user's configuration directory, is the one
 --host-profile FILE takes (and the commands that rank the cpu mode read from
 there when --host-profile is not given). With --device cuda it calibrates the
-GPU, for --device sim:FILE; -o is then required. About ten seconds on a
-2-core machine. docs/model.md says how the fit works.`,
+GPU, for --device sim:FILE; -o is then required. About five seconds on a
+2-core machine per round (--rounds, 3 by default). docs/model.md says how
+the fit works; docs/fit.md gives its errors on the development machine.`,
 		Example: "  gpuz calibrate\n  gpuz calibrate -o host.json\n  gpuz calibrate --device cuda -o gpu.json",
 		Args:    noArgs,
 		RunE:    runWith(opts, runF, calibrateRun),
@@ -79,7 +93,8 @@ GPU, for --device sim:FILE; -o is then required. About ten seconds on a
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Device, "device", "auto", "device to calibrate: auto (a CUDA GPU when there is one, else the host), cpu or cuda[:N]")
 	fs.StringVarP(&opts.Output, "output", "o", "", "profile file to write (default: gpuz/host-profile.json in the user's configuration directory, for the host)")
-	fs.IntVar(&opts.Threads, "threads", min(runtime.NumCPU(), maxThreads()), fmt.Sprintf("host threads for BLAS and element-wise kernels in the held-out runs, at most %d (4 per CPU, %d at most)", maxThreads(), threadCap))
+	fs.IntVar(&opts.Threads, "threads", min(runtime.NumCPU(), maxThreads()), fmt.Sprintf("host threads for BLAS and element-wise kernels in the samples and the held-out runs, at most %d (4 per CPU, %d at most)", maxThreads(), threadCap))
+	fs.IntVar(&opts.Rounds, "rounds", defaultRounds, fmt.Sprintf("rounds of samples and held-out runs, interleaved; the fit and the errors use their medians (1 to %d)", maxRounds))
 	return cmd
 }
 
@@ -88,6 +103,9 @@ GPU, for --device sim:FILE; -o is then required. About ten seconds on a
 func calibrateRun(ctx context.Context, o *CalibrateOptions) error {
 	if o.Threads < 1 || o.Threads > maxThreads() {
 		return usagef("--threads must be from 1 to %d, got %d", maxThreads(), o.Threads)
+	}
+	if o.Rounds < 1 || o.Rounds > maxRounds {
+		return usagef("--rounds must be from 1 to %d, got %d", maxRounds, o.Rounds)
 	}
 	dev, spec, err := calibratedDevice(o.Device)
 	if err != nil {
@@ -114,8 +132,27 @@ func calibrateRun(ctx context.Context, o *CalibrateOptions) error {
 	if measure == nil {
 		measure = measureForCalibration
 	}
-	fmt.Fprintf(o.IO.ErrOut, "calibrating %s: timing products, element-wise kernels and copies…\n", dev.Name())
-	before, samples, err := measure(dev)
+	heldOut := o.heldOut
+	if heldOut == nil {
+		heldOut = runHeldOut
+	}
+	var befores []perfmodel.Profile
+	var rounds, held [][]perfmodel.Sample
+	for r := range o.Rounds {
+		fmt.Fprintf(o.IO.ErrOut, "calibrating %s, round %d of %d: timing the ops and copies…\n", dev.Name(), r+1, o.Rounds)
+		before, samples, err := measure(dev, o.Threads)
+		if err != nil {
+			return fmt.Errorf("calibrating %s: %w", dev.Name(), err)
+		}
+		fmt.Fprintf(o.IO.ErrOut, "calibrating %s, round %d of %d: small workload runs held out of the fit…\n", dev.Name(), r+1, o.Rounds)
+		runs, err := heldOut(ctx, o, spec, before)
+		if err != nil {
+			return fmt.Errorf("calibrating %s: held-out runs: %w", dev.Name(), err)
+		}
+		befores, rounds, held = append(befores, before), append(rounds, samples), append(held, runs)
+	}
+	before := medianProfile(befores)
+	samples, err := medianSamples(rounds)
 	if err != nil {
 		return fmt.Errorf("calibrating %s: %w", dev.Name(), err)
 	}
@@ -123,17 +160,8 @@ func calibrateRun(ctx context.Context, o *CalibrateOptions) error {
 	if err != nil {
 		return fmt.Errorf("calibrating %s: %w", dev.Name(), err)
 	}
-	heldOut := o.heldOut
-	if heldOut == nil {
-		heldOut = runHeldOut
-	}
-	fmt.Fprintf(o.IO.ErrOut, "checking the fit on small workload runs…\n")
-	runs, err := heldOut(ctx, o, spec, before)
-	if err != nil {
-		return fmt.Errorf("calibrating %s: held-out runs: %w", dev.Name(), err)
-	}
 	if err := report.WriteCalibration(o.IO.Out, report.Calibration{Before: before, After: fit.Profile, Kept: fit.Kept,
-		Samples: samples, HeldOut: runs}); err != nil {
+		Samples: samples, HeldOut: held}); err != nil {
 		return err
 	}
 	if err := writeFile(path, "the calibrated profile", func(w io.Writer) error {
@@ -170,8 +198,9 @@ func calibratedDevice(spec string) (device.Device, string, error) {
 
 // measureForCalibration returns dev's profile from its measured rates
 // (perfmodel.HostProfile for the host, perfmodel.Measured for a GPU: the
-// model before fitting) and its kernel and copy samples.
-func measureForCalibration(dev device.Device) (perfmodel.Profile, []perfmodel.Sample, error) {
+// model before fitting) and its op and copy samples (calibration.Samples,
+// on threads host threads).
+func measureForCalibration(dev device.Device, threads int) (perfmodel.Profile, []perfmodel.Sample, error) {
 	_, host := dev.(*device.Host)
 	n := calibrateGemmSize
 	if !host {
@@ -190,8 +219,71 @@ func measureForCalibration(dev device.Device) (perfmodel.Profile, []perfmodel.Sa
 		p = perfmodel.Measured(strings.ReplaceAll(dev.Name(), ":", "-"), info.Total, info.GemmFLOPS, info.Bandwidth,
 			info.UploadPinned, info.DownloadPinned, info.UploadPageable, info.DownloadPageable)
 	}
-	samples, err := device.CalibrationSamples(dev, calibrateTarget)
+	samples, err := calibration.Samples(dev, calibrateTarget, threads)
 	return p, samples, err
+}
+
+// medianProfile returns the first profile with each measured rate (FP32,
+// memory bandwidth, copy rates) the median of the profiles': the model
+// before fitting, less moved by a busy moment of a shared machine than one
+// measurement.
+func medianProfile(profiles []perfmodel.Profile) perfmodel.Profile {
+	p := profiles[0]
+	for _, f := range []func(*perfmodel.Profile) *float64{
+		func(q *perfmodel.Profile) *float64 { return &q.FP32 },
+		func(q *perfmodel.Profile) *float64 { return &q.MemBandwidth },
+		func(q *perfmodel.Profile) *float64 { return &q.PinnedH2D },
+		func(q *perfmodel.Profile) *float64 { return &q.PinnedD2H },
+		func(q *perfmodel.Profile) *float64 { return &q.PageableH2D },
+		func(q *perfmodel.Profile) *float64 { return &q.PageableD2H },
+	} {
+		vs := make([]float64, len(profiles))
+		for i := range profiles {
+			vs[i] = *f(&profiles[i])
+		}
+		*f(&p) = median(vs)
+	}
+	return p
+}
+
+// medianSamples returns, for each sample of the rounds (each round times
+// the same kernels and copies, in the same order, repeated as often as its
+// own timing sized them), the round's sample whose time per launch or
+// per copy is the median (the lower middle one for an even count).
+func medianSamples(rounds [][]perfmodel.Sample) ([]perfmodel.Sample, error) {
+	out := make([]perfmodel.Sample, len(rounds[0]))
+	for i := range out {
+		var of []perfmodel.Sample
+		for r, samples := range rounds {
+			if len(samples) != len(out) {
+				return nil, fmt.Errorf("round %d timed %d samples, round 1 %d", r+1, len(samples), len(out))
+			}
+			of = append(of, samples[i])
+		}
+		slices.SortFunc(of, func(a, b perfmodel.Sample) int { return cmp.Compare(perUnit(a), perUnit(b)) })
+		out[i] = of[(len(of)-1)/2]
+	}
+	return out, nil
+}
+
+// perUnit is a sample's time per launch of its kernels, or per copy.
+func perUnit(s perfmodel.Sample) float64 {
+	n := s.Copies.Count
+	for _, k := range s.Kernels {
+		n += k.Launches
+	}
+	return s.Time.Seconds() / float64(max(n, 1))
+}
+
+// median returns the median of vs (the mean of the middle two for an even
+// count); vs is sorted.
+func median(vs []float64) float64 {
+	slices.Sort(vs)
+	n := len(vs)
+	if n%2 == 0 {
+		return (vs[n/2-1] + vs[n/2]) / 2
+	}
+	return vs[n/2]
 }
 
 // heldOutRun is a small workload run that calibration checks the fit on.

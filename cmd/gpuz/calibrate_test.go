@@ -29,10 +29,11 @@ func timedOn(p perfmodel.Profile, samples []perfmodel.Sample) []perfmodel.Sample
 	return samples
 }
 
-// syntheticCalibration is a measurement of calibrationTruth: products,
-// element-wise kernels (one bound by compute) and copies, and the profile
-// before fitting at the default efficiency and the host's cost per kernel.
-func syntheticCalibration(device.Device) (perfmodel.Profile, []perfmodel.Sample, error) {
+// syntheticCalibration is a measurement of calibrationTruth: products (one
+// bound by memory), element-wise kernels (one bound by compute) and copies,
+// and the profile before fitting at the default efficiency and the host's
+// cost per kernel.
+func syntheticCalibration(device.Device, int) (perfmodel.Profile, []perfmodel.Sample, error) {
 	before := calibrationTruth
 	before.Fitted, before.KernelOverhead = nil, perfmodel.HostKernelOverhead
 	k := func(name string, launches, flops, bytes int64) perfmodel.Sample {
@@ -42,7 +43,7 @@ func syntheticCalibration(device.Device) (perfmodel.Profile, []perfmodel.Sample,
 		return perfmodel.Sample{Name: "copy", Copies: perfmodel.Copies{H2DBytes: up, D2HBytes: down, SyncBytes: up + down, Count: count, Pageable: true}}
 	}
 	return before, timedOn(calibrationTruth, []perfmodel.Sample{
-		k("Gemm", 1, 2e9, 1e7), k("Gemm", 1000, 1e9, 1e7), k("Gemm", 100, 5e8, 1e6),
+		k("Gemm", 1, 2e9, 1e7), k("Gemm", 1000, 1e9, 1e7), k("Gemm", 100, 5e8, 1e6), k("Gemm", 100, 1e5, 1e8),
 		k("Add", 10000, 1e5, 1.2e6), k("Add", 10, 1e8, 1.2e9), k("Add", 100, 1e8, 1.2e9), k("Exp", 10, 1e9, 1e6),
 		c(1e9, 0, 10), c(0, 1e6, 10000), c(1e7, 0, 100),
 	}), nil
@@ -56,15 +57,54 @@ func syntheticHeldOut(context.Context, *CalibrateOptions, string, perfmodel.Prof
 	}), nil
 }
 
+// slowed returns measure and heldOut as in a round where the machine is
+// busy: every time doubled (and the rates before fitting halved).
+func slowed(measure func(device.Device, int) (perfmodel.Profile, []perfmodel.Sample, error),
+	heldOut func(context.Context, *CalibrateOptions, string, perfmodel.Profile) ([]perfmodel.Sample, error)) (
+	func(device.Device, int) (perfmodel.Profile, []perfmodel.Sample, error),
+	func(context.Context, *CalibrateOptions, string, perfmodel.Profile) ([]perfmodel.Sample, error)) {
+	double := func(samples []perfmodel.Sample) []perfmodel.Sample {
+		for i := range samples {
+			samples[i].Time *= 2
+		}
+		return samples
+	}
+	return func(d device.Device, threads int) (perfmodel.Profile, []perfmodel.Sample, error) {
+			p, samples, err := measure(d, threads)
+			p.FP32, p.MemBandwidth, p.PageableH2D = p.FP32/2, p.MemBandwidth/2, p.PageableH2D/2
+			return p, double(samples), err
+		}, func(ctx context.Context, o *CalibrateOptions, spec string, before perfmodel.Profile) ([]perfmodel.Sample, error) {
+			runs, err := heldOut(ctx, o, spec, before)
+			return double(runs), err
+		}
+}
+
 // TestCalibrateWritesTheFittedProfile calibrates on synthetic measurements
-// of a known device: the profile written reads back with LoadProfile with
-// the device's fixed cost per kernel, and the report gives the held-out
-// runs' error before (the default factors) and after (none).
+// of a known device in three rounds, the second on a busy machine (every
+// time doubled): the medians leave that round out, so the profile written
+// reads back with LoadProfile with the device's fixed cost per kernel, and
+// the report gives the held-out runs' error before (the default factors)
+// and after (none), each round's (the busy one's 50% after) and the runs'
+// spread.
 func TestCalibrateWritesTheFittedProfile(t *testing.T) {
 	var out, errOut bytes.Buffer
 	path := filepath.Join(t.TempDir(), "host.json")
-	o := &CalibrateOptions{IO: newIOStreams(&out, &errOut), Device: "cpu", Output: path, Threads: 1,
-		measure: syntheticCalibration, heldOut: syntheticHeldOut}
+	round := 0
+	busyMeasure, busyHeldOut := slowed(syntheticCalibration, syntheticHeldOut)
+	o := &CalibrateOptions{IO: newIOStreams(&out, &errOut), Device: "cpu", Output: path, Threads: 1, Rounds: 3,
+		measure: func(d device.Device, threads int) (perfmodel.Profile, []perfmodel.Sample, error) {
+			round++
+			if round == 2 {
+				return busyMeasure(d, threads)
+			}
+			return syntheticCalibration(d, threads)
+		},
+		heldOut: func(ctx context.Context, o *CalibrateOptions, spec string, before perfmodel.Profile) ([]perfmodel.Sample, error) {
+			if round == 2 {
+				return busyHeldOut(ctx, o, spec, before)
+			}
+			return syntheticHeldOut(ctx, o, spec, before)
+		}}
 	if err := calibrateRun(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +115,8 @@ func TestCalibrateWritesTheFittedProfile(t *testing.T) {
 	if d := p.KernelOverhead - calibrationTruth.KernelOverhead; d < -time.Nanosecond || d > time.Nanosecond || p.Fitted == nil {
 		t.Errorf("written profile: kernel overhead %v, fitted %+v; want %v and fitted factors", p.KernelOverhead, p.Fitted, calibrationTruth.KernelOverhead)
 	}
-	for _, want := range []string{"KernelOverhead  0.500 µs  0.200 µs", "small run", "larger run",
-		"held out (not fitted): median model error", "before, 0% after", "wrote " + path} {
+	for _, want := range []string{"KernelOverhead           0.500 µs  0.200 µs", "small run", "larger run",
+		"held out (not fitted): median model error", "before, 0% after", "% → 0%, ", "% → 50%, ", "products Overhead", "wrote " + path} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -88,7 +128,7 @@ func TestCalibrateWritesTheFittedProfile(t *testing.T) {
 func TestCalibrateDefaultFile(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", dir)
-	o := &CalibrateOptions{IO: newIOStreams(&bytes.Buffer{}, &bytes.Buffer{}), Device: "cpu", Threads: 1,
+	o := &CalibrateOptions{IO: newIOStreams(&bytes.Buffer{}, &bytes.Buffer{}), Device: "cpu", Threads: 1, Rounds: 1,
 		measure: syntheticCalibration, heldOut: syntheticHeldOut}
 	if err := calibrateRun(context.Background(), o); err != nil {
 		t.Fatal(err)
@@ -105,7 +145,7 @@ func TestCalibrateRefuses(t *testing.T) {
 		{"sim:1GiB", "a simulated device runs the host's kernels"},
 		{"gpu", `unknown device "gpu"`},
 	} {
-		o := &CalibrateOptions{IO: newIOStreams(&bytes.Buffer{}, &bytes.Buffer{}), Device: tc.device, Threads: 1,
+		o := &CalibrateOptions{IO: newIOStreams(&bytes.Buffer{}, &bytes.Buffer{}), Device: tc.device, Threads: 1, Rounds: 1,
 			measure: syntheticCalibration, heldOut: syntheticHeldOut}
 		if err := calibrateRun(context.Background(), o); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--device %s: error %v, want %q", tc.device, err, tc.want)

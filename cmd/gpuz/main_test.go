@@ -170,6 +170,7 @@ func TestBadInput(t *testing.T) {
 		{"sim profile file bad field", "linear train cuda --device sim:testdata/profiles/bad-fp32.json", "profile testdata/profiles/bad-fp32.json: field FP32: want a positive rate"},
 		{"calibrate a simulated device", "calibrate --device sim:1GiB", "--device sim:1GiB: a simulated device runs the host's kernels"},
 		{"calibrate zero threads", "calibrate --threads 0", "--threads must be from 1 to"},
+		{"calibrate zero rounds", "calibrate --rounds 0", "--rounds must be from 1 to 20, got 0"},
 		{"calibrate argument", "calibrate now", "unknown command"},
 		{"calibrate output a directory", "calibrate -o testdata", "/cmd/gpuz/testdata: is a directory"},
 		{"take-mem sim profile file not JSON", "take-mem 2 --device sim:testdata/profiles/truncated.json", "decoding: unexpected EOF"},

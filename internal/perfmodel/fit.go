@@ -51,24 +51,30 @@ type FitResult struct {
 // maxReassign bounds Fit's rounds of choosing each kernel's bound side.
 const maxReassign = 20
 
-// Fit fits p's efficiency and fixed cost per kernel to measured samples by
-// least squares, FlexGen's lesson: a cost model's constants come from
+// Fit fits p's efficiency and fixed costs per kernel to measured samples
+// by least squares, FlexGen's lesson: a cost model's constants come from
 // runs, not spec sheets. Each sample times kernels alone or copies alone.
 //
-// With the profile's peaks fixed, the model time of a kernel sample is
-// linear in six unknowns once each kernel's side of its roofline is chosen:
-// the seconds per FLOP of a dense and of an element-wise kernel
-// (1/(FP32·Dense), 1/(FP32·Elementwise)), the seconds per byte of device
-// memory (1/(MemBandwidth·Bandwidth)) and per launch (KernelOverhead); a
-// copy sample's is linear in 1/Copy and CopyOverhead. Fit minimises the sum
-// of squared relative errors (each row divided by its measured time, so
-// that a 10 µs run counts as much as a 100 ms one), chooses each kernel's
-// side again at the solution, and repeats until the choice holds. A factor
-// that no sample decides (element-wise kernels that are never bound by
-// compute, say) keeps p's value and is listed in Kept; a fixed cost fitted
-// below 0 is 0. A fraction fitted above 1 means the device ran faster than
-// the profile's peak: the peak is raised to the rate reached and the
-// fraction is 1, so that the bound stays a bound.
+// The kernels of each class of KernelClasses (or of p's own classes, when
+// its efficiency has some) get factors of their own; every other kernel
+// has the efficiency's. With the profile's peaks fixed, the model time of
+// a kernel sample is linear in the unknowns once each kernel's side of its
+// roofline is chosen: for the kernels outside the classes, the seconds per
+// FLOP of a dense and of an element-wise kernel (1/(FP32·Dense),
+// 1/(FP32·Elementwise)), per byte of device memory
+// (1/(MemBandwidth·Bandwidth)) and per launch (KernelOverhead); for each
+// class its seconds per FLOP, per byte and per launch; a copy sample's is
+// linear in 1/Copy and CopyOverhead. Fit minimises the sum of squared
+// relative errors (each row divided by its measured time, so that a 10 µs
+// run counts as much as a 100 ms one), chooses each kernel's side again at
+// the solution, and repeats until the choice holds. A factor that no
+// sample decides (element-wise kernels that are never bound by compute,
+// say, or a rate that comes out at 0 or below) keeps its starting value
+// (p's, a class's starting from the factors its kernels had in p) and is
+// listed in Kept; a fixed cost fitted below 0 is 0. A fraction fitted
+// above 1 means the device ran faster than the profile's peak: the peak is
+// raised to the rate reached and every fraction scaled down with it, so
+// that the bound stays a bound.
 func Fit(p Profile, samples []Sample) (FitResult, error) {
 	if len(samples) == 0 {
 		return FitResult{}, errors.New("fitting the model: no samples")
@@ -82,40 +88,117 @@ func Fit(p Profile, samples []Sample) (FitResult, error) {
 			return FitResult{}, fmt.Errorf("fitting the model: sample %q: a sample times kernels alone or plain copies alone", s.Name)
 		}
 	}
-	e := p.Efficiency()
-	x := []float64{1 / frac(e.Dense), 1 / frac(e.Elementwise), 1 / frac(e.Bandwidth),
-		max(p.KernelOverhead.Seconds(), 0), 1 / frac(e.Copy), max(e.CopyOverhead.Seconds(), 0)}
+	u := newUnknowns(p)
 	var kept []string
 	var sides [][]bool
 	for range maxReassign {
-		next := kernelSides(p, e, x, samples)
+		next := u.sides(samples)
 		if slices.EqualFunc(next, sides, slices.Equal) {
 			break
 		}
 		sides = next
 		var err error
-		if x, kept, err = solve(p, e, x, samples, sides); err != nil {
+		if kept, err = u.solve(samples, sides); err != nil {
 			return FitResult{}, err
 		}
 	}
-	return FitResult{Profile: fitted(p, e, x), Kept: kept}, nil
+	return FitResult{Profile: u.fitted(), Kept: kept}, nil
 }
 
-// factorNames are the unknowns' factors, in the order of Fit's vector.
-var factorNames = []string{FactorDense, FactorElementwise, FactorBandwidth, FactorKernelOverhead, FactorCopy, FactorCopyOverhead}
+// The columns of Fit's unknowns before the classes' (each class has
+// classColumns more: its seconds per FLOP, per byte and per launch).
+const (
+	colDense = iota
+	colElementwise
+	colBandwidth
+	colKernelOverhead
+	colCopy
+	colCopyOverhead
+	baseColumns
+	classColumns = 3
+)
 
-// kernelSides says, for each sample's each kernel, whether it is bound by
-// compute (true) or by memory at the unknowns x.
-func kernelSides(p Profile, e Efficiency, x []float64, samples []Sample) [][]bool {
+// baseFactors are the names of the columns before the classes'.
+var baseFactors = []string{FactorDense, FactorElementwise, FactorBandwidth, FactorKernelOverhead, FactorCopy, FactorCopyOverhead}
+
+// The factors of a class, as FitResult.Kept names them after the class's
+// name ("products Compute").
+const (
+	FactorCompute  = "Compute"
+	FactorOverhead = "Overhead"
+)
+
+// unknowns are Fit's unknowns: the profile fitted, its efficiency, the
+// classes whose kernels have factors of their own, and the values x by
+// column.
+type unknowns struct {
+	p       Profile
+	e       Efficiency
+	classes []KernelClass
+	x       []float64
+}
+
+// newUnknowns starts the fit of p at p's factors: its efficiency's classes
+// when it has some, else KernelClasses each at the factors its first
+// kernel has in p.
+func newUnknowns(p Profile) *unknowns {
+	e := p.Efficiency()
+	classes := slices.Clone(e.Classes)
+	if len(classes) == 0 {
+		classes = KernelClasses()
+		for i := range classes {
+			c, b, o := e.factors(classes[i].Kernels[0], p)
+			classes[i].Compute, classes[i].Bandwidth, classes[i].Overhead = c, b, duration(o)
+		}
+	}
+	x := []float64{1 / frac(e.Dense), 1 / frac(e.Elementwise), 1 / frac(e.Bandwidth),
+		max(p.KernelOverhead.Seconds(), 0), 1 / frac(e.Copy), max(e.CopyOverhead.Seconds(), 0)}
+	for _, c := range classes {
+		x = append(x, 1/frac(c.Compute), 1/frac(c.Bandwidth), max(c.Overhead.Seconds(), 0))
+	}
+	e.Classes = classes
+	return &unknowns{p: p, e: e, classes: classes, x: x}
+}
+
+// columns returns the columns of the kernel called name's seconds per
+// FLOP, per byte and per launch.
+func (u *unknowns) columns(name string) (flop, byte, launch int) {
+	for i, c := range u.classes {
+		if slices.ContainsFunc(c.Kernels, func(k string) bool { return strings.EqualFold(k, name) }) {
+			col := baseColumns + classColumns*i
+			return col, col + 1, col + 2
+		}
+	}
+	if isDense(u.e, name) {
+		return colDense, colBandwidth, colKernelOverhead
+	}
+	return colElementwise, colBandwidth, colKernelOverhead
+}
+
+// name is the factor of column col, as FitResult.Kept names it.
+func (u *unknowns) name(col int) string {
+	if col < baseColumns {
+		return baseFactors[col]
+	}
+	c := u.classes[(col-baseColumns)/classColumns]
+	return c.Name + " " + []string{FactorCompute, FactorBandwidth, FactorOverhead}[(col-baseColumns)%classColumns]
+}
+
+// fixedCost says column col is a fixed cost (seconds per launch or per
+// copy) rather than the inverse of a fraction.
+func fixedCost(col int) bool {
+	return col == colKernelOverhead || col == colCopyOverhead || col >= baseColumns && (col-baseColumns)%classColumns == 2
+}
+
+// sides says, for each sample's each kernel, whether it is bound by
+// compute (true) or by memory at the unknowns' values.
+func (u *unknowns) sides(samples []Sample) [][]bool {
 	sides := make([][]bool, len(samples))
 	for i, s := range samples {
 		sides[i] = make([]bool, len(s.Kernels))
 		for j, k := range s.Kernels {
-			perFLOP := x[1]
-			if isDense(e, k.Name) {
-				perFLOP = x[0]
-			}
-			sides[i][j] = nonneg(k.FLOPs)/p.FP32*perFLOP >= nonneg(k.Bytes)/p.MemBandwidth*x[2]
+			flop, byte, _ := u.columns(k.Name)
+			sides[i][j] = nonneg(k.FLOPs)/u.p.FP32*u.x[flop] >= nonneg(k.Bytes)/u.p.MemBandwidth*u.x[byte]
 		}
 	}
 	return sides
@@ -126,40 +209,40 @@ func isDense(e Efficiency, name string) bool {
 	return slices.ContainsFunc(e.DenseKernels, func(d string) bool { return strings.EqualFold(d, name) })
 }
 
-// solve returns the least-squares unknowns for the kernels' sides, the
-// columns that no sample touches kept at x's values (and named), and a
-// fixed cost that comes out negative fixed at 0.
-func solve(p Profile, e Efficiency, x []float64, samples []Sample, sides [][]bool) ([]float64, []string, error) {
-	n := len(factorNames)
+// solve sets the unknowns to their least-squares values for the kernels'
+// sides and returns the names of the factors it kept: the columns that no
+// sample touches and the rates that come out at 0 or below keep their
+// values, a fixed cost that comes out below 0 is 0.
+func (u *unknowns) solve(samples []Sample, sides [][]bool) ([]string, error) {
+	p, n := u.p, len(u.x)
 	rows := make([][]float64, len(samples))
 	for i, s := range samples {
 		row := make([]float64, n)
 		for j, k := range s.Kernels {
-			switch {
-			case sides[i][j] && isDense(e, k.Name):
-				row[0] += nonneg(k.FLOPs) / p.FP32
-			case sides[i][j]:
-				row[1] += nonneg(k.FLOPs) / p.FP32
-			default:
-				row[2] += nonneg(k.Bytes) / p.MemBandwidth
+			flop, byte, launch := u.columns(k.Name)
+			if sides[i][j] {
+				row[flop] += nonneg(k.FLOPs) / p.FP32
+			} else {
+				row[byte] += nonneg(k.Bytes) / p.MemBandwidth
 			}
-			row[3] += nonneg(k.Launches)
+			row[launch] += nonneg(k.Launches)
 		}
 		up, down := p.PinnedH2D, p.PinnedD2H
 		if s.Copies.Pageable {
 			up, down = p.PageableH2D, p.PageableD2H
 		}
-		row[4] = div(nonneg(s.Copies.H2DBytes), up) + div(nonneg(s.Copies.D2HBytes), down)
-		row[5] = nonneg(s.Copies.Count)
+		row[colCopy] = div(nonneg(s.Copies.H2DBytes), up) + div(nonneg(s.Copies.D2HBytes), down)
+		row[colCopyOverhead] = nonneg(s.Copies.Count)
 		rows[i] = row
 	}
 	fixed := make([]bool, n)
 	var kept []string
 	for c := range n {
 		if !slices.ContainsFunc(rows, func(r []float64) bool { return r[c] > 0 }) {
-			fixed[c], kept = true, append(kept, factorNames[c])
+			fixed[c], kept = true, append(kept, u.name(c))
 		}
 	}
+	x := slices.Clone(u.x)
 	for {
 		var free []int
 		for c := range n {
@@ -168,10 +251,10 @@ func solve(p Profile, e Efficiency, x []float64, samples []Sample, sides [][]boo
 			}
 		}
 		if len(free) == 0 {
-			return nil, nil, errors.New("fitting the model: the samples decide no factor")
+			return nil, errors.New("fitting the model: the samples decide no factor")
 		}
 		if len(free) > len(samples) {
-			return nil, nil, fmt.Errorf("fitting the model: %d samples for %d factors", len(samples), len(free))
+			return nil, fmt.Errorf("fitting the model: %d samples for %d factors", len(samples), len(free))
 		}
 		a := mat.NewDense(len(samples), len(free), nil)
 		b := mat.NewVecDense(len(samples), nil)
@@ -190,58 +273,65 @@ func solve(p Profile, e Efficiency, x []float64, samples []Sample, sides [][]boo
 		}
 		var sol mat.VecDense
 		if err := sol.SolveVec(a, b); err != nil {
-			return nil, nil, fmt.Errorf("fitting the model: the samples do not separate the factors %v: %w", factorsOf(free), err)
+			return nil, fmt.Errorf("fitting the model: the samples do not separate the factors %v: %w", u.names(free), err)
 		}
-		out := slices.Clone(x)
 		refit := false
 		for j, c := range free {
-			v := sol.AtVec(j)
-			switch {
-			case (c == 3 || c == 5) && v < 0:
-				out[c], fixed[c], refit = 0, true, true
-			case c != 3 && c != 5 && !(v > 0):
-				return nil, nil, fmt.Errorf("fitting the model: %s came out at %g per unit: the samples do not decide it", factorNames[c], v)
+			switch v := sol.AtVec(j); {
+			case fixedCost(c) && v < 0:
+				x[c], fixed[c], refit = 0, true, true
+			case !fixedCost(c) && !(v > 0):
+				fixed[c], refit, kept = true, true, append(kept, u.name(c))
 			default:
-				out[c] = v
+				x[c] = v
 			}
 		}
-		if refit {
-			x = out
-			continue
+		if !refit {
+			u.x = x
+			return kept, nil
 		}
-		return out, kept, nil
 	}
 }
 
-// factorsOf returns the names of the factors of columns cols.
-func factorsOf(cols []int) []string {
+// names returns the names of the factors of columns cols.
+func (u *unknowns) names(cols []int) []string {
 	out := make([]string, len(cols))
 	for i, c := range cols {
-		out[i] = factorNames[c]
+		out[i] = u.name(c)
 	}
 	return out
 }
 
-// fitted returns p with the unknowns x as its efficiency and fixed cost
-// per kernel, raising a peak that a fraction above 1 shows too low.
-func fitted(p Profile, e Efficiency, x []float64) Profile {
-	dense, elem, bw, cp := 1/x[0], 1/x[1], 1/x[2], 1/x[4]
-	if top := max(dense, elem); top > 1 {
-		p.FP32 *= top
-		dense, elem = dense/top, elem/top
+// fitted returns the profile with the unknowns as its efficiency and fixed
+// costs per kernel, raising a peak that a fraction above 1 shows too low
+// (and scaling every fraction of that peak down with it).
+func (u *unknowns) fitted() Profile {
+	p, x := u.p, u.x
+	computes, bandwidths := []float64{1 / x[colDense], 1 / x[colElementwise]}, []float64{1 / x[colBandwidth]}
+	for i := range u.classes {
+		col := baseColumns + classColumns*i
+		computes, bandwidths = append(computes, 1/x[col]), append(bandwidths, 1/x[col+1])
 	}
-	if bw > 1 {
-		p.MemBandwidth *= bw
-		bw = 1
-	}
+	topC, topB := max(slices.Max(computes), 1), max(slices.Max(bandwidths), 1)
+	p.FP32, p.MemBandwidth = p.FP32*topC, p.MemBandwidth*topB
+	cp := 1 / x[colCopy]
 	if cp > 1 {
 		p.PinnedH2D, p.PinnedD2H, p.PageableH2D, p.PageableD2H = p.PinnedH2D*cp, p.PinnedD2H*cp, p.PageableH2D*cp, p.PageableD2H*cp
 		cp = 1
 	}
-	p.KernelOverhead = duration(x[3])
-	f := Efficiency{Dense: dense, Elementwise: elem, Bandwidth: bw, Copy: cp, CopyOverhead: duration(x[5])}
-	if !slices.Equal(e.DenseKernels, DefaultEfficiency.DenseKernels) {
-		f.DenseKernels = slices.Clone(e.DenseKernels)
+	// A profile file reads a KernelOverhead of 0 as missing: 1 ns is as
+	// good as none.
+	p.KernelOverhead = max(duration(x[colKernelOverhead]), time.Nanosecond)
+	f := Efficiency{Dense: computes[0] / topC, Elementwise: computes[1] / topC, Bandwidth: bandwidths[0] / topB, Copy: cp,
+		CopyOverhead: duration(x[colCopyOverhead])}
+	if !slices.Equal(u.e.DenseKernels, DefaultEfficiency.DenseKernels) {
+		f.DenseKernels = slices.Clone(u.e.DenseKernels)
+	}
+	for i, c := range u.classes {
+		c.Kernels = slices.Clone(c.Kernels)
+		c.Compute, c.Bandwidth = computes[2+i]/topC, bandwidths[1+i]/topB
+		c.Overhead = duration(x[baseColumns+classColumns*i+2])
+		f.Classes = append(f.Classes, c)
 	}
 	p.Fitted = &f
 	p.Sources = append(slices.Clone(p.Sources), "fitted by least squares to measured kernel and copy times (gpuz calibrate, perfmodel.Fit): Fitted, KernelOverhead and any peak the device beat replace the figures above")

@@ -2,6 +2,7 @@ package perfmodel
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -89,6 +90,84 @@ type Efficiency struct {
 	// cuBLAS GEMM. Nil in a profile's fitted efficiency (Profile.Fitted)
 	// means DefaultEfficiency's.
 	DenseKernels []string `json:",omitempty"`
+	// Classes are kernel classes with factors of their own, which replace
+	// the ones above for the kernels they name: gpuz calibrate fits one per
+	// class of KernelClasses. A kernel in none of them (the element-wise
+	// kernels) reaches Dense or Elementwise of the FP32 peak and Bandwidth
+	// of the memory's, and costs the profile's KernelOverhead.
+	Classes []KernelClass `json:",omitempty"`
+}
+
+// KernelClass is a class of kernels that reach their own fractions of a
+// profile's peaks and cost their own fixed time per kernel: on a host,
+// OpenBLAS's products, the im2col convolutions and the attention kernels
+// differ in all three, and one set of factors for all of them mispredicts
+// each.
+type KernelClass struct {
+	// Name names the class: "products", "convolutions", …
+	Name string
+	// Kernels are the names of the class's kernels, compared without
+	// regard to case (as Kernel.Name).
+	Kernels []string
+	// Compute and Bandwidth are the fractions of the FP32 peak and of the
+	// memory bandwidth that the class's kernels reach, each in (0, 1].
+	Compute, Bandwidth float64
+	// Overhead is the fixed cost of each of the class's kernels, in place
+	// of the profile's KernelOverhead. In JSON, nanoseconds.
+	Overhead time.Duration
+}
+
+// KernelClasses are the classes gpuz calibrate gives factors of their own
+// (their fractions and overhead unset): the products (a GEMM and the
+// Linear ops that call one), the convolutions (im2col and a GEMM), the
+// attention kernels (a product and a softmax per head, hand-written) and
+// the normalisations (LayerNorm's row reductions). Every other kernel
+// keeps Efficiency's own factors: the element-wise class.
+func KernelClasses() []KernelClass {
+	return []KernelClass{
+		{Name: ClassProducts, Kernels: []string{"Gemm", "Linear", "LinearInputGrad", "LinearWeightGrad"}},
+		{Name: ClassConvolutions, Kernels: []string{"Conv2d", "Conv2dInputGrad", "Conv2dWeightGrad"}},
+		{Name: ClassAttention, Kernels: []string{"AttentionProbs", "AttentionProbsGrad", "AttentionMix",
+			"AttentionMixProbsGrad", "AttentionMixValueGrad"}},
+		{Name: ClassNormalisation, Kernels: []string{"LayerNorm", "LayerNormInputGrad", "LayerNormWeightGrad"}},
+	}
+}
+
+// The names of KernelClasses' classes.
+const (
+	ClassProducts      = "products"
+	ClassConvolutions  = "convolutions"
+	ClassAttention     = "attention"
+	ClassNormalisation = "normalisation"
+)
+
+// class returns the class of e that names the kernel called name, nil
+// when none does.
+func (e Efficiency) class(name string) *KernelClass {
+	for i := range e.Classes {
+		if slices.ContainsFunc(e.Classes[i].Kernels, func(k string) bool { return strings.EqualFold(k, name) }) {
+			return &e.Classes[i]
+		}
+	}
+	return nil
+}
+
+// factors returns the fractions of p's FP32 peak and memory bandwidth
+// that the kernel called name reaches under e, and its fixed cost in
+// seconds: its class's, else e's and p's.
+func (e Efficiency) factors(name string, p Profile) (compute, bandwidth, overhead float64) {
+	if c := e.class(name); c != nil {
+		return frac(c.Compute), frac(c.Bandwidth), max(c.Overhead.Seconds(), 0)
+	}
+	return e.flopFraction(name), frac(e.Bandwidth), max(p.KernelOverhead.Seconds(), 0)
+}
+
+// KernelFactors returns the fractions of p's FP32 peak and memory
+// bandwidth that the kernel called name reaches at p's efficiency, and its
+// fixed cost.
+func (p Profile) KernelFactors(name string) (compute, bandwidth float64, overhead time.Duration) {
+	c, b, o := p.Efficiency().factors(name, p)
+	return c, b, duration(o)
 }
 
 // DefaultEfficiency is the efficiency Predict's model time assumes unless
@@ -167,7 +246,8 @@ type Prediction struct {
 //
 // The model time is the same formula with each kernel at its efficiency
 // (FP32 × Dense or × Elementwise, MemBandwidth × Bandwidth) plus
-// Launches × p.KernelOverhead, and the copies at the profile's pinned or
+// Launches × p.KernelOverhead, or at its class's factors and overhead
+// when e has a class that names it (Efficiency.Classes), and the copies at the profile's pinned or
 // pageable rates × Copy, plus Count × CopyOverhead. Launch overheads are
 // added rather than hidden behind the previous kernel, which for long
 // kernels makes the model slower by at most their launches' overhead. The
@@ -181,15 +261,16 @@ func Predict(kernels []Kernel, copies Copies, p Profile, e Efficiency) Predictio
 	for _, k := range kernels {
 		f, b := nonneg(k.FLOPs), nonneg(k.Bytes)
 		boundK += max(div(f, p.FP32), div(b, p.MemBandwidth))
-		c := div(f, p.FP32*e.flopFraction(k.Name))
-		m := div(b, p.MemBandwidth*frac(e.Bandwidth))
+		cf, bf, overhead := e.factors(k.Name, p)
+		c := div(f, p.FP32*cf)
+		m := div(b, p.MemBandwidth*bf)
 		compute, memory = compute+c, memory+m
 		if c >= m {
 			computeBound += c
 		} else {
 			memoryBound += m
 		}
-		launch += nonneg(k.Launches) * max(p.KernelOverhead.Seconds(), 0)
+		launch += nonneg(k.Launches) * overhead
 	}
 	modelK := computeBound + memoryBound + launch
 

@@ -512,6 +512,18 @@ func check(p Profile) error {
 		if e.CopyOverhead < 0 {
 			return fmt.Errorf("field Fitted.CopyOverhead: want a duration in nanoseconds, not %d", e.CopyOverhead)
 		}
+		for i, c := range e.Classes {
+			switch {
+			case c.Name == "" || len(c.Kernels) == 0:
+				return fmt.Errorf("field Fitted.Classes[%d]: want a Name and its Kernels", i)
+			case !(c.Compute > 0 && c.Compute <= 1):
+				return fmt.Errorf("field Fitted.Classes[%d].Compute: want a fraction in (0, 1], not %g", i, c.Compute)
+			case !(c.Bandwidth > 0 && c.Bandwidth <= 1):
+				return fmt.Errorf("field Fitted.Classes[%d].Bandwidth: want a fraction in (0, 1], not %g", i, c.Bandwidth)
+			case c.Overhead < 0:
+				return fmt.Errorf("field Fitted.Classes[%d].Overhead: want a duration in nanoseconds, not %d", i, c.Overhead)
+			}
+		}
 	}
 	for _, r := range copyRates(p) {
 		if r.v < 0 || r.v != r.v {

@@ -146,6 +146,14 @@ func TestLoadProfileErrors(t *testing.T) {
 		{`{` + ok + `, "Fitted": {"Dense": 1.5, "Elementwise": 1, "Bandwidth": 1, "Copy": 1}}`, "field Fitted.Dense: want a fraction"},
 		{`{` + ok + `, "Fitted": {"Dense": 1, "Elementwise": 1, "Bandwidth": 1}}`, "field Fitted.Copy: want a fraction"},
 		{`{` + ok + `, "Fitted": {"Dense": 1, "Elementwise": 1, "Bandwidth": 1, "Copy": 1, "CopyOverhead": -3}}`, "field Fitted.CopyOverhead"},
+		{`{` + ok + `, "Fitted": {"Dense": 1, "Elementwise": 1, "Bandwidth": 1, "Copy": 1, "Classes": [{"Name": "products"}]}}`,
+			"field Fitted.Classes[0]: want a Name and its Kernels"},
+		{`{` + ok + `, "Fitted": {"Dense": 1, "Elementwise": 1, "Bandwidth": 1, "Copy": 1, "Classes": [{"Name": "p", "Kernels": ["Gemm"], "Compute": 2, "Bandwidth": 1}]}}`,
+			"field Fitted.Classes[0].Compute: want a fraction"},
+		{`{` + ok + `, "Fitted": {"Dense": 1, "Elementwise": 1, "Bandwidth": 1, "Copy": 1, "Classes": [{"Name": "p", "Kernels": ["Gemm"], "Compute": 1, "Bandwidth": 0}]}}`,
+			"field Fitted.Classes[0].Bandwidth: want a fraction"},
+		{`{` + ok + `, "Fitted": {"Dense": 1, "Elementwise": 1, "Bandwidth": 1, "Copy": 1, "Classes": [{"Name": "p", "Kernels": ["Gemm"], "Compute": 1, "Bandwidth": 1, "Overhead": -1}]}}`,
+			"field Fitted.Classes[0].Overhead"},
 	} {
 		path := writeProfile(t, tt.body)
 		_, err := LoadProfile(path)
