@@ -139,3 +139,20 @@ func TestFitTinyLinearRecommendsCPU(t *testing.T) {
 		t.Errorf("the fit does not recommend the cpu for the kernel launches' cost:\n%s", out)
 	}
 }
+
+// TestFitDeviceWithoutProfile fits on a simulated device of a size, which
+// has no profile: the configurations on it that fit are listed unranked
+// with a note saying why and how to rank them, and the recommendation,
+// the cpu on its host profile, says they exist.
+func TestFitDeviceWithoutProfile(t *testing.T) {
+	code, out, errOut := fitOnSim(t, "linear", "train", "--scale", "small", "--device", "sim:64MiB", "--host-profile", "cpu-i7-13700h")
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, errOut)
+	}
+	words := strings.Join(strings.Fields(out), " ") // the notes wrap
+	for _, want := range []string{"- cuda, recompute blocks ", "on sim:64MiB fit, unranked: it has no profile", "fastest that fits: cpu", "fit but are unranked: sim:64MiB has no profile"} {
+		if !strings.Contains(words, want) {
+			t.Errorf("the fit lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -65,6 +65,9 @@ func (r Result) Reason() string {
 		cuda = fmt.Sprintf("cuda does not fit: needs %s, %s free %s; ", units.Bytes(c.Plan.Footprint.Device), units.Bytes(r.Budget), r.lessWhat())
 	}
 	s := fmt.Sprintf("%sfastest that fits: %s, predicted %s per epoch", cuda, best.Candidate, duration(best.Plan.Prediction.Model))
+	if n := len(r.UnrankedOnDevice()); n > 0 && best.Mode == bench.ModeCPU {
+		return s + fmt.Sprintf("; %d configurations on %s fit but are unranked: %s", n, r.Device, r.unpredicted())
+	}
 	if best.Mode == bench.ModeCPU {
 		if dev, ok := r.fastestOnDevice(); ok {
 			p := dev.Plan.Prediction
@@ -80,6 +83,19 @@ func (r Result) Reason() string {
 		s += fmt.Sprintf(" (cpu: %s)", duration(cpu.Plan.Prediction.Model))
 	}
 	return s
+}
+
+// UnrankedOnDevice returns the configurations on the device (hybrid
+// placements aside, which the model never predicts) that fit but have no
+// prediction: the device has no profile.
+func (r Result) UnrankedOnDevice() []Entry {
+	var out []Entry
+	for _, e := range r.Unranked {
+		if e.Mode != bench.ModeCPU && e.Mode != bench.ModeHybrid {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // unpredicted says why the fitting configurations have no prediction.

@@ -86,7 +86,13 @@ func fitRows(r fit.Result) (rows []fit.Entry, ranks []int) {
 		rows, ranks = append(rows, e), append(ranks, i+1)
 	}
 	for i, e := range r.Unranked {
-		if (len(r.Ranked) == 0 && i < fitTop) || e.Mode == bench.ModeCPU {
+		family := e.Family().String()
+		switch {
+		case e.Mode == bench.ModeCPU,
+			len(r.Ranked) == 0 && i < fitTop,
+			// a device without a profile: each family once, as the ranked
+			e.Mode != bench.ModeHybrid && !shown[family] && len(rows) < 2*fitTop:
+			shown[family] = true
 			rows, ranks = append(rows, e), append(ranks, 0)
 		}
 	}
@@ -146,6 +152,10 @@ func fitTable(r fit.Result) (table, []string) {
 	if hybrid > 0 {
 		t.notes = append(t.notes, fmt.Sprintf("%s fit, unranked (the model does not predict the hybrid mode yet); the smallest device need: %s, %s",
 			plural(int64(hybrid), "hybrid placement"), smallest.Candidate, units.Bytes(smallest.Plan.Footprint.Device)))
+	}
+	if n := len(r.UnrankedOnDevice()); n > 0 {
+		t.notes = append(t.notes, fmt.Sprintf("%s on %s fit, unranked: it has no profile (sim:PROFILE has one: gpuz devices --profiles; or a profile file: gpuz calibrate)",
+			plural(int64(n), "configuration"), r.Device))
 	}
 	if r.HostProfile == "" && r.CPU.Mode != "" {
 		t.notes = append(t.notes, "the cpu is unranked: no host profile; run gpuz calibrate to measure this machine's, or give --host-profile NAME|FILE")
