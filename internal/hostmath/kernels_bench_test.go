@@ -39,12 +39,14 @@ func BenchmarkAdamStep(b *testing.B) {
 	p, g := toFloat32(randomSlice(rng, n)), toFloat32(randomSlice(rng, n))
 	m, v := make([]float32, n), make([]float32, n)
 	step := 0
+	cpu := startCPU()
 	for b.Loop() {
 		step++
 		AdamStep(DefaultAdam(), p, g, m, v, 0.5, step)
 	}
 	// Reads p, g, m, v and writes p, m, v: 7 × 4 bytes per element.
 	b.ReportMetric(28*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+	b.ReportMetric(28*n*float64(b.N)/cpu.seconds()/1e9, "GB/cpu-s")
 }
 
 // BenchmarkLeakyReLU times the activation over a 30 × 2000 batch.
@@ -61,10 +63,12 @@ func BenchmarkLeakyReLU(b *testing.B) {
 func BenchmarkSumSquares(b *testing.B) {
 	const n = 10 * 2000 * 2000
 	g := toFloat32(randomSlice(rand.New(rand.NewPCG(1, 1)), n))
+	cpu := startCPU()
 	for b.Loop() {
 		SumSquares(g)
 	}
 	b.ReportMetric(4*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+	b.ReportMetric(4*n*float64(b.N)/cpu.seconds()/1e9, "GB/cpu-s")
 }
 
 // BenchmarkLayerNorm times the LayerNorm kernels over one full-scale
