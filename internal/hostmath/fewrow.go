@@ -28,12 +28,11 @@ func useFewRows(m, n, k int) bool {
 	return fewRowKernel && m >= 1 && m <= fewRowsMax && k >= 1 && 16*n <= math.MaxInt32
 }
 
-// fewRowsNT computes y = x·wᵀ + bias with the few-row kernel (useFewRows
-// must hold): x is m×k, w n×k, y m×n, all dense row-major; bias, of n
-// elements, may be nil. x is packed transposed into scratch once, then
+// fewRowsNT computes y = x·wᵀ with the few-row kernel (useFewRows must
+// hold): x is m×k, w n×k, y m×n, all dense row-major. x is packed transposed into scratch once, then
 // workers take tiles of fewRowsTile columns of y in turn, each streaming
 // its rows of w once.
-func fewRowsNT(m, n, k int, x, w, bias, y []float32) {
+func fewRowsNT(m, n, k int, x, w, y []float32) {
 	if n == 0 {
 		return
 	}
@@ -52,10 +51,10 @@ func fewRowsNT(m, n, k int, x, w, bias, y []float32) {
 		workers = 1
 	}
 	tile := func(t int) {
-		fewRowColumns(xt, lanes, m, n, k, w, bias, y, t*fewRowsTile, min((t+1)*fewRowsTile, n))
+		fewRowColumns(xt, lanes, m, n, k, w, y, t*fewRowsTile, min((t+1)*fewRowsTile, n))
 	}
 	if workers <= 1 {
-		fewRowColumns(xt, lanes, m, n, k, w, bias, y, 0, n)
+		fewRowColumns(xt, lanes, m, n, k, w, y, 0, n)
 		return
 	}
 	var next atomic.Int64

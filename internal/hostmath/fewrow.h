@@ -1,4 +1,4 @@
-// The few-row product y = x·Wᵀ + bias of package hostmath in C with AVX-512
+// The few-row product y = x·Wᵀ of package hostmath in C with AVX-512
 // intrinsics, for float32 on CPUs that have AVX-512F (gpuz_fewrow_avx512
 // says): x is m × k with m at most 32 (a batch of a linear layer), W is
 // n × k row-major (PyTorch's nn.Linear weight, out × in) and y is m × n.
@@ -16,9 +16,9 @@
 //
 // J = 14 rows of W by V = 2 vectors of rows of x: 28 accumulators, two x
 // vectors and one broadcast in the 32 registers, 28 FMAs per 16 loads. Each
-// accumulator holds one column of y (16 rows), scattered into y with the
-// bias added once the whole k is summed, so the sums run over kk in order
-// and results are reproducible. The 14 rows of W are 14 sequential streams,
+// accumulator holds one column of y (16 rows), scattered into y once the
+// whole k is summed, so the sums run over kk in order and results are
+// reproducible. The 14 rows of W are 14 sequential streams,
 // which the hardware prefetchers follow: software prefetching ahead of them
 // was measured and did not pay.
 #include <immintrin.h>
@@ -51,8 +51,8 @@ static void gpuz_fewrow_pack(const float *x, int m, int k, ptrdiff_t ldx, float 
 // gpuz_fewrow_block computes J columns of y, from W's rows w[0 .. J−1], for
 // the m ≤ 16·V rows of x packed in xt.
 static inline __attribute__((always_inline)) void gpuz_fewrow_block(
-    const int V, const int J, const float *xt, int k, const float *w, ptrdiff_t ldw, const float *bias, float *y,
-    ptrdiff_t ldy, int m) {
+    const int V, const int J, const float *xt, int k, const float *w, ptrdiff_t ldw, float *y, ptrdiff_t ldy,
+    int m) {
 	__m512 acc[GPUZ_FR_J][2];
 	GPUZ_FR_UNROLL for (int j = 0; j < J; j++)
 		GPUZ_FR_UNROLL for (int v = 0; v < V; v++)
@@ -73,18 +73,16 @@ static inline __attribute__((always_inline)) void gpuz_fewrow_block(
 	GPUZ_FR_UNROLL for (int v = 0; v < V; v++) {
 		int left = m - 16 * v;
 		__mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-		GPUZ_FR_UNROLL for (int j = 0; j < J; j++) {
-			__m512 a = bias ? _mm512_add_ps(acc[j][v], _mm512_set1_ps(bias[j])) : acc[j][v];
-			_mm512_mask_i32scatter_ps(y + 16 * v * ldy + j, mask, rows, a, 4);
-		}
+		GPUZ_FR_UNROLL for (int j = 0; j < J; j++)
+			_mm512_mask_i32scatter_ps(y + 16 * v * ldy + j, mask, rows, acc[j][v], 4);
 	}
 }
 
 // gpuz_fr_V_J is gpuz_fewrow_block for V vectors and J rows of W.
 #define GPUZ_FR(V, J)                                                                                         \
-	static void gpuz_fr_##V##_##J(const float *xt, int k, const float *w, ptrdiff_t ldw, const float *bias,    \
-	                              float *y, ptrdiff_t ldy, int m) {                                           \
-		gpuz_fewrow_block(V, J, xt, k, w, ldw, bias, y, ldy, m);                                              \
+	static void gpuz_fr_##V##_##J(const float *xt, int k, const float *w, ptrdiff_t ldw, float *y, ptrdiff_t ldy, \
+	                              int m) {                                                                 \
+		gpuz_fewrow_block(V, J, xt, k, w, ldw, y, ldy, m);                                                    \
 	}
 #define GPUZ_FR_V(V)                                                                                          \
 	GPUZ_FR(V, 1) GPUZ_FR(V, 2) GPUZ_FR(V, 3) GPUZ_FR(V, 4) GPUZ_FR(V, 5) GPUZ_FR(V, 6) GPUZ_FR(V, 7)          \
@@ -94,12 +92,12 @@ GPUZ_FR_V(2)
 #undef GPUZ_FR_V
 #undef GPUZ_FR
 
-// gpuz_fewrow_nt computes columns [j0, j1) of y = x·Wᵀ + bias for the m ≤
-// 16·V rows of x packed in xt (lanes = 16·V); bias may be NULL. ldy·16 must
-// fit an int (the scatter's indices).
+// gpuz_fewrow_nt computes columns [j0, j1) of y = x·Wᵀ for the m ≤ 16·V
+// rows of x packed in xt (lanes = 16·V). ldy·16 must fit an int (the
+// scatter's indices).
 static void gpuz_fewrow_nt(const float *xt, int V, int m, int k, const float *w, ptrdiff_t ldw, int j0, int j1,
-                           const float *bias, float *y, ptrdiff_t ldy) {
-	typedef void (*fr_fn)(const float *, int, const float *, ptrdiff_t, const float *, float *, ptrdiff_t, int);
+                           float *y, ptrdiff_t ldy) {
+	typedef void (*fr_fn)(const float *, int, const float *, ptrdiff_t, float *, ptrdiff_t, int);
 #define GPUZ_FR_NAMES(V)                                                                                      \
 	gpuz_fr_##V##_1, gpuz_fr_##V##_2, gpuz_fr_##V##_3, gpuz_fr_##V##_4, gpuz_fr_##V##_5, gpuz_fr_##V##_6,     \
 	    gpuz_fr_##V##_7, gpuz_fr_##V##_8, gpuz_fr_##V##_9, gpuz_fr_##V##_10, gpuz_fr_##V##_11,                \
@@ -108,7 +106,7 @@ static void gpuz_fewrow_nt(const float *xt, int V, int m, int k, const float *w,
 #undef GPUZ_FR_NAMES
 	for (int j = j0; j < j1; j += GPUZ_FR_J) {
 		int jb = j1 - j < GPUZ_FR_J ? j1 - j : GPUZ_FR_J;
-		fns[V - 1][jb - 1](xt, k, w + j * ldw, ldw, bias ? bias + j : NULL, y + j, ldy, m);
+		fns[V - 1][jb - 1](xt, k, w + j * ldw, ldw, y + j, ldy, m);
 	}
 }
 

@@ -17,9 +17,8 @@ func fewRowPack(x []float32, m, k int, xt []float32, lanes int) {
 	C.gpuz_fewrow_pack(floatPtr(x), C.int(m), C.int(k), C.ptrdiff_t(k), floatPtr(xt), C.int(lanes))
 }
 
-// fewRowColumns computes columns [j0, j1) of y = x·wᵀ + bias from the
-// packed xt; bias may be nil.
-func fewRowColumns(xt []float32, lanes, m, n, k int, w, bias, y []float32, j0, j1 int) {
+// fewRowColumns computes columns [j0, j1) of y = x·wᵀ from the packed xt.
+func fewRowColumns(xt []float32, lanes, m, n, k int, w, y []float32, j0, j1 int) {
 	C.gpuz_fewrow_nt(floatPtr(xt), C.int(lanes/16), C.int(m), C.int(k), floatPtr(w), C.ptrdiff_t(k),
-		C.int(j0), C.int(j1), floatPtr(bias), floatPtr(y), C.ptrdiff_t(n))
+		C.int(j0), C.int(j1), floatPtr(y), C.ptrdiff_t(n))
 }

@@ -25,7 +25,7 @@ func BenchmarkFewRows(b *testing.B) {
 			name string
 			run  func(w []float32)
 		}{
-			{"kernel", func(w []float32) { fewRowsNT(m, dim, dim, x, w, nil, y) }},
+			{"kernel", func(w []float32) { fewRowsNT(m, dim, dim, x, w, y) }},
 			{"blas", func(w []float32) { gemmStrided(false, true, m, dim, dim, 1, x, dim, w, dim, 0, y, dim) }},
 		} {
 			if impl.name == "kernel" && !useFewRows(m, dim, dim) {
@@ -47,12 +47,12 @@ func BenchmarkFewRows(b *testing.B) {
 
 // TestFewRows checks the few-row kernel against a float64 product and
 // against the BLAS product it replaces, over row counts on both sides of
-// 16 (one vector or two), column counts around its blocks of 14 and its
-// tiles of 56, with and without a bias. Both float32 products are within
-// the worst-case bound of a k-term float32 sum, γ_k·Σ|x||w| with γ_k ≈
-// k·2⁻²⁴, of the exact value; they sum in different orders (the kernel
-// over k in order per output, the BLAS in its own blocks), so they agree
-// with each other only to twice that bound.
+// 16 (one vector or two) and column counts around its blocks of 14 and its
+// tiles of 56. Both float32 products are within the worst-case bound of a
+// k-term float32 sum, γ_k·Σ|x||w| with γ_k ≈ k·2⁻²⁴, of the exact value; they
+// sum in different orders (the kernel over k in order per output, the BLAS
+// in its own blocks), so they agree with each other only to twice that
+// bound.
 func TestFewRows(t *testing.T) {
 	if !fewRowKernel {
 		t.Skip("no few-row kernel on this CPU or build")
@@ -62,44 +62,34 @@ func TestFewRows(t *testing.T) {
 		{1, 1, 1}, {1, 14, 5}, {5, 13, 7}, {16, 15, 33}, {17, 57, 64}, {30, 200, 300}, {32, 113, 129},
 		{30, 2000, 200}, // many tiles: several workers
 	} {
-		for _, withBias := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%dx%dx%d/bias=%v", tc.m, tc.n, tc.k, withBias), func(t *testing.T) {
-				m, n, k := tc.m, tc.n, tc.k
-				x, w := toFloat32(randomSlice(rng, m*k)), toFloat32(randomSlice(rng, n*k))
-				var bias []float32
-				if withBias {
-					bias = toFloat32(randomSlice(rng, n))
-				}
-				got := make([]float32, m*n)
-				for i := range got {
-					got[i] = float32(i) // the kernel must overwrite every element
-				}
-				fewRowsNT(m, n, k, x, w, bias, got)
-				blas := make([]float32, m*n)
-				gemmStrided(false, true, m, n, k, 1, x, k, w, k, 0, blas, n)
-				gammaK := float64(k) * 0x1p-24 / (1 - float64(k)*0x1p-24)
-				for i := range m {
-					for j := range n {
-						exact, mag := 0.0, 0.0
-						if bias != nil {
-							exact, mag = float64(bias[j]), math.Abs(float64(bias[j]))
-							blas[i*n+j] += bias[j]
-						}
-						for p := range k {
-							xw := float64(x[i*k+p]) * float64(w[j*k+p])
-							exact += xw
-							mag += math.Abs(xw)
-						}
-						bound := gammaK*mag + 0x1p-24*math.Abs(exact)
-						if d := math.Abs(float64(got[i*n+j]) - exact); d > bound {
-							t.Fatalf("y[%d][%d] = %g, exact %g: off by %g, bound %g", i, j, got[i*n+j], exact, d, bound)
-						}
-						if d := math.Abs(float64(got[i*n+j] - blas[i*n+j])); d > 2*bound {
-							t.Fatalf("y[%d][%d] = %g, the BLAS's %g: off by %g, bound %g", i, j, got[i*n+j], blas[i*n+j], d, 2*bound)
-						}
+		t.Run(fmt.Sprintf("%dx%dx%d", tc.m, tc.n, tc.k), func(t *testing.T) {
+			m, n, k := tc.m, tc.n, tc.k
+			x, w := toFloat32(randomSlice(rng, m*k)), toFloat32(randomSlice(rng, n*k))
+			got := make([]float32, m*n)
+			for i := range got {
+				got[i] = float32(i) // the kernel must overwrite every element
+			}
+			fewRowsNT(m, n, k, x, w, got)
+			blas := make([]float32, m*n)
+			gemmStrided(false, true, m, n, k, 1, x, k, w, k, 0, blas, n)
+			gammaK := float64(k) * 0x1p-24 / (1 - float64(k)*0x1p-24)
+			for i := range m {
+				for j := range n {
+					exact, mag := 0.0, 0.0
+					for p := range k {
+						xw := float64(x[i*k+p]) * float64(w[j*k+p])
+						exact += xw
+						mag += math.Abs(xw)
+					}
+					bound := gammaK * mag
+					if d := math.Abs(float64(got[i*n+j]) - exact); d > bound {
+						t.Fatalf("y[%d][%d] = %g, exact %g: off by %g, bound %g", i, j, got[i*n+j], exact, d, bound)
+					}
+					if d := math.Abs(float64(got[i*n+j] - blas[i*n+j])); d > 2*bound {
+						t.Fatalf("y[%d][%d] = %g, the BLAS's %g: off by %g, bound %g", i, j, got[i*n+j], blas[i*n+j], d, 2*bound)
 					}
 				}
-			})
-		}
+			}
+		})
 	}
 }

@@ -16,7 +16,7 @@ func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a, b []T, beta T, 
 		ldb = k
 	}
 	if yc, ok := any(c).([]float32); ok && !transA && transB && alpha == 1 && beta == 0 && useFewRows(m, n, k) {
-		fewRowsNT(m, n, k, any(a).([]float32), any(b).([]float32), nil, yc)
+		fewRowsNT(m, n, k, any(a).([]float32), any(b).([]float32), yc)
 		return
 	}
 	gemmStrided(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, n)
