@@ -29,9 +29,9 @@ func useFewRows(m, n, k int) bool {
 }
 
 // fewRowsNT computes y = x·wᵀ with the few-row kernel (useFewRows must
-// hold): x is m×k, w n×k, y m×n, all dense row-major. x is packed transposed into scratch once, then
-// workers take tiles of fewRowsTile columns of y in turn, each streaming
-// its rows of w once.
+// hold): x is m×k, w n×k, y m×n, all dense row-major. x is packed
+// transposed into scratch once, then workers take tiles of fewRowsTile
+// columns of y in turn, each streaming its rows of w once.
 func fewRowsNT(m, n, k int, x, w, y []float32) {
 	if n == 0 {
 		return

@@ -18,9 +18,9 @@
 // vectors and one broadcast in the 32 registers, 28 FMAs per 16 loads. Each
 // accumulator holds one column of y (16 rows), scattered into y once the
 // whole k is summed, so the sums run over kk in order and results are
-// reproducible. The 14 rows of W are 14 sequential streams,
-// which the hardware prefetchers follow: software prefetching ahead of them
-// was measured and did not pay.
+// reproducible. The 14 rows of W are 14 sequential streams, which the
+// hardware prefetchers follow: software prefetching ahead of them was
+// measured and did not pay.
 #include <immintrin.h>
 #include <stddef.h>
 
