@@ -10,7 +10,9 @@ import (
 // BenchmarkFewRows times y = x·Wᵀ for a few rows of x against one
 // 2000 × 2000 weight (16 MB: out of cache, as each of the linear model's
 // 120 layers is), by the few-row kernel and by the BLAS, and reports
-// GFLOP/s and the rate at which W is read.
+// GFLOP/s and the rate at which W is read. The sub-benchmarks are named
+// m=M/impl=kernel|blas, so that `benchstat -col /impl` sets them side by
+// side.
 func BenchmarkFewRows(b *testing.B) {
 	const dim, layers = 2000, 8 // 8 weights: 128 MB, beyond the caches
 	rng := rand.New(rand.NewPCG(1, 1))
@@ -31,7 +33,7 @@ func BenchmarkFewRows(b *testing.B) {
 			if impl.name == "kernel" && !useFewRows(m, dim, dim) {
 				continue
 			}
-			b.Run(fmt.Sprintf("m=%d/%s", m, impl.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("m=%d/impl=%s", m, impl.name), func(b *testing.B) {
 				i := 0
 				for b.Loop() {
 					impl.run(w[i%layers])
