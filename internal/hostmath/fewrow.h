@@ -10,11 +10,10 @@
 // matmul (Debian's libdnnl, its AVX-512 brgemm, the weight blocked once in
 // its own layout) took 1.33 ms a product where this kernel takes 0.95 ms
 // (m = 30, 2 threads, best of 300), so it would be a dependency that does
-// not pay. This kernel
-// reads W once, where it lies, as broadcast scalars, so each weight element
-// costs one load, and holds x transposed and padded (xt[kk][r], 16 or 32
-// lanes, packed by gpuz_fewrow_pack: m·k elements, which stay in L2) as the
-// vector operand:
+// not pay. This kernel reads W once, where it lies, as broadcast scalars,
+// so each weight element costs one load, and holds x transposed and padded
+// (xt[kk][r], 16 or 32 lanes, packed by gpuz_fewrow_pack: m·k elements,
+// which stay in L2) as the vector operand:
 //
 //   acc[j][v] += broadcast(W[j][kk]) · xt[kk][16v .. 16v+15]
 //
