@@ -4,7 +4,9 @@ import "gonum.org/v1/gonum/blas"
 
 // Gemm computes c = alpha·op(a)·op(b) + beta·c for row-major matrices, where
 // op(a) is m×k, op(b) is k×n and c is m×n; transA and transB select the
-// transposes. a, b and c must not overlap.
+// transposes. a, b and c must not overlap. A float32 product of at most 32
+// rows against a transposed b (c = a·bᵀ, a linear layer's forward product)
+// runs the few-row kernel of fewrow.h where the CPU has AVX-512.
 func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a, b []T, beta T, c []T) {
 	lda, ldb := k, n
 	if transA {
@@ -12,6 +14,10 @@ func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a, b []T, beta T, 
 	}
 	if transB {
 		ldb = k
+	}
+	if yc, ok := any(c).([]float32); ok && !transA && transB && alpha == 1 && beta == 0 && useFewRows(m, n, k) {
+		fewRowsNT(m, n, k, any(a).([]float32), any(b).([]float32), yc)
+		return
 	}
 	gemmStrided(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, n)
 }

@@ -1,0 +1,85 @@
+package hostmath
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// fewRowsMax is the most rows of x the few-row kernel takes: two vectors
+// of 16 lanes (fewrow.h).
+const fewRowsMax = 32
+
+// fewRowsTile is how many columns of y a worker takes at a time: four of
+// the kernel's blocks of 14 rows of W, so that a 2000-wide layer makes 36
+// tiles and a worker that another process slows down holds the others up
+// by at most one.
+const fewRowsTile = 4 * 14
+
+// fewRowsMinWork is the fewest multiply-adds (m·n·k) worth a second
+// worker: below it starting one costs about as much as the work.
+const fewRowsMinWork = 1 << 20
+
+// useFewRows reports whether y = x·wᵀ with x m×k and w n×k runs the few-row
+// kernel: float32 on a CPU with AVX-512, at most fewRowsMax rows, and y's
+// rows addressable by the kernel's 32-bit scatter indices.
+func useFewRows(m, n, k int) bool {
+	return fewRowKernel && m >= 1 && m <= fewRowsMax && k >= 1 && 16*n <= math.MaxInt32
+}
+
+// fewRowsNT computes y = x·wᵀ with the few-row kernel (useFewRows must
+// hold): x is m×k, w n×k, y m×n, all dense row-major. x is packed
+// transposed into scratch once, then workers take tiles of fewRowsTile
+// columns of y in turn, each streaming its rows of w once.
+func fewRowsNT(m, n, k int, x, w, y []float32) {
+	if n == 0 {
+		return
+	}
+	lanes := 16
+	if m > 16 {
+		lanes = 32
+	}
+	p := getScratch[float32](&fewRowPool, lanes*k+16)
+	defer putScratch(&fewRowPool, p)
+	xt := align64(*p)[:lanes*k]
+	fewRowPack(x, m, k, xt, lanes)
+
+	tiles := (n + fewRowsTile - 1) / fewRowsTile
+	workers := min(Threads(), tiles)
+	if m*n*k < fewRowsMinWork {
+		workers = 1
+	}
+	tile := func(t int) {
+		fewRowColumns(xt, lanes, m, n, k, w, y, t*fewRowsTile, min((t+1)*fewRowsTile, n))
+	}
+	if workers <= 1 {
+		fewRowColumns(xt, lanes, m, n, k, w, y, 0, n)
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := int(next.Add(1) - 1); t < tiles; t = int(next.Add(1) - 1) {
+				tile(t)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// fewRowPool holds the packed x of fewRowsNT.
+var fewRowPool scratchPool
+
+// align64 returns s from its first element on a 64-byte boundary, the
+// alignment of an AVX-512 vector; s must have 15 elements to spare.
+func align64(s []float32) []float32 {
+	off := int(uintptr(unsafe.Pointer(&s[0])) % 64 / 4)
+	if off == 0 {
+		return s
+	}
+	return s[16-off:]
+}
