@@ -5,6 +5,7 @@ import (
 	"gpuz/internal/cache"
 	"gpuz/internal/engine"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/hugemem"
 	"gpuz/internal/levers"
 	"gpuz/internal/units"
 )
@@ -60,6 +61,10 @@ func BLASName() string { return hostmath.BLASName() }
 // BLASWarning says when OPENBLAS_CORETYPE forces the BLAS to narrower
 // kernels than the CPU runs, or is "".
 func BLASWarning() string { return hostmath.BLASWarning() }
+
+// HugePages says whether large host buffers use transparent huge pages:
+// the kernel's setting and what gpuz does with it, as "madvise: used".
+func HugePages() string { return hugemem.Status() }
 
 // CPUVector names the host CPU's widest vector extension.
 func CPUVector() string { return hostmath.CPUVector() }
