@@ -3,7 +3,8 @@
 // least Threshold bytes is a mapping of its own, aligned to a huge page
 // and marked for transparent huge pages (madvise MADV_HUGEPAGE), so that
 // the kernel faults it in 2 MiB at a time instead of 4 KiB at a time, and
-// Free hands it back to the system at once. Smaller buffers, and every
+// faulted in at once (MADV_POPULATE_WRITE), when it is allocated rather
+// than in the first epoch; Free hands it back to the system at once. Smaller buffers, and every
 // buffer where the kernel does not offer transparent huge pages (other
 // operating systems, or the setting "never"), come from the Go heap.
 package hugemem

@@ -58,8 +58,8 @@ func statusOf(s string) string {
 	}
 }
 
-// mapFloats maps a buffer of n float32 at a huge-page boundary and asks for
-// huge pages there. The length is rounded up to a small page only, so that
+// mapFloats maps a buffer of n float32 at a huge-page boundary, asks for
+// huge pages there and faults them in. The length is rounded up to a small page only, so that
 // the tail short of a huge page stays in small pages rather than taking a
 // huge page of which it uses a part. (x/sys's Mmap and Munmap track whole
 // mappings and refuse to unmap a part, hence the system calls.)
@@ -84,6 +84,14 @@ func mapFloats(n int) (*Floats, error) {
 	if err := unix.Madvise(mem, unix.MADV_HUGEPAGE); err != nil {
 		unmap(mem)
 		return nil, fmt.Errorf("madvise: %w", err)
+	}
+	// Fault the pages in now, at allocation, rather than one by one in
+	// the run's first epoch. A kernel older than 5.14 refuses
+	// MADV_POPULATE_WRITE (EINVAL); its pages are faulted in on first
+	// touch, still as huge pages.
+	if err := unix.Madvise(mem, unix.MADV_POPULATE_WRITE); err != nil && err != unix.EINVAL {
+		unmap(mem)
+		return nil, fmt.Errorf("madvise populate: %w", err)
 	}
 	data := unsafe.Slice((*float32)(pointer(start)), n)
 	return &Floats{Data: data, mem: mem}, nil

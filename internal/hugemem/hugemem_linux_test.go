@@ -12,35 +12,41 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// checkMapped fails unless f's mapping starts at a huge page and is
-// resident.
+// checkMapped fails unless f's mapping starts at a huge page and every
+// page of it is resident before the buffer is first touched.
 func checkMapped(t *testing.T, f *Floats) {
 	t.Helper()
 	if addr := uintptr(unsafe.Pointer(&f.mem[0])); addr%hugePage != 0 {
 		t.Fatalf("mapping at %#x, not at a huge page", addr)
 	}
-	if err := mincore(f.mem); err != nil {
+	resident, err := mincore(f.mem)
+	if err != nil {
 		t.Fatalf("mincore of a live buffer: %v", err)
+	}
+	for i, r := range resident {
+		if r&1 == 0 {
+			t.Fatalf("page %d of %d is not resident after Alloc", i, len(resident))
+		}
 	}
 }
 
 // checkUnmapped fails unless mem, a freed buffer's mapping, is gone.
 func checkUnmapped(t *testing.T, mem []byte) {
 	t.Helper()
-	if err := mincore(mem); !errors.Is(err, unix.ENOMEM) {
+	if _, err := mincore(mem); !errors.Is(err, unix.ENOMEM) {
 		t.Fatalf("mincore of a freed buffer: %v, want ENOMEM (unmapped)", err)
 	}
 }
 
-// mincore asks the kernel which pages of mem are resident: ENOMEM when a
-// part of it is not mapped.
-func mincore(mem []byte) error {
+// mincore asks the kernel which pages of mem are resident (bit 0 of each
+// byte): ENOMEM when a part of it is not mapped.
+func mincore(mem []byte) ([]byte, error) {
 	vec := make([]byte, (len(mem)+os.Getpagesize()-1)/os.Getpagesize())
 	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)), uintptr(unsafe.Pointer(&vec[0])))
 	if errno != 0 {
-		return errno
+		return nil, errno
 	}
-	return nil
+	return vec, nil
 }
 
 func TestStatus(t *testing.T) {

@@ -27,6 +27,9 @@ func TestAlloc(t *testing.T) {
 			if want := tc.big && offered(); f.Mapped() != want {
 				t.Fatalf("Mapped() = %v, want %v (huge pages offered: %v)", f.Mapped(), want, offered())
 			}
+			if f.Mapped() {
+				checkMapped(t, f) // before anything reads or writes it
+			}
 			for i, v := range f.Data {
 				if v != 0 {
 					t.Fatalf("element %d is %v, want 0", i, v)
@@ -34,9 +37,6 @@ func TestAlloc(t *testing.T) {
 			}
 			for i := range f.Data {
 				f.Data[i] = float32(i) // every element writable
-			}
-			if f.Mapped() {
-				checkMapped(t, f)
 			}
 			mem := f.mem
 			f.Free()
