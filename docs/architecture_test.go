@@ -57,7 +57,7 @@ func TestImportGraph(t *testing.T) {
 // parseImports reads the ```imports block of doc: one line per package,
 // "NAME -> NAME, NAME", the right side empty for a package that imports no
 // gpuz package. A NAME is a path below gpuz/internal/, or one starting
-// with cmd/ below gpuz/. It returns the graph by import path and the
+// with cmd/ or scripts/ below gpuz/. It returns the graph by import path and the
 // packages in the order of their lines.
 func parseImports(doc string) (graph, []string, error) {
 	_, block, ok := strings.Cut(doc, "\n```imports\n")
@@ -94,7 +94,7 @@ func parseImports(doc string) (graph, []string, error) {
 
 // importPath is the import path of a NAME of the ```imports block.
 func importPath(name string) string {
-	if strings.HasPrefix(name, "cmd/") {
+	if strings.HasPrefix(name, "cmd/") || strings.HasPrefix(name, "scripts/") {
 		return module + "/" + name
 	}
 	return module + "/internal/" + name

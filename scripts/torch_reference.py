@@ -213,7 +213,10 @@ def build(torch, model, s, work):
             probs = torch.softmax(scores, dim=-1)
             mixed = torch.matmul(probs, v).transpose(1, 2).reshape(b, seq, d)
             if work.on:
-                products = 2 * b * heads * seq * seq * hd
+                # The causal products counted as the model needs them, the
+                # lower triangle with its diagonal (torch computes the whole
+                # square; gpuz's kernels skip the masked half).
+                products = 2 * b * heads * hd * seq * (seq + 1) // 2
                 work.flops["attention_scores"] += products
                 work.flops["attention_mix"] += products
                 if work.train:

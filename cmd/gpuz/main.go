@@ -7,6 +7,7 @@
 //
 //	gpuz MODEL train|eval [MODES] [flags]
 //	gpuz plan MODEL train|eval [MODES] [flags]
+//	gpuz fit MODEL train|eval [--device D] [--take N|SIZE] [--margin PCT] [--verify K]
 //	gpuz take-mem N|SIZE [--device D] [--for DURATION] [--busy]
 //	gpuz compare A B
 //	gpuz plot RESULTS -o FILE.svg|FILE.png
@@ -29,7 +30,9 @@
 // counted and whose times are host times, labelled sim. Cache mode pages
 // blocks by --policy window (DictCache's: at most --win-size blocks) or auto
 // (window from free memory, prefetch, optimizer on --optimizer-on). plan
-// prints the memory each mode and policy needs without allocating it.
+// prints the memory each mode and policy needs without allocating it; fit
+// searches the configurations that fit the free memory and ranks them by
+// the model's predicted time.
 // take-mem, run in a second shell, holds device memory until interrupted;
 // --take holds it from the run itself. A comma list in --take, --win-size,
 // --policy, --optimizer-on or a size flag runs a sweep over the cross
@@ -62,7 +65,8 @@
 //	2    bad input (unknown command, task, mode, flag or value, an output path
 //	     that cannot be written): one line on standard error, nothing run
 //	3    the run completed but some mode did not (OOM, unavailable, skipped,
-//	     failed, diverged); the full table is printed
+//	     failed, diverged); the full table is printed; or fit found no
+//	     configuration that fits (one line naming the smallest need)
 //	129  stopped by SIGHUP, 130 by SIGINT (Ctrl-C), 143 by SIGTERM: what
 //	     completed is kept (a run prints the table of it); a second signal
 //	     exits at once with the status of that signal
@@ -79,6 +83,7 @@ import (
 	"syscall"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/fit"
 )
 
 func main() {
@@ -171,7 +176,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // Every error is reported as one line on stderr (two where a run was
 // interrupted and a write failed as well). Usage errors exit 2, errors
 // from an interrupted command the signal's status, a run with a mode that
-// did not complete 3, and every other error 1.
+// did not complete 3 (as a fit that found nothing that fits), and every
+// other error 1.
 func runCommandLine(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	ios := newIOStreams(stdout, stderr)
 	ios.CommandLine = argv
@@ -203,7 +209,8 @@ func runCommandLine(ctx context.Context, argv []string, stdout, stderr io.Writer
 	}
 	fmt.Fprintf(stderr, "gpuz: %v\n", err)
 	var inc *incompleteError
-	if errors.As(err, &inc) {
+	var none *fit.NothingFitsError
+	if errors.As(err, &inc) || errors.As(err, &none) {
 		return exitIncomplete
 	}
 	return exitFailure

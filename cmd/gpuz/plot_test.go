@@ -81,7 +81,7 @@ func TestPlotBadInput(t *testing.T) {
 		{[]string{"linear", "train", "cpu", "--plot", filepath.Join(dir, "run.jpg")}, `--plot ` + filepath.Join(dir, "run.jpg") + `: unknown image format ".jpg"`},
 		{[]string{"linear", "train", "cpu", "--plot", filepath.Join(dir, "missing", "run.svg")}, "--plot"},
 		{[]string{"linear", "train", "cpu", "--plot", out, "--bench-out", out}, "name the same file"},
-		{[]string{"plan", "linear", "train", "--plot", out}, "unknown flag: --plot"},
+		{[]string{"plan", "linear", "train", "--plot", filepath.Join(dir, "plan.gif")}, `--plot ` + filepath.Join(dir, "plan.gif") + `: unknown image format ".gif"`},
 	} {
 		wantUsageError(t, tc.args, tc.want)
 	}
@@ -138,4 +138,40 @@ func TestSweepPlot(t *testing.T) {
 		t.Fatalf("exit status %d, want %d (cuda out of memory under the take):\n%s", code, exitIncomplete, out)
 	}
 	checkImage(t, img)
+}
+
+// TestPlanPlot plans the small linear workload's training in the cuda,
+// cache and managed modes on a simulated device under both recompute
+// settings with --plot: the memory picture is drawn as SVG and PNG, and
+// the plan is printed as without it. A plan of the managed mode alone has
+// no timeline: a warning, no image, status 0.
+func TestPlanPlot(t *testing.T) {
+	privateLedger(t)
+	for _, ext := range []string{".svg", ".png"} {
+		ios, out, errOut := testIO()
+		opts := smallLinear(ios, "sim:1GiB")
+		opts.PlanOnly, opts.Modes = true, []bench.Mode{bench.ModeCUDA, bench.ModeCache, bench.ModeManaged}
+		opts.Sweep = []SweepFlag{{Flag: "recompute", Values: []string{"none", "blocks"}}}
+		opts.Plot = filepath.Join(t.TempDir(), "plan"+ext)
+		if err := workloadRun(context.Background(), opts); err != nil {
+			t.Fatalf("%v; stderr: %s", err, errOut)
+		}
+		checkImage(t, opts.Plot)
+		if !strings.Contains(out.String(), "Memory plan of gpuz linear train") || strings.Contains(out.String(), "warning") {
+			t.Errorf("the plan with --plot printed:\n%s", out)
+		}
+	}
+	ios, out, _ := testIO()
+	opts := smallLinear(ios, "sim:1GiB")
+	opts.PlanOnly, opts.Modes = true, []bench.Mode{bench.ModeManaged}
+	opts.Plot = filepath.Join(t.TempDir(), "plan.svg")
+	if err := workloadRun(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "warning: --plot "+opts.Plot+" not drawn: no mode of the plan has a device timeline") {
+		t.Errorf("no warning about the plot:\n%s", out)
+	}
+	if _, err := os.Stat(opts.Plot); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s exists: %v", opts.Plot, err)
+	}
 }

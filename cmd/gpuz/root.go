@@ -46,12 +46,12 @@ CPU (cpu). Results come out per epoch and as an Analyze table.`,
 	for _, def := range workloads {
 		root.AddCommand(newWorkloadCmd(ios, def, false, nil))
 	}
-	root.AddCommand(newPlanCmd(ios, workloads), newTakeMemCmd(ios, nil), newVersionCmd(ios))
-	root.AddCommand(newDevicesCmd(ios, nil), newSelftestCmd(ios, nil), newCompareCmd(ios, nil), newPlotCmd(ios, nil))
+	root.AddCommand(newPlanCmd(ios, workloads), newFitCmd(ios, workloads, nil), newTakeMemCmd(ios, nil), newVersionCmd(ios))
+	root.AddCommand(newDevicesCmd(ios, nil), newSelftestCmd(ios, nil), newCompareCmd(ios, nil), newPlotCmd(ios, nil), newCalibrateCmd(ios, nil))
 	// A bare "gpuz" with an unknown word must not fall back to help.
 	root.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return usagef("unknown command %q (want linear, resnet, attention, plan, compare, plot, take-mem, devices, selftest or version; see gpuz --help)", args[0])
+			return usagef("unknown command %q (want linear, resnet, attention, plan, fit, compare, plot, take-mem, devices, selftest, calibrate or version; see gpuz --help)", args[0])
 		}
 		return nil
 	}

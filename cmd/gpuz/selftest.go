@@ -44,7 +44,7 @@ sim otherwise (where the checks are equal by construction).`,
 		Args:    noArgs,
 		RunE:    runWith(opts, runF, selftestRun),
 	}
-	cmd.Flags().StringVar(&opts.Device, "device", opts.Device, "device to test: cuda[:N], sim[:SIZE], sim:PROFILE or cpu")
+	cmd.Flags().StringVar(&opts.Device, "device", opts.Device, "device to test: cuda[:N], sim[:SIZE], sim:PROFILE, sim:FILE or cpu")
 	return cmd
 }
 

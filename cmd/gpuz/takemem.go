@@ -87,7 +87,7 @@ one real layer: real work on the CPU that the simulation runs on.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.Device, "device", "auto", "device to hold memory on: auto, cpu, sim, sim:SIZE, sim:PROFILE or cuda:N")
+	fs.StringVar(&o.Device, "device", "auto", "device to hold memory on: auto, cpu, sim, sim:SIZE, sim:PROFILE, sim:FILE or cuda:N")
 	fs.DurationVar(&o.For, "for", 0, "release after this long, e.g. 30s or 10m (default: until interrupted)")
 	fs.BoolVar(&o.Busy, "busy", false, "run a forward pass through the held layers every second")
 	fs.BoolVar(&o.List, "list", false, "list who holds the simulated device's memory (pid, user, bytes, command), one line each, instead of holding any")

@@ -67,8 +67,9 @@ type WorkloadOptions struct {
 	CPUProfile string
 	// Device names the device of the cuda and cache modes.
 	Device string
-	// HostProfile names the host profile (perfmodel.LookupHost) the cpu
-	// mode is predicted on; "" predicts it on none.
+	// HostProfile names the host profile the cpu mode is predicted on: a
+	// built-in one's name or a profile file (perfmodel.OpenHost); ""
+	// predicts it on none.
 	HostProfile string
 	// Cache is how cache mode pages the blocks (--policy, --win-size,
 	// --optimizer-on), as it reaches bench's run configuration and the
@@ -146,8 +147,8 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.StringVar(&opts.Format, "format", string(report.FormatText), "what goes to standard output: text, markdown, csv or json (the others send the epochs and the text table to standard error)")
 	fs.BoolVar(&opts.Wide, "wide", false, "show every column of the table (mean, stddev, min, max, copies each way, copy rate), past 100 columns")
 	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
-	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE], sim:PROFILE (gpuz devices --profiles) or cuda[:N]")
-	fs.StringVar(&opts.HostProfile, "host-profile", "", "predict the cpu mode on this host profile: "+strings.Join(perfmodel.HostNames(), ", ")+" (the reference laptop's CPU); docs/model.md")
+	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE], sim:PROFILE (gpuz devices --profiles), sim:FILE (a profile file: a name ending in .json or with a slash) or cuda[:N]")
+	fs.StringVar(&opts.HostProfile, "host-profile", "", "predict the cpu mode on this host profile: "+strings.Join(perfmodel.HostNames(), ", ")+" (the reference laptop's CPU), or a profile file (a name ending in .json or with a slash) such as gpuz calibrate writes; docs/model.md")
 	lists.add(fs, "policy", "strings", string(cache.Window), "cache policy: window (DictCache's: Adam's state resident on the device, blocks paged), window-paged (Adam's state paged with its block) or auto; a comma list sweeps")
 	lists.add(fs, "win-size", "ints", "3", "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory); 3 as DictCache's demos pass, the class's own default being 1; a comma list sweeps")
 	lists.add(fs, "optimizer-on", "strings", "device", "where cache mode runs the optimizer: device or host (auto policy); a comma list sweeps")
@@ -161,6 +162,9 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 		// (pflag's NoOptDefVal) "--json FILE" would read FILE as MODES, and
 		// "plan linear train --json cpu" cannot tell a file from a mode.
 		fs.Lookup("json").Usage = "print the plan as JSON to this file instead of the table (- for standard output)"
+		fs.Lookup("take").Usage = "device memory to plan without, as take-mem's N blocks or SIZE: subtracted from the free memory, nothing held (0: none)"
+		fs.StringVar(&opts.Plot, "plot", "", "also draw the device memory over one batch's steps to this image, FILE.svg or FILE.png: a panel per mode, placement and recompute setting, stacked by what holds it")
+		fs.Lookup("recompute").Usage = "activations in training: none (keep every one the backward pass reads) or blocks (keep only each block's input and run the block's forward again before its gradients); a comma list plans each, a row per mode and setting; eval is unchanged"
 	} else {
 		fs.StringVar(&opts.Plot, "plot", "", "also draw the results to this image, FILE.svg or FILE.png (as gpuz plot)")
 	}
@@ -439,7 +443,7 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 	}
 	var host *perfmodel.Profile
 	if o.HostProfile != "" {
-		p, err := perfmodel.LookupHost(o.HostProfile)
+		p, err := perfmodel.OpenHost(o.HostProfile)
 		if err != nil {
 			return bench.Options{}, usagef("--host-profile: %v", err)
 		}
@@ -505,12 +509,6 @@ func (o *WorkloadOptions) human() io.Writer {
 // case after the run started the table of what completed is printed first.
 func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 	if o.PlanOnly {
-		if len(o.Sweep) > 0 {
-			return usagef("plan takes one value per flag; --%s has %d", o.Sweep[0].Flag, len(o.Sweep[0].Values))
-		}
-		if o.Take != "" && o.Take != "0" {
-			return usagef("plan holds no memory: drop --take, or run gpuz take-mem beside it")
-		}
 		return planRun(ctx, o)
 	}
 	if len(o.Sweep) > 0 {

@@ -43,7 +43,7 @@ func RuntimeHeadroom(threads int) int64 {
 // modes run one after another and the Go runtime reuses its heap's
 // address space, so the largest mode counts, not their sum.
 func AddressSpaceNeed(opts Options) (int64, error) {
-	p, err := PlanMemory(opts)
+	p, err := PlanMemory(opts, PlanOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("planning the host memory: %w", err)
 	}

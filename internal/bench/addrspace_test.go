@@ -28,7 +28,7 @@ func TestRuntimeHeadroom(t *testing.T) {
 // cache mode's placements included) plus the headroom: not their sum.
 func TestAddressSpaceNeed(t *testing.T) {
 	opts := smallLinearRun(t, TaskTrain, ModeCUDA, ModeCache, ModeCPU)
-	p, err := PlanMemory(opts)
+	p, err := PlanMemory(opts, PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,10 @@ func BLASWarning() string { return hostmath.BLASWarning() }
 // the kernel's setting and what gpuz does with it, as "madvise: used".
 func HugePages() string { return hugemem.Status() }
 
+// BF16Path names the path the host's bf16 products take
+// (hostmath.BF16Path).
+func BF16Path() string { return hostmath.BF16Path() }
+
 // CPUVector names the host CPU's widest vector extension.
 func CPUVector() string { return hostmath.CPUVector() }
 

@@ -112,7 +112,7 @@ func TestRunAndPlanCloseDevices(t *testing.T) {
 
 	plan := &deviceCounter{ledger: device.OpenLedger(filepath.Join(t.TempDir(), "ledger"))}
 	opts.NewGPU = plan.open(t)
-	if _, err := PlanMemory(opts); err != nil {
+	if _, err := PlanMemory(opts, PlanOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	plan.checkClosed(t, "PlanMemory", 2)

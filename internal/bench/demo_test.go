@@ -34,7 +34,7 @@ func TestDemoScaleTellsTheStory(t *testing.T) {
 				Config: Config{Cache: cache.Config{Policy: cache.Window, Window: 3}},
 				NewGPU: func() (device.Device, error) { return device.NewSim(tc.free, nil), nil },
 			}
-			plan, err := PlanMemory(opts)
+			plan, err := PlanMemory(opts, PlanOptions{})
 			if err != nil {
 				t.Fatalf("%s: %v", w.Name, err)
 			}

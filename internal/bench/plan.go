@@ -2,12 +2,15 @@ package bench
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"gorgonia.org/gorgonia"
 
 	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
+	"gpuz/internal/levers"
 	"gpuz/internal/models"
 	"gpuz/internal/units"
 )
@@ -15,15 +18,20 @@ import (
 // ModePlan is the memory one mode would need, computed from the compiled
 // program before anything is allocated.
 type ModePlan struct {
-	Mode      Mode
+	Mode Mode
+	// Recompute is the recompute setting of the schedule planned (one of
+	// MemoryPlan.Schedules).
+	Recompute levers.Recompute
 	Device    string // "" when the mode has no device
 	Placement engine.Placement
 	Footprint engine.Footprint
-	// DeviceFree and HostAvailable are the bytes free now on the device
-	// and what this process can still allocate on the host: the least of
-	// MemAvailable, its cgroup's limit and its rlimits
-	// (device.ReadHostLimit).
+	// DeviceFree and HostAvailable are the bytes free now on the device,
+	// less PlanOptions.TakeBytes (0 at least), and what this process can
+	// still allocate on the host: the least of MemAvailable, its cgroup's
+	// limit and its rlimits (device.ReadHostLimit).
 	DeviceFree, HostAvailable int64
+	// DeviceTotal is the device's capacity.
+	DeviceTotal int64
 	// HostNeed is the host memory the mode needs: the data set, the
 	// footprint's host bytes, plus its device bytes where the device's
 	// memory is host memory (the host itself, a simulated GPU).
@@ -37,41 +45,108 @@ type ModePlan struct {
 	// Prediction is one epoch's prediction on the mode's profile, as Run
 	// makes it (ModeResult.Prediction); nil without a profile.
 	Prediction *Prediction
-	Status     Status // unavailable modes say why; ok otherwise
+	// Timeline is the device memory at each step and update of one batch
+	// under the placement (engine.Schedule.Timeline); nil for a mode that
+	// was not planned and for a managed placement.
+	Timeline []engine.StepMemory
+	Status   Status // unavailable modes say why; ok otherwise
+}
+
+// SchedulePlan is what one compiled schedule holds and computes, the
+// same in every mode.
+type SchedulePlan struct {
+	Recompute levers.Recompute
+	Bytes     engine.Bytes // with every block resident
+	Gradients int64        // all parameters' gradients, part of Bytes.Arena while live
+	MinWindow int
+	// Work is one batch's device work (engine.Schedule.Work): an epoch's
+	// is MemoryPlan.Batches times it. Recompute's re-run forward steps
+	// count in it as the steps they are.
+	Work engine.Work
 }
 
 // MemoryPlan is the memory plan of a workload for every mode and cache
-// policy.
+// policy, under each recompute setting planned.
 type MemoryPlan struct {
-	Header    Header
-	Bytes     engine.Bytes // with every block resident
-	Gradients int64        // all parameters' gradients, part of Bytes.Arena while live
-	Blocks    int
-	MinWindow int
-	// Work is one batch's device work (engine.Schedule.Work), the same in
-	// every mode; an epoch's is Batches times it.
-	Work    engine.Work
-	Batches int
-	Modes   []ModePlan
+	Header Header // its TakeBytes is PlanOptions.TakeBytes, its Recompute the settings planned, comma-separated
+	Blocks int
+	// Schedules are the schedules compiled, one per recompute setting
+	// planned, in the order PlanOptions gives them.
+	Schedules []SchedulePlan
+	Batches   int
+	// Modes are the rows: for each mode in turn, each placement (for the
+	// cache mode each policy), each under every schedule in turn.
+	Modes []ModePlan
+}
+
+// Schedule returns the schedule planned for recompute setting r ("" is
+// none), false when none was.
+func (p MemoryPlan) Schedule(r levers.Recompute) (SchedulePlan, bool) {
+	for _, s := range p.Schedules {
+		if s.Recompute.String() == r.String() {
+			return s, true
+		}
+	}
+	return SchedulePlan{}, false
+}
+
+// PlanOptions is what a plan compares beyond one run's options.
+type PlanOptions struct {
+	// Recomputes are the recompute settings planned, each compiled into
+	// its own schedule and giving each mode and placement its own row;
+	// nil plans Options.Recompute alone.
+	Recomputes []levers.Recompute
+	// TakeBytes is subtracted from each device's free memory, as the
+	// memory a run's --take (or another program) would hold: the plan
+	// itself holds nothing.
+	TakeBytes int64
 }
 
 // PlanMemory computes the memory each requested mode needs, and for cache
 // mode each policy (cache.Choices): the window and window-paged policies
 // with opts.Cache's window, the auto policy sized from free memory, and,
-// when training, the auto policy with the optimizer on the host. Nothing
-// is allocated.
-func PlanMemory(opts Options) (MemoryPlan, error) {
+// when training, the auto policy with the optimizer on the host; each
+// under every recompute setting of po. Nothing is allocated, and nothing
+// is held: po.TakeBytes only lowers the free memory planned with.
+func PlanMemory(opts Options, po PlanOptions) (MemoryPlan, error) {
 	threads := opts.applyThreads()
-	model, plan, err := opts.compile()
-	if err != nil {
-		return MemoryPlan{}, err
+	recomputes := po.Recomputes
+	if len(recomputes) == 0 {
+		recomputes = []levers.Recompute{opts.Recompute}
+	}
+	recomputes = slices.Clone(recomputes)
+	for i, r := range recomputes {
+		if r == "" {
+			recomputes[i] = levers.RecomputeNone
+		}
+	}
+	var (
+		built     []*models.Model // each schedule's model: its inputs are the schedule's
+		schedules []*engine.Schedule
+		res       MemoryPlan
+	)
+	for _, r := range recomputes {
+		o := opts
+		o.Recompute = r
+		m, plan, err := o.compile()
+		if err != nil {
+			return MemoryPlan{}, fmt.Errorf("recompute %s: %w", r, err)
+		}
+		built, schedules = append(built, m), append(schedules, plan)
+		res.Schedules = append(res.Schedules, SchedulePlan{Recompute: r, Bytes: plan.Bytes(), Gradients: plan.GradientBytes(),
+			MinWindow: plan.MinWindow(), Work: plan.Work()})
 	}
 	// The header counts the data set's bytes without making it: a plan
 	// allocates nothing.
-	header := opts.header(model, models.Data{}, threads)
-	header.DataBytes = opts.dataBytes()
-	res := MemoryPlan{Header: header, Bytes: plan.Bytes(), Gradients: plan.GradientBytes(),
-		Blocks: plan.Blocks(), MinWindow: plan.MinWindow(), Work: plan.Work(), Batches: opts.Samples / opts.Batch}
+	res.Header = opts.header(built[0], models.Data{}, threads)
+	res.Header.DataBytes = opts.dataBytes()
+	res.Header.TakeBytes = po.TakeBytes
+	names := make([]string, len(recomputes))
+	for i, r := range recomputes {
+		names[i] = r.String()
+	}
+	res.Header.Recompute = strings.Join(names, ",") // the settings planned
+	res.Blocks, res.Batches = schedules[0].Blocks(), opts.Samples/opts.Batch
 	host, err := device.ReadHostLimit()
 	if err != nil {
 		return MemoryPlan{}, fmt.Errorf("planning the host memory: %w", err)
@@ -92,38 +167,17 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 		}
 		dev, _, status := opts.deviceFor(mode)
 		for _, pl := range placements {
-			mp := ModePlan{Mode: mode, Placement: pl, HostAvailable: host.Bytes, Status: status}
-			if dev == nil {
+			for si, plan := range schedules {
+				mp := ModePlan{Mode: mode, Recompute: recomputes[si], Placement: pl, HostAvailable: host.Bytes, Status: status}
+				if dev != nil {
+					mp, err = opts.planMode(mp, dev, plan, res, po.TakeBytes, []*gorgonia.Node{built[si].Input, built[si].Target})
+				}
+				if err != nil {
+					_ = dev.Close()
+					return MemoryPlan{}, fmt.Errorf("%s: %w", mode, err)
+				}
 				res.Modes = append(res.Modes, mp)
-				continue
 			}
-			mp.Status = Status{Kind: StatusOK}
-			mp.Device = dev.Name()
-			if mp.DeviceFree, _, err = dev.MemInfo(); err != nil {
-				_ = dev.Close()
-				return MemoryPlan{}, fmt.Errorf("%s: %w", mode, err)
-			}
-			mp.Footprint = plan.Footprint(pl, mp.DeviceFree)
-			mp.FitsDevice = mp.Footprint.Device <= mp.DeviceFree
-			// A run makes the data set once, before any mode: each
-			// mode's host need counts it here, where nothing is made yet.
-			mp.HostNeed = header.DataBytes + hostNeed(dev, mp.Footprint)
-			mp.FitsHost = mp.HostNeed <= host.Bytes
-			// A placement that cannot load (a window of 0) has no copies to
-			// count; the run reports it.
-			if pl.Validate() != nil {
-				res.Modes = append(res.Modes, mp)
-				continue
-			}
-			if mp.Copies, err = plan.Copies(pl, mp.Footprint.Window, res.Batches, []*gorgonia.Node{model.Input, model.Target}); err != nil {
-				_ = dev.Close()
-				return MemoryPlan{}, fmt.Errorf("%s: %w", mode, err)
-			}
-			if p, ok := opts.profileFor(mode, dev); ok {
-				pr := predictEpoch(res.Work, res.Batches, mp.Copies, pl, p)
-				mp.Prediction = &pr
-			}
-			res.Modes = append(res.Modes, mp)
 		}
 		// Each mode's device is closed before the next is opened, so that
 		// the next one's free memory does not count this one's context.
@@ -134,6 +188,56 @@ func PlanMemory(opts Options) (MemoryPlan, error) {
 		}
 	}
 	return res, nil
+}
+
+// planMode fills mp, a mode on dev under its placement and recompute
+// setting, from the schedule compiled for that setting: the footprint
+// with take bytes of dev's free memory taken, the host need, the copies
+// of an epoch of fed batches, the prediction and the timeline. Nothing is
+// allocated.
+func (opts Options) planMode(mp ModePlan, dev device.Device, plan *engine.Schedule, res MemoryPlan, take int64, fed []*gorgonia.Node) (ModePlan, error) {
+	var err error
+	mp.Status = Status{Kind: StatusOK}
+	mp.Device = dev.Name()
+	if mp.DeviceFree, mp.DeviceTotal, err = dev.MemInfo(); err != nil {
+		return mp, err
+	}
+	mp.DeviceFree = max(mp.DeviceFree-take, 0)
+	if err := opts.sizeMode(&mp, dev, plan, res.Header.DataBytes, res.Batches, fed); err != nil {
+		return mp, err
+	}
+	if !mp.Placement.Managed && mp.Placement.Validate() == nil {
+		if mp.Timeline, err = plan.Timeline(mp.Placement, mp.Footprint.Window); err != nil {
+			return mp, err
+		}
+	}
+	return mp, nil
+}
+
+// sizeMode fills what mp needs on dev under its placement with
+// mp.DeviceFree free: the footprint, the host need (dataBytes, the data
+// set a run makes once before any mode, and the device's share where its
+// memory is the host's) and whether each fits; and, where fed batches of
+// an epoch (batches) are given, the copies of an epoch and the prediction
+// on the mode's profile. A placement that cannot load (a window of 0) has
+// no copies to count: the run reports it.
+func (opts Options) sizeMode(mp *ModePlan, dev device.Device, plan *engine.Schedule, dataBytes int64, batches int, fed []*gorgonia.Node) error {
+	mp.Footprint = plan.Footprint(mp.Placement, mp.DeviceFree)
+	mp.FitsDevice = mp.Footprint.Device <= mp.DeviceFree
+	mp.HostNeed = dataBytes + hostNeed(dev, mp.Footprint)
+	mp.FitsHost = mp.HostNeed <= mp.HostAvailable
+	if fed == nil || mp.Placement.Validate() != nil {
+		return nil
+	}
+	var err error
+	if mp.Copies, err = plan.Copies(mp.Placement, mp.Footprint.Window, batches, fed); err != nil {
+		return err
+	}
+	if p, ok := opts.profileFor(mp.Mode, dev); ok {
+		pr := predictEpoch(plan.Work(), batches, mp.Copies, mp.Placement, p)
+		mp.Prediction = &pr
+	}
+	return nil
 }
 
 // dataBytes returns the bytes of the workload's data set without making

@@ -13,13 +13,19 @@ type Prediction struct {
 	// Profile is the profile's name ("rtx4060-laptop", "cpu-i7-13700h").
 	Profile string
 	perfmodel.Prediction
+	// Kernels and Copies are the epoch as perfmodel counts it, what the
+	// prediction was made from: with a measured time, a sample that the
+	// epoch can be predicted from again on another profile
+	// (perfmodel.Sample; gpuz calibrate's held-out runs).
+	Kernels []perfmodel.Kernel
+	Copies  perfmodel.Copies
 }
 
 // predictEpoch converts one epoch of a mode for perfmodel and predicts it
 // on p: the per-batch work times batches, as kernels, and the epoch's
 // copies, from pageable host memory under the window policies (DictCache's
 // synchronous .to() copies) and from pinned staging otherwise (the auto
-// policy's prefetch, and a resident mode's inputs).
+// policy's prefetch, and a resident mode's inputs), at p's efficiency.
 func predictEpoch(work engine.Work, batches int, copies engine.Copies, pl engine.Placement, p perfmodel.Profile) Prediction {
 	n := int64(batches)
 	kernels := make([]perfmodel.Kernel, len(work.Kernels))
@@ -30,7 +36,7 @@ func predictEpoch(work engine.Work, batches int, copies engine.Copies, pl engine
 		H2DBytes: copies.UploadBytes, D2HBytes: copies.DownloadBytes, SyncBytes: copies.SyncBytes(),
 		Pageable: pl.Paged && pl.Cache.Pageable(), Count: copies.Count, Migrated: pl.Managed, RemoteBytes: copies.RemoteBytes,
 	}
-	return Prediction{Profile: p.Name, Prediction: perfmodel.Predict(kernels, c, p, perfmodel.DefaultEfficiency)}
+	return Prediction{Profile: p.Name, Prediction: perfmodel.Predict(kernels, c, p, p.Efficiency()), Kernels: kernels, Copies: c}
 }
 
 // profileFor returns the profile a mode's predictions are made on, false

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func TestPredictionsNeedAProfile(t *testing.T) {
 		}
 	}
 
-	plan, err := PlanMemory(opts)
+	plan, err := PlanMemory(opts, PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,4 +199,98 @@ func referenceProfiles(t *testing.T) (gpu, host perfmodel.Profile) {
 		t.Fatal(err)
 	}
 	return gpu, host
+}
+
+// TestPlannerMatchesPlanMemory plans the small linear workload's modes on
+// sim:rtx4060-laptop with the reference host profile both ways: each of
+// PlanMemory's rows (every cache policy's among them) is what a Planner
+// gives for the same mode and configuration, footprint, copies and
+// prediction included, the memory picture's timeline excepted.
+func TestPlannerMatchesPlanMemory(t *testing.T) {
+	for _, task := range []Task{TaskTrain, TaskEval} {
+		opts := smallLinearRun(t, task, ModeCUDA, ModeCache, ModeManaged, ModeCPU)
+		gpu, host := referenceProfiles(t)
+		opts.NewGPU = func() (device.Device, error) { return device.NewSimProfile(gpu, nil), nil }
+		opts.HostProfile = &host
+		opts.Cache = cache.Config{Policy: cache.Window, Window: 2}
+		plan, err := PlanMemory(opts, PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewPlanner(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		for _, want := range plan.Modes {
+			cfg := Config{Cache: want.Placement.Cache}
+			if want.Mode != ModeCache {
+				cfg.Cache = cache.Config{}
+			}
+			got, err := p.Plan(want.Mode, cfg, want.DeviceFree, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.HostAvailable, want.HostAvailable = 0, 0 // read at different times
+			want.Timeline = nil                          // the picture's, which a search leaves out
+			if want.Mode == ModeCPU {
+				got.DeviceFree, want.DeviceFree = 0, 0 // the host's, read at different times
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s %s %s: planner\n%+v\nPlanMemory\n%+v", task, want.Mode, want.Placement.Cache.Policy, got, want)
+			}
+		}
+	}
+}
+
+// TestTinyLinearRunsFasterOnTheHost plans issue 22's iris-sized workload
+// (linear train, 2 blocks of 2 layers of 16, 150 samples in one batch) on
+// the reference's GPU and CPU profiles: its 41 kernels are too small for
+// either device's rates to matter, so each kernel's fixed cost decides,
+// and a host call (HostKernelOverhead) costs a tenth of a GPU launch
+// (GPULaunchOverhead): the cpu mode's model time must come out below the
+// cuda mode's, from the profiles alone.
+func TestTinyLinearRunsFasterOnTheHost(t *testing.T) {
+	gpu, host := referenceProfiles(t)
+	opts := smallLinearRun(t, TaskTrain, ModeCUDA, ModeCPU)
+	cfg := opts.Workload.(models.LinearConfig)
+	cfg.Blocks, cfg.LayersPerBlock, cfg.Dims, cfg.Samples, cfg.Batch = 2, 2, 16, 150, 150
+	opts.Workload, opts.Samples, opts.Batch = cfg, cfg.Samples, cfg.Batch
+	opts.NewGPU = func() (device.Device, error) { return device.NewSimProfile(gpu, nil), nil }
+	opts.HostProfile = &host
+	plan, err := PlanMemory(opts, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := map[Mode]time.Duration{}
+	for _, mp := range plan.Modes {
+		if mp.Prediction == nil {
+			t.Fatalf("%s: no prediction", mp.Mode)
+		}
+		model[mp.Mode] = mp.Prediction.Model
+	}
+	if model[ModeCPU] >= model[ModeCUDA] {
+		t.Errorf("tiny linear train: cpu predicted %v, cuda %v; want the cpu faster", model[ModeCPU], model[ModeCUDA])
+	}
+}
+
+// TestPredictionCarriesItsEpoch: a run's prediction carries the epoch's
+// kernels and copies as perfmodel counts them, which predict it again to
+// the same times (gpuz calibrate re-predicts held-out runs from them).
+func TestPredictionCarriesItsEpoch(t *testing.T) {
+	gpu, host := referenceProfiles(t)
+	opts := smallLinearRun(t, TaskTrain, ModeCache, ModeCPU)
+	opts.Epochs, opts.Cache = 2, cache.Config{Policy: cache.Window, Window: 1}
+	opts.NewGPU = func() (device.Device, error) { return device.NewSimProfile(gpu, nil), nil }
+	opts.HostProfile = &host
+	for _, m := range run(t, opts).Modes {
+		p := m.Prediction
+		if p == nil || len(p.Kernels) == 0 || (m.Mode == ModeCache && p.Copies.H2DBytes == 0) {
+			t.Fatalf("%s: prediction %+v, want its kernels (and the cache mode's copies)", m.Mode, p)
+		}
+		on := map[Mode]perfmodel.Profile{ModeCache: gpu, ModeCPU: host}[m.Mode]
+		if again := perfmodel.Predict(p.Kernels, p.Copies, on, on.Efficiency()); again != p.Prediction {
+			t.Errorf("%s: predicted again from its epoch %+v, want %+v", m.Mode, again, p.Prediction)
+		}
+	}
 }

@@ -13,7 +13,7 @@ func TestHeaderReportsThreadsInForce(t *testing.T) {
 	opts := smallLinearRun(t, TaskEval, ModeCPU)
 	opts.setThreads = func(n int) int { applied = min(n, 2); return applied }
 	opts.Threads = 5
-	plan, err := PlanMemory(opts)
+	plan, err := PlanMemory(opts, PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestHeaderReportsThreadsInForce(t *testing.T) {
 	}
 
 	opts.Threads = 2
-	if plan, err = PlanMemory(opts); err != nil {
+	if plan, err = PlanMemory(opts, PlanOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if h := plan.Header; h.Threads != 2 || h.ThreadsWarning != "" {

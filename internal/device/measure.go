@@ -106,11 +106,12 @@ func timeKernel(dev Device, n int, launch func(k Kernels, bufs [3]Buffer)) (time
 	if err := run(); err != nil {
 		return 0, err
 	}
-	return best(run)
+	return Best(run)
 }
 
-// best returns the shortest of three runs of f.
-func best(f func() error) (time.Duration, error) {
+// Best returns the shortest of three runs of f: how Measure, and gpuz
+// calibrate's samples (package calibration), time a run.
+func Best(f func() error) (time.Duration, error) {
 	var fastest time.Duration
 	for i := range 3 {
 		start := time.Now()
@@ -132,7 +133,7 @@ func pageableRates(dev Device, bytes int) (up, down float64, err error) {
 		return 0, 0, fmt.Errorf("measuring copies: %w", err)
 	}
 	defer dev.Free(b)
-	tUp, err := best(func() error {
+	tUp, err := Best(func() error {
 		if err := dev.Upload(b, host); err != nil {
 			return err
 		}
@@ -143,7 +144,7 @@ func pageableRates(dev Device, bytes int) (up, down float64, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("measuring uploads: %w", err)
 	}
-	tDown, err := best(func() error { return dev.Download(host, b) })
+	tDown, err := Best(func() error { return dev.Download(host, b) })
 	if err != nil {
 		return 0, 0, fmt.Errorf("measuring downloads: %w", err)
 	}

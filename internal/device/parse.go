@@ -22,6 +22,9 @@ const AutoWarning = "no CUDA GPU: cuda and cache run on a simulated 8GiB device 
 //	sim:SIZE    a simulated GPU of SIZE bytes: 512MiB, 4GiB, 4GB, 1000000
 //	sim:PROFILE a simulated GPU of a GPU profile's memory size, standing for
 //	            that GPU (perfmodel.Lookup): sim:rtx4060-laptop, sim:h100-sxm
+//	sim:FILE    the same for the profile in a JSON file (perfmodel.LoadProfile,
+//	            as gpuz calibrate writes it): a name ending in .json or with a
+//	            slash, sim:./l4.json
 //	cuda[:N]    CUDA GPU N (default 0)
 //
 // A simulated device records its memory in ledger (nil: a device no other
@@ -39,8 +42,8 @@ func Parse(spec string, ledger *Ledger) (dev Device, warning string, err error) 
 		return NewHost(), "", nil
 	case kind == "sim" && !hasArg:
 		return NewSim(DefaultSimCapacity, ledger), "", nil
-	case kind == "sim" && startsWithLetter(arg):
-		p, err := perfmodel.Lookup(arg)
+	case kind == "sim" && (startsWithLetter(arg) || perfmodel.IsFile(arg)):
+		p, err := perfmodel.Open(arg)
 		if err != nil {
 			return nil, "", fmt.Errorf("device %q: %w", spec, err)
 		}
@@ -69,7 +72,7 @@ func Parse(spec string, ledger *Ledger) (dev Device, warning string, err error) 
 		}
 		return d, "", nil
 	}
-	return nil, "", fmt.Errorf("unknown device %q (want auto, cpu, sim, sim:SIZE, sim:PROFILE, cuda or cuda:N)", spec)
+	return nil, "", fmt.Errorf("unknown device %q (want auto, cpu, sim, sim:SIZE, sim:PROFILE, sim:FILE, cuda or cuda:N)", spec)
 }
 
 // startsWithLetter says s starts with an ASCII letter: a profile's name

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,12 +40,48 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestParseProfileFile makes simulated devices of profiles in files,
+// named by a path with a slash or a name ending in .json: each stands for
+// its profile (device.Profiled) with its memory size; a file that cannot
+// be read or is not a profile is an error naming the spec and the field.
+func TestParseProfileFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "l4.json")
+	if err := os.WriteFile(path, []byte(`{"Name": "l4", "FP32": 30e12, "MemBandwidth": 300e9, "MemoryBytes": 1073741824,
+		"PCIeGen": 4, "PCIeLanes": 16}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	for _, spec := range []string{"sim:" + path, "sim:l4.json", "sim:./l4.json"} {
+		dev, _, err := Parse(spec, nil)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", spec, err)
+			continue
+		}
+		p, ok := dev.(Profiled).Profile()
+		if dev.Name() != "sim:l4" || !ok || p.FP32 != 30e12 || dev.(*Sim).Capacity() != 1<<30 {
+			t.Errorf("Parse(%q) = %s, profile %+v (%v); want sim:l4 of 1 GiB on the file's profile", spec, dev.Name(), p, ok)
+		}
+	}
+	if err := os.WriteFile("bad.json", []byte(`{"Name": "bad", "FP32": -1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for spec, want := range map[string]string{
+		"sim:missing.json": `device "sim:missing.json": reading the profile: open missing.json: no such file`,
+		"sim:bad.json":     `device "sim:bad.json": profile bad.json: field FP32: want a positive rate`,
+	} {
+		if _, _, err := Parse(spec, nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) error = %v, want %q", spec, err, want)
+		}
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	for _, tt := range []struct {
 		spec, want string
 	}{
 		{"", `unknown device ""`},
-		{"gpu", `unknown device "gpu" (want auto, cpu, sim, sim:SIZE, sim:PROFILE, cuda or cuda:N)`},
+		{"gpu", `unknown device "gpu" (want auto, cpu, sim, sim:SIZE, sim:PROFILE, sim:FILE, cuda or cuda:N)`},
 		{"CPU", `unknown device "CPU"`},
 		{"cpu:0", `unknown device "cpu:0"`},
 		{"auto:1", `unknown device "auto:1"`},

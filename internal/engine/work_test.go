@@ -7,12 +7,20 @@ import (
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/levers"
 	"gpuz/internal/models"
 )
 
 // compileModel compiles a workload's graph for training or evaluation, as
 // bench does; nothing is allocated.
 func compileModel(t *testing.T, c models.Config, train bool) (*models.Model, *engine.Schedule) {
+	t.Helper()
+	return compileLever(t, c, train, levers.RecomputeNone)
+}
+
+// compileLever compiles a workload as compileModel does, with recompute
+// setting r.
+func compileLever(t *testing.T, c models.Config, train bool, r levers.Recompute) (*models.Model, *engine.Schedule) {
 	t.Helper()
 	m, err := c.Build()
 	if err != nil {
@@ -23,7 +31,7 @@ func compileModel(t *testing.T, c models.Config, train bool) (*models.Model, *en
 		out = m.Loss
 	}
 	s, err := engine.Compile(engine.Spec{Inputs: m.Inputs(), Blocks: m.Blocks, Output: out, Train: train,
-		Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
+		Optimizer: hostmath.DefaultAdam(), ClipNorm: 1, Recompute: r})
 	if err != nil {
 		t.Fatal(err)
 	}

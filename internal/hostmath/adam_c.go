@@ -9,8 +9,8 @@ import "C"
 
 import "unsafe"
 
-// adamFloat32 is the float32 Adam update in C (adam.h), vectorised with AVX2
-// where the CPU has it; its results are bit-identical to adamGo's.
+// adamFloat32 is the float32 Adam update in C (adam.h), vectorised with
+// AVX-512 or AVX2 where the CPU has them; its results are bit-identical to adamGo's.
 func adamFloat32(p, g, m, v []float32, c adamConstants[float32]) {
 	if len(p) == 0 {
 		return

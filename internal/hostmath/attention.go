@@ -16,8 +16,8 @@ import (
 // attention output, heads merged, is [Batch·Seq, d].
 //
 // With Causal, position s attends to positions t ≤ s only: the
-// probabilities above the diagonal are 0, and the kernels skip the blocks
-// of the products that would only meet those zeros.
+// probabilities above the diagonal are 0, and the kernels skip the tiles
+// of the products that would only meet those zeros (see triGemm).
 type Attention struct {
 	Batch, Seq, Heads, HeadDim int
 	Causal                     bool
@@ -37,8 +37,8 @@ func (a Attention) Validate() error {
 	return nil
 }
 
-// attentionBlock is the side of the row and column blocks in which causal
-// products are computed: blocks wholly above the diagonal are skipped.
+// attentionBlock is the side of the row blocks in which triGemm's BLAS path
+// computes causal products: blocks wholly above the diagonal are skipped.
 const attentionBlock = 128
 
 // pair locates one (sequence, head) pair's matrices in the packed layouts.
@@ -63,40 +63,32 @@ func (a Attention) limit(r int) int {
 	return a.Seq
 }
 
-// blocks calls f for each block of rows [r0, r1) in which the products are
-// computed: blocks of attentionBlock rows when causal, all rows otherwise.
-func (a Attention) blocks(f func(r0, r1 int)) {
-	step := a.Seq
+// tri is the triangle of a product when causal, or triNone.
+func (a Attention) tri(t triangle) triangle {
 	if a.Causal {
-		step = attentionBlock
+		return t
 	}
-	for r0 := 0; r0 < a.Seq; r0 += step {
-		f(r0, min(r0+step, a.Seq))
-	}
+	return triNone
 }
 
-// visible is the number of key columns that rows up to r1 of a pair attend
-// to: every position, or those up to r1 when causal.
-func (a Attention) visible(r1 int) int {
-	if a.Causal {
-		return r1
-	}
-	return a.Seq
+// scratchOf is the scratch, in elements, that a pair's products need: the
+// larger of an S×S product's and an S×hd product's.
+func scratchOf[T Float](a Attention) int {
+	return max(triGemmLen[T](a.Seq, a.HeadDim), triGemmLen[T](a.HeadDim, a.Seq))
 }
 
 // AttentionProbs sets p to the attention probabilities
 // softmax(Scale·Q·Kᵀ) of every (sequence, head) pair, causally masked when
-// a.Causal, from the packed qkv.
+// a.Causal, from the packed qkv. When causal, only the scores on or below
+// the diagonal are computed (in tiles: see triGemm).
 func AttentionProbs[T Float](p, qkv []T, a Attention) {
 	ld, s, dh := 3*a.DModel(), a.Seq, a.HeadDim
 	scale := T(a.Scale())
-	forEachPair[T](a.Batch*a.Heads, 0, func(i int, _ []T) {
+	forEachPair[T](a.Batch*a.Heads, scratchOf[T](a), func(i int, scratch []T) {
 		at := a.pair(i)
-		a.blocks(func(r0, r1 int) {
-			cols := a.visible(r1)
-			gemmStrided(false, true, r1-r0, cols, dh, scale, qkv[at.q+r0*ld:], ld, qkv[at.k:], ld, 0, p[at.p+r0*s:], s)
-			softmaxRows(p[at.p+r0*s:at.p+r1*s], r1-r0, s, s, r0, a.Causal)
-		})
+		q, kT := matrix[T]{qkv[at.q:], ld, 1}, matrix[T]{qkv[at.k:], 1, ld}
+		triGemm(a.tri(triC), s, s, dh, scale, q, kT, 0, p[at.p:], s, scratch)
+		softmaxRows(p[at.p:at.p+s*s], s, s, s, 0, a.Causal)
 	})
 }
 
@@ -105,23 +97,10 @@ func AttentionProbs[T Float](p, qkv []T, a Attention) {
 // Entries of p above the diagonal are ignored when causal.
 func AttentionMix[T Float](o, p, qkv []T, a Attention) {
 	ld, d, s, dh := 3*a.DModel(), a.DModel(), a.Seq, a.HeadDim
-	forEachPair[T](a.Batch*a.Heads, attentionBlock*attentionBlock, func(i int, tri []T) {
+	forEachPair[T](a.Batch*a.Heads, scratchOf[T](a), func(i int, scratch []T) {
 		at := a.pair(i)
-		a.blocks(func(r0, r1 int) {
-			out := o[at.o+r0*d:]
-			if !a.Causal {
-				gemmStrided(false, false, r1-r0, dh, s, 1, p[at.p+r0*s:], s, qkv[at.v:], ld, 0, out, d)
-				return
-			}
-			var beta T
-			if r0 > 0 {
-				gemmStrided(false, false, r1-r0, dh, r0, 1, p[at.p+r0*s:], s, qkv[at.v:], ld, 0, out, d)
-				beta = 1
-			}
-			n := r1 - r0
-			lowerTriangle(tri[:n*n], p[at.p+r0*s+r0:], s, n)
-			gemmStrided(false, false, n, dh, n, 1, tri, n, qkv[at.v+r0*ld:], ld, beta, out, d)
-		})
+		pm, v := matrix[T]{p[at.p:], s, 1}, matrix[T]{qkv[at.v:], ld, 1}
+		triGemm(a.tri(triALower), s, dh, s, 1, pm, v, 0, o[at.o:], d, scratch)
 	})
 }
 
@@ -130,15 +109,13 @@ func AttentionMix[T Float](o, p, qkv []T, a Attention) {
 // G·Vᵀ per pair, with zeros above the diagonal when causal.
 func AttentionMixProbsGrad[T Float](dp, g, qkv []T, a Attention) {
 	ld, d, s, dh := 3*a.DModel(), a.DModel(), a.Seq, a.HeadDim
-	forEachPair[T](a.Batch*a.Heads, 0, func(i int, _ []T) {
+	forEachPair[T](a.Batch*a.Heads, scratchOf[T](a), func(i int, scratch []T) {
 		at := a.pair(i)
-		a.blocks(func(r0, r1 int) {
-			cols := a.visible(r1)
-			gemmStrided(false, true, r1-r0, cols, dh, 1, g[at.o+r0*d:], d, qkv[at.v:], ld, 0, dp[at.p+r0*s:], s)
-			for r := r0; r < r1; r++ {
-				clear(dp[at.p+r*s+a.limit(r) : at.p+(r+1)*s])
-			}
-		})
+		gm, vT := matrix[T]{g[at.o:], d, 1}, matrix[T]{qkv[at.v:], 1, ld}
+		triGemm(a.tri(triC), s, s, dh, 1, gm, vT, 0, dp[at.p:], s, scratch)
+		for r := range s {
+			clear(dp[at.p+r*s+a.limit(r) : at.p+(r+1)*s])
+		}
 	})
 }
 
@@ -148,27 +125,14 @@ func AttentionMixProbsGrad[T Float](dp, g, qkv []T, a Attention) {
 // and key columns, which the output does not depend on.
 func AttentionMixValueGrad[T Float](dqkv, p, g []T, a Attention) {
 	ld, d, s, dh := 3*a.DModel(), a.DModel(), a.Seq, a.HeadDim
-	forEachPair[T](a.Batch*a.Heads, attentionBlock*attentionBlock, func(i int, tri []T) {
+	forEachPair[T](a.Batch*a.Heads, scratchOf[T](a), func(i int, scratch []T) {
 		at := a.pair(i)
 		for r := range s {
 			clear(dqkv[at.q+r*ld : at.q+r*ld+dh])
 			clear(dqkv[at.k+r*ld : at.k+r*ld+dh])
 		}
-		if !a.Causal {
-			gemmStrided(true, false, s, dh, s, 1, p[at.p:], s, g[at.o:], d, 0, dqkv[at.v:], ld)
-			return
-		}
-		// Rows c0…c1 of dV take the diagonal block, masked, and the full
-		// column block of P below it.
-		a.blocks(func(c0, c1 int) {
-			n := c1 - c0
-			dv := dqkv[at.v+c0*ld:]
-			lowerTriangle(tri[:n*n], p[at.p+c0*s+c0:], s, n)
-			gemmStrided(true, false, n, dh, n, 1, tri, n, g[at.o+c0*d:], d, 0, dv, ld)
-			if c1 < s {
-				gemmStrided(true, false, n, dh, s-c1, 1, p[at.p+c1*s+c0:], s, g[at.o+c1*d:], d, 1, dv, ld)
-			}
-		})
+		pT, gm := matrix[T]{p[at.p:], 1, s}, matrix[T]{g[at.o:], d, 1}
+		triGemm(a.tri(triAUpper), s, dh, s, 1, pT, gm, 0, dqkv[at.v:], ld, scratch)
 	})
 }
 
@@ -181,36 +145,18 @@ func AttentionMixValueGrad[T Float](dqkv, p, g []T, a Attention) {
 func AttentionProbsGrad[T Float](dqkv, qkv, p, dp []T, a Attention) {
 	ld, s, dh := 3*a.DModel(), a.Seq, a.HeadDim
 	scale := T(a.Scale())
-	forEachPair[T](a.Batch*a.Heads, s*s, func(i int, ds []T) {
+	forEachPair[T](a.Batch*a.Heads, s*s+scratchOf[T](a), func(i int, scratch []T) {
 		at := a.pair(i)
+		ds, scratch := scratch[:s*s], scratch[s*s:]
 		softmaxGradRows(ds, p[at.p:at.p+s*s], dp[at.p:at.p+s*s], s, s, s, 0, a.Causal)
 		for r := range s {
 			clear(dqkv[at.v+r*ld : at.v+r*ld+dh])
 		}
-		// dS is exactly zero above the diagonal when causal, so whole
-		// blocks that straddle it multiply correctly.
-		a.blocks(func(r0, r1 int) {
-			cols := a.visible(r1)
-			gemmStrided(false, false, r1-r0, dh, cols, scale, ds[r0*s:], s, qkv[at.k:], ld, 0, dqkv[at.q+r0*ld:], ld)
-		})
-		a.blocks(func(c0, c1 int) {
-			first := 0
-			if a.Causal {
-				first = c0
-			}
-			gemmStrided(true, false, c1-c0, dh, s-first, scale, ds[first*s+c0:], s, qkv[at.q+first*ld:], ld, 0, dqkv[at.k+c0*ld:], ld)
-		})
+		dsm, dsT := matrix[T]{ds, s, 1}, matrix[T]{ds, 1, s}
+		k, q := matrix[T]{qkv[at.k:], ld, 1}, matrix[T]{qkv[at.q:], ld, 1}
+		triGemm(a.tri(triALower), s, dh, s, scale, dsm, k, 0, dqkv[at.q:], ld, scratch)
+		triGemm(a.tri(triAUpper), s, dh, s, scale, dsT, q, 0, dqkv[at.k:], ld, scratch)
 	})
-}
-
-// lowerTriangle copies the n×n block of src (row stride ld) into dst (row
-// stride n) with the entries above the diagonal set to zero.
-func lowerTriangle[T Float](dst, src []T, ld, n int) {
-	for r := range n {
-		row := dst[r*n : (r+1)*n]
-		copy(row[:r+1], src[r*ld:r*ld+r+1])
-		clear(row[r+1:])
-	}
 }
 
 // pairPool keeps the attention workers' scratch slices between calls.

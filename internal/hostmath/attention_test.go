@@ -291,10 +291,12 @@ func BenchmarkAttention(b *testing.B) {
 		{"probs grad", 2, func() { AttentionProbsGrad(dqkv, qkv, p, dp, a) }},
 	} {
 		b.Run(k.name, func(b *testing.B) {
+			cpu := startCPU()
 			for b.Loop() {
 				k.run()
 			}
 			b.ReportMetric(k.products*flopsPerProduct*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(k.products*flopsPerProduct*float64(b.N)/cpu.seconds()/1e9, "GFLOP/cpu-s")
 		})
 	}
 }

@@ -37,6 +37,12 @@ func TestCostByHand(t *testing.T) {
 		{"Conv2d", Conv2d{Pad: 1}, []tensor.Shape{{2, 3, 8, 8}, {4, 3, 3, 3}, {4}},
 			device.Cost{FLOPs: 2*4*27*128 + 4*128, ReadBytes: 4 * (2*3*64 + 27*128 + 4*27 + 4*128 + 4), WriteBytes: 4 * (27*128 + 2*4*128)}},
 		{"MeanGrad", MeanGrad{Dims: 2}, []tensor.Shape{{3, 5}, {}}, device.Cost{ReadBytes: 4, WriteBytes: 60}},
+		// P·V for one sequence of 4 and one head of 2: 2·4·4·2 FLOPs, or,
+		// causal, the lower triangle's 4·5/2 entries of P: 2·10·2.
+		{"AttentionMix", AttentionMix{AttentionConfig{Heads: 1, SeqLen: 4}}, []tensor.Shape{{1, 1, 4, 4}, {4, 6}},
+			device.Cost{FLOPs: 2 * 16 * 2, ReadBytes: 4 * (16 + 24), WriteBytes: 4 * 8}},
+		{"AttentionMix causal", AttentionMix{AttentionConfig{Heads: 1, SeqLen: 4, Causal: true}}, []tensor.Shape{{1, 1, 4, 4}, {4, 6}},
+			device.Cost{FLOPs: 2 * 10 * 2, ReadBytes: 4 * (16 + 24), WriteBytes: 4 * 8}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := New(tc.op).(coster).Cost(tc.shapes); got != tc.want {

@@ -2,6 +2,7 @@ package perfmodel
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -62,8 +63,10 @@ const MigrationBatch = 2 << 20
 const FaultCost = 45 * time.Microsecond
 
 // Efficiency is the fraction of a profile's peaks that real kernels and
-// copies reach, and the fixed costs a peak does not show. Each fraction is
-// in (0, 1]; Predict reads a value outside that range as 1.
+// copies reach, and the fixed cost of a copy, which a peak does not show.
+// Each fraction is in (0, 1]; Predict reads a value outside that range as
+// 1. The fixed cost of a kernel is the profile's (Profile.KernelOverhead):
+// a GPU's launch and a host's function call differ by ten times.
 type Efficiency struct {
 	// Dense is the fraction of the FP32 peak reached by SGEMM-like
 	// kernels (those named in DenseKernels).
@@ -75,8 +78,6 @@ type Efficiency struct {
 	// Bandwidth is the fraction of the memory bandwidth that kernels
 	// reach.
 	Bandwidth float64
-	// LaunchOverhead is the fixed cost of each kernel launch.
-	LaunchOverhead time.Duration
 	// Copy is the fraction of the profile's copy rates that the run's
 	// copies reach.
 	Copy float64
@@ -86,12 +87,91 @@ type Efficiency struct {
 	// that run as an SGEMM on a GPU: cuBLAS's GEMM, the Linear ops that
 	// call it (the engine's Schedule.Work names kernels by their op), and
 	// the convolutions, which gpuz's CUDA device runs as im2col and a
-	// cuBLAS GEMM.
-	DenseKernels []string
+	// cuBLAS GEMM. Nil in a profile's fitted efficiency (Profile.Fitted)
+	// means DefaultEfficiency's.
+	DenseKernels []string `json:",omitempty"`
+	// Classes are kernel classes with factors of their own, which replace
+	// the ones above for the kernels they name: gpuz calibrate fits one per
+	// class of KernelClasses. A kernel in none of them (the element-wise
+	// kernels) reaches Dense or Elementwise of the FP32 peak and Bandwidth
+	// of the memory's, and costs the profile's KernelOverhead.
+	Classes []KernelClass `json:",omitempty"`
+}
+
+// KernelClass is a class of kernels that reach their own fractions of a
+// profile's peaks and cost their own fixed time per kernel: on a host,
+// OpenBLAS's products, the im2col convolutions and the attention kernels
+// differ in all three, and one set of factors for all of them mispredicts
+// each.
+type KernelClass struct {
+	// Name names the class: "products", "convolutions", …
+	Name string
+	// Kernels are the names of the class's kernels, compared without
+	// regard to case (as Kernel.Name).
+	Kernels []string
+	// Compute and Bandwidth are the fractions of the FP32 peak and of the
+	// memory bandwidth that the class's kernels reach, each in (0, 1].
+	Compute, Bandwidth float64
+	// Overhead is the fixed cost of each of the class's kernels, in place
+	// of the profile's KernelOverhead. In JSON, nanoseconds.
+	Overhead time.Duration
+}
+
+// KernelClasses are the classes gpuz calibrate gives factors of their own
+// (their fractions and overhead unset): the products (a GEMM and the
+// Linear ops that call one), the convolutions (im2col and a GEMM), the
+// attention kernels (a product and a softmax per head, hand-written) and
+// the normalisations (LayerNorm's row reductions). Every other kernel
+// keeps Efficiency's own factors: the element-wise class.
+func KernelClasses() []KernelClass {
+	return []KernelClass{
+		{Name: ClassProducts, Kernels: []string{"Gemm", "Linear", "LinearInputGrad", "LinearWeightGrad"}},
+		{Name: ClassConvolutions, Kernels: []string{"Conv2d", "Conv2dInputGrad", "Conv2dWeightGrad"}},
+		{Name: ClassAttention, Kernels: []string{"AttentionProbs", "AttentionProbsGrad", "AttentionMix",
+			"AttentionMixProbsGrad", "AttentionMixValueGrad"}},
+		{Name: ClassNormalisation, Kernels: []string{"LayerNorm", "LayerNormInputGrad", "LayerNormWeightGrad"}},
+	}
+}
+
+// The names of KernelClasses' classes.
+const (
+	ClassProducts      = "products"
+	ClassConvolutions  = "convolutions"
+	ClassAttention     = "attention"
+	ClassNormalisation = "normalisation"
+)
+
+// class returns the class of e that names the kernel called name, nil
+// when none does.
+func (e Efficiency) class(name string) *KernelClass {
+	for i := range e.Classes {
+		if slices.ContainsFunc(e.Classes[i].Kernels, func(k string) bool { return strings.EqualFold(k, name) }) {
+			return &e.Classes[i]
+		}
+	}
+	return nil
+}
+
+// factors returns the fractions of p's FP32 peak and memory bandwidth
+// that the kernel called name reaches under e, and its fixed cost in
+// seconds: its class's, else e's and p's.
+func (e Efficiency) factors(name string, p Profile) (compute, bandwidth, overhead float64) {
+	if c := e.class(name); c != nil {
+		return frac(c.Compute), frac(c.Bandwidth), max(c.Overhead.Seconds(), 0)
+	}
+	return e.flopFraction(name), frac(e.Bandwidth), max(p.KernelOverhead.Seconds(), 0)
+}
+
+// KernelFactors returns the fractions of p's FP32 peak and memory
+// bandwidth that the kernel called name reaches at p's efficiency, and its
+// fixed cost.
+func (p Profile) KernelFactors(name string) (compute, bandwidth float64, overhead time.Duration) {
+	c, b, o := p.Efficiency().factors(name, p)
+	return c, b, duration(o)
 }
 
 // DefaultEfficiency is the efficiency Predict's model time assumes unless
-// told otherwise. None of its values was fitted to the reference report;
+// a profile has its own (Profile.Fitted, from gpuz calibrate). None of its values was fitted to the reference report;
 // each is an estimate from published microbenchmarks or from the hardware's
 // documented limits, stated here and in docs/model.md. The figures from
 // the named sources are as recalled when this was written.
@@ -113,10 +193,6 @@ type Efficiency struct {
 //     attainable memory bandwidth of parallel programming models via
 //     BabelStream", 2018, and its published results); gpuz's kernels are
 //     not tuned and some reduce or stride, so the lower end.
-//   - LaunchOverhead 5 µs: a cuLaunchKernel call costs 2–5 µs of host
-//     time in NVIDIA's published measurements ("Getting Started with CUDA
-//     Graphs", NVIDIA developer blog, 2019) and common microbenchmarks;
-//     gpuz launches from Go through cgo, so the upper end.
 //   - Copy 0.9: the profile's copy rates are those of large copies; copies
 //     of a megabyte and more reach 90% and more of them (the flat part of
 //     CUDA bandwidthTest's shmoo mode curves). An estimate.
@@ -124,12 +200,11 @@ type Efficiency struct {
 //     set-up and completion), which is how long the smallest copies take
 //     in bandwidthTest's shmoo mode. An estimate.
 var DefaultEfficiency = Efficiency{
-	Dense:          0.7,
-	Elementwise:    0.25,
-	Bandwidth:      0.8,
-	LaunchOverhead: 5 * time.Microsecond,
-	Copy:           0.9,
-	CopyOverhead:   10 * time.Microsecond,
+	Dense:        0.7,
+	Elementwise:  0.25,
+	Bandwidth:    0.8,
+	Copy:         0.9,
+	CopyOverhead: 10 * time.Microsecond,
 	DenseKernels: []string{"Gemm", "Linear", "LinearInputGrad", "LinearWeightGrad",
 		"Conv2d", "Conv2dInputGrad", "Conv2dWeightGrad"},
 }
@@ -171,7 +246,8 @@ type Prediction struct {
 //
 // The model time is the same formula with each kernel at its efficiency
 // (FP32 × Dense or × Elementwise, MemBandwidth × Bandwidth) plus
-// Launches × LaunchOverhead, and the copies at the profile's pinned or
+// Launches × p.KernelOverhead, or at its class's factors and overhead
+// when e has a class that names it (Efficiency.Classes), and the copies at the profile's pinned or
 // pageable rates × Copy, plus Count × CopyOverhead. Launch overheads are
 // added rather than hidden behind the previous kernel, which for long
 // kernels makes the model slower by at most their launches' overhead. The
@@ -185,15 +261,16 @@ func Predict(kernels []Kernel, copies Copies, p Profile, e Efficiency) Predictio
 	for _, k := range kernels {
 		f, b := nonneg(k.FLOPs), nonneg(k.Bytes)
 		boundK += max(div(f, p.FP32), div(b, p.MemBandwidth))
-		c := div(f, p.FP32*e.flopFraction(k.Name))
-		m := div(b, p.MemBandwidth*frac(e.Bandwidth))
+		cf, bf, overhead := e.factors(k.Name, p)
+		c := div(f, p.FP32*cf)
+		m := div(b, p.MemBandwidth*bf)
 		compute, memory = compute+c, memory+m
 		if c >= m {
 			computeBound += c
 		} else {
 			memoryBound += m
 		}
-		launch += nonneg(k.Launches) * max(e.LaunchOverhead.Seconds(), 0)
+		launch += nonneg(k.Launches) * overhead
 	}
 	modelK := computeBound + memoryBound + launch
 

@@ -8,17 +8,18 @@ import (
 )
 
 // testProfile has round figures: 1 TFLOP/s, 100 GB/s, copies at 10 GB/s
-// pinned and 5 GB/s pageable, and no PCIe link (so the bound's link rate
-// is the pinned rate).
+// pinned and 5 GB/s pageable, 10 µs a kernel, and no PCIe link (so the
+// bound's link rate is the pinned rate).
 var testProfile = Profile{
 	Name: "test", FP32: 1e12, MemBandwidth: 1e11, MemoryBytes: 1 << 30,
 	PinnedH2D: 1e10, PinnedD2H: 1e10, PageableH2D: 5e9, PageableD2H: 5e9,
+	KernelOverhead: 10 * time.Microsecond,
 }
 
-// testEfficiency has round fractions and overheads.
+// testEfficiency has round fractions and a round copy overhead.
 var testEfficiency = Efficiency{
 	Dense: 0.5, Elementwise: 0.25, Bandwidth: 0.5,
-	LaunchOverhead: 10 * time.Microsecond, Copy: 0.5, CopyOverhead: 100 * time.Microsecond,
+	Copy: 0.5, CopyOverhead: 100 * time.Microsecond,
 	DenseKernels: []string{"gemm"},
 }
 

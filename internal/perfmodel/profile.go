@@ -11,9 +11,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Profile is what a GPU could do, from its vendor's published figures.
@@ -27,6 +29,14 @@ type Profile struct {
 	// FP32 is the peak FP32 rate in FLOP/s (an FMA counts as two), at the
 	// boost clock the vendor quotes.
 	FP32 float64
+	// Tensor16 is the peak rate of 16-bit matrix products in FLOP/s:
+	// dense (not the 2:4 structured-sparsity figure that datasheets quote
+	// beside it) FP16 or BF16 inputs with FP32 accumulation, on a GPU's
+	// tensor cores at the clock its FP32 figure uses. 0 means the device
+	// has no 16-bit matrix unit faster than its FP32 one (a host without
+	// AMX or AVX512_BF16; a profile that does not say): its 16-bit
+	// products then run at FP32, as Rate16 says.
+	Tensor16 float64 `json:",omitempty"`
 	// MemBandwidth is the peak device memory bandwidth in bytes/s.
 	MemBandwidth float64
 	// MemoryBytes is the device memory's size in bytes.
@@ -39,10 +49,67 @@ type Profile struct {
 	// ordinary (pageable) host memory, in bytes/s.
 	PinnedH2D, PinnedD2H     float64
 	PageableH2D, PageableD2H float64
+	// KernelOverhead is the fixed cost of each kernel: a GPU's launch
+	// (GPULaunchOverhead), a host's function call (HostKernelOverhead), or
+	// as gpuz calibrate fitted it. In JSON, nanoseconds.
+	KernelOverhead time.Duration
+	// Fitted, when set, is the efficiency that gpuz calibrate fitted to
+	// this device's measured kernels and copies; nil means
+	// DefaultEfficiency. Efficiency returns the one that applies.
+	Fitted *Efficiency `json:",omitempty"`
 	// Sources name the documents the figures come from, and how any
 	// derived figure was derived.
 	Sources []string
 }
+
+// Rate16 returns the peak rate of 16-bit matrix products on p: Tensor16,
+// or FP32 when p gives none.
+func (p Profile) Rate16() float64 {
+	if p.Tensor16 > 0 {
+		return p.Tensor16
+	}
+	return p.FP32
+}
+
+// Efficiency returns the efficiency the model time applies on p: its
+// fitted one (with DefaultEfficiency's dense kernels when it names none),
+// else DefaultEfficiency.
+func (p Profile) Efficiency() Efficiency {
+	if p.Fitted == nil {
+		return DefaultEfficiency
+	}
+	e := *p.Fitted
+	if e.DenseKernels == nil {
+		e.DenseKernels = DefaultEfficiency.DenseKernels
+	}
+	return e
+}
+
+// GPULaunchOverhead is the fixed cost of a kernel launch on a GPU, every
+// GPU profile's KernelOverhead unless it says otherwise: a cuLaunchKernel
+// call costs 2–5 µs of host time in NVIDIA's published measurements
+// ("Getting Started with CUDA Graphs", NVIDIA developer blog, 2019) and
+// common microbenchmarks; gpuz launches from Go through cgo, so the upper
+// end. An estimate until a GPU measures it (gpuz calibrate).
+const GPULaunchOverhead = 5 * time.Microsecond
+
+// HostKernelOverhead is the fixed cost of a kernel call on the host, the
+// host profiles' KernelOverhead: a Go call through the engine's op and
+// device.Kernels to hostmath, with no launch, queue or synchronisation.
+// Measured on gpuz's 2-core development machine (an Intel Xeon VM) by
+// BenchmarkSmallHostLaunch (internal/ops): each dense-workload op on one
+// row of 16 floats takes 0.10–0.18 µs (element-wise kernels, bias
+// gradient) to 0.31–0.57 µs (the three products, through OpenBLAS's
+// sgemm); 0.5 µs is the upper end, rounded. The reference laptop's i7
+// cores are faster (5.0 GHz turbo), so for its profile it is an upper
+// estimate.
+const HostKernelOverhead = 500 * time.Nanosecond
+
+// srcGPULaunch is the source of the GPU profiles' KernelOverhead.
+const srcGPULaunch = "kernel launch 5 µs (perfmodel.GPULaunchOverhead): a cuLaunchKernel call costs 2–5 µs of host time (NVIDIA developer blog, Getting Started with CUDA Graphs, 2019); gpuz launches through cgo, so the upper end"
+
+// srcHostCall is the source of the host profiles' KernelOverhead.
+const srcHostCall = "kernel call 0.5 µs (perfmodel.HostKernelOverhead): measured by BenchmarkSmallHostLaunch on gpuz's 2-core development machine, 0.10–0.57 µs per op on one row of 16, the upper end rounded"
 
 // PinnedFraction is the fraction of a PCIe link's theoretical rate that
 // large pinned copies reach, used to derive the built-in profiles' pinned
@@ -122,6 +189,9 @@ const (
 	srcAdaWhitepaper = "NVIDIA Ada Lovelace GPU Architecture whitepaper (v1.0, 2022): FP32 TFLOPS, memory interface and bandwidth"
 	srcA100Datasheet = "NVIDIA A100 Tensor Core GPU datasheet (2020/2021): FP32 19.5 TFLOPS, 40 GB HBM2 at 1,555 GB/s, PCIe Gen4"
 	srcH100Datasheet = "NVIDIA H100 Tensor Core GPU datasheet (2022/2023): FP32 67 TFLOPS (SXM) and 51 TFLOPS (PCIe), 80 GB at 3.35 TB/s (SXM) and 2 TB/s (PCIe), PCIe Gen5 x16 host link"
+	srcA100Tensor    = "NVIDIA A100 Tensor Core GPU datasheet: FP16 and BF16 Tensor Core 312 TFLOPS dense (624 with sparsity), FP32 accumulation at the same rate; Tensor16 = 312 TFLOP/s"
+	srcH100Tensor    = "NVIDIA H100 Tensor Core GPU datasheet, whose FP16 and BF16 Tensor Core figures are with sparsity (1,979 TFLOPS SXM, 1,513 PCIe), and the NVIDIA H100 Tensor Core GPU Architecture whitepaper's dense figures with FP32 accumulation (989.4 SXM5, 756.5 PCIe): Tensor16 = the dense figure"
+	srcAdaTensor     = "GeForce tensor cores accumulate in FP32 at half their FP16-accumulate rate (Ada whitepaper, RTX 4090: FP16 Tensor 330.3 TFLOPS with FP16 accumulate, 165.2 with FP32 accumulate, dense; BF16 as FP16 with FP32 accumulate): Tensor16 is the FP32-accumulate rate"
 	srcDerivedLink   = "copy rates derived: pinned = 0.8 × the PCIe link's theoretical rate (perfmodel.PinnedFraction), pageable = 0.5 × pinned (perfmodel.PageableFraction)"
 )
 
@@ -129,62 +199,70 @@ const (
 var builtin = []Profile{
 	{
 		Name: "rtx4060-laptop", Title: "NVIDIA GeForce RTX 4060 Laptop GPU 8 GB (the reference report's GPU)",
-		FP32: 11e12, MemBandwidth: 256e9, MemoryBytes: 8 * gib, PCIeGen: 4, PCIeLanes: 8,
+		FP32: 11e12, Tensor16: 22e12, MemBandwidth: 256e9, MemoryBytes: 8 * gib, PCIeGen: 4, PCIeLanes: 8,
 		PinnedH2D: 12e9, PinnedD2H: 12e9,
 		Sources: []string{
 			"NVIDIA GeForce RTX 4060 Laptop GPU specifications (nvidia.com): 3072 CUDA cores, 8 GB GDDR6 on a 128-bit bus, PCIe 4.0 x8",
 			"gpuz's shared/dictcache.md (reading the reference report): 16 Gbps × 128 bit = 256 GB/s; about 11 TFLOP/s FP32 at the 75 W power limit (3072 cores × 2 × ~1.8 GHz sustained; 14.6 at the 2.37 GHz maximum boost); pinned copies about 12 GB/s in practice on PCIe 4.0 x8 (15.8 GB/s theoretical, a fraction of 0.76)",
 			"pageable copy rates derived: 0.5 × pinned (perfmodel.PageableFraction)",
+			"derived: Tensor16 = 24 SMs × 512 FLOP/cycle (dense FP16/BF16 with FP32 accumulate per Ada SM: the RTX 4090's 165.2 TFLOPS / 128 SMs / 2.52 GHz) × ~1.79 GHz sustained (the clock of the FP32 figure) = 22 TFLOP/s; 29.1 at the 2.37 GHz maximum boost, which matches NVIDIA's 233 AI TOPS (FP8, with sparsity: 4 × 58.2 FP16-accumulate dense, halved for FP32 accumulate)",
+			srcAdaTensor,
 		},
 	},
 	{
 		Name: "rtx3060", Title: "NVIDIA GeForce RTX 3060 12 GB",
-		FP32: 12.7e12, MemBandwidth: 360e9, MemoryBytes: 12 * gib, PCIeGen: 4, PCIeLanes: 16,
+		FP32: 12.7e12, Tensor16: 25.5e12, MemBandwidth: 360e9, MemoryBytes: 12 * gib, PCIeGen: 4, PCIeLanes: 16,
 		Sources: []string{
 			"NVIDIA GeForce RTX 3060 family specifications (nvidia.com): 3584 CUDA cores, 1.78 GHz boost, 12 GB GDDR6 on a 192-bit bus, PCIe 4.0",
 			"derived: FP32 = 3584 × 2 × 1.777 GHz = 12.7 TFLOP/s; bandwidth = 15 Gbps × 192 bit / 8 = 360 GB/s",
+			"derived: Tensor16 = 28 SMs × 512 FLOP/cycle × 1.777 GHz = 25.5 TFLOP/s, dense FP16/BF16 with FP32 accumulate; per GA10x SM 1024 FLOP/cycle with FP16 accumulate and half that with FP32 (NVIDIA Ampere GA102 GPU Architecture whitepaper: RTX 3090 71 TFLOPS FP32 accumulate, 142 FP16 accumulate, dense); NVIDIA's 101 Tensor TFLOPS for the 3060 is FP16 accumulate with sparsity, 4 × 25.3",
 			srcDerivedLink,
 		},
 	},
 	{
 		Name: "rtx4070", Title: "NVIDIA GeForce RTX 4070 12 GB",
-		FP32: 29.1e12, MemBandwidth: 504e9, MemoryBytes: 12 * gib, PCIeGen: 4, PCIeLanes: 16,
+		FP32: 29.1e12, Tensor16: 58.3e12, MemBandwidth: 504e9, MemoryBytes: 12 * gib, PCIeGen: 4, PCIeLanes: 16,
 		Sources: []string{
 			"NVIDIA GeForce RTX 4070 family specifications (nvidia.com): 5888 CUDA cores, 2.48 GHz boost, 12 GB GDDR6X on a 192-bit bus, PCIe 4.0",
 			"derived: FP32 = 5888 × 2 × 2.475 GHz = 29.1 TFLOP/s; bandwidth = 21 Gbps × 192 bit / 8 = 504 GB/s",
+			"derived: Tensor16 = 46 SMs × 512 FLOP/cycle × 2.475 GHz = 58.3 TFLOP/s, dense FP16/BF16 with FP32 accumulate (the SM rate from the RTX 4090's 165.2 TFLOPS / 128 SMs / 2.52 GHz); NVIDIA's 466 AI TOPS for the 4070 (FP8, with sparsity) is 4 × 116.6 FP16-accumulate dense, halved for FP32 accumulate",
+			srcAdaTensor,
 			srcDerivedLink,
 		},
 	},
 	{
 		Name: "rtx4090", Title: "NVIDIA GeForce RTX 4090 24 GB",
-		FP32: 82.6e12, MemBandwidth: 1008e9, MemoryBytes: 24 * gib, PCIeGen: 4, PCIeLanes: 16,
+		FP32: 82.6e12, Tensor16: 165.2e12, MemBandwidth: 1008e9, MemoryBytes: 24 * gib, PCIeGen: 4, PCIeLanes: 16,
 		Sources: []string{
 			srcAdaWhitepaper + ": RTX 4090 82.6 TFLOPS FP32 (16384 CUDA cores, 2.52 GHz boost), 24 GB GDDR6X, 384-bit at 21 Gbps = 1008 GB/s",
+			srcAdaTensor,
 			srcDerivedLink,
 		},
 	},
 	{
 		Name: "a100-40gb-pcie", Title: "NVIDIA A100 40 GB PCIe",
-		FP32: 19.5e12, MemBandwidth: 1555e9, MemoryBytes: 40 * gib, PCIeGen: 4, PCIeLanes: 16,
-		Sources: []string{srcA100Datasheet, srcDerivedLink},
+		FP32: 19.5e12, Tensor16: 312e12, MemBandwidth: 1555e9, MemoryBytes: 40 * gib, PCIeGen: 4, PCIeLanes: 16,
+		Sources: []string{srcA100Datasheet, srcA100Tensor, srcDerivedLink},
 	},
 	{
 		Name: "h100-pcie", Title: "NVIDIA H100 PCIe 80 GB",
-		FP32: 51e12, MemBandwidth: 2.0e12, MemoryBytes: 80 * gib, PCIeGen: 5, PCIeLanes: 16,
-		Sources: []string{srcH100Datasheet, srcDerivedLink},
+		FP32: 51e12, Tensor16: 756.5e12, MemBandwidth: 2.0e12, MemoryBytes: 80 * gib, PCIeGen: 5, PCIeLanes: 16,
+		Sources: []string{srcH100Datasheet, srcH100Tensor, srcDerivedLink},
 	},
 	{
 		Name: "h100-sxm", Title: "NVIDIA H100 SXM5 80 GB",
-		FP32: 67e12, MemBandwidth: 3.35e12, MemoryBytes: 80 * gib, PCIeGen: 5, PCIeLanes: 16,
-		Sources: []string{srcH100Datasheet, srcDerivedLink},
+		FP32: 67e12, Tensor16: 989.4e12, MemBandwidth: 3.35e12, MemoryBytes: 80 * gib, PCIeGen: 5, PCIeLanes: 16,
+		Sources: []string{srcH100Datasheet, srcH100Tensor, srcDerivedLink},
 	},
 }
 
 // init fills the built-in profiles' copy rates that they do not state from
-// their links.
+// their links, and gives each its launch cost with its source.
 func init() {
 	for i := range builtin {
 		builtin[i], _ = withLinkRates(builtin[i])
+		builtin[i].KernelOverhead = GPULaunchOverhead
+		builtin[i].Sources = append(builtin[i].Sources, srcGPULaunch)
 	}
 }
 
@@ -212,7 +290,8 @@ func HostProfile(flops, memcpy float64) Profile {
 		Name: "host", Title: "the host (measured SGEMM and memcpy rates)",
 		FP32: flops, MemBandwidth: 2 * memcpy,
 		PinnedH2D: memcpy, PinnedD2H: memcpy, PageableH2D: memcpy, PageableD2H: memcpy,
-		Sources: []string{"measured on this host: SGEMM and memcpy rates; memory bandwidth = 2 × the memcpy rate (each byte read and written)"},
+		KernelOverhead: HostKernelOverhead,
+		Sources:        []string{"measured on this host: SGEMM and memcpy rates; memory bandwidth = 2 × the memcpy rate (each byte read and written)", srcHostCall},
 	}
 }
 
@@ -235,7 +314,8 @@ func Measured(name string, memoryBytes int64, sgemm, bandwidth, pinnedH2D, pinne
 		FP32: sgemm, MemBandwidth: bandwidth, MemoryBytes: memoryBytes,
 		PinnedH2D: or(pinnedH2D, pageableH2D), PinnedD2H: or(pinnedD2H, pageableD2H),
 		PageableH2D: or(pageableH2D, pinnedH2D), PageableD2H: or(pageableD2H, pinnedD2H),
-		Sources: []string{"measured on this device by gpuz (device.Measure): SGEMM rate as FP32, the Add kernel's bytes per second as memory bandwidth, copy rates pinned and pageable"},
+		KernelOverhead: GPULaunchOverhead,
+		Sources:        []string{"measured on this device by gpuz (device.Measure): SGEMM rate as FP32, the Add kernel's bytes per second as memory bandwidth, copy rates pinned and pageable", srcGPULaunch},
 	}
 }
 
@@ -252,12 +332,15 @@ var hostBuiltin = []Profile{
 		// bandwidth, pinned or not.
 		PinnedH2D: 2 * 64 * 5200e6 / 8 / 2, PinnedD2H: 2 * 64 * 5200e6 / 8 / 2,
 		PageableH2D: 2 * 64 * 5200e6 / 8 / 2, PageableD2H: 2 * 64 * 5200e6 / 8 / 2,
+		KernelOverhead: HostKernelOverhead,
 		Sources: []string{
 			"Intel ARK, Core i7-13700H: 14 cores (6 Performance, 8 Efficient), 20 threads; P-core max turbo 5.0 GHz, E-core max turbo 3.7 GHz; DDR5 5200 / LPDDR5 6400 / DDR4 3200, 2 channels; 45 W base power",
 			"Intel 64 and IA-32 Architectures Optimization Reference Manual: a Golden Cove/Raptor Cove P-core has two 256-bit FMA units (2 × 8 × 2 = 32 FP32 FLOP/cycle with AVX2), a Gracemont E-core two 128-bit ones (16 FLOP/cycle)",
 			"derived: FP32 = 6 × 32 × 5.0 GHz + 8 × 16 × 3.7 GHz = 1.43 TFLOP/s, every core at its maximum turbo, which a 45 W laptop does not sustain on all cores (at the base clocks, 2.4 and 1.8 GHz: 0.69 TFLOP/s)",
 			"derived: memory bandwidth = 2 channels × 64 bit × 5200 MT/s / 8 = 83.2 GB/s, assuming DDR5-5200 (the report says only 16 GB; LPDDR5-6400 would give 102.4 GB/s); copies within host memory at half of it (each byte read and written)",
 			"the report's 16 GB of RAM as the memory size",
+			"no Tensor16: Raptor Lake has no AVX-512 (so no AVX512_BF16) and no AMX (Intel ARK: instruction set extensions SSE4.1, SSE4.2, AVX2; its AVX-VNNI is 8-bit integer only); its 16-bit products are converted to FP32 and run at the FP32 rate",
+			srcHostCall + "; the i7's cores are faster, so for it an upper estimate",
 		},
 	},
 }
@@ -305,21 +388,49 @@ func lookup(kind, name string, profiles []Profile) (Profile, error) {
 	return Profile{}, fmt.Errorf("unknown %s profile %q (want one of %s)", kind, name, strings.Join(names(profiles), ", "))
 }
 
-// LoadProfile reads a profile from a JSON file whose keys are Profile's
-// field names ("Name", "FP32", "MemBandwidth", …). Name, FP32,
-// MemBandwidth and MemoryBytes are required; copy rates left out are
-// derived as the built-in profiles' are (and the derivation is added to
-// Sources): pinned ones from PCIeGen and PCIeLanes, which without a link
-// must then be given, pageable ones from the pinned. An unknown key, a value of the wrong type or a missing or
-// impossible figure is an error naming the field.
+// IsFile says spec names a profile file rather than a built-in profile:
+// it ends in ".json" or has a slash (./host.json, /etc/gpuz/l4.json).
+func IsFile(spec string) bool {
+	return strings.HasSuffix(spec, ".json") || strings.Contains(spec, "/")
+}
+
+// Open returns the profile spec names: the profile in a file (LoadProfile)
+// when IsFile(spec), else the built-in GPU profile of that name (Lookup).
+func Open(spec string) (Profile, error) {
+	if IsFile(spec) {
+		return LoadProfile(spec)
+	}
+	return Lookup(spec)
+}
+
+// OpenHost is Open for the host: the profile in a file, else the built-in
+// host profile of that name (LookupHost).
+func OpenHost(spec string) (Profile, error) {
+	if IsFile(spec) {
+		return LoadProfile(spec)
+	}
+	return LookupHost(spec)
+}
+
+// LoadProfile reads a profile, a GPU's or the host's, from a JSON file
+// whose keys are Profile's field names ("Name", "FP32", "MemBandwidth", …),
+// as gpuz calibrate writes it. Name, FP32, MemBandwidth and MemoryBytes are
+// required; copy rates left out are derived as the built-in profiles' are
+// (and the derivation is added to Sources): pinned ones from PCIeGen and
+// PCIeLanes, which without a link must then be given, pageable ones from
+// the pinned. KernelOverhead (nanoseconds) left out is GPULaunchOverhead
+// on a profile with a PCIe link and must be given without one (a host's).
+// Fitted, when given, needs every fraction in (0, 1]. An unknown key, a
+// value of the wrong type or a missing or impossible figure is an error
+// naming the field.
 func LoadProfile(path string) (Profile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Profile{}, fmt.Errorf("reading the GPU profile: %w", err)
+		return Profile{}, fmt.Errorf("reading the profile: %w", err)
 	}
 	p, err := parseProfile(data)
 	if err != nil {
-		return Profile{}, fmt.Errorf("GPU profile %s: %w", path, err)
+		return Profile{}, fmt.Errorf("profile %s: %w", path, err)
 	}
 	return p, nil
 }
@@ -354,6 +465,13 @@ func parseProfile(data []byte) (Profile, error) {
 			return Profile{}, fmt.Errorf("field %s: missing (give it, or PCIeGen and PCIeLanes to derive the pinned rates)", r.name)
 		}
 	}
+	if p.KernelOverhead == 0 {
+		if p.PCIeGen == 0 {
+			return Profile{}, errors.New("field KernelOverhead: missing (a profile without a PCIe link, the host's, gives its fixed cost per kernel in nanoseconds)")
+		}
+		p.KernelOverhead = GPULaunchOverhead
+		p.Sources = append(p.Sources, "KernelOverhead derived: "+srcGPULaunch)
+	}
 	return p, nil
 }
 
@@ -377,6 +495,35 @@ func check(p Profile) error {
 		return fmt.Errorf("field PCIeLanes: want 1 to 32 (0: none), not %d", p.PCIeLanes)
 	case (p.PCIeGen == 0) != (p.PCIeLanes == 0):
 		return errors.New("field PCIeLanes: PCIeGen and PCIeLanes go together (both 0 for no link)")
+	case !(p.Tensor16 >= 0) || math.IsInf(p.Tensor16, 0):
+		return fmt.Errorf("field Tensor16: want a rate in FLOP/s (0 or left out: none, 16-bit products at FP32), not %g", p.Tensor16)
+	case p.KernelOverhead < 0:
+		return fmt.Errorf("field KernelOverhead: want a duration in nanoseconds, not %d", p.KernelOverhead)
+	}
+	if e := p.Fitted; e != nil {
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"Dense", e.Dense}, {"Elementwise", e.Elementwise}, {"Bandwidth", e.Bandwidth}, {"Copy", e.Copy}} {
+			if !(f.v > 0 && f.v <= 1) {
+				return fmt.Errorf("field Fitted.%s: want a fraction in (0, 1], not %g", f.name, f.v)
+			}
+		}
+		if e.CopyOverhead < 0 {
+			return fmt.Errorf("field Fitted.CopyOverhead: want a duration in nanoseconds, not %d", e.CopyOverhead)
+		}
+		for i, c := range e.Classes {
+			switch {
+			case c.Name == "" || len(c.Kernels) == 0:
+				return fmt.Errorf("field Fitted.Classes[%d]: want a Name and its Kernels", i)
+			case !(c.Compute > 0 && c.Compute <= 1):
+				return fmt.Errorf("field Fitted.Classes[%d].Compute: want a fraction in (0, 1], not %g", i, c.Compute)
+			case !(c.Bandwidth > 0 && c.Bandwidth <= 1):
+				return fmt.Errorf("field Fitted.Classes[%d].Bandwidth: want a fraction in (0, 1], not %g", i, c.Bandwidth)
+			case c.Overhead < 0:
+				return fmt.Errorf("field Fitted.Classes[%d].Overhead: want a duration in nanoseconds, not %d", i, c.Overhead)
+			}
+		}
 	}
 	for _, r := range copyRates(p) {
 		if r.v < 0 || r.v != r.v {

@@ -4,8 +4,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestProfiles(t *testing.T) {
@@ -21,6 +23,9 @@ func TestProfiles(t *testing.T) {
 		if len(p.Sources) == 0 || p.Title == "" {
 			t.Errorf("%s has no title or sources: %+v", name, p)
 		}
+		if p.KernelOverhead != GPULaunchOverhead || !strings.Contains(p.Sources[len(p.Sources)-1], "kernel launch 5 µs") {
+			t.Errorf("%s: kernel overhead %v, last source %q; want GPULaunchOverhead with its source", name, p.KernelOverhead, p.Sources[len(p.Sources)-1])
+		}
 		link := PCIeRate(p.PCIeGen, p.PCIeLanes)
 		if p.PinnedH2D > link || p.PageableH2D > p.PinnedH2D || p.PageableD2H > p.PinnedD2H || p.PageableD2H == 0 {
 			t.Errorf("%s: copy rates %g/%g pinned, %g/%g pageable on a %g B/s link", name,
@@ -29,6 +34,17 @@ func TestProfiles(t *testing.T) {
 	}
 	if got := strings.Join(Names(), " "); got != strings.Join(want, " ") {
 		t.Errorf("Names() = %s, want %s", got, strings.Join(want, " "))
+	}
+	// Every GPU's 16-bit tensor peak, dense with FP32 accumulation, is
+	// sourced, and the rate for 16-bit products.
+	for name, tensor := range map[string]float64{
+		"rtx4060-laptop": 22e12, "rtx3060": 25.5e12, "rtx4070": 58.3e12, "rtx4090": 165.2e12,
+		"a100-40gb-pcie": 312e12, "h100-pcie": 756.5e12, "h100-sxm": 989.4e12,
+	} {
+		p, _ := Lookup(name)
+		if p.Tensor16 != tensor || p.Rate16() != tensor || !slices.ContainsFunc(p.Sources, func(s string) bool { return strings.Contains(s, "Tensor16") }) {
+			t.Errorf("%s: Tensor16 %g, Rate16 %g, sources %q; want %g with a source naming it", name, p.Tensor16, p.Rate16(), p.Sources, tensor)
+		}
 	}
 	// The reference laptop carries dictcache.md's figures.
 	p, _ := Lookup("rtx4060-laptop")
@@ -76,18 +92,32 @@ func writeProfile(t *testing.T, body string) string {
 
 func TestLoadProfile(t *testing.T) {
 	p, err := LoadProfile(writeProfile(t, `{"Name": "l4", "Title": "NVIDIA L4", "FP32": 30.3e12, "MemBandwidth": 300e9,
-		"MemoryBytes": 25769803776, "PCIeGen": 4, "PCIeLanes": 16, "PinnedH2D": 20e9, "Sources": ["NVIDIA L4 datasheet"]}`))
+		"MemoryBytes": 25769803776, "PCIeGen": 4, "PCIeLanes": 16, "PinnedH2D": 20e9, "Tensor16": 121e12, "Sources": ["NVIDIA L4 datasheet"]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Name != "l4" || p.FP32 != 30.3e12 || p.PinnedH2D != 20e9 || math.Abs(p.PinnedD2H-0.8*31.508e9) > 1e7 ||
-		p.PageableH2D != 10e9 || len(p.Sources) != 2 || !strings.Contains(p.Sources[1], "PinnedD2H, PageableH2D, PageableD2H derived") {
+	if p.Name != "l4" || p.FP32 != 30.3e12 || p.Tensor16 != 121e12 || p.Rate16() != 121e12 || p.PinnedH2D != 20e9 || math.Abs(p.PinnedD2H-0.8*31.508e9) > 1e7 ||
+		p.PageableH2D != 10e9 || len(p.Sources) != 3 || !strings.Contains(p.Sources[1], "PinnedD2H, PageableH2D, PageableD2H derived") {
 		t.Errorf("LoadProfile = %+v", p)
 	}
-	// Every rate given, no link.
-	if _, err := LoadProfile(writeProfile(t, `{"Name": "x", "FP32": 1, "MemBandwidth": 1, "MemoryBytes": 4,
-		"PinnedH2D": 1, "PinnedD2H": 1, "PageableH2D": 1, "PageableD2H": 1}`)); err != nil {
-		t.Error(err)
+	// A GPU's launch cost left out is GPULaunchOverhead, with its source.
+	if p.KernelOverhead != GPULaunchOverhead || !strings.HasPrefix(p.Sources[2], "KernelOverhead derived: kernel launch 5 µs") ||
+		p.Efficiency().Dense != DefaultEfficiency.Dense {
+		t.Errorf("LoadProfile: kernel overhead %v, sources %q, efficiency %+v; want 5µs derived and the default efficiency",
+			p.KernelOverhead, p.Sources, p.Efficiency())
+	}
+	// Every rate given, no link, a host's fixed cost per kernel and a
+	// fitted efficiency naming no dense kernels.
+	p, err = LoadProfile(writeProfile(t, `{"Name": "x", "FP32": 1, "MemBandwidth": 1, "MemoryBytes": 4,
+		"PinnedH2D": 1, "PinnedD2H": 1, "PageableH2D": 1, "PageableD2H": 1, "KernelOverhead": 300,
+		"Fitted": {"Dense": 0.5, "Elementwise": 0.1, "Bandwidth": 1, "Copy": 0.75, "CopyOverhead": 2000}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.Efficiency()
+	if p.KernelOverhead != 300*time.Nanosecond || e.Dense != 0.5 || e.Elementwise != 0.1 || e.Copy != 0.75 ||
+		e.CopyOverhead != 2*time.Microsecond || !slices.Equal(e.DenseKernels, DefaultEfficiency.DenseKernels) {
+		t.Errorf("LoadProfile: kernel overhead %v, efficiency %+v; want 300ns and the fitted factors with the default dense kernels", p.KernelOverhead, e)
 	}
 }
 
@@ -109,6 +139,21 @@ func TestLoadProfileErrors(t *testing.T) {
 		{`{` + ok + `, "PCIeGen": 0, "PCIeLanes": 0, "PinnedH2D": 1}`, "field PinnedD2H: missing"},
 		{`{` + ok, "decoding: unexpected EOF"},
 		{`{` + ok + `} {}`, "more than one JSON value"},
+		{`{` + ok + `, "KernelOverhead": -1}`, "field KernelOverhead: want a duration"},
+		{`{` + ok + `, "Tensor16": -1e12}`, "field Tensor16: want a rate in FLOP/s"},
+		{`{"Name": "h", "FP32": 1, "MemBandwidth": 1, "MemoryBytes": 4, "PinnedH2D": 1, "PinnedD2H": 1, "PageableH2D": 1, "PageableD2H": 1}`,
+			"field KernelOverhead: missing"},
+		{`{` + ok + `, "Fitted": {"Dense": 1.5, "Elementwise": 1, "Bandwidth": 1, "Copy": 1}}`, "field Fitted.Dense: want a fraction"},
+		{`{` + ok + `, "Fitted": {"Dense": 1, "Elementwise": 1, "Bandwidth": 1}}`, "field Fitted.Copy: want a fraction"},
+		{`{` + ok + `, "Fitted": {"Dense": 1, "Elementwise": 1, "Bandwidth": 1, "Copy": 1, "CopyOverhead": -3}}`, "field Fitted.CopyOverhead"},
+		{`{` + ok + `, "Fitted": {"Dense": 1, "Elementwise": 1, "Bandwidth": 1, "Copy": 1, "Classes": [{"Name": "products"}]}}`,
+			"field Fitted.Classes[0]: want a Name and its Kernels"},
+		{`{` + ok + `, "Fitted": {"Dense": 1, "Elementwise": 1, "Bandwidth": 1, "Copy": 1, "Classes": [{"Name": "p", "Kernels": ["Gemm"], "Compute": 2, "Bandwidth": 1}]}}`,
+			"field Fitted.Classes[0].Compute: want a fraction"},
+		{`{` + ok + `, "Fitted": {"Dense": 1, "Elementwise": 1, "Bandwidth": 1, "Copy": 1, "Classes": [{"Name": "p", "Kernels": ["Gemm"], "Compute": 1, "Bandwidth": 0}]}}`,
+			"field Fitted.Classes[0].Bandwidth: want a fraction"},
+		{`{` + ok + `, "Fitted": {"Dense": 1, "Elementwise": 1, "Bandwidth": 1, "Copy": 1, "Classes": [{"Name": "p", "Kernels": ["Gemm"], "Compute": 1, "Bandwidth": 1, "Overhead": -1}]}}`,
+			"field Fitted.Classes[0].Overhead"},
 	} {
 		path := writeProfile(t, tt.body)
 		_, err := LoadProfile(path)
@@ -139,11 +184,15 @@ func TestHostProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.FP32 != 1433.6e9 || p.MemBandwidth != 83.2e9 || p.PageableH2D != 41.6e9 || p.PCIeGen != 0 {
-		t.Errorf("cpu-i7-13700h: FP32 %g, bandwidth %g, copies %g, PCIe gen %d", p.FP32, p.MemBandwidth, p.PageableH2D, p.PCIeGen)
+	if p.FP32 != 1433.6e9 || p.MemBandwidth != 83.2e9 || p.PageableH2D != 41.6e9 || p.PCIeGen != 0 || p.KernelOverhead != HostKernelOverhead {
+		t.Errorf("cpu-i7-13700h: FP32 %g, bandwidth %g, copies %g, PCIe gen %d, per kernel %v", p.FP32, p.MemBandwidth, p.PageableH2D, p.PCIeGen, p.KernelOverhead)
 	}
 	if err := check(p); err != nil {
 		t.Errorf("cpu-i7-13700h: %v", err)
+	}
+	// No AVX512_BF16 or AMX: 16-bit products at the FP32 rate.
+	if p.Tensor16 != 0 || p.Rate16() != p.FP32 {
+		t.Errorf("cpu-i7-13700h: Tensor16 %g, Rate16 %g; want none, the FP32 rate", p.Tensor16, p.Rate16())
 	}
 	if _, err := LookupHost("rtx4060-laptop"); err == nil || !strings.Contains(err.Error(), "cpu-i7-13700h") {
 		t.Errorf("LookupHost of a GPU profile: %v, want an error naming the host profiles", err)
@@ -171,7 +220,7 @@ func TestLoadProfilePCIeGen6(t *testing.T) {
 			t.Errorf("%s = %g, want %g", r.name, r.got, r.want)
 		}
 	}
-	if len(p.Sources) != 1 || !strings.Contains(p.Sources[0], "gen 6, x16") {
+	if len(p.Sources) != 2 || !strings.Contains(p.Sources[0], "gen 6, x16") {
 		t.Errorf("sources %q, want the derivation naming gen 6, x16", p.Sources)
 	}
 }

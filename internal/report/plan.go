@@ -5,33 +5,96 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
 	"gpuz/internal/bench"
 	"gpuz/internal/engine"
+	"gpuz/internal/levers"
 	"gpuz/internal/units"
 )
 
-// planKinds returns the kinds of bytes the program holds, with a note
-// on each.
-func planKinds(p bench.MemoryPlan) []struct {
+// planKind is a row of what the program holds and does: a kind of bytes
+// with its size under each schedule planned (MemoryPlan.Schedules), or,
+// comparing schedules, a figure of an epoch's work; and a note.
+type planKind struct {
 	name  string
-	bytes int64
+	cells []string
 	note  string
-} {
-	return []struct {
-		name  string
-		bytes int64
-		note  string
-	}{
-		{"parameters", p.Bytes.Parameters, ""},
-		{"gradients", p.Gradients, "in the arena, each until its block's update"},
-		{"optimizer state", p.Bytes.Optimizer, "Adam's two moments"},
-		{"saved activations", p.Bytes.Saved, "kept for the backward pass, with their blocks"},
-		{"arena", p.Bytes.Arena, "activations, gradients and temporaries, reused by liveness"},
-		{"inputs", p.Bytes.Inputs, "one batch and its target"},
+}
+
+// planKinds returns the kinds of bytes the program holds under each
+// schedule, with a note on each; when the plan compares recompute
+// settings, also each one's work per epoch, the extra FLOPs noted.
+func planKinds(p bench.MemoryPlan) []planKind {
+	kinds := []planKind{
+		{name: "parameters"},
+		{name: "gradients", note: "in the arena, each until its block's update"},
+		{name: "optimizer state", note: "Adam's two moments"},
+		{name: "saved activations", note: "kept for the backward pass, with their blocks"},
+		{name: "arena", note: "activations, gradients and temporaries, by liveness"},
+		{name: "inputs", note: "one batch and its target"},
 	}
+	for _, sp := range p.Schedules {
+		b := sp.Bytes
+		for i, n := range []int64{b.Parameters, sp.Gradients, b.Optimizer, b.Saved, b.Arena, b.Inputs} {
+			kinds[i].cells = append(kinds[i].cells, units.Bytes(n))
+		}
+	}
+	if !recomputeShown(p) {
+		return kinds
+	}
+	n := int64(p.Batches)
+	work := []planKind{{name: "GFLOP/epoch"}, {name: "traffic/epoch"}, {name: "launches/epoch"}}
+	base, hasBase := p.Schedule(levers.RecomputeNone)
+	var extra []string
+	for _, sp := range p.Schedules {
+		w := sp.Work
+		work[0].cells = append(work[0].cells, units.Sig3(float64(n*w.FLOPs)/1e9))
+		work[1].cells = append(work[1].cells, units.Bytes(n*w.Bytes))
+		work[2].cells = append(work[2].cells, units.Count(n*w.Launches))
+		if d := w.FLOPs - base.Work.FLOPs; hasBase && d > 0 && base.Work.FLOPs > 0 {
+			extra = append(extra, fmt.Sprintf("%s: %+.1f%%", sp.Recompute, 100*float64(d)/float64(base.Work.FLOPs)))
+		}
+	}
+	work[1].note = fmt.Sprintf("an epoch is %d batches", n)
+	if n == 1 {
+		work[1].note = "an epoch is 1 batch"
+	}
+	if extra != nil {
+		work[0].note = strings.Join(extra, ", ") + ", the forward run again"
+	}
+	return append(kinds, work...)
+}
+
+// recomputeShown reports whether the plan's tables name each row's
+// recompute setting: when it plans several, or one that recomputes.
+func recomputeShown(p bench.MemoryPlan) bool {
+	return len(p.Schedules) > 1 || (len(p.Schedules) == 1 && p.Schedules[0].Recompute.On())
+}
+
+// minWindow is the most blocks a step of any schedule planned needs.
+func minWindow(p bench.MemoryPlan) int {
+	n := 0
+	for _, sp := range p.Schedules {
+		n = max(n, sp.MinWindow)
+	}
+	return n
+}
+
+// planNotes are the lines under the kinds: the blocks a step needs, the
+// work per epoch (in the kinds when the plan compares recompute settings),
+// and that recompute changes nothing in evaluation.
+func planNotes(p bench.MemoryPlan) []string {
+	lines := []string{"a step needs at most " + plural(int64(minWindow(p)), "block") + " resident"}
+	if !recomputeShown(p) && len(p.Schedules) > 0 {
+		lines = append(lines, workText(p.Schedules[0].Work, p.Batches))
+	}
+	if p.Header.Task == bench.TaskEval && slices.ContainsFunc(p.Schedules, func(sp bench.SchedulePlan) bool { return sp.Recompute.On() }) {
+		lines = append(lines, "recompute applies to training: evaluating saves no activation, so blocks changes nothing")
+	}
+	return lines
 }
 
 // planTitle is the plan's first line.
@@ -55,15 +118,27 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 	return writeAs(w, o.Format, formatWriters{
 		text: func(b *strings.Builder) error {
 			b.WriteString(planTitle(p) + "\n")
+			if recomputeShown(p) {
+				line := fmt.Sprintf("  %-18s", "recompute")
+				for _, sp := range p.Schedules {
+					line += fmt.Sprintf(" %10s", sp.Recompute)
+				}
+				b.WriteString(line + "\n")
+			}
 			for _, k := range planKinds(p) {
-				line := fmt.Sprintf("  %-18s %10s", k.name, units.Bytes(k.bytes))
+				line := fmt.Sprintf("  %-18s", k.name)
+				for _, c := range k.cells {
+					line += fmt.Sprintf(" %10s", c)
+				}
 				if k.note != "" {
 					line += "   " + k.note
 				}
 				b.WriteString(line + "\n")
 			}
-			fmt.Fprintf(b, "  a step needs at most %s resident\n", plural(int64(p.MinWindow), "block"))
-			b.WriteString("  " + workText(p) + "\n\n")
+			for _, line := range planNotes(p) {
+				b.WriteString("  " + line + "\n")
+			}
+			b.WriteString("\n")
 			planTable(p, o.Wide).writeText(b)
 			b.WriteString("\n")
 			copiesTable(p, o.Wide).writeText(b)
@@ -71,11 +146,21 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 		},
 		markdown: func(b *strings.Builder) error {
 			b.WriteString(planTitle(p) + "\n\n")
-			kinds := table{columns: []column{{"kind", true}, {"bytes", false}, {"note", true}}}
-			for _, k := range planKinds(p) {
-				kinds.rows = append(kinds.rows, []string{k.name, units.Bytes(k.bytes), k.note})
+			kinds := table{columns: []column{{"kind", true}}}
+			for _, sp := range p.Schedules {
+				name := "bytes"
+				if recomputeShown(p) {
+					name = "recompute " + sp.Recompute.String()
+				}
+				kinds.columns = append(kinds.columns, column{name, false})
 			}
-			kinds.notes = []string{"a step needs at most " + plural(int64(p.MinWindow), "block") + " resident", workText(p)}
+			kinds.columns = append(kinds.columns, column{"note", true})
+			for _, k := range planKinds(p) {
+				row := []string{k.name}
+				row = append(row, k.cells...)
+				kinds.rows = append(kinds.rows, append(row, k.note))
+			}
+			kinds.notes = planNotes(p)
 			kinds.writeMarkdown(b)
 			b.WriteString("\n")
 			planTable(p, o.Wide).writeMarkdown(b)
@@ -162,23 +247,28 @@ func planTable(p bench.MemoryPlan, wide bool) table {
 			deviceOf[m.Mode] = m.Device
 		}
 	}
+	names := []string{"mode", "recompute", "placement", "device", "device need", "free", "host need", "available", "fits"}
 	if wide {
-		for _, name := range []string{"mode", "placement", "device", "device need", "device free", "fits device", "host need", "host available", "fits host"} {
-			t.columns = append(t.columns, column{name, name == "mode" || name == "placement" || name == "device"})
+		names = []string{"mode", "recompute", "placement", "device", "device need", "device free", "fits device", "host need", "host available", "fits host"}
+	}
+	shown := recomputeShown(p)
+	for _, name := range names {
+		if (name == "device" && !deviceCol) || (name == "recompute" && !shown) {
+			continue
 		}
-	} else {
-		for _, name := range []string{"mode", "placement", "device", "device need", "free", "host need", "available", "fits"} {
-			if name != "device" || deviceCol {
-				t.columns = append(t.columns, column{name, name == "mode" || name == "placement" || name == "device" || name == "fits"})
-			}
-		}
+		left := name == "mode" || name == "recompute" || name == "placement" || name == "device" || (name == "fits" && !wide)
+		t.columns = append(t.columns, column{name, left})
 	}
 	for _, m := range p.Modes {
 		fp := m.Footprint
 		if m.Device == "" {
 			fp.Window = 0
 		}
-		row := []string{string(m.Mode), placementText(m.Placement, fp, p.Blocks, !wide)}
+		row := []string{string(m.Mode)}
+		if shown {
+			row = append(row, m.Recompute.String())
+		}
+		row = append(row, placementText(m.Placement, fp, p.Blocks, !wide))
 		switch {
 		case m.Device == "" && wide:
 			row = append(row, na, na, na, na, na, na, m.Status.String())
@@ -214,22 +304,25 @@ func planTable(p bench.MemoryPlan, wide bool) table {
 	if on := groupModes(devices, modes); !deviceCol && on != "" {
 		t.notes = append(t.notes, "devices: "+on)
 	}
+	if take := p.Header.TakeBytes; take > 0 {
+		t.notes = append(t.notes, fmt.Sprintf("free: the device's free memory less the %s that --take holds in a run; the plan holds nothing", units.Bytes(take)))
+	}
 	t.notes = append(t.notes, ns.lines...)
 	return t
 }
 
-// workText says an epoch's device work, the same in every mode (Adam's
-// updates counted on the device even where the optimizer runs on the
-// host): "per epoch (2 batches): 188 GFLOP, 40.1 GiB of device traffic,
-// 2.40k op launches".
-func workText(p bench.MemoryPlan) string {
-	n := int64(p.Batches)
-	batches := fmt.Sprintf("%d batches", n)
+// workText says an epoch of batches' device work, the same in every mode
+// (Adam's updates counted on the device even where the optimizer runs on
+// the host): "per epoch (2 batches): 188 GFLOP, 40.1 GiB of device
+// traffic, 2.40k op launches".
+func workText(w engine.Work, batches int) string {
+	n := int64(batches)
+	word := fmt.Sprintf("%d batches", n)
 	if n == 1 {
-		batches = "1 batch"
+		word = "1 batch"
 	}
 	return fmt.Sprintf("per epoch (%s): %s GFLOP, %s of device traffic, %s op launches",
-		batches, units.Sig3(float64(n*p.Work.FLOPs)/1e9), units.Bytes(n*p.Work.Bytes), units.Count(n*p.Work.Launches))
+		word, units.Sig3(float64(n*w.FLOPs)/1e9), units.Bytes(n*w.Bytes), units.Count(n*w.Launches))
 }
 
 // copiesTable builds the table of each mode's copies per epoch, counted
@@ -239,7 +332,12 @@ func workText(p bench.MemoryPlan) string {
 // for cpu), a "predicted" column gives the model time per epoch with its
 // roofline bound, and wide adds what limits it.
 func copiesTable(p bench.MemoryPlan, wide bool) table {
-	t := table{columns: []column{{"mode", true}, {"placement", true}, {"up/epoch", false}, {"down/epoch", false}, {"copies/epoch", false}}}
+	shown := recomputeShown(p)
+	t := table{columns: []column{{"mode", true}}}
+	if shown {
+		t.columns = append(t.columns, column{"recompute", true})
+	}
+	t.columns = append(t.columns, column{"placement", true}, column{"up/epoch", false}, column{"down/epoch", false}, column{"copies/epoch", false})
 	if wide {
 		t.columns = append(t.columns, column{"waited for", false}, column{"may overlap", false})
 	}
@@ -266,8 +364,12 @@ func copiesTable(p bench.MemoryPlan, wide bool) table {
 		if m.Device == "" {
 			continue
 		}
-		row := []string{string(m.Mode), placementText(m.Placement, m.Footprint, p.Blocks, !wide),
-			units.Bytes(m.Copies.UploadBytes), units.Bytes(m.Copies.DownloadBytes), units.Count(m.Copies.Count)}
+		row := []string{string(m.Mode)}
+		if shown {
+			row = append(row, m.Recompute.String())
+		}
+		row = append(row, placementText(m.Placement, m.Footprint, p.Blocks, !wide),
+			units.Bytes(m.Copies.UploadBytes), units.Bytes(m.Copies.DownloadBytes), units.Count(m.Copies.Count))
 		if wide {
 			row = append(row, units.Bytes(m.Copies.SyncBytes()), units.Bytes(m.Copies.OverlapBytes))
 		}
@@ -292,15 +394,27 @@ func copiesTable(p bench.MemoryPlan, wide bool) table {
 
 // The plan's JSON document. Sizes are in bytes.
 type (
+	// jsonPlan is the plan: its figures at the top level are the first
+	// schedule's (as before a plan compared several), Schedules each
+	// recompute setting's.
 	jsonPlan struct {
-		Version   int            `json:"version"`
-		Header    jsonHeader     `json:"header"`
-		Bytes     jsonPlanBytes  `json:"bytes"`
+		Version int        `json:"version"`
+		Header  jsonHeader `json:"header"`
+		jsonFigures
 		Blocks    int            `json:"blocks"`
-		MinWindow int            `json:"min_window"`
 		Batches   int            `json:"batches"`
-		Work      jsonWork       `json:"work_per_batch"`
+		Schedules []jsonSchedule `json:"schedules"`
 		Modes     []jsonModePlan `json:"modes"`
+	}
+	// jsonFigures are what one schedule holds and does.
+	jsonFigures struct {
+		Bytes     jsonPlanBytes `json:"bytes"`
+		MinWindow int           `json:"min_window"`
+		Work      jsonWork      `json:"work_per_batch"`
+	}
+	jsonSchedule struct {
+		Recompute string `json:"recompute"`
+		jsonFigures
 	}
 	jsonWork struct {
 		Launches int64            `json:"launches"`
@@ -334,6 +448,7 @@ type (
 	}
 	jsonModePlan struct {
 		Mode            string `json:"mode"`
+		Recompute       string `json:"recompute"`
 		Paged           bool   `json:"paged"`
 		Policy          string `json:"policy"`
 		OptimizerOnHost bool   `json:"optimizer_on_host"`
@@ -345,6 +460,7 @@ type (
 		Device        string `json:"device"`
 		DeviceBytes   int64  `json:"device_bytes"`
 		DeviceFree    int64  `json:"device_free"`
+		DeviceTotal   int64  `json:"device_total"`
 		FitsDevice    bool   `json:"fits_device"`
 		HostBytes     int64  `json:"host_bytes"`
 		HostAvailable int64  `json:"host_available"`
@@ -361,14 +477,21 @@ type (
 // WritePlanJSON writes the memory plan as one JSON document.
 func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
 	doc := jsonPlan{
-		Version: JSONVersion, Header: toJSONHeader(p.Header), Blocks: p.Blocks, MinWindow: p.MinWindow,
-		Bytes: jsonPlanBytes{Parameters: p.Bytes.Parameters, Gradients: p.Gradients, Optimizer: p.Bytes.Optimizer,
-			Saved: p.Bytes.Saved, Arena: p.Bytes.Arena, Inputs: p.Bytes.Inputs},
-		Batches: p.Batches, Work: jsonWork{Launches: p.Work.Launches, FLOPs: p.Work.FLOPs, Bytes: p.Work.Bytes, Kernels: []jsonKernelWork{}},
-		Modes: []jsonModePlan{},
+		Version: JSONVersion, Header: toJSONHeader(p.Header), Blocks: p.Blocks, Batches: p.Batches,
+		Schedules: []jsonSchedule{}, Modes: []jsonModePlan{},
 	}
-	for _, k := range p.Work.Kernels {
-		doc.Work.Kernels = append(doc.Work.Kernels, jsonKernelWork(k))
+	for _, sp := range p.Schedules {
+		b := sp.Bytes
+		js := jsonSchedule{Recompute: sp.Recompute.String(), jsonFigures: jsonFigures{MinWindow: sp.MinWindow,
+			Bytes: jsonPlanBytes{Parameters: b.Parameters, Gradients: sp.Gradients, Optimizer: b.Optimizer, Saved: b.Saved, Arena: b.Arena, Inputs: b.Inputs},
+			Work:  jsonWork{Launches: sp.Work.Launches, FLOPs: sp.Work.FLOPs, Bytes: sp.Work.Bytes, Kernels: []jsonKernelWork{}}}}
+		for _, k := range sp.Work.Kernels {
+			js.Work.Kernels = append(js.Work.Kernels, jsonKernelWork(k))
+		}
+		doc.Schedules = append(doc.Schedules, js)
+	}
+	if len(doc.Schedules) > 0 {
+		doc.jsonFigures = doc.Schedules[0].jsonFigures
 	}
 	for _, m := range p.Modes {
 		var copies *jsonCopies
@@ -377,8 +500,9 @@ func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
 			copies = &jsonCopies{UploadBytes: c.UploadBytes, DownloadBytes: c.DownloadBytes, SyncBytes: c.SyncBytes(), OverlapBytes: c.OverlapBytes, Count: c.Count, RemoteBytes: c.RemoteBytes}
 		}
 		doc.Modes = append(doc.Modes, jsonModePlan{CopiesPerEpoch: copies, Prediction: toJSONPrediction(m.Prediction),
-			Mode: string(m.Mode), Paged: m.Placement.Paged, Policy: string(m.Placement.Cache.Policy), OptimizerOnHost: m.Placement.Cache.OptimizerOnHost,
-			Window: m.Footprint.Window, PageBytes: m.Placement.PageSize, Pages: m.Footprint.Pages, Device: m.Device, DeviceBytes: m.Footprint.Device, DeviceFree: m.DeviceFree,
+			Mode: string(m.Mode), Recompute: m.Recompute.String(), Paged: m.Placement.Paged, Policy: string(m.Placement.Cache.Policy), OptimizerOnHost: m.Placement.Cache.OptimizerOnHost,
+			Window: m.Footprint.Window, PageBytes: m.Placement.PageSize, Pages: m.Footprint.Pages, Device: m.Device, DeviceBytes: m.Footprint.Device,
+			DeviceFree: m.DeviceFree, DeviceTotal: m.DeviceTotal,
 			FitsDevice: m.FitsDevice, HostBytes: m.HostNeed, HostAvailable: m.HostAvailable, FitsHost: m.FitsHost,
 			Status: m.Status.String(),
 		})
@@ -394,6 +518,7 @@ var planCSVColumns = []string{
 	"device_need_bytes", "device_free_bytes", "fits_device", "host_need_bytes", "host_available_bytes", "fits_host",
 	"copies_upload_bytes", "copies_download_bytes", "copies_overlap_bytes", "copies_count",
 	"status", "reason", "predicted_profile", "predicted_s", "bound_s", "limiter", "page_bytes", "pages",
+	"recompute", "saved_activation_bytes", "flops_per_epoch", "take_bytes",
 }
 
 // writePlanCSV writes one CSV row per mode and cache policy under a
@@ -419,7 +544,9 @@ func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
 		if m.Placement.Managed {
 			page, pages = strconv.FormatInt(m.Placement.PageSize, 10), strconv.Itoa(m.Footprint.Pages)
 		}
-		recs = append(recs, append(row, page, pages))
+		sp, _ := p.Schedule(m.Recompute)
+		recs = append(recs, append(row, page, pages, m.Recompute.String(), strconv.FormatInt(sp.Bytes.Saved, 10),
+			strconv.FormatInt(int64(p.Batches)*sp.Work.FLOPs, 10), strconv.FormatInt(p.Header.TakeBytes, 10)))
 	}
 	return writeCSV(w, planCSVColumns, recs)
 }

@@ -4,36 +4,29 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"gpuz/internal/bench"
 	"gpuz/internal/cache"
 	"gpuz/internal/engine"
+	"gpuz/internal/levers"
 )
 
 // linearPlan is the reference linear workload's plan on a simulated 8 GiB
 // device with 4 GiB taken by another process.
 var linearPlan = bench.MemoryPlan{
-	Header:    linearHeader,
-	Bytes:     engine.Bytes{Parameters: 1_920_960_000, Optimizer: 3_841_920_000, Saved: 57_600_000, Inputs: 480_004, Arena: 160_560_000},
-	Gradients: 1_920_960_000,
-	Blocks:    12,
-	MinWindow: 1,
-	Batches:   2,
-	// Schedule.Work of the full-scale linear training step.
-	Work: engine.Work{Kernels: []engine.KernelWork{
-		{Name: "Linear", Launches: 120, FLOPs: 28_807_200_000, Bytes: 2_036_160_000},
-		{Name: "LeakyReLU", Launches: 120, FLOPs: 7_200_000, Bytes: 57_600_000},
-		{Name: "MSE", Launches: 1, FLOPs: 180_000, Bytes: 480_004},
-		{Name: "MSEGrad", Launches: 1, FLOPs: 180_000, Bytes: 720_004},
-		{Name: "LeakyReLUGrad", Launches: 120, FLOPs: 7_200_000, Bytes: 86_400_000},
-		{Name: "LinearInputGrad", Launches: 119, FLOPs: 28_560_000_000, Bytes: 1_961_120_000},
-		{Name: "LinearWeightGrad", Launches: 120, FLOPs: 28_800_000_000, Bytes: 1_977_600_000},
-		{Name: "LinearBiasGrad", Launches: 120, FLOPs: 7_200_000, Bytes: 29_760_000},
-		{Name: "SumSquares", Launches: 240, FLOPs: 960_480_000, Bytes: 1_920_960_000},
-		{Name: "AdamStep", Launches: 240, FLOPs: 6_723_360_000, Bytes: 13_446_720_000},
-	}, Launches: 1201, FLOPs: 93_873_000_000, Bytes: 21_517_520_008},
+	Header:  linearHeader,
+	Blocks:  12,
+	Batches: 2,
+	Schedules: []bench.SchedulePlan{{
+		Recompute: levers.RecomputeNone,
+		Bytes:     engine.Bytes{Parameters: 1_920_960_000, Optimizer: 3_841_920_000, Saved: 57_600_000, Inputs: 480_004, Arena: 160_560_000},
+		Gradients: 1_920_960_000,
+		MinWindow: 1,
+		Work:      linearWork,
+	}},
 	Modes: []bench.ModePlan{
 		{Mode: bench.ModeCUDA, Device: "sim:8GiB", Footprint: engine.Footprint{Window: 12, Device: 5_981_520_004, BlockBytes: 485_000_000},
 			DeviceFree: 4 << 30, HostAvailable: 22 << 30, HostNeed: 5_981_520_004, FitsDevice: false, FitsHost: true, Status: bench.Status{Kind: bench.StatusOK},
@@ -58,6 +51,20 @@ var linearPlan = bench.MemoryPlan{
 	},
 }
 
+// linearWork is Schedule.Work of the full-scale linear training step.
+var linearWork = engine.Work{Kernels: []engine.KernelWork{
+	{Name: "Linear", Launches: 120, FLOPs: 28_807_200_000, Bytes: 2_036_160_000},
+	{Name: "LeakyReLU", Launches: 120, FLOPs: 7_200_000, Bytes: 57_600_000},
+	{Name: "MSE", Launches: 1, FLOPs: 180_000, Bytes: 480_004},
+	{Name: "MSEGrad", Launches: 1, FLOPs: 180_000, Bytes: 720_004},
+	{Name: "LeakyReLUGrad", Launches: 120, FLOPs: 7_200_000, Bytes: 86_400_000},
+	{Name: "LinearInputGrad", Launches: 119, FLOPs: 28_560_000_000, Bytes: 1_961_120_000},
+	{Name: "LinearWeightGrad", Launches: 120, FLOPs: 28_800_000_000, Bytes: 1_977_600_000},
+	{Name: "LinearBiasGrad", Launches: 120, FLOPs: 7_200_000, Bytes: 29_760_000},
+	{Name: "SumSquares", Launches: 240, FLOPs: 960_480_000, Bytes: 1_920_960_000},
+	{Name: "AdamStep", Launches: 240, FLOPs: 6_723_360_000, Bytes: 13_446_720_000},
+}, Launches: 1201, FLOPs: 93_873_000_000, Bytes: 21_517_520_008}
+
 func TestWritePlanDefault(t *testing.T) {
 	golden(t, "plan_linear.golden", written(t, func(w io.Writer) error { return WritePlan(w, linearPlan) }))
 	golden(t, "plan_linear_json.golden", written(t, func(w io.Writer) error { return WritePlanJSON(w, linearPlan) }))
@@ -79,4 +86,76 @@ func TestPlanGoldensFit(t *testing.T) {
 		}
 		checkFits(t, text)
 	}
+}
+
+// recomputePlan is the linear plan of the cuda and window modes under
+// recompute none and blocks, with 4 GiB of the 8 GiB device taken by
+// --take: blocks keeps each block's input (12 of the 120 saved
+// activations) and runs the forward again, one more Linear and LeakyReLU
+// per layer.
+var recomputePlan = func() bench.MemoryPlan {
+	p := linearPlan
+	p.Header.TakeBytes = 4 << 30
+	p.Header.Recompute = "none,blocks"
+	blocks := p.Schedules[0]
+	blocks.Recompute = levers.RecomputeBlocks
+	blocks.Bytes.Saved, blocks.Bytes.Arena = 5_760_000, 164_880_000
+	blocks.Work.Kernels = slices.Clone(blocks.Work.Kernels)
+	blocks.Work.Kernels[0].Launches, blocks.Work.Kernels[0].FLOPs = 240, 2*28_807_200_000
+	blocks.Work.Kernels[1].Launches, blocks.Work.Kernels[1].FLOPs = 240, 2*7_200_000
+	blocks.Work.Launches, blocks.Work.FLOPs = 1441, 93_873_000_000+28_807_200_000+7_200_000
+	p.Schedules = append(slices.Clone(p.Schedules), blocks)
+	p.Modes = nil
+	for _, m := range linearPlan.Modes[:2] {
+		m.Recompute = levers.RecomputeNone
+		m.DeviceTotal = 8 << 30
+		b := m
+		b.Recompute = levers.RecomputeBlocks
+		b.Footprint.Device -= 57_600_000 - 5_760_000 - (164_880_000 - 160_560_000)
+		b.FitsDevice = b.Footprint.Device <= b.DeviceFree
+		p.Modes = append(p.Modes, m, b)
+	}
+	return p
+}()
+
+// recomputeEval is recomputePlan evaluating, where blocks changes nothing
+// and the note says so.
+var recomputeEval = func() bench.MemoryPlan {
+	p := recomputePlan
+	p.Header.Task = bench.TaskEval
+	p.Schedules = slices.Clone(p.Schedules)
+	p.Schedules[1] = p.Schedules[0]
+	p.Schedules[1].Recompute = levers.RecomputeBlocks
+	p.Modes = slices.Clone(p.Modes)
+	for i := 1; i < len(p.Modes); i += 2 {
+		p.Modes[i] = p.Modes[i-1]
+		p.Modes[i].Recompute = levers.RecomputeBlocks
+	}
+	return p
+}()
+
+// TestWritePlanRecompute renders a plan of two recompute settings with
+// --take in every format: the kinds under each setting, the extra FLOPs,
+// a recompute column in both tables, the take's note; evaluating, the
+// note that recompute changes nothing.
+func TestWritePlanRecompute(t *testing.T) {
+	var cases []goldenCase
+	for _, f := range []struct {
+		golden string
+		opts   Options
+	}{
+		{"plan_recompute.golden", Options{Format: FormatText}},
+		{"plan_recompute_wide.golden", Options{Format: FormatText, Wide: true}},
+		{"plan_recompute.md.golden", Options{Format: FormatMarkdown}},
+		{"plan_recompute.csv.golden", Options{Format: FormatCSV}},
+		{"plan_recompute_json.golden", Options{Format: FormatJSON}},
+	} {
+		cases = append(cases, goldenCase{f.golden, func(w io.Writer) error { return WritePlanAs(w, recomputePlan, f.opts) }})
+	}
+	checkGoldens(t, append(cases, goldenCase{"plan_recompute_eval.golden", func(w io.Writer) error { return WritePlan(w, recomputeEval) }}))
+	data, err := os.ReadFile(filepath.Join("testdata", "plan_recompute.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFits(t, string(data))
 }

@@ -1,0 +1,354 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"gpuz/internal/bench"
+	"gpuz/internal/cache"
+	"gpuz/internal/calibration"
+	"gpuz/internal/device"
+	"gpuz/internal/models"
+	"gpuz/internal/perfmodel"
+	"gpuz/internal/report"
+	"gpuz/internal/sysinfo"
+)
+
+// calibrateTarget is about how long each kernel or copy sample's timed run
+// takes: three of them and a warm-up make a sample, about 100 samples a
+// round, so that a round's samples take about two seconds.
+const calibrateTarget = 5 * time.Millisecond
+
+// defaultRounds and maxRounds are --rounds' default and largest value.
+const defaultRounds, maxRounds = 3, 20
+
+// calibrateGemmSize is the n of the n×n×n SGEMM that gives the host's
+// profile before fitting its FP32 rate (a GPU's is bench's 4096).
+const calibrateGemmSize = 512
+
+// CalibrateOptions are the settings of gpuz calibrate.
+type CalibrateOptions struct {
+	IO *IOStreams
+	// Device is the device calibrated: auto (a CUDA GPU when there is
+	// one, else the host), cpu (the host) or cuda[:N].
+	Device string
+	// Output is the profile file written; "" is calibratedProfilePath's
+	// for the host, and must be given for a GPU.
+	Output string
+	// Threads is the host's thread count for the samples and the
+	// held-out runs.
+	Threads int
+	// Rounds is how many times the device is measured and the held-out
+	// runs are run, interleaved; the fit and the errors use the medians.
+	Rounds int
+	// measure, when set, replaces measuring the device: it returns the
+	// device's profile before fitting and the kernel and copy samples
+	// (tests give synthetic ones).
+	measure func(dev device.Device, threads int) (perfmodel.Profile, []perfmodel.Sample, error)
+	// heldOut, when set, replaces the held-out workload runs.
+	heldOut func(ctx context.Context, o *CalibrateOptions, spec string, before perfmodel.Profile) ([]perfmodel.Sample, error)
+}
+
+// newCalibrateCmd builds gpuz calibrate; runF, when not nil, is called
+// instead of calibrateRun.
+func newCalibrateCmd(ios *IOStreams, runF func(context.Context, *CalibrateOptions) error) *cobra.Command {
+	opts := &CalibrateOptions{IO: ios}
+	cmd := &cobra.Command{
+		Use:   "calibrate",
+		Short: "Fit the performance model to this machine's measured kernels and write its profile",
+		Long: `calibrate measures a device with short runs of each op class the workloads
+use, launched through the op as a run launches it (products, convolutions,
+attention, normalisation, element-wise ops, from a launch its fixed cost
+decides to ones its rate decides) and of copies each way, fits the
+performance model's factors to the measured times by least squares (for
+each class its fractions of the FP32 peak and of the memory bandwidth and
+its fixed cost per kernel, and the copies' rate and fixed cost), and writes
+the fitted profile as JSON. Between its rounds of samples it runs small
+workloads that the fit does not see (the three workloads at --scale small,
+and the tiny linear training) and prints the model's error on them before
+and after fitting: on the medians over the rounds, and each round's.
+
+Without a GPU it calibrates the host: the profile, written by default to
+gpuz/host-profile.json in the user's configuration directory, is the one
+--host-profile FILE takes (and the commands that rank the cpu mode read from
+there when --host-profile is not given). With --device cuda it calibrates the
+GPU, for --device sim:FILE; -o is then required. About five seconds on a
+2-core machine per round (--rounds, 3 by default). docs/model.md says how
+the fit works; docs/fit.md gives its errors on the development machine.`,
+		Example: "  gpuz calibrate\n  gpuz calibrate -o host.json\n  gpuz calibrate --device cuda -o gpu.json",
+		Args:    noArgs,
+		RunE:    runWith(opts, runF, calibrateRun),
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&opts.Device, "device", "auto", "device to calibrate: auto (a CUDA GPU when there is one, else the host), cpu or cuda[:N]")
+	fs.StringVarP(&opts.Output, "output", "o", "", "profile file to write (default: gpuz/host-profile.json in the user's configuration directory, for the host)")
+	fs.IntVar(&opts.Threads, "threads", min(runtime.NumCPU(), maxThreads()), fmt.Sprintf("host threads for BLAS and element-wise kernels in the samples and the held-out runs, at most %d (4 per CPU, %d at most)", maxThreads(), threadCap))
+	fs.IntVar(&opts.Rounds, "rounds", defaultRounds, fmt.Sprintf("rounds of samples and held-out runs, interleaved; the fit and the errors use their medians (1 to %d)", maxRounds))
+	return cmd
+}
+
+// calibrateRun measures the device, fits its profile, checks it on the
+// held-out runs, prints the report and writes the profile.
+func calibrateRun(ctx context.Context, o *CalibrateOptions) error {
+	if o.Threads < 1 || o.Threads > maxThreads() {
+		return usagef("--threads must be from 1 to %d, got %d", maxThreads(), o.Threads)
+	}
+	if o.Rounds < 1 || o.Rounds > maxRounds {
+		return usagef("--rounds must be from 1 to %d, got %d", maxRounds, o.Rounds)
+	}
+	dev, spec, err := calibratedDevice(o.Device)
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	_, host := dev.(*device.Host)
+	path := o.Output
+	if path == "" && !host {
+		return usagef("calibrating %s: give the profile file with -o (the default file is the host's)", dev.Name())
+	}
+	if path == "" {
+		if path, err = calibratedProfilePath(); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("creating the directory of the calibrated profile: %w", err)
+		}
+	}
+	if err := checkOutputs(outputFile{"-o", path, false}); err != nil {
+		return err
+	}
+	measure := o.measure
+	if measure == nil {
+		measure = measureForCalibration
+	}
+	heldOut := o.heldOut
+	if heldOut == nil {
+		heldOut = runHeldOut
+	}
+	var befores []perfmodel.Profile
+	var rounds, held [][]perfmodel.Sample
+	for r := range o.Rounds {
+		fmt.Fprintf(o.IO.ErrOut, "calibrating %s, round %d of %d: timing the ops and copies…\n", dev.Name(), r+1, o.Rounds)
+		before, samples, err := measure(dev, o.Threads)
+		if err != nil {
+			return fmt.Errorf("calibrating %s: %w", dev.Name(), err)
+		}
+		fmt.Fprintf(o.IO.ErrOut, "calibrating %s, round %d of %d: small workload runs held out of the fit…\n", dev.Name(), r+1, o.Rounds)
+		runs, err := heldOut(ctx, o, spec, before)
+		if err != nil {
+			return fmt.Errorf("calibrating %s: held-out runs: %w", dev.Name(), err)
+		}
+		befores, rounds, held = append(befores, before), append(rounds, samples), append(held, runs)
+	}
+	before := medianProfile(befores)
+	samples, err := medianSamples(rounds)
+	if err != nil {
+		return fmt.Errorf("calibrating %s: %w", dev.Name(), err)
+	}
+	fit, err := perfmodel.Fit(before, samples)
+	if err != nil {
+		return fmt.Errorf("calibrating %s: %w", dev.Name(), err)
+	}
+	if err := report.WriteCalibration(o.IO.Out, report.Calibration{Before: before, After: fit.Profile, Kept: fit.Kept,
+		Samples: samples, HeldOut: held}); err != nil {
+		return err
+	}
+	if err := writeFile(path, "the calibrated profile", func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(fit.Profile)
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.IO.Out, "wrote %s (--host-profile %s, --device sim:%s)\n", path, path, path)
+	return nil
+}
+
+// calibratedDevice opens the device --device names for calibration and
+// returns it with the spec that opens it again (for the held-out runs):
+// auto is the first CUDA GPU when there is one, else the host. A
+// simulated device is refused: it runs the host's kernels.
+func calibratedDevice(spec string) (device.Device, string, error) {
+	if spec == "auto" {
+		if dev, _, err := device.Parse("cuda", nil); err == nil {
+			return dev, "cuda", nil
+		}
+		spec = "cpu"
+	}
+	if kind, _, _ := strings.Cut(spec, ":"); kind == "sim" {
+		return nil, "", usagef("--device %s: a simulated device runs the host's kernels; calibrate the host (--device cpu) or a GPU (cuda[:N])", spec)
+	}
+	dev, _, err := device.Parse(spec, nil)
+	if err != nil {
+		return nil, "", usagef("--device: %w", err)
+	}
+	return dev, spec, nil
+}
+
+// measureForCalibration returns dev's profile from its measured rates
+// (perfmodel.HostProfile for the host, perfmodel.Measured for a GPU: the
+// model before fitting) and its op and copy samples (calibration.Samples,
+// on threads host threads).
+func measureForCalibration(dev device.Device, threads int) (perfmodel.Profile, []perfmodel.Sample, error) {
+	_, host := dev.(*device.Host)
+	n := calibrateGemmSize
+	if !host {
+		n = 4096
+	}
+	info, err := device.Measure(dev, n)
+	if err != nil {
+		return perfmodel.Profile{}, nil, err
+	}
+	var p perfmodel.Profile
+	if host {
+		p = perfmodel.HostProfile(info.GemmFLOPS, info.UploadPageable)
+		p.Name, p.MemoryBytes = "calibrated-host", info.Total
+		p.Title = "this host (" + sysinfo.Collect().CPU + "), calibrated by gpuz calibrate"
+	} else {
+		p = perfmodel.Measured(strings.ReplaceAll(dev.Name(), ":", "-"), info.Total, info.GemmFLOPS, info.Bandwidth,
+			info.UploadPinned, info.DownloadPinned, info.UploadPageable, info.DownloadPageable)
+	}
+	samples, err := calibration.Samples(dev, calibrateTarget, threads)
+	return p, samples, err
+}
+
+// medianProfile returns the first profile with each measured rate (FP32,
+// memory bandwidth, copy rates) the median of the profiles': the model
+// before fitting, less moved by a busy moment of a shared machine than one
+// measurement.
+func medianProfile(profiles []perfmodel.Profile) perfmodel.Profile {
+	p := profiles[0]
+	for _, f := range []func(*perfmodel.Profile) *float64{
+		func(q *perfmodel.Profile) *float64 { return &q.FP32 },
+		func(q *perfmodel.Profile) *float64 { return &q.MemBandwidth },
+		func(q *perfmodel.Profile) *float64 { return &q.PinnedH2D },
+		func(q *perfmodel.Profile) *float64 { return &q.PinnedD2H },
+		func(q *perfmodel.Profile) *float64 { return &q.PageableH2D },
+		func(q *perfmodel.Profile) *float64 { return &q.PageableD2H },
+	} {
+		vs := make([]float64, len(profiles))
+		for i := range profiles {
+			vs[i] = *f(&profiles[i])
+		}
+		*f(&p) = median(vs)
+	}
+	return p
+}
+
+// medianSamples returns, for each sample of the rounds (each round times
+// the same kernels and copies, in the same order, repeated as often as its
+// own timing sized them), the round's sample whose time per launch or
+// per copy is the median (the lower middle one for an even count).
+func medianSamples(rounds [][]perfmodel.Sample) ([]perfmodel.Sample, error) {
+	out := make([]perfmodel.Sample, len(rounds[0]))
+	for i := range out {
+		var of []perfmodel.Sample
+		for r, samples := range rounds {
+			if len(samples) != len(out) {
+				return nil, fmt.Errorf("round %d timed %d samples, round 1 %d", r+1, len(samples), len(out))
+			}
+			of = append(of, samples[i])
+		}
+		slices.SortFunc(of, func(a, b perfmodel.Sample) int { return cmp.Compare(perUnit(a), perUnit(b)) })
+		out[i] = of[(len(of)-1)/2]
+	}
+	return out, nil
+}
+
+// perUnit is a sample's time per launch of its kernels, or per copy.
+func perUnit(s perfmodel.Sample) float64 {
+	n := s.Copies.Count
+	for _, k := range s.Kernels {
+		n += k.Launches
+	}
+	return s.Time.Seconds() / float64(max(n, 1))
+}
+
+// median returns the median of vs (the mean of the middle two for an even
+// count); vs is sorted.
+func median(vs []float64) float64 {
+	slices.Sort(vs)
+	n := len(vs)
+	if n%2 == 0 {
+		return (vs[n/2-1] + vs[n/2]) / 2
+	}
+	return vs[n/2]
+}
+
+// heldOutRun is a small workload run that calibration checks the fit on.
+type heldOutRun struct {
+	workload models.Workload
+	task     bench.Task
+	sizes    map[string]int
+}
+
+// heldOutRuns are the three workloads at --scale small, each task, and the
+// tiny linear training of issue 22 (2 blocks of 2 layers of 16, 150
+// samples), 8 epochs each.
+var heldOutRuns = []heldOutRun{
+	{models.Linear, bench.TaskTrain, nil}, {models.Linear, bench.TaskEval, nil},
+	{models.Attention, bench.TaskTrain, nil}, {models.Attention, bench.TaskEval, nil},
+	{models.Resnet, bench.TaskTrain, nil}, {models.Resnet, bench.TaskEval, nil},
+	{models.Linear, bench.TaskTrain, map[string]int{"dims": 16, "blocks": 2, "layers-per-block": 2, "samples": 150, "batch": 150}},
+}
+
+// heldOutEpochs and heldOutWarmup are each held-out run's epochs and
+// leading epochs left out of its median.
+const heldOutEpochs, heldOutWarmup = 8, 2
+
+// runHeldOut runs heldOutRuns on the calibrated device (the cpu mode on
+// the host, the cuda mode on a GPU) and returns each as a sample: its
+// epoch as the model counts it and the median of its timed epochs.
+func runHeldOut(ctx context.Context, o *CalibrateOptions, spec string, before perfmodel.Profile) ([]perfmodel.Sample, error) {
+	var samples []perfmodel.Sample
+	for _, r := range heldOutRuns {
+		sizes := map[string]int{"epochs": heldOutEpochs}
+		for k, v := range r.sizes {
+			sizes[k] = v
+		}
+		mode := bench.ModeCPU
+		if spec != "cpu" {
+			mode = bench.ModeCUDA
+		}
+		w := &WorkloadOptions{IO: o.IO, Workload: r.workload, Task: r.task, Modes: []bench.Mode{mode},
+			Scale: models.ScaleSmall, Sizes: sizes, Warmup: heldOutWarmup, LR: bench.DefaultLR, Seed: 1, Threads: o.Threads, Device: spec,
+			Cache: cache.Config{Policy: cache.Window, Window: 3}}
+		opts, err := w.check()
+		if err != nil {
+			return nil, err
+		}
+		opts.HostProfile = &before
+		if mode == bench.ModeCUDA {
+			opts.NewGPU = func() (device.Device, error) { d, _, err := device.Parse(spec, nil); return d, err }
+			opts.GPUName = spec
+		}
+		res, err := bench.Run(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		m := res.Modes[0]
+		name := fmt.Sprintf("%s %s %s", r.workload.Name, r.task, res.Header.Scale)
+		if m.Status.Kind != bench.StatusOK || m.Prediction == nil {
+			return nil, fmt.Errorf("%s: %s, no prediction", name, m.Status)
+		}
+		var times []time.Duration
+		for _, e := range m.Timed() {
+			times = append(times, e.Duration)
+		}
+		slices.Sort(times)
+		samples = append(samples, perfmodel.Sample{Name: name, Kernels: m.Prediction.Kernels, Copies: m.Prediction.Copies,
+			Time: times[len(times)/2]})
+	}
+	return samples, nil
+}

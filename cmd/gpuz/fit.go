@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"gpuz/internal/bench"
+	"gpuz/internal/fit"
+	"gpuz/internal/perfmodel"
+	"gpuz/internal/report"
+)
+
+// FitOptions are the arguments and flags of gpuz fit MODEL train|eval:
+// the workload command's (its sizes, --device, --host-profile, --take,
+// --format) and fit's own.
+type FitOptions struct {
+	*WorkloadOptions
+	// Margin is the percentage of the device's free memory (after --take)
+	// kept free.
+	Margin float64
+	// Verify is how many of the best configurations to run, with the cpu,
+	// after the search; 0 runs none.
+	Verify int
+}
+
+// fitSearched are the workload command's flags that choose a
+// configuration, which fit searches itself and so refuses.
+var fitSearched = []string{"policy", "win-size", "optimizer-on", "place", "managed-page", "managed-advise", "recompute", "bench-out", "wide", "plot"}
+
+// newFitCmd builds "gpuz fit MODEL train|eval": for each workload, its
+// command's flags less those fit searches, and --margin and --verify.
+// runF, when not nil, is called instead of fitRun.
+func newFitCmd(ios *IOStreams, workloads []workloadDef, runF func(context.Context, *FitOptions) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "fit MODEL train|eval",
+		Short: "Find how to run a workload in the device memory free, fastest first",
+		Long: `fit plans every configuration gpuz can run the workload in (cuda; cache under
+each policy, window and optimizer place; hybrid splits at block boundaries;
+managed; the cpu; each with the recompute lever), keeps those whose device
+need fits the free memory less --margin and whose host need fits the host,
+and ranks them by the model's predicted epoch time on the device's profile
+(sim:PROFILE, or a real GPU's measured one) and, for the cpu, on the host
+profile: --host-profile, else the one gpuz calibrate saved, else the cpu is
+listed unranked. It prints the ten fastest with the command line that runs
+each, and what it recommends and why. --take is subtracted from the free
+memory without holding anything, and the command lines carry it, so that
+running one reproduces the pressure; --verify K runs the K best and the
+cpu, holding --take, and prints predicted against measured. Exit status 3
+when nothing fits, with the smallest need found. docs/fit.md says how the
+search works.`,
+		Example: `  gpuz fit linear train --device sim:rtx4060-laptop --take 20
+  gpuz fit attention eval --device sim:rtx4060-laptop --host-profile cpu-i7-13700h
+  gpuz fit linear train --scale demo --device sim:rtx4060-laptop --take 20 --verify 3`,
+	}
+	for _, def := range workloads {
+		cmd.AddCommand(newFitWorkloadCmd(ios, def, runF))
+	}
+	// A word that names no workload is left to the parent: refuse it.
+	cmd.Args = func(_ *cobra.Command, args []string) error {
+		problem := "missing model"
+		if len(args) > 0 {
+			problem = fmt.Sprintf("unknown model %q", args[0])
+		}
+		return usagef("%s (see gpuz fit --help)", problem)
+	}
+	cmd.RunE = func(*cobra.Command, []string) error { return nil }
+	return cmd
+}
+
+// newFitWorkloadCmd builds "gpuz fit NAME train|eval": the workload's plan
+// command with the flags fit searches hidden and refused, and fit's own.
+func newFitWorkloadCmd(ios *IOStreams, def workloadDef, runF func(context.Context, *FitOptions) error) *cobra.Command {
+	fo := &FitOptions{Margin: fit.DefaultMarginPercent}
+	sub := newWorkloadCmd(ios, def, true, func(ctx context.Context, o *WorkloadOptions) error {
+		fo.WorkloadOptions = o
+		if runF != nil {
+			return runF(ctx, fo)
+		}
+		return fitRun(ctx, fo)
+	})
+	sub.Use = def.workload.Name + " train|eval"
+	sub.Short = "Find how to run " + def.workload.Name + " in the device memory free"
+	sub.Long = "fit " + def.workload.Name + " searches the configurations of the " + def.workload.Name +
+		" workload (see gpuz fit --help)."
+	sub.Example = fmt.Sprintf(`  gpuz fit %[1]s train --device sim:rtx4060-laptop --take 20
+  gpuz fit %[1]s eval --scale small --device sim:4GiB --format json`, def.workload.Name)
+	flags := sub.Flags()
+	for _, name := range fitSearched {
+		if err := flags.MarkHidden(name); err != nil {
+			panic(err) // a name above that the workload command lacks
+		}
+	}
+	// fit takes one value per flag: the workload's list flags do not sweep
+	// here.
+	flags.VisitAll(func(f *pflag.Flag) { f.Usage = strings.TrimSuffix(f.Usage, "; a comma list sweeps") })
+	flags.Lookup("json").Usage = "print the fit as JSON to this file instead of the table (- for standard output)"
+	flags.Lookup("take").Usage = "device memory counted as taken, as take-mem's N blocks or SIZE: subtracted from the free memory (held only by --verify) and carried by the command lines"
+	flags.Lookup("format").Usage = "what goes to standard output: text, markdown, csv or json"
+	flags.Lookup("epochs").Usage = strings.Replace(flags.Lookup("epochs").Usage, "epochs per mode", "epochs per configuration --verify runs", 1)
+	flags.Float64Var(&fo.Margin, "margin", fit.DefaultMarginPercent, "percentage of the device's free memory (after --take) kept free: what the plan does not count (docs/fit.md)")
+	flags.IntVar(&fo.Verify, "verify", 0, "run the best K configurations and the cpu at the scale given, holding --take, and print predicted against measured")
+	sub.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 1 {
+			return usagef("fit takes no MODES: it searches every mode (got %q)", args[1])
+		}
+		return refuseSearched(cmd.Flags())
+	}
+	return sub
+}
+
+// refuseSearched refuses a flag that chooses what fit searches.
+func refuseSearched(fs *pflag.FlagSet) error {
+	for _, name := range fitSearched {
+		if fs.Changed(name) {
+			return usagef("fit searches --%s itself (or does not use it); drop it", name)
+		}
+	}
+	return nil
+}
+
+// validate checks fit's own flags and that the workload's flags take one
+// value each.
+func (o *FitOptions) validate() error {
+	switch {
+	case len(o.Sweep) > 0:
+		return usagef("fit takes one value per flag; --%s has %d", o.Sweep[0].Flag, len(o.Sweep[0].Values))
+	case o.Margin < 0 || o.Margin >= 100:
+		return usagef("--margin must be a percentage from 0 up to (not including) 100, got %g", o.Margin)
+	case o.Verify < 0:
+		return usagef("--verify must not be negative, got %d", o.Verify)
+	}
+	return nil
+}
+
+// fitRun searches the configurations of a workload and prints the fastest
+// that fit in --format's format (or with --json as JSON), then with
+// --verify runs the best and the cpu. Its error is a *fit.NothingFitsError
+// (status 3) when nothing fits, and a verification's failure (status 1)
+// when a recommended configuration did not complete.
+func fitRun(ctx context.Context, o *FitOptions) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	// The modes are fit's to choose; cuda and cpu open the device and
+	// the host as every mode needs them.
+	o.Modes = []bench.Mode{bench.ModeCUDA, bench.ModeCPU}
+	take, err := o.takeBytes()
+	if err != nil {
+		return usage(err)
+	}
+	opts, err := o.benchOptions(ctx)
+	if err != nil {
+		return err
+	}
+	if opts.HostProfile == nil {
+		if opts.HostProfile, err = calibratedProfile(); err != nil {
+			return err
+		}
+	}
+	fopts := fit.Options{Bench: opts, TakeBytes: take, MarginPercent: o.Margin, Command: o.commandLine}
+	var res fit.Result
+	if !untilDone(ctx, func() { res, err = fit.Search(fopts) }) {
+		return errInterrupted
+	}
+	if err != nil {
+		return fmt.Errorf("fitting %s %s: %w", o.Workload.Name, o.Task, err)
+	}
+	if err := res.Err(); err != nil {
+		return err
+	}
+	if o.JSON != "" && o.JSON != "-" {
+		err = writeJSON(o.IO.Out, o.JSON, "the fit", func(w io.Writer) error { return report.WriteFitAs(w, res, report.Options{Format: report.FormatJSON}) })
+	} else {
+		err = report.WriteFitAs(o.IO.Out, res, report.Options{Format: o.format()})
+	}
+	if err != nil {
+		return fmt.Errorf("writing the fit: %w", err)
+	}
+	if o.Verify == 0 {
+		return nil
+	}
+	return o.verify(ctx, fopts, res)
+}
+
+// calibratedProfile reads the host profile gpuz calibrate saved for this
+// machine (calibratedProfilePath), nil when there is none.
+func calibratedProfile() (*perfmodel.Profile, error) {
+	path, err := calibratedProfilePath()
+	if err != nil {
+		return nil, nil // no configuration directory: no calibration either
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	p, err := perfmodel.LoadProfile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the calibrated host profile: %w", err)
+	}
+	return &p, nil
+}
+
+// commandLine is the gpuz command line that runs candidate c with the
+// sizes, device, --take and --host-profile this fit was given.
+func (o *FitOptions) commandLine(c fit.Candidate) string {
+	words := []string{"gpuz", o.Workload.Name, string(o.Task), string(c.Mode)}
+	switch c.Mode {
+	case bench.ModeCache:
+		words = append(words, "--policy", string(c.Cache.Policy), "--win-size", strconv.Itoa(c.Cache.Window))
+		if c.Cache.OptimizerOnHost {
+			words = append(words, "--optimizer-on", "host")
+		}
+	case bench.ModeHybrid:
+		words = append(words, "--place", c.PlaceText())
+	case bench.ModeManaged:
+		if c.ManagedAdviseHost {
+			words = append(words, "--managed-advise", "host")
+		}
+	}
+	if c.Recompute.On() {
+		words = append(words, "--recompute", c.Recompute.String())
+	}
+	if o.Scale != "" && o.Scale != "full" {
+		words = append(words, "--scale", o.Scale)
+	}
+	for _, s := range o.Workload.Sizes {
+		if n, ok := o.Sizes[s.Name]; ok {
+			words = append(words, "--"+s.Name, strconv.Itoa(n))
+		}
+	}
+	if c.Mode != bench.ModeCPU {
+		if o.Device != "" && o.Device != "auto" {
+			words = append(words, "--device", o.Device)
+		}
+		if o.Take != "" && o.Take != "0" {
+			words = append(words, "--take", o.Take)
+		}
+	} else if o.HostProfile != "" {
+		words = append(words, "--host-profile", o.HostProfile)
+	}
+	return strings.Join(words, " ")
+}
+
+// verify runs the best --verify configurations of res and the cpu, with
+// the progress line on a terminal, and prints the verification after the
+// fit in the same format (a second JSON document or CSV table after the
+// fit's; the text table on standard error when --json FILE took the fit). Its error
+// says why the verification fails (a configuration that did not complete,
+// a peak on sim other than planned): status 1.
+func (o *FitOptions) verify(ctx context.Context, fopts fit.Options, res fit.Result) error {
+	progress := newModeProgress(o.IO.ErrOut, o.IO.ErrTTY)
+	epochs, batches := fopts.Bench.Epochs, fopts.Bench.Samples/fopts.Bench.Batch
+	v, err := fit.Verify(ctx, fopts, res, o.Verify, func(e bench.Event) {
+		switch {
+		case e.Batch != nil:
+			progress.batch(e.Mode, *e.Batch)
+		case e.End != nil:
+			progress.clear()
+		case e.Header == nil && e.Sweep == nil && e.Epoch == nil:
+			progress.start(e.Mode, epochs, batches)
+		}
+	})
+	progress.clear()
+	if ctx.Err() != nil {
+		return errInterrupted
+	}
+	if err != nil {
+		return fmt.Errorf("verifying the fit: %w", err)
+	}
+	out := o.IO.Out
+	if o.JSON != "" && o.JSON != "-" {
+		out = o.IO.ErrOut // the fit's JSON went to the file; the table is for people
+	}
+	f := o.format()
+	if out != o.IO.Out {
+		f = report.FormatText
+	}
+	if f == report.FormatText || f == report.FormatMarkdown {
+		fmt.Fprintln(out)
+	}
+	if err := report.WriteVerifyAs(out, v, report.Options{Format: f}); err != nil {
+		return fmt.Errorf("writing the verification: %w", err)
+	}
+	return v.Err()
+}

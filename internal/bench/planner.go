@@ -1,0 +1,224 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+
+	"gorgonia.org/gorgonia"
+
+	"gpuz/internal/device"
+	"gpuz/internal/engine"
+	"gpuz/internal/levers"
+	"gpuz/internal/models"
+)
+
+// Planner plans many run configurations of one workload, as PlanMemory
+// plans each mode: the same footprint, host need, copies and prediction,
+// but compiling the workload once per schedule the levers make
+// (Config.Recompute) and opening the device once, so that a search over
+// hundreds of configurations (gpuz fit) costs little more than one plan.
+// Nothing is allocated on the device.
+type Planner struct {
+	opts   Options
+	header Header
+	// gpu is the device of the cuda, cache, hybrid and managed modes; nil
+	// without one (gpuStatus says why).
+	gpu       device.Device
+	gpuStatus Status
+	gpuFree   int64
+	gpuTotal  int64
+	host      device.HostLimit
+	compiled  map[levers.Recompute]compiled
+}
+
+// compiled is the workload built and compiled under one lever setting.
+type compiled struct {
+	model *models.Model
+	plan  *engine.Schedule
+}
+
+// NewPlanner compiles opts' workload without levers and opens its device
+// (opts.NewGPU), reading the device's free memory once. On a real GPU
+// without a profile of its own, the device is measured first (as Run
+// measures it) so that its configurations can be predicted. Close releases
+// the device.
+func NewPlanner(opts Options) (*Planner, error) {
+	threads := opts.applyThreads()
+	p := &Planner{opts: opts, compiled: map[levers.Recompute]compiled{}}
+	p.opts.Recompute = ""
+	c, err := p.schedule(levers.RecomputeNone)
+	if err != nil {
+		return nil, err
+	}
+	p.header = opts.header(c.model, models.Data{}, threads)
+	p.header.DataBytes = opts.dataBytes()
+	if p.host, err = device.ReadHostLimit(); err != nil {
+		return nil, fmt.Errorf("planning the host memory: %w", err)
+	}
+	p.gpu, _, p.gpuStatus = opts.deviceFor(ModeCUDA)
+	if p.gpu == nil {
+		return p, nil
+	}
+	if _, real := p.gpu.(device.Capable); real {
+		p.opts.measured = newMeasuredProfiles(measureGemmN)
+		p.opts.measured.of(p.gpu)
+	}
+	if p.gpuFree, p.gpuTotal, err = p.gpu.MemInfo(); err != nil {
+		return nil, errors.Join(fmt.Errorf("%s: %w", p.gpu.Name(), err), p.gpu.Close())
+	}
+	return p, nil
+}
+
+// Close closes the planner's device.
+func (p *Planner) Close() error {
+	if p.gpu == nil {
+		return nil
+	}
+	return p.gpu.Close()
+}
+
+// Header describes the workload planned, as a plan's header does.
+func (p *Planner) Header() Header { return p.header }
+
+// Blocks is the number of the workload's blocks.
+func (p *Planner) Blocks() int { return p.compiled[levers.RecomputeNone].plan.Blocks() }
+
+// MinWindow is the most blocks one step needs resident.
+func (p *Planner) MinWindow() int { return p.compiled[levers.RecomputeNone].plan.MinWindow() }
+
+// Batches is the number of batches of an epoch.
+func (p *Planner) Batches() int { return p.opts.Samples / p.opts.Batch }
+
+// GPU returns the name of the device of the modes other than cpu and its
+// free memory when the planner opened it, or the status that says why
+// there is none.
+func (p *Planner) GPU() (name string, free int64, status Status) {
+	if p.gpu == nil {
+		return "", 0, p.gpuStatus
+	}
+	return p.gpu.Name(), p.gpuFree, Status{Kind: StatusOK}
+}
+
+// HostAvailable is what this process can still allocate on the host
+// (device.ReadHostLimit), read once.
+func (p *Planner) HostAvailable() int64 { return p.host.Bytes }
+
+// schedule returns the workload compiled under recompute, compiling it the
+// first time.
+func (p *Planner) schedule(r levers.Recompute) (compiled, error) {
+	if r == "" {
+		r = levers.RecomputeNone
+	}
+	if c, ok := p.compiled[r]; ok {
+		return c, nil
+	}
+	opts := p.opts
+	opts.Recompute = r
+	model, plan, err := opts.compile()
+	if err != nil {
+		return compiled{}, fmt.Errorf("compiling with recompute %s: %w", r, err)
+	}
+	p.compiled[r] = compiled{model, plan}
+	return p.compiled[r], nil
+}
+
+// Footprint returns the placement of mode under cfg and what it needs,
+// sized against deviceFree bytes (the auto policy's window 0 and the
+// managed mode's resident pages are sized from it), without counting
+// copies: the cheap half of Plan, for a search that discards what does
+// not fit before predicting it.
+func (p *Planner) Footprint(mode Mode, cfg Config, deviceFree int64) (engine.Placement, engine.Footprint, error) {
+	c, err := p.schedule(cfg.Recompute)
+	if err != nil {
+		return engine.Placement{}, engine.Footprint{}, err
+	}
+	pl, err := placementOf(mode, cfg)
+	if err != nil {
+		return engine.Placement{}, engine.Footprint{}, err
+	}
+	return pl, c.plan.Footprint(pl, deviceFree), nil
+}
+
+// Plan plans mode under cfg as PlanMemory plans a mode, less the memory
+// picture's timeline (a search draws none), with deviceFree as
+// the device's free memory (the caller's: the free memory read by
+// NewPlanner less what it means to keep). With predict set it counts the
+// placement's copies per epoch and predicts the epoch on the mode's
+// profile, where it has one.
+func (p *Planner) Plan(mode Mode, cfg Config, deviceFree int64, predict bool) (ModePlan, error) {
+	c, err := p.schedule(cfg.Recompute)
+	if err != nil {
+		return ModePlan{}, err
+	}
+	pl, err := placementOf(mode, cfg)
+	if err != nil {
+		return ModePlan{}, err
+	}
+	dev, total := p.gpu, p.gpuTotal
+	if mode == ModeCPU {
+		host := device.NewHost()
+		defer host.Close()
+		dev = host
+		if deviceFree, total, err = host.MemInfo(); err != nil {
+			return ModePlan{}, fmt.Errorf("cpu: %w", err)
+		}
+	}
+	recompute := cfg.Recompute
+	if recompute == "" {
+		recompute = levers.RecomputeNone
+	}
+	mp := ModePlan{Mode: mode, Recompute: recompute, Placement: pl, HostAvailable: p.host.Bytes, Status: p.gpuStatus}
+	if dev == nil {
+		return mp, nil
+	}
+	mp.Status = Status{Kind: StatusOK}
+	if mode == ModeManaged {
+		if reason := managedUnsupported(dev); reason != "" {
+			mp.Status = Status{Kind: StatusUnavailable, Reason: reason}
+			return mp, nil
+		}
+	}
+	mp.Device, mp.DeviceFree, mp.DeviceTotal = dev.Name(), deviceFree, total
+	var fed []*gorgonia.Node // nil: no copies, no prediction
+	if predict {
+		fed = []*gorgonia.Node{c.model.Input, c.model.Target}
+	}
+	if err := p.opts.sizeMode(&mp, dev, c.plan, p.header.DataBytes, p.Batches(), fed); err != nil {
+		return ModePlan{}, fmt.Errorf("%s: %w", mode, err)
+	}
+	return mp, nil
+}
+
+// placementOf is the placement a run of mode under cfg loads, as deviceFor
+// gives it; an error for a configuration that cannot be loaded.
+func placementOf(mode Mode, cfg Config) (engine.Placement, error) {
+	var pl engine.Placement
+	switch mode {
+	case ModeCUDA, ModeCPU:
+	case ModeCache:
+		pl = cachePlacement(cfg.Cache)
+	case ModeHybrid:
+		pl = Options{Config: cfg}.hybridPlacement()
+	case ModeManaged:
+		pl = cfg.managedPlacement()
+	default:
+		return pl, fmt.Errorf("unknown mode %q", mode)
+	}
+	if err := pl.Validate(); err != nil {
+		return pl, fmt.Errorf("%s: %w", mode, err)
+	}
+	return pl, nil
+}
+
+// managedUnsupported says why dev cannot run the managed mode, "" when it
+// can.
+func managedUnsupported(dev device.Device) string {
+	m, ok := dev.(device.ManagedMemory)
+	if !ok {
+		return dev.Name() + " cannot allocate managed memory"
+	}
+	if err := m.ManagedSupport(); err != nil {
+		return err.Error()
+	}
+	return ""
+}

@@ -1,0 +1,255 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"gpuz/internal/cache"
+)
+
+// Category is what a piece of a placement's device memory holds at a point
+// of a Run.
+type Category int
+
+// The categories, in the order a picture stacks them.
+const (
+	// Weights are the resident blocks' parameters.
+	Weights Category = iota
+	// Gradients are the parameters' gradients, in the arena from their
+	// computation to their block's update.
+	Gradients
+	// OptimizerState is Adam's two moments: with the resident blocks, and
+	// the paged blocks' under the window policy.
+	OptimizerState
+	// SavedActivations are the resident blocks' saved values, from the
+	// forward step that computes them to the backward step that last
+	// reads them.
+	SavedActivations
+	// Temporaries are the other computed values in the arena (and the
+	// mirrors of a hybrid placement's crossing values) while they live.
+	Temporaries
+	// Inputs are one batch and its target (and the backward pass's seed).
+	Inputs
+	// PagingSlots is a paged placement's window of block slots and its
+	// staging buffer: the paged blocks' weights, moments and saved values
+	// move through them.
+	PagingSlots
+	// Idle is memory the placement holds that no live value occupies at
+	// the point: an arena slot between its values, or a saved value's place
+	// before it is computed and after its last reader.
+	Idle
+	numCategories
+)
+
+// Categories returns every category, in the order of their constants.
+func Categories() []Category {
+	out := make([]Category, numCategories)
+	for i := range out {
+		out[i] = Category(i)
+	}
+	return out
+}
+
+// categoryNames name the categories, indexed by Category.
+var categoryNames = [numCategories]string{"weights", "gradients", "optimizer state", "saved activations",
+	"temporaries", "inputs", "paging slots", "allocated, idle"}
+
+// String names a category as a picture's legend does.
+func (c Category) String() string {
+	if c < 0 || c >= numCategories {
+		return fmt.Sprintf("category(%d)", int(c))
+	}
+	return categoryNames[c]
+}
+
+// Phase says which part of a Run a point of a timeline belongs to.
+type Phase int
+
+// The phases.
+const (
+	Forward  Phase = iota // a step of the forward pass
+	Backward              // a step of the backward pass (recompute's re-run forward steps included)
+	Update                // a block's optimizer update
+)
+
+// String names the phase.
+func (ph Phase) String() string {
+	switch ph {
+	case Forward:
+		return "forward"
+	case Backward:
+		return "backward"
+	case Update:
+		return "update"
+	}
+	return fmt.Sprintf("phase(%d)", int(ph))
+}
+
+// StepMemory is the device memory of a placement at one point of a Run,
+// by what holds it: during a compute step (its arguments and output live)
+// or during a block's update (what lived during the step it follows).
+type StepMemory struct {
+	Step  int    // the compute step, or for an update the step it follows
+	Phase Phase  // forward, backward or update
+	Block string // the block the step computes for or updates; "" for none
+	// Bytes are the bytes of each category, indexed by Category.
+	Bytes [numCategories]int64
+}
+
+// Total is the device memory the placement holds at the point: every
+// category's bytes, Idle included.
+func (m StepMemory) Total() int64 {
+	var n int64
+	for _, b := range m.Bytes {
+		n += b
+	}
+	return n
+}
+
+// InUse is the bytes that live values occupy at the point: Total less Idle.
+func (m StepMemory) InUse() int64 { return m.Total() - m.Bytes[Idle] }
+
+// Timeline returns, for one Run of the schedule under placement pl, the
+// device memory at each compute step and each update, in the order they
+// run, by category. It is derived from the same figures as Footprint (the
+// blocks' layouts, the arena's slots, the sides of a hybrid placement, the
+// window of paged slots, window blocks as Copies takes it), so every
+// point's Total is the footprint's Device bytes; what varies is which
+// values occupy them: each value lives from the step that computes it to
+// the last that reads it (parameters, moments and inputs always), and the
+// rest is Idle. Steps that recompute a forward pass in the backward pass
+// are steps like any other. A managed placement has no timeline: its
+// pages migrate as kernels touch them.
+func (p *Schedule) Timeline(pl Placement, window int) ([]StepMemory, error) {
+	if pl.Managed {
+		return nil, errors.New("engine: a managed placement's pages migrate as kernels touch them: it has no timeline")
+	}
+	if err := pl.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	s, err := p.sides(pl)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	var fixed [numCategories]int64 // held at every point whatever lives
+	ls := p.layouts(pl)
+	var slotElems int
+	onDevice := func(b int) bool { return !s.blockHost[b] && !pl.pagedBlock(b) }
+	for b, l := range ls {
+		if pl.pagedBlock(b) {
+			slotElems = max(slotElems, l.elems)
+		}
+		if !onDevice(b) {
+			continue
+		}
+		for _, i := range l.params {
+			fixed[Weights] += 4 * int64(p.values[p.params[i]].elems)
+		}
+		if l.moments != nil {
+			for _, i := range l.params {
+				fixed[OptimizerState] += 2 * 4 * int64(p.values[p.params[i]].elems)
+			}
+		}
+	}
+	if pl.Paged {
+		if window <= 0 {
+			return nil, fmt.Errorf("engine: a window of %d blocks", window)
+		}
+		window = min(max(window, p.cacheRun(pl).MinWindow()), p.pagedBlocks(pl))
+		fixed[PagingSlots] = 4 * (int64(window)*int64(slotElems) + int64(p.largestSaved()))
+		if p.spec.Train && pl.Cache.Moments() == cache.MomentsOnDevice {
+			for _, pv := range p.params {
+				if pl.pagedBlock(p.values[pv].block) {
+					fixed[OptimizerState] += 2 * 4 * int64(p.values[pv].elems)
+				}
+			}
+		}
+	}
+	// What each value holds on the device: its own buffer (a resident
+	// block's saved value, an input, a temporary in the device's arena),
+	// and the mirror of a host value that a device step reads or writes.
+	var arena int64
+	for _, n := range s.slots[0] {
+		arena += 4 * int64(n)
+	}
+	fixed[Idle] += arena
+	var timed []int // values whose device bytes live and die
+	for i, v := range p.values {
+		own := !s.valueHost[i] && (v.kind == kindTemporary || (v.kind == kindSaved && onDevice(v.block)))
+		mirror := s.mirrored[i] && s.valueHost[i]
+		switch {
+		case (v.kind == kindInput || v.kind == kindSeed) && !s.valueHost[i]:
+			fixed[Inputs] += 4 * int64(v.elems)
+		case own:
+			timed = append(timed, i)
+			if v.kind == kindSaved {
+				fixed[Idle] += 4 * int64(v.elems)
+			}
+		}
+		if mirror {
+			timed = append(timed, i)
+			fixed[Idle] += 4 * int64(v.elems)
+		}
+	}
+
+	var out []StepMemory
+	next := 0 // next update
+	for si, st := range p.steps {
+		point := StepMemory{Step: si, Phase: Forward, Block: p.stepBlock(si), Bytes: fixed}
+		if st.backward {
+			point.Phase = Backward
+		}
+		used := make(map[int]int64) // elements in each device arena slot
+		for _, i := range timed {
+			v := p.values[i]
+			if v.produced > si || max(v.produced, v.lastUse) < si {
+				continue
+			}
+			n := 4 * int64(v.elems)
+			if v.kind == kindTemporary && !s.valueHost[i] {
+				slot := s.slot[i]
+				if used[slot] += int64(v.elems); used[slot] > int64(s.slots[0][slot]) {
+					return nil, fmt.Errorf("engine: arena slot %d holds %d elements at step %d, more than its %d", slot, used[slot], si, s.slots[0][slot])
+				}
+			}
+			point.Bytes[p.category(i)] += n
+			point.Bytes[Idle] -= n
+		}
+		out = append(out, point)
+		for ; next < len(p.updates) && p.updates[next].after == si; next++ {
+			u := point
+			u.Phase, u.Block = Update, p.spec.Blocks[p.updates[next].block].Name
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// category is what value i holds while it lives.
+func (p *Schedule) category(i int) Category {
+	switch v := p.values[i]; {
+	case v.kind == kindSaved:
+		return SavedActivations
+	case v.kind == kindInput || v.kind == kindSeed:
+		return Inputs
+	case p.gradBlock(i) >= 0:
+		return Gradients
+	}
+	return Temporaries
+}
+
+// stepBlock names the block step si computes for: the first it needs
+// resident, else the block of the gradient it computes; "" for none.
+func (p *Schedule) stepBlock(si int) string {
+	b := -1
+	switch {
+	case len(p.needs[si]) > 0:
+		b = p.needs[si][0]
+	case p.gradBlock(p.steps[si].out) >= 0:
+		b = p.gradBlock(p.steps[si].out)
+	}
+	if b < 0 {
+		return ""
+	}
+	return p.spec.Blocks[b].Name
+}

@@ -1,0 +1,156 @@
+package fit
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"gpuz/internal/bench"
+	"gpuz/internal/perfmodel"
+	"gpuz/internal/units"
+)
+
+// NothingFitsError is a search's answer when no candidate fits: it names
+// the smallest device need found.
+type NothingFitsError struct {
+	Result Result
+}
+
+func (e *NothingFitsError) Error() string {
+	r := e.Result
+	s := "nothing fits"
+	if sm := r.Smallest; sm.Mode != "" {
+		s += fmt.Sprintf(": the smallest device need found is %s (%s), %s free %s",
+			units.Bytes(sm.Plan.Footprint.Device), sm.Candidate, units.Bytes(r.Budget), r.lessWhat())
+	}
+	if c := r.CPU; c.Mode != "" {
+		s += fmt.Sprintf("; the cpu needs %s of host memory, %s available", units.Bytes(c.Plan.HostNeed), units.Bytes(c.Plan.HostAvailable))
+	}
+	return s
+}
+
+// Err returns a *NothingFitsError when nothing fits, else nil.
+func (r Result) Err() error {
+	if _, ok := r.Best(); ok {
+		return nil
+	}
+	return &NothingFitsError{r}
+}
+
+// lessWhat says what the budget leaves out of the device's free memory:
+// "less the 5% margin", "less --take and the 5% margin".
+func (r Result) lessWhat() string {
+	take := ""
+	if r.TakeBytes > 0 {
+		take = units.Bytes(r.TakeBytes) + " taken and "
+	}
+	return fmt.Sprintf("after %sthe %s%% margin", take, strconv.FormatFloat(r.MarginPercent, 'g', -1, 64))
+}
+
+// Reason says in one line what the search recommends and why: whether
+// cuda fits, the fastest configuration that does with its predicted epoch
+// time, and, where the cpu wins, which part of the device's time decides
+// it.
+func (r Result) Reason() string {
+	best, ok := r.Best()
+	if !ok {
+		return r.Err().Error()
+	}
+	if best.Plan.Prediction == nil {
+		return fmt.Sprintf("nothing has a prediction (%s); listed by bytes copied per epoch, the fewest first: %s",
+			r.unpredicted(), best.Candidate)
+	}
+	cuda := ""
+	if c := r.CUDA; c.Mode != "" && !c.Fits && c.Plan.Status.Kind == bench.StatusOK {
+		cuda = fmt.Sprintf("cuda does not fit: needs %s, %s free %s; ", units.Bytes(c.Plan.Footprint.Device), units.Bytes(r.Budget), r.lessWhat())
+	}
+	s := fmt.Sprintf("%sfastest that fits: %s, predicted %s per epoch", cuda, best.Candidate, duration(best.Plan.Prediction.Model))
+	if n := len(r.UnrankedOnDevice()); n > 0 && best.Mode == bench.ModeCPU {
+		return s + fmt.Sprintf("; %d configurations on %s fit but are unranked: %s", n, r.Device, r.unpredicted())
+	}
+	if best.Mode == bench.ModeCPU {
+		if dev, ok := r.fastestOnDevice(); ok {
+			p := dev.Plan.Prediction
+			part, what := decidingPart(p.Prediction)
+			s += fmt.Sprintf(" against %s for %s, %s of which is %s", duration(p.Model), dev.Candidate, duration(part), what)
+		}
+		return s
+	}
+	if c := r.CUDA; c.Fits && best.Mode != bench.ModeCUDA && c.Plan.Prediction != nil {
+		s += fmt.Sprintf(" against %s for cuda", duration(c.Plan.Prediction.Model))
+	}
+	if cpu, ok := r.ranked(bench.ModeCPU); ok {
+		s += fmt.Sprintf(" (cpu: %s)", duration(cpu.Plan.Prediction.Model))
+	}
+	return s
+}
+
+// UnrankedOnDevice returns the configurations on the device (hybrid
+// placements aside, which the model never predicts) that fit but have no
+// prediction: the device has no profile.
+func (r Result) UnrankedOnDevice() []Entry {
+	var out []Entry
+	for _, e := range r.Unranked {
+		if e.Mode != bench.ModeCPU && e.Mode != bench.ModeHybrid {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// unpredicted says why the fitting configurations have no prediction.
+func (r Result) unpredicted() string {
+	if r.Device == "" {
+		return "no host profile: give --host-profile"
+	}
+	return r.Device + " has no profile (sim:PROFILE has one: gpuz devices --profiles)"
+}
+
+// fastestOnDevice is the fastest ranked configuration of a mode other
+// than cpu.
+func (r Result) fastestOnDevice() (Entry, bool) {
+	for _, e := range r.Ranked {
+		if e.Mode != bench.ModeCPU {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// ranked is the fastest ranked configuration of mode.
+func (r Result) ranked(mode bench.Mode) (Entry, bool) {
+	for _, e := range r.Ranked {
+		if e.Mode == mode {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// decidingPart is the part of a device's prediction that limits it
+// (perfmodel's Limiter) and what it is: the fixed cost of the kernel
+// launches, the copies between host and device, or the kernels' own
+// compute or memory traffic.
+func decidingPart(p perfmodel.Prediction) (time.Duration, string) {
+	switch p.Limiter {
+	case perfmodel.LimitLaunch:
+		return p.Launch, "the fixed cost of its kernel launches"
+	case perfmodel.LimitCopy:
+		return p.Copy, "copies between host and device"
+	case perfmodel.LimitCompute:
+		return p.Compute, "its kernels' arithmetic"
+	}
+	return p.Memory, "its kernels' memory traffic"
+}
+
+// duration formats d with three significant digits in s, ms or µs.
+func duration(d time.Duration) string {
+	s := d.Seconds()
+	switch {
+	case s >= 1:
+		return units.Sig3(s) + " s"
+	case s >= 1e-3:
+		return units.Sig3(s*1e3) + " ms"
+	}
+	return units.Sig3(s*1e6) + " µs"
+}

@@ -1,0 +1,420 @@
+// Package fit answers the question gpuz exists for: with the memory the
+// device has free, how should this workload run, and what will it cost?
+// It enumerates the configurations gpuz can run a workload in (a cross
+// product of dimensions: the placement, then each lever), plans each as
+// gpuz plan does (bench.Planner), keeps those whose device need fits the
+// free memory less a margin and whose host need fits the host, and ranks
+// them by the model's predicted epoch time. Verify runs the best of them
+// and checks the plan and the prediction against the run.
+package fit
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"gpuz/internal/bench"
+	"gpuz/internal/cache"
+	"gpuz/internal/engine"
+	"gpuz/internal/levers"
+)
+
+// DefaultMarginPercent is the share of the device's free memory (after
+// --take) a search keeps free by default: what the plan does not count on
+// a real GPU (docs/fit.md says why 5).
+const DefaultMarginPercent = 5
+
+// Options configures a search.
+type Options struct {
+	// Bench is the workload, task, sizes, device (NewGPU) and host profile
+	// as a run's options; their Modes and Config are ignored: the search
+	// chooses them.
+	Bench bench.Options
+	// TakeBytes is subtracted from the device's free memory without
+	// holding anything, as if another program held it.
+	TakeBytes int64
+	// MarginPercent is the share of the free memory, after TakeBytes, kept
+	// free: in [0, 100).
+	MarginPercent float64
+	// Command, when set, returns the command line that runs a candidate,
+	// for Entry.Command: the command line's syntax is the caller's.
+	Command func(Candidate) string
+}
+
+// Validate reports options no search can use.
+func (o Options) Validate() error {
+	switch {
+	case math.IsNaN(o.MarginPercent) || o.MarginPercent < 0 || o.MarginPercent >= 100:
+		return fmt.Errorf("the margin must be a percentage from 0 up to (not including) 100, got %g", o.MarginPercent)
+	case o.TakeBytes < 0:
+		return fmt.Errorf("negative take %d", o.TakeBytes)
+	}
+	return nil
+}
+
+// Candidate is one configuration a workload can run in: a mode and the
+// run configuration (placement and levers) that bench.Run takes.
+type Candidate struct {
+	Mode bench.Mode
+	bench.Config
+}
+
+// Entry is a candidate planned: what it needs, its copies and prediction
+// (Plan), and whether it fits.
+type Entry struct {
+	Candidate
+	Plan bench.ModePlan
+	// Fits says the device need is within the budget (Result.Budget; the
+	// cpu mode has no device) and the host need within the host's
+	// available memory.
+	Fits bool
+	// Command is the command line that runs it (Options.Command).
+	Command string
+}
+
+// Predicted is the entry's predicted epoch time, 0 without a prediction.
+func (e Entry) Predicted() float64 {
+	if e.Plan.Prediction == nil {
+		return 0
+	}
+	return e.Plan.Prediction.Model.Seconds()
+}
+
+// Result is a search's answer.
+type Result struct {
+	Header bench.Header
+	Blocks int
+	// Device is the device of the modes other than cpu, "" when there is
+	// none (--device cpu).
+	Device string
+	// DeviceFree is the device's free memory less TakeBytes; Budget is
+	// DeviceFree less the margin: what a configuration's device need must
+	// fit.
+	DeviceFree, Budget, TakeBytes int64
+	MarginPercent                 float64
+	HostAvailable                 int64
+	// HostProfile names the profile the cpu mode is predicted on, "" when
+	// there is none (the cpu is then listed unranked).
+	HostProfile string
+	// Searched is the number of candidates planned.
+	Searched int
+	// Ranked are the candidates that fit with a prediction, fastest first
+	// (ties: the simpler mode first, in modeOrder, then the smaller device
+	// need).
+	Ranked []Entry
+	// Unranked fit without a prediction (the hybrid mode, which the model
+	// does not predict; the cpu without a host profile; a device without
+	// a profile), the fewest bytes copied per epoch first.
+	Unranked []Entry
+	// Smallest is the candidate on the device with the least device need,
+	// fitting or not, the managed mode aside (its need is the free memory
+	// it is given); CUDA is the cuda mode without levers. Both are zero
+	// (Mode "") without a device.
+	Smallest, CUDA Entry
+	// CPU is the cpu mode without levers.
+	CPU Entry
+}
+
+// Best returns the configuration the search recommends: the fastest ranked
+// one, else the first unranked one; false when nothing fits.
+func (r Result) Best() (Entry, bool) {
+	if len(r.Ranked) > 0 {
+		return r.Ranked[0], true
+	}
+	if len(r.Unranked) > 0 {
+		return r.Unranked[0], true
+	}
+	return Entry{}, false
+}
+
+// Search plans every candidate of opts' workload and ranks those that fit.
+func Search(opts Options) (Result, error) {
+	if err := opts.Validate(); err != nil {
+		return Result{}, err
+	}
+	p, err := bench.NewPlanner(opts.Bench)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := search(p, opts)
+	return res, errors.Join(err, p.Close())
+}
+
+// search is Search on an open planner.
+func search(p *bench.Planner, opts Options) (Result, error) {
+	res := Result{Header: p.Header(), Blocks: p.Blocks(), TakeBytes: opts.TakeBytes,
+		MarginPercent: opts.MarginPercent, HostAvailable: p.HostAvailable()}
+	res.Header.TakeBytes = opts.TakeBytes
+	if h := opts.Bench.HostProfile; h != nil {
+		res.HostProfile = h.Name
+	}
+	name, free, _ := p.GPU()
+	hasGPU := name != ""
+	if hasGPU {
+		res.Device = name
+		res.DeviceFree = max(free-opts.TakeBytes, 0)
+		res.Budget = res.DeviceFree - int64(float64(res.DeviceFree)*opts.MarginPercent/100)
+	}
+	train := opts.Bench.Task == bench.TaskTrain
+	var all []Entry
+	for _, c := range Candidates(p.Blocks(), p.MinWindow(), train, hasGPU) {
+		e, err := plan(p, c, res.Budget)
+		if err != nil {
+			return Result{}, fmt.Errorf("planning %s: %w", c, err)
+		}
+		if opts.Command != nil {
+			e.Command = opts.Command(c)
+		}
+		all = append(all, e)
+	}
+	res.Searched = len(all)
+	all = dropUselessLevers(all)
+	for _, e := range all {
+		switch {
+		case e.Mode == bench.ModeCPU && !e.Config.Recompute.On():
+			res.CPU = e
+		case e.Mode == bench.ModeCUDA && !e.Config.Recompute.On():
+			res.CUDA = e
+		}
+		// The managed mode's need is the free memory it is given, not a
+		// least need: it is left out of the smallest.
+		if e.Mode != bench.ModeCPU && e.Mode != bench.ModeManaged && e.Plan.Status.Kind == bench.StatusOK &&
+			(res.Smallest.Mode == "" || e.Plan.Footprint.Device < res.Smallest.Plan.Footprint.Device) {
+			res.Smallest = e
+		}
+		switch {
+		case !e.Fits:
+		case e.Plan.Prediction != nil:
+			res.Ranked = append(res.Ranked, e)
+		default:
+			res.Unranked = append(res.Unranked, e)
+		}
+	}
+	// Stable sorts keep the candidates' order among equals.
+	slices.SortStableFunc(res.Ranked, func(a, b Entry) int {
+		return cmp.Or(cmp.Compare(a.Plan.Prediction.Model, b.Plan.Prediction.Model),
+			cmp.Compare(modeOrder(a.Mode), modeOrder(b.Mode)),
+			cmp.Compare(a.Plan.Footprint.Device, b.Plan.Footprint.Device))
+	})
+	slices.SortStableFunc(res.Unranked, func(a, b Entry) int {
+		return cmp.Or(cmp.Compare(copied(a), copied(b)), cmp.Compare(a.Plan.Footprint.Device, b.Plan.Footprint.Device))
+	})
+	return res, nil
+}
+
+// copied is the bytes an entry copies per epoch, both ways.
+func copied(e Entry) int64 { return e.Plan.Copies.UploadBytes + e.Plan.Copies.DownloadBytes }
+
+// plan plans one candidate against the budget: its footprint first, and
+// only when that fits its copies and prediction, which cost a walk of the
+// schedule.
+func plan(p *bench.Planner, c Candidate, budget int64) (Entry, error) {
+	e := Entry{Candidate: c}
+	mp, err := p.Plan(c.Mode, c.Config, budget, false)
+	if err != nil {
+		return e, err
+	}
+	e.Fits = mp.Status.Kind == bench.StatusOK && mp.FitsHost && (c.Mode == bench.ModeCPU || mp.FitsDevice)
+	if c.Mode == bench.ModeManaged && mp.Footprint.Window < 1 {
+		e.Fits = false // a budget under one page holds no page: no kernel can run
+	}
+	if e.Fits {
+		if mp, err = p.Plan(c.Mode, c.Config, budget, true); err != nil {
+			return e, err
+		}
+	}
+	e.Plan = mp
+	return e, nil
+}
+
+// dropUselessLevers removes each candidate that sets a lever to other
+// than its default without lowering the device need against the same
+// candidate with the default: a lever trades time for memory (recompute
+// runs the forward again), and one that saves nothing only costs time.
+// Until the engine's recompute transform lands, every recompute candidate
+// plans as its twin and goes.
+func dropUselessLevers(all []Entry) []Entry {
+	defaults := map[string]int64{}
+	for _, e := range all {
+		if !e.Config.Recompute.On() {
+			defaults[e.withoutLevers().String()] = e.Plan.Footprint.Device
+		}
+	}
+	return slices.DeleteFunc(all, func(e Entry) bool {
+		base, ok := defaults[e.withoutLevers().String()]
+		return e.Config.Recompute.On() && ok && e.Plan.Footprint.Device >= base
+	})
+}
+
+// withoutLevers is c with every lever at its default.
+func (c Candidate) withoutLevers() Candidate {
+	c.Config.Recompute = ""
+	return c
+}
+
+// String describes a candidate in a few words: "cuda", "cache auto
+// policy, 4 blocks, optimizer on host", "hybrid host:0-2,cuda:3-11", "managed,
+// advise host", each followed by its levers ("recompute blocks").
+func (c Candidate) String() string {
+	s := string(c.Mode)
+	switch c.Mode {
+	case bench.ModeCache:
+		s += fmt.Sprintf(" %s policy, %s", c.Cache.Policy, plural(c.Cache.Window, "block"))
+		if c.Cache.OptimizerOnHost {
+			s += ", optimizer on host"
+		}
+	case bench.ModeHybrid:
+		s += " " + c.PlaceText()
+	case bench.ModeManaged:
+		if c.ManagedAdviseHost {
+			s += ", advise host"
+		}
+	}
+	if c.Recompute.On() {
+		s += ", recompute " + c.Recompute.String()
+	}
+	return s
+}
+
+// dimension is one axis of the search: each value sets its part of a
+// candidate.
+type dimension []func(*Candidate)
+
+// cross returns the cross product of dims, the first varying slowest.
+func cross(dims ...dimension) []Candidate {
+	out := []Candidate{{}}
+	for _, d := range dims {
+		next := make([]Candidate, 0, len(out)*len(d))
+		for _, c := range out {
+			for _, set := range d {
+				c2 := c
+				set(&c2)
+				next = append(next, c2)
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// Candidates returns every configuration a search plans for a workload of
+// blocks blocks whose steps need at most minWindow resident: the cross
+// product of the placements and each lever's values. Adding a lever (the
+// precision) is one more dimension here.
+func Candidates(blocks, minWindow int, train, gpu bool) []Candidate {
+	return cross(placements(blocks, minWindow, train, gpu), recomputes(train))
+}
+
+// placements is the placement dimension: cuda; cache under each policy,
+// each window from the least a step needs to every block, the optimizer on
+// the device or (where the policy allows and when training) the host;
+// hybrid, the blocks split at one boundary between the host and the
+// device; managed, migrating or with the host advised; and the cpu.
+// Without a device, the cpu only.
+func placements(blocks, minWindow int, train, gpu bool) dimension {
+	mode := func(m bench.Mode, set func(*bench.Config)) func(*Candidate) {
+		return func(c *Candidate) {
+			c.Mode = m
+			if set != nil {
+				set(&c.Config)
+			}
+		}
+	}
+	d := dimension{mode(bench.ModeCPU, nil)}
+	if !gpu {
+		return d
+	}
+	d = append(d, mode(bench.ModeCUDA, nil))
+	for _, policy := range cache.Policies() {
+		for _, onHost := range []bool{false, true} {
+			// Windows below the least a step needs load as that; the auto
+			// policy's window 0 (sized from free memory) is not searched:
+			// a run would size it from all the free memory, the margin
+			// included, so each window is searched explicitly instead.
+			for w := max(minWindow, 1); w <= blocks; w++ {
+				cc := cache.Config{Policy: policy, Window: w, OptimizerOnHost: onHost}
+				if cc.Validate() != nil || (onHost && !train) {
+					continue
+				}
+				d = append(d, mode(bench.ModeCache, func(c *bench.Config) { c.Cache = cc }))
+			}
+		}
+	}
+	for _, split := range splits(blocks) {
+		d = append(d, mode(bench.ModeHybrid, func(c *bench.Config) { c.Place = split }))
+	}
+	for _, host := range []bool{false, true} {
+		d = append(d, mode(bench.ModeManaged, func(c *bench.Config) { c.ManagedAdviseHost = host }))
+	}
+	return d
+}
+
+// splits returns the hybrid placements the search plans: the first k
+// blocks on the host and the rest resident on the device, and the first k
+// on the device and the rest on the host, for k from 1 to blocks-1. Each
+// boundary between the sides costs one activation copied each way per
+// batch, so of the placements with k blocks on the host these have the
+// fewest copies (one boundary); 2(blocks-1) placements instead of
+// 2^blocks.
+func splits(blocks int) [][]engine.Where {
+	var out [][]engine.Where
+	for _, hostFirst := range []bool{true, false} {
+		for k := 1; k < blocks; k++ {
+			place := make([]engine.Where, blocks)
+			for b := range place {
+				place[b] = engine.OnDevice
+				if (b < k) == hostFirst {
+					place[b] = engine.OnHost
+				}
+			}
+			out = append(out, place)
+		}
+	}
+	return out
+}
+
+// recomputes is the recompute lever's dimension: every setting when
+// training; evaluation saves nothing, so none.
+func recomputes(train bool) dimension {
+	values := []levers.Recompute{levers.RecomputeNone}
+	if train {
+		values = levers.Recomputes()
+	}
+	d := make(dimension, len(values))
+	for i, r := range values {
+		d[i] = func(c *Candidate) { c.Recompute = r }
+	}
+	return d
+}
+
+// plural is "1 block", "4 blocks".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// Family is the candidate less its window: the configurations a table
+// shows once, at their fastest window.
+func (c Candidate) Family() Candidate {
+	c.Cache.Window = 0
+	return c
+}
+
+// PlaceText is a hybrid candidate's placement as --place reads it
+// ("host:0-2,cuda:3-11"), "" for the other modes.
+func (c Candidate) PlaceText() string {
+	if c.Mode != bench.ModeHybrid {
+		return ""
+	}
+	return engine.PlaceText(c.Place)
+}
+
+// modeOrder ranks the modes from the simplest to run: between two
+// configurations predicted equally fast, the simpler is recommended.
+func modeOrder(m bench.Mode) int {
+	return slices.Index([]bench.Mode{bench.ModeCUDA, bench.ModeCPU, bench.ModeCache, bench.ModeManaged, bench.ModeHybrid}, m)
+}

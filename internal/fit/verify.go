@@ -1,0 +1,162 @@
+package fit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/stat"
+
+	"gpuz/internal/bench"
+	"gpuz/internal/units"
+)
+
+// Check is one configuration of a search run to check it: its entry and
+// rank (0 for the cpu when unranked), what the run measured and whether
+// its peak matched the plan.
+type Check struct {
+	Entry
+	Rank int
+	Run  bench.ModeResult
+	// Measured is the median of the run's timed epochs, 0 when none
+	// completed.
+	Measured time.Duration
+	// Simulated says the device is the simulated GPU: its times are host
+	// times, and its peak is checked against the planned device need.
+	Simulated bool
+	// PeakChecked says the peak was compared with the plan (on sim, for
+	// every placement whose need does not depend on the free memory:
+	// all but managed); PeakMatches is the comparison.
+	PeakChecked, PeakMatches bool
+}
+
+// Ratio is the measured epoch time over the predicted one, NaN without
+// either.
+func (c Check) Ratio() float64 {
+	p := c.Predicted()
+	if p <= 0 || c.Measured <= 0 {
+		return math.NaN()
+	}
+	return c.Measured.Seconds() / p
+}
+
+// Verification is what running a search's best configurations found.
+type Verification struct {
+	Checks []Check
+	// Tau is Kendall's rank correlation between the predicted and the
+	// measured epoch times of the checks that have both: 1 when the
+	// measured order is the predicted one, -1 when it is reversed; NaN
+	// with fewer than two such checks.
+	Tau float64
+}
+
+// Verify runs the k best configurations of r (the ranked ones, else the
+// unranked ones in their order) and the cpu, each alone with
+// opts.TakeBytes held on the device as another program would hold it,
+// and returns predicted against measured. progress, when set, sees the
+// runs' events, as bench.Sweep's.
+func Verify(ctx context.Context, opts Options, r Result, k int, progress func(bench.Event)) (Verification, error) {
+	checks := picks(r, k)
+	configs := make([]bench.SweepConfig, len(checks))
+	for i, c := range checks {
+		o := opts.Bench
+		o.Modes, o.Config = []bench.Mode{c.Mode}, c.Config
+		configs[i] = bench.SweepConfig{Options: o, Settings: []bench.Setting{{Name: "configuration", Value: c.Candidate.String()}}}
+		if c.Mode != bench.ModeCPU {
+			configs[i].TakeBytes = opts.TakeBytes
+		}
+	}
+	s, err := bench.Sweep(ctx, bench.SweepOptions{Parameters: []string{"configuration"}, Configs: configs, Progress: progress})
+	if err != nil {
+		return Verification{}, err
+	}
+	v := Verification{Tau: math.NaN()}
+	var predicted, measured []float64
+	for i, row := range s.Rows {
+		c := checks[i]
+		if len(row.Result.Modes) != 1 {
+			return Verification{}, fmt.Errorf("%s: the run returned %d modes, want 1", c.Candidate, len(row.Result.Modes))
+		}
+		c.Run = row.Result.Modes[0]
+		c.Measured = median(c.Run.Timed())
+		c.Simulated = strings.HasPrefix(c.Run.Device, "sim")
+		if c.Simulated && c.Mode != bench.ModeManaged && c.Run.Status.Kind == bench.StatusOK {
+			c.PeakChecked, c.PeakMatches = true, c.Run.PeakDeviceBytes == c.Plan.Footprint.Device
+		}
+		if c.Measured > 0 && c.Predicted() > 0 {
+			predicted, measured = append(predicted, c.Predicted()), append(measured, c.Measured.Seconds())
+		}
+		v.Checks = append(v.Checks, c)
+	}
+	if len(predicted) >= 2 {
+		v.Tau = stat.Kendall(predicted, measured, nil)
+	}
+	return v, nil
+}
+
+// picks returns the checks Verify runs: the k best and the cpu once.
+func picks(r Result, k int) []Check {
+	var out []Check
+	list, ranked := r.Ranked, true
+	if len(list) == 0 {
+		list, ranked = r.Unranked, false
+	}
+	cpu := false
+	for i, e := range list[:min(k, len(list))] {
+		c := Check{Entry: e}
+		if ranked {
+			c.Rank = i + 1
+		}
+		cpu = cpu || e.Mode == bench.ModeCPU
+		out = append(out, c)
+	}
+	if !cpu && r.CPU.Fits {
+		c := Check{Entry: r.CPU}
+		if i := slices.IndexFunc(r.Ranked, func(e Entry) bool { return e.Mode == bench.ModeCPU && !e.Recompute.On() }); i >= 0 {
+			c.Rank = i + 1
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// median is the median duration of epochs, 0 for none.
+func median(epochs []bench.Epoch) time.Duration {
+	if len(epochs) == 0 {
+		return 0
+	}
+	d := make([]time.Duration, len(epochs))
+	for i, e := range epochs {
+		d[i] = e.Duration
+	}
+	slices.Sort(d)
+	if n := len(d); n%2 == 0 {
+		return (d[n/2-1] + d[n/2]) / 2
+	}
+	return d[len(d)/2]
+}
+
+// Err says why the verification fails, nil when it does not: a
+// configuration the search recommended (ranked, or the cpu) that did not
+// complete (out of memory above all: the plan said it fits), or whose
+// peak on the simulated device differs from its planned need.
+func (v Verification) Err() error {
+	var why []string
+	for _, c := range v.Checks {
+		switch {
+		case c.Run.Status.Kind != bench.StatusOK:
+			why = append(why, fmt.Sprintf("%s: %s", c.Candidate, c.Run.Status))
+		case c.PeakChecked && !c.PeakMatches:
+			why = append(why, fmt.Sprintf("%s: peak %s on %s, planned %s", c.Candidate,
+				units.Bytes(c.Run.PeakDeviceBytes), c.Run.Device, units.Bytes(c.Plan.Footprint.Device)))
+		}
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return errors.New("verifying the fit: " + strings.Join(why, "; "))
+}

@@ -1,0 +1,164 @@
+package hostmath
+
+import (
+	"fmt"
+	"sync"
+)
+
+// GemmBF16 computes c = alpha·op(a)·op(b) + beta·c, where a and b hold
+// bf16 values (bit patterns, as package half converts them), c is float32,
+// op(a) is m×k and op(b) is k×n, row-major with row strides lda, ldb and
+// ldc (of a and b as stored: transA and transB select the transposes, as
+// Gemm's do). The products of bf16 values are exact in float32 and are
+// summed in float32. It runs the path BF16Path names; the paths sum in
+// different orders, so their results differ in the last bits. a, b and c
+// must not overlap; a slice too short for its matrix panics.
+func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	ra, ca := m, k
+	if transA {
+		ra, ca = k, m
+	}
+	rb, cb := k, n
+	if transB {
+		rb, cb = n, k
+	}
+	checkMatrix("a", len(a), ra, ca, lda)
+	checkMatrix("b", len(b), rb, cb, ldb)
+	checkMatrix("c", len(c), m, n, ldc)
+	switch {
+	case m == 0 || n == 0:
+		return
+	case k == 0: // c = beta·c, c not read when beta is 0, as BLAS does
+		for i := range m {
+			row := c[i*ldc : i*ldc+n]
+			for j := range row {
+				if beta == 0 {
+					row[j] = 0
+				} else {
+					row[j] *= beta
+				}
+			}
+		}
+		return
+	}
+	if gemmBF16Fast(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
+		return
+	}
+	fa, fb := toFloat32Scratch(a, ra, ca, lda), toFloat32Scratch(b, rb, cb, ldb)
+	gemmStrided(transA, transB, m, n, k, alpha, *fa, max(ca, 1), *fb, max(cb, 1), beta, c, ldc)
+	scratch.Put(fa)
+	scratch.Put(fb)
+}
+
+// BF16Path names the path GemmBF16 runs on this CPU in this build: "AVX512_BF16
+// kernel" (gpuz's own, bf16.h), "convert + OpenBLAS SGEMM" (the inputs
+// converted to float32, then the BLAS's SGEMM; on CPUs without AVX512_BF16)
+// or "convert + gonum SGEMM (pure Go)" (the purego build).
+func BF16Path() string {
+	if bf16Dot {
+		return "AVX512_BF16 kernel"
+	}
+	return bf16Convert
+}
+
+// checkMatrix panics unless a slice of length n holds a rows×cols matrix
+// with row stride ld.
+func checkMatrix(name string, n, rows, cols, ld int) {
+	if rows < 0 || cols < 0 || ld < max(cols, 1) {
+		panic(fmt.Sprintf("hostmath: GemmBF16: %s is %d×%d with row stride %d", name, rows, cols, ld))
+	}
+	if rows > 0 && cols > 0 && n < (rows-1)*ld+cols {
+		panic(fmt.Sprintf("hostmath: GemmBF16: %s (%d×%d, stride %d) needs %d elements, has %d", name, rows, cols, ld, (rows-1)*ld+cols, n))
+	}
+}
+
+// scratch holds the float32 copies the convert path multiplies, so that
+// repeated products do not allocate (and fault in) fresh memory each time.
+var scratch = sync.Pool{New: func() any { return new([]float32) }}
+
+// toFloat32Scratch converts the rows×cols bf16 matrix x (row stride ld)
+// into a dense float32 matrix in a buffer from scratch.
+func toFloat32Scratch(x []uint16, rows, cols, ld int) *[]float32 {
+	p := scratch.Get().(*[]float32)
+	if cap(*p) < rows*cols {
+		*p = make([]float32, rows*cols)
+	}
+	*p = (*p)[:rows*cols]
+	if rows*cols == 0 {
+		return p
+	}
+	if ld == cols {
+		BF16ToFloat32s(*p, x[:rows*cols])
+		return p
+	}
+	dst := *p
+	parallelFor(rows*cols, cols, func(lo, hi int) {
+		for r := lo / cols; r < hi/cols; r++ {
+			bf16ToFloat32s(dst[r*cols:(r+1)*cols], x[r*ld:r*ld+cols])
+		}
+	})
+	return p
+}
+
+// Tile sizes of the bf16 kernel (bf16.h's GPUZ_MR and GPUZ_NR): the work is
+// split between threads in whole tiles.
+const bf16MR, bf16NR = 6, 64
+
+// parallelTiles splits an m×n product between the threads, by columns in
+// whole column panels when there are enough of them, else by rows, and
+// calls body for each part's rows [i0, i1) and columns [j0, j1).
+func parallelTiles(m, n int, body func(i0, i1, j0, j1 int)) {
+	workers := Threads()
+	colPanels, rowPanels := (n+bf16NR-1)/bf16NR, (m+bf16MR-1)/bf16MR
+	split := func(panels, size, extent int, part func(lo, hi int)) {
+		w := min(workers, panels)
+		if w <= 1 {
+			part(0, extent)
+			return
+		}
+		var wg sync.WaitGroup
+		for i := range w {
+			lo, hi := panels*i/w*size, min(panels*(i+1)/w*size, extent)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				part(lo, hi)
+			}()
+		}
+		wg.Wait()
+	}
+	if colPanels >= workers || colPanels >= rowPanels {
+		split(colPanels, bf16NR, n, func(lo, hi int) { body(0, m, lo, hi) })
+		return
+	}
+	split(rowPanels, bf16MR, m, func(lo, hi int) { body(lo, hi, 0, n) })
+}
+
+// BF16ToFloat32s converts the bf16 values of src into dst (exactly), with
+// AVX-512 where the CPU has it and over the threads for long slices; it
+// panics if dst is shorter than src.
+func BF16ToFloat32s(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	parallelFor(len(src), 16, func(lo, hi int) { bf16ToFloat32s(dst[lo:hi], src[lo:hi]) })
+}
+
+// BF16FromFloat32s converts src to bf16 into dst, rounding to nearest even
+// as package half does; see BF16ToFloat32s.
+func BF16FromFloat32s(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	parallelFor(len(src), 16, func(lo, hi int) { bf16FromFloat32s(dst[lo:hi], src[lo:hi]) })
+}
+
+// FP16ToFloat32s converts the IEEE binary16 values of src into dst
+// (exactly); see BF16ToFloat32s.
+func FP16ToFloat32s(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	parallelFor(len(src), 16, func(lo, hi int) { fp16ToFloat32s(dst[lo:hi], src[lo:hi]) })
+}
+
+// FP16FromFloat32s converts src to IEEE binary16 into dst, rounding to
+// nearest even as package half does; see BF16ToFloat32s.
+func FP16FromFloat32s(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	parallelFor(len(src), 16, func(lo, hi int) { fp16FromFloat32s(dst[lo:hi], src[lo:hi]) })
+}

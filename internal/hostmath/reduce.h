@@ -1,0 +1,40 @@
+// The float32 sum of squares of package hostmath in C: an AVX-512 loop
+// where the CPU has AVX-512F, a scalar loop elsewhere, both accumulating in
+// double in an order fixed by n alone.
+#include <immintrin.h>
+#include <stddef.h>
+
+static double gpuz_sumsq_scalar(const float *x, size_t n) {
+	double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		s0 += (double)x[i] * x[i];
+		s1 += (double)x[i + 1] * x[i + 1];
+		s2 += (double)x[i + 2] * x[i + 2];
+		s3 += (double)x[i + 3] * x[i + 3];
+	}
+	for (; i < n; i++)
+		s0 += (double)x[i] * x[i];
+	return (s0 + s1) + (s2 + s3);
+}
+
+__attribute__((target("avx512f,fma")))
+static double gpuz_sumsq_avx512(const float *x, size_t n) {
+	// Four 8-lane double accumulators: 32 floats a step.
+	__m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512d x0 = _mm512_cvtps_pd(_mm256_loadu_ps(x + i)), x1 = _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8));
+		__m512d x2 = _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 16)), x3 = _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 24));
+		a0 = _mm512_fmadd_pd(x0, x0, a0);
+		a1 = _mm512_fmadd_pd(x1, x1, a1);
+		a2 = _mm512_fmadd_pd(x2, x2, a2);
+		a3 = _mm512_fmadd_pd(x3, x3, a3);
+	}
+	double s = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
+	return s + gpuz_sumsq_scalar(x + i, n - i);
+}
+
+static double gpuz_sumsq_f32(const float *x, size_t n) {
+	return __builtin_cpu_supports("avx512f") ? gpuz_sumsq_avx512(x, n) : gpuz_sumsq_scalar(x, n);
+}

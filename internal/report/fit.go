@@ -1,0 +1,404 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"gpuz/internal/bench"
+	"gpuz/internal/fit"
+	"gpuz/internal/units"
+)
+
+// FitKind is the "kind" of gpuz fit's JSON document.
+const FitKind = "fit"
+
+// fitTop is how many ranked configurations the fit's tables show; CSV and
+// JSON hold every one that fits.
+const fitTop = 10
+
+// WriteFitAs writes a fit's answer in o's format: as text or Markdown, a
+// title line, the table of the fastest configurations that fit (fitTop,
+// and the cpu's row wherever it ranks), the command line of each and the
+// recommendation; as CSV, one row per configuration that fits; as JSON,
+// the document of writeFitJSON.
+func WriteFitAs(w io.Writer, r fit.Result, o Options) error {
+	return writeAs(w, o.Format, formatWriters{
+		text:     func(b *strings.Builder) error { writeFitTable(b, r, false); return nil },
+		markdown: func(b *strings.Builder) error { writeFitTable(b, r, true); return nil },
+		csv:      func(b *strings.Builder) error { return writeFitCSV(b, r) },
+		json:     func(w io.Writer) error { return writeFitJSON(w, r) },
+	})
+}
+
+// writeFitTable writes the fit's title, table, command lines and
+// recommendation as text or, with markdown, as a GitHub table with the
+// command lines in a code block.
+func writeFitTable(b *strings.Builder, r fit.Result, markdown bool) {
+	t, cmds := fitTable(r)
+	b.WriteString(fitTitle(r) + "\n")
+	if !markdown {
+		t.writeText(b)
+		b.WriteString("commands:\n")
+		for _, c := range cmds {
+			b.WriteString("  " + c + "\n")
+		}
+		for _, l := range wrap("recommended: "+r.Reason(), maxWidth) {
+			b.WriteString(l + "\n")
+		}
+		return
+	}
+	b.WriteString("\n")
+	t.writeMarkdown(b)
+	b.WriteString("\n```sh\n" + strings.Join(cmds, "\n") + "\n```\n\nrecommended: " + r.Reason() + "\n")
+}
+
+// fitTitle is the fit's first line: the workload, the device and its
+// memory, and how many configurations were searched and fit.
+func fitTitle(r fit.Result) string {
+	h := r.Header
+	s := fmt.Sprintf("Fit of gpuz %s %s (scale %s)", h.Model, h.Task, h.Scale)
+	if r.Device != "" {
+		taken := ""
+		if r.TakeBytes > 0 {
+			taken = " after " + units.Bytes(r.TakeBytes) + " taken"
+		}
+		s += fmt.Sprintf(" on %s: %s free%s, %s within the %s%% margin", r.Device, units.Bytes(r.DeviceFree), taken,
+			units.Bytes(r.Budget), strconv.FormatFloat(r.MarginPercent, 'g', -1, 64))
+	}
+	return s + fmt.Sprintf("; %d configurations searched, %d fit", r.Searched, len(r.Ranked)+len(r.Unranked))
+}
+
+// fitRows returns the rows a fit's tables show, each with its rank (0 for
+// an unranked one): the fitTop fastest, each cache policy and optimizer
+// place once at its fastest window, the cpu wherever it ranks or
+// unranked, and without any ranked row the first unranked ones.
+func fitRows(r fit.Result) (rows []fit.Entry, ranks []int) {
+	shown := map[string]bool{}
+	for i, e := range r.Ranked {
+		family := e.Family().String()
+		if shown[family] || (len(rows) >= fitTop && e.Mode != bench.ModeCPU) {
+			continue
+		}
+		shown[family] = true
+		rows, ranks = append(rows, e), append(ranks, i+1)
+	}
+	for i, e := range r.Unranked {
+		family := e.Family().String()
+		switch {
+		case e.Mode == bench.ModeCPU,
+			len(r.Ranked) == 0 && i < fitTop,
+			// a device without a profile: each family once, as the ranked
+			e.Mode != bench.ModeHybrid && !shown[family] && len(rows) < 2*fitTop:
+			shown[family] = true
+			rows, ranks = append(rows, e), append(ranks, 0)
+		}
+	}
+	return rows, ranks
+}
+
+// fitTable builds the fit's table and its rows' command lines, numbered
+// as the rows: the rank ("-" unranked), the configuration, its device and
+// host need, the predicted epoch time with its bound, and what limits it.
+// Its notes say what was predicted, what is unranked and why, and how to
+// rank the cpu.
+func fitTable(r fit.Result) (table, []string) {
+	rows, ranks := fitRows(r)
+	var models []float64
+	for _, e := range rows {
+		if e.Plan.Prediction != nil {
+			models = append(models, e.Predicted())
+		}
+	}
+	u := timeUnitFor(models)
+	t := table{columns: []column{{"#", false}, {"configuration", true}, {"device need", false}, {"host need", false},
+		{"predicted (" + u.name + ")", false}, {"limiter", true}}}
+	var cmds, modes []string
+	var preds []*bench.Prediction
+	for i, e := range rows {
+		rank, pred, limiter, dev := "-", na, na, na
+		if ranks[i] > 0 {
+			rank = strconv.Itoa(ranks[i])
+		}
+		if p := e.Plan.Prediction; p != nil && p.Limiter != "" {
+			pred, limiter = predictedCell(u, p), p.Limiter
+		} else if p != nil {
+			pred = predictedCell(u, p)
+		}
+		if e.Mode != bench.ModeCPU {
+			dev = units.Bytes(e.Plan.Footprint.Device)
+		}
+		t.rows = append(t.rows, []string{rank, e.Candidate.String(), dev, units.Bytes(e.Plan.HostNeed), pred, limiter})
+		cmds = append(cmds, fmt.Sprintf("%-2s %s", rank, e.Command))
+		modes, preds = append(modes, string(e.Mode)), append(preds, e.Plan.Prediction)
+	}
+	t.notes = []string{"each cache policy at its fastest window (every configuration that fits: --format csv or json)",
+		"sizes in binary units: 1 KiB = 1024 B, MiB, GiB; host need: the data set, the host's share and, on sim, the device's"}
+	if note := predictionNote(modes, preds); note != "" {
+		t.notes = append(t.notes, note)
+	}
+	hybrid, smallest := 0, fit.Entry{}
+	for _, e := range r.Unranked {
+		if e.Mode != bench.ModeHybrid {
+			continue
+		}
+		hybrid++
+		if smallest.Mode == "" || e.Plan.Footprint.Device < smallest.Plan.Footprint.Device {
+			smallest = e
+		}
+	}
+	if hybrid > 0 {
+		t.notes = append(t.notes, fmt.Sprintf("%s fit, unranked (the model does not predict the hybrid mode yet); the smallest device need: %s, %s",
+			plural(int64(hybrid), "hybrid placement"), smallest.Candidate, units.Bytes(smallest.Plan.Footprint.Device)))
+	}
+	if n := len(r.UnrankedOnDevice()); n > 0 {
+		t.notes = append(t.notes, fmt.Sprintf("%s on %s fit, unranked: it has no profile (sim:PROFILE has one: gpuz devices --profiles; or a profile file: gpuz calibrate)",
+			plural(int64(n), "configuration"), r.Device))
+	}
+	if r.HostProfile == "" && r.CPU.Mode != "" {
+		t.notes = append(t.notes, "the cpu is unranked: no host profile; run gpuz calibrate to measure this machine's, or give --host-profile NAME|FILE")
+	}
+	return t, cmds
+}
+
+// fitCSVColumns head the fit's CSV columns; sizes in bytes.
+var fitCSVColumns = append([]string{
+	"rank", "mode", "configuration", "policy", "window", "optimizer_on_host", "place", "managed_advise_host", "recompute",
+	"device", "device_need_bytes", "host_need_bytes", "copies_upload_bytes", "copies_download_bytes",
+}, append(predictionCSVColumns, "command")...)
+
+// writeFitCSV writes one row per configuration that fits, the ranked ones
+// first (rank from 1; 0 unranked).
+func writeFitCSV(w io.Writer, r fit.Result) error {
+	var recs [][]string
+	add := func(rank int, e fit.Entry) {
+		window := ""
+		if e.Mode == bench.ModeCache {
+			window = strconv.Itoa(e.Cache.Window)
+		}
+		rec := []string{strconv.Itoa(rank), string(e.Mode), e.Candidate.String(), string(e.Cache.Policy), window,
+			strconv.FormatBool(e.Cache.OptimizerOnHost), e.PlaceText(), strconv.FormatBool(e.ManagedAdviseHost), e.Recompute.String(),
+			e.Plan.Device, strconv.FormatInt(e.Plan.Footprint.Device, 10), strconv.FormatInt(e.Plan.HostNeed, 10),
+			strconv.FormatInt(e.Plan.Copies.UploadBytes, 10), strconv.FormatInt(e.Plan.Copies.DownloadBytes, 10)}
+		recs = append(recs, append(append(rec, predictionCSV(e.Plan.Prediction)...), e.Command))
+	}
+	for i, e := range r.Ranked {
+		add(i+1, e)
+	}
+	for _, e := range r.Unranked {
+		add(0, e)
+	}
+	return writeCSV(w, fitCSVColumns, recs)
+}
+
+// The fit's JSON document. Sizes in bytes, times in seconds.
+type (
+	jsonFit struct {
+		Version       int            `json:"version"`
+		Kind          string         `json:"kind"`
+		Header        jsonHeader     `json:"header"`
+		Device        string         `json:"device"`
+		DeviceFree    int64          `json:"device_free"`
+		Budget        int64          `json:"budget"`
+		TakeBytes     int64          `json:"take_bytes"`
+		MarginPercent float64        `json:"margin_percent"`
+		HostAvailable int64          `json:"host_available"`
+		HostProfile   string         `json:"host_profile"`
+		Searched      int            `json:"searched"`
+		Reason        string         `json:"reason"`
+		Entries       []jsonFitEntry `json:"entries"`
+	}
+	jsonFitEntry struct {
+		// Rank counts from 1 among the ranked; 0 for an unranked entry.
+		Rank              int             `json:"rank"`
+		Mode              string          `json:"mode"`
+		Configuration     string          `json:"configuration"`
+		Policy            string          `json:"policy,omitempty"`
+		Window            int             `json:"window,omitempty"`
+		OptimizerOnHost   bool            `json:"optimizer_on_host,omitempty"`
+		Place             string          `json:"place,omitempty"`
+		ManagedAdviseHost bool            `json:"managed_advise_host,omitempty"`
+		Recompute         string          `json:"recompute"`
+		DeviceBytes       int64           `json:"device_bytes"`
+		HostBytes         int64           `json:"host_bytes"`
+		CopiesPerEpoch    jsonCopies      `json:"copies_per_epoch"`
+		Prediction        *jsonPrediction `json:"prediction,omitempty"`
+		Command           string          `json:"command"`
+	}
+)
+
+// writeFitJSON writes the fit as one JSON document: the version, "kind":
+// "fit", the header, the device's memory and the budget, the
+// recommendation's reason, and every configuration that fits, ranked ones
+// first (the first is the one recommended).
+func writeFitJSON(w io.Writer, r fit.Result) error {
+	doc := jsonFit{Version: JSONVersion, Kind: FitKind, Header: toJSONHeader(r.Header), Device: r.Device,
+		DeviceFree: r.DeviceFree, Budget: r.Budget, TakeBytes: r.TakeBytes, MarginPercent: r.MarginPercent,
+		HostAvailable: r.HostAvailable, HostProfile: r.HostProfile, Searched: r.Searched, Reason: r.Reason(),
+		Entries: []jsonFitEntry{}}
+	add := func(rank int, e fit.Entry) {
+		c := e.Plan.Copies
+		window := 0
+		if e.Mode == bench.ModeCache {
+			window = e.Cache.Window
+		}
+		doc.Entries = append(doc.Entries, jsonFitEntry{Rank: rank, Mode: string(e.Mode), Configuration: e.Candidate.String(),
+			Policy: string(e.Cache.Policy), Window: window, OptimizerOnHost: e.Cache.OptimizerOnHost, Place: e.PlaceText(),
+			ManagedAdviseHost: e.ManagedAdviseHost, Recompute: e.Recompute.String(),
+			DeviceBytes: e.Plan.Footprint.Device, HostBytes: e.Plan.HostNeed,
+			CopiesPerEpoch: jsonCopies{UploadBytes: c.UploadBytes, DownloadBytes: c.DownloadBytes, SyncBytes: c.SyncBytes(),
+				OverlapBytes: c.OverlapBytes, Count: c.Count, RemoteBytes: c.RemoteBytes},
+			Prediction: toJSONPrediction(e.Plan.Prediction), Command: e.Command})
+	}
+	for i, e := range r.Ranked {
+		add(i+1, e)
+	}
+	for _, e := range r.Unranked {
+		add(0, e)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+// WriteVerifyAs writes a fit's verification in o's format: as text or
+// Markdown, a table of each configuration run with its predicted and
+// measured (median) epoch time, their ratio, its peak against the planned
+// device need and its status, then the rank correlation; as CSV, one row
+// per configuration; as JSON, the document of writeVerifyJSON.
+func WriteVerifyAs(w io.Writer, v fit.Verification, o Options) error {
+	return writeAs(w, o.Format, tableWriters("Verify", func() table { return verifyTable(v) },
+		func(b *strings.Builder) error { return writeVerifyCSV(b, v) },
+		func(w io.Writer) error { return writeVerifyJSON(w, v) }))
+}
+
+// verifyTable builds the verification's table. A time measured on the
+// simulated GPU is a host time and carries †.
+func verifyTable(v fit.Verification) table {
+	var secsAll []float64
+	for _, c := range v.Checks {
+		if c.Measured > 0 {
+			secsAll = append(secsAll, c.Measured.Seconds())
+		}
+		if p := c.Predicted(); p > 0 {
+			secsAll = append(secsAll, p)
+		}
+	}
+	u := timeUnitFor(secsAll)
+	t := table{columns: []column{{"#", false}, {"configuration", true}, {"predicted (" + u.name + ")", false},
+		{"measured (" + u.name + ")", false}, {"ratio", false}, {"peak", false}, {"planned", false}, {"status", true}}}
+	var ns notes
+	sim := false
+	for _, c := range v.Checks {
+		rank, pred, meas, ratio, peak, planned := "-", na, na, na, na, na
+		if c.Rank > 0 {
+			rank = strconv.Itoa(c.Rank)
+		}
+		if p := c.Predicted(); p > 0 {
+			pred = u.format(p)
+		}
+		if c.Measured > 0 {
+			meas = u.format(c.Measured.Seconds())
+			if c.Simulated && c.Mode != bench.ModeCPU {
+				meas += "†"
+				sim = true
+			}
+		}
+		if r := c.Ratio(); r == r {
+			ratio = sig(r, 3) + "×"
+		}
+		if c.Mode != bench.ModeCPU {
+			peak, planned = units.Bytes(c.Run.PeakDeviceBytes), units.Bytes(c.Plan.Footprint.Device)
+		}
+		status := "ok"
+		switch {
+		case c.Run.Status.Kind != bench.StatusOK:
+			status = ns.status(c.Mode, c.Run.Status)
+		case c.PeakChecked && c.PeakMatches:
+			status = "ok, peak = plan"
+		case c.PeakChecked:
+			status = "peak ≠ plan"
+		}
+		t.rows = append(t.rows, []string{rank, c.Candidate.String(), pred, meas, ratio, peak, planned, status})
+	}
+	t.notes = []string{"measured: the median of the timed epochs; ratio: measured over predicted"}
+	if sim {
+		t.notes = append(t.notes, "† simulated GPU: times are host times, not GPU times; what a run on it checks is the memory: every configuration completes and its peak equals its planned need")
+	}
+	if v.Tau == v.Tau {
+		t.notes = append(t.notes, fmt.Sprintf("rank correlation of measured against predicted (Kendall's τ): %s", sig(v.Tau, 2)))
+	} else {
+		t.notes = append(t.notes, "rank correlation: fewer than two configurations have both a prediction and a measured time")
+	}
+	t.notes = append(t.notes, ns.lines...)
+	return t
+}
+
+// verifyCSVColumns head the verification's CSV columns.
+var verifyCSVColumns = []string{"rank", "mode", "configuration", "device", "simulated", "predicted_s", "measured_s", "ratio",
+	"peak_device_bytes", "planned_device_bytes", "status", "reason", "kendall_tau"}
+
+// writeVerifyCSV writes one row per configuration run; kendall_tau, the
+// same on every row, is empty when there is none.
+func writeVerifyCSV(w io.Writer, v fit.Verification) error {
+	var recs [][]string
+	for _, c := range v.Checks {
+		pred, meas := "", ""
+		if p := c.Predicted(); p > 0 {
+			pred = secs(p)
+		}
+		if c.Measured > 0 {
+			meas = secs(c.Measured.Seconds())
+		}
+		recs = append(recs, []string{strconv.Itoa(c.Rank), string(c.Mode), c.Candidate.String(), c.Run.Device,
+			strconv.FormatBool(c.Simulated), pred, meas, number(c.Ratio()),
+			strconv.FormatInt(c.Run.PeakDeviceBytes, 10), strconv.FormatInt(c.Plan.Footprint.Device, 10),
+			string(c.Run.Status.Kind), c.Run.Status.Reason, number(v.Tau)})
+	}
+	return writeCSV(w, verifyCSVColumns, recs)
+}
+
+// The verification's JSON document; times in seconds, sizes in bytes.
+type (
+	jsonVerify struct {
+		Version int               `json:"version"`
+		Kind    string            `json:"kind"`
+		Checks  []jsonVerifyCheck `json:"checks"`
+		// KendallTau is absent with fewer than two configurations both
+		// predicted and measured.
+		KendallTau *float64 `json:"kendall_tau,omitempty"`
+	}
+	jsonVerifyCheck struct {
+		Rank             int     `json:"rank"`
+		Mode             string  `json:"mode"`
+		Configuration    string  `json:"configuration"`
+		Device           string  `json:"device"`
+		Simulated        bool    `json:"simulated"`
+		PredictedSeconds float64 `json:"predicted_seconds,omitempty"`
+		MeasuredSeconds  float64 `json:"measured_seconds,omitempty"`
+		PeakDeviceBytes  int64   `json:"peak_device_bytes"`
+		PlannedDevice    int64   `json:"planned_device_bytes"`
+		Status           string  `json:"status"`
+	}
+)
+
+// VerifyKind is the "kind" of a fit's verification's JSON document.
+const VerifyKind = "fit-verify"
+
+// writeVerifyJSON writes the verification as one JSON document.
+func writeVerifyJSON(w io.Writer, v fit.Verification) error {
+	doc := jsonVerify{Version: JSONVersion, Kind: VerifyKind, Checks: []jsonVerifyCheck{}}
+	if v.Tau == v.Tau {
+		doc.KendallTau = &v.Tau
+	}
+	for _, c := range v.Checks {
+		doc.Checks = append(doc.Checks, jsonVerifyCheck{Rank: c.Rank, Mode: string(c.Mode), Configuration: c.Candidate.String(),
+			Device: c.Run.Device, Simulated: c.Simulated, PredictedSeconds: c.Predicted(), MeasuredSeconds: c.Measured.Seconds(),
+			PeakDeviceBytes: c.Run.PeakDeviceBytes, PlannedDevice: c.Plan.Footprint.Device, Status: c.Run.Status.String()})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
