@@ -23,7 +23,8 @@ func yesNo(b bool) string {
 // VCS revision, its commit time and whether the tree was modified
 // ("unknown" for a binary built without VCS stamping, as by go run or with
 // -buildvcs=false), the BLAS, the path of the host's 16-bit (bf16) matrix
-// products and CUDA support.
+// products, whether large host buffers use transparent huge pages and
+// CUDA support.
 func newVersionCmd(ios *IOStreams) *cobra.Command {
 	return &cobra.Command{
 		Use:     "version",
@@ -32,8 +33,8 @@ func newVersionCmd(ios *IOStreams) *cobra.Command {
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			b := sysinfo.ReadBuild()
-			_, err := fmt.Fprintf(ios.Out, "gpuz %s (%s, %s/%s)\nrevision: %s\ncommit time: %s\nmodified: %s\nBLAS: %s\nCPU vectors: %s\n16-bit products: %s\nCUDA support: %s\n",
-				b.Version, b.GoVersion, runtime.GOOS, runtime.GOARCH, b.Revision, b.Time, b.Modified, bench.BLASName(), bench.CPUVector(), bench.BF16Path(), yesNo(device.CUDASupport))
+			_, err := fmt.Fprintf(ios.Out, "gpuz %s (%s, %s/%s)\nrevision: %s\ncommit time: %s\nmodified: %s\nBLAS: %s\nCPU vectors: %s\n16-bit products: %s\ntransparent huge pages: %s\nCUDA support: %s\n",
+				b.Version, b.GoVersion, runtime.GOOS, runtime.GOARCH, b.Revision, b.Time, b.Modified, bench.BLASName(), bench.CPUVector(), bench.BF16Path(), bench.HugePages(), yesNo(device.CUDASupport))
 			if w := bench.BLASWarning(); w != "" && err == nil {
 				_, err = fmt.Fprintf(ios.Out, "warning: %s\n", w)
 			}

@@ -19,6 +19,7 @@ import (
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/hugemem"
 	"gpuz/internal/models"
 	"gpuz/internal/perfmodel"
 	"gpuz/internal/sysinfo"
@@ -186,6 +187,7 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 	h.CPUVector, h.BLASWarning = hostmath.CPUVector(), hostmath.BLASWarning()
 	h.Env = sysinfo.Collect()
 	h.Env.BLAS, h.Env.Threads, h.Env.CommandLine, h.Env.Seed = h.BLAS, h.Threads, opts.CommandLine, opts.Seed
+	h.Env.HugePages = hugemem.Status()
 	h.Params = model.ParamCount()
 	h.ParamBytes = 4 * h.Params
 	h.DataBytes = 4 * int64(len(data.Values))

@@ -5,6 +5,7 @@ import (
 	"gpuz/internal/cache"
 	"gpuz/internal/engine"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/hugemem"
 	"gpuz/internal/levers"
 	"gpuz/internal/units"
 )
@@ -60,6 +61,10 @@ func BLASName() string { return hostmath.BLASName() }
 // BLASWarning says when OPENBLAS_CORETYPE forces the BLAS to narrower
 // kernels than the CPU runs, or is "".
 func BLASWarning() string { return hostmath.BLASWarning() }
+
+// HugePages says whether large host buffers use transparent huge pages:
+// the kernel's setting and what gpuz does with it, as "madvise: used".
+func HugePages() string { return hugemem.Status() }
 
 // BF16Path names the path the host's bf16 products take
 // (hostmath.BF16Path).

@@ -1,11 +1,52 @@
 package device
 
-import "fmt"
+import (
+	"fmt"
+	"runtime"
 
-// hostBuffer is a buffer in host memory.
-type hostBuffer struct{ data []float32 }
+	"gpuz/internal/hugemem"
+)
+
+// hostBuffer is a buffer in host memory: an allocation of its own (mem), or
+// a view of another buffer (owner).
+type hostBuffer struct {
+	data []float32
+	// mem is the buffer's memory, nil for a view. A large buffer's is a
+	// mapping of its own (package hugemem), which free hands back at
+	// once; cleanup unmaps it when the buffer becomes unreachable without
+	// having been freed.
+	mem     *hugemem.Floats
+	cleanup runtime.Cleanup
+	// owner is the buffer a view is of, which the view keeps reachable,
+	// and so its memory mapped, as long as the view is.
+	owner *hostBuffer
+}
 
 func (b *hostBuffer) Len() int { return len(b.data) }
+
+// newHostBuffer allocates a zeroed buffer of n elements.
+func newHostBuffer(n int) (*hostBuffer, error) {
+	mem, err := hugemem.Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	b := &hostBuffer{data: mem.Data, mem: mem}
+	if mem.Mapped() {
+		b.cleanup = runtime.AddCleanup(b, (*hugemem.Floats).Free, mem)
+	}
+	return b, nil
+}
+
+// free releases the buffer's memory, which no slice of it may be used
+// after (a mapping is gone); a view only forgets its slice.
+func (b *hostBuffer) free() {
+	if b.mem != nil {
+		b.cleanup.Stop()
+		b.mem.Free()
+		b.mem = nil
+	}
+	b.data = nil
+}
 
 // Floats returns the host slice behind a buffer of the host or simulated
 // device. It panics on a buffer of another device: mixing devices is a
@@ -27,15 +68,20 @@ func (h *Host) Alloc(n int) (Buffer, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("host: cannot allocate %d elements", n)
 	}
+	b, err := newHostBuffer(n)
+	if err != nil {
+		return nil, fmt.Errorf("host: %w", err)
+	}
 	h.meter.Hold(4 * int64(n))
-	return &hostBuffer{data: make([]float32, n)}, nil
+	return b, nil
 }
 
-// Free releases a buffer.
+// Free releases a buffer: a large one's memory goes back to the system at
+// once.
 func (h *Host) Free(b Buffer) {
 	hb := b.(*hostBuffer)
 	h.meter.Hold(-4 * int64(len(hb.data)))
-	hb.data = nil
+	hb.free()
 }
 
 // MemInfo reports the host memory available (MemAvailable) and installed
@@ -48,5 +94,6 @@ func (h *Host) MemInfo() (free, total int64, err error) {
 	return info.Available, info.Total, nil
 }
 
-// Close does nothing: host buffers are Go memory, freed by the collector.
+// Close does nothing: Free releases each buffer, and the collector those
+// never freed.
 func (h *Host) Close() error { return nil }

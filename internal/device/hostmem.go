@@ -10,9 +10,14 @@ type hostMemory struct {
 	meter Meter // its mu also guards the simulated device's holdings
 }
 
-// View returns n elements of b from offset.
+// View returns n elements of b from offset. The view keeps b's memory
+// until it is unreachable, but not past b's Free.
 func (m *hostMemory) View(b Buffer, offset, n int) Buffer {
-	return &hostBuffer{data: Floats(b)[offset : offset+n : offset+n]}
+	owner := b.(*hostBuffer)
+	if owner.owner != nil {
+		owner = owner.owner // a view of a view is of the same buffer
+	}
+	return &hostBuffer{data: Floats(b)[offset : offset+n : offset+n], owner: owner}
 }
 
 // Upload copies src into the host buffer dst, and counts it.

@@ -54,10 +54,14 @@ func (s *Sim) AllocManaged(n int) (Buffer, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("%s: cannot allocate %d elements of managed memory", s.name, n)
 	}
-	b := &hostBuffer{data: make([]float32, n)}
+	b, err := newHostBuffer(n)
+	if err != nil {
+		return nil, fmt.Errorf("%s: managed memory: %w", s.name, err)
+	}
 	s.meter.mu.Lock()
 	defer s.meter.mu.Unlock()
 	if s.closed {
+		b.free()
 		return nil, fmt.Errorf("%s: device is closed", s.name)
 	}
 	if s.managed == nil {

@@ -98,7 +98,11 @@ func (s *Sim) Alloc(n int) (Buffer, error) {
 	if err := s.hold(4 * int64(n)); err != nil {
 		return nil, err
 	}
-	b := &hostBuffer{data: make([]float32, n)}
+	b, err := newHostBuffer(n)
+	if err != nil {
+		s.release(4 * int64(n))
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
 	s.meter.mu.Lock()
 	s.live[b] = struct{}{}
 	s.meter.mu.Unlock()
@@ -256,14 +260,14 @@ func (s *Sim) Free(b Buffer) {
 	s.meter.mu.Unlock()
 	if managed {
 		s.release(resident) // its pages resident on the device
-		hb.data = nil
+		hb.free()
 		return
 	}
 	if !ok || !live {
 		panic(fmt.Sprintf("%s: Free of a buffer it does not hold (freed twice, a view, or another device's)", s.name))
 	}
 	s.release(4 * int64(len(hb.data)))
-	hb.data = nil
+	hb.free()
 }
 
 // MemInfo reports the bytes free for a new allocation — the capacity less
@@ -294,10 +298,10 @@ func (s *Sim) Close() error {
 	}
 	s.closed = true
 	for b := range s.live {
-		b.data = nil
+		b.free()
 	}
 	for b := range s.managed {
-		b.data = nil
+		b.free()
 	}
 	s.live, s.managed = nil, nil
 	s.meter.stats.AllocatedBytes = 0

@@ -22,6 +22,9 @@ type jsonEnv struct {
 	MemoryBytes int64  `json:"memory_bytes"`
 	BLAS        string `json:"blas"`
 	Threads     int    `json:"threads"`
+	// HugePages is whether large host buffers use transparent huge pages,
+	// as "madvise: used" or "never: not available" (sysinfo.Env.HugePages).
+	HugePages string `json:"huge_pages"`
 	// GPU is the GPU's own description (device.Describer); null when no
 	// mode ran on one.
 	GPU         map[string]string `json:"gpu"`
@@ -39,7 +42,7 @@ func toJSONEnv(e sysinfo.Env) *jsonEnv {
 	return &jsonEnv{
 		GpuzVersion: e.Version, Revision: e.Revision, BuildTime: e.Time, Modified: e.Modified,
 		GoVersion: e.GoVersion, OS: e.OS, Kernel: e.Kernel, CPU: e.CPU, Cores: e.Cores,
-		MemoryBytes: e.MemoryBytes, BLAS: e.BLAS, Threads: e.Threads, GPU: e.GPU,
+		MemoryBytes: e.MemoryBytes, BLAS: e.BLAS, Threads: e.Threads, HugePages: e.HugePages, GPU: e.GPU,
 		Start: e.Start.Format(time.RFC3339), CommandLine: e.CommandLine, Seed: e.Seed,
 	}
 }

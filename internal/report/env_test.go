@@ -16,7 +16,7 @@ var testEnv = sysinfo.Env{
 	Build: sysinfo.Build{Version: "0.1.0-dev", Revision: "0123456789abcdef0123456789abcdef01234567",
 		Time: "2026-01-02T03:04:05Z", Modified: "true", GoVersion: "go1.26.0"},
 	OS: "linux/amd64", Kernel: "6.8.0-45-generic", CPU: "AMD EPYC 7B13 64-Core Processor", Cores: 16,
-	MemoryBytes: 64 << 30, BLAS: "OpenBLAS 0.3.21", Threads: 2,
+	MemoryBytes: 64 << 30, BLAS: "OpenBLAS 0.3.21", Threads: 2, HugePages: "madvise: used",
 	GPU:         map[string]string{"name": "sim:8GiB", "kind": "simulated (host memory with a capacity; times are host times)", "memory_bytes": "8589934592"},
 	Start:       time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC),
 	CommandLine: "gpuz linear train cuda,cache,cpu --json 'my run.json'", Seed: 1,

@@ -47,6 +47,10 @@ type Env struct {
 	MemoryBytes int64  // the host's total memory; 0 when unknown
 	BLAS        string // the host BLAS in use
 	Threads     int    // host threads in force
+	// HugePages says whether large host buffers use transparent huge
+	// pages: the kernel's setting and what gpuz does with it, as
+	// "madvise: used" or "never: not available".
+	HugePages string
 	// GPU describes the device of the cuda and cache modes as it describes
 	// itself (device.Describer): name, memory and, on a CUDA GPU, driver
 	// and PCI facts; nil when no mode ran on one.
