@@ -177,8 +177,30 @@ func fitRun(ctx context.Context, o *FitOptions) error {
 	if err := res.Err(); err != nil {
 		return err
 	}
-	if o.JSON != "" && o.JSON != "-" {
-		err = writeJSON(o.IO.Out, o.JSON, "the fit", func(w io.Writer) error { return report.WriteFitAs(w, res, report.Options{Format: report.FormatJSON}) })
+	jsonFile := o.JSON != "" && o.JSON != "-"
+	if o.Verify > 0 && (jsonFile || o.format() == report.FormatJSON) {
+		// One JSON document holds the fit and its verification, written
+		// once both are known.
+		v, err := o.runVerify(ctx, fopts, res)
+		if err != nil {
+			return err
+		}
+		path := o.JSON
+		if !jsonFile {
+			path = "-"
+		}
+		if err := writeJSON(o.IO.Out, path, "the fit", func(w io.Writer) error { return report.WriteFitJSON(w, res, &v) }); err != nil {
+			return err
+		}
+		if jsonFile {
+			if err := o.printVerify(o.IO.ErrOut, report.FormatText, v); err != nil {
+				return err
+			}
+		}
+		return v.Err()
+	}
+	if jsonFile {
+		err = writeJSON(o.IO.Out, o.JSON, "the fit", func(w io.Writer) error { return report.WriteFitJSON(w, res, nil) })
 	} else {
 		err = report.WriteFitAs(o.IO.Out, res, report.Options{Format: o.format()})
 	}
@@ -188,7 +210,20 @@ func fitRun(ctx context.Context, o *FitOptions) error {
 	if o.Verify == 0 {
 		return nil
 	}
-	return o.verify(ctx, fopts, res)
+	v, err := o.runVerify(ctx, fopts, res)
+	if err != nil {
+		return err
+	}
+	// A CSV holds one table: the verification goes to standard error as
+	// text; text and Markdown follow the fit.
+	out, f := o.IO.Out, o.format()
+	if f == report.FormatCSV {
+		out, f = o.IO.ErrOut, report.FormatText
+	}
+	if err := o.printVerify(out, f, v); err != nil {
+		return err
+	}
+	return v.Err()
 }
 
 // calibratedProfile reads the host profile gpuz calibrate saved for this
@@ -249,13 +284,9 @@ func (o *FitOptions) commandLine(c fit.Candidate) string {
 	return strings.Join(words, " ")
 }
 
-// verify runs the best --verify configurations of res and the cpu, with
-// the progress line on a terminal, and prints the verification after the
-// fit in the same format (a second JSON document or CSV table after the
-// fit's; the text table on standard error when --json FILE took the fit). Its error
-// says why the verification fails (a configuration that did not complete,
-// a peak on sim other than planned): status 1.
-func (o *FitOptions) verify(ctx context.Context, fopts fit.Options, res fit.Result) error {
+// runVerify runs the best --verify configurations of res and the cpu,
+// with the progress line on a terminal, and returns what they measured.
+func (o *FitOptions) runVerify(ctx context.Context, fopts fit.Options, res fit.Result) (fit.Verification, error) {
 	progress := newModeProgress(o.IO.ErrOut, o.IO.ErrTTY)
 	epochs, batches := fopts.Bench.Epochs, fopts.Bench.Samples/fopts.Bench.Batch
 	v, err := fit.Verify(ctx, fopts, res, o.Verify, func(e bench.Event) {
@@ -270,24 +301,23 @@ func (o *FitOptions) verify(ctx context.Context, fopts fit.Options, res fit.Resu
 	})
 	progress.clear()
 	if ctx.Err() != nil {
-		return errInterrupted
+		return fit.Verification{}, errInterrupted
 	}
 	if err != nil {
-		return fmt.Errorf("verifying the fit: %w", err)
+		return fit.Verification{}, fmt.Errorf("verifying the fit: %w", err)
 	}
-	out := o.IO.Out
-	if o.JSON != "" && o.JSON != "-" {
-		out = o.IO.ErrOut // the fit's JSON went to the file; the table is for people
-	}
-	f := o.format()
-	if out != o.IO.Out {
-		f = report.FormatText
-	}
+	return v, nil
+}
+
+// printVerify writes the verification to out in format f, after a blank
+// line in text and Markdown. Its status (v.Err: a configuration that did
+// not complete, a peak on sim other than planned) is the caller's.
+func (o *FitOptions) printVerify(out io.Writer, f report.Format, v fit.Verification) error {
 	if f == report.FormatText || f == report.FormatMarkdown {
 		fmt.Fprintln(out)
 	}
 	if err := report.WriteVerifyAs(out, v, report.Options{Format: f}); err != nil {
 		return fmt.Errorf("writing the verification: %w", err)
 	}
-	return v.Err()
+	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -154,5 +155,31 @@ func TestFitDeviceWithoutProfile(t *testing.T) {
 		if !strings.Contains(words, want) {
 			t.Errorf("the fit lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestFitVerifyJSONIsOneDocument: with --verify and --format json the fit
+// and its verification are one JSON document, the verification under
+// "verify" (they were two documents in a row, which a JSON reader refuses).
+func TestFitVerifyJSONIsOneDocument(t *testing.T) {
+	code, out, errOut := fitOnSim(t, append(smallReference, "--host-profile", "cpu-i7-13700h", "--verify", "1", "--epochs", "2", "--format", "json")...)
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, errOut)
+	}
+	var doc struct {
+		Kind   string `json:"kind"`
+		Verify *struct {
+			Checks []json.RawMessage `json:"checks"`
+		} `json:"verify"`
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if dec.More() {
+		t.Errorf("more than one JSON document:\n%s", out)
+	}
+	if doc.Verify == nil || len(doc.Verify.Checks) == 0 {
+		t.Errorf("no verification in the fit's document:\n%s", out)
 	}
 }

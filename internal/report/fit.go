@@ -29,8 +29,14 @@ func WriteFitAs(w io.Writer, r fit.Result, o Options) error {
 		text:     func(b *strings.Builder) error { writeFitTable(b, r, false); return nil },
 		markdown: func(b *strings.Builder) error { writeFitTable(b, r, true); return nil },
 		csv:      func(b *strings.Builder) error { return writeFitCSV(b, r) },
-		json:     func(w io.Writer) error { return writeFitJSON(w, r) },
+		json:     func(w io.Writer) error { return writeFitJSON(w, r, nil) },
 	})
+}
+
+// WriteFitJSON writes the fit and, when v is not nil, its verification
+// (under "verify") as one JSON document.
+func WriteFitJSON(w io.Writer, r fit.Result, v *fit.Verification) error {
+	return writeFitJSON(w, r, v)
 }
 
 // writeFitTable writes the fit's title, table, command lines and
@@ -209,6 +215,10 @@ type (
 		Searched      int            `json:"searched"`
 		Reason        string         `json:"reason"`
 		Entries       []jsonFitEntry `json:"entries"`
+		// Verify is the verification of a fit run with --verify: the
+		// configurations run, predicted against measured; absent
+		// without.
+		Verify *jsonVerify `json:"verify,omitempty"`
 	}
 	jsonFitEntry struct {
 		// Rank counts from 1 among the ranked; 0 for an unranked entry.
@@ -233,7 +243,7 @@ type (
 // "fit", the header, the device's memory and the budget, the
 // recommendation's reason, and every configuration that fits, ranked ones
 // first (the first is the one recommended).
-func writeFitJSON(w io.Writer, r fit.Result) error {
+func writeFitJSON(w io.Writer, r fit.Result, v *fit.Verification) error {
 	doc := jsonFit{Version: JSONVersion, Kind: FitKind, Header: toJSONHeader(r.Header), Device: r.Device,
 		DeviceFree: r.DeviceFree, Budget: r.Budget, TakeBytes: r.TakeBytes, MarginPercent: r.MarginPercent,
 		HostAvailable: r.HostAvailable, HostProfile: r.HostProfile, Searched: r.Searched, Reason: r.Reason(),
@@ -257,6 +267,10 @@ func writeFitJSON(w io.Writer, r fit.Result) error {
 	}
 	for _, e := range r.Unranked {
 		add(0, e)
+	}
+	if v != nil {
+		vdoc := toJSONVerify(*v)
+		doc.Verify = &vdoc
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -389,6 +403,13 @@ const VerifyKind = "fit-verify"
 
 // writeVerifyJSON writes the verification as one JSON document.
 func writeVerifyJSON(w io.Writer, v fit.Verification) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(toJSONVerify(v))
+}
+
+// toJSONVerify converts a verification for the JSON documents.
+func toJSONVerify(v fit.Verification) jsonVerify {
 	doc := jsonVerify{Version: JSONVersion, Kind: VerifyKind, Checks: []jsonVerifyCheck{}}
 	if v.Tau == v.Tau {
 		doc.KendallTau = &v.Tau
@@ -398,7 +419,5 @@ func writeVerifyJSON(w io.Writer, v fit.Verification) error {
 			Device: c.Run.Device, Simulated: c.Simulated, PredictedSeconds: c.Predicted(), MeasuredSeconds: c.Measured.Seconds(),
 			PeakDeviceBytes: c.Run.PeakDeviceBytes, PlannedDevice: c.Plan.Footprint.Device, Status: c.Run.Status.String()})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return doc
 }
