@@ -249,13 +249,17 @@ func (prog *Program) unbind(b int) {
 	}
 }
 
-// Close frees the program's device memory.
+// Close frees the program's device memory and a paged program's host
+// masters.
 func (prog *Program) Close() {
 	for _, b := range prog.owned {
 		prog.dev.Free(b)
 	}
 	for _, b := range prog.hostOwned {
 		prog.host.Free(b)
+	}
+	if prog.res != nil {
+		prog.res.free()
 	}
 	prog.owned, prog.hostOwned = nil, nil
 }

@@ -6,6 +6,7 @@ import (
 	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/hugemem"
 )
 
 // residency keeps a paged program's blocks: a master copy of every block's
@@ -16,6 +17,10 @@ type residency struct {
 	prog  *Program
 	areas []device.Buffer // each slot's device memory
 	host  [][]float32     // each block's master area
+	// masters holds the host memory behind host and hostMoments, which
+	// free hands back (large ones are mappings marked for huge pages:
+	// package hugemem).
+	masters []*hugemem.Floats
 	// hostMoments holds Adam's moments per parameter when the optimizer
 	// runs on the host.
 	hostMoments [][2][]float32
@@ -73,8 +78,9 @@ func (p *Schedule) cacheRun(pl Placement) cache.Run {
 }
 
 // newResidency sizes the window, allocates its slots on the device and the
-// master copies on the host.
-func (prog *Program) newResidency() (*residency, error) {
+// master copies on the host. On error the host memory it took is freed;
+// the device slots are the program's, which Close frees.
+func (prog *Program) newResidency() (res *residency, err error) {
 	p := prog.plan
 	free, _, err := prog.dev.MemInfo()
 	if err != nil {
@@ -91,6 +97,11 @@ func (prog *Program) newResidency() (*residency, error) {
 	staging := p.largestSaved()
 	window := p.window(prog.place, free-4*int64(staging), 0, 4*int64(largest))
 	r := &residency{prog: prog, host: make([][]float32, len(prog.layouts))}
+	defer func() {
+		if err != nil {
+			r.free()
+		}
+	}()
 	if r.pager, err = newPager(p, prog.place, prog.layouts, window, r); err != nil {
 		return nil, err
 	}
@@ -108,18 +119,43 @@ func (prog *Program) newResidency() (*residency, error) {
 	}
 	for blk, l := range prog.layouts {
 		if prog.place.pagedBlock(blk) {
-			r.host[blk] = make([]float32, l.elems)
+			if r.host[blk], err = r.hostAlloc(l.elems); err != nil {
+				return nil, fmt.Errorf("engine: allocating block %s's host master: %w", p.spec.Blocks[blk].Name, err)
+			}
 		}
 	}
 	if p.spec.Train && prog.place.Cache.OptimizerOnHost {
 		r.hostMoments = make([][2][]float32, len(p.params))
 		for i, pv := range p.params {
 			if n := p.values[pv].elems; prog.place.pagedBlock(p.values[pv].block) {
-				r.hostMoments[i] = [2][]float32{make([]float32, n), make([]float32, n)}
+				both, err := r.hostAlloc(2 * n)
+				if err != nil {
+					return nil, fmt.Errorf("engine: allocating the host optimizer state of %s: %w", p.values[pv].node.Name(), err)
+				}
+				r.hostMoments[i] = [2][]float32{both[:n:n], both[n:]}
 			}
 		}
 	}
 	return r, nil
+}
+
+// hostAlloc returns n zeroed floats of host memory that free releases.
+func (r *residency) hostAlloc(n int) ([]float32, error) {
+	f, err := hugemem.Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	r.masters = append(r.masters, f)
+	return f.Data, nil
+}
+
+// free releases the host masters and moments; nothing may read them
+// after.
+func (r *residency) free() {
+	for _, f := range r.masters {
+		f.Free()
+	}
+	r.masters, r.host, r.hostMoments = nil, nil, nil
 }
 
 // paramPlace returns a parameter's block and offset in the block's area.
