@@ -179,16 +179,31 @@ func forEachPair[T Float](n, scratchLen int, body func(i int, scratch []T)) {
 	}
 	setBLASThreads(1)
 	defer setBLASThreads(Threads())
+	shareTasks(workers, n, func() (func(int), func()) {
+		s := getScratch[T](&pairPool, scratchLen)
+		return func(i int) { body(i, *s) }, func() { putScratch(&pairPool, s) }
+	})
+}
+
+// shareTasks runs tasks 0 to n-1 on workers goroutines, each taking the
+// next task as soon as it is done with one, so that a worker slowed down
+// holds no other back. start, called once in each goroutine, returns the
+// function that runs a task there and one called when the goroutine has
+// no task left (nil for none): a worker's scratch is got and put back
+// there.
+func shareTasks(workers, n int, start func() (run func(int), end func())) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := getScratch[T](&pairPool, scratchLen)
-			defer putScratch(&pairPool, s)
+			run, end := start()
+			if end != nil {
+				defer end()
+			}
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				body(i, *s)
+				run(i)
 			}
 		}()
 	}

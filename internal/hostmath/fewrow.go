@@ -2,8 +2,6 @@ package hostmath
 
 import (
 	"math"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -57,18 +55,7 @@ func fewRowsNT(m, n, k int, x, w, y []float32) {
 		fewRowColumns(xt, lanes, m, n, k, w, y, 0, n)
 		return
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for t := int(next.Add(1) - 1); t < tiles; t = int(next.Add(1) - 1) {
-				tile(t)
-			}
-		}()
-	}
-	wg.Wait()
+	shareTasks(workers, tiles, func() (func(int), func()) { return tile, nil })
 }
 
 // fewRowPool holds the packed x of fewRowsNT.
