@@ -88,7 +88,14 @@ GPU, for --device sim:FILE; -o is then required. About five seconds on a
 the fit works; docs/fit.md gives its errors on the development machine.`,
 		Example: "  gpuz calibrate\n  gpuz calibrate -o host.json\n  gpuz calibrate --device cuda -o gpu.json",
 		Args:    noArgs,
-		RunE:    runWith(opts, runF, calibrateRun),
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			// -o '' names no file: refused, not read as the default.
+			if f := cmd.Flags().Lookup("output"); f.Changed && f.Value.String() == "" {
+				return usagef("-o: empty file name (leave -o out to write the default file)")
+			}
+			return nil
+		},
+		RunE: runWith(opts, runF, calibrateRun),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Device, "device", "auto", "device to calibrate: auto (a CUDA GPU when there is one, else the host), cpu or cuda[:N]")

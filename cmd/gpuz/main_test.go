@@ -172,6 +172,7 @@ func TestBadInput(t *testing.T) {
 		{"calibrate zero threads", "calibrate --threads 0", "--threads must be from 1 to"},
 		{"calibrate zero rounds", "calibrate --rounds 0", "--rounds must be from 1 to 20, got 0"},
 		{"calibrate argument", "calibrate now", "unknown command"},
+		{"calibrate empty output", "calibrate -o ''", "-o: empty file name (leave -o out to write the default file)"},
 		{"calibrate output a directory", "calibrate -o testdata", "/cmd/gpuz/testdata: is a directory"},
 		{"take-mem sim profile file not JSON", "take-mem 2 --device sim:testdata/profiles/truncated.json", "decoding: unexpected EOF"},
 		{"plan sweep", "plan linear train --win-size 1,2", "plan takes one value per flag but --recompute; --win-size has 2"},
