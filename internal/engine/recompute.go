@@ -81,9 +81,10 @@ func (p *Schedule) rerun(b int) (at int, run []step, copied map[int]int) {
 	if len(redo) == 0 {
 		return 0, nil, nil
 	}
+	redone := func(a int) bool { return reach[a] && p.values[a].kind == kindSaved && p.values[a].block == b }
 	at = -1
 	for si, s := range p.steps {
-		if s.backward && slices.ContainsFunc(s.args, func(a int) bool { return slices.Contains(redo, a) }) {
+		if s.backward && slices.ContainsFunc(s.args, redone) {
 			at = si
 			break
 		}
@@ -93,20 +94,16 @@ func (p *Schedule) rerun(b int) (at int, run []step, copied map[int]int) {
 	}
 	// Walk back from the recomputed values through the steps that
 	// produce them, as far as values b's parameters do not reach: those
-	// (b's input, the data, other blocks' values) are read as kept.
-	producer := map[int]int{}
-	for si, s := range p.steps {
-		if !s.backward {
-			producer[s.out] = si
-		}
-	}
+	// (b's input, the data, other blocks' values) are read as kept. A
+	// value b's parameters reach is produced by a forward step
+	// (computeLastUse recorded which).
 	again := map[int]bool{}
 	stack := slices.Clone(redo)
 	for len(stack) > 0 {
 		v := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		si, ok := producer[v]
-		if !ok || again[si] {
+		si := p.values[v].produced
+		if si < 0 || again[si] {
 			continue
 		}
 		again[si] = true
