@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/levers"
 )
 
 // Format is a form the results and the plan are written in.
@@ -179,18 +180,9 @@ func resultsCSVRecords(r bench.Result) [][]string {
 		if f.n > 1 {
 			meanLo, meanHi = secs(f.mean.Lo), secs(f.mean.Hi)
 		}
-		recs = append(recs, append(rec, remote, meanLo, meanHi, recomputeName(r.Header)))
+		recs = append(recs, append(rec, remote, meanLo, meanHi, levers.Recompute(r.Header.Recompute).String()))
 	}
 	return recs
-}
-
-// recomputeName is the recompute lever of h's run as the CSV and JSON
-// name it: none or blocks.
-func recomputeName(h bench.Header) string {
-	if h.Recompute == "" {
-		return "none"
-	}
-	return h.Recompute
 }
 
 // number formats v for CSV as the shortest decimal that reads back to it,

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/levers"
 )
 
 // JSONVersion is the version of the format WriteJSON and WritePlanJSON
@@ -112,7 +113,7 @@ func toJSONHeader(h bench.Header) jsonHeader {
 		DataBytes: h.DataBytes, Params: h.Params, ParamBytes: h.ParamBytes,
 		Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads, GPU: h.GPU,
 		CPUVector: h.CPUVector, BLASWarning: h.BLASWarning,
-		TakeBytes: h.TakeBytes, Recompute: recomputeName(h), Env: toJSONEnv(h.Env),
+		TakeBytes: h.TakeBytes, Recompute: levers.Recompute(h.Recompute).String(), Env: toJSONEnv(h.Env),
 	}
 	if h.ThreadsWarning != "" {
 		j.ThreadsRequested, j.ThreadsWarning = h.ThreadsRequested, h.ThreadsWarning

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/levers"
 	"gpuz/internal/units"
 )
 
@@ -122,5 +123,5 @@ func WriteModeEnd(w io.Writer, mode bench.Mode, device string, s bench.Status) e
 // recomputes reports whether the run of h recomputed activations: a
 // training run with --recompute other than none (evaluation saves none).
 func recomputes(h bench.Header) bool {
-	return h.Task == bench.TaskTrain && h.Recompute != "" && h.Recompute != "none"
+	return h.Task == bench.TaskTrain && levers.Recompute(h.Recompute).On()
 }
