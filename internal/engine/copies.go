@@ -85,10 +85,9 @@ func (p *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Nod
 	if !pl.Paged {
 		return total, nil
 	}
-	if window <= 0 {
-		return Copies{}, fmt.Errorf("engine: a window of %d blocks", window)
+	if window, err = p.givenWindow(pl, window); err != nil {
+		return Copies{}, err
 	}
-	window = min(max(window, p.cacheRun(pl).MinWindow()), p.pagedBlocks(pl))
 	k := &copyCounter{}
 	if k.pager, err = newPager(p, pl, p.layouts(pl), window, k); err != nil {
 		return Copies{}, err

@@ -229,6 +229,16 @@ func (p *Schedule) Footprint(pl Placement, deviceFree int64) Footprint {
 	return f
 }
 
+// givenWindow is a paged placement's window of window blocks as Load
+// makes it: raised to the most paged blocks one step needs and capped at
+// the paged blocks; an error for a window of no block.
+func (p *Schedule) givenWindow(pl Placement, window int) (int, error) {
+	if window <= 0 {
+		return 0, fmt.Errorf("engine: a window of %d blocks", window)
+	}
+	return min(max(window, p.cacheRun(pl).MinWindow()), p.pagedBlocks(pl)), nil
+}
+
 // window returns the number of resident blocks of a paged placement: at
 // least the most paged blocks one step needs, at most the paged blocks.
 func (p *Schedule) window(pl Placement, deviceFree, fixed, slotBytes int64) int {

@@ -152,10 +152,9 @@ func (p *Schedule) Timeline(pl Placement, window int) ([]StepMemory, error) {
 		}
 	}
 	if pl.Paged {
-		if window <= 0 {
-			return nil, fmt.Errorf("engine: a window of %d blocks", window)
+		if window, err = p.givenWindow(pl, window); err != nil {
+			return nil, err
 		}
-		window = min(max(window, p.cacheRun(pl).MinWindow()), p.pagedBlocks(pl))
 		fixed[PagingSlots] = 4 * (int64(window)*int64(slotElems) + int64(p.largestSaved()))
 		if p.spec.Train && pl.Cache.Moments() == cache.MomentsOnDevice {
 			for _, pv := range p.params {
