@@ -232,9 +232,9 @@ func plan(p *bench.Planner, c Candidate, budget int64) (Entry, error) {
 // dropUselessLevers removes each candidate that sets a lever to other
 // than its default without lowering the device need against the same
 // candidate with the default: a lever trades time for memory (recompute
-// runs the forward again), and one that saves nothing only costs time.
-// Until the engine's recompute transform lands, every recompute candidate
-// plans as its twin and goes.
+// runs the forward again), and one that saves nothing only costs time:
+// recompute in evaluation, or for a model whose blocks keep nothing but
+// their inputs.
 func dropUselessLevers(all []Entry) []Entry {
 	defaults := map[string]int64{}
 	for _, e := range all {
