@@ -116,9 +116,7 @@ func PlanMemory(opts Options, po PlanOptions) (MemoryPlan, error) {
 	}
 	recomputes = slices.Clone(recomputes)
 	for i, r := range recomputes {
-		if r == "" {
-			recomputes[i] = levers.RecomputeNone
-		}
+		recomputes[i] = r.Setting()
 	}
 	var (
 		built     []*models.Model // each schedule's model: its inputs are the schedule's

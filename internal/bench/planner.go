@@ -106,9 +106,7 @@ func (p *Planner) HostAvailable() int64 { return p.host.Bytes }
 // schedule returns the workload compiled under recompute, compiling it the
 // first time.
 func (p *Planner) schedule(r levers.Recompute) (compiled, error) {
-	if r == "" {
-		r = levers.RecomputeNone
-	}
+	r = r.Setting()
 	if c, ok := p.compiled[r]; ok {
 		return c, nil
 	}
@@ -163,11 +161,7 @@ func (p *Planner) Plan(mode Mode, cfg Config, deviceFree int64, predict bool) (M
 			return ModePlan{}, fmt.Errorf("cpu: %w", err)
 		}
 	}
-	recompute := cfg.Recompute
-	if recompute == "" {
-		recompute = levers.RecomputeNone
-	}
-	mp := ModePlan{Mode: mode, Recompute: recompute, Placement: pl, HostAvailable: p.host.Bytes, Status: p.gpuStatus}
+	mp := ModePlan{Mode: mode, Recompute: cfg.Recompute.Setting(), Placement: pl, HostAvailable: p.host.Bytes, Status: p.gpuStatus}
 	if dev == nil {
 		return mp, nil
 	}

@@ -40,6 +40,15 @@ func ParseRecompute(s string) (Recompute, error) {
 	return "", fmt.Errorf("unknown recompute %q (want %s)", s, names(Recomputes()))
 }
 
+// Setting returns r, RecomputeNone for "" (the zero value, as an unset
+// field holds it).
+func (r Recompute) Setting() Recompute {
+	if r == "" {
+		return RecomputeNone
+	}
+	return r
+}
+
 // On reports whether r recomputes anything; "" is RecomputeNone.
 func (r Recompute) On() bool { return r == RecomputeBlocks }
 
@@ -54,12 +63,7 @@ func (r Recompute) Validate() error {
 }
 
 // String returns the setting's name; "" reads as none.
-func (r Recompute) String() string {
-	if r == "" {
-		return string(RecomputeNone)
-	}
-	return string(r)
-}
+func (r Recompute) String() string { return string(r.Setting()) }
 
 // names joins values as "a or b", "a, b or c".
 func names[T ~string](values []T) string {
