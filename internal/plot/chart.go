@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"gpuz/internal/levers"
 	"gpuz/internal/report"
 )
 
@@ -318,7 +319,7 @@ func title(h Header, devs []string) string {
 	if h.Scale != "" {
 		what += ", " + h.Scale + " scale"
 	}
-	if h.Task == "train" && h.Recompute != "" && h.Recompute != "none" {
+	if h.Task == "train" && levers.Recompute(h.Recompute).On() {
 		what += ", recompute " + h.Recompute
 	}
 	return fmt.Sprintf("%s, on %s\ngpuz %s", what, dev, rev)
