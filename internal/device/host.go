@@ -3,6 +3,7 @@ package device
 import (
 	"fmt"
 	"runtime"
+	"unsafe"
 
 	"gpuz/internal/hugemem"
 )
@@ -52,6 +53,16 @@ func (b *hostBuffer) free() {
 // device. It panics on a buffer of another device: mixing devices is a
 // programming error.
 func Floats(b Buffer) []float32 { return b.(*hostBuffer).data }
+
+// Halves returns the memory of a host or simulated buffer as 16-bit
+// elements, two to each of its float32 words: where a 16-bit value lives.
+func Halves(b Buffer) []uint16 {
+	f := Floats(b)
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&f[0])), 2*len(f))
+}
 
 // Host is the CPU as a device: buffers are Go slices and the kernels are
 // those of package hostmath.

@@ -1,6 +1,9 @@
 package device
 
-import "gpuz/internal/hostmath"
+import (
+	"gpuz/internal/half"
+	"gpuz/internal/hostmath"
+)
 
 // Kernels is the math a device runs on its buffers, one method per
 // operation that the engine dispatches. Matrices are row-major; every
@@ -41,6 +44,13 @@ type Kernels interface {
 	Fill(dst, s Buffer, scale float32)
 	// SumSquares returns the sum of the squares of x's elements.
 	SumSquares(x Buffer) float64
+	// ToHalf sets the first n 16-bit elements of dst, packed two to a
+	// float32 word (half.Words(n) words), to the first n values of src
+	// rounded to format f, nearest even, as package half rounds.
+	ToHalf(dst, src Buffer, n int, f half.Format)
+	// FromHalf sets the first n elements of dst to the n 16-bit values of
+	// format f in src, exactly.
+	FromHalf(dst, src Buffer, n int, f half.Format)
 	// AdamStep applies Adam update number step to p from g·gradScale,
 	// updating the moments m and v (see hostmath.AdamStep).
 	AdamStep(opt hostmath.Adam, p, g, m, v Buffer, gradScale float64, step int)
@@ -158,6 +168,26 @@ func (hostKernels) Fill(dst, s Buffer, scale float32) {
 
 // SumSquares returns the sum of squares of x.
 func (hostKernels) SumSquares(x Buffer) float64 { return hostmath.SumSquares(Floats(x)) }
+
+// ToHalf rounds src's first n values to 16 bits into dst.
+func (hostKernels) ToHalf(dst, src Buffer, n int, f half.Format) {
+	h, s := Halves(dst)[:n], Floats(src)[:n]
+	if f == half.FP16 {
+		hostmath.FP16FromFloat32s(h, s)
+		return
+	}
+	hostmath.BF16FromFloat32s(h, s)
+}
+
+// FromHalf widens src's first n 16-bit values into dst.
+func (hostKernels) FromHalf(dst, src Buffer, n int, f half.Format) {
+	d, h := Floats(dst)[:n], Halves(src)[:n]
+	if f == half.FP16 {
+		hostmath.FP16ToFloat32s(d, h)
+		return
+	}
+	hostmath.BF16ToFloat32s(d, h)
+}
 
 // AdamStep applies one Adam update.
 func (hostKernels) AdamStep(opt hostmath.Adam, p, g, m, v Buffer, gradScale float64, step int) {

@@ -13,7 +13,10 @@
 // exact.
 package half
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // BF16FromFloat32 returns the bf16 nearest f, ties to even.
 func BF16FromFloat32(f float32) uint16 {
@@ -135,3 +138,28 @@ func FP16ToFloat32s(dst []float32, src []uint16) {
 		dst[i] = FP16ToFloat32(h)
 	}
 }
+
+// Format names one of the two 16-bit formats.
+type Format int
+
+// The formats.
+const (
+	BF16 Format = iota + 1 // bfloat16
+	FP16                   // IEEE 754 binary16
+)
+
+// String returns "bf16" or "fp16".
+func (f Format) String() string {
+	switch f {
+	case BF16:
+		return "bf16"
+	case FP16:
+		return "fp16"
+	default:
+		return fmt.Sprintf("half.Format(%d)", int(f))
+	}
+}
+
+// Words returns the float32-sized words that n 16-bit values fill, packed
+// two to a word: the unit in which devices allocate and page memory.
+func Words(n int) int { return (n + 1) / 2 }

@@ -42,3 +42,46 @@ func TestRecompute(t *testing.T) {
 		t.Error(`Recompute("all").Validate() is nil`)
 	}
 }
+
+// TestPrecision: every name a flag may give reads back as itself, "" is
+// fp32, only bf16 and fp16 are 16-bit, and anything else is refused naming
+// the values.
+func TestPrecision(t *testing.T) {
+	for _, tc := range []struct {
+		in      Precision
+		setting Precision
+		half    bool
+	}{
+		{"", FP32, false},
+		{FP32, FP32, false},
+		{BF16, BF16, true},
+		{FP16, FP16, true},
+	} {
+		if got := tc.in.Setting(); got != tc.setting {
+			t.Errorf("%q.Setting() = %q, want %q", tc.in, got, tc.setting)
+		}
+		if got := tc.in.String(); got != string(tc.setting) {
+			t.Errorf("%q.String() = %q, want %q", tc.in, got, tc.setting)
+		}
+		if got := tc.in.Half(); got != tc.half {
+			t.Errorf("%q.Half() = %v, want %v", tc.in, got, tc.half)
+		}
+		if err := tc.in.Validate(); err != nil {
+			t.Errorf("%q.Validate() = %v", tc.in, err)
+		}
+	}
+	for _, p := range Precisions() {
+		if got, err := ParsePrecision(string(p)); err != nil || got != p {
+			t.Errorf("ParsePrecision(%q) = %q, %v", p, got, err)
+		}
+	}
+	for _, bad := range []string{"", "fp8", "BF16", "fp32 "} {
+		_, err := ParsePrecision(bad)
+		if want := `unknown precision "` + bad + `" (want fp32, bf16 or fp16)`; err == nil || err.Error() != want {
+			t.Errorf("ParsePrecision(%q): %v, want %s", bad, err, want)
+		}
+		if err := Precision(bad).Validate(); bad != "" && err == nil {
+			t.Errorf("Precision(%q).Validate() = nil", bad)
+		}
+	}
+}

@@ -2,9 +2,11 @@ package selftest
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"gpuz/internal/device"
+	"gpuz/internal/half"
 	"gpuz/internal/hostmath"
 )
 
@@ -49,6 +51,26 @@ func ints(r *rand.Rand, n, classes int) []float32 {
 }
 
 func zeros(n int) []float32 { return make([]float32, n) }
+
+// spread returns n values of every magnitude from 2^-30 to 2^20, of
+// either sign, with zeros: fp16's subnormals, its overflow and the ties of
+// both 16-bit formats' rounding among them.
+func spread(r *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		if i%17 == 0 {
+			continue
+		}
+		x[i] = float32(math.Ldexp(r.NormFloat64(), r.IntN(51)-30))
+		switch i % 5 { // ties: the bits below the kept mantissa exactly half
+		case 0: // of bf16's 7 bits
+			x[i] = math.Float32frombits(math.Float32bits(x[i])&^0xffff | 0x8000)
+		case 1: // of fp16's 10
+			x[i] = math.Float32frombits(math.Float32bits(x[i])&^0x1fff | 0x1000)
+		}
+	}
+	return x
+}
 
 func bufs(parts ...[]float32) [][]float32 { return parts }
 
@@ -127,6 +149,15 @@ func Cases() []Case {
 		cases = append(cases, Case{Name: fmt.Sprintf("Conv2dBiasGrad/shape%d", i),
 			Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(s.OutC), randn(r, y)) },
 			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.Conv2dBiasGrad(b[0], b[1], s) })})
+	}
+	for _, f := range []half.Format{half.BF16, half.FP16} {
+		const n = 1001 // odd: the last word holds one value
+		cases = append(cases, Case{Name: "ToHalf+FromHalf/" + f.String(),
+			Bufs: func(r *rand.Rand) [][]float32 { return bufs(spread(r, n), zeros(half.Words(n)), zeros(n)) },
+			Call: noValue(func(k device.Kernels, b []device.Buffer) {
+				k.ToHalf(b[1], b[0], n, f)
+				k.FromHalf(b[2], b[1], n, f)
+			})})
 	}
 	cases = append(cases,
 		Case{Name: "AddRowVector", Bufs: func(r *rand.Rand) [][]float32 { return bufs(randn(r, 6*13), randn(r, 13)) },

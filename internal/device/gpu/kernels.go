@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"gpuz/internal/device"
+	"gpuz/internal/half"
 	"gpuz/internal/hostmath"
 )
 
@@ -103,6 +104,24 @@ func (k Dispatcher) Gemm(transA, transB bool, m, n, kk int, a, b, c device.Buffe
 		return
 	}
 	k.gemm(transA, transB, m, n, kk, 1, ptr(a), lda, ptr(b), ldb, 0, ptr(c), n)
+}
+
+// ToHalf rounds src's first n values to 16 bits into dst.
+func (k Dispatcher) ToHalf(dst, src device.Buffer, n int, f half.Format) {
+	if f == half.FP16 {
+		k.each("to_fp16", n, Pointer(ptr(dst)), Pointer(ptr(src)), Long(n))
+		return
+	}
+	k.each("to_bf16", n, Pointer(ptr(dst)), Pointer(ptr(src)), Long(n))
+}
+
+// FromHalf widens src's first n 16-bit values into dst.
+func (k Dispatcher) FromHalf(dst, src device.Buffer, n int, f half.Format) {
+	if f == half.FP16 {
+		k.each("from_fp16", n, Pointer(ptr(dst)), Pointer(ptr(src)), Long(n))
+		return
+	}
+	k.each("from_bf16", n, Pointer(ptr(dst)), Pointer(ptr(src)), Long(n))
 }
 
 // AddRowVector adds v to every row of m.

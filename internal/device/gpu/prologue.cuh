@@ -19,6 +19,8 @@
 #define GPUZ_NBLOCKS ((long long)gridDim.x)
 #define GPUZ_NULL 0
 #define GPUZ_NEG_INF (-__int_as_float(0x7f800000))
+#define GPUZ_BITS(f) __float_as_uint(f)
+#define GPUZ_FLOAT(u) __uint_as_float(u)
 #else
 #define GPUZ_KERNEL void
 #define GPUZ_DEVICE static inline
@@ -30,6 +32,16 @@
 #define GPUZ_NBLOCKS ((long long)gpuz_grid_dim())
 #define GPUZ_NULL ((void *)0)
 #define GPUZ_NEG_INF (-__builtin_inff())
+#define GPUZ_BITS(f) gpuz_bits(f)
+#define GPUZ_FLOAT(u) gpuz_float(u)
+static inline unsigned gpuz_bits(float f) {
+	union { float f; unsigned u; } v = {.f = f};
+	return v.u;
+}
+static inline float gpuz_float(unsigned u) {
+	union { unsigned u; float f; } v = {.u = u};
+	return v.f;
+}
 #endif
 
 // Grid-stride loop over [0, n): every index visited once whatever the grid.

@@ -17,6 +17,7 @@
 #include "prologue.cuh"
 #include "elementwise.cu"
 #include "reduce.cu"
+#include "half.cu"
 #include "softmax.cu"
 #include "layernorm.cu"
 #include "embedding.cu"
@@ -84,6 +85,10 @@ static double f64(uint64_t bits) {
 	X(fill_scalar, "pplf", fill_scalar(P(0), P(1), L(2), F(3))) \
 	X(fill_value, "plf", fill_value(P(0), L(1), F(2))) \
 	X(add, "pppl", add(P(0), P(1), P(2), L(3))) \
+	X(to_bf16, "ppl", to_bf16(P(0), P(1), L(2))) \
+	X(from_bf16, "ppl", from_bf16(P(0), P(1), L(2))) \
+	X(to_fp16, "ppl", to_fp16(P(0), P(1), L(2))) \
+	X(from_fp16, "ppl", from_fp16(P(0), P(1), L(2))) \
 	X(leaky_relu, "pplf", leaky_relu(P(0), P(1), L(2), F(3))) \
 	X(leaky_relu_grad, "ppplf", leaky_relu_grad(P(0), P(1), P(2), L(3), F(4))) \
 	X(add_row_vector, "ppli", add_row_vector(P(0), P(1), L(2), I(3))) \
