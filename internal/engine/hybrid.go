@@ -248,6 +248,8 @@ func (p *Schedule) sideBytes(s sides, ls []layout) (dev, host int64) {
 	for b, l := range ls {
 		add(s.blockHost[b], l.elems)
 	}
+	add(false, p.scratchFor(func(si int) bool { return !s.stepHost[si] }))
+	add(true, p.scratchFor(func(si int) bool { return s.stepHost[si] }))
 	for side, sizes := range s.slots {
 		for _, n := range sizes {
 			add(side == 1, n)

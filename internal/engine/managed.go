@@ -27,6 +27,9 @@ type managedLayout struct {
 	value []int64 // of each input, seed and temporary value; -1 for the others
 	area  []int64 // of each block's area
 	total int64   // the region's bytes
+	// scratch is the place of the float32 scratch 16-bit steps convert
+	// through.
+	scratch int64
 }
 
 // pages returns the region's pages of pageSize bytes, the last one
@@ -66,6 +69,7 @@ func (p *Schedule) managedLayout() managedLayout {
 	for b, l := range p.layouts(Placement{}) {
 		m.area[b] = next(l.elems)
 	}
+	m.scratch = next(p.scratchFor(func(int) bool { return true }))
 	return m
 }
 
@@ -145,6 +149,11 @@ func (mp *managedPages) step(si int) error {
 			return err
 		}
 	}
+	if n := mp.plan.scratchElems(si); n > 0 {
+		if err := mp.touch(mp.layout.scratch, 4*int64(n)); err != nil {
+			return err
+		}
+	}
 	return mp.touchValue(s.out)
 }
 
@@ -159,8 +168,12 @@ func (mp *managedPages) update(b int) error {
 		if err := mp.touchValue(p.params[i]); err != nil {
 			return err
 		}
-		n := 4 * int64(p.values[p.params[i]].elems)
-		for _, off := range l.moments[j] {
+		n := 4 * int64(p.count(p.params[i]))
+		offs := l.moments[j][:]
+		if l.masters[j] >= 0 {
+			offs = append(offs, l.masters[j])
+		}
+		for _, off := range offs {
 			if err := mp.touch(mp.layout.area[b]+4*int64(off), n); err != nil {
 				return err
 			}
@@ -228,6 +241,9 @@ func (prog *Program) loadManaged() error {
 	prog.layouts = p.layouts(prog.place)
 	for b, l := range prog.layouts {
 		prog.bind(b, view(layout.area[b], l.elems))
+	}
+	if n := p.scratchFor(func(int) bool { return true }); n > 0 {
+		prog.scratch16[0] = view(layout.scratch, n)
 	}
 	mig := &deviceMigrator{dev: dev, region: region}
 	if mig.mp, err = newManagedPages(p, prog.place, capacity, mig); err != nil {

@@ -114,8 +114,11 @@ type layout struct {
 	params  []int    // indices into Schedule.params
 	offsets []int    // of each parameter
 	moments [][2]int // of each parameter's m and v, when they travel with the block
-	saved   []int    // offsets of the block's saved values, as Schedule.saved[b]
-	elems   int      // the area's size
+	// masters holds the offset of each 16-bit parameter's float32 master,
+	// after its moments; -1 for a float32 parameter.
+	masters []int
+	saved   []int // offsets of the block's saved values, as Schedule.saved[b]
+	elems   int   // the area's size
 }
 
 // offsetInArea returns where parameter or saved value v sits in its
@@ -154,9 +157,13 @@ func (p *Schedule) layouts(pl Placement) []layout {
 		}
 		if p.spec.Train && pl.momentsInArea(b) {
 			for _, i := range l.params {
-				n := p.values[p.params[i]].elems
+				n := p.count(p.params[i])
 				l.moments = append(l.moments, [2]int{l.elems, l.elems + n})
-				l.elems += 2 * n
+				l.masters = append(l.masters, -1)
+				if p.values[p.params[i]].half {
+					l.masters[len(l.masters)-1] = l.elems + 2*n
+				}
+				l.elems += p.stateElems(i)
 			}
 		}
 		for _, v := range p.saved[b] {
@@ -210,7 +217,7 @@ func (p *Schedule) Footprint(pl Placement, deviceFree int64) Footprint {
 		paged += 4 * int64(l.elems)
 		slot = max(slot, 4*int64(l.elems))
 		for _, i := range l.params {
-			optimizer += 2 * 4 * int64(p.values[p.params[i]].elems)
+			optimizer += 4 * int64(p.stateElems(i))
 		}
 	}
 	dev, host := p.sideBytes(s, resident)

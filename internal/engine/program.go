@@ -8,7 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"gpuz/internal/device"
-	"gpuz/internal/hostmath"
+	"gpuz/internal/levers"
 )
 
 // DeviceOp is an op the engine runs: Launch computes it with a device's
@@ -37,7 +37,19 @@ type Program struct {
 	place   Placement
 	buffers []device.Buffer // per value: its own buffer, a view of its slot or its block's area, nil while paged out
 	moments [][2]device.Buffer
+	// masters holds each 16-bit parameter's float32 master where its
+	// moments are, nil for the others and where the host keeps it.
+	masters []device.Buffer
 	owned   []device.Buffer // what Close frees on dev
+	// scratch is each side's float32 scratch (device 0, host 1) that
+	// 16-bit steps and updates convert through; nil under fp32.
+	scratch16  [2]device.Buffer
+	converters [2]converter // over scratch16, reset by converter()
+	// loss is fp16 training's loss scale; overflowed says whether a block
+	// of the current step skipped its update.
+	loss       LossScale
+	overflowed bool
+	seedScale  float64 // the value in the seed's buffer
 	// host computes a hybrid placement's host blocks with hk; hostOwned
 	// is what Close frees on it.
 	host      device.Device
@@ -72,6 +84,7 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 	host := device.NewHost()
 	prog = &Program{plan: p, dev: dev, k: dev.Kernels(), place: pl, host: host, hk: host.Kernels(), sides: sides,
 		buffers: make([]device.Buffer, len(p.values)), mirrors: make([]device.Buffer, len(p.values)), moments: make([][2]device.Buffer, len(p.params)),
+		masters: make([]device.Buffer, len(p.params)), loss: newLossScale(), seedScale: 1,
 		adamSteps: make([]int, len(p.spec.Blocks)), scratch: make([]float32, 1),
 		gradSquares: make([]float64, len(p.params))}
 	loading := prog // the returns below set prog to nil before this runs
@@ -107,6 +120,15 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 				return nil, fmt.Errorf("engine: allocating activations: %w", err)
 			}
 			slots[side] = append(slots[side], buf)
+		}
+	}
+	for side := range prog.scratch16 {
+		n := p.scratchFor(func(si int) bool { return sides.stepHost[si] == (side == 1) })
+		if n == 0 {
+			continue
+		}
+		if prog.scratch16[side], err = prog.allocOn(side == 1, n); err != nil {
+			return nil, fmt.Errorf("engine: allocating the 16-bit conversions' scratch: %w", err)
 		}
 	}
 	for i, v := range p.values {
@@ -175,12 +197,15 @@ func (prog *Program) allocMoments() error {
 		if !prog.place.momentsResident(p.values[pv].block) {
 			continue
 		}
-		n := p.values[pv].elems
-		buf, err := prog.alloc(2 * n)
+		n := p.count(pv)
+		buf, err := prog.alloc(p.stateElems(i))
 		if err != nil {
 			return fmt.Errorf("engine: allocating the optimizer state of %s: %w", p.values[pv].node.Name(), err)
 		}
 		prog.moments[i] = [2]device.Buffer{prog.dev.View(buf, 0, n), prog.dev.View(buf, n, n)}
+		if p.values[pv].half {
+			prog.masters[i] = prog.dev.View(buf, 2*n, n)
+		}
 	}
 	return nil
 }
@@ -226,8 +251,11 @@ func (prog *Program) bind(b int, area device.Buffer) {
 		pv := p.params[i]
 		prog.buffers[pv] = d.View(area, l.offsets[j], p.values[pv].elems)
 		if l.moments != nil {
-			n := p.values[pv].elems
+			n := p.count(pv)
 			prog.moments[i] = [2]device.Buffer{d.View(area, l.moments[j][0], n), d.View(area, l.moments[j][1], n)}
+			if l.masters[j] >= 0 {
+				prog.masters[i] = d.View(area, l.masters[j], n)
+			}
 		}
 	}
 	for j, v := range p.saved[b] {
@@ -242,6 +270,7 @@ func (prog *Program) unbind(b int) {
 		prog.buffers[p.params[i]] = nil
 		if l.moments != nil {
 			prog.moments[i] = [2]device.Buffer{}
+			prog.masters[i] = nil
 		}
 	}
 	for _, v := range p.saved[b] {
@@ -276,8 +305,29 @@ func (prog *Program) SetInput(n *gorgonia.Node, data []float32) error {
 		}
 		return nil
 	}
-	if err := prog.on(prog.sides.valueHost[i]).Upload(prog.buffers[i], data); err != nil {
+	d := prog.on(prog.sides.valueHost[i])
+	if v := prog.plan.values[i]; v.half {
+		if len(data) != prog.plan.count(i) {
+			return fmt.Errorf("engine: setting %s: %d values for %d elements", n.Name(), len(data), prog.plan.count(i))
+		}
+		if m := prog.masterOf(i); m != nil {
+			if err := prog.on(prog.sides.blockHost[v.block]).Upload(m, data); err != nil {
+				return fmt.Errorf("engine: setting %s's master: %w", n.Name(), err)
+			}
+		}
+		data = packedHalf(prog.plan.format(), data)
+	}
+	if err := d.Upload(prog.buffers[i], data); err != nil {
 		return fmt.Errorf("engine: setting %s: %w", n.Name(), err)
+	}
+	return nil
+}
+
+// masterOf returns the float32 master of 16-bit parameter value v on its
+// block's side, nil when it has none there.
+func (prog *Program) masterOf(v int) device.Buffer {
+	if i := prog.plan.paramIndex(v); i >= 0 {
+		return prog.masters[i]
 	}
 	return nil
 }
@@ -290,7 +340,14 @@ func (prog *Program) Read(n *gorgonia.Node) ([]float32, error) {
 		return nil, fmt.Errorf("engine: %s is not an input or parameter of the program", n.Name())
 	}
 	if prog.buffers[i] == nil { // a paged-out parameter: its host master is current
-		return prog.res.readParam(i), nil
+		return prog.res.readParam(i)
+	}
+	if m := prog.masterOf(i); m != nil { // a 16-bit parameter's float32 master
+		out := make([]float32, prog.plan.count(i))
+		if err := prog.on(prog.sides.blockHost[prog.plan.values[i].block]).Download(out, m); err != nil {
+			return nil, fmt.Errorf("engine: reading %s's master: %w", n.Name(), err)
+		}
+		return out, nil
 	}
 	return prog.download(i)
 }
@@ -309,11 +366,19 @@ func (prog *Program) Gradient(n *gorgonia.Node) ([]float32, error) {
 	return nil, fmt.Errorf("engine: %s is not a parameter", n.Name())
 }
 
+// download copies value i's elements from its buffer, widening a 16-bit
+// value.
 func (prog *Program) download(i int) ([]float32, error) {
-	out := make([]float32, prog.plan.values[i].elems)
-	if err := prog.on(prog.sides.valueHost[i]).Download(out, prog.buffers[i]); err != nil {
-		return nil, fmt.Errorf("engine: reading %s: %w", prog.plan.values[i].node.Name(), err)
+	v := prog.plan.values[i]
+	words := make([]float32, v.elems)
+	if err := prog.on(prog.sides.valueHost[i]).Download(words, prog.buffers[i]); err != nil {
+		return nil, fmt.Errorf("engine: reading %s: %w", v.node.Name(), err)
 	}
+	if !v.half {
+		return words, nil
+	}
+	out := make([]float32, prog.plan.count(i))
+	unpackHalf(prog.plan.format(), out, words)
 	return out, nil
 }
 
@@ -325,8 +390,15 @@ func (prog *Program) Run() (float32, error) {
 	if prog.res != nil {
 		c = prog.res.pager
 	}
+	if err := prog.scaleSeed(); err != nil {
+		return 0, err
+	}
+	prog.overflowed = false
 	if err := prog.plan.walk(c, programSteps{prog}); err != nil {
 		return 0, err
+	}
+	if prog.scalesLoss() {
+		prog.loss.endStep(prog.overflowed)
 	}
 	if err := prog.on(prog.sides.valueHost[prog.plan.output]).Download(prog.scratch, prog.buffers[prog.plan.output]); err != nil {
 		return 0, fmt.Errorf("engine: reading the output: %w", err)
@@ -424,7 +496,12 @@ func (ps programSteps) execute(si int, staged bool) error {
 		return err
 	}
 	if i, ok := prog.plan.gradOf[s.out]; ok && prog.plan.spec.Train {
-		prog.gradSquares[i] = prog.kernelsOn(prog.sides.valueHost[s.out]).SumSquares(prog.buffers[s.out])
+		onHost := prog.sides.valueHost[s.out]
+		g := prog.buffers[s.out]
+		if prog.plan.values[s.out].half { // the sum of the stored, rounded values
+			g = prog.converter(onHost).widen(g, prog.plan.count(s.out))
+		}
+		prog.gradSquares[i] = prog.kernelsOn(onHost).SumSquares(g)
 	}
 	return nil
 }
@@ -480,10 +557,30 @@ func (prog *Program) execute(si int, staged bool) error {
 		}
 	}
 	k := prog.kernelsOn(onHost)
+	var rounded device.Buffer // a 16-bit output, computed in float32 first
+	if c := prog.converter(onHost); c != nil {
+		p := prog.plan
+		lower := castOf(s.op) == levers.CastLower
+		for j, a := range s.args {
+			switch {
+			case p.values[a].half:
+				args[j] = c.widen(args[j], p.count(a))
+			case lower:
+				args[j] = c.round(args[j], p.count(a))
+			}
+		}
+		if p.values[s.out].half {
+			rounded, out = out, c.take(p.count(s.out))
+		}
+	}
 	if isGradientSum(s.op) {
 		k.Add(out, args[0], args[1])
 	} else if err := s.op.(DeviceOp).Launch(k, out, args, s.shapes); err != nil {
 		return fmt.Errorf("engine: %v: %w", s.op, err)
+	}
+	if rounded != nil {
+		k.ToHalf(rounded, out, prog.plan.count(s.out), prog.plan.format())
+		out = rounded
 	}
 	switch {
 	case staged && sd.after[si]:
@@ -511,11 +608,26 @@ func (prog *Program) update(b int) error {
 	for _, i := range members {
 		sumSquares += prog.gradSquares[i]
 	}
-	scale := hostmath.ClipScale(sumSquares, p.spec.ClipNorm)
+	scale, ok := prog.gradScale(sumSquares)
+	if !ok {
+		return nil
+	}
 	prog.adamSteps[b]++
-	k := prog.kernelsOn(prog.sides.blockHost[b])
+	onHost := prog.sides.blockHost[b]
+	k := prog.kernelsOn(onHost)
 	for _, i := range members {
-		k.AdamStep(p.spec.Optimizer, prog.buffers[p.params[i]], prog.buffers[p.grads[i]], prog.moments[i][0], prog.moments[i][1], scale, prog.adamSteps[b])
+		param, grad := prog.buffers[p.params[i]], prog.buffers[p.grads[i]]
+		c := prog.converter(onHost)
+		if p.values[p.grads[i]].half {
+			grad = c.widen(grad, p.count(p.grads[i]))
+		}
+		if m := prog.masters[i]; m != nil {
+			param = m
+		}
+		k.AdamStep(p.spec.Optimizer, param, grad, prog.moments[i][0], prog.moments[i][1], scale, prog.adamSteps[b])
+		if param != prog.buffers[p.params[i]] {
+			k.ToHalf(prog.buffers[p.params[i]], param, p.count(p.params[i]), p.format())
+		}
 	}
 	return nil
 }

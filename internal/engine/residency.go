@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"gpuz/internal/cache"
 	"gpuz/internal/device"
@@ -24,7 +25,11 @@ type residency struct {
 	// hostMoments holds Adam's moments per parameter when the optimizer
 	// runs on the host.
 	hostMoments [][2][]float32
+	// hostMasters holds each 16-bit parameter's float32 master when the
+	// optimizer runs on the host (its block's area holds the 16-bit copy).
+	hostMasters [][]float32
 	gradHost    []float32
+	wideHost    []float32 // a 16-bit gradient widened on the host
 	// staging receives a saved value computed while its block is paged
 	// out, on its way to the block's host master.
 	staging device.Buffer
@@ -126,13 +131,17 @@ func (prog *Program) newResidency() (res *residency, err error) {
 	}
 	if p.spec.Train && prog.place.Cache.OptimizerOnHost {
 		r.hostMoments = make([][2][]float32, len(p.params))
+		r.hostMasters = make([][]float32, len(p.params))
 		for i, pv := range p.params {
-			if n := p.values[pv].elems; prog.place.pagedBlock(p.values[pv].block) {
-				both, err := r.hostAlloc(2 * n)
+			if n := p.count(pv); prog.place.pagedBlock(p.values[pv].block) {
+				state, err := r.hostAlloc(p.stateElems(i))
 				if err != nil {
 					return nil, fmt.Errorf("engine: allocating the host optimizer state of %s: %w", p.values[pv].node.Name(), err)
 				}
-				r.hostMoments[i] = [2][]float32{both[:n:n], both[n:]}
+				r.hostMoments[i] = [2][]float32{state[:n:n], state[n : 2*n : 2*n]}
+				if p.values[pv].half {
+					r.hostMasters[i] = state[2*n:]
+				}
 			}
 		}
 	}
@@ -167,23 +176,68 @@ func (r *residency) paramPlace(valueIndex int) (block, offset int) {
 // setParam writes a parameter's master copy, and its device copy when the
 // block is resident.
 func (r *residency) setParam(valueIndex int, data []float32) error {
+	p := r.prog.plan
 	b, off := r.paramPlace(valueIndex)
-	n := r.prog.plan.values[valueIndex].elems
-	if len(data) != n {
+	if n := p.count(valueIndex); len(data) != n {
 		return fmt.Errorf("%d values for a parameter of %d", len(data), n)
 	}
-	copy(r.host[b][off:off+n], data)
+	if i := p.paramIndex(valueIndex); p.values[valueIndex].half {
+		if m := r.prog.masters[i]; m != nil { // resident on the device with the moments
+			if err := r.prog.dev.Upload(m, data); err != nil {
+				return err
+			}
+		}
+		if r.hostMasters != nil && r.hostMasters[i] != nil {
+			copy(r.hostMasters[i], data)
+		}
+		if off := r.masterInArea(i); off >= 0 { // paged with the block
+			copy(r.host[b][off:off+len(data)], data)
+		}
+		data = packedHalf(p.format(), data)
+	}
+	copy(r.host[b][off:off+len(data)], data)
 	if r.Resident(b) {
 		return r.prog.dev.Upload(r.prog.buffers[valueIndex], data)
 	}
 	return nil
 }
 
-// readParam returns a copy of a paged-out parameter's master.
-func (r *residency) readParam(valueIndex int) []float32 {
+// readParam returns a copy of a paged-out parameter's master: a 16-bit
+// parameter's float32 master where it has one.
+func (r *residency) readParam(valueIndex int) ([]float32, error) {
+	p := r.prog.plan
 	b, off := r.paramPlace(valueIndex)
-	n := r.prog.plan.values[valueIndex].elems
-	return append([]float32(nil), r.host[b][off:off+n]...)
+	v := p.values[valueIndex]
+	if !v.half {
+		return append([]float32(nil), r.host[b][off:off+v.elems]...), nil
+	}
+	i, n := p.paramIndex(valueIndex), p.count(valueIndex)
+	out := make([]float32, n)
+	switch moff := r.masterInArea(i); {
+	case r.hostMasters != nil && r.hostMasters[i] != nil:
+		copy(out, r.hostMasters[i])
+	case moff >= 0:
+		copy(out, r.host[b][moff:moff+n])
+	case r.prog.masters[i] != nil: // resident on the device with the moments
+		if err := r.prog.dev.Download(out, r.prog.masters[i]); err != nil {
+			return nil, err
+		}
+	default:
+		unpackHalf(p.format(), out, r.host[b][off:off+v.elems])
+	}
+	return out, nil
+}
+
+// masterInArea returns the offset in its block's area of parameter i's
+// float32 master, which a policy paging the moments with the block moves
+// with it; -1 when it has none there.
+func (r *residency) masterInArea(i int) int {
+	p := r.prog.plan
+	l := r.prog.layouts[p.values[p.params[i]].block]
+	if l.masters == nil {
+		return -1
+	}
+	return l.masters[slices.Index(l.params, i)]
 }
 
 // live reports whether saved value v holds data a later step reads.
@@ -202,7 +256,8 @@ func (c *pager) pagedOut(v int) bool {
 
 // member is one piece of a block's area that a copy moves: parameter
 // param of Schedule.params itself (moment -1) or its Adam moment m (0) or
-// v (1), or, when saved ≥ 0, that saved value.
+// v (1) or, for a 16-bit parameter, its float32 master (2), or, when
+// saved ≥ 0, that saved value.
 type member struct{ param, moment, saved int }
 
 // moves calls move for each member of block b that a copy moves, with its
@@ -212,13 +267,17 @@ func (c *pager) moves(b int, params bool, move func(off, n int, m member) error)
 	p, l := c.plan, c.layouts[b]
 	if params {
 		for j, i := range l.params {
-			n := p.values[p.params[i]].elems
-			if err := move(l.offsets[j], n, member{param: i, moment: -1, saved: -1}); err != nil {
+			if err := move(l.offsets[j], p.values[p.params[i]].elems, member{param: i, moment: -1, saved: -1}); err != nil {
 				return err
 			}
 			if l.moments != nil {
-				for k := range 2 {
-					if err := move(l.moments[j][k], n, member{param: i, moment: k, saved: -1}); err != nil {
+				n := p.count(p.params[i])
+				offs := []int{l.moments[j][0], l.moments[j][1], l.masters[j]}
+				for k, off := range offs {
+					if off < 0 {
+						continue
+					}
+					if err := move(off, n, member{param: i, moment: k, saved: -1}); err != nil {
 						return err
 					}
 				}
@@ -261,6 +320,8 @@ func (r *residency) copyArea(b int, toDevice, params bool) error {
 		switch {
 		case m.saved >= 0:
 			buf = prog.buffers[m.saved]
+		case m.moment == 2:
+			buf = prog.masters[m.param]
 		case m.moment >= 0:
 			buf = prog.moments[m.param][m.moment]
 		default:
@@ -285,7 +346,7 @@ func (r *residency) updateOnHost(b int) error {
 	prog, p, l := r.prog, r.prog.plan, r.prog.layouts[b]
 	total := 0
 	for _, i := range l.params {
-		total += p.values[p.grads[i]].elems
+		total += p.count(p.grads[i])
 	}
 	if cap(r.gradHost) < total {
 		r.gradHost = make([]float32, total)
@@ -293,19 +354,38 @@ func (r *residency) updateOnHost(b int) error {
 	grads := make([][]float32, len(l.params))
 	sumSquares, off := 0.0, 0
 	for j, i := range l.params {
-		n := p.values[p.grads[i]].elems
+		g := p.grads[i]
+		n := p.count(g)
 		grads[j] = r.gradHost[off : off+n]
 		off += n
-		if err := prog.dev.Download(grads[j], prog.buffers[p.grads[i]]); err != nil {
+		into := grads[j]
+		if p.values[g].half { // copied as stored, widened here
+			if cap(r.wideHost) < p.values[g].elems {
+				r.wideHost = make([]float32, p.values[g].elems)
+			}
+			into = r.wideHost[:p.values[g].elems]
+		}
+		if err := prog.dev.Download(into, prog.buffers[g]); err != nil {
 			return fmt.Errorf("engine: copying block %s's gradients: %w", p.spec.Blocks[b].Name, err)
+		}
+		if p.values[g].half {
+			unpackHalf(p.format(), grads[j], into)
 		}
 		sumSquares += hostmath.SumSquares(grads[j])
 	}
-	scale := hostmath.ClipScale(sumSquares, p.spec.ClipNorm)
+	scale, ok := prog.gradScale(sumSquares)
+	if !ok {
+		return nil
+	}
 	prog.adamSteps[b]++
 	for j, i := range l.params {
-		n := p.values[p.params[i]].elems
-		params := r.host[b][l.offsets[j] : l.offsets[j]+n]
+		pv := p.params[i]
+		params := r.host[b][l.offsets[j] : l.offsets[j]+p.values[pv].elems]
+		if p.values[pv].half {
+			hostmath.AdamStep(p.spec.Optimizer, r.hostMasters[i], grads[j], r.hostMoments[i][0], r.hostMoments[i][1], scale, prog.adamSteps[b])
+			packHalf(p.format(), params, r.hostMasters[i])
+			continue
+		}
 		hostmath.AdamStep(p.spec.Optimizer, params, grads[j], r.hostMoments[i][0], r.hostMoments[i][1], scale, prog.adamSteps[b])
 	}
 	return nil

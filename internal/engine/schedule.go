@@ -54,6 +54,11 @@ type Spec struct {
 	// backward pass and runs the block's forward steps again just before
 	// its gradients (see recompute.go); "" is levers.RecomputeNone.
 	Recompute levers.Recompute
+	// Precision, when 16-bit, stores the products' operands and results
+	// in 16 bits after automatic mixed precision's rules (precision.go);
+	// training keeps float32 masters of the 16-bit parameters with Adam's
+	// moments, and fp16 scales the loss dynamically. "" is levers.FP32.
+	Precision levers.Precision
 }
 
 // valueKind says where a value's memory comes from.
@@ -72,8 +77,13 @@ type value struct {
 	node  *gorgonia.Node
 	kind  valueKind
 	shape tensor.Shape
+	// elems is the value's storage in float32-sized words: its number of
+	// elements, or half as many (rounded up) when half is set.
 	elems int
-	slot  int // arena slot, for temporaries
+	// half says the value is stored in 16 bits, in the format of the
+	// spec's precision.
+	half bool
+	slot int // arena slot, for temporaries
 	// block owns the value: for parameters their block, for saved values
 	// the block they travel with; -1 otherwise.
 	block int
@@ -217,6 +227,10 @@ func Compile(spec Spec) (*Schedule, error) {
 	if spec.Train && spec.Recompute.On() {
 		p.recompute()
 	}
+	if err := checkPrecision(spec); err != nil {
+		return nil, err
+	}
+	p.assignPrecision()
 	if spec.Train {
 		p.scheduleUpdates()
 	}
@@ -396,10 +410,15 @@ func (p *Schedule) updateStep(b int) int {
 // Bytes is the memory a plan needs with every block resident, by kind.
 type Bytes struct {
 	Parameters int64 // every block's parameters
-	Optimizer  int64 // Adam's two moments per parameter, when training
-	Saved      int64 // activations saved for the backward pass
-	Inputs     int64 // one batch of data and target
-	Arena      int64 // other activations, gradients and temporaries, reused by liveness
+	// Optimizer is Adam's two moments per parameter when training, with
+	// the float32 master of each 16-bit parameter.
+	Optimizer int64
+	Saved     int64 // activations saved for the backward pass
+	Inputs    int64 // one batch of data and target
+	// Arena is the other activations, gradients and temporaries, reused by
+	// liveness, and under 16-bit precision the float32 scratch the steps
+	// convert through.
+	Arena int64
 }
 
 // Total is the sum of all kinds.
@@ -419,11 +438,14 @@ func (p *Schedule) Bytes() Bytes {
 		}
 	}
 	if p.spec.Train {
-		b.Optimizer = 2 * b.Parameters
+		for i := range p.params {
+			b.Optimizer += 4 * int64(p.stateElems(i))
+		}
 	}
 	for _, n := range p.slots {
 		b.Arena += 4 * int64(n)
 	}
+	b.Arena += 4 * int64(p.scratchFor(func(int) bool { return true }))
 	return b
 }
 

@@ -147,7 +147,7 @@ func (p *Schedule) Timeline(pl Placement, window int) ([]StepMemory, error) {
 		}
 		if l.moments != nil {
 			for _, i := range l.params {
-				fixed[OptimizerState] += 2 * 4 * int64(p.values[p.params[i]].elems)
+				fixed[OptimizerState] += 4 * int64(p.stateElems(i))
 			}
 		}
 	}
@@ -157,9 +157,9 @@ func (p *Schedule) Timeline(pl Placement, window int) ([]StepMemory, error) {
 		}
 		fixed[PagingSlots] = 4 * (int64(window)*int64(slotElems) + int64(p.largestSaved()))
 		if p.spec.Train && pl.Cache.Moments() == cache.MomentsOnDevice {
-			for _, pv := range p.params {
+			for i, pv := range p.params {
 				if pl.pagedBlock(p.values[pv].block) {
-					fixed[OptimizerState] += 2 * 4 * int64(p.values[pv].elems)
+					fixed[OptimizerState] += 4 * int64(p.stateElems(i))
 				}
 			}
 		}
@@ -171,7 +171,7 @@ func (p *Schedule) Timeline(pl Placement, window int) ([]StepMemory, error) {
 	for _, n := range s.slots[0] {
 		arena += 4 * int64(n)
 	}
-	fixed[Idle] += arena
+	fixed[Idle] += arena + 4*int64(p.scratchFor(func(si int) bool { return !s.stepHost[si] }))
 	var timed []int // values whose device bytes live and die
 	for i, v := range p.values {
 		own := !s.valueHost[i] && (v.kind == kindTemporary || (v.kind == kindSaved && onDevice(v.block)))

@@ -8,6 +8,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/levers"
 )
 
 // AttentionConfig is what the attention ops share: multi-head scaled
@@ -245,3 +246,14 @@ func (op AttentionMixProbsGrad) cost(in []tensor.Shape, out tensor.Shape) device
 func (op AttentionMixValueGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 	return sizedCost(op.sizes, in, func(a hostmath.Attention) device.Cost { return stream(in, out, 2*products(a)) })
 }
+
+// The products, under 16-bit precision: operands rounded to 16 bits, sums
+// in float32, results stored in 16 bits (autocast's lower-precision list).
+func (AttentionMix) cast() levers.Cast          { return levers.CastLower }
+func (AttentionMixProbsGrad) cast() levers.Cast { return levers.CastLower }
+func (AttentionMixValueGrad) cast() levers.Cast { return levers.CastLower }
+
+// The reductions, under 16-bit precision: read and stored in float32
+// (autocast's fp32 list: softmax, layer norm, the losses, sums).
+func (AttentionProbs) cast() levers.Cast     { return levers.CastFP32 }
+func (AttentionProbsGrad) cast() levers.Cast { return levers.CastFP32 }

@@ -7,6 +7,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/levers"
 )
 
 // Conv2d is PyTorch's nn.Conv2d with stride 1, a square kernel, Pad zeros
@@ -200,3 +201,13 @@ func (op Conv2dWeightGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost
 func (Conv2dBiasGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 	return stream(in, out, elemsOf(in[0]))
 }
+
+// The products, under 16-bit precision: operands rounded to 16 bits, sums
+// in float32, results stored in 16 bits (autocast's lower-precision list).
+func (Conv2d) cast() levers.Cast           { return levers.CastLower }
+func (Conv2dInputGrad) cast() levers.Cast  { return levers.CastLower }
+func (Conv2dWeightGrad) cast() levers.Cast { return levers.CastLower }
+
+// The reductions, under 16-bit precision: read and stored in float32
+// (autocast's fp32 list: softmax, layer norm, the losses, sums).
+func (Conv2dBiasGrad) cast() levers.Cast { return levers.CastFP32 }

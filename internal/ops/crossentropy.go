@@ -7,6 +7,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/levers"
 )
 
 // SoftmaxCrossEntropy is PyTorch's F.cross_entropy with integer targets and
@@ -86,3 +87,8 @@ func (SoftmaxCrossEntropy) cost(in []tensor.Shape, out tensor.Shape) device.Cost
 func (SoftmaxCrossEntropyGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 	return perElement(in, out, 5)
 }
+
+// The reductions, under 16-bit precision: read and stored in float32
+// (autocast's fp32 list: softmax, layer norm, the losses, sums).
+func (SoftmaxCrossEntropy) cast() levers.Cast     { return levers.CastFP32 }
+func (SoftmaxCrossEntropyGrad) cast() levers.Cast { return levers.CastFP32 }

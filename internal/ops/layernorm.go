@@ -7,6 +7,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/levers"
 )
 
 // DefaultLayerNormEps is the ε of PyTorch's nn.LayerNorm.
@@ -96,3 +97,9 @@ func (LayerNormInputGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost 
 func (LayerNormWeightGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 	return stream(in, out, 8*elemsOf(in[0]))
 }
+
+// The reductions, under 16-bit precision: read and stored in float32
+// (autocast's fp32 list: softmax, layer norm, the losses, sums).
+func (LayerNorm) cast() levers.Cast           { return levers.CastFP32 }
+func (LayerNormInputGrad) cast() levers.Cast  { return levers.CastFP32 }
+func (LayerNormWeightGrad) cast() levers.Cast { return levers.CastFP32 }

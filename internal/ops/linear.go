@@ -7,6 +7,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/levers"
 )
 
 // Linear is the affine layer y = x·Wᵀ + b of PyTorch's nn.Linear: inputs x
@@ -182,3 +183,13 @@ func (op LinearWeightGrad) cost(in []tensor.Shape, _ tensor.Shape) device.Cost {
 func (LinearBiasGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 	return stream(in, out, elemsOf(in[0]))
 }
+
+// The products, under 16-bit precision: operands rounded to 16 bits, sums
+// in float32, results stored in 16 bits (autocast's lower-precision list).
+func (Linear) cast() levers.Cast           { return levers.CastLower }
+func (LinearInputGrad) cast() levers.Cast  { return levers.CastLower }
+func (LinearWeightGrad) cast() levers.Cast { return levers.CastLower }
+
+// The reductions, under 16-bit precision: read and stored in float32
+// (autocast's fp32 list: softmax, layer norm, the losses, sums).
+func (LinearBiasGrad) cast() levers.Cast { return levers.CastFP32 }

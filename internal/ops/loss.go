@@ -5,6 +5,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/levers"
 )
 
 // MSE is the mean squared error between a prediction and a target of the
@@ -135,3 +136,10 @@ func (Mean) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 func (MeanGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 	return device.Cost{ReadBytes: bytesOf(in[1]), WriteBytes: bytesOf(out)}
 }
+
+// The reductions, under 16-bit precision: read and stored in float32
+// (autocast's fp32 list: softmax, layer norm, the losses, sums).
+func (MSE) cast() levers.Cast      { return levers.CastFP32 }
+func (MSEGrad) cast() levers.Cast  { return levers.CastFP32 }
+func (Mean) cast() levers.Cast     { return levers.CastFP32 }
+func (MeanGrad) cast() levers.Cast { return levers.CastFP32 }

@@ -12,6 +12,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/levers"
 )
 
 // Spec is what is particular to one op; New makes it a gorgonia op. Its
@@ -96,6 +97,20 @@ func (o op) WriteHash(h hash.Hash) { fmt.Fprint(h, o) }
 func (o op) Launch(k device.Kernels, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error {
 	return o.spec.kernel().launch(launchArgs{k: k, out: out, args: args, shapes: shapes})
 }
+
+// Cast is the op's class under 16-bit precision (levers.Cast): the
+// spec's, or levers.CastPromote for a spec that declares none.
+func (o op) Cast() levers.Cast {
+	if c, ok := o.spec.(caster); ok {
+		return c.cast()
+	}
+	return levers.CastPromote
+}
+
+// caster is a spec that declares its class under 16-bit precision, after
+// autocast's op lists: products and convolutions levers.CastLower; softmax,
+// layer norm, losses and sums levers.CastFP32.
+type caster interface{ cast() levers.Cast }
 
 // Hashcode is the hash of the op's name, parameters included.
 func (o op) Hashcode() uint32 {

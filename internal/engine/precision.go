@@ -1,0 +1,362 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"gorgonia.org/gorgonia"
+
+	"gpuz/internal/device"
+	"gpuz/internal/half"
+	"gpuz/internal/hostmath"
+	"gpuz/internal/levers"
+)
+
+// Caster is an op that declares its class under 16-bit precision
+// (levers.Cast); the ops of package ops all are. An op that is not, and
+// gorgonia's gradient sum, are levers.CastPromote.
+type Caster interface {
+	Cast() levers.Cast
+}
+
+// castOf returns op's class under 16-bit precision.
+func castOf(op gorgonia.Op) levers.Cast {
+	if c, ok := op.(Caster); ok {
+		return c.Cast()
+	}
+	return levers.CastPromote
+}
+
+// format returns the 16-bit format of spec's precision; 0 for fp32.
+func (p *Schedule) format() half.Format {
+	switch p.spec.Precision {
+	case levers.BF16:
+		return half.BF16
+	case levers.FP16:
+		return half.FP16
+	}
+	return 0
+}
+
+// count returns value v's number of elements, whatever its storage:
+// elems is its storage in float32-sized words, which a 16-bit value
+// fills two elements to a word.
+func (p *Schedule) count(v int) int { return max(p.values[v].shape.TotalSize(), 1) }
+
+// assignPrecision decides which values a 16-bit precision stores in 16
+// bits, after automatic mixed precision's rules, and sizes their storage:
+// a parameter whose every reader is a product (levers.CastLower); a
+// product's result; a promoting op's result when all its inputs are 16-bit.
+// Inputs, the gradient seed, the reductions' results and every other value
+// stay float32. It runs once the steps are final (after recompute) and
+// before the slots are packed.
+func (p *Schedule) assignPrecision() {
+	if !p.spec.Precision.Half() {
+		return
+	}
+	lowerOnly := make([]bool, len(p.values))
+	for _, pv := range p.params {
+		lowerOnly[pv] = true
+	}
+	for _, s := range p.steps {
+		if castOf(s.op) != levers.CastLower {
+			for _, a := range s.args {
+				lowerOnly[a] = false
+			}
+		}
+	}
+	for _, pv := range p.params {
+		if lowerOnly[pv] && p.readByAStep(pv) {
+			p.setHalf(pv)
+		}
+	}
+	for _, s := range p.steps {
+		switch castOf(s.op) {
+		case levers.CastLower:
+			p.setHalf(s.out)
+		case levers.CastPromote:
+			all := true
+			for _, a := range s.args {
+				all = all && p.values[a].half
+			}
+			if all {
+				p.setHalf(s.out)
+			}
+		}
+	}
+}
+
+// readByAStep reports whether a step reads value v.
+func (p *Schedule) readByAStep(v int) bool {
+	for _, s := range p.steps {
+		for _, a := range s.args {
+			if a == v {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// setHalf stores value v in 16 bits.
+func (p *Schedule) setHalf(v int) {
+	p.values[v].half = true
+	p.values[v].elems = half.Words(p.count(v))
+}
+
+// stateElems returns the float32 elements of parameter i's (of params)
+// optimizer state: Adam's two moments and, for a 16-bit parameter, its
+// float32 master, which the update changes and rounds into the 16-bit copy
+// the steps read.
+func (p *Schedule) stateElems(i int) int {
+	pv := p.params[i]
+	if p.values[pv].half {
+		return 3 * p.count(pv)
+	}
+	return 2 * p.count(pv)
+}
+
+// scratchElems returns the float32 elements step si converts through: each
+// 16-bit argument widened, each float32 argument of a product rounded to
+// 16 bits (in a 16-bit copy, then widened), and a 16-bit result computed
+// in float32 before it is rounded into its buffer.
+func (p *Schedule) scratchElems(si int) int {
+	if !p.spec.Precision.Half() {
+		return 0
+	}
+	s := p.steps[si]
+	lower := castOf(s.op) == levers.CastLower
+	n := 0
+	for _, a := range s.args {
+		switch {
+		case p.values[a].half:
+			n += p.count(a)
+		case lower:
+			n += p.count(a) + half.Words(p.count(a))
+		}
+	}
+	if p.values[s.out].half {
+		n += p.count(s.out)
+	}
+	return n
+}
+
+// scratchFor returns the float32 scratch of one side: the most elements
+// one of the steps that on selects converts through, or an update widens
+// a gradient into, whichever is more; 0 under fp32.
+func (p *Schedule) scratchFor(on func(si int) bool) int {
+	if !p.spec.Precision.Half() {
+		return 0
+	}
+	n := p.updateScratchElems()
+	for si := range p.steps {
+		if on(si) {
+			n = max(n, p.scratchElems(si))
+		}
+	}
+	return n
+}
+
+// updateScratchElems returns the float32 elements an update of a 16-bit
+// gradient widens it into: the largest such gradient.
+func (p *Schedule) updateScratchElems() int {
+	n := 0
+	if !p.spec.Train {
+		return 0
+	}
+	for _, g := range p.grads {
+		if p.values[g].half {
+			n = max(n, p.count(g))
+		}
+	}
+	return n
+}
+
+// converter carves a step's conversions out of one side's scratch buffer.
+type converter struct {
+	dev  device.Device
+	k    device.Kernels
+	f    half.Format
+	buf  device.Buffer
+	used int
+}
+
+// take returns a view of n scratch elements.
+func (c *converter) take(n int) device.Buffer {
+	b := c.dev.View(c.buf, c.used, n)
+	c.used += n
+	return b
+}
+
+// widen returns a float32 copy of the n 16-bit values in b.
+func (c *converter) widen(b device.Buffer, n int) device.Buffer {
+	out := c.take(n)
+	c.k.FromHalf(out, b, n, c.f)
+	return out
+}
+
+// round returns the n float32 values of b rounded to 16 bits, as float32.
+func (c *converter) round(b device.Buffer, n int) device.Buffer {
+	h := c.take(half.Words(n))
+	c.k.ToHalf(h, b, n, c.f)
+	return c.widen(h, n)
+}
+
+// halves returns words as the 16-bit values they pack, two to a word.
+func halves(words []float32) []uint16 {
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(words))), 2*len(words))
+}
+
+// packHalf rounds data to format f into words, packed two values to a
+// float32 word as a 16-bit buffer holds them: what an upload of a 16-bit
+// value copies.
+func packHalf(f half.Format, words, data []float32) {
+	h := halves(words)[:len(data)]
+	if f == half.FP16 {
+		hostmath.FP16FromFloat32s(h, data)
+	} else {
+		hostmath.BF16FromFloat32s(h, data)
+	}
+}
+
+// packedHalf returns data packed by packHalf in a new slice.
+func packedHalf(f half.Format, data []float32) []float32 {
+	words := make([]float32, half.Words(len(data)))
+	packHalf(f, words, data)
+	return words
+}
+
+// unpackHalf widens the len(out) values of format f packed in words into
+// out.
+func unpackHalf(f half.Format, out, words []float32) {
+	h := halves(words)[:len(out)]
+	if f == half.FP16 {
+		hostmath.FP16ToFloat32s(out, h)
+	} else {
+		hostmath.BF16ToFloat32s(out, h)
+	}
+}
+
+// LossScale is fp16 training's dynamic loss scale, as PyTorch's GradScaler
+// keeps it with its defaults: the loss's gradient is multiplied by Scale
+// (from 2^16) so that small gradients survive fp16's range; a step whose
+// gradients hold an infinity or a NaN is skipped and halves the scale;
+// 2000 steps in a row without one double it.
+type LossScale struct {
+	Scale   float64
+	good    int // steps in a row without an overflow
+	Skipped int // steps skipped since the program was loaded
+}
+
+// The GradScaler defaults.
+const (
+	lossScaleInit     = 65536
+	lossScaleInterval = 2000
+)
+
+// newLossScale returns the scale a program starts from.
+func newLossScale() LossScale { return LossScale{Scale: lossScaleInit} }
+
+// endStep moves the scale after a step: overflowed says whether any
+// block's gradients overflowed.
+func (s *LossScale) endStep(overflowed bool) {
+	if overflowed {
+		s.Scale /= 2
+		s.good = 0
+		s.Skipped++
+		return
+	}
+	if s.good++; s.good == lossScaleInterval {
+		s.Scale *= 2
+		s.good = 0
+	}
+}
+
+// finite reports whether a sum of squares came from finite gradients.
+func finite(sumSquares float64) bool { return !math.IsInf(sumSquares, 0) && !math.IsNaN(sumSquares) }
+
+// checkPrecision reports a precision the engine cannot apply.
+func checkPrecision(spec Spec) error {
+	if err := spec.Precision.Validate(); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	return nil
+}
+
+// paramIndex returns value v's index in params, -1 when v is not a
+// parameter.
+func (p *Schedule) paramIndex(v int) int {
+	if p.values[v].kind != kindParam {
+		return -1
+	}
+	for i, pv := range p.params {
+		if pv == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// scalesLoss reports whether the program scales the loss: fp16 training.
+func (prog *Program) scalesLoss() bool {
+	return prog.plan.spec.Train && prog.plan.spec.Precision == levers.FP16
+}
+
+// LossScale returns fp16 training's loss scale and the steps it skipped;
+// the zero LossScale for other programs.
+func (prog *Program) LossScale() LossScale {
+	if !prog.scalesLoss() {
+		return LossScale{}
+	}
+	return prog.loss
+}
+
+// scaleSeed writes the loss scale into the gradient seed when it moved:
+// every gradient is then the scaled loss's.
+func (prog *Program) scaleSeed() error {
+	if !prog.scalesLoss() || prog.seedScale == prog.loss.Scale {
+		return nil
+	}
+	for i, v := range prog.plan.values {
+		if v.kind == kindSeed {
+			if err := prog.on(prog.sides.valueHost[i]).Upload(prog.buffers[i], []float32{float32(prog.loss.Scale)}); err != nil {
+				return fmt.Errorf("engine: scaling the loss: %w", err)
+			}
+		}
+	}
+	prog.seedScale = prog.loss.Scale
+	return nil
+}
+
+// converter returns the side's converter over its scratch (onHost: the
+// host's), nil under fp32.
+func (prog *Program) converter(onHost bool) *converter {
+	side := 0
+	if onHost {
+		side = 1
+	}
+	if prog.scratch16[side] == nil {
+		return nil
+	}
+	c := &prog.converters[side]
+	*c = converter{dev: prog.on(onHost), k: prog.kernelsOn(onHost), f: prog.plan.format(), buf: prog.scratch16[side]}
+	return c
+}
+
+// gradScale returns the factor a block's update multiplies its gradients
+// by, from their sum of squares: the clip's scale and, under fp16
+// training, the loss scale's inverse, the norm clipped being the unscaled
+// gradients'. ok is false when the scaled gradients overflowed: the block
+// skips its update, and the step counts as skipped.
+func (prog *Program) gradScale(sumSquares float64) (scale float64, ok bool) {
+	if !prog.scalesLoss() {
+		return hostmath.ClipScale(sumSquares, prog.plan.spec.ClipNorm), true
+	}
+	if !finite(sumSquares) {
+		prog.overflowed = true
+		return 0, false
+	}
+	s := prog.loss.Scale
+	return hostmath.ClipScale(sumSquares/(s*s), prog.plan.spec.ClipNorm) / s, true
+}
