@@ -145,7 +145,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.StringVar(&opts.JSON, "json", "", "also write the results as JSON to this file (- for standard output, the report then going to standard error)")
 	fs.StringVar(&opts.BenchOut, "bench-out", "", "also write every timed epoch to this file in the Go benchmark format (for benchstat and gpuz compare)")
 	fs.StringVar(&opts.Format, "format", string(report.FormatText), "what goes to standard output: text, markdown, csv or json (the others send the epochs and the text table to standard error)")
-	fs.BoolVar(&opts.Wide, "wide", false, "show every column of the table (mean, stddev, min, max, copies each way, copy rate), past 100 columns")
+	fs.BoolVar(&opts.Wide, "wide", false, "show every column of the table (mean, stddev, min, max, setup, copies each way, copy rate), past 100 columns")
 	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
 	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE], sim:PROFILE (gpuz devices --profiles), sim:FILE (a profile file: a name ending in .json or with a slash) or cuda[:N]")
 	fs.StringVar(&opts.HostProfile, "host-profile", "", "predict the cpu mode on this host profile: "+strings.Join(perfmodel.HostNames(), ", ")+" (the reference laptop's CPU), or a profile file (a name ending in .json or with a slash) such as gpuz calibrate writes; docs/model.md")
