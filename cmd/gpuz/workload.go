@@ -457,6 +457,7 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
 		Adam: adam, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
 		Config: bench.Config{Cache: o.Cache, ManagedPage: page, ManagedAdviseHost: o.ManagedAdvise == "host", Recompute: o.Recompute}, CommandLine: sysinfo.CommandLine(o.IO.CommandLine),
+		ProcessStart: o.IO.Started,
 	}
 	if err := o.place(cfg, &opts); err != nil {
 		return bench.Options{}, usage(err)
