@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -20,6 +21,10 @@ type IOStreams struct {
 	// run's header, --json and --bench-out) and the simulated device's
 	// ledger entries name it. Nil where a test gives none.
 	CommandLine []string
+	// Started is when the process started (processStart), from which a
+	// run counts the time to its first epoch (bench.Options.ProcessStart);
+	// zero where a test gives none, and the run then counts none.
+	Started time.Time
 }
 
 // newIOStreams wraps the given streams, each a terminal when it is an

@@ -81,12 +81,15 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"gpuz/internal/bench"
 	"gpuz/internal/fit"
+	"gpuz/internal/sysinfo"
 )
 
 func main() {
+	started := time.Now()
 	reexecForBLAS()
 	if err := checkStartAddressSpace(); err != nil {
 		fmt.Fprintf(os.Stderr, "gpuz: %v\n", err)
@@ -94,7 +97,7 @@ func main() {
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	stopSignals := cancelOnSignal(cancel, os.Stderr)
-	code := runCommandLine(ctx, os.Args, os.Stdout, os.Stderr)
+	code := runCommandLine(ctx, os.Args, processStart(started), os.Stdout, os.Stderr)
 	stopSignals()
 	os.Exit(code)
 }
@@ -150,6 +153,17 @@ func reexecForBLAS() {
 	syscall.Exec(exe, os.Args, append(os.Environ(), missing...))
 }
 
+// processStart is when this process started, as the system says
+// (sysinfo.ProcessStart: before the loader, the runtime and the
+// re-execution of reexecForBLAS), or main's start, mainStarted, where it
+// does not.
+func processStart(mainStarted time.Time) time.Time {
+	if t, ok := sysinfo.ProcessStart(); ok {
+		return t
+	}
+	return mainStarted
+}
+
 // Exit statuses; a signal's is 128 plus its number (signalStatus).
 const (
 	exitOK          = 0
@@ -163,24 +177,26 @@ const (
 var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 
 // run executes gpuz with the arguments args, the words after the program's
-// name, as the command line "gpuz ARGS…" (runCommandLine), and returns the
-// exit status.
+// name, as the command line "gpuz ARGS…" (runCommandLine) of a process
+// that starts now, and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return runCommandLine(ctx, append([]string{"gpuz"}, args...), stdout, stderr)
+	return runCommandLine(ctx, append([]string{"gpuz"}, args...), time.Now(), stdout, stderr)
 }
 
 // runCommandLine executes the command line argv, the program's name first
-// as in os.Args, and returns the exit status. The command line is the one
-// the results record and the simulated device's ledger entries name
-// (IOStreams.CommandLine); main passes os.Args, which nothing else reads.
+// as in os.Args, of the process that started at started, and returns the
+// exit status. The command line is the one the results record and the
+// simulated device's ledger entries name (IOStreams.CommandLine); main
+// passes os.Args, which nothing else reads. A run counts the time from
+// started to its first epoch (IOStreams.Started).
 // Every error is reported as one line on stderr (two where a run was
 // interrupted and a write failed as well). Usage errors exit 2, errors
 // from an interrupted command the signal's status, a run with a mode that
 // did not complete 3 (as a fit that found nothing that fits), and every
 // other error 1.
-func runCommandLine(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
+func runCommandLine(ctx context.Context, argv []string, started time.Time, stdout, stderr io.Writer) int {
 	ios := newIOStreams(stdout, stderr)
-	ios.CommandLine = argv
+	ios.CommandLine, ios.Started = argv, started
 	root := newRootCmdOn(ios)
 	root.SetArgs(argv[min(1, len(argv)):])
 	err := root.ExecuteContext(ctx)

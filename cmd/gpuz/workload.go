@@ -145,7 +145,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.StringVar(&opts.JSON, "json", "", "also write the results as JSON to this file (- for standard output, the report then going to standard error)")
 	fs.StringVar(&opts.BenchOut, "bench-out", "", "also write every timed epoch to this file in the Go benchmark format (for benchstat and gpuz compare)")
 	fs.StringVar(&opts.Format, "format", string(report.FormatText), "what goes to standard output: text, markdown, csv or json (the others send the epochs and the text table to standard error)")
-	fs.BoolVar(&opts.Wide, "wide", false, "show every column of the table (mean, stddev, min, max, copies each way, copy rate), past 100 columns")
+	fs.BoolVar(&opts.Wide, "wide", false, "show every column of the table (mean, stddev, min, max, setup, copies each way, copy rate), past 100 columns")
 	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to this file")
 	fs.StringVar(&opts.Device, "device", "auto", "device of the cuda and cache modes: auto, cpu, sim[:SIZE], sim:PROFILE (gpuz devices --profiles), sim:FILE (a profile file: a name ending in .json or with a slash) or cuda[:N]")
 	fs.StringVar(&opts.HostProfile, "host-profile", "", "predict the cpu mode on this host profile: "+strings.Join(perfmodel.HostNames(), ", ")+" (the reference laptop's CPU), or a profile file (a name ending in .json or with a slash) such as gpuz calibrate writes; docs/model.md")
@@ -457,6 +457,7 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
 		Adam: adam, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
 		Config: bench.Config{Cache: o.Cache, ManagedPage: page, ManagedAdviseHost: o.ManagedAdvise == "host", Recompute: o.Recompute}, CommandLine: sysinfo.CommandLine(o.IO.CommandLine),
+		ProcessStart: o.IO.Started,
 	}
 	if err := o.place(cfg, &opts); err != nil {
 		return bench.Options{}, usage(err)

@@ -77,6 +77,11 @@ type Options struct {
 	// CommandLine is the command line that started the run, shell-quoted,
 	// recorded in the header's Env.
 	CommandLine string
+	// ProcessStart is when the process that runs the benchmark started
+	// (sysinfo.ProcessStart, or the command's own start where the system
+	// does not say), which the header's StartToFirstEpoch counts from;
+	// zero leaves that figure out.
+	ProcessStart time.Time
 	// Progress, when set, is called as the run advances.
 	Progress func(Event)
 	// batchHook, when set, sees each batch's value before the divergence
@@ -139,15 +144,20 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if opts.measured == nil {
 		opts.measured = newMeasuredProfiles(measureGemmN)
 	}
+	built := time.Now()
 	model, err := opts.Workload.Build()
 	if err != nil {
 		return Result{}, err
 	}
+	setup := []Phase{{PhaseBuild, time.Since(built)}}
 	if res, short := opts.dataShortfall(model, threads); short {
 		return res, nil
 	}
+	generated := time.Now()
 	data := opts.Workload.Data(opts.Seed)
+	setup = append(setup, Phase{PhaseData, time.Since(generated)})
 	res := Result{Header: opts.header(model, data, threads)}
+	res.Header.Setup = setup
 	if opts.Progress != nil {
 		opts.Progress(Event{Header: &res.Header})
 	}
@@ -156,7 +166,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		if ctx.Err() != nil {
 			r = ModeResult{Mode: mode, Warmup: opts.Warmup, Status: Status{Kind: StatusSkipped, Reason: "run interrupted"}}
 		} else {
-			r = runMode(ctx, opts, mode, data, &res.Header.Env)
+			r = runMode(ctx, opts, mode, data, &res.Header)
 		}
 		res.Modes = append(res.Modes, r)
 		if opts.Progress != nil {
@@ -195,15 +205,20 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 }
 
 // runMode measures one mode on a device of its own, which it closes before
-// it returns so that the next mode finds the memory free. The first GPU
-// device that describes itself (device.Describer) fills env.GPU.
-func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env *sysinfo.Env) (r ModeResult) {
+// it returns so that the next mode finds the memory free, timing its setup
+// phase by phase (ModeResult.Setup). The first GPU device that describes
+// itself (device.Describer) fills h.Env.GPU, and the first epoch of the
+// run h.StartToFirstEpoch.
+func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *Header) (r ModeResult) {
 	r = ModeResult{Mode: mode, Warmup: opts.Warmup}
+	opening := time.Now()
 	dev, placement, status := opts.deviceFor(mode)
 	if dev == nil {
 		r.Status = status
 		return r
 	}
+	r.Setup = openPhases(dev, time.Since(opening))
+	env := &h.Env
 	defer func() {
 		if err := dev.Close(); err != nil && r.Status.Kind == StatusOK {
 			r.Status = Status{Kind: StatusFailed, Reason: err.Error()}
@@ -218,19 +233,23 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env
 	}
 	defer releaseHostMemory()
 
+	building := time.Now()
 	model, plan, err := opts.compile()
 	if err != nil {
 		r.Status = Status{Kind: StatusFailed, Reason: err.Error()}
 		return r
 	}
+	r.phase(PhaseBuild, building)
 	// A real GPU is measured for its predictions before anything is
 	// loaded, so that the measurement neither finds the memory taken nor
 	// counts in the mode's peak.
 	if _, gpu := dev.(device.Capable); gpu && opts.measured != nil {
+		measuring := time.Now()
 		opts.measured.of(dev)
 		if p, ok := dev.(interface{ ResetPeak() }); ok {
 			p.ResetPeak()
 		}
+		r.phase(PhaseMeasure, measuring)
 	}
 	free, _, err := dev.MemInfo()
 	if err != nil {
@@ -251,12 +270,17 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env
 		r.Status = Status{Kind: StatusSkipped, Reason: reason}
 		return r
 	}
+	reserving := time.Now()
 	release, refused := reserveAhead(dev, fp.Device)
 	if refused != nil {
 		r.Status = *refused
 		return r
 	}
 	defer release()
+	if _, ok := dev.(aheadReserver); ok {
+		r.phase(PhaseReserve, reserving)
+	}
+	loading := time.Now()
 	prog, err := plan.Load(dev, placement)
 	if err != nil {
 		r.Status = errorStatus(err)
@@ -274,13 +298,24 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env
 		return r
 	}
 	defer prog.Close()
-	if err := model.InitParams(opts.Seed, prog.SetInput); err != nil {
+	r.phase(PhaseLoad, loading)
+	// The initial values are drawn and uploaded parameter by parameter:
+	// the uploads are timed as they go, the drawing is the rest.
+	initialising, upload := time.Now(), time.Duration(0)
+	err = model.InitParams(opts.Seed, func(param *gorgonia.Node, values []float32) error {
+		uploading := time.Now()
+		defer func() { upload += time.Since(uploading) }()
+		return prog.SetInput(param, values)
+	})
+	if err != nil {
 		r.Status = errorStatus(err)
 		return r
 	}
+	r.Setup = append(r.Setup, Phase{PhaseInit, time.Since(initialising) - upload}, Phase{PhaseUpload, upload})
 
 	batches := opts.Samples / opts.Batch
 	if p, ok := opts.profileFor(mode, dev); ok {
+		predicting := time.Now()
 		copies, err := plan.Copies(placement, prog.Window(), batches, []*gorgonia.Node{model.Input, model.Target})
 		if err != nil {
 			r.Status = Status{Kind: StatusFailed, Reason: fmt.Sprintf("predicting on %s: %v", p.Name, err)}
@@ -288,10 +323,14 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env
 		}
 		pr := predictEpoch(plan.Work(), batches, copies, placement, p)
 		r.Prediction = &pr
+		r.phase(PhasePredict, predicting)
 	}
 	for e := range opts.Epochs {
 		before := dev.Stats()
 		start := time.Now()
+		if h.StartToFirstEpoch == 0 && !opts.ProcessStart.IsZero() {
+			h.StartToFirstEpoch = start.Sub(opts.ProcessStart)
+		}
 		// sum adds each batch's value weighted by its samples, so that the
 		// epoch's value is the mean over samples whatever the batch size.
 		sum, samples := 0.0, 0
@@ -345,6 +384,28 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, env
 	r.PeakDeviceBytes = dev.Stats().PeakBytes
 	r.Status = Status{Kind: StatusOK}
 	return r
+}
+
+// phase appends to r's setup the phase name, which began at start and has
+// just ended.
+func (r *ModeResult) phase(name PhaseName, start time.Time) {
+	r.Setup = append(r.Setup, Phase{name, time.Since(start)})
+}
+
+// openPhases are the setup phases of opening dev, which took d: the
+// kernels' compile or their cache's read first, for a device that says
+// (device.KernelCompiler), then the rest of the opening.
+func openPhases(dev device.Device, d time.Duration) []Phase {
+	k, ok := dev.(device.KernelCompiler)
+	if !ok {
+		return []Phase{{PhaseOpen, d}}
+	}
+	c := k.KernelCompile()
+	name := PhaseCompile
+	if c.Cached {
+		name = PhaseKernelCache
+	}
+	return []Phase{{name, c.Duration}, {PhaseOpen, d - c.Duration}}
 }
 
 // aheadReserver is a device that can reserve, in one step, the memory a

@@ -10,7 +10,6 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
-	"gpuz/internal/sysinfo"
 	"gpuz/internal/units"
 )
 
@@ -44,11 +43,11 @@ func TestModeReservesFootprintAhead(t *testing.T) {
 	withHook := opts
 	withHook.batchHook = func(mode Mode, epoch, batch int, v float32) float32 {
 		if batch == 0 {
-			second = runMode(context.Background(), opts, ModeCUDA, data, &sysinfo.Env{})
+			second = runMode(context.Background(), opts, ModeCUDA, data, &Header{})
 		}
 		return v
 	}
-	first := runMode(context.Background(), withHook, ModeCUDA, data, &sysinfo.Env{})
+	first := runMode(context.Background(), withHook, ModeCUDA, data, &Header{})
 	if first.Status.Kind != StatusOK {
 		t.Fatalf("first mode: %s %s", first.Status.Kind, first.Status.Reason)
 	}
@@ -61,7 +60,7 @@ func TestModeReservesFootprintAhead(t *testing.T) {
 		t.Errorf("the second mode allocated before failing (%d devices opened)", len(opened))
 	}
 
-	again := runMode(context.Background(), opts, ModeCUDA, data, &sysinfo.Env{})
+	again := runMode(context.Background(), opts, ModeCUDA, data, &Header{})
 	if again.Status.Kind != StatusOK {
 		t.Errorf("second mode after the first closed: %s %s", again.Status.Kind, again.Status.Reason)
 	}

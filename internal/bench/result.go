@@ -109,7 +109,75 @@ type ModeResult struct {
 	// the mode has no profile: the cpu mode without Options.HostProfile,
 	// a GPU mode on a device that is not device.Profiled.
 	Prediction *Prediction
-	Status     Status
+	// Setup is the mode's setup before its first epoch, phase by phase in
+	// the order they ran; a mode that stopped during its setup (OOM, a
+	// failure) has the phases it completed, one that got no device none.
+	Setup  []Phase
+	Status Status
+}
+
+// Phase is a step of a run's setup before its first epoch, timed as it
+// ran.
+type Phase struct {
+	Name     PhaseName
+	Duration time.Duration
+}
+
+// PhaseName names a step of a run's setup.
+type PhaseName string
+
+// The setup phases, in the order a mode runs those it has
+// (ModeResult.Setup); the run's own setup, before any mode's
+// (Header.Setup), is PhaseBuild and PhaseData.
+const (
+	// PhaseCompile is a device's kernels compiled as it opened: a CUDA
+	// GPU's, by NVRTC, before its context is made
+	// (device.KernelCompiler). A device that compiles nothing has no
+	// such phase.
+	PhaseCompile PhaseName = "compile"
+	// PhaseKernelCache is a device's kernels read from the cache of an
+	// earlier compile instead of compiled (a CUDA GPU's; gpu.CachedPTX).
+	PhaseKernelCache PhaseName = "kernel cache"
+	// PhaseOpen is the mode's device opened, less its kernels' compile:
+	// the host for cpu, the simulated GPU and its ledger entry for sim, a
+	// CUDA GPU's context, streams, staging buffers, workspace and cuBLAS.
+	PhaseOpen PhaseName = "open"
+	// PhaseBuild is the workload's model built (its graph) and compiled
+	// into the engine's schedule for the task.
+	PhaseBuild PhaseName = "build"
+	// PhaseMeasure is a real GPU's throughput measured for the
+	// predictions (perfmodel.Measured), the first time a run opens it.
+	PhaseMeasure PhaseName = "measure"
+	// PhaseReserve is the mode's device footprint reserved in one step
+	// on a device that reserves ahead (the simulated GPU's ledger).
+	PhaseReserve PhaseName = "reserve"
+	// PhaseLoad is the program's buffers allocated on its device and on
+	// the host, and touched where the device does it as it allocates
+	// (engine.Schedule.Load).
+	PhaseLoad PhaseName = "load"
+	// PhaseInit is the model's initial parameters drawn from the seed.
+	// It alternates with PhaseUpload parameter by parameter; the two add
+	// up to the initialisation's time.
+	PhaseInit PhaseName = "init"
+	// PhaseUpload is the initial parameters and the model's constants
+	// copied into the program's buffers, on the device or the host. The
+	// data is copied batch by batch inside the epochs.
+	PhaseUpload PhaseName = "upload"
+	// PhasePredict is the mode's epoch predicted on its profile (a mode
+	// with a prediction only).
+	PhasePredict PhaseName = "predict"
+	// PhaseData is the run's data generated from the seed, once for all
+	// its modes (Header.Setup only).
+	PhaseData PhaseName = "data"
+)
+
+// SetupTime returns the sum of the phases' durations.
+func SetupTime(phases []Phase) time.Duration {
+	var d time.Duration
+	for _, p := range phases {
+		d += p.Duration
+	}
+	return d
 }
 
 // Timed returns the epochs after the warm-up.
@@ -151,6 +219,18 @@ type Header struct {
 	// Recompute is the run's recompute lever (--recompute), which every
 	// mode applies: "none" or "blocks".
 	Recompute string
+	// Setup is the run's own setup before any mode's, in order: the
+	// model built for the sizes above (PhaseBuild) and the data generated
+	// (PhaseData).
+	Setup []Phase
+	// StartToFirstEpoch is the time from the process's start
+	// (Options.ProcessStart) to the start of the run's first epoch,
+	// warm-up or timed, of the first mode that ran one: the process's
+	// start-up and the command's (flags, outputs, the device probe),
+	// Setup, and the setup of every mode up to that epoch (each mode's
+	// Setup, the modes before it that stopped included). Zero when no
+	// process start was given or no mode ran an epoch.
+	StartToFirstEpoch time.Duration
 	// Env is the environment of the run: the build, the machine, the GPU's
 	// description (filled when a mode opens the GPU), the start time, the
 	// command line and the seed.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"gpuz/internal/device"
 	"gpuz/internal/memhog"
@@ -106,6 +107,11 @@ func sweepOne(ctx context.Context, i int, c SweepConfig, progress func(Event)) (
 	row := SweepRow{Settings: c.Settings, TakeBytes: c.TakeBytes, DeviceFreeBytes: -1}
 	opts := c.Options
 	opts.Progress = nil
+	if i > 0 {
+		// The time from the process's start to a first epoch is the first
+		// configuration's; a later one's would count the earlier runs.
+		opts.ProcessStart = time.Time{}
+	}
 	if progress != nil {
 		opts.Progress = func(e Event) {
 			e.Config = i

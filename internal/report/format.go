@@ -123,7 +123,7 @@ var resultsCSVColumns = append([]string{
 	"mode", "device", "placement", "simulated", "status", "reason", "epochs",
 	"median_s", "median_ci_low_s", "median_ci_high_s", "mean_s", "stddev_s", "min_s", "max_s", "cold_s",
 	"speedup", "peak_device_bytes", "h2d_bytes_per_epoch", "d2h_bytes_per_epoch", "copy_bytes_per_s",
-}, append(predictionCSVColumns, "remote_bytes_per_epoch", "mean_ci_low_s", "mean_ci_high_s", "recompute")...)
+}, append(predictionCSVColumns, "remote_bytes_per_epoch", "mean_ci_low_s", "mean_ci_high_s", "recompute", "setup_s")...)
 
 // writeResultsCSV writes one CSV row per mode under a heading row, every
 // figure of the wide table as a plain number in base units (seconds,
@@ -180,7 +180,11 @@ func resultsCSVRecords(r bench.Result) [][]string {
 		if f.n > 1 {
 			meanLo, meanHi = secs(f.mean.Lo), secs(f.mean.Hi)
 		}
-		recs = append(recs, append(rec, remote, meanLo, meanHi, levers.Recompute(r.Header.Recompute).String()))
+		setup := ""
+		if len(f.m.Setup) > 0 {
+			setup = secs(bench.SetupTime(f.m.Setup).Seconds())
+		}
+		recs = append(recs, append(rec, remote, meanLo, meanHi, levers.Recompute(r.Header.Recompute).String(), setup))
 	}
 	return recs
 }

@@ -57,9 +57,20 @@ type (
 		// Recompute is the recompute lever every mode ran with: none or
 		// blocks.
 		Recompute string `json:"recompute"`
+		// Setup is the run's own setup phases before any mode's (the
+		// model built, the data generated), and StartToFirstEpoch the
+		// time from the process's start to the run's first epoch; both
+		// absent where not measured (a plan's header).
+		Setup             []jsonPhase `json:"setup,omitempty"`
+		StartToFirstEpoch float64     `json:"start_to_first_epoch_seconds,omitempty"`
 		// Env is where and how the run was measured; absent only from a
 		// header that was never collected.
 		Env *jsonEnv `json:"env,omitempty"`
+	}
+	// jsonPhase is a setup phase: its name (bench.PhaseName) and time.
+	jsonPhase struct {
+		Name    string  `json:"name"`
+		Seconds float64 `json:"seconds"`
 	}
 	jsonMode struct {
 		Mode            string      `json:"mode"`
@@ -71,6 +82,9 @@ type (
 		PeakDeviceBytes int64       `json:"peak_device_bytes"`
 		Epochs          []jsonEpoch `json:"epochs"`
 		Stats           jsonStats   `json:"stats"` // of the timed epochs
+		// Setup is the mode's setup phases before its first epoch, in the
+		// order they ran; empty for a mode that got no device.
+		Setup []jsonPhase `json:"setup"`
 		// Prediction is one epoch's predicted time on the mode's profile;
 		// absent for a mode without one.
 		Prediction *jsonPrediction `json:"prediction,omitempty"`
@@ -114,9 +128,23 @@ func toJSONHeader(h bench.Header) jsonHeader {
 		Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads, GPU: h.GPU,
 		CPUVector: h.CPUVector, BLASWarning: h.BLASWarning,
 		TakeBytes: h.TakeBytes, Recompute: levers.Recompute(h.Recompute).String(), Env: toJSONEnv(h.Env),
+		StartToFirstEpoch: h.StartToFirstEpoch.Seconds(),
+	}
+	if len(h.Setup) > 0 {
+		j.Setup = toJSONPhases(h.Setup)
 	}
 	if h.ThreadsWarning != "" {
 		j.ThreadsRequested, j.ThreadsWarning = h.ThreadsRequested, h.ThreadsWarning
+	}
+	return j
+}
+
+// toJSONPhases converts setup phases for the JSON documents: a list,
+// empty for none.
+func toJSONPhases(phases []bench.Phase) []jsonPhase {
+	j := make([]jsonPhase, len(phases))
+	for i, p := range phases {
+		j[i] = jsonPhase{Name: string(p.Name), Seconds: p.Duration.Seconds()}
 	}
 	return j
 }
@@ -156,6 +184,7 @@ func toJSONResult(r bench.Result) jsonResult {
 			Warmup:          m.Warmup,
 			Placement:       m.Placement,
 			PeakDeviceBytes: m.PeakDeviceBytes,
+			Setup:           toJSONPhases(m.Setup),
 			Epochs:          make([]jsonEpoch, len(m.Epochs)),
 			Prediction:      toJSONPrediction(m.Prediction),
 		}

@@ -78,6 +78,22 @@ func withCopies(es []bench.Epoch, up, down int64, took time.Duration) []bench.Ep
 	return es
 }
 
+// phases returns setup phases from pairs of a name and a time in seconds.
+func phases(pairs ...any) []bench.Phase {
+	var ps []bench.Phase
+	for i := 0; i+1 < len(pairs); i += 2 {
+		ps = append(ps, bench.Phase{Name: pairs[i].(bench.PhaseName), Duration: time.Duration(pairs[i+1].(float64) * float64(time.Second))})
+	}
+	return ps
+}
+
+// withSetup returns h with the run's own setup phases and the time from the
+// process's start to its first epoch.
+func withSetup(h bench.Header, startToFirstEpoch time.Duration, setup []bench.Phase) bench.Header {
+	h.StartToFirstEpoch, h.Setup = startToFirstEpoch, setup
+	return h
+}
+
 // linearHeader describes the reference linear workload.
 var linearHeader = bench.Header{
 	Model: "linear", Task: bench.TaskTrain, Scale: "full",
@@ -99,15 +115,19 @@ var (
 	}
 
 	// interruptedResult: stopped by the user during the cache mode's second
-	// epoch, so the cache row has one warm-up and one timed epoch.
+	// epoch, so the cache row has one warm-up and one timed epoch. Its
+	// setup phases are those of a run on the host and the simulated GPU.
 	interruptedResult = bench.Result{
-		Header: linearHeader,
+		Header: withSetup(linearHeader, 2410*time.Millisecond, phases(bench.PhaseBuild, 0.0121, bench.PhaseData, 0.0034)),
 		Modes: []bench.ModeResult{
-			{Mode: bench.ModeCPU, Device: "host", Epochs: epochs(25.0, 24.2, 24.0), Warmup: 1, Status: bench.Status{Kind: bench.StatusOK}},
+			{Mode: bench.ModeCPU, Device: "host", Epochs: epochs(25.0, 24.2, 24.0), Warmup: 1, Status: bench.Status{Kind: bench.StatusOK},
+				Setup: phases(bench.PhaseOpen, 0.000002, bench.PhaseBuild, 0.0118, bench.PhaseLoad, 0.352, bench.PhaseInit, 1.84, bench.PhaseUpload, 0.161)},
 			{Mode: bench.ModeCUDA, Device: "sim:8GiB", Epochs: epochs(6.2, 4.31, 4.25, 4.28, 4.22), Warmup: 1,
-				PeakDeviceBytes: 7_500_000_000, Status: bench.Status{Kind: bench.StatusOK}},
+				PeakDeviceBytes: 7_500_000_000, Status: bench.Status{Kind: bench.StatusOK},
+				Setup: phases(bench.PhaseOpen, 0.00041, bench.PhaseBuild, 0.0122, bench.PhaseReserve, 0.00018, bench.PhaseLoad, 0.371, bench.PhaseInit, 1.82, bench.PhaseUpload, 0.409)},
 			{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: "window 3/12", Epochs: withCopies(epochs(5.9, 4.48), 9<<30, 6<<30, 2*time.Second), Warmup: 1,
-				PeakDeviceBytes: 240 << 20, Status: bench.Status{Kind: bench.StatusInterrupted, Reason: "stopped by the user"}},
+				PeakDeviceBytes: 240 << 20, Status: bench.Status{Kind: bench.StatusInterrupted, Reason: "stopped by the user"},
+				Setup: phases(bench.PhaseOpen, 0.00039, bench.PhaseBuild, 0.0119, bench.PhaseReserve, 0.00016, bench.PhaseLoad, 0.118, bench.PhaseInit, 1.83, bench.PhaseUpload, 0.562)},
 		},
 		PeakRSSBytes: 9_100_000_000,
 	}

@@ -54,6 +54,7 @@ type Device struct {
 	major   int
 	minor   int
 	arch    gpu.ArchChoice // what the kernels are compiled for
+	compile device.KernelCompile
 	dev     cu.Device
 	ctx     *cu.Ctx
 	copies  cu.Stream
@@ -73,6 +74,7 @@ type Device struct {
 
 var _ device.Device = (*Device)(nil)
 var _ gpu.Launcher = (*Device)(nil)
+var _ device.KernelCompiler = (*Device)(nil)
 
 // Open creates a context on GPU index, compiles (or loads from the cache)
 // the kernels for its architecture and allocates the workspace and the
@@ -102,10 +104,12 @@ func Open(index int) (d *Device, err error) {
 	if d.arch, err = gpu.Arch(d.major, d.minor); err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Name(), err)
 	}
-	ptx, _, err := gpu.CachedPTX(d.arch.Arch)
+	compiling := time.Now()
+	ptx, cached, err := gpu.CachedPTX(d.arch.Arch)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Name(), err)
 	}
+	d.compile = device.KernelCompile{Duration: time.Since(compiling), Cached: cached}
 	cuctx, err := dev.MakeContext(cu.SchedAuto)
 	if err != nil {
 		return nil, fmt.Errorf("%s: creating a context: %w", d.Name(), err)
@@ -166,6 +170,10 @@ func Open(index int) (d *Device, err error) {
 	d.meter.SetTotal(total)
 	return d, nil
 }
+
+// KernelCompile says how long Open took to compile the kernels with NVRTC
+// or to read them from the kernel cache (gpu.CachedPTX), and which.
+func (d *Device) KernelCompile() device.KernelCompile { return d.compile }
 
 // do runs f on the context's thread.
 func (d *Device) do(f func() error) error { return d.ctx.Do(f) }
