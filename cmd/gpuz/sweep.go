@@ -127,6 +127,12 @@ func (o *WorkloadOptions) set(flag, value string) error {
 			return fmt.Errorf("--recompute: %w", err)
 		}
 		o.Recompute = r
+	case "precision":
+		p, err := levers.ParsePrecision(value)
+		if err != nil {
+			return fmt.Errorf("--precision: %w", err)
+		}
+		o.Precision = p
 	case "take":
 		o.Take = value
 	default:

@@ -91,6 +91,9 @@ type WorkloadOptions struct {
 	// Recompute is --recompute: none, or blocks (keep only each block's
 	// input; run the block's forward again before its gradients).
 	Recompute levers.Recompute
+	// Precision is --precision: fp32, bf16 or fp16 (storage on the
+	// compute device, mixed precision in training).
+	Precision levers.Precision
 	// Sweep lists the flags given several values, in the order of the
 	// command line: the run is then a sweep over their cross product, each
 	// configuration these options with one value of each set (sweepRun).
@@ -156,6 +159,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.StringVar(&opts.ManagedAdvise, "managed-advise", "none", "the managed mode's advice: none (pages migrate to the GPU as kernels touch them, least recently used out first) or host (the pages that do not fit stay in host memory and kernels read them there across the bus, as the Windows driver's fallback)")
 	fs.StringVar(&opts.Place, "place", "", "the hybrid mode's placement: PLACE:N or PLACE:N-M, comma-separated, PLACE cuda (resident on the GPU), host (resident and computed on the host) or cache (paged through the GPU under --policy, --win-size and --optimizer-on), blocks counted from 0 as the model's, each placed once (e.g. host:0-1,cuda:2-13 or host:0-1,cache:2-13 for attention)")
 	lists.add(fs, "recompute", "strings", string(levers.RecomputeNone), "activations in training: none (keep every one the backward pass reads) or blocks (keep only each block's input and run the block's forward again before its gradients, as torch.utils.checkpoint per block); eval is unchanged; a comma list sweeps")
+	lists.add(fs, "precision", "strings", string(levers.FP32), "storage precision on the compute device: fp32, bf16 or fp16 (products' operands, results and weights in 16 bits as automatic mixed precision keeps them, softmax, layer norm and the losses in fp32; training keeps fp32 masters with Adam's moments, and fp16 scales the loss as PyTorch's GradScaler does, skipping a step whose gradients overflow); a comma list sweeps")
 	lists.add(fs, "take", "strings", "", "device memory to hold during the run, as take-mem's N blocks or SIZE (0: none); a comma list sweeps")
 	if planOnly {
 		// --json takes a value here as in the runs: with an optional value
@@ -456,7 +460,7 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 		ModelName:   o.Workload.Name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
 		Adam: adam, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
-		Config: bench.Config{Cache: o.Cache, ManagedPage: page, ManagedAdviseHost: o.ManagedAdvise == "host", Recompute: o.Recompute}, CommandLine: sysinfo.CommandLine(o.IO.CommandLine),
+		Config: bench.Config{Cache: o.Cache, ManagedPage: page, ManagedAdviseHost: o.ManagedAdvise == "host", Recompute: o.Recompute, Precision: o.Precision}, CommandLine: sysinfo.CommandLine(o.IO.CommandLine),
 		ProcessStart: o.IO.Started,
 	}
 	if err := o.place(cfg, &opts); err != nil {

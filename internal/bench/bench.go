@@ -191,7 +191,7 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 		Threads:   threads.n,
 		GPU:       opts.GPUName,
 		TakeBytes: opts.TakeBytes,
-		Recompute: opts.Recompute.String(),
+		Recompute: opts.Recompute.String(), Precision: opts.Precision.String(),
 	}
 	h.ThreadsRequested, h.ThreadsWarning = opts.Threads, threads.warning
 	h.CPUVector, h.BLASWarning = hostmath.CPUVector(), hostmath.BLASWarning()
@@ -334,6 +334,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 		// sum adds each batch's value weighted by its samples, so that the
 		// epoch's value is the mean over samples whatever the batch size.
 		sum, samples := 0.0, 0
+		skippedBefore := prog.LossScale().Skipped
 		for i := range batches {
 			if ctx.Err() != nil {
 				r.Status = Status{Kind: StatusInterrupted, Reason: fmt.Sprintf("after %d of %d epochs", len(r.Epochs), opts.Epochs)}
@@ -369,7 +370,8 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 			}
 		}
 		value := sum / float64(samples)
-		epoch := Epoch{Index: e, Duration: time.Since(start), Value: value}
+		epoch := Epoch{Index: e, Duration: time.Since(start), Value: value, SkippedSteps: prog.LossScale().Skipped - skippedBefore}
+		r.LossScale = prog.LossScale().Scale
 		if mode.Copies() {
 			after := dev.Stats()
 			epoch.UploadBytes, epoch.DownloadBytes = after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes
@@ -525,7 +527,7 @@ func (opts Options) compile() (*models.Model, *engine.Schedule, error) {
 	plan, err := engine.Compile(engine.Spec{
 		Inputs: model.Inputs(), Blocks: model.Blocks, Output: output,
 		Train: opts.Task == TaskTrain, Optimizer: opts.Adam, ClipNorm: opts.ClipNorm,
-		Recompute: opts.Recompute,
+		Recompute: opts.Recompute, Precision: opts.Precision,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -38,6 +38,11 @@ type Config struct {
 	// and runs the block's forward again before its gradients; "" is none.
 	// It applies to every mode; evaluation saves nothing and is unchanged.
 	Recompute levers.Recompute
+	// Precision is the storage precision on the compute device
+	// (--precision): fp32, or bf16 or fp16 under automatic mixed
+	// precision's rules, with float32 masters in training and fp16's loss
+	// scaled dynamically; "" is fp32. It applies to every mode.
+	Precision levers.Precision
 }
 
 // managedPlacement is the managed mode's placement: every block resident

@@ -89,6 +89,10 @@ type Epoch struct {
 	// RemoteBytes is what the managed mode's kernels read and wrote in
 	// place across the bus (--managed-advise host); zero otherwise.
 	RemoteBytes int64
+	// SkippedSteps is the steps of the epoch whose fp16 gradients
+	// overflowed under the loss scale, which their blocks skipped (fp16
+	// training only; zero otherwise).
+	SkippedSteps int
 }
 
 // ModeResult is what one mode measured.
@@ -112,8 +116,22 @@ type ModeResult struct {
 	// Setup is the mode's setup before its first epoch, phase by phase in
 	// the order they ran; a mode that stopped during its setup (OOM, a
 	// failure) has the phases it completed, one that got no device none.
-	Setup  []Phase
-	Status Status
+	Setup []Phase
+	// LossScale is fp16 training's loss scale after the last step (from
+	// 2^16, halved at each skipped step, doubled after 2000 good ones); 0
+	// for other runs.
+	LossScale float64
+	Status    Status
+}
+
+// SkippedSteps returns the steps skipped over every epoch, warm-up
+// included.
+func (r ModeResult) SkippedSteps() int {
+	n := 0
+	for _, e := range r.Epochs {
+		n += e.SkippedSteps
+	}
+	return n
 }
 
 // Phase is a step of a run's setup before its first epoch, timed as it
@@ -219,6 +237,9 @@ type Header struct {
 	// Recompute is the run's recompute lever (--recompute), which every
 	// mode applies: "none" or "blocks".
 	Recompute string
+	// Precision is the run's storage precision (--precision), which every
+	// mode applies: "fp32", "bf16" or "fp16".
+	Precision string
 	// Setup is the run's own setup before any mode's, in order: the
 	// model built for the sizes above (PhaseBuild) and the data generated
 	// (PhaseData).

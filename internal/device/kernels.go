@@ -11,6 +11,11 @@ import (
 type Kernels interface {
 	// Gemm computes c = op(a)·op(b) for op(a) m×k and op(b) k×n.
 	Gemm(transA, transB bool, m, n, k int, a, b, c Buffer)
+	// GemmHalf computes c = op(a)·op(b) as Gemm does, a and b holding
+	// 16-bit values of format f (packed two to a word) and c float32: the
+	// products of 16-bit values summed in float32 (cuBLAS's GemmEx with
+	// 16-bit inputs and 32-bit compute; hostmath.GemmBF16 on the host).
+	GemmHalf(f half.Format, transA, transB bool, m, n, k int, a, b, c Buffer)
 	// AddRowVector adds v to every row of m.
 	AddRowVector(m, v Buffer)
 	// SumRows sets dst to the sum of the rows of m.
@@ -101,6 +106,29 @@ type hostKernels struct{}
 // Gemm computes c = op(a)·op(b).
 func (hostKernels) Gemm(transA, transB bool, m, n, k int, a, b, c Buffer) {
 	hostmath.Gemm(transA, transB, m, n, k, 1, Floats(a), Floats(b), 0, Floats(c))
+}
+
+// GemmHalf computes c = op(a)·op(b) from 16-bit a and b.
+func (hostKernels) GemmHalf(f half.Format, transA, transB bool, m, n, k int, a, b, c Buffer) {
+	lda, ldb := gemmStrides(transA, transB, m, n, k)
+	gemm := hostmath.GemmBF16
+	if f == half.FP16 {
+		gemm = hostmath.GemmFP16
+	}
+	gemm(transA, transB, m, n, k, 1, Halves(a), lda, Halves(b), ldb, 0, Floats(c), n)
+}
+
+// gemmStrides returns the row strides of a row-major op(a) m×k and op(b)
+// k×n as stored, whether transposed or not.
+func gemmStrides(transA, transB bool, m, n, k int) (lda, ldb int) {
+	lda, ldb = max(k, 1), max(n, 1)
+	if transA {
+		lda = max(m, 1)
+	}
+	if transB {
+		ldb = max(k, 1)
+	}
+	return lda, ldb
 }
 
 // AddRowVector adds v to every row of m.

@@ -44,7 +44,41 @@ func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda i
 	if gemmBF16Fast(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
 		return
 	}
-	fa, fb := toFloat32Scratch(a, ra, ca, lda), toFloat32Scratch(b, rb, cb, ldb)
+	gemmConverted(bf16ToFloat32s, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// GemmFP16 is GemmBF16 for IEEE binary16 operands: they are converted to
+// float32 (exactly) and multiplied by the BLAS's SGEMM, summing in float32;
+// the CPU has no fp16 dot product to do better.
+func GemmFP16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	ra, ca := m, k
+	if transA {
+		ra, ca = k, m
+	}
+	rb, cb := k, n
+	if transB {
+		rb, cb = n, k
+	}
+	checkMatrix("a", len(a), ra, ca, lda)
+	checkMatrix("b", len(b), rb, cb, ldb)
+	checkMatrix("c", len(c), m, n, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	gemmConverted(fp16ToFloat32s, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// gemmConverted converts a and b to float32 with conv, then runs SGEMM.
+func gemmConverted(conv func([]float32, []uint16), transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	ra, ca := m, k
+	if transA {
+		ra, ca = k, m
+	}
+	rb, cb := k, n
+	if transB {
+		rb, cb = n, k
+	}
+	fa, fb := toFloat32Scratch(conv, a, ra, ca, lda), toFloat32Scratch(conv, b, rb, cb, ldb)
 	gemmStrided(transA, transB, m, n, k, alpha, *fa, max(ca, 1), *fb, max(cb, 1), beta, c, ldc)
 	scratch.Put(fa)
 	scratch.Put(fb)
@@ -78,7 +112,7 @@ var scratch = sync.Pool{New: func() any { return new([]float32) }}
 
 // toFloat32Scratch converts the rows×cols bf16 matrix x (row stride ld)
 // into a dense float32 matrix in a buffer from scratch.
-func toFloat32Scratch(x []uint16, rows, cols, ld int) *[]float32 {
+func toFloat32Scratch(conv func([]float32, []uint16), x []uint16, rows, cols, ld int) *[]float32 {
 	p := scratch.Get().(*[]float32)
 	if cap(*p) < rows*cols {
 		*p = make([]float32, rows*cols)
@@ -88,13 +122,14 @@ func toFloat32Scratch(x []uint16, rows, cols, ld int) *[]float32 {
 		return p
 	}
 	if ld == cols {
-		BF16ToFloat32s(*p, x[:rows*cols])
+		dst, src := *p, x[:rows*cols]
+		parallelFor(len(src), 16, func(lo, hi int) { conv(dst[lo:hi], src[lo:hi]) })
 		return p
 	}
 	dst := *p
 	parallelFor(rows*cols, cols, func(lo, hi int) {
 		for r := lo / cols; r < hi/cols; r++ {
-			bf16ToFloat32s(dst[r*cols:(r+1)*cols], x[r*ld:r*ld+cols])
+			conv(dst[r*cols:(r+1)*cols], x[r*ld:r*ld+cols])
 		}
 	})
 	return p

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"unsafe"
 
 	"gpuz/internal/device"
 	"gpuz/internal/half"
@@ -51,6 +52,21 @@ func ints(r *rand.Rand, n, classes int) []float32 {
 }
 
 func zeros(n int) []float32 { return make([]float32, n) }
+
+// halves returns x rounded to format f and packed two to a word, as a
+// 16-bit buffer holds it.
+func halves(f half.Format, x []float32) []float32 {
+	words := make([]float32, half.Words(len(x)))
+	h := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(words))), 2*len(words))
+	for i, v := range x {
+		if f == half.FP16 {
+			h[i] = half.FP16FromFloat32(v)
+		} else {
+			h[i] = half.BF16FromFloat32(v)
+		}
+	}
+	return words
+}
 
 // spread returns n values of every magnitude from 2^-30 to 2^20, of
 // either sign, with zeros: fp16's subnormals, its overflow and the ties of
@@ -149,6 +165,18 @@ func Cases() []Case {
 		cases = append(cases, Case{Name: fmt.Sprintf("Conv2dBiasGrad/shape%d", i),
 			Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(s.OutC), randn(r, y)) },
 			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.Conv2dBiasGrad(b[0], b[1], s) })})
+	}
+	for _, f := range []half.Format{half.BF16, half.FP16} {
+		for _, t := range []struct{ a, b bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
+			m, n, k := 7, 5, 9
+			cases = append(cases, Case{
+				Name: fmt.Sprintf("GemmHalf/%s/transA=%v,transB=%v", f, t.a, t.b),
+				Bufs: func(r *rand.Rand) [][]float32 {
+					return bufs(halves(f, randn(r, m*k)), halves(f, randn(r, k*n)), zeros(m*n))
+				},
+				Call: noValue(func(kk device.Kernels, b []device.Buffer) { kk.GemmHalf(f, t.a, t.b, m, n, k, b[0], b[1], b[2]) }),
+			})
+		}
 	}
 	for _, f := range []half.Format{half.BF16, half.FP16} {
 		const n = 1001 // odd: the last word holds one value

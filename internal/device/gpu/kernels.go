@@ -106,6 +106,26 @@ func (k Dispatcher) Gemm(transA, transB bool, m, n, kk int, a, b, c device.Buffe
 	k.gemm(transA, transB, m, n, kk, 1, ptr(a), lda, ptr(b), ldb, 0, ptr(c), n)
 }
 
+// GemmHalf computes c = op(a)·op(b) from 16-bit a and b through the
+// launcher's GemmEx, with the operands swapped as gemm swaps them.
+func (k Dispatcher) GemmHalf(f half.Format, transA, transB bool, m, n, kk int, a, b, c device.Buffer) {
+	lda, ldb := kk, n
+	if transA {
+		lda = m
+	}
+	if transB {
+		ldb = kk
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if kk == 0 {
+		k.each("fill_value", m*n, Pointer(ptr(c)), Long(m*n), Float(0))
+		return
+	}
+	k.L.GemmEx(f, transB, transA, n, m, kk, 1, ptr(b), ldb, ptr(a), lda, 0, ptr(c), n)
+}
+
 // ToHalf rounds src's first n values to 16 bits into dst.
 func (k Dispatcher) ToHalf(dst, src device.Buffer, n int, f half.Format) {
 	if f == half.FP16 {

@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"gpuz/internal/device"
+	"gpuz/internal/half"
 )
 
 // Buffer is a device buffer whose memory a kernel can address.
@@ -38,6 +39,10 @@ type Launcher interface {
 	// column-major conventions: op(a) is m×k, op(b) k×n, c m×n, and lda,
 	// ldb, ldc are leading dimensions (column strides).
 	Sgemm(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int)
+	// GemmEx is Sgemm with a and b holding 16-bit values of format f and
+	// c float32, summing in float32 (cublasGemmEx with
+	// CUBLAS_COMPUTE_32F).
+	GemmEx(f half.Format, transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int)
 	// Workspace is the device scratch that kernels may use between
 	// launches: its address and size in bytes.
 	Workspace() (ptr uintptr, bytes int)

@@ -13,6 +13,8 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"gpuz/internal/half"
+	"gpuz/internal/hostmath"
 	"math"
 	"strings"
 	"sync"
@@ -222,6 +224,42 @@ func (s *Shim) Sgemm(transA, transB bool, m, n, k int, alpha float32, a uintptr,
 		}
 	}()
 	gonum.Implementation{}.Sgemm(tB, tA, n, m, k, alpha, s.span(b), ldb, s.span(a), lda, beta, s.span(c), ldc)
+}
+
+// GemmEx computes the column-major c = alpha·op(a)·op(b) + beta·c from
+// 16-bit a and b: each operand's allocation from its address is widened
+// to float32 (exactly), then multiplied as Sgemm multiplies.
+func (s *Shim) GemmEx(f half.Format, transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {
+	tA, tB := blas.NoTrans, blas.NoTrans
+	if transA {
+		tA = blas.Trans
+	}
+	if transB {
+		tB = blas.Trans
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.Fail(fmt.Errorf("shim: GemmEx(%v, %v, %v, m=%d, n=%d, k=%d, lda=%d, ldb=%d, ldc=%d): %v", f, transA, transB, m, n, k, lda, ldb, ldc, r))
+		}
+	}()
+	gonum.Implementation{}.Sgemm(tB, tA, n, m, k, alpha, s.widened(f, b), ldb, s.widened(f, a), lda, beta, s.span(c), ldc)
+}
+
+// widened returns the 16-bit values of format f from address p to the end
+// of its allocation, as float32.
+func (s *Shim) widened(f half.Format, p uintptr) []float32 {
+	mem, bytes, err := s.locate(p)
+	if err != nil {
+		panic(err)
+	}
+	h := unsafe.Slice((*uint16)(mem), bytes/2)
+	out := make([]float32, len(h))
+	if f == half.FP16 {
+		hostmath.FP16ToFloat32s(out, h)
+	} else {
+		hostmath.BF16ToFloat32s(out, h)
+	}
+	return out
 }
 
 // access returns the memory of a read or write (what) of bytes at device
