@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 
 	"gpuz/internal/device"
 	"gpuz/internal/half"
@@ -18,6 +19,27 @@ import (
 // gorgonia's gradient sum, are levers.CastPromote.
 type Caster interface {
 	Cast() levers.Cast
+}
+
+// HalfLauncher is an op that reads some arguments in 16 bits as stored
+// (the products, through device.Kernels.GemmHalf): HalfOperands marks
+// them, nil when the op has no such launch; LaunchHalf runs it with those
+// arguments 16-bit of format f and the others and out float32.
+type HalfLauncher interface {
+	HalfOperands() []bool
+	LaunchHalf(k device.Kernels, f half.Format, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error
+}
+
+// direct returns which of step s's arguments its op reads in 16 bits as
+// stored; nil when it reads none so (it then sees float32 throughout).
+func direct(s step) []bool {
+	if castOf(s.op) != levers.CastLower {
+		return nil
+	}
+	if h, ok := s.op.(HalfLauncher); ok {
+		return h.HalfOperands()
+	}
+	return nil
 }
 
 // castOf returns op's class under 16-bit precision.
@@ -126,10 +148,13 @@ func (p *Schedule) scratchElems(si int) int {
 		return 0
 	}
 	s := p.steps[si]
-	lower := castOf(s.op) == levers.CastLower
+	lower, d := castOf(s.op) == levers.CastLower, direct(s)
 	n := 0
-	for _, a := range s.args {
+	for j, a := range s.args {
 		switch {
+		case d != nil && d[j] && p.values[a].half: // read as stored
+		case d != nil && d[j]: // rounded into a 16-bit copy
+			n += half.Words(p.count(a))
 		case p.values[a].half:
 			n += p.count(a)
 		case lower:
@@ -198,9 +223,14 @@ func (c *converter) widen(b device.Buffer, n int) device.Buffer {
 
 // round returns the n float32 values of b rounded to 16 bits, as float32.
 func (c *converter) round(b device.Buffer, n int) device.Buffer {
+	return c.widen(c.narrow(b, n), n)
+}
+
+// narrow returns the n float32 values of b rounded to 16 bits, packed.
+func (c *converter) narrow(b device.Buffer, n int) device.Buffer {
 	h := c.take(half.Words(n))
 	c.k.ToHalf(h, b, n, c.f)
-	return c.widen(h, n)
+	return h
 }
 
 // halves returns words as the 16-bit values they pack, two to a word.

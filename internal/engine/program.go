@@ -558,11 +558,16 @@ func (prog *Program) execute(si int, staged bool) error {
 	}
 	k := prog.kernelsOn(onHost)
 	var rounded device.Buffer // a 16-bit output, computed in float32 first
+	var d []bool              // the arguments read in 16 bits as stored
 	if c := prog.converter(onHost); c != nil {
 		p := prog.plan
 		lower := castOf(s.op) == levers.CastLower
+		d = direct(s.step)
 		for j, a := range s.args {
 			switch {
+			case d != nil && d[j] && p.values[a].half:
+			case d != nil && d[j]:
+				args[j] = c.narrow(args[j], p.count(a))
 			case p.values[a].half:
 				args[j] = c.widen(args[j], p.count(a))
 			case lower:
@@ -573,9 +578,16 @@ func (prog *Program) execute(si int, staged bool) error {
 			rounded, out = out, c.take(p.count(s.out))
 		}
 	}
-	if isGradientSum(s.op) {
+	var err error
+	switch {
+	case isGradientSum(s.op):
 		k.Add(out, args[0], args[1])
-	} else if err := s.op.(DeviceOp).Launch(k, out, args, s.shapes); err != nil {
+	case d != nil:
+		err = s.op.(HalfLauncher).LaunchHalf(k, prog.plan.format(), out, args, s.shapes)
+	default:
+		err = s.op.(DeviceOp).Launch(k, out, args, s.shapes)
+	}
+	if err != nil {
 		return fmt.Errorf("engine: %v: %w", s.op, err)
 	}
 	if rounded != nil {

@@ -6,6 +6,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"gpuz/internal/device"
+	"gpuz/internal/half"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
 )
@@ -48,6 +49,18 @@ func LinearForward[T hostmath.Float](y, x, w, b []T, batch, in, out int) {
 func (op Linear) launch(d launchArgs) error {
 	return sized(op.gemm, d.shapes, func(p gemm) {
 		d.k.Gemm(false, true, p.m, p.n, p.k, d.args[0], d.args[1], d.out)
+		d.k.AddRowVector(d.out, d.args[2])
+	})
+}
+
+// halfOperands: x and W in 16 bits, the bias in float32.
+func (Linear) halfOperands() []bool { return []bool{true, true, false} }
+
+// launchHalf is launch with x and W in 16 bits: the product of 16-bit
+// operands summed in float32 (GemmHalf), then the bias.
+func (op Linear) launchHalf(f half.Format, d launchArgs) error {
+	return sized(op.gemm, d.shapes, func(p gemm) {
+		d.k.GemmHalf(f, false, true, p.m, p.n, p.k, d.args[0], d.args[1], d.out)
 		d.k.AddRowVector(d.out, d.args[2])
 	})
 }
@@ -127,6 +140,25 @@ func gemmHost[T hostmath.Float, S gemmSpec](op S, h hostArgs[T]) error {
 func gemmLaunch(op gemmSpec, d launchArgs) error {
 	return sized(gemmOf(op), d.shapes, func(p gemm) {
 		d.k.Gemm(op.transposed(), false, p.m, p.n, p.k, d.args[0], d.args[1], d.out)
+	})
+}
+
+// halfOperands: both factors in 16 bits.
+func (LinearInputGrad) halfOperands() []bool  { return []bool{true, true} }
+func (LinearWeightGrad) halfOperands() []bool { return []bool{true, true} }
+
+func (op LinearInputGrad) launchHalf(f half.Format, d launchArgs) error {
+	return gemmLaunchHalf(op, f, d)
+}
+
+func (op LinearWeightGrad) launchHalf(f half.Format, d launchArgs) error {
+	return gemmLaunchHalf(op, f, d)
+}
+
+// gemmLaunchHalf is gemmLaunch with both factors in 16 bits.
+func gemmLaunchHalf(op gemmSpec, f half.Format, d launchArgs) error {
+	return sized(gemmOf(op), d.shapes, func(p gemm) {
+		d.k.GemmHalf(f, op.transposed(), false, p.m, p.n, p.k, d.args[0], d.args[1], d.out)
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"gpuz/internal/device"
+	"gpuz/internal/half"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
 )
@@ -105,6 +106,33 @@ func (o op) Cast() levers.Cast {
 		return c.cast()
 	}
 	return levers.CastPromote
+}
+
+// HalfOperands reports which arguments the op's 16-bit launch
+// (LaunchHalf) reads as stored in 16 bits; nil when the spec has no such
+// launch, and the engine widens its 16-bit arguments to float32 instead.
+func (o op) HalfOperands() []bool {
+	if h, ok := o.spec.(halfLauncher); ok {
+		return h.halfOperands()
+	}
+	return nil
+}
+
+// LaunchHalf computes the op on a device from arguments that HalfOperands
+// marks holding 16-bit values of format f, the others and out float32.
+func (o op) LaunchHalf(k device.Kernels, f half.Format, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error {
+	h, ok := o.spec.(halfLauncher)
+	if !ok {
+		return fmt.Errorf("%s has no 16-bit launch", o)
+	}
+	return h.launchHalf(f, launchArgs{k: k, out: out, args: args, shapes: shapes})
+}
+
+// halfLauncher is a spec that reads some arguments in 16 bits as stored:
+// the products, through device.Kernels.GemmHalf.
+type halfLauncher interface {
+	halfOperands() []bool
+	launchHalf(f half.Format, d launchArgs) error
 }
 
 // caster is a spec that declares its class under 16-bit precision, after
