@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"gpuz/internal/device"
+	"gpuz/internal/hostmath"
+	"gpuz/internal/levers"
+)
+
+// compilePrecision compiles a hand model for training at a precision.
+func compilePrecision(t *testing.T, m handModel, prec levers.Precision) *Schedule {
+	t.Helper()
+	inputs, blocks, loss := m.build()
+	p, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Train: true, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1, Precision: prec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestAssignPrecisionByHand checks which values of the hand attention
+// model bf16 stores in 16 bits, as autocast's rules say, and the bytes
+// that follow. The head's and the layers' weights and biases are read
+// only by Linear: 16-bit. The embedding table is read by the lookup, which
+// autocast leaves alone: float32, as are the inputs and the loss. The
+// products' results are 16-bit, and so is the LeakyReLU of a 16-bit value;
+// the weights' gradients come from products (16-bit), the biases' from a
+// sum (float32).
+func TestAssignPrecisionByHand(t *testing.T) {
+	p := compilePrecision(t, handModels[2], levers.BF16)
+	want := map[string]bool{"head.w": true, "head.b": true, "layer1.w": true, "layer1.b": true, "embed.w": false, "ids": false, "target": false, "positions": false}
+	for _, v := range p.values {
+		if w, ok := want[v.node.Name()]; ok && v.half != w {
+			t.Errorf("%s: 16-bit %v, want %v", v.node.Name(), v.half, w)
+		}
+	}
+	if v := p.values[p.output]; v.half {
+		t.Error("the loss is stored in 16 bits")
+	}
+	for _, s := range p.steps {
+		out := p.values[s.out]
+		switch s.op.String() {
+		case "Linear", "LinearWeightGrad", "LinearInputGrad":
+			if !out.half {
+				t.Errorf("%v's result is float32", s.op)
+			}
+		case "LinearBiasGrad", "SoftmaxCrossEntropy", "SoftmaxCrossEntropyGrad", "Embedding", "EmbeddingGrad":
+			if out.half {
+				t.Errorf("%v's result is 16-bit", s.op)
+			}
+		}
+	}
+	// head 6×4 + 6 and two layers of 4×4 + 4: 70 values in 16 bits, 35
+	// words; the embedding's 6×4 in float32.
+	b := p.Bytes()
+	if want := int64(4 * (35 + 24)); b.Parameters != want {
+		t.Errorf("parameters: %d bytes, want %d", b.Parameters, want)
+	}
+	// Adam's moments of all 94 and the float32 masters of the 70.
+	if want := int64(4 * (2*94 + 70)); b.Optimizer != want {
+		t.Errorf("optimizer state: %d bytes, want %d", b.Optimizer, want)
+	}
+}
+
+// TestLossScaleMoves follows GradScaler's rules: a skipped step halves the
+// scale and restarts the count of good steps, 2000 good steps in a row
+// double it.
+func TestLossScaleMoves(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		overflows     []bool
+		scale         float64
+		skipped, good int
+	}{
+		{"one skip", []bool{true}, 32768, 1, 0},
+		{"skip then good", []bool{true, false, false}, 32768, 1, 2},
+		{"1999 good", slices.Repeat([]bool{false}, 1999), 65536, 0, 1999},
+		{"2000 good", slices.Repeat([]bool{false}, 2000), 131072, 0, 0},
+		{"a skip restarts the count", append(slices.Repeat([]bool{false}, 1999), true, false), 32768, 1, 1},
+	} {
+		s := newLossScale()
+		for _, o := range tc.overflows {
+			s.endStep(o)
+		}
+		if s.Scale != tc.scale || s.Skipped != tc.skipped || s.good != tc.good {
+			t.Errorf("%s: scale %v, skipped %d, good %d; want %v, %d, %d", tc.name, s.Scale, s.Skipped, s.good, tc.scale, tc.skipped, tc.good)
+		}
+	}
+}
+
+// TestFP16OverflowSkipsTheStep trains the hand linear model in fp16 with a
+// loss scale that overflows fp16's range: every block skips its update,
+// the weights stay as they were, the step counts as skipped and the scale
+// halves; at a scale that fits, the next step updates them.
+func TestFP16OverflowSkipsTheStep(t *testing.T) {
+	p := compilePrecision(t, handModels[0], levers.FP16)
+	prog, err := p.Load(device.NewHost(), Placement{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	for i, v := range p.values {
+		if v.kind == kindInput || v.kind == kindParam {
+			data := make([]float32, p.count(i))
+			for j := range data {
+				data[j] = float32(math.Sin(float64(i*31 + j)))
+			}
+			if err := prog.SetInput(v.node, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	weights := func() [][]float32 {
+		var w [][]float32
+		for _, pv := range p.params {
+			d, err := prog.Read(p.values[pv].node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w = append(w, d)
+		}
+		return w
+	}
+	before := weights()
+	prog.loss.Scale = 0x1p60
+	if _, err := prog.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if got := prog.LossScale(); got.Skipped != 1 || got.Scale != 0x1p59 {
+		t.Fatalf("after an overflow: %d skipped at scale %v, want 1 at 2^59", got.Skipped, got.Scale)
+	}
+	for i, w := range weights() {
+		if !slices.Equal(w, before[i]) {
+			t.Fatalf("parameter %d changed in a skipped step", i)
+		}
+	}
+	prog.loss.Scale = 1024
+	if _, err := prog.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if got := prog.LossScale(); got.Skipped != 1 {
+		t.Fatalf("%d steps skipped at a scale that fits, want 1", got.Skipped)
+	}
+	for i, w := range weights() {
+		if slices.Equal(w, before[i]) {
+			t.Errorf("parameter %d did not change in a step that was not skipped", i)
+		}
+	}
+}
