@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"gpuz/internal/cache"
@@ -92,6 +93,50 @@ func TestRecomputeDemo(t *testing.T) {
 	for i := range want.Epochs {
 		if got.Epochs[i].Value != want.Epochs[i].Value {
 			t.Errorf("epoch %d: loss %v with recompute, %v without", i, got.Epochs[i].Value, want.Epochs[i].Value)
+		}
+	}
+}
+
+// TestPrecisionDemo is issue 21's demo: linear evaluation at demo scale
+// needs 48.2 MiB in fp32 (the plan), so on a 32 MiB simulated GPU the cuda
+// mode is out of memory; in bf16 its weights take half the bytes and it
+// fits, with no paging, its peak at most 0.6× fp32's, its output within
+// bf16's tolerance of fp32's.
+func TestPrecisionDemo(t *testing.T) {
+	cfg, scale, err := models.Linear.Configure(models.ScaleDemo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := models.FeedOf(cfg)
+	run := func(p levers.Precision, capacity int64) ModeResult {
+		t.Helper()
+		opts := Options{
+			ModelName: "linear", Scale: scale, Workload: cfg, Task: TaskEval, Modes: []Mode{ModeCUDA},
+			Samples: feed.Samples, Batch: feed.Batch, Epochs: 2, Warmup: 1,
+			Adam: DefaultAdam(), ClipNorm: 1, Seed: 1, Threads: 1,
+			Config: Config{Precision: p},
+			NewGPU: func() (device.Device, error) { return device.NewSim(capacity, nil), nil },
+		}
+		res, err := Run(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Modes[0]
+	}
+	if m := run(levers.FP32, 32<<20); m.Status.Kind != StatusOOM {
+		t.Fatalf("fp32 on 32 MiB: %s, want OOM", m.Status)
+	}
+	got := run(levers.BF16, 32<<20)
+	if got.Status.Kind != StatusOK {
+		t.Fatalf("bf16 on 32 MiB: %s, want ok", got.Status)
+	}
+	want := run(levers.FP32, 64<<20)
+	if 10*got.PeakDeviceBytes > 6*want.PeakDeviceBytes {
+		t.Errorf("peak %d bytes in bf16, %d in fp32: want at most 0.6×", got.PeakDeviceBytes, want.PeakDeviceBytes)
+	}
+	for i := range want.Epochs {
+		if d := math.Abs(got.Epochs[i].Value-want.Epochs[i].Value) / math.Abs(want.Epochs[i].Value); d > precisionTolerance[levers.BF16] {
+			t.Errorf("epoch %d: output %v in bf16, %v in fp32", i, got.Epochs[i].Value, want.Epochs[i].Value)
 		}
 	}
 }

@@ -30,7 +30,7 @@ func predictEpoch(work engine.Work, batches int, copies engine.Copies, pl engine
 	n := int64(batches)
 	kernels := make([]perfmodel.Kernel, len(work.Kernels))
 	for i, k := range work.Kernels {
-		kernels[i] = perfmodel.Kernel{Name: k.Name, Launches: n * k.Launches, FLOPs: n * k.FLOPs, Bytes: n * k.Bytes}
+		kernels[i] = perfmodel.Kernel{Name: k.Name, Launches: n * k.Launches, FLOPs: n * k.FLOPs, Bytes: n * k.Bytes, Half: k.Half}
 	}
 	c := perfmodel.Copies{
 		H2DBytes: copies.UploadBytes, D2HBytes: copies.DownloadBytes, SyncBytes: copies.SyncBytes(),

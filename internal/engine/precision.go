@@ -390,3 +390,60 @@ func (prog *Program) gradScale(sumSquares float64) (scale float64, ok bool) {
 	s := prog.loss.Scale
 	return hostmath.ClipScale(sumSquares/(s*s), prog.plan.spec.ClipNorm) / s, true
 }
+
+// conversions is the work of a step's 16-bit conversions.
+type conversions struct {
+	device.Cost
+	launches int64
+}
+
+// widenCost is the work of widening n 16-bit values: 2n bytes read, 4n
+// written.
+func widenCost(n int64) device.Cost { return device.Cost{FLOPs: n, ReadBytes: 2 * n, WriteBytes: 4 * n} }
+
+// narrowCost is the work of rounding n float32 values to 16 bits.
+func narrowCost(n int64) device.Cost { return device.Cost{FLOPs: n, ReadBytes: 4 * n, WriteBytes: 2 * n} }
+
+// stepCost16 returns step si's work under the schedule's precision, from
+// c, its float32 work: a step that reads 16-bit operands as stored (a
+// product through GemmHalf) reads 2 bytes of each instead of 4, its FLOPs
+// 16-bit products (half); every other step runs in float32 on widened
+// copies, as c says; the conversions are counted apart, as Execute makes
+// them (scratchElems). Under fp32 c is returned as it is.
+func (p *Schedule) stepCost16(si int, c device.Cost) (device.Cost, conversions, bool) {
+	var conv conversions
+	if !p.spec.Precision.Half() {
+		return c, conv, false
+	}
+	s := p.steps[si]
+	lower, d := castOf(s.op) == levers.CastLower, direct(s)
+	add := func(k device.Cost) {
+		conv.Cost = conv.Plus(k)
+		conv.launches++
+	}
+	var direct16 int64 // elements read as stored in 16 bits
+	for j, a := range s.args {
+		n := int64(p.count(a))
+		switch {
+		case d != nil && d[j] && p.values[a].half:
+			direct16 += n
+		case d != nil && d[j]:
+			direct16 += n
+			add(narrowCost(n))
+		case p.values[a].half:
+			add(widenCost(n))
+		case lower:
+			add(narrowCost(n))
+			add(widenCost(n))
+		}
+	}
+	if p.values[s.out].half {
+		add(narrowCost(int64(p.count(s.out))))
+	}
+	if d == nil {
+		return c, conv, false
+	}
+	// Each 16-bit operand's bytes read once at 2 bytes instead of 4.
+	c.ReadBytes = max(c.ReadBytes-2*direct16, 0)
+	return c, conv, true
+}

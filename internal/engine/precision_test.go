@@ -150,3 +150,45 @@ func TestFP16OverflowSkipsTheStep(t *testing.T) {
 		}
 	}
 }
+
+// TestWork16ByHand counts the work of the hand linear model's evaluation
+// in bf16 (three Linear(4→4) with a LeakyReLU each at batch 2, then MSE):
+// each Linear reads x (8 values) and W (16) in 16 bits as stored, 48
+// bytes less than float32's, and its FLOPs are 16-bit products. The
+// conversions, at 6 bytes a value (2 read and 4 written, or 4 and 2):
+// the first Linear rounds the float32 input (8) and each widens its bias
+// (4) and rounds its result (8); each LeakyReLU widens its input (8) and
+// rounds its result (8); MSE widens its prediction (8): 14 launches over
+// 20 + 2·12 + 3·16 + 8 = 100 values.
+func TestWork16ByHand(t *testing.T) {
+	compile := func(prec levers.Precision) Work {
+		inputs, blocks, loss := handModels[0].build()
+		p, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Precision: prec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Work()
+	}
+	kernel := func(w Work, name string) KernelWork {
+		for _, k := range w.Kernels {
+			if k.Name == name {
+				return k
+			}
+		}
+		return KernelWork{}
+	}
+	fp32, bf16 := compile(levers.FP32), compile(levers.BF16)
+	l32, l16 := kernel(fp32, "Linear"), kernel(bf16, "Linear")
+	if !l16.Half || l32.Half {
+		t.Errorf("Linear's FLOPs 16-bit products: %v in bf16, %v in fp32", l16.Half, l32.Half)
+	}
+	if l16.Bytes != l32.Bytes-3*48 || l16.FLOPs != l32.FLOPs {
+		t.Errorf("Linear in bf16: %d bytes, %d FLOPs; fp32 %d bytes, %d FLOPs: want 144 bytes fewer, the same FLOPs", l16.Bytes, l16.FLOPs, l32.Bytes, l32.FLOPs)
+	}
+	if c := kernel(bf16, KernelConvert); c.Launches != 14 || c.Bytes != 6*100 || c.FLOPs != 100 {
+		t.Errorf("conversions: %d launches, %d bytes, %d FLOPs; want 14, 600, 100", c.Launches, c.Bytes, c.FLOPs)
+	}
+	if c := kernel(fp32, KernelConvert); c.Launches != 0 {
+		t.Errorf("fp32 converts: %+v", c)
+	}
+}

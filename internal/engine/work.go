@@ -27,6 +27,10 @@ const (
 	// KernelAdam is Adam's update of one parameter, the clip's scale
 	// applied to its gradient.
 	KernelAdam = "AdamStep"
+	// KernelConvert is the conversions of 16-bit precision: values
+	// widened to float32 for a step, a step's result rounded to 16 bits,
+	// a master rounded into its 16-bit copy.
+	KernelConvert = "Convert16"
 )
 
 // adamFLOPs is the floating-point operations of Adam's update per element
@@ -46,6 +50,9 @@ type KernelWork struct {
 	FLOPs    int64
 	// Bytes is the device memory read and written.
 	Bytes int64
+	// Half says the kernel's FLOPs are products of 16-bit operands
+	// (device.Kernels.GemmHalf), which a GPU runs on its tensor cores.
+	Half bool
 }
 
 // Work is the device work of one batch: one training step (forward,
@@ -59,8 +66,14 @@ type Work struct {
 	Bytes    int64
 }
 
-// add counts n launches of kernel name, each of cost c.
-func (w *Work) add(name string, n int64, c device.Cost) {
+// add counts n launches of kernel name, each of cost c; half says its
+// FLOPs are 16-bit products.
+func (w *Work) add(name string, n int64, c device.Cost, half bool) {
+	w.addTotal(name, n, device.Cost{FLOPs: n * c.FLOPs, ReadBytes: n * c.ReadBytes, WriteBytes: n * c.WriteBytes}, half)
+}
+
+// addTotal counts n launches of kernel name that cost c together.
+func (w *Work) addTotal(name string, n int64, c device.Cost, half bool) {
 	i := 0
 	for i < len(w.Kernels) && w.Kernels[i].Name != name {
 		i++
@@ -69,12 +82,13 @@ func (w *Work) add(name string, n int64, c device.Cost) {
 		w.Kernels = append(w.Kernels, KernelWork{Name: name})
 	}
 	k := &w.Kernels[i]
+	k.Half = k.Half || half
 	k.Launches += n
-	k.FLOPs += n * c.FLOPs
-	k.Bytes += n * c.Bytes()
+	k.FLOPs += c.FLOPs
+	k.Bytes += c.Bytes()
 	w.Launches += n
-	w.FLOPs += n * c.FLOPs
-	w.Bytes += n * c.Bytes()
+	w.FLOPs += c.FLOPs
+	w.Bytes += c.Bytes()
 }
 
 // Work returns the device work of one batch, known from the Schedule
@@ -85,7 +99,7 @@ func (w *Work) add(name string, n int64, c device.Cost) {
 // host the Adam updates happen there instead; Work still counts them.
 func (p *Schedule) Work() Work {
 	var w Work
-	for _, s := range p.steps {
+	for si, s := range p.steps {
 		shapes := make([]tensor.Shape, len(s.args))
 		for j, a := range s.args {
 			shapes[j] = p.values[a].shape
@@ -96,23 +110,36 @@ func (p *Schedule) Work() Work {
 			c = op.Cost(shapes)
 		default:
 			if isGradientSum(s.op) {
-				n := 4 * int64(p.values[s.out].elems)
+				n := 4 * int64(p.count(s.out))
 				name, c = KernelGradientSum, device.Cost{FLOPs: n / 4, ReadBytes: 2 * n, WriteBytes: n}
 			}
 		}
-		w.add(name, 1, c)
+		c, conv, half := p.stepCost16(si, c)
+		w.add(name, 1, c, half)
+		if conv.launches > 0 {
+			w.addTotal(KernelConvert, conv.launches, conv.Cost, false)
+		}
 	}
 	if !p.spec.Train {
 		return w
 	}
 	for _, g := range p.grads {
-		n := int64(p.values[g].elems)
-		w.add(KernelSumSquares, 1, device.Cost{FLOPs: 2 * n, ReadBytes: 4 * n})
+		n := int64(p.count(g))
+		w.add(KernelSumSquares, 1, device.Cost{FLOPs: 2 * n, ReadBytes: 4 * n}, false)
+		if p.values[g].half { // widened first
+			w.add(KernelConvert, 1, widenCost(n), false)
+		}
 	}
-	for _, pv := range p.params {
-		n := int64(p.values[pv].elems)
+	for i, pv := range p.params {
+		n := int64(p.count(pv))
 		// p, g, m and v read; p, m and v written.
-		w.add(KernelAdam, 1, device.Cost{FLOPs: adamFLOPs * n, ReadBytes: 16 * n, WriteBytes: 12 * n})
+		w.add(KernelAdam, 1, device.Cost{FLOPs: adamFLOPs * n, ReadBytes: 16 * n, WriteBytes: 12 * n}, false)
+		if p.values[pv].half { // the master rounded into the 16-bit copy
+			w.add(KernelConvert, 1, narrowCost(n), false)
+		}
+		if g := p.grads[i]; p.values[g].half { // the gradient widened for the update
+			w.add(KernelConvert, 1, widenCost(n), false)
+		}
 	}
 	return w
 }

@@ -18,6 +18,9 @@ type Kernel struct {
 	Launches int64
 	FLOPs    int64
 	Bytes    int64
+	// Half says the FLOPs are products of 16-bit operands, at the
+	// profile's Rate16 instead of its FP32 rate.
+	Half bool `json:",omitempty"`
 }
 
 // Copies are the copies between host and device memory of the same run.
@@ -260,9 +263,13 @@ func Predict(kernels []Kernel, copies Copies, p Profile, e Efficiency) Predictio
 	var boundK, compute, memory, launch, computeBound, memoryBound float64 // seconds
 	for _, k := range kernels {
 		f, b := nonneg(k.FLOPs), nonneg(k.Bytes)
-		boundK += max(div(f, p.FP32), div(b, p.MemBandwidth))
+		rate := p.FP32
+		if k.Half {
+			rate = p.Rate16()
+		}
+		boundK += max(div(f, rate), div(b, p.MemBandwidth))
 		cf, bf, overhead := e.factors(k.Name, p)
-		c := div(f, p.FP32*cf)
+		c := div(f, rate*cf)
 		m := div(b, p.MemBandwidth*bf)
 		compute, memory = compute+c, memory+m
 		if c >= m {

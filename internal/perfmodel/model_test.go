@@ -48,6 +48,21 @@ func TestPredict(t *testing.T) {
 				Launch: secs(10e-6), Limiter: LimitCompute},
 		},
 		{
+			// 16-bit products at Tensor16 = 4 TFLOP/s: bound max(0.5 s,
+			// 0.01 s); model 2e12/(4e12×0.5) + 10 µs.
+			name: "16-bit GEMM", p: func() Profile { p := testProfile; p.Tensor16 = 4e12; return p }(), e: testEfficiency,
+			kernels: []Kernel{{Name: "Gemm", Launches: 1, FLOPs: 2e12, Bytes: 1e9, Half: true}},
+			want: Prediction{Bound: secs(0.5), Model: secs(1.00001), Compute: secs(1), Memory: secs(0.02),
+				Launch: secs(10e-6), Limiter: LimitCompute},
+		},
+		{
+			// A profile without a 16-bit unit runs them at FP32.
+			name: "16-bit GEMM at FP32", p: testProfile, e: testEfficiency,
+			kernels: []Kernel{{Name: "Gemm", Launches: 1, FLOPs: 2e12, Bytes: 1e9, Half: true}},
+			want: Prediction{Bound: secs(2), Model: secs(4.00001), Compute: secs(4), Memory: secs(0.02),
+				Launch: secs(10e-6), Limiter: LimitCompute},
+		},
+		{
 			// bound max(1 ms, 0.12 s); model: compute 1e9/0.25e12 = 4 ms,
 			// memory 1.2e10/0.5e11 = 0.24 s, launches 100 × 10 µs = 1 ms.
 			name: "memory-bound element-wise", p: testProfile, e: testEfficiency,

@@ -427,6 +427,8 @@ type (
 		Launches int64  `json:"launches"`
 		FLOPs    int64  `json:"flops"`
 		Bytes    int64  `json:"bytes"`
+		// Half: 16-bit products (tensor cores on a GPU); omitted when not.
+		Half bool `json:"half,omitempty"`
 	}
 	jsonCopies struct {
 		UploadBytes   int64 `json:"upload_bytes"`
