@@ -399,10 +399,14 @@ type conversions struct {
 
 // widenCost is the work of widening n 16-bit values: 2n bytes read, 4n
 // written.
-func widenCost(n int64) device.Cost { return device.Cost{FLOPs: n, ReadBytes: 2 * n, WriteBytes: 4 * n} }
+func widenCost(n int64) device.Cost {
+	return device.Cost{FLOPs: n, ReadBytes: 2 * n, WriteBytes: 4 * n}
+}
 
 // narrowCost is the work of rounding n float32 values to 16 bits.
-func narrowCost(n int64) device.Cost { return device.Cost{FLOPs: n, ReadBytes: 4 * n, WriteBytes: 2 * n} }
+func narrowCost(n int64) device.Cost {
+	return device.Cost{FLOPs: n, ReadBytes: 4 * n, WriteBytes: 2 * n}
+}
 
 // stepCost16 returns step si's work under the schedule's precision, from
 // c, its float32 work: a step that reads 16-bit operands as stored (a
