@@ -59,6 +59,7 @@ type Device struct {
 	ctx     *cu.Ctx
 	copies  cu.Stream
 	blas    *cublas.Standard
+	gemmEx  gemmExHandle // GemmEx's cuBLAS handle, made on first use
 	mod     cu.Module
 	fns     map[string]cu.Function
 	ws      cu.DevicePtr
@@ -178,9 +179,9 @@ func (d *Device) KernelCompile() device.KernelCompile { return d.compile }
 // do runs f on the context's thread.
 func (d *Device) do(f func() error) error { return d.ctx.Do(f) }
 
-// Close frees the buffers still held, the workspace and the pinned staging
-// buffers, and destroys the context (which takes its streams, events,
-// module and cuBLAS handle with it). Later Frees do nothing; a second Close
+// Close frees the buffers still held, the workspace, the pinned staging
+// buffers and GemmEx's cuBLAS handle, and destroys the context (which takes
+// its streams, events, module and SGEMM's cuBLAS handle with it). Later Frees do nothing; a second Close
 // does nothing. The error joins every step that failed.
 func (d *Device) Close() error {
 	if d.ctx == nil {
@@ -211,6 +212,9 @@ func (d *Device) Close() error {
 				}
 				d.staging[i] = pinned{}
 			}
+		}
+		if err := d.gemmEx.destroy(); err != nil {
+			errs = append(errs, fmt.Errorf("GemmEx's cuBLAS handle: %w", err))
 		}
 		return nil
 	})
