@@ -20,6 +20,7 @@ import (
 	"gpuz/internal/engine"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/hugemem"
+	"gpuz/internal/levers"
 	"gpuz/internal/models"
 	"gpuz/internal/perfmodel"
 	"gpuz/internal/sysinfo"
@@ -198,6 +199,12 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 	h.Env = sysinfo.Collect()
 	h.Env.BLAS, h.Env.Threads, h.Env.CommandLine, h.Env.Seed = h.BLAS, h.Threads, opts.CommandLine, opts.Seed
 	h.Env.HugePages = hugemem.Status()
+	switch opts.Precision {
+	case levers.BF16:
+		h.HalfProducts = hostmath.BF16Path()
+	case levers.FP16:
+		h.HalfProducts = hostmath.FP16Path()
+	}
 	h.Params = model.ParamCount()
 	h.ParamBytes = 4 * h.Params
 	h.DataBytes = 4 * int64(len(data.Values))

@@ -240,6 +240,11 @@ type Header struct {
 	// Precision is the run's storage precision (--precision), which every
 	// mode applies: "fp32", "bf16" or "fp16".
 	Precision string
+	// HalfProducts names the path the host's (and the simulated GPU's)
+	// 16-bit products take under a 16-bit precision: "AVX512_BF16 kernel",
+	// "convert + OpenBLAS SGEMM", …; empty under fp32. A CUDA GPU runs
+	// them through cuBLAS's GemmEx.
+	HalfProducts string
 	// Setup is the run's own setup before any mode's, in order: the
 	// model built for the sizes above (PhaseBuild) and the data generated
 	// (PhaseData).

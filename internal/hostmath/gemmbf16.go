@@ -95,6 +95,10 @@ func BF16Path() string {
 	return bf16Convert
 }
 
+// FP16Path names the path GemmFP16 runs: the conversion and the BLAS's
+// SGEMM (no CPU gpuz supports has an fp16 dot product).
+func FP16Path() string { return bf16Convert }
+
 // checkMatrix panics unless a slice of length n holds a rows×cols matrix
 // with row stride ld.
 func checkMatrix(name string, n, rows, cols, ld int) {
