@@ -39,8 +39,10 @@
 #
 # It runs `gpuz version`, `gpuz selftest --device D`, `gpuz devices`, then
 # each workload's train and eval with cuda,cache,cpu, --epochs 3 and --json
-# (cuda,cache and cpu apart when the cpu rows run at another scale), then
-# the peer's runs, and `nvidia-smi -q` when there is an nvidia-smi. DIR holds
+# (cuda,cache and cpu apart when the cpu rows run at another scale), the
+# managed mode's, each workload's cuda mode in bf16 and linear training in
+# fp16 (--precision), then the peer's runs (on a GPU in fp32 and under
+# bf16 autocast), and `nvidia-smi -q` when there is an nvidia-smi. DIR holds
 # each command's output (NAME.txt, NAME.json for the runs) and SUMMARY.md:
 # every check's command, exit status, seconds and result, each run's medians
 # per mode, and with the peer the table gpuz vs PyTorch. A check passes with
@@ -345,12 +347,27 @@ if [[ -n $need && -n $free ]] && ((free > need)); then
 		--epochs 3 --scale "$scale" --take "$((free - need * 3 / 4))B" --json "$out/managed-pressure.json"
 	runs+=(managed-pressure)
 fi
+# 16 bits (--precision): each workload's cuda mode in bf16 (GemmEx and
+# the conversion kernels on the GPU), and linear training in fp16 with its
+# loss scale, beside the fp32 rows above.
+for workload in linear resnet attention; do
+	for task in train eval; do
+		check "$workload-$task-bf16" "$bin" "$workload" "$task" cuda --device "$device" --precision bf16 \
+			--epochs 3 --scale "$scale" --json "$out/$workload-$task-bf16.json"
+		runs+=("$workload-$task-bf16")
+	done
+done
+check linear-train-fp16 "$bin" linear train cuda --device "$device" --precision fp16 \
+	--epochs 3 --scale "$scale" --json "$out/linear-train-fp16.json"
+runs+=(linear-train-fp16)
 if ((peer)); then
 	for workload in linear resnet attention; do
 		for task in train eval; do
 			if ((gpu)); then
 				check "peer-$workload-$task-cuda" "$peer_py" "$peer_script" "$workload" "$task" --device cuda \
 					--scale "$scale" --epochs 3 --json "$out/peer-$workload-$task-cuda.json"
+				check "peer-$workload-$task-cuda-bf16" "$peer_py" "$peer_script" "$workload" "$task" --device cuda \
+					--precision bf16 --scale "$scale" --epochs 3 --json "$out/peer-$workload-$task-cuda-bf16.json"
 			fi
 			check "peer-$workload-$task-cpu" "$peer_py" "$peer_script" "$workload" "$task" --device cpu \
 				--scale "$cpu_scale" --epochs 3 --json "$out/peer-$workload-$task-cpu.json"

@@ -97,6 +97,10 @@ def parse_args(argv):
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     p.add_argument("--epochs", type=int, help="epochs, the warm-up included (default: the workload's)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
+                   help="automatic mixed precision, as gpuz's --precision: the forward pass and the loss under "
+                        "torch.autocast in that type; fp16 training scales the loss with GradScaler's defaults "
+                        "(on CUDA only: CPU autocast is bf16 only in torch 1.13)")
     p.add_argument("--json", metavar="FILE", help="write the run as JSON to FILE ('-': standard output)")
     a = p.parse_args(argv)
     if a.epochs is not None and a.epochs <= WARMUP:
@@ -258,6 +262,12 @@ def main(argv):
         fail(f"PyTorch is not installed for {sys.executable} ({e}): pip install torch, or apt-get install python3-torch")
     if a.device == "cuda" and not torch.cuda.is_available():
         fail(f"--device cuda: torch {torch.__version__} sees no usable CUDA GPU (torch.cuda.is_available() is False)")
+    if a.precision == "fp16" and a.device == "cpu":
+        fail("--precision fp16 needs --device cuda: CPU autocast is bf16 only (torch 1.13), and GradScaler is CUDA's")
+    amp_dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[a.precision]
+
+    def autocast():
+        return torch.autocast(device_type=a.device, dtype=amp_dtype, enabled=amp_dtype is not None)
     s = dict(SIZES[a.model][a.scale])
     epochs = a.epochs if a.epochs is not None else s["epochs"]
     batches = s["samples"] // s["batch"]
@@ -272,6 +282,10 @@ def main(argv):
     params = [p for b in blocks for p in b.parameters()]
     n_params = sum(p.numel() for p in params)
     opts = [torch.optim.Adam(b.parameters(), lr=LR) for b in blocks] if train else []
+    # One scaler for every block's optimizer: unscale_ and step each, update
+    # once a step, as GradScaler's documentation does it for several.
+    scaler = torch.cuda.amp.GradScaler(enabled=train and a.precision == "fp16")
+    skipped = 0
 
     g = torch.Generator().manual_seed(a.seed)
     if a.model == "attention":
@@ -303,15 +317,21 @@ def main(argv):
             if train:
                 for o in opts:
                     o.zero_grad(set_to_none=True)
-                loss = loss_of(forward(x), x)
-                loss.backward()
+                with autocast():
+                    loss = loss_of(forward(x), x)
+                scaler.scale(loss).backward()
                 for b, o in zip(blocks, opts):
+                    scaler.unscale_(o)
                     torch.nn.utils.clip_grad_norm_(b.parameters(), CLIP)
-                    o.step()
-                total += loss.detach()
+                    scaler.step(o)
+                if scaler.is_enabled():
+                    before = scaler.get_scale()
+                    scaler.update()
+                    skipped += scaler.get_scale() < before
+                total += loss.detach().float()
             else:
-                with torch.no_grad():
-                    total += forward(x).mean()
+                with torch.no_grad(), autocast():
+                    total += forward(x).float().mean()
             work.on = False
         value = total.item() / batches
         sync()
@@ -340,6 +360,8 @@ def main(argv):
         },
         "torch": torch.__version__, "python": platform.python_version(), "threads": torch.get_num_threads(),
         "gpu": torch.cuda.get_device_name(0) if a.device == "cuda" else "",
+        "precision": a.precision, "skipped_steps": skipped,
+        "peak_device_bytes": torch.cuda.max_memory_allocated() if a.device == "cuda" else 0,
     }
     print(f"{a.model} {a.task} {a.scale} on {a.device} (torch {torch.__version__}): median {median:.6g} s per epoch "
           f"over {len(timed)} timed epochs; {n_params} parameters ({4 * n_params} bytes), "
