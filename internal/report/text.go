@@ -139,10 +139,15 @@ func lossScaled(h bench.Header) bool {
 	return h.Task == bench.TaskTrain && precisionOf(h) == levers.FP16
 }
 
-// precisionNote says what a run at precision p stored in 16 bits and
-// what in fp32: "precision bf16: products and weights stored in 16 bits, …".
-func precisionNote(p levers.Precision) string {
-	return "precision " + p.String() + ": products and weights stored in 16 bits, softmax, layer norm and losses in fp32 (automatic mixed precision)"
+// precisionNote says what a run at the 16-bit precisions ps stored in 16
+// bits and what in fp32: "precision bf16: products and weights stored in 16
+// bits, …", "precision bf16, fp16: …" for a sweep over both.
+func precisionNote(ps ...levers.Precision) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.String()
+	}
+	return "precision " + strings.Join(names, ", ") + ": products and weights stored in 16 bits, softmax, layer norm and losses in fp32 (automatic mixed precision)"
 }
 
 // recomputes reports whether the run of h recomputed activations: a
