@@ -36,6 +36,9 @@ func planKinds(p bench.MemoryPlan) []planKind {
 		{name: "arena", note: "activations, gradients and temporaries, by liveness"},
 		{name: "inputs", note: "one batch and its target"},
 	}
+	if p.Header.Task == bench.TaskTrain && precisionOf(p.Header).Half() {
+		kinds[2].note = "Adam's two moments and the fp32 master weights"
+	}
 	for _, sp := range p.Schedules {
 		b := sp.Bytes
 		for i, n := range []int64{b.Parameters, sp.Gradients, b.Optimizer, b.Saved, b.Arena, b.Inputs} {

@@ -189,3 +189,27 @@ func TestWritePlanRecompute(t *testing.T) {
 	}
 	checkFits(t, string(data))
 }
+
+// TestPlanOptimizerNote: the optimizer state holds the fp32 master
+// weights too when training in 16 bits, and says so.
+func TestPlanOptimizerNote(t *testing.T) {
+	for _, tt := range []struct {
+		task      bench.Task
+		precision string
+		want      string
+	}{
+		{bench.TaskTrain, "", "Adam's two moments"},
+		{bench.TaskTrain, "fp32", "Adam's two moments"},
+		{bench.TaskTrain, "bf16", "Adam's two moments and the fp32 master weights"},
+		{bench.TaskTrain, "fp16", "Adam's two moments and the fp32 master weights"},
+		{bench.TaskEval, "bf16", "Adam's two moments"},
+	} {
+		p := linearPlan
+		p.Header.Task, p.Header.Precision = tt.task, tt.precision
+		for _, k := range planKinds(p) {
+			if k.name == "optimizer state" && k.note != tt.want {
+				t.Errorf("%s %q: optimizer state's note %q, want %q", tt.task, tt.precision, k.note, tt.want)
+			}
+		}
+	}
+}
