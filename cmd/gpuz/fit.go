@@ -34,7 +34,7 @@ type FitOptions struct {
 
 // fitSearched are the workload command's flags that choose a
 // configuration, which fit searches itself and so refuses.
-var fitSearched = []string{"policy", "win-size", "optimizer-on", "place", "managed-page", "managed-advise", "recompute", "bench-out", "wide", "plot"}
+var fitSearched = []string{"policy", "win-size", "optimizer-on", "place", "managed-page", "managed-advise", "recompute", "precision", "bench-out", "wide", "plot"}
 
 // newFitCmd builds "gpuz fit MODEL train|eval": for each workload, its
 // command's flags less those fit searches, and --margin and --verify.
@@ -45,12 +45,12 @@ func newFitCmd(ios *IOStreams, workloads []workloadDef, runF func(context.Contex
 		Short: "Find how to run a workload in the device memory free, fastest first",
 		Long: `fit plans every configuration gpuz can run the workload in (cuda; cache under
 each policy, window and optimizer place; hybrid splits at block boundaries;
-managed; the cpu; each with the recompute lever), keeps those whose device
-need fits the free memory less --margin and whose host need fits the host,
-and ranks them by the model's predicted epoch time on the device's profile
-(sim:PROFILE, or a real GPU's measured one) and, for the cpu, on the host
-profile: --host-profile, else the one gpuz calibrate saved, else the cpu is
-listed unranked. It prints the ten fastest with the command line that runs
+managed; the cpu; each with the recompute and precision levers), keeps those
+whose device need fits the free memory less --margin and whose host need fits
+the host, and ranks them by the model's predicted epoch time on the device's
+profile (sim:PROFILE, or a real GPU's measured one) and, for the cpu, on the
+host profile: --host-profile, else the one gpuz calibrate saved, else the cpu
+is listed unranked. It prints the ten fastest with the command line that runs
 each, and what it recommends and why. --take is subtracted from the free
 memory without holding anything, and the command lines carry it, so that
 running one reproduces the pressure; --verify K runs the K best and the
@@ -262,6 +262,9 @@ func (o *FitOptions) commandLine(c fit.Candidate) string {
 	}
 	if c.Recompute.On() {
 		words = append(words, "--recompute", c.Recompute.String())
+	}
+	if c.Precision.Half() {
+		words = append(words, "--precision", c.Precision.String())
 	}
 	if o.Scale != "" && o.Scale != "full" {
 		words = append(words, "--scale", o.Scale)

@@ -70,7 +70,7 @@ func TestFitNothingFits(t *testing.T) {
 	if code != exitIncomplete {
 		t.Errorf("status %d, want %d", code, exitIncomplete)
 	}
-	want := "gpuz: nothing fits: the smallest device need found is 268 GiB (cache auto policy, 1 block, optimizer on host, recompute blocks), 973 KiB free after the 5% margin; the cpu needs 4.85 TiB of host memory"
+	want := "gpuz: nothing fits: the smallest device need found is 148 GiB (cache auto policy, 1 block, optimizer on host, bf16), 973 KiB free after the 5% margin; the cpu needs 4.85 TiB of host memory"
 	if lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
 		t.Errorf("stderr %q, want one line starting %q", errOut, want)
 	}
@@ -104,9 +104,10 @@ func TestFitGolden(t *testing.T) {
 }
 
 // TestFitVerify runs the three best configurations of the small reference
-// case (the cpu first: its kernels are too small for a GPU launch to pay)
-// and the cpu: each completes, its peak on sim equals its planned
-// need, the times carry † and the rank correlation is printed.
+// case (the cpu's two first, with and without recompute: its kernels are
+// too small for a GPU launch to pay, and 16 bits gain it nothing; then the
+// cache's): each completes, its peak on sim equals its planned need, the
+// times carry † and the rank correlation is printed.
 func TestFitVerify(t *testing.T) {
 	code, out, errOut := fitOnSim(t, append(smallReference, "--host-profile", "cpu-i7-13700h", "--verify", "3", "--epochs", "2")...)
 	if code != 0 {
@@ -116,7 +117,7 @@ func TestFitVerify(t *testing.T) {
 	if !ok {
 		t.Fatalf("no verification:\n%s", out)
 	}
-	for _, want := range []string{"ok, peak = plan", "†", "Kendall's τ", "  cpu  ", "\n3  cache "} {
+	for _, want := range []string{"ok, peak = plan", "†", "Kendall's τ", "\n2  cpu, recompute blocks  ", "\n3  cache "} {
 		if !strings.Contains(verify, want) {
 			t.Errorf("the verification lacks %q:\n%s", want, verify)
 		}
@@ -135,7 +136,7 @@ func TestFitTinyLinearRecommendsCPU(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status %d: %s", code, errOut)
 	}
-	want := "recommended: fastest that fits: cpu, predicted"
+	want := "recommended: fastest that fits: cpu"
 	if !strings.Contains(out, want) || !strings.Contains(out, "the fixed cost of its kernel launches") {
 		t.Errorf("the fit does not recommend the cpu for the kernel launches' cost:\n%s", out)
 	}

@@ -202,3 +202,45 @@ func TestSweepConfigurationCap(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepPrecision sweeps --precision fp32,bf16,fp16 on a simulated
+// device: a row per precision and mode, the skipped column for fp16's
+// training, and each row's JSON header names its own precision.
+func TestSweepPrecision(t *testing.T) {
+	privateLedger(t)
+	ios, out, errOut := testIO()
+	o := smallLinear(ios, "sim:1GiB")
+	o.Modes, o.Sizes = []bench.Mode{bench.ModeCUDA, bench.ModeCPU}, map[string]int{"epochs": 2}
+	o.Sweep = []SweepFlag{{"precision", []string{"fp32", "bf16", "fp16"}}}
+	o.JSON = filepath.Join(t.TempDir(), "sweep.json")
+	if err := workloadRun(context.Background(), o); err != nil {
+		t.Fatalf("%v; stderr: %s", err, errOut)
+	}
+	rows := map[string]int{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 3 && (f[3] == "cuda†" || f[3] == "cpu") { // precision, free (2 fields), mode
+			rows[f[0]]++
+		}
+	}
+	if rows["fp32"] != 2 || rows["bf16"] != 2 || rows["fp16"] != 2 || !strings.Contains(out.String(), " skipped ") {
+		t.Errorf("want two rows per precision and a skipped column:\n%s", out)
+	}
+	var doc struct {
+		Rows []struct {
+			Settings map[string]string `json:"settings"`
+			Result   struct {
+				Header struct {
+					Precision string `json:"precision"`
+				} `json:"header"`
+			} `json:"result"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(readFile(t, o.JSON), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range doc.Rows {
+		if r.Result.Header.Precision != r.Settings["precision"] {
+			t.Errorf("row %d: settings %v, header precision %q", i, r.Settings, r.Result.Header.Precision)
+		}
+	}
+}

@@ -169,6 +169,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 		fs.Lookup("take").Usage = "device memory to plan without, as take-mem's N blocks or SIZE: subtracted from the free memory, nothing held (0: none)"
 		fs.StringVar(&opts.Plot, "plot", "", "also draw the device memory over one batch's steps to this image, FILE.svg or FILE.png: a panel per mode, placement and recompute setting, stacked by what holds it")
 		fs.Lookup("recompute").Usage = "activations in training: none (keep every one the backward pass reads) or blocks (keep only each block's input and run the block's forward again before its gradients); a comma list plans each, a row per mode and setting; eval is unchanged"
+		fs.Lookup("precision").Usage = "storage precision on the compute device: fp32, bf16 or fp16 (products' operands, results and weights in 16 bits as automatic mixed precision keeps them, softmax, layer norm and the losses in fp32; training keeps fp32 masters with Adam's moments); each kind's bytes are planned at the precision it is stored in; one value"
 	} else {
 		fs.StringVar(&opts.Plot, "plot", "", "also draw the results to this image, FILE.svg or FILE.png (as gpuz plot)")
 	}

@@ -22,6 +22,9 @@ type ModePlan struct {
 	// Recompute is the recompute setting of the schedule planned (one of
 	// MemoryPlan.Schedules).
 	Recompute levers.Recompute
+	// Precision is the storage precision of the schedule planned: a
+	// plan's Options.Precision, a Planner's Config.Precision.
+	Precision levers.Precision
 	Device    string // "" when the mode has no device
 	Placement engine.Placement
 	Footprint engine.Footprint
@@ -166,7 +169,7 @@ func PlanMemory(opts Options, po PlanOptions) (MemoryPlan, error) {
 		dev, _, status := opts.deviceFor(mode)
 		for _, pl := range placements {
 			for si, plan := range schedules {
-				mp := ModePlan{Mode: mode, Recompute: recomputes[si], Placement: pl, HostAvailable: host.Bytes, Status: status}
+				mp := ModePlan{Mode: mode, Recompute: recomputes[si], Precision: opts.Precision.Setting(), Placement: pl, HostAvailable: host.Bytes, Status: status}
 				if dev != nil {
 					mp, err = opts.planMode(mp, dev, plan, res, po.TakeBytes, []*gorgonia.Node{built[si].Input, built[si].Target})
 				}

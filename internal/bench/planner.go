@@ -15,7 +15,7 @@ import (
 // Planner plans many run configurations of one workload, as PlanMemory
 // plans each mode: the same footprint, host need, copies and prediction,
 // but compiling the workload once per schedule the levers make
-// (Config.Recompute) and opening the device once, so that a search over
+// (Config.Recompute and Config.Precision) and opening the device once, so that a search over
 // hundreds of configurations (gpuz fit) costs little more than one plan.
 // Nothing is allocated on the device.
 type Planner struct {
@@ -28,8 +28,23 @@ type Planner struct {
 	gpuFree   int64
 	gpuTotal  int64
 	host      device.HostLimit
-	compiled  map[levers.Recompute]compiled
+	compiled  map[leverKey]compiled
 }
+
+// leverKey is a setting of the levers that change the schedule compiled:
+// one schedule per recompute and precision setting.
+type leverKey struct {
+	recompute levers.Recompute
+	precision levers.Precision
+}
+
+// keyOf is cfg's lever settings, "" read as the default.
+func keyOf(cfg Config) leverKey {
+	return leverKey{cfg.Recompute.Setting(), cfg.Precision.Setting()}
+}
+
+// defaultKey is the levers' defaults: no recompute, fp32.
+var defaultKey = keyOf(Config{})
 
 // compiled is the workload built and compiled under one lever setting.
 type compiled struct {
@@ -44,9 +59,9 @@ type compiled struct {
 // the device.
 func NewPlanner(opts Options) (*Planner, error) {
 	threads := opts.applyThreads()
-	p := &Planner{opts: opts, compiled: map[levers.Recompute]compiled{}}
-	p.opts.Recompute = ""
-	c, err := p.schedule(levers.RecomputeNone)
+	p := &Planner{opts: opts, compiled: map[leverKey]compiled{}}
+	p.opts.Recompute, p.opts.Precision = "", ""
+	c, err := p.schedule(defaultKey)
 	if err != nil {
 		return nil, err
 	}
@@ -81,10 +96,10 @@ func (p *Planner) Close() error {
 func (p *Planner) Header() Header { return p.header }
 
 // Blocks is the number of the workload's blocks.
-func (p *Planner) Blocks() int { return p.compiled[levers.RecomputeNone].plan.Blocks() }
+func (p *Planner) Blocks() int { return p.compiled[defaultKey].plan.Blocks() }
 
 // MinWindow is the most blocks one step needs resident.
-func (p *Planner) MinWindow() int { return p.compiled[levers.RecomputeNone].plan.MinWindow() }
+func (p *Planner) MinWindow() int { return p.compiled[defaultKey].plan.MinWindow() }
 
 // Batches is the number of batches of an epoch.
 func (p *Planner) Batches() int { return p.opts.Samples / p.opts.Batch }
@@ -103,21 +118,20 @@ func (p *Planner) GPU() (name string, free int64, status Status) {
 // (device.ReadHostLimit), read once.
 func (p *Planner) HostAvailable() int64 { return p.host.Bytes }
 
-// schedule returns the workload compiled under recompute, compiling it the
-// first time.
-func (p *Planner) schedule(r levers.Recompute) (compiled, error) {
-	r = r.Setting()
-	if c, ok := p.compiled[r]; ok {
+// schedule returns the workload compiled under the lever settings k,
+// compiling it the first time.
+func (p *Planner) schedule(k leverKey) (compiled, error) {
+	if c, ok := p.compiled[k]; ok {
 		return c, nil
 	}
 	opts := p.opts
-	opts.Recompute = r
+	opts.Recompute, opts.Precision = k.recompute, k.precision
 	model, plan, err := opts.compile()
 	if err != nil {
-		return compiled{}, fmt.Errorf("compiling with recompute %s: %w", r, err)
+		return compiled{}, fmt.Errorf("compiling with recompute %s, precision %s: %w", k.recompute, k.precision, err)
 	}
-	p.compiled[r] = compiled{model, plan}
-	return p.compiled[r], nil
+	p.compiled[k] = compiled{model, plan}
+	return p.compiled[k], nil
 }
 
 // Footprint returns the placement of mode under cfg and what it needs,
@@ -126,7 +140,7 @@ func (p *Planner) schedule(r levers.Recompute) (compiled, error) {
 // copies: the cheap half of Plan, for a search that discards what does
 // not fit before predicting it.
 func (p *Planner) Footprint(mode Mode, cfg Config, deviceFree int64) (engine.Placement, engine.Footprint, error) {
-	c, err := p.schedule(cfg.Recompute)
+	c, err := p.schedule(keyOf(cfg))
 	if err != nil {
 		return engine.Placement{}, engine.Footprint{}, err
 	}
@@ -144,7 +158,7 @@ func (p *Planner) Footprint(mode Mode, cfg Config, deviceFree int64) (engine.Pla
 // placement's copies per epoch and predicts the epoch on the mode's
 // profile, where it has one.
 func (p *Planner) Plan(mode Mode, cfg Config, deviceFree int64, predict bool) (ModePlan, error) {
-	c, err := p.schedule(cfg.Recompute)
+	c, err := p.schedule(keyOf(cfg))
 	if err != nil {
 		return ModePlan{}, err
 	}
@@ -161,7 +175,7 @@ func (p *Planner) Plan(mode Mode, cfg Config, deviceFree int64, predict bool) (M
 			return ModePlan{}, fmt.Errorf("cpu: %w", err)
 		}
 	}
-	mp := ModePlan{Mode: mode, Recompute: cfg.Recompute.Setting(), Placement: pl, HostAvailable: p.host.Bytes, Status: p.gpuStatus}
+	mp := ModePlan{Mode: mode, Recompute: cfg.Recompute.Setting(), Precision: cfg.Precision.Setting(), Placement: pl, HostAvailable: p.host.Bytes, Status: p.gpuStatus}
 	if dev == nil {
 		return mp, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
+	"gpuz/internal/levers"
 	"gpuz/internal/models"
 	"gpuz/internal/perfmodel"
 )
@@ -203,9 +204,10 @@ func referenceProfiles(t *testing.T) (gpu, host perfmodel.Profile) {
 
 // TestPlannerMatchesPlanMemory plans the small linear workload's modes on
 // sim:rtx4060-laptop with the reference host profile both ways: each of
-// PlanMemory's rows (every cache policy's among them) is what a Planner
-// gives for the same mode and configuration, footprint, copies and
-// prediction included, the memory picture's timeline excepted.
+// PlanMemory's rows (every cache policy's and recompute setting's among
+// them, at each precision) is what one Planner gives for the same mode
+// and configuration, footprint, copies and prediction included, the
+// memory picture's timeline excepted.
 func TestPlannerMatchesPlanMemory(t *testing.T) {
 	for _, task := range []Task{TaskTrain, TaskEval} {
 		opts := smallLinearRun(t, task, ModeCUDA, ModeCache, ModeManaged, ModeCPU)
@@ -213,32 +215,42 @@ func TestPlannerMatchesPlanMemory(t *testing.T) {
 		opts.NewGPU = func() (device.Device, error) { return device.NewSimProfile(gpu, nil), nil }
 		opts.HostProfile = &host
 		opts.Cache = cache.Config{Policy: cache.Window, Window: 2}
-		plan, err := PlanMemory(opts, PlanOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
 		p, err := NewPlanner(opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer p.Close()
-		for _, want := range plan.Modes {
-			cfg := Config{Cache: want.Placement.Cache}
-			if want.Mode != ModeCache {
-				cfg.Cache = cache.Config{}
-			}
-			got, err := p.Plan(want.Mode, cfg, want.DeviceFree, true)
+		for _, precision := range levers.Precisions() {
+			opts.Precision = precision
+			plan, err := PlanMemory(opts, PlanOptions{Recomputes: levers.Recomputes()})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got.HostAvailable, want.HostAvailable = 0, 0 // read at different times
-			want.Timeline = nil                          // the picture's, which a search leaves out
-			if want.Mode == ModeCPU {
-				got.DeviceFree, want.DeviceFree = 0, 0 // the host's, read at different times
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("%s %s %s: planner\n%+v\nPlanMemory\n%+v", task, want.Mode, want.Placement.Cache.Policy, got, want)
-			}
+			checkPlannerRows(t, p, plan)
+		}
+	}
+}
+
+// checkPlannerRows checks that p plans each row of plan as PlanMemory did.
+func checkPlannerRows(t *testing.T, p *Planner, plan MemoryPlan) {
+	t.Helper()
+	for _, want := range plan.Modes {
+		cfg := Config{Cache: want.Placement.Cache, Recompute: want.Recompute, Precision: want.Precision}
+		if want.Mode != ModeCache {
+			cfg.Cache = cache.Config{}
+		}
+		got, err := p.Plan(want.Mode, cfg, want.DeviceFree, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.HostAvailable, want.HostAvailable = 0, 0 // read at different times
+		want.Timeline = nil                          // the picture's, which a search leaves out
+		if want.Mode == ModeCPU {
+			got.DeviceFree, want.DeviceFree = 0, 0 // the host's, read at different times
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s %s %s recompute %s %s: planner\n%+v\nPlanMemory\n%+v", plan.Header.Task, want.Mode, want.Placement.Cache.Policy,
+				want.Recompute, want.Precision, got, want)
 		}
 	}
 }

@@ -173,9 +173,9 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 	all = dropUselessLevers(all)
 	for _, e := range all {
 		switch {
-		case e.Mode == bench.ModeCPU && !e.Config.Recompute.On():
+		case e.Mode == bench.ModeCPU && !e.HasLevers():
 			res.CPU = e
-		case e.Mode == bench.ModeCUDA && !e.Config.Recompute.On():
+		case e.Mode == bench.ModeCUDA && !e.HasLevers():
 			res.CUDA = e
 		}
 		// The managed mode's need is the free memory it is given, not a
@@ -192,16 +192,30 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 			res.Unranked = append(res.Unranked, e)
 		}
 	}
-	// Stable sorts keep the candidates' order among equals.
+	// Stable sorts keep the candidates' order among equals. Between two
+	// predicted equally fast, the one without levers comes first: a lever
+	// costs time or accuracy, and gains nothing there.
 	slices.SortStableFunc(res.Ranked, func(a, b Entry) int {
 		return cmp.Or(cmp.Compare(a.Plan.Prediction.Model, b.Plan.Prediction.Model),
 			cmp.Compare(modeOrder(a.Mode), modeOrder(b.Mode)),
+			cmpBool(a.HasLevers(), b.HasLevers()),
 			cmp.Compare(a.Plan.Footprint.Device, b.Plan.Footprint.Device))
 	})
 	slices.SortStableFunc(res.Unranked, func(a, b Entry) int {
 		return cmp.Or(cmp.Compare(copied(a), copied(b)), cmp.Compare(a.Plan.Footprint.Device, b.Plan.Footprint.Device))
 	})
 	return res, nil
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // copied is the bytes an entry copies per epoch, both ways.
@@ -230,33 +244,74 @@ func plan(p *bench.Planner, c Candidate, budget int64) (Entry, error) {
 }
 
 // dropUselessLevers removes each candidate that sets a lever to other
-// than its default without lowering the device need against the same
-// candidate with the default: a lever trades time for memory (recompute
-// runs the forward again), and one that saves nothing only costs time:
+// than its default without lowering the device need or the predicted
+// time against the same candidate with that lever at its default: a
+// lever trades time (recompute runs the forward again) or accuracy (16
+// bits) for memory, and one that saves nothing only costs. So go
 // recompute in evaluation, or for a model whose blocks keep nothing but
-// their inputs.
+// their inputs, and a 16-bit setting that neither shrinks nor speeds up
+// its candidate.
 func dropUselessLevers(all []Entry) []Entry {
-	defaults := map[string]int64{}
+	byName := map[string]Entry{}
 	for _, e := range all {
-		if !e.Config.Recompute.On() {
-			defaults[e.withoutLevers().String()] = e.Plan.Footprint.Device
-		}
+		byName[e.String()] = e
 	}
 	return slices.DeleteFunc(all, func(e Entry) bool {
-		base, ok := defaults[e.withoutLevers().String()]
-		return e.Config.Recompute.On() && ok && e.Plan.Footprint.Device >= base
+		for _, reset := range leverDefaults {
+			c, set := reset(e.Candidate)
+			if !set {
+				continue
+			}
+			if d, ok := byName[c.String()]; ok && e.Plan.Footprint.Device >= d.Plan.Footprint.Device && !faster(e, d) {
+				return true
+			}
+		}
+		return false
 	})
 }
 
-// withoutLevers is c with every lever at its default.
-func (c Candidate) withoutLevers() Candidate {
-	c.Config.Recompute = ""
-	return c
+// faster reports whether a is predicted faster than b; false when either
+// has no prediction.
+func faster(a, b Entry) bool {
+	return a.Plan.Prediction != nil && b.Plan.Prediction != nil && a.Plan.Prediction.Model < b.Plan.Prediction.Model
+}
+
+// leverDefaults are the search's levers, each as a function that returns
+// a candidate with the lever at its default and whether it was set
+// otherwise.
+var leverDefaults = []func(Candidate) (Candidate, bool){
+	func(c Candidate) (Candidate, bool) {
+		set := c.Recompute.On()
+		c.Recompute = ""
+		return c, set
+	},
+	func(c Candidate) (Candidate, bool) {
+		set := c.Precision.Half()
+		c.Precision = ""
+		return c, set
+	},
+	// fp16 against bf16: the same bytes and rates, and a loss scale that
+	// may skip steps; fp16 stays only where it would gain something.
+	func(c Candidate) (Candidate, bool) {
+		set := c.Precision == levers.FP16
+		c.Precision = levers.BF16
+		return c, set
+	},
+}
+
+// HasLevers reports whether c sets any lever to other than its default.
+func (c Candidate) HasLevers() bool {
+	for _, reset := range leverDefaults {
+		if _, set := reset(c); set {
+			return true
+		}
+	}
+	return false
 }
 
 // String describes a candidate in a few words: "cuda", "cache auto
 // policy, 4 blocks, optimizer on host", "hybrid host:0-2,cuda:3-11", "managed,
-// advise host", each followed by its levers ("recompute blocks").
+// advise host", each followed by its levers ("recompute blocks", "bf16").
 func (c Candidate) String() string {
 	s := string(c.Mode)
 	switch c.Mode {
@@ -274,6 +329,9 @@ func (c Candidate) String() string {
 	}
 	if c.Recompute.On() {
 		s += ", recompute " + c.Recompute.String()
+	}
+	if c.Precision.Half() {
+		s += ", " + c.Precision.String()
 	}
 	return s
 }
@@ -301,10 +359,11 @@ func cross(dims ...dimension) []Candidate {
 
 // Candidates returns every configuration a search plans for a workload of
 // blocks blocks whose steps need at most minWindow resident: the cross
-// product of the placements and each lever's values. Adding a lever (the
-// precision) is one more dimension here.
+// product of the placements and each lever's values (recompute, the
+// precision). Adding a lever is one more dimension here, and one more
+// entry of leverDefaults.
 func Candidates(blocks, minWindow int, train, gpu bool) []Candidate {
-	return cross(placements(blocks, minWindow, train, gpu), recomputes(train))
+	return cross(placements(blocks, minWindow, train, gpu), recomputes(train), precisions())
 }
 
 // placements is the placement dimension: cuda; cache under each policy,
@@ -385,6 +444,17 @@ func recomputes(train bool) dimension {
 	d := make(dimension, len(values))
 	for i, r := range values {
 		d[i] = func(c *Candidate) { c.Recompute = r }
+	}
+	return d
+}
+
+// precisions is the precision's dimension: every setting, in training
+// and evaluation.
+func precisions() dimension {
+	values := levers.Precisions()
+	d := make(dimension, len(values))
+	for i, p := range values {
+		d[i] = func(c *Candidate) { c.Precision = p }
 	}
 	return d
 }

@@ -3,6 +3,7 @@ package fit
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"gpuz/internal/bench"
 	"gpuz/internal/engine"
@@ -13,8 +14,8 @@ import (
 // for b blocks of which a step needs m, the cpu, cuda, each of the three
 // policies' windows m…b (the auto policy's twice when training, the
 // optimizer on the host too), 2(b-1) hybrid splits and two managed
-// placements; times two recompute settings when training. Without a
-// device, the cpu alone.
+// placements; times two recompute settings when training, and three
+// precisions. Without a device, the cpu alone (at each setting).
 func TestCandidates(t *testing.T) {
 	check := func(name string, blocks, minWindow int, train, gpu bool, want int) {
 		t.Run(name, func(t *testing.T) {
@@ -38,12 +39,12 @@ func TestCandidates(t *testing.T) {
 			}
 		})
 	}
-	check("3 blocks, train", 3, 1, true, true, 2*(1+1+3*4+4+2))
-	check("3 blocks, eval", 3, 1, false, true, 1+1+3*3+4+2)
-	check("12 blocks, train", 12, 1, true, true, 2*(1+1+12*4+22+2))
-	check("12 blocks of which a step needs 2, eval", 12, 2, false, true, 1+1+11*3+22+2)
-	check("no device, train", 12, 1, true, false, 2)
-	check("no device, eval", 12, 1, false, false, 1)
+	check("3 blocks, train", 3, 1, true, true, 3*2*(1+1+3*4+4+2))
+	check("3 blocks, eval", 3, 1, false, true, 3*(1+1+3*3+4+2))
+	check("12 blocks, train", 12, 1, true, true, 3*2*(1+1+12*4+22+2))
+	check("12 blocks of which a step needs 2, eval", 12, 2, false, true, 3*(1+1+11*3+22+2))
+	check("no device, train", 12, 1, true, false, 3*2)
+	check("no device, eval", 12, 1, false, false, 3)
 }
 
 // TestSplits lists the hybrid placements of three blocks: one boundary
@@ -59,23 +60,73 @@ func TestSplits(t *testing.T) {
 	}
 }
 
-// TestDropUselessLevers keeps a recompute candidate only where it needs
-// less device memory than the same candidate without it.
+// TestDropUselessLevers keeps a candidate that sets a lever only where
+// it needs less device memory, or is predicted faster, than the same
+// candidate with that lever at its default.
 func TestDropUselessLevers(t *testing.T) {
-	entry := func(mode bench.Mode, r levers.Recompute, need int64) Entry {
-		e := Entry{Candidate: Candidate{Mode: mode, Config: bench.Config{Recompute: r}}}
+	entry := func(mode bench.Mode, r levers.Recompute, p levers.Precision, need int64, predicted time.Duration) Entry {
+		e := Entry{Candidate: Candidate{Mode: mode, Config: bench.Config{Recompute: r, Precision: p}}}
 		e.Plan.Footprint.Device = need
+		if predicted > 0 {
+			e.Plan.Prediction = &bench.Prediction{}
+			e.Plan.Prediction.Model = predicted
+		}
 		return e
 	}
-	got := dropUselessLevers([]Entry{
-		entry(bench.ModeCUDA, levers.RecomputeNone, 100), entry(bench.ModeCUDA, levers.RecomputeBlocks, 60),
-		entry(bench.ModeManaged, levers.RecomputeNone, 100), entry(bench.ModeManaged, levers.RecomputeBlocks, 100),
-	})
-	var names []string
-	for _, e := range got {
-		names = append(names, e.Candidate.String())
+	none, blocks := levers.RecomputeNone, levers.RecomputeBlocks
+	for _, tt := range []struct {
+		name string
+		in   []Entry
+		want string
+	}{
+		{"recompute that saves", []Entry{entry(bench.ModeCUDA, none, levers.FP32, 100, 0), entry(bench.ModeCUDA, blocks, levers.FP32, 60, 0)},
+			"cuda|cuda, recompute blocks"},
+		{"recompute that saves nothing", []Entry{entry(bench.ModeManaged, none, levers.FP32, 100, 0), entry(bench.ModeManaged, blocks, levers.FP32, 100, 0)},
+			"managed"},
+		{"16 bits that save", []Entry{entry(bench.ModeCUDA, none, levers.FP32, 100, 0), entry(bench.ModeCUDA, none, levers.BF16, 50, 0), entry(bench.ModeCUDA, none, levers.FP16, 50, 0)},
+			"cuda|cuda, bf16"},
+		{"fp16 no better than bf16", []Entry{entry(bench.ModeCUDA, none, levers.BF16, 50, time.Second), entry(bench.ModeCUDA, none, levers.FP16, 50, time.Second)},
+			"cuda, bf16"},
+		{"fp16 smaller than bf16", []Entry{entry(bench.ModeCUDA, none, levers.BF16, 50, time.Second), entry(bench.ModeCUDA, none, levers.FP16, 40, time.Second)},
+			"cuda, bf16|cuda, fp16"},
+		{"16 bits neither smaller nor faster", []Entry{entry(bench.ModeManaged, none, "", 100, time.Second), entry(bench.ModeManaged, none, levers.BF16, 100, time.Second)},
+			"managed"},
+		{"16 bits as big but faster", []Entry{entry(bench.ModeManaged, none, levers.FP32, 100, time.Second), entry(bench.ModeManaged, none, levers.BF16, 100, time.Second/2)},
+			"managed|managed, bf16"},
+		{"recompute that saves nothing over bf16 alone",
+			[]Entry{entry(bench.ModeCUDA, none, levers.FP32, 100, 0), entry(bench.ModeCUDA, none, levers.BF16, 50, 0), entry(bench.ModeCUDA, blocks, levers.BF16, 50, 0)},
+			"cuda|cuda, bf16"},
+		{"both levers saving", []Entry{entry(bench.ModeCUDA, none, levers.FP32, 100, 0), entry(bench.ModeCUDA, blocks, levers.FP32, 80, 0),
+			entry(bench.ModeCUDA, none, levers.BF16, 50, 0), entry(bench.ModeCUDA, blocks, levers.BF16, 40, 0)},
+			"cuda|cuda, recompute blocks|cuda, bf16|cuda, recompute blocks, bf16"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var names []string
+			for _, e := range dropUselessLevers(tt.in) {
+				names = append(names, e.Candidate.String())
+			}
+			if got := strings.Join(names, "|"); got != tt.want {
+				t.Errorf("kept %q, want %q", got, tt.want)
+			}
+		})
 	}
-	if want := "cuda|cuda, recompute blocks|managed"; strings.Join(names, "|") != want {
-		t.Errorf("kept %q, want %q", strings.Join(names, "|"), want)
+}
+
+// TestHasLevers: a candidate sets a lever when it recomputes or stores
+// in 16 bits; "" and the defaults are none.
+func TestHasLevers(t *testing.T) {
+	for _, tt := range []struct {
+		cfg  bench.Config
+		want bool
+	}{
+		{bench.Config{}, false},
+		{bench.Config{Recompute: levers.RecomputeNone, Precision: levers.FP32}, false},
+		{bench.Config{Recompute: levers.RecomputeBlocks}, true},
+		{bench.Config{Precision: levers.BF16}, true},
+		{bench.Config{Precision: levers.FP16}, true},
+	} {
+		if got := (Candidate{Mode: bench.ModeCPU, Config: tt.cfg}).HasLevers(); got != tt.want {
+			t.Errorf("%+v: HasLevers %v, want %v", tt.cfg, got, tt.want)
+		}
 	}
 }

@@ -116,7 +116,7 @@ func picks(r Result, k int) []Check {
 	}
 	if !cpu && r.CPU.Fits {
 		c := Check{Entry: r.CPU}
-		if i := slices.IndexFunc(r.Ranked, func(e Entry) bool { return e.Mode == bench.ModeCPU && !e.Recompute.On() }); i >= 0 {
+		if i := slices.IndexFunc(r.Ranked, func(e Entry) bool { return e.Mode == bench.ModeCPU && !e.HasLevers() }); i >= 0 {
 			c.Rank = i + 1
 		}
 		out = append(out, c)

@@ -186,8 +186,17 @@ func buildSweep(doc Doc) (Chart, error) {
 	for _, r := range doc.Rows {
 		modes = append(modes, r.Result.Modes...)
 	}
+	// A swept lever varies from line to line, which the labels name: the
+	// header, the first row's, does not speak for the others.
+	h := doc.Header
+	if slices.Contains(doc.Parameters, "recompute") {
+		h.Recompute = ""
+	}
+	if slices.Contains(doc.Parameters, "precision") {
+		h.Precision = ""
+	}
 	c := Chart{
-		Title:  title(doc.Header, devices(modes)),
+		Title:  title(h, devices(modes)),
 		XLabel: sweepAxes[xParam],
 	}
 	lines := map[string]*Line{}
@@ -292,8 +301,8 @@ func devices(modes []Mode) []string {
 	return ds
 }
 
-// title names the workload, task, scale, recompute lever, device and
-// gpuz's revision.
+// title names the workload, task, scale, the levers (recompute, the
+// precision when 16-bit), device and gpuz's revision.
 func title(h Header, devs []string) string {
 	dev := strings.Join(devs, ", ")
 	switch {
@@ -321,6 +330,9 @@ func title(h Header, devs []string) string {
 	}
 	if h.Task == "train" && levers.Recompute(h.Recompute).On() {
 		what += ", recompute " + h.Recompute
+	}
+	if p := levers.Precision(h.Precision); p.Half() {
+		what += ", " + p.String()
 	}
 	return fmt.Sprintf("%s, on %s\ngpuz %s", what, dev, rev)
 }

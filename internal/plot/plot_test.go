@@ -142,6 +142,45 @@ func TestBuildWindowSweep(t *testing.T) {
 	}
 }
 
+// TestSweepTitleLevers: a sweep's title names a lever its configurations
+// share, as a run's does, but not a swept one, whose values the lines'
+// labels name.
+func TestSweepTitleLevers(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		params []string
+		want   string // in the title
+		label  string // in the first line's label
+	}{
+		{"shared precision", []string{"take"}, "linear train, small scale, recompute blocks, bf16, on", "cuda"},
+		{"swept precision", []string{"take", "precision"}, "linear train, small scale, recompute blocks, on", "cuda precision=bf16"},
+		{"swept recompute", []string{"recompute", "take"}, "linear train, small scale, bf16, on", "cuda recompute=blocks"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, err := ReadFile("testdata/take_sweep.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc.Header.Model, doc.Header.Task, doc.Header.Scale = "linear", "train", "small"
+			doc.Header.Recompute, doc.Header.Precision = "blocks", "bf16"
+			doc.Parameters = tt.params
+			for i := range doc.Rows {
+				doc.Rows[i].Settings["precision"], doc.Rows[i].Settings["recompute"] = "bf16", "blocks"
+			}
+			c, err := Build(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first, _, _ := strings.Cut(c.Title, "\n"); !strings.HasPrefix(first, tt.want) {
+				t.Errorf("title %q, want it to start %q", first, tt.want)
+			}
+			if c.Lines[0].Label != tt.label {
+				t.Errorf("first line %q, want %q", c.Lines[0].Label, tt.label)
+			}
+		})
+	}
+}
+
 // TestBuildSeveralParameters draws a sweep over two parameters against
 // take, one line per mode and setting of the other.
 func TestBuildSeveralParameters(t *testing.T) {
@@ -252,6 +291,11 @@ func TestTitle(t *testing.T) {
 		{Header{Model: "linear", Task: "eval"}, nil, "linear eval, on host\ngpuz revision unknown"},
 		{Header{Model: "resnet", Task: "train", Scale: "full", Env: &Env{Revision: "unknown"}}, []string{"sim:8GiB"}, "resnet train, full scale, on sim:8GiB\ngpuz revision unknown"},
 		{Header{Model: "attention", Task: "train", GPU: "cuda:0", Env: &Env{Revision: "0123456789abcdef", Modified: "true"}}, nil, "attention train, on cuda:0\ngpuz 0123456789ab-dirty"},
+		{Header{Model: "linear", Task: "train", Scale: "small", Recompute: "none", Precision: "fp32"}, nil, "linear train, small scale, on host\ngpuz revision unknown"},
+		{Header{Model: "linear", Task: "eval", Precision: "bf16"}, nil, "linear eval, bf16, on host\ngpuz revision unknown"},
+		{Header{Model: "resnet", Task: "train", Scale: "demo", Recompute: "blocks", Precision: "fp16"}, []string{"sim:8GiB"},
+			"resnet train, demo scale, recompute blocks, fp16, on sim:8GiB\ngpuz revision unknown"},
+		{Header{Model: "resnet", Task: "eval", Recompute: "blocks"}, nil, "resnet eval, on host\ngpuz revision unknown"},
 	} {
 		if got := title(tc.h, tc.devs); got != tc.want {
 			t.Errorf("title %q, want %q", got, tc.want)

@@ -35,6 +35,9 @@ type (
 		// Recompute is the run's recompute lever: none, blocks, or ""
 		// in a file from before the lever.
 		Recompute string `json:"recompute"`
+		// Precision is the run's storage precision: fp32, bf16, fp16, or
+		// "" (fp32) in a file from before the lever.
+		Precision string `json:"precision"`
 		Env       *Env   `json:"env"`
 	}
 	// Env is the run's environment; only the build is read.

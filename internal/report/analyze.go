@@ -131,10 +131,16 @@ const na = "-"
 // the model time per epoch with its roofline bound, "1.21 (≥0.64)", and a
 // note naming the profiles. A real GPU's predicted rows also get "eff.",
 // the bound over the measured median, with a numbered note when the
-// median is flagged as far above the model time (perfmodel.Flag). To keep
-// the default table within 100 columns with a predicted column, the cold
-// column moves to --wide, and so does the speed-up when every GPU row is
-// simulated (it would show only the cpu row's 1.00×).
+// median is flagged as far above the model time (perfmodel.Flag).
+//
+// A 16-bit run gets a note naming its precision; fp16 training also a
+// "skipped" column, the steps each mode skipped as their scaled gradients
+// overflowed, with a note giving each mode's final loss scale.
+//
+// To keep the default table within 100 columns with a predicted or a
+// skipped column, the cold column moves to --wide, and so does the
+// speed-up when a predicted table's GPU rows are all simulated (it would
+// show only the cpu row's 1.00×).
 func analyzeTable(r bench.Result, wide bool) table {
 	fs := figuresOf(r)
 	var t table
@@ -147,7 +153,8 @@ func analyzeTable(r bench.Result, wide bool) table {
 			onlySim = false
 		}
 	}
-	showCold := wide || !predicted
+	scaled := lossScaled(r.Header)
+	showCold := wide || (!predicted && !scaled)
 	showSpeedup := wide || !predicted || !onlySim
 
 	// col adds a column of cells, one per mode.
@@ -295,6 +302,9 @@ func analyzeTable(r bench.Result, wide bool) table {
 	if remote {
 		col("remote", false, copied(func(f figures) int64 { return f.remote }))
 	}
+	if scaled {
+		col("skipped", false, func(f figures) string { return skippedCell(f) })
+	}
 	col("status", true, func(f figures) string {
 		if wide {
 			return f.m.Status.String()
@@ -353,6 +363,7 @@ func analyzeTable(r bench.Result, wide bool) table {
 	if recomputes(r.Header) {
 		t.notes = append(t.notes, "recompute "+r.Header.Recompute+": each block's forward ran again before its gradients, only block inputs kept")
 	}
+	t.notes = append(t.notes, precisionNotes(r.Header, fs)...)
 	if r.PeakRSSBytes > 0 {
 		t.notes = append(t.notes, "peak RSS of this process: "+units.Bytes(r.PeakRSSBytes))
 	}
@@ -364,6 +375,40 @@ func analyzeTable(r bench.Result, wide bool) table {
 		t.notes = append(t.notes, note)
 	}
 	return t
+}
+
+// skippedCell is a mode's fp16 training steps skipped over every epoch,
+// "-" for a mode that ran none.
+func skippedCell(f figures) string {
+	if !f.ran {
+		return na
+	}
+	return strconv.Itoa(f.m.SkippedSteps())
+}
+
+// precisionNotes are the notes of a 16-bit run: what it stored in 16 bits,
+// and for fp16 training what the skipped column counts and each mode's
+// final loss scale. None for fp32.
+func precisionNotes(h bench.Header, fs []figures) []string {
+	p := precisionOf(h)
+	if !p.Half() {
+		return nil
+	}
+	lines := []string{precisionNote(p)}
+	if !lossScaled(h) {
+		return lines
+	}
+	var scales []string
+	for _, f := range fs {
+		if f.ran {
+			scales = append(scales, string(f.m.Mode)+" "+strconv.FormatFloat(f.m.LossScale, 'g', -1, 64))
+		}
+	}
+	note := "skipped: fp16 training steps skipped over every epoch, warm-up included, as their scaled gradients overflowed"
+	if len(scales) > 0 {
+		note += "; final loss scale: " + strings.Join(scales, ", ")
+	}
+	return append(lines, note)
 }
 
 // setupNotes are the notes of the wide table's setup column: what it

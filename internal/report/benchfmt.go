@@ -30,8 +30,8 @@ const (
 // WriteBenchfmt writes every timed epoch of r (not the warm-up) as a line of
 // the Go benchmark format, for benchstat and gpuz compare: one result per
 // epoch, named BenchmarkGpuz/workload=W/task=T/mode=M/device=D[/policy=P/
-// window=N][/recompute=blocks]/scale=S (sub-benchmark keys, which benchstat groups by), with
-// iteration count 1, the epoch's time in sec/op and, for a mode that
+// window=N][/recompute=blocks][/precision=bf16|fp16]/scale=S (sub-benchmark
+// keys, which benchstat groups by), with iteration count 1, the epoch's time in sec/op and, for a mode that
 // copies between host and device, its bytes in h2d-B/epoch and
 // d2h-B/epoch. A provenance line comes first (the gpuz build, its VCS
 // revision, the start time and the command line), then the file
@@ -112,6 +112,9 @@ func benchName(h bench.Header, m bench.ModeResult) string {
 	}
 	if recomputes(h) {
 		part("recompute", h.Recompute)
+	}
+	if p := precisionOf(h); p.Half() {
+		part("precision", p.String())
 	}
 	part("scale", h.Scale)
 	return b.String()

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
+	"gpuz/internal/bench"
 	"gpuz/internal/sysinfo"
 )
 
@@ -122,5 +123,32 @@ func TestBenchfmtConfigFromEnv(t *testing.T) {
 		if strings.Contains(string(c.Value), testEnv.Revision) {
 			t.Errorf("configuration %s: %q names the revision: builds would not compare", c.Key, c.Value)
 		}
+	}
+}
+
+// TestBenchNameLevers names the levers in the documented order, after the
+// placement and before the scale: recompute only when training with it,
+// the precision only when 16-bit (an old header's "" reads as fp32).
+func TestBenchNameLevers(t *testing.T) {
+	cache := bench.ModeResult{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: "window 3/12"}
+	const base = "Gpuz/workload=linear/task="
+	for _, tt := range []struct {
+		name                       string
+		task                       bench.Task
+		recompute, precision, want string
+	}{
+		{"defaults", bench.TaskTrain, "none", "fp32", base + "train/mode=cache/device=sim:8GiB/policy=window/window=3/scale=full"},
+		{"header from before the levers", bench.TaskTrain, "", "", base + "train/mode=cache/device=sim:8GiB/policy=window/window=3/scale=full"},
+		{"bf16", bench.TaskEval, "none", "bf16", base + "eval/mode=cache/device=sim:8GiB/policy=window/window=3/precision=bf16/scale=full"},
+		{"recompute and fp16", bench.TaskTrain, "blocks", "fp16",
+			base + "train/mode=cache/device=sim:8GiB/policy=window/window=3/recompute=blocks/precision=fp16/scale=full"},
+		{"recompute in eval is left out", bench.TaskEval, "blocks", "fp16", base + "eval/mode=cache/device=sim:8GiB/policy=window/window=3/precision=fp16/scale=full"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := bench.Header{Model: "linear", Task: tt.task, Scale: "full", Recompute: tt.recompute, Precision: tt.precision}
+			if got := benchName(h, cache); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
 	}
 }

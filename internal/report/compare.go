@@ -230,7 +230,7 @@ func (f *RunFile) addJSONRun(doc jsonResult, suffix, where string) error {
 	if err := checkEpochs(doc.Modes); err != nil {
 		return fmt.Errorf("%s: %s%w", f.Name, where, err)
 	}
-	h := bench.Header{Model: doc.Header.Model, Task: bench.Task(doc.Header.Task), Scale: doc.Header.Scale, Recompute: doc.Header.Recompute}
+	h := bench.Header{Model: doc.Header.Model, Task: bench.Task(doc.Header.Task), Scale: doc.Header.Scale, Recompute: doc.Header.Recompute, Precision: doc.Header.Precision}
 	for _, m := range doc.Modes {
 		name := benchName(h, bench.ModeResult{Mode: bench.Mode(m.Mode), Device: m.Device, Placement: m.Placement}) + suffix
 		for _, e := range m.Epochs {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"gpuz/internal/bench"
 	"io"
 	"math"
 	"os"
@@ -56,10 +57,25 @@ func TestCompareGolden(t *testing.T) {
 // TestCompareWrittenFiles writes a run with WriteBenchfmt and with
 // WriteJSON, reads both back as gpuz compare does (telling them apart by
 // content), finds the same configurations and times in each, and compares
-// them: no change anywhere.
+// them: no change anywhere; in fp32 and in bf16, whose names both files
+// mark.
 func TestCompareWrittenFiles(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		r    bench.Result
+		mark string // in every configuration's name
+	}{
+		{"fp32", evalResult, "/scale=full"},
+		{"bf16", bf16Result, "/precision=bf16/scale=full"},
+	} {
+		t.Run(tt.name, func(t *testing.T) { checkCompareWrittenFiles(t, tt.r, tt.mark) })
+	}
+}
+
+// checkCompareWrittenFiles is TestCompareWrittenFiles on the modes of r
+// and a paged mode.
+func checkCompareWrittenFiles(t *testing.T, r bench.Result, mark string) {
 	dir := t.TempDir()
-	r := evalResult
 	r.Modes = append(slices.Clone(r.Modes), interruptedResult.Modes[2]) // a paged mode
 	benchPath, jsonPath := filepath.Join(dir, "run.txt"), filepath.Join(dir, "run.json")
 	for path, write := range map[string]func(io.Writer) error{
@@ -75,6 +91,9 @@ func TestCompareWrittenFiles(t *testing.T) {
 		t.Fatalf("configurations %q from the benchmark file, %q from JSON; want the same 4", fb.Configs, fj.Configs)
 	}
 	for _, c := range fb.Configs {
+		if !strings.HasSuffix(c, mark) {
+			t.Errorf("configuration %q does not end with %q", c, mark)
+		}
 		b, j := fb.Seconds[c], fj.Seconds[c]
 		if len(b) != len(j) {
 			t.Fatalf("%s: %d times from the benchmark file, %d from JSON", c, len(b), len(j))

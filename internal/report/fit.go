@@ -173,7 +173,7 @@ func fitTable(r fit.Result) (table, []string) {
 var fitCSVColumns = append([]string{
 	"rank", "mode", "configuration", "policy", "window", "optimizer_on_host", "place", "managed_advise_host", "recompute",
 	"device", "device_need_bytes", "host_need_bytes", "copies_upload_bytes", "copies_download_bytes",
-}, append(predictionCSVColumns, "command")...)
+}, append(predictionCSVColumns, "command", "precision")...)
 
 // writeFitCSV writes one row per configuration that fits, the ranked ones
 // first (rank from 1; 0 unranked).
@@ -188,7 +188,7 @@ func writeFitCSV(w io.Writer, r fit.Result) error {
 			strconv.FormatBool(e.Cache.OptimizerOnHost), e.PlaceText(), strconv.FormatBool(e.ManagedAdviseHost), e.Recompute.String(),
 			e.Plan.Device, strconv.FormatInt(e.Plan.Footprint.Device, 10), strconv.FormatInt(e.Plan.HostNeed, 10),
 			strconv.FormatInt(e.Plan.Copies.UploadBytes, 10), strconv.FormatInt(e.Plan.Copies.DownloadBytes, 10)}
-		recs = append(recs, append(append(rec, predictionCSV(e.Plan.Prediction)...), e.Command))
+		recs = append(recs, append(append(rec, predictionCSV(e.Plan.Prediction)...), e.Command, e.Precision.String()))
 	}
 	for i, e := range r.Ranked {
 		add(i+1, e)
@@ -231,6 +231,7 @@ type (
 		Place             string          `json:"place,omitempty"`
 		ManagedAdviseHost bool            `json:"managed_advise_host,omitempty"`
 		Recompute         string          `json:"recompute"`
+		Precision         string          `json:"precision"`
 		DeviceBytes       int64           `json:"device_bytes"`
 		HostBytes         int64           `json:"host_bytes"`
 		CopiesPerEpoch    jsonCopies      `json:"copies_per_epoch"`
@@ -256,7 +257,7 @@ func writeFitJSON(w io.Writer, r fit.Result, v *fit.Verification) error {
 		}
 		doc.Entries = append(doc.Entries, jsonFitEntry{Rank: rank, Mode: string(e.Mode), Configuration: e.Candidate.String(),
 			Policy: string(e.Cache.Policy), Window: window, OptimizerOnHost: e.Cache.OptimizerOnHost, Place: e.PlaceText(),
-			ManagedAdviseHost: e.ManagedAdviseHost, Recompute: e.Recompute.String(),
+			ManagedAdviseHost: e.ManagedAdviseHost, Recompute: e.Recompute.String(), Precision: e.Precision.String(),
 			DeviceBytes: e.Plan.Footprint.Device, HostBytes: e.Plan.HostNeed,
 			CopiesPerEpoch: jsonCopies{UploadBytes: c.UploadBytes, DownloadBytes: c.DownloadBytes, SyncBytes: c.SyncBytes(),
 				OverlapBytes: c.OverlapBytes, Count: c.Count, RemoteBytes: c.RemoteBytes},

@@ -123,7 +123,7 @@ var resultsCSVColumns = append([]string{
 	"mode", "device", "placement", "simulated", "status", "reason", "epochs",
 	"median_s", "median_ci_low_s", "median_ci_high_s", "mean_s", "stddev_s", "min_s", "max_s", "cold_s",
 	"speedup", "peak_device_bytes", "h2d_bytes_per_epoch", "d2h_bytes_per_epoch", "copy_bytes_per_s",
-}, append(predictionCSVColumns, "remote_bytes_per_epoch", "mean_ci_low_s", "mean_ci_high_s", "recompute", "setup_s")...)
+}, append(predictionCSVColumns, "remote_bytes_per_epoch", "mean_ci_low_s", "mean_ci_high_s", "recompute", "setup_s", "precision", "skipped_steps", "loss_scale")...)
 
 // writeResultsCSV writes one CSV row per mode under a heading row, every
 // figure of the wide table as a plain number in base units (seconds,
@@ -184,7 +184,15 @@ func resultsCSVRecords(r bench.Result) [][]string {
 		if len(f.m.Setup) > 0 {
 			setup = secs(bench.SetupTime(f.m.Setup).Seconds())
 		}
-		recs = append(recs, append(rec, remote, meanLo, meanHi, levers.Recompute(r.Header.Recompute).String(), setup))
+		skipped, scale := "", ""
+		if f.ran {
+			skipped = strconv.Itoa(f.m.SkippedSteps())
+		}
+		if lossScaled(r.Header) && f.ran {
+			scale = number(f.m.LossScale)
+		}
+		recs = append(recs, append(rec, remote, meanLo, meanHi, levers.Recompute(r.Header.Recompute).String(), setup,
+			precisionOf(r.Header).String(), skipped, scale))
 	}
 	return recs
 }

@@ -34,6 +34,12 @@ func TestWriteFormats(t *testing.T) {
 		{"analyze_failed.csv.golden", results(failedResult, csv)},
 		{"json_interrupted.golden", results(withEnv(interruptedResult), Options{Format: FormatJSON})},
 		{"analyze_oom.golden", results(oomResult, text)},
+		{"analyze_bf16.golden", results(bf16Result, text)},
+		{"analyze_fp16.golden", results(fp16Result, text)},
+		{"analyze_fp16_wide.golden", results(fp16Result, wide)},
+		{"analyze_fp16.md.golden", results(fp16Result, md)},
+		{"analyze_fp16.csv.golden", results(fp16Result, csv)},
+		{"json_fp16.golden", results(withEnv(fp16Result), Options{Format: FormatJSON})},
 		{"plan_linear.golden", plan(text)},
 		{"plan_linear_wide.golden", plan(wide)},
 		{"plan_linear.md.golden", plan(md)},
@@ -128,7 +134,7 @@ func TestLongReasonIsANote(t *testing.T) {
 // heading, as many cells as headings, and every cell of a column whose
 // name gives a unit either empty or a number.
 func TestResultsCSVParses(t *testing.T) {
-	for _, r := range []bench.Result{interruptedResult, evalResult, failedResult, fullResult} {
+	for _, r := range []bench.Result{interruptedResult, evalResult, failedResult, fullResult, fp16Result} {
 		recs, err := csv.NewReader(strings.NewReader(written(t, func(w io.Writer) error {
 			return WriteResults(w, r, Options{Format: FormatCSV})
 		}))).ReadAll()

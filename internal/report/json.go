@@ -57,6 +57,9 @@ type (
 		// Recompute is the recompute lever every mode ran with: none or
 		// blocks.
 		Recompute string `json:"recompute"`
+		// Precision is the storage precision every mode ran with: fp32,
+		// bf16 or fp16.
+		Precision string `json:"precision"`
 		// Setup is the run's own setup phases before any mode's (the
 		// model built, the data generated), and StartToFirstEpoch the
 		// time from the process's start to the run's first epoch; both
@@ -85,6 +88,13 @@ type (
 		// Setup is the mode's setup phases before its first epoch, in the
 		// order they ran; empty for a mode that got no device.
 		Setup []jsonPhase `json:"setup"`
+		// SkippedSteps is the steps fp16 training skipped over every
+		// epoch, warm-up included, as their scaled gradients overflowed;
+		// 0 for other runs.
+		SkippedSteps int `json:"skipped_steps"`
+		// LossScale is fp16 training's loss scale after the last step;
+		// absent for other runs.
+		LossScale float64 `json:"loss_scale,omitempty"`
 		// Prediction is one epoch's predicted time on the mode's profile;
 		// absent for a mode without one.
 		Prediction *jsonPrediction `json:"prediction,omitempty"`
@@ -102,6 +112,9 @@ type (
 		// RemoteBytes is what the kernels read and wrote in place across
 		// the bus (the managed mode with the host advised); absent when 0.
 		RemoteBytes int64 `json:"remote_bytes,omitempty"`
+		// SkippedSteps is the epoch's steps fp16 training skipped;
+		// absent when 0.
+		SkippedSteps int `json:"skipped_steps,omitempty"`
 	}
 	jsonStats struct {
 		N             int     `json:"n"`
@@ -127,7 +140,8 @@ func toJSONHeader(h bench.Header) jsonHeader {
 		DataBytes: h.DataBytes, Params: h.Params, ParamBytes: h.ParamBytes,
 		Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads, GPU: h.GPU,
 		CPUVector: h.CPUVector, BLASWarning: h.BLASWarning,
-		TakeBytes: h.TakeBytes, Recompute: levers.Recompute(h.Recompute).String(), Env: toJSONEnv(h.Env),
+		TakeBytes: h.TakeBytes, Recompute: levers.Recompute(h.Recompute).String(),
+		Precision: precisionOf(h).String(), Env: toJSONEnv(h.Env),
 		StartToFirstEpoch: h.StartToFirstEpoch.Seconds(),
 	}
 	if len(h.Setup) > 0 {
@@ -187,9 +201,11 @@ func toJSONResult(r bench.Result) jsonResult {
 			Setup:           toJSONPhases(m.Setup),
 			Epochs:          make([]jsonEpoch, len(m.Epochs)),
 			Prediction:      toJSONPrediction(m.Prediction),
+			SkippedSteps:    m.SkippedSteps(),
+			LossScale:       m.LossScale,
 		}
 		for i, e := range m.Epochs {
-			jm.Epochs[i] = jsonEpoch{Index: e.Index, Warmup: i < m.Warmup, Seconds: e.Duration.Seconds(), RemoteBytes: e.RemoteBytes}
+			jm.Epochs[i] = jsonEpoch{Index: e.Index, Warmup: i < m.Warmup, Seconds: e.Duration.Seconds(), RemoteBytes: e.RemoteBytes, SkippedSteps: e.SkippedSteps}
 			if m.Mode.Copies() {
 				copySeconds := e.CopyTime.Seconds()
 				jm.Epochs[i].UploadBytes, jm.Epochs[i].DownloadBytes, jm.Epochs[i].CopySeconds = &e.UploadBytes, &e.DownloadBytes, &copySeconds

@@ -36,6 +36,9 @@ func planKinds(p bench.MemoryPlan) []planKind {
 		{name: "arena", note: "activations, gradients and temporaries, by liveness"},
 		{name: "inputs", note: "one batch and its target"},
 	}
+	if p.Header.Task == bench.TaskTrain && precisionOf(p.Header).Half() {
+		kinds[2].note = "Adam's two moments and the fp32 master weights"
+	}
 	for _, sp := range p.Schedules {
 		b := sp.Bytes
 		for i, n := range []int64{b.Parameters, sp.Gradients, b.Optimizer, b.Saved, b.Arena, b.Inputs} {
@@ -85,7 +88,7 @@ func minWindow(p bench.MemoryPlan) int {
 
 // planNotes are the lines under the kinds: the blocks a step needs, the
 // work per epoch (in the kinds when the plan compares recompute settings),
-// and that recompute changes nothing in evaluation.
+// that recompute changes nothing in evaluation, and a 16-bit precision.
 func planNotes(p bench.MemoryPlan) []string {
 	lines := []string{"a step needs at most " + plural(int64(minWindow(p)), "block") + " resident"}
 	if !recomputeShown(p) && len(p.Schedules) > 0 {
@@ -94,13 +97,21 @@ func planNotes(p bench.MemoryPlan) []string {
 	if p.Header.Task == bench.TaskEval && slices.ContainsFunc(p.Schedules, func(sp bench.SchedulePlan) bool { return sp.Recompute.On() }) {
 		lines = append(lines, "recompute applies to training: evaluating saves no activation, so blocks changes nothing")
 	}
+	if pr := precisionOf(p.Header); pr.Half() {
+		lines = append(lines, precisionNote(pr)+"; each kind's bytes at the precision it is stored in")
+	}
 	return lines
 }
 
-// planTitle is the plan's first line.
+// planTitle is the plan's first line, naming a 16-bit precision:
+// "Memory plan of gpuz linear eval (scale full, bf16): 12 blocks, batch 30".
 func planTitle(p bench.MemoryPlan) string {
 	h := p.Header
-	return fmt.Sprintf("Memory plan of gpuz %s %s (scale %s): %d blocks, batch %d", h.Model, h.Task, h.Scale, p.Blocks, h.Batch)
+	scale := "scale " + h.Scale
+	if pr := precisionOf(h); pr.Half() {
+		scale += ", " + pr.String()
+	}
+	return fmt.Sprintf("Memory plan of gpuz %s %s (%s): %d blocks, batch %d", h.Model, h.Task, scale, p.Blocks, h.Batch)
 }
 
 // WritePlan writes a memory plan as text: what the program holds by kind,
@@ -135,8 +146,10 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 				}
 				b.WriteString(line + "\n")
 			}
-			for _, line := range planNotes(p) {
-				b.WriteString("  " + line + "\n")
+			for _, note := range planNotes(p) {
+				for _, line := range wrap(note, maxWidth-2) {
+					b.WriteString("  " + line + "\n")
+				}
 			}
 			b.WriteString("\n")
 			planTable(p, o.Wide).writeText(b)

@@ -88,6 +88,36 @@ func TestPlanGoldensFit(t *testing.T) {
 	}
 }
 
+// bf16Plan is the linear plan evaluating in bf16: the parameters and
+// activations stored in 16 bits, no gradients or optimizer state.
+var bf16Plan = func() bench.MemoryPlan {
+	p := linearPlan
+	p.Header.Task, p.Header.Precision = bench.TaskEval, "bf16"
+	sp := p.Schedules[0]
+	sp.Bytes.Parameters, sp.Bytes.Optimizer, sp.Bytes.Saved, sp.Bytes.Arena, sp.Gradients = 960_480_000, 0, 0, 240_000, 0
+	p.Schedules = []bench.SchedulePlan{sp}
+	p.Modes = nil
+	for _, m := range linearPlan.Modes[:2] {
+		m.Footprint.Device, m.HostNeed = 960_960_004, 960_960_004
+		if m.Placement.Paged {
+			m.Footprint.Device = 240_240_004
+		}
+		m.FitsDevice = m.Footprint.Device <= m.DeviceFree
+		m.Copies = engine.Copies{UploadBytes: 480_000, DownloadBytes: 0, Count: 2}
+		p.Modes = append(p.Modes, m)
+	}
+	return p
+}()
+
+// TestWritePlanPrecision renders a bf16 plan: the precision in its title
+// and a note, in the JSON's header and the picture's title.
+func TestWritePlanPrecision(t *testing.T) {
+	checkGoldens(t, []goldenCase{
+		{"plan_bf16.golden", func(w io.Writer) error { return WritePlan(w, bf16Plan) }},
+		{"plan_bf16_json.golden", func(w io.Writer) error { return WritePlanJSON(w, bf16Plan) }},
+	})
+}
+
 // recomputePlan is the linear plan of the cuda and window modes under
 // recompute none and blocks, with 4 GiB of the 8 GiB device taken by
 // --take: blocks keeps each block's input (12 of the 120 saved
@@ -158,4 +188,28 @@ func TestWritePlanRecompute(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFits(t, string(data))
+}
+
+// TestPlanOptimizerNote: the optimizer state holds the fp32 master
+// weights too when training in 16 bits, and says so.
+func TestPlanOptimizerNote(t *testing.T) {
+	for _, tt := range []struct {
+		task      bench.Task
+		precision string
+		want      string
+	}{
+		{bench.TaskTrain, "", "Adam's two moments"},
+		{bench.TaskTrain, "fp32", "Adam's two moments"},
+		{bench.TaskTrain, "bf16", "Adam's two moments and the fp32 master weights"},
+		{bench.TaskTrain, "fp16", "Adam's two moments and the fp32 master weights"},
+		{bench.TaskEval, "bf16", "Adam's two moments"},
+	} {
+		p := linearPlan
+		p.Header.Task, p.Header.Precision = tt.task, tt.precision
+		for _, k := range planKinds(p) {
+			if k.name == "optimizer state" && k.note != tt.want {
+				t.Errorf("%s %q: optimizer state's note %q, want %q", tt.task, tt.precision, k.note, tt.want)
+			}
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,6 +75,14 @@ func epochs(seconds ...float64) []bench.Epoch {
 func withCopies(es []bench.Epoch, up, down int64, took time.Duration) []bench.Epoch {
 	for i := range es {
 		es[i].UploadBytes, es[i].DownloadBytes, es[i].CopyTime = up, down, took
+	}
+	return es
+}
+
+// withSkipped sets the first epochs' skipped steps, one count each.
+func withSkipped(es []bench.Epoch, skipped ...int) []bench.Epoch {
+	for i, n := range skipped {
+		es[i].SkippedSteps = n
 	}
 	return es
 }
@@ -161,6 +170,35 @@ var (
 				PeakDeviceBytes: 1_616_040_004, Status: bench.Status{Kind: bench.StatusOK}},
 		},
 		PeakRSSBytes: 9_100_000_000,
+	}
+
+	// bf16Result: evalResult with its values stored in bf16, which halves
+	// the device memory.
+	bf16Result = func() bench.Result {
+		r := evalResult
+		r.Header.Precision = "bf16"
+		r.Modes = slices.Clone(r.Modes)
+		for i := range r.Modes {
+			r.Modes[i].PeakDeviceBytes /= 2
+		}
+		return r
+	}()
+
+	// fp16Result: the linear training run in fp16 with its loss scaled:
+	// each mode skipped steps in its warm-up epoch as the scale came down
+	// from 65536, the cache mode one more in a timed epoch.
+	fp16Result = bench.Result{
+		Header: func() bench.Header { h := linearHeader; h.Precision = "fp16"; return h }(),
+		Modes: []bench.ModeResult{
+			{Mode: bench.ModeCPU, Device: "host", Epochs: withSkipped(epochs(25.0, 24.2, 24.0), 2), Warmup: 1,
+				LossScale: 16384, Status: bench.Status{Kind: bench.StatusOK}},
+			{Mode: bench.ModeCUDA, Device: "sim:8GiB", Epochs: withSkipped(epochs(6.2, 4.31, 4.25, 4.28, 4.22), 3), Warmup: 1,
+				PeakDeviceBytes: 4_100_000_000, LossScale: 8192, Status: bench.Status{Kind: bench.StatusOK}},
+			{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: "window 3/12", Epochs: withSkipped(withCopies(epochs(5.9, 4.48, 4.51), 9<<29, 6<<29, time.Second), 3, 1), Warmup: 1,
+				PeakDeviceBytes: 130 << 20, LossScale: 4096, Status: bench.Status{Kind: bench.StatusOK}},
+			{Mode: bench.ModeManaged, Device: "sim:8GiB", Status: bench.Status{Kind: bench.StatusOOM, Reason: "needs 2.00 MiB, 0 B free"}},
+		},
+		PeakRSSBytes: 5_200_000_000,
 	}
 
 	// failedResult: no mode got through an epoch.

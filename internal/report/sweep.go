@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/levers"
 	"gpuz/internal/units"
 )
 
@@ -51,7 +53,9 @@ func settingsLabel(ss []bench.Setting) string {
 // interval (Student's t), the peak device memory, the bytes copied per epoch and the
 // status, a reason going to a numbered note that names the configuration.
 // wide adds the device, the timed epochs and the cold epoch, and shows full
-// statuses. With a few parameters it fits maxWidth columns.
+// statuses. A sweep with 16-bit rows gets a note naming their
+// precisions, and one with fp16 training rows the skipped column (see
+// analyzeTable). With a few parameters it fits maxWidth columns.
 func sweepTable(s bench.SweepResult, wide bool) table {
 	fs := sweepFiguresOf(s)
 	var t table
@@ -135,6 +139,15 @@ func sweepTable(s bench.SweepResult, wide bool) table {
 		}
 		return units.Bytes(f.up + f.down)
 	})
+	scaled := slices.ContainsFunc(s.Rows, func(r bench.SweepRow) bool { return lossScaled(r.Result.Header) })
+	if scaled {
+		col("skipped", false, func(f sweepFigures) string {
+			if !lossScaled(f.row.Result.Header) {
+				return na
+			}
+			return skippedCell(f.figures)
+		})
+	}
 	col("status", true, func(f sweepFigures) string {
 		if wide {
 			return f.m.Status.String()
@@ -159,6 +172,18 @@ func sweepTable(s bench.SweepResult, wide bool) table {
 		}
 	}
 	t.notes = append(t.notes, notes.lines...)
+	var halves []levers.Precision
+	for _, r := range s.Rows {
+		if p := precisionOf(r.Result.Header); p.Half() && !slices.Contains(halves, p) {
+			halves = append(halves, p)
+		}
+	}
+	if len(halves) > 0 {
+		t.notes = append(t.notes, precisionNote(halves...))
+	}
+	if scaled {
+		t.notes = append(t.notes, "skipped: fp16 training steps skipped over every epoch, warm-up included, as their scaled gradients overflowed")
+	}
 	return t
 }
 

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,61 @@ var sweepResult = func() bench.SweepResult {
 	}
 	return s
 }()
+
+// precisionSweep is a sweep over --precision fp32,bf16,fp16 of linear
+// training on a 4 GiB simulated device: cuda fits only in 16 bits, fp16
+// skips steps as its loss scale comes down.
+var precisionSweep = func() bench.SweepResult {
+	s := bench.SweepResult{Parameters: []string{"precision"}}
+	for _, p := range []string{"fp32", "bf16", "fp16"} {
+		h := linearHeader
+		h.Precision = p
+		cuda := bench.ModeResult{Mode: bench.ModeCUDA, Device: "sim:4GiB", Status: bench.Status{Kind: bench.StatusOOM, Reason: "needs 6.98 GiB, 4.00 GiB of 4.00 GiB free"}}
+		cache := bench.ModeResult{Mode: bench.ModeCache, Device: "sim:4GiB", Placement: "window 3/12",
+			Epochs: withCopies(epochs(5.9, 4.48, 4.51, 4.47, 4.5), 9<<30, 6<<30, 2*time.Second), Warmup: 1,
+			PeakDeviceBytes: 240 << 20, Status: bench.Status{Kind: bench.StatusOK}}
+		if p != "fp32" {
+			cuda = bench.ModeResult{Mode: bench.ModeCUDA, Device: "sim:4GiB", Epochs: epochs(4.2, 3.31, 3.25, 3.28, 3.22), Warmup: 1,
+				PeakDeviceBytes: 3_900_000_000, Status: bench.Status{Kind: bench.StatusOK}}
+			cache.PeakDeviceBytes, cache.Epochs = 130<<20, withCopies(epochs(4.9, 3.48, 3.51, 3.47, 3.5), 9<<29, 6<<29, time.Second)
+		}
+		if p == "fp16" {
+			cuda.Epochs, cuda.LossScale = withSkipped(cuda.Epochs, 3), 8192
+			cache.Epochs, cache.LossScale = withSkipped(cache.Epochs, 3, 0, 1), 4096
+		}
+		s.Rows = append(s.Rows, bench.SweepRow{Settings: []bench.Setting{{Name: "precision", Value: p}}, DeviceFreeBytes: 4 << 30,
+			Result: bench.Result{Header: h, Modes: []bench.ModeResult{cuda, cache}}})
+	}
+	return s
+}()
+
+// TestWriteSweepPrecision renders a sweep over the precision: a row per
+// precision and mode, the skipped column (fp16's rows only) and a note
+// for each 16-bit precision; the CSV's precision column and the benchmark
+// names follow each row's.
+func TestWriteSweepPrecision(t *testing.T) {
+	checkGoldens(t, []goldenCase{
+		{"sweep_precision.golden", func(w io.Writer) error { return WriteSweep(w, precisionSweep, Options{Format: FormatText}) }},
+		{"sweep_precision.csv.golden", func(w io.Writer) error { return WriteSweep(w, precisionSweep, Options{Format: FormatCSV}) }},
+	})
+	var names []string
+	for _, r := range readBench(t, written(t, func(w io.Writer) error { return WriteSweepBenchfmt(w, precisionSweep) })) {
+		if n := r.Name.String(); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	const base = "Gpuz/workload=linear/task=train/mode="
+	want := []string{
+		base + "cache/device=sim:4GiB/policy=window/window=3/scale=full/precision=fp32",
+		base + "cuda/device=sim:4GiB/precision=bf16/scale=full/precision=bf16",
+		base + "cache/device=sim:4GiB/policy=window/window=3/precision=bf16/scale=full/precision=bf16",
+		base + "cuda/device=sim:4GiB/precision=fp16/scale=full/precision=fp16",
+		base + "cache/device=sim:4GiB/policy=window/window=3/precision=fp16/scale=full/precision=fp16",
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("benchmark names\n%s\nwant\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
+	}
+}
 
 // TestWriteSweepJSON checks the sweep's JSON against the schema gpuz plot
 // reads: version, kind, header, parameters, and rows of settings, take,

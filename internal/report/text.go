@@ -50,6 +50,13 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	if recomputes(h) {
 		fmt.Fprintf(&b, "recompute: %s (each block's forward runs again before its gradients; only block inputs are kept)\n", h.Recompute)
 	}
+	if p := precisionOf(h); p.Half() {
+		line := precisionNote(p)
+		if lossScaled(h) {
+			line += "; the loss scaled as PyTorch's GradScaler does, skipping a step whose gradients overflow"
+		}
+		b.WriteString(line + "\n")
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -118,6 +125,29 @@ func WriteModeEnd(w io.Writer, mode bench.Mode, device string, s bench.Status) e
 	fmt.Fprintf(&b, "%s: %s\n", mode, s)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// precisionOf is the run's storage precision; "" (a header from before
+// the lever) reads as fp32.
+func precisionOf(h bench.Header) levers.Precision {
+	return levers.Precision(h.Precision).Setting()
+}
+
+// lossScaled reports whether the run of h scaled its loss dynamically:
+// fp16 training, which skips the steps whose scaled gradients overflow.
+func lossScaled(h bench.Header) bool {
+	return h.Task == bench.TaskTrain && precisionOf(h) == levers.FP16
+}
+
+// precisionNote says what a run at the 16-bit precisions ps stored in 16
+// bits and what in fp32: "precision bf16: products and weights stored in 16
+// bits, …", "precision bf16, fp16: …" for a sweep over both.
+func precisionNote(ps ...levers.Precision) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.String()
+	}
+	return "precision " + strings.Join(names, ", ") + ": products and weights stored in 16 bits, softmax, layer norm and losses in fp32 (automatic mixed precision)"
 }
 
 // recomputes reports whether the run of h recomputed activations: a

@@ -54,6 +54,21 @@ data: 4.00 KiB   model: 99.1k parameters, 387 KiB
 host: BLAS OpenBLAS 0.3.21, 2 threads
 devices: cuda and cache on sim:8GiB, cpu on host
 `},
+		{"header/fp32 says nothing of precision", header(func() bench.Header { h := linearHeader; h.Precision = "fp32"; return h }()),
+			`gpuz linear train (scale full): 60 samples in batches of 30
+data: 938 KiB   model: 480M parameters, 1.79 GiB
+host: BLAS OpenBLAS 0.3.21, 2 threads
+`},
+		{"header/bf16 eval", header(bf16Result.Header), `gpuz attention eval (scale full): 60 samples in batches of 30
+data: 480 KiB   model: 39.0M parameters, 149 MiB
+host: BLAS gonum, 16 threads
+precision bf16: products and weights stored in 16 bits, softmax, layer norm and losses in fp32 (automatic mixed precision)
+`},
+		{"header/fp16 training scales its loss", header(fp16Result.Header), `gpuz linear train (scale full): 60 samples in batches of 30
+data: 938 KiB   model: 480M parameters, 1.79 GiB
+host: BLAS OpenBLAS 0.3.21, 2 threads
+precision fp16: products and weights stored in 16 bits, softmax, layer norm and losses in fp32 (automatic mixed precision); the loss scaled as PyTorch's GradScaler does, skipping a step whose gradients overflow
+`},
 		{"header/unknown scale, BLAS and threads left out", header(bench.Header{
 			Model: "attention", Task: bench.TaskTrain,
 			DataBytes: 491_520, Params: 39_000_000, ParamBytes: 156_000_000,
