@@ -60,6 +60,9 @@ type (
 		// Precision is the storage precision every mode ran with: fp32,
 		// bf16 or fp16.
 		Precision string `json:"precision"`
+		// HalfProducts names the host's 16-bit product path under a
+		// 16-bit precision (bench.Header.HalfProducts); absent under fp32.
+		HalfProducts string `json:"half_products,omitempty"`
 		// Setup is the run's own setup phases before any mode's (the
 		// model built, the data generated), and StartToFirstEpoch the
 		// time from the process's start to the run's first epoch; both
@@ -141,7 +144,7 @@ func toJSONHeader(h bench.Header) jsonHeader {
 		Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads, GPU: h.GPU,
 		CPUVector: h.CPUVector, BLASWarning: h.BLASWarning,
 		TakeBytes: h.TakeBytes, Recompute: levers.Recompute(h.Recompute).String(),
-		Precision: precisionOf(h).String(), Env: toJSONEnv(h.Env),
+		Precision: precisionOf(h).String(), HalfProducts: h.HalfProducts, Env: toJSONEnv(h.Env),
 		StartToFirstEpoch: h.StartToFirstEpoch.Seconds(),
 	}
 	if len(h.Setup) > 0 {

@@ -177,6 +177,7 @@ var (
 	bf16Result = func() bench.Result {
 		r := evalResult
 		r.Header.Precision = "bf16"
+		r.Header.HalfProducts = "AVX512_BF16 kernel"
 		r.Modes = slices.Clone(r.Modes)
 		for i := range r.Modes {
 			r.Modes[i].PeakDeviceBytes /= 2

@@ -56,6 +56,9 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 			line += "; the loss scaled as PyTorch's GradScaler does, skipping a step whose gradients overflow"
 		}
 		b.WriteString(line + "\n")
+		if h.HalfProducts != "" {
+			fmt.Fprintf(&b, "16-bit products: %s on the host and sim, cuBLAS GemmEx on a CUDA GPU\n", h.HalfProducts)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

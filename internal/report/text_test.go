@@ -63,6 +63,7 @@ host: BLAS OpenBLAS 0.3.21, 2 threads
 data: 480 KiB   model: 39.0M parameters, 149 MiB
 host: BLAS gonum, 16 threads
 precision bf16: products and weights stored in 16 bits, softmax, layer norm and losses in fp32 (automatic mixed precision)
+16-bit products: AVX512_BF16 kernel on the host and sim, cuBLAS GemmEx on a CUDA GPU
 `},
 		{"header/fp16 training scales its loss", header(fp16Result.Header), `gpuz linear train (scale full): 60 samples in batches of 30
 data: 938 KiB   model: 480M parameters, 1.79 GiB
