@@ -352,15 +352,23 @@ func (prog *Program) Read(n *gorgonia.Node) ([]float32, error) {
 	return prog.download(i)
 }
 
-// Gradient returns the gradient of parameter n from the last Run. The plan
-// must have been compiled with RetainGradients.
+// Gradient returns the gradient of parameter n from the last Run, of the
+// loss as the program computed it (fp16 training's scaled loss's divided
+// by the scale it ran with). The plan must have been compiled with
+// RetainGradients.
 func (prog *Program) Gradient(n *gorgonia.Node) ([]float32, error) {
 	if !prog.plan.spec.RetainGradients {
 		return nil, errors.New("engine: gradients are kept only with RetainGradients")
 	}
 	for i, pv := range prog.plan.params {
 		if prog.plan.values[pv].node == n {
-			return prog.download(prog.plan.grads[i])
+			g, err := prog.download(prog.plan.grads[i])
+			if err == nil && prog.scalesLoss() { // the scaled loss's: unscaled
+				for j := range g {
+					g[j] = float32(float64(g[j]) / prog.seedScale)
+				}
+			}
+			return g, err
 		}
 	}
 	return nil, fmt.Errorf("engine: %s is not a parameter", n.Name())
