@@ -24,6 +24,10 @@ type opCase struct {
 	shapes   []tensor.Shape
 	ids      map[int]bool
 	constant map[int]bool
+	// mix applies attention's weighted sum to the op's result (the
+	// probabilities, float32) and its first input: a product reading a
+	// float32 value, which it must round to 16 bits.
+	mix *ops.AttentionMix
 }
 
 // opCases are the workloads' forward ops at small sizes; their gradients
@@ -39,6 +43,8 @@ var opCases = func() []opCase {
 		{name: "Embedding", op: ops.Embedding{}, shapes: []tensor.Shape{{2, 3}, {5, 4}, {3, 4}}, ids: map[int]bool{0: true}, constant: map[int]bool{2: true}},
 		{name: "AttentionProbs", op: ops.AttentionProbs{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 12}}},
 		{name: "AttentionMix", op: ops.AttentionMix{AttentionConfig: causal}, shapes: []tensor.Shape{{2, 2, 3, 3}, {6, 12}}},
+		{name: "AttentionProbs then Mix", op: ops.AttentionProbs{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 12}},
+			mix: &ops.AttentionMix{AttentionConfig: causal}},
 		{name: "SoftmaxCrossEntropy", op: ops.SoftmaxCrossEntropy{}, shapes: []tensor.Shape{{6, 5}, {2, 3}}, ids: map[int]bool{1: true}},
 	}
 }()
@@ -81,6 +87,9 @@ func runOp(t *testing.T, tc opCase, prec levers.Precision) (float32, [][]float32
 		}
 	}
 	out := gorgonia.Must(ops.Apply(tc.op, nodes...))
+	if tc.mix != nil {
+		out = gorgonia.Must(ops.Apply(*tc.mix, out, nodes[0]))
+	}
 	loss := out
 	var target *gorgonia.Node
 	if !out.IsScalar() {
@@ -146,7 +155,7 @@ func TestOpsAgreeWithFP32(t *testing.T) {
 				if d := math.Abs(float64(got - want)); !(d <= tol*math.Abs(float64(want))) {
 					t.Errorf("loss %v, fp32 %v", got, want)
 				}
-				if castOf(ops.New(tc.op)) == levers.CastLower && got == want {
+				if (tc.mix != nil || castOf(ops.New(tc.op)) == levers.CastLower) && got == want {
 					t.Errorf("a product's loss %v is fp32's to the bit: nothing was rounded to %s", got, prec)
 				}
 				for i, w := range wantGrads {

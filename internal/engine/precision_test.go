@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"gpuz/internal/device"
+	"gpuz/internal/half"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
 )
@@ -190,5 +191,35 @@ func TestWork16ByHand(t *testing.T) {
 	}
 	if c := kernel(fp32, KernelConvert); c.Launches != 0 {
 		t.Errorf("fp32 converts: %+v", c)
+	}
+}
+
+// TestConverterRounds: a step's conversions give what package half's do:
+// round gives the float32 value of the nearest 16-bit one, narrow the
+// 16-bit patterns, widen their float32 values back.
+func TestConverterRounds(t *testing.T) {
+	src := []float32{1, 1 + 0x1p-9, 1 + 0x1p-8 + 0x1p-10, -3.14159, 65519, 65520, 1e-6, 0}
+	for _, f := range []half.Format{half.BF16, half.FP16} {
+		to, from := half.BF16FromFloat32, half.BF16ToFloat32
+		if f == half.FP16 {
+			to, from = half.FP16FromFloat32, half.FP16ToFloat32
+		}
+		h := device.NewHost()
+		in, _ := h.Alloc(len(src))
+		scratch, _ := h.Alloc(4 * len(src))
+		if err := h.Upload(in, src); err != nil {
+			t.Fatal(err)
+		}
+		c := converter{dev: h, k: h.Kernels(), f: f, buf: scratch}
+		rounded := device.Floats(c.round(in, len(src)))
+		packed := device.Halves(c.narrow(in, len(src)))
+		for i, x := range src {
+			if want := from(to(x)); math.Float32bits(rounded[i]) != math.Float32bits(want) {
+				t.Errorf("%s: round(%v) = %v, want %v", f, x, rounded[i], want)
+			}
+			if packed[i] != to(x) {
+				t.Errorf("%s: narrow(%v) = %#04x, want %#04x", f, x, packed[i], to(x))
+			}
+		}
 	}
 }
