@@ -59,25 +59,8 @@ func TestDemoScaleTellsTheStory(t *testing.T) {
 // --recompute blocks, its measured peak under half the plan's need
 // without it, with the same losses a larger device gives without it.
 func TestRecomputeDemo(t *testing.T) {
-	cfg, scale, err := models.Resnet.Configure(models.ScaleDemo, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	feed := models.FeedOf(cfg)
 	run := func(r levers.Recompute, capacity int64) ModeResult {
-		t.Helper()
-		opts := Options{
-			ModelName: "resnet", Scale: scale, Workload: cfg, Task: TaskTrain, Modes: []Mode{ModeCUDA},
-			Samples: feed.Samples, Batch: feed.Batch, Epochs: 2, Warmup: 1,
-			Adam: DefaultAdam(), ClipNorm: 1, Seed: 1, Threads: 1,
-			Config: Config{Recompute: r},
-			NewGPU: func() (device.Device, error) { return device.NewSim(capacity, nil), nil },
-		}
-		res, err := Run(context.Background(), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Modes[0]
+		return runDemoCUDA(t, models.Resnet, TaskTrain, Config{Recompute: r}, capacity)
 	}
 	if m := run(levers.RecomputeNone, 128<<20); m.Status.Kind != StatusOOM {
 		t.Fatalf("without recompute on 128 MiB: %s, want OOM", m.Status)
@@ -103,25 +86,8 @@ func TestRecomputeDemo(t *testing.T) {
 // fits, with no paging, its peak at most 0.6× fp32's, its output within
 // bf16's tolerance of fp32's.
 func TestPrecisionDemo(t *testing.T) {
-	cfg, scale, err := models.Linear.Configure(models.ScaleDemo, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	feed := models.FeedOf(cfg)
 	run := func(p levers.Precision, capacity int64) ModeResult {
-		t.Helper()
-		opts := Options{
-			ModelName: "linear", Scale: scale, Workload: cfg, Task: TaskEval, Modes: []Mode{ModeCUDA},
-			Samples: feed.Samples, Batch: feed.Batch, Epochs: 2, Warmup: 1,
-			Adam: DefaultAdam(), ClipNorm: 1, Seed: 1, Threads: 1,
-			Config: Config{Precision: p},
-			NewGPU: func() (device.Device, error) { return device.NewSim(capacity, nil), nil },
-		}
-		res, err := Run(context.Background(), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Modes[0]
+		return runDemoCUDA(t, models.Linear, TaskEval, Config{Precision: p}, capacity)
 	}
 	if m := run(levers.FP32, 32<<20); m.Status.Kind != StatusOOM {
 		t.Fatalf("fp32 on 32 MiB: %s, want OOM", m.Status)
@@ -139,4 +105,27 @@ func TestPrecisionDemo(t *testing.T) {
 			t.Errorf("epoch %d: output %v in bf16, %v in fp32", i, got.Epochs[i].Value, want.Epochs[i].Value)
 		}
 	}
+}
+
+// runDemoCUDA runs a workload's cuda mode at the demo scale, 2 epochs (one
+// warm-up), on a simulated GPU of capacity bytes, with cfg's levers.
+func runDemoCUDA(t *testing.T, w models.Workload, task Task, cfg Config, capacity int64) ModeResult {
+	t.Helper()
+	wl, scale, err := w.Configure(models.ScaleDemo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := models.FeedOf(wl)
+	opts := Options{
+		ModelName: w.Name, Scale: scale, Workload: wl, Task: task, Modes: []Mode{ModeCUDA},
+		Samples: feed.Samples, Batch: feed.Batch, Epochs: 2, Warmup: 1,
+		Adam: DefaultAdam(), ClipNorm: 1, Seed: 1, Threads: 1,
+		Config: cfg,
+		NewGPU: func() (device.Device, error) { return device.NewSim(capacity, nil), nil },
+	}
+	res, err := Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Modes[0]
 }

@@ -14,17 +14,7 @@ import (
 // different orders, so their results differ in the last bits. a, b and c
 // must not overlap; a slice too short for its matrix panics.
 func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
-	ra, ca := m, k
-	if transA {
-		ra, ca = k, m
-	}
-	rb, cb := k, n
-	if transB {
-		rb, cb = n, k
-	}
-	checkMatrix("a", len(a), ra, ca, lda)
-	checkMatrix("b", len(b), rb, cb, ldb)
-	checkMatrix("c", len(c), m, n, ldc)
+	checkOperands(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
 	switch {
 	case m == 0 || n == 0:
 		return
@@ -51,17 +41,7 @@ func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda i
 // float32 (exactly) and multiplied by the BLAS's SGEMM, summing in float32;
 // the CPU has no fp16 dot product to do better.
 func GemmFP16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
-	ra, ca := m, k
-	if transA {
-		ra, ca = k, m
-	}
-	rb, cb := k, n
-	if transB {
-		rb, cb = n, k
-	}
-	checkMatrix("a", len(a), ra, ca, lda)
-	checkMatrix("b", len(b), rb, cb, ldb)
-	checkMatrix("c", len(c), m, n, ldc)
+	checkOperands(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
 	if m == 0 || n == 0 {
 		return
 	}
@@ -70,14 +50,7 @@ func GemmFP16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda i
 
 // gemmConverted converts a and b to float32 with conv, then runs SGEMM.
 func gemmConverted(conv func([]float32, []uint16), transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
-	ra, ca := m, k
-	if transA {
-		ra, ca = k, m
-	}
-	rb, cb := k, n
-	if transB {
-		rb, cb = n, k
-	}
+	ra, ca, rb, cb := stored(transA, transB, m, n, k)
 	fa, fb := toFloat32Scratch(conv, a, ra, ca, lda), toFloat32Scratch(conv, b, rb, cb, ldb)
 	gemmStrided(transA, transB, m, n, k, alpha, *fa, max(ca, 1), *fb, max(cb, 1), beta, c, ldc)
 	scratch.Put(fa)
@@ -98,6 +71,28 @@ func BF16Path() string {
 // FP16Path names the path GemmFP16 runs: the conversion and the BLAS's
 // SGEMM (no CPU gpuz supports has an fp16 dot product).
 func FP16Path() string { return bf16Convert }
+
+// stored returns the rows and columns of a and b as stored for op(a) m×k
+// and op(b) k×n.
+func stored(transA, transB bool, m, n, k int) (ra, ca, rb, cb int) {
+	ra, ca, rb, cb = m, k, k, n
+	if transA {
+		ra, ca = k, m
+	}
+	if transB {
+		rb, cb = n, k
+	}
+	return ra, ca, rb, cb
+}
+
+// checkOperands panics unless slices of lengths na, nb and nc hold a
+// product's a, b and c with row strides lda, ldb and ldc.
+func checkOperands(transA, transB bool, m, n, k, na, lda, nb, ldb, nc, ldc int) {
+	ra, ca, rb, cb := stored(transA, transB, m, n, k)
+	checkMatrix("a", na, ra, ca, lda)
+	checkMatrix("b", nb, rb, cb, ldb)
+	checkMatrix("c", nc, m, n, ldc)
+}
 
 // checkMatrix panics unless a slice of length n holds a rows×cols matrix
 // with row stride ld.

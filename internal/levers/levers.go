@@ -31,14 +31,7 @@ const (
 func Recomputes() []Recompute { return []Recompute{RecomputeNone, RecomputeBlocks} }
 
 // ParseRecompute reads a recompute setting as a flag gives it.
-func ParseRecompute(s string) (Recompute, error) {
-	for _, r := range Recomputes() {
-		if string(r) == s {
-			return r, nil
-		}
-	}
-	return "", fmt.Errorf("unknown recompute %q (want %s)", s, names(Recomputes()))
-}
+func ParseRecompute(s string) (Recompute, error) { return parse("recompute", s, Recomputes()) }
 
 // Setting returns r, RecomputeNone for "" (the zero value, as an unset
 // field holds it).
@@ -54,16 +47,31 @@ func (r Recompute) On() bool { return r == RecomputeBlocks }
 
 // Validate reports a setting that is not one of Recomputes; "" is
 // RecomputeNone.
-func (r Recompute) Validate() error {
-	if r == "" {
-		return nil
-	}
-	_, err := ParseRecompute(string(r))
-	return err
-}
+func (r Recompute) Validate() error { return validate("recompute", r, Recomputes()) }
 
 // String returns the setting's name; "" reads as none.
 func (r Recompute) String() string { return string(r.Setting()) }
+
+// parse returns the one of values named s, or an error naming the lever
+// (what) and the values.
+func parse[T ~string](what, s string, values []T) (T, error) {
+	for _, v := range values {
+		if string(v) == s {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("unknown %s %q (want %s)", what, s, names(values))
+}
+
+// validate reports a setting v that is not one of values; "", the zero
+// value, is the default and valid.
+func validate[T ~string](what string, v T, values []T) error {
+	if v == "" {
+		return nil
+	}
+	_, err := parse(what, string(v), values)
+	return err
+}
 
 // names joins values as "a or b", "a, b or c".
 func names[T ~string](values []T) string {

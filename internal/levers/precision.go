@@ -1,7 +1,5 @@
 package levers
 
-import "fmt"
-
 // Precision is the storage precision of a model's values on the compute
 // device: float32 everywhere, or 16 bits (bf16 or fp16) under automatic
 // mixed precision's rules (see Cast).
@@ -24,14 +22,7 @@ const (
 func Precisions() []Precision { return []Precision{FP32, BF16, FP16} }
 
 // ParsePrecision reads a precision setting as a flag gives it.
-func ParsePrecision(s string) (Precision, error) {
-	for _, p := range Precisions() {
-		if string(p) == s {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("unknown precision %q (want %s)", s, names(Precisions()))
-}
+func ParsePrecision(s string) (Precision, error) { return parse("precision", s, Precisions()) }
 
 // Setting returns p, FP32 for "" (the zero value, as an unset field holds
 // it).
@@ -46,13 +37,7 @@ func (p Precision) Setting() Precision {
 func (p Precision) Half() bool { return p == BF16 || p == FP16 }
 
 // Validate reports a setting that is not one of Precisions; "" is FP32.
-func (p Precision) Validate() error {
-	if p == "" {
-		return nil
-	}
-	_, err := ParsePrecision(string(p))
-	return err
-}
+func (p Precision) Validate() error { return validate("precision", p, Precisions()) }
 
 // String returns the setting's name; "" reads as fp32.
 func (p Precision) String() string { return string(p.Setting()) }

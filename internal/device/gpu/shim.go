@@ -211,13 +211,7 @@ func (s *Shim) span(p uintptr) []float32 {
 // row-major Sgemm of the transposes: column-major X is row-major Xᵀ, so
 // cᵀ = op(b)ᵀ·op(a)ᵀ with the same leading dimensions.
 func (s *Shim) Sgemm(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {
-	tA, tB := blas.NoTrans, blas.NoTrans
-	if transA {
-		tA = blas.Trans
-	}
-	if transB {
-		tB = blas.Trans
-	}
+	tA, tB := transposes(transA, transB)
 	defer func() {
 		if r := recover(); r != nil {
 			s.Fail(fmt.Errorf("shim: Sgemm(%v, %v, m=%d, n=%d, k=%d, lda=%d, ldb=%d, ldc=%d): %v", transA, transB, m, n, k, lda, ldb, ldc, r))
@@ -230,19 +224,25 @@ func (s *Shim) Sgemm(transA, transB bool, m, n, k int, alpha float32, a uintptr,
 // 16-bit a and b: each operand's allocation from its address is widened
 // to float32 (exactly), then multiplied as Sgemm multiplies.
 func (s *Shim) GemmEx(f half.Format, transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {
-	tA, tB := blas.NoTrans, blas.NoTrans
-	if transA {
-		tA = blas.Trans
-	}
-	if transB {
-		tB = blas.Trans
-	}
+	tA, tB := transposes(transA, transB)
 	defer func() {
 		if r := recover(); r != nil {
 			s.Fail(fmt.Errorf("shim: GemmEx(%v, %v, %v, m=%d, n=%d, k=%d, lda=%d, ldb=%d, ldc=%d): %v", f, transA, transB, m, n, k, lda, ldb, ldc, r))
 		}
 	}()
 	gonum.Implementation{}.Sgemm(tB, tA, n, m, k, alpha, s.widened(f, b), ldb, s.widened(f, a), lda, beta, s.span(c), ldc)
+}
+
+// transposes returns gonum's transpose flags for transA and transB.
+func transposes(transA, transB bool) (tA, tB blas.Transpose) {
+	tA, tB = blas.NoTrans, blas.NoTrans
+	if transA {
+		tA = blas.Trans
+	}
+	if transB {
+		tB = blas.Trans
+	}
+	return tA, tB
 }
 
 // widened returns the 16-bit values of format f from address p to the end
