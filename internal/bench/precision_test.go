@@ -19,12 +19,7 @@ import (
 // must be the resident run's bit for bit, and the measured peak the plan's.
 func TestPrecisionIsBitIdenticalAcrossModes(t *testing.T) {
 	for name, opts := range smallWorkloads(t) {
-		model, err := opts.Workload.Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		placements := recomputePlacements(len(model.Blocks))
-		placements["cpu"] = engine.Placement{}
+		placements := leverPlacements(t, opts)
 		for _, prec := range []levers.Precision{levers.BF16, levers.FP16} {
 			for _, task := range []Task{TaskTrain, TaskEval} {
 				opts := opts

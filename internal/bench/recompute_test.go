@@ -32,6 +32,19 @@ func recomputePlacements(blocks int) map[string]engine.Placement {
 	}
 }
 
+// leverPlacements returns recomputePlacements for the workload of opts,
+// and the host's ("cpu").
+func leverPlacements(t *testing.T, opts Options) map[string]engine.Placement {
+	t.Helper()
+	model, err := opts.Workload.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	placements := recomputePlacements(len(model.Blocks))
+	placements["cpu"] = engine.Placement{}
+	return placements
+}
+
 // TestRecomputeIsBitIdentical trains every workload at small scale with
 // and without --recompute blocks in every placement, and on the host (cpu
 // mode): the re-run forward steps are the same kernels on the same inputs,
@@ -39,13 +52,7 @@ func recomputePlacements(blocks int) map[string]engine.Placement {
 // measured peak must be the plan's.
 func TestRecomputeIsBitIdentical(t *testing.T) {
 	for name, opts := range smallWorkloads(t) {
-		model, err := opts.Workload.Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		placements := recomputePlacements(len(model.Blocks))
-		placements["cpu"] = engine.Placement{}
-		for pname, pl := range placements {
+		for pname, pl := range leverPlacements(t, opts) {
 			t.Run(fmt.Sprintf("%s/%s", name, pname), func(t *testing.T) {
 				newDev := func() device.Device {
 					if pname == "cpu" {

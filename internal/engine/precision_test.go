@@ -7,19 +7,12 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/half"
-	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
 )
 
 // compilePrecision compiles a hand model for training at a precision.
 func compilePrecision(t *testing.T, m handModel, prec levers.Precision) *Schedule {
-	t.Helper()
-	inputs, blocks, loss := m.build()
-	p, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Train: true, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1, Precision: prec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return compileTrain(t, m, Spec{Precision: prec})
 }
 
 // TestAssignPrecisionByHand checks which values of the hand attention

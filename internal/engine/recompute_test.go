@@ -14,9 +14,16 @@ import (
 
 // compileRecompute compiles a hand model for training with recompute r.
 func compileRecompute(t *testing.T, m handModel, r levers.Recompute) *Schedule {
+	return compileTrain(t, m, Spec{Recompute: r})
+}
+
+// compileTrain compiles a hand model for training with the levers of
+// levers (its Recompute and Precision).
+func compileTrain(t *testing.T, m handModel, levers Spec) *Schedule {
 	t.Helper()
 	inputs, blocks, loss := m.build()
-	p, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Train: true, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1, Recompute: r})
+	p, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Train: true, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1,
+		Recompute: levers.Recompute, Precision: levers.Precision})
 	if err != nil {
 		t.Fatal(err)
 	}
