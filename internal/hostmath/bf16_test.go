@@ -10,10 +10,12 @@ import (
 )
 
 // withPaths runs f once per GemmBF16 path this CPU and build can run: the
-// AVX512_BF16 kernel where the CPU has it, and the convert path always.
+// AVX512_BF16 kernel where the CPU has it, on every shape (bf16DotMinK
+// 0), and the convert path always.
 func withPaths(t testing.TB, f func(path string)) {
-	saved := bf16Dot
-	defer func() { bf16Dot = saved }()
+	saved, savedMinK := bf16Dot, bf16DotMinK
+	defer func() { bf16Dot, bf16DotMinK = saved, savedMinK }()
+	bf16DotMinK = 0
 	for _, dot := range []bool{false, true} {
 		if dot && !saved {
 			continue
@@ -149,6 +151,11 @@ func TestGemmBF16(t *testing.T) {
 		{false, false, 3, 17, 0, 1, 1, 0.5},    // k = 0: c = beta·c
 		{true, false, 61, 129, 1030, 1, 1, 1},  // every tail at once
 		{false, true, 512, 64, 512, 0, 1, 0},   // attention's P·V shape, small k for speed
+		// Few rows against a transposed weight (fewrow16.h on AVX512_BF16):
+		{false, true, 17, 45, 33, 0, 1, 0},   // two row vectors, odd k, a tail of W's rows
+		{false, true, 1, 3, 1, 0, 1, 0},      // one row, one term
+		{false, true, 16, 15, 3, 0, 1, 0},    // one whole row vector
+		{false, true, 32, 29, 2001, 0, 1, 0}, // the most rows, odd k past a few pairs
 	}
 	rng := rand.New(rand.NewPCG(2, 1))
 	withPaths(t, func(path string) {

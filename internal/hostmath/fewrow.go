@@ -31,6 +31,26 @@ func useFewRows(m, n, k int) bool {
 // transposed into scratch once, then workers take tiles of fewRowsTile
 // columns of y in turn, each streaming its rows of w once.
 func fewRowsNT(m, n, k int, x, w, y []float32) {
+	fewRows(m, n, k, k, func(xt []float32, lanes int) { fewRowPack(x, m, k, xt, lanes) },
+		func(xt []float32, lanes, j0, j1 int) { fewRowColumns(xt, lanes, m, n, k, w, y, j0, j1) })
+}
+
+// fewRowsNT16 is fewRowsNT for bf16 x and w (useFewRows16 must hold),
+// on the kernel of fewrow16.h, which packs x by pairs of k.
+func fewRowsNT16(m, n, k int, x, w []uint16, y []float32) {
+	words := func(xt []float32) []uint32 { return unsafe.Slice((*uint32)(unsafe.Pointer(&xt[0])), len(xt)) }
+	fewRows(m, n, k, (k+1)/2, func(xt []float32, lanes int) { fewRow16Pack(x, m, k, words(xt), lanes) },
+		func(xt []float32, lanes, j0, j1 int) { fewRow16Columns(words(xt), lanes, m, n, k, w, y, j0, j1) })
+}
+
+// useFewRows16 reports whether a bf16 y = x·wᵀ runs fewrow16.h's kernel:
+// as useFewRows, on a CPU with the AVX512_BF16 dot instruction.
+func useFewRows16(m, n, k int) bool { return bf16Dot && useFewRows(m, n, k) }
+
+// fewRows runs a few-row product of m rows, n columns and k terms: pack
+// writes x transposed into lanes·packed 32-bit words of scratch once, then
+// workers take tiles of fewRowsTile columns of y in turn (columns).
+func fewRows(m, n, k, packed int, pack func(xt []float32, lanes int), columns func(xt []float32, lanes, j0, j1 int)) {
 	if n == 0 {
 		return
 	}
@@ -38,23 +58,21 @@ func fewRowsNT(m, n, k int, x, w, y []float32) {
 	if m > 16 {
 		lanes = 32
 	}
-	p := getScratch[float32](&fewRowPool, lanes*k+16)
+	p := getScratch[float32](&fewRowPool, lanes*packed+16)
 	defer putScratch(&fewRowPool, p)
-	xt := align64(*p)[:lanes*k]
-	fewRowPack(x, m, k, xt, lanes)
+	xt := align64(*p)[:lanes*packed]
+	pack(xt, lanes)
 
 	tiles := (n + fewRowsTile - 1) / fewRowsTile
 	workers := min(Threads(), tiles)
 	if m*n*k < fewRowsMinWork {
 		workers = 1
 	}
-	tile := func(t int) {
-		fewRowColumns(xt, lanes, m, n, k, w, y, t*fewRowsTile, min((t+1)*fewRowsTile, n))
-	}
 	if workers <= 1 {
-		fewRowColumns(xt, lanes, m, n, k, w, y, 0, n)
+		columns(xt, lanes, 0, n)
 		return
 	}
+	tile := func(t int) { columns(xt, lanes, t*fewRowsTile, min((t+1)*fewRowsTile, n)) }
 	shareTasks(workers, tiles, func() (func(int), func()) { return tile, nil })
 }
 

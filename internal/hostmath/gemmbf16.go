@@ -31,7 +31,11 @@ func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda i
 		}
 		return
 	}
-	if gemmBF16Fast(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
+	if !transA && transB && alpha == 1 && beta == 0 && lda == k && ldb == k && ldc == n && useFewRows16(m, n, k) {
+		fewRowsNT16(m, n, k, a, b, c)
+		return
+	}
+	if k >= bf16DotMinK && gemmBF16Fast(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
 		return
 	}
 	gemmConverted(bf16ToFloat32s, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
@@ -57,13 +61,23 @@ func gemmConverted(conv func([]float32, []uint16), transA, transB bool, m, n, k 
 	scratch.Put(fb)
 }
 
-// BF16Path names the path GemmBF16 runs on this CPU in this build: "AVX512_BF16
-// kernel" (gpuz's own, bf16.h), "convert + OpenBLAS SGEMM" (the inputs
-// converted to float32, then the BLAS's SGEMM; on CPUs without AVX512_BF16)
-// or "convert + gonum SGEMM (pure Go)" (the purego build).
+// bf16DotMinK is the fewest terms per entry for which GemmBF16 runs the
+// AVX512_BF16 kernel: below it the kernel's packing costs more than the
+// dot products save, and the convert path is faster (BenchmarkGemmBF16:
+// linear training's weight gradient, 30 terms, 32 GFLOP/s against 55 on
+// the convert path; its input gradient, 2000 terms, 53 against 28). The
+// tests set it to 0 to run the kernel on every shape.
+var bf16DotMinK = 64
+
+// BF16Path names the path GemmBF16 runs on this CPU in this build:
+// "AVX512_BF16 kernel (64 terms or more; convert + OpenBLAS SGEMM below)"
+// (gpuz's own, bf16.h, where it pays: bf16DotMinK), "convert + OpenBLAS
+// SGEMM" (the inputs converted to float32, then the BLAS's SGEMM; on CPUs
+// without AVX512_BF16) or "convert + gonum SGEMM (pure Go)" (the purego
+// build).
 func BF16Path() string {
 	if bf16Dot {
-		return "AVX512_BF16 kernel"
+		return fmt.Sprintf("AVX512_BF16 kernel (%d terms or more; %s below)", bf16DotMinK, bf16Convert)
 	}
 	return bf16Convert
 }
