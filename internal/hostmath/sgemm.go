@@ -1,0 +1,98 @@
+package hostmath
+
+// sgemmMinWork is the fewest multiply-adds (m·n·k) for which gpuz's own
+// SGEMM runs a product: below it packing B and starting the workers cost
+// more than they save, and the BLAS runs it.
+const sgemmMinWork = 1 << 18
+
+// sgemmTileRows and sgemmTileCols are the largest tile of C a task
+// computes: sgemmTileCols columns of a block of B (256 terms, 1 MiB) stay in
+// a core's L2 while the tile's rows, 12 at a time, run against them.
+const (
+	sgemmTileRows = 16 * sgemmMR
+	sgemmTileCols = 32 * sgemmNR
+)
+
+// sgemmMinTileCols is the narrowest tile: the rows of A packed for a tile
+// run against at least 4 panels of B.
+const sgemmMinTileCols = 4 * sgemmNR
+
+// sgemmTasksPerWorker is how many tasks a worker gets at least, when the
+// product is large enough: a worker that another process slows down then
+// holds the others up by a fraction of its share.
+const sgemmTasksPerWorker = 4
+
+// useSgemm reports whether the float32 product of the given shape runs
+// gpuz's own SGEMM (sgemm.h): on a CPU with AVX-512F, for products large
+// enough to pay for packing.
+func useSgemm(transA, transB bool, m, n, k int) bool {
+	return sgemmKernel && m > 0 && n > 0 && k > 0 && m*n*k >= sgemmMinWork && 16*max(m, n, k) <= 1<<31-1
+}
+
+// sgemm computes c = alpha·op(a)·op(b) + beta·c with gpuz's own AVX-512
+// kernel (useSgemm must hold), with the operands' row strides lda, ldb and
+// ldc as gemmStrided. A transposed B is packed once, in parallel; B as it
+// lies is read in place. Then the workers take tiles of C in turn. Each
+// entry of C sums its terms in an order fixed by its position (blocks of
+// sgemmKC terms in turn), so the result does not depend on the thread
+// count or on which worker runs which tile.
+func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemmWith(m > sgemmTileRows, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// sgemmWith is sgemm, B packed whole before the tiles run when pack holds,
+// else by each tile, a block of terms of its columns at a time.
+func sgemmWith(pack, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	workers := Threads()
+	var packed []float32
+	if pack {
+		panels := (n + sgemmNR - 1) / sgemmNR
+		p := getScratch[float32](&sgemmPool, k*panels*sgemmNR+16)
+		defer putScratch(&sgemmPool, p)
+		packed = align64(*p)[:k*panels*sgemmNR]
+		// One task per block of terms and group of panels.
+		blocks := (k + sgemmKC - 1) / sgemmKC
+		groups := (n + sgemmTileCols - 1) / sgemmTileCols
+		shareTasks(min(workers, blocks*groups), blocks*groups, func() (func(int), func()) {
+			return func(t int) {
+				k0, j0 := t/groups*sgemmKC, t%groups*sgemmTileCols
+				kc, nc := min(sgemmKC, k-k0), min(sgemmTileCols, n-j0)
+				sgemmPackB(transB, b, ldb, k0, kc, j0, nc, packed[k0*panels*sgemmNR+j0/sgemmNR*kc*sgemmNR:])
+			}, nil
+		})
+	}
+
+	// Tiles of C: halve them until every worker has a few, their columns
+	// first, so that B is read by as few tiles as can be.
+	tileRows, tileCols := sgemmTileRows, sgemmTileCols
+	tiles := func() int { return ceilDiv(m, tileRows) * ceilDiv(n, tileCols) }
+	for tiles() < sgemmTasksPerWorker*workers && (tileRows > sgemmMR || tileCols > sgemmMinTileCols) {
+		if tileCols > sgemmMinTileCols {
+			tileCols = ceilDiv(tileCols/2, sgemmNR) * sgemmNR
+		} else {
+			tileRows = ceilDiv(tileRows/2, sgemmMR) * sgemmMR
+		}
+	}
+	rowTiles := ceilDiv(m, tileRows)
+	shareTasks(min(workers, tiles()), tiles(), func() (func(int), func()) {
+		aLen, bLen := sgemmMR*sgemmKC+16, 0
+		if !pack {
+			bLen = sgemmKC*tileCols + 16
+		}
+		s := getScratch[float32](&sgemmPool, aLen+bLen)
+		ap, bt := align64((*s)[:aLen]), []float32(nil)
+		if !pack {
+			bt = align64((*s)[aLen:])
+		}
+		return func(t int) {
+			i0, j0 := t%rowTiles*tileRows, t/rowTiles*tileCols
+			sgemmTile(transA, transB, n, k, alpha, a, lda, b, ldb, packed, bt, beta, c, ldc, i0, min(i0+tileRows, m), j0, min(j0+tileCols, n), ap)
+		}, func() { putScratch(&sgemmPool, s) }
+	})
+}
+
+// sgemmPool holds the packed B of sgemm and its workers' packed rows of A.
+var sgemmPool scratchPool
+
+// ceilDiv is ⌈a/b⌉ for a ≥ 0, b > 0.
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
