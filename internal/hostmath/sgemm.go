@@ -31,13 +31,18 @@ func useSgemm(transA, transB bool, m, n, k int) bool {
 
 // sgemm computes c = alpha·op(a)·op(b) + beta·c with gpuz's own AVX-512
 // kernel (useSgemm must hold), with the operands' row strides lda, ldb and
-// ldc as gemmStrided. A transposed B is packed once, in parallel; B as it
-// lies is read in place. Then the workers take tiles of C in turn. Each
-// entry of C sums its terms in an order fixed by its position (blocks of
-// sgemmKC terms in turn), so the result does not depend on the thread
-// count or on which worker runs which tile.
+// ldc as gemmStrided. The workers take tiles of C in turn; each packs its
+// own columns of B, a block of terms at a time, but for a transposed B
+// under more than one tile's rows, which is packed whole once, in
+// parallel, before them: its packing gathers (slow), and would be repeated
+// by every row of tiles. (A row-major B packs at the speed of a copy, and
+// packing it whole would write it to memory and read it back: measured
+// slower, BenchmarkSgemm's weight gradients by a fifth.) Each entry of C
+// sums its terms in an order fixed by its position (blocks of sgemmKC
+// terms in turn), so the result does not depend on the thread count or on
+// which worker runs which tile.
 func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	sgemmWith(m > sgemmTileRows, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	sgemmWith(transB && m > sgemmTileRows, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // sgemmWith is sgemm, B packed whole before the tiles run when pack holds,

@@ -37,7 +37,8 @@
 #define GPUZ_SG_KC 256
 #endif
 
-// GPUZ_SG_PF is how many rows of B ahead gpuz_sgemm_pack_b fetches.
+// GPUZ_SG_PF is how many terms ahead the packing of a row-major B or a
+// transposed A fetches.
 #ifndef GPUZ_SG_PF
 #define GPUZ_SG_PF 8
 #endif
@@ -57,30 +58,36 @@ static inline __mmask16 gpuz_sg_mask(int left) {
 
 // gpuz_sgemm_pack_b packs B's terms [k0, k0 + kc) and columns [j0, j0 +
 // nc) into dst: panel p (columns j0 + NR·p on) at dst + p·kc·NR, its
-// term kk's NR values at kk·NR, zero past column n... of the panel's nc.
+// term kk's NR values at kk·NR, zero in the last panel's columns past nc.
 static void gpuz_sgemm_pack_b(int trans, const float *b, ptrdiff_t ldb, int k0, int kc, int j0, int nc, float *dst) {
+	if (!trans) {
+		// B[k][j] = b[k·ldb + j]: each term's row read in turn, whole.
+		for (int kk = 0; kk < kc; kk++) {
+			const float *src = b + (ptrdiff_t)(k0 + kk) * ldb + j0;
+			for (int p = 0; p * GPUZ_SG_NR < nc; p++) {
+				float *d = dst + (ptrdiff_t)p * kc * GPUZ_SG_NR + kk * GPUZ_SG_NR;
+				const int left = nc - p * GPUZ_SG_NR;
+				// Rows far apart defeat the hardware's prefetch: fetch the
+				// row a few terms ahead.
+				GPUZ_SG_UNROLL for (int v = 0; v < GPUZ_SG_NV; v++)
+					_mm_prefetch((const char *)(src + GPUZ_SG_PF * ldb + p * GPUZ_SG_NR + 16 * v), _MM_HINT_T0);
+				GPUZ_SG_UNROLL for (int v = 0; v < GPUZ_SG_NV; v++)
+					_mm512_store_ps(d + 16 * v, _mm512_maskz_loadu_ps(gpuz_sg_mask(left - 16 * v),
+					                                                    src + p * GPUZ_SG_NR + 16 * v));
+			}
+		}
+		return;
+	}
+	// B[k][j] = b[j·ldb + k]: 16 columns at a time, transposed through a
+	// gather of 16 rows of b.
+	const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+	                                       _mm512_set1_epi32((int)ldb));
 	for (int p = 0; p * GPUZ_SG_NR < nc; p++) {
 		float *d = dst + (ptrdiff_t)p * kc * GPUZ_SG_NR;
-		const int jp = j0 + p * GPUZ_SG_NR, nj = nc - p * GPUZ_SG_NR < GPUZ_SG_NR ? nc - p * GPUZ_SG_NR : GPUZ_SG_NR;
-		if (!trans) {
-			for (int kk = 0; kk < kc; kk++) {
-				const float *src = b + (ptrdiff_t)(k0 + kk) * ldb + jp;
-				// The rows are far apart: fetch a row a few ahead.
-				GPUZ_SG_UNROLL for (int v = 0; v < GPUZ_SG_NV; v++)
-					_mm_prefetch((const char *)(src + GPUZ_SG_PF * ldb + 16 * v), _MM_HINT_T0);
-				GPUZ_SG_UNROLL for (int v = 0; v < GPUZ_SG_NV; v++)
-					_mm512_store_ps(d + kk * GPUZ_SG_NR + 16 * v,
-					                _mm512_maskz_loadu_ps(gpuz_sg_mask(nj - 16 * v), src + 16 * v));
-			}
-			continue;
-		}
-		// B[k][j] = b[j·ldb + k]: 16 columns at a time, transposed through
-		// a gather of 16 rows of b.
 		for (int v = 0; v < GPUZ_SG_NV; v++) {
-			const __mmask16 m = gpuz_sg_mask(nj - 16 * v);
-			const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-			                                       _mm512_set1_epi32((int)ldb));
-			const float *src = b + (ptrdiff_t)(jp + 16 * v) * ldb + k0;
+			const int j = p * GPUZ_SG_NR + 16 * v;
+			const __mmask16 m = gpuz_sg_mask(nc - j);
+			const float *src = b + (ptrdiff_t)(j0 + j) * ldb + k0;
 			for (int kk = 0; kk < kc; kk++)
 				_mm512_store_ps(d + kk * GPUZ_SG_NR + 16 * v,
 				                _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, src + kk, 4));
@@ -100,6 +107,9 @@ static void gpuz_sgemm_pack_a(int trans, const float *a, ptrdiff_t lda, int i0, 
 		for (int kk = 0; kk < kc; kk++) {
 			const float *src = a + (ptrdiff_t)(k0 + kk) * lda + i0;
 			float *d = dst + kk * GPUZ_SG_MR;
+			// The terms are far apart: fetch one a few ahead.
+			_mm_prefetch((const char *)(src + GPUZ_SG_PF * lda), _MM_HINT_T0);
+			_mm_prefetch((const char *)(src + GPUZ_SG_PF * lda + GPUZ_SG_MR - 1), _MM_HINT_T0);
 #if GPUZ_SG_MR > 16
 			_mm512_storeu_ps(d, _mm512_maskz_loadu_ps(m, src));
 			_mm512_mask_storeu_ps(d + 16, gpuz_sg_mask(GPUZ_SG_MR - 16), _mm512_maskz_loadu_ps(m2, src + 16));
