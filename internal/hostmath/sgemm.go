@@ -5,6 +5,21 @@ package hostmath
 // more than they save, and the BLAS runs it.
 const sgemmMinWork = 1 << 18
 
+// sgemmMinWorkName is sgemmMinWork as the messages write it.
+const sgemmMinWorkName = "2^18"
+
+// SGEMMPath names what runs the float32 matrix products in this build on
+// this CPU: "gpuz AVX-512 SGEMM" (sgemm.h, for products of at least 2^18
+// multiply-adds; the few-row kernel of fewrow.h for a linear layer's
+// forward product of at most 32 rows; the BLAS for the smaller ones) where
+// the CPU has AVX-512F, else the BLAS (BLASName).
+func SGEMMPath() string {
+	if sgemmKernel {
+		return "gpuz AVX-512 SGEMM (" + BLASName() + " under " + sgemmMinWorkName + " multiply-adds)"
+	}
+	return BLASName()
+}
+
 // sgemmTileRows and sgemmTileCols are the largest tile of C a task
 // computes: sgemmTileCols columns of a block of B (256 terms, 1 MiB) stay in
 // a core's L2 while the tile's rows, 12 at a time, run against them.

@@ -3,6 +3,7 @@ package hostmath
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 )
@@ -213,5 +214,12 @@ func BenchmarkSgemm(b *testing.B) {
 				b.ReportMetric(2*float64(s.m)*float64(s.n)*float64(s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
+	}
+}
+
+// TestSgemmMinWorkName checks that the messages name the threshold in force.
+func TestSgemmMinWorkName(t *testing.T) {
+	if got := fmt.Sprintf("2^%d", bits.TrailingZeros(sgemmMinWork)); sgemmMinWork&(sgemmMinWork-1) != 0 || got != sgemmMinWorkName {
+		t.Errorf("sgemmMinWork = %d, named %q", sgemmMinWork, sgemmMinWorkName)
 	}
 }
