@@ -22,7 +22,6 @@ var halfAVX512 = C.gpuz_half_avx512() != 0
 // float32 for the BLAS. Tests and benchmarks set it to run each path.
 var bf16Dot = C.gpuz_bf16_dot() != 0
 
-
 func bf16ToFloat32s(dst []float32, src []uint16) {
 	if !halfAVX512 || len(src) == 0 {
 		half.BF16ToFloat32s(dst, src)
