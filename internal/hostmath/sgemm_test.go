@@ -10,16 +10,18 @@ import (
 
 // sgemmCase is one product of TestSgemm: shape, transposes, the padding
 // of each operand's rows beyond their length (a stride wider than the
-// matrix), alpha and beta.
+// matrix), alpha and beta, and whether B is packed whole before the tiles
+// run or by each tile (sgemmWith).
 type sgemmCase struct {
 	transA, transB bool
 	m, n, k        int
 	pad            int
 	alpha, beta    float32
+	packB          bool
 }
 
 func (c sgemmCase) String() string {
-	return fmt.Sprintf("tA=%v/tB=%v/%dx%dx%d/pad=%d/alpha=%g/beta=%g", c.transA, c.transB, c.m, c.n, c.k, c.pad, c.alpha, c.beta)
+	return fmt.Sprintf("tA=%v/tB=%v/%dx%dx%d/pad=%d/alpha=%g/beta=%g/packB=%v", c.transA, c.transB, c.m, c.n, c.k, c.pad, c.alpha, c.beta, c.packB)
 }
 
 // sgemmCases are the shapes TestSgemm runs under every transpose: single
@@ -33,8 +35,8 @@ var sgemmCases = []struct{ m, n, k int }{
 }
 
 // TestSgemm checks gpuz's own SGEMM against a float64 product for every
-// pair of transposes over sgemmCases, with dense and padded operands and
-// with alpha and beta other than 1 and 0. The float32 result is within the
+// pair of transposes over sgemmCases, with dense and padded operands, with
+// alpha and beta other than 1 and 0, and B packed whole or by the tiles. The float32 result is within the
 // worst-case bound of a k-term float32 sum of the exact value,
 // γ_k·(|alpha|·Σ|a||b| + |beta·c|) with γ_k ≈ (k+2)·2⁻²⁴; the padding of c
 // must stay untouched.
@@ -43,18 +45,20 @@ func TestSgemm(t *testing.T) {
 		t.Skip("no SGEMM kernel on this CPU or build")
 	}
 	var cases []sgemmCase
-	for _, s := range sgemmCases {
-		for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
-			cases = append(cases, sgemmCase{tr[0], tr[1], s.m, s.n, s.k, 0, 1, 0})
+	for _, packB := range []bool{false, true} {
+		for _, s := range sgemmCases {
+			for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+				cases = append(cases, sgemmCase{tr[0], tr[1], s.m, s.n, s.k, 0, 1, 0, packB})
+			}
 		}
+		cases = append(cases,
+			sgemmCase{false, true, 29, 70, 300, 3, 1, 0, packB},
+			sgemmCase{true, false, 70, 29, 300, 5, 1, 0, packB},
+			sgemmCase{false, false, 50, 40, 600, 7, 0.5, 2, packB},
+			sgemmCase{true, true, 26, 90, 70, 1, -1.5, 0.25, packB},
+			sgemmCase{false, true, 13, 33, 257, 2, 1, 1, packB},
+		)
 	}
-	cases = append(cases,
-		sgemmCase{false, true, 29, 70, 300, 3, 1, 0},
-		sgemmCase{true, false, 70, 29, 300, 5, 1, 0},
-		sgemmCase{false, false, 50, 40, 600, 7, 0.5, 2},
-		sgemmCase{true, true, 26, 90, 70, 1, -1.5, 0.25},
-		sgemmCase{false, true, 13, 33, 257, 2, 1, 1},
-	)
 	rng := rand.New(rand.NewPCG(3, 5))
 	for _, c := range cases {
 		t.Run(c.String(), func(t *testing.T) {
@@ -78,7 +82,7 @@ func checkSgemm(t *testing.T, rng *rand.Rand, c sgemmCase) {
 	a, b := toFloat32(randomSlice(rng, ra*lda)), toFloat32(randomSlice(rng, rb*ldb))
 	out := toFloat32(randomSlice(rng, c.m*ldc))
 	before := append([]float32(nil), out...)
-	sgemm(c.transA, c.transB, c.m, c.n, c.k, c.alpha, a, lda, b, ldb, c.beta, out, ldc)
+	sgemmWith(c.packB, c.transA, c.transB, c.m, c.n, c.k, c.alpha, a, lda, b, ldb, c.beta, out, ldc)
 	at := func(i, kk int) float64 {
 		if c.transA {
 			return float64(a[kk*lda+i])
@@ -118,7 +122,8 @@ func checkSgemm(t *testing.T, rng *rand.Rand, c sgemmCase) {
 
 // TestSgemmDeterministic checks that gpuz's own SGEMM gives bit-identical
 // results whatever the thread count (1, 2, 3 and 5 workers split the tiles
-// differently) for a product large enough to make many tiles and blocks of
+// differently) and whether B is packed whole (odd counts) or by the tiles,
+// for a product large enough to make many tiles and blocks of
 // terms, under every pair of transposes.
 func TestSgemmDeterministic(t *testing.T) {
 	if !sgemmKernel {
@@ -142,7 +147,7 @@ func TestSgemmDeterministic(t *testing.T) {
 				t.Skipf("SetThreads(%d) gave %d", threads, got)
 			}
 			c := make([]float32, m*n)
-			sgemm(tr[0], tr[1], m, n, k, 1, a, lda, b, ldb, 0, c, n)
+			sgemmWith(threads%2 == 1, tr[0], tr[1], m, n, k, 1, a, lda, b, ldb, 0, c, n)
 			if first == nil {
 				first = c
 				continue
@@ -200,11 +205,9 @@ func BenchmarkSgemm(b *testing.B) {
 			run  func()
 		}{
 			{"gpuz", func() { sgemm(s.transA, s.transB, s.m, s.n, s.k, 1, x, lda, y, ldb, 0, c, s.n) }},
-			{"gpuz-packed", func() { sgemmWith(true, s.transA, s.transB, s.m, s.n, s.k, 1, x, lda, y, ldb, 0, c, s.n) }},
-			{"gpuz-tiled", func() { sgemmWith(false, s.transA, s.transB, s.m, s.n, s.k, 1, x, lda, y, ldb, 0, c, s.n) }},
 			{"blas", func() { blasSgemm(s.transA, s.transB, s.m, s.n, s.k, 1, x, lda, y, ldb, 0, c, s.n) }},
 		} {
-			if impl.name != "blas" && !sgemmKernel {
+			if impl.name == "gpuz" && !sgemmKernel {
 				continue
 			}
 			b.Run(fmt.Sprintf("shape=%s/impl=%s", s.name, impl.name), func(b *testing.B) {
