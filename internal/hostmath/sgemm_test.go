@@ -185,7 +185,10 @@ var sgemmShapes = []struct {
 
 // BenchmarkSgemm times the products of sgemmShapes by gpuz's own SGEMM
 // (impl=gpuz) and by the BLAS (impl=blas: OpenBLAS, whose kernels
-// OPENBLAS_CORETYPE chooses) on the kernels' threads, and reports GFLOP/s.
+// OPENBLAS_CORETYPE chooses) on the kernels' threads, and reports GFLOP/s
+// per second and per CPU-second of the process (on a machine shared with
+// other work, the second says more; OpenBLAS's idle threads spinning after
+// a product count in it).
 // The sub-benchmarks are named shape=S/impl=I, so that
 // `benchstat -col /impl` sets the two side by side.
 func BenchmarkSgemm(b *testing.B) {
@@ -211,10 +214,13 @@ func BenchmarkSgemm(b *testing.B) {
 				continue
 			}
 			b.Run(fmt.Sprintf("shape=%s/impl=%s", s.name, impl.name), func(b *testing.B) {
+				cpu := startCPU()
 				for b.Loop() {
 					impl.run()
 				}
-				b.ReportMetric(2*float64(s.m)*float64(s.n)*float64(s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				flops := 2 * float64(s.m) * float64(s.n) * float64(s.k) * float64(b.N)
+				b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				b.ReportMetric(flops/cpu.seconds()/1e9, "GFLOP/cpu-s")
 			})
 		}
 	}
