@@ -82,12 +82,13 @@ func sgemmWith(pack, transA, transB bool, m, n, k int, alpha float32, a []float3
 		})
 	}
 
-	// Tiles of C: halve them until every worker has a few, their columns
-	// first, so that B is read by as few tiles as can be.
-	tileRows, tileCols := sgemmTileRows, sgemmTileCols
+	// Tiles of C: halve them until every worker has a few, the longer side
+	// first, so that the tiles stay square: a tile of R rows and C columns
+	// reads R + C values of A and B a term for R·C multiply-adds.
+	tileRows, tileCols := min(sgemmTileRows, ceilDiv(m, sgemmMR)*sgemmMR), min(sgemmTileCols, ceilDiv(n, sgemmNR)*sgemmNR)
 	tiles := func() int { return ceilDiv(m, tileRows) * ceilDiv(n, tileCols) }
 	for tiles() < sgemmTasksPerWorker*workers && (tileRows > sgemmMR || tileCols > sgemmMinTileCols) {
-		if tileCols > sgemmMinTileCols {
+		if tileCols > sgemmMinTileCols && (tileCols >= tileRows || tileRows <= sgemmMR) {
 			tileCols = ceilDiv(tileCols/2, sgemmNR) * sgemmNR
 		} else {
 			tileRows = ceilDiv(tileRows/2, sgemmMR) * sgemmMR
@@ -95,7 +96,7 @@ func sgemmWith(pack, transA, transB bool, m, n, k int, alpha float32, a []float3
 	}
 	rowTiles := ceilDiv(m, tileRows)
 	shareTasks(min(workers, tiles()), tiles(), func() (func(int), func()) {
-		aLen, bLen := sgemmMR*sgemmKC+16, 0
+		aLen, bLen := tileRows*sgemmKC+16, 0
 		if !pack {
 			bLen = sgemmKC*tileCols + 16
 		}

@@ -96,29 +96,9 @@ static void gpuz_sgemm_pack_b(int trans, const float *b, ptrdiff_t ldb, int k0, 
 }
 
 // gpuz_sgemm_pack_a packs A's rows [i0, i0 + mr) and terms [k0, k0 + kc)
-// into dst: term kk's MR values at kk·MR, zero in rows mr to MR − 1.
-static void gpuz_sgemm_pack_a(int trans, const float *a, ptrdiff_t lda, int i0, int mr, int k0, int kc, float *dst) {
-	if (trans) {
-		// A[i][k] = a[k·lda + i]: each term's rows are contiguous.
-		const __mmask16 m = gpuz_sg_mask(mr);
-#if GPUZ_SG_MR > 16
-		const __mmask16 m2 = gpuz_sg_mask(mr - 16);
-#endif
-		for (int kk = 0; kk < kc; kk++) {
-			const float *src = a + (ptrdiff_t)(k0 + kk) * lda + i0;
-			float *d = dst + kk * GPUZ_SG_MR;
-			// The terms are far apart: fetch one a few ahead.
-			_mm_prefetch((const char *)(src + GPUZ_SG_PF * lda), _MM_HINT_T0);
-			_mm_prefetch((const char *)(src + GPUZ_SG_PF * lda + GPUZ_SG_MR - 1), _MM_HINT_T0);
-#if GPUZ_SG_MR > 16
-			_mm512_storeu_ps(d, _mm512_maskz_loadu_ps(m, src));
-			_mm512_mask_storeu_ps(d + 16, gpuz_sg_mask(GPUZ_SG_MR - 16), _mm512_maskz_loadu_ps(m2, src + 16));
-#else
-			_mm512_mask_storeu_ps(d, gpuz_sg_mask(GPUZ_SG_MR), _mm512_maskz_loadu_ps(m, src));
-#endif
-		}
-		return;
-	}
+// of a row-major A (A[i][k] = a[i·lda + k]) into dst: term kk's MR values
+// at kk·MR, zero in rows mr to MR − 1.
+static void gpuz_sgemm_pack_a(const float *a, ptrdiff_t lda, int i0, int mr, int k0, int kc, float *dst) {
 	// A[i][k] = a[i·lda + k]: 16 terms of each row at a time, scattered.
 	int kk = 0;
 	for (; kk + 16 <= kc; kk += 16) {
@@ -137,6 +117,38 @@ static void gpuz_sgemm_pack_a(int trans, const float *a, ptrdiff_t lda, int i0, 
 	for (; kk < kc; kk++)
 		for (int r = 0; r < GPUZ_SG_MR; r++)
 			dst[kk * GPUZ_SG_MR + r] = r < mr ? a[(ptrdiff_t)(i0 + r) * lda + k0 + kk] : 0;
+}
+
+// gpuz_sgemm_pack_a_block packs A's rows [i0, i1) and terms [k0, k0 + kc)
+// into dst, MR rows at a time: rows i0 + MR·p on at dst + p·MR·kc, as
+// gpuz_sgemm_pack_a lays them out. A transposed (A[i][k] = a[k·lda + i])
+// is read a term at a time, each term's rows of the block contiguous; the
+// terms are far apart, and the hardware's prefetch does not follow them:
+// the term a few ahead is fetched.
+static void gpuz_sgemm_pack_a_block(int trans, const float *a, ptrdiff_t lda, int i0, int i1, int k0, int kc,
+                                    float *dst) {
+	if (!trans) {
+		for (int i = i0; i < i1; i += GPUZ_SG_MR)
+			gpuz_sgemm_pack_a(a, lda, i, i1 - i < GPUZ_SG_MR ? i1 - i : GPUZ_SG_MR, k0, kc,
+			                  dst + (ptrdiff_t)(i - i0) * kc);
+		return;
+	}
+	for (int kk = 0; kk < kc; kk++) {
+		const float *src = a + (ptrdiff_t)(k0 + kk) * lda;
+		for (int i = i0; i < i1; i += 16)
+			_mm_prefetch((const char *)(src + GPUZ_SG_PF * lda + i), _MM_HINT_T0);
+		_mm_prefetch((const char *)(src + GPUZ_SG_PF * lda + i1 - 1), _MM_HINT_T0);
+		for (int i = i0; i < i1; i += GPUZ_SG_MR) {
+			float *d = dst + (ptrdiff_t)(i - i0) * kc + kk * GPUZ_SG_MR;
+			const int mr = i1 - i;
+#if GPUZ_SG_MR > 16
+			_mm512_storeu_ps(d, _mm512_maskz_loadu_ps(gpuz_sg_mask(mr), src + i));
+			_mm512_mask_storeu_ps(d + 16, gpuz_sg_mask(GPUZ_SG_MR - 16), _mm512_maskz_loadu_ps(gpuz_sg_mask(mr - 16), src + i + 16));
+#else
+			_mm512_mask_storeu_ps(d, gpuz_sg_mask(GPUZ_SG_MR), _mm512_maskz_loadu_ps(gpuz_sg_mask(mr), src + i));
+#endif
+		}
+	}
 }
 
 // gpuz_sgemm_micro runs the kc terms of the packed rows ap against the
@@ -182,10 +194,11 @@ static void gpuz_sgemm_micro(int kc, const float *ap, const float *bp, float *c,
 // of terms from k0 at bp + k0·np·NR, with np = ⌈n/NR⌉ panels, its panel p
 // at kc·NR·p in it. Else the tile packs each block of terms of its columns
 // of B into bt (KC·(j1 − j0 rounded up to NR) floats, 64-byte aligned)
-// itself. ap holds MR·KC floats, 64-byte aligned. The tile runs the blocks
-// of terms in turn; in each, the tile's rows, MR at a time, packed into ap,
-// where they stay in L1, run against the block's panels of the tile's
-// columns, which stay in L2 (the caller keeps j1 − j0 small enough).
+// itself. ap holds KC·(i1 − i0 rounded up to MR) floats. The tile runs the
+// blocks of terms in turn; in each, it packs its rows of A into ap, and
+// then each MR of them, which stay in L1 meanwhile, run against the
+// block's panels of the tile's columns, which stay in L2 (the caller keeps
+// the tile small enough).
 static void gpuz_sgemm_tile(int transA, int transB, int n, int k, float alpha, const float *a, ptrdiff_t lda,
                             const float *b, ptrdiff_t ldb, const float *bp, float *bt, float beta, float *c,
                             ptrdiff_t ldc, int i0, int i1, int j0, int j1, float *ap) {
@@ -197,12 +210,12 @@ static void gpuz_sgemm_tile(int transA, int transB, int n, int k, float alpha, c
 			block = bp + (ptrdiff_t)k0 * np * GPUZ_SG_NR + (ptrdiff_t)(j0 / GPUZ_SG_NR) * kc * GPUZ_SG_NR;
 		else
 			gpuz_sgemm_pack_b(transB, b, ldb, k0, kc, j0, j1 - j0, bt);
+		gpuz_sgemm_pack_a_block(transA, a, lda, i0, i1, k0, kc, ap);
 		for (int i = i0; i < i1; i += GPUZ_SG_MR) {
 			const int mr = i1 - i < GPUZ_SG_MR ? i1 - i : GPUZ_SG_MR;
-			gpuz_sgemm_pack_a(transA, a, lda, i, mr, k0, kc, ap);
 			for (int j = j0; j < j1; j += GPUZ_SG_NR) {
 				const int nr = j1 - j < GPUZ_SG_NR ? j1 - j : GPUZ_SG_NR;
-				gpuz_sgemm_micro(kc, ap, block + (ptrdiff_t)((j - j0) / GPUZ_SG_NR) * kc * GPUZ_SG_NR,
+				gpuz_sgemm_micro(kc, ap + (ptrdiff_t)(i - i0) * kc, block + (ptrdiff_t)((j - j0) / GPUZ_SG_NR) * kc * GPUZ_SG_NR,
 				                 c + (ptrdiff_t)i * ldc + j, ldc, mr, nr, alpha, beta, k0 == 0);
 			}
 		}
