@@ -34,7 +34,7 @@ func gemmStrided[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda 
 	switch c := any(c).(type) {
 	case []float32:
 		a, b := any(a).([]float32), any(b).([]float32)
-		if useSgemm(transA, transB, m, n, k) {
+		if useSgemm(m, n, k) {
 			sgemm(transA, transB, m, n, k, float32(alpha), a, lda, b, ldb, float32(beta), c, ldc)
 			return
 		}

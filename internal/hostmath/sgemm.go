@@ -21,8 +21,9 @@ func SGEMMPath() string {
 }
 
 // sgemmTileRows and sgemmTileCols are the largest tile of C a task
-// computes: sgemmTileCols columns of a block of B (256 terms, 1 MiB) stay in
-// a core's L2 while the tile's rows, 12 at a time, run against them.
+// computes: for a block of 256 terms, the tile's rows of A (192 KiB) and
+// columns of B (1 MiB) stay in a core's L2 (2 MiB here) while the rows, 12
+// at a time, in L1, run against the columns.
 const (
 	sgemmTileRows = 16 * sgemmMR
 	sgemmTileCols = 32 * sgemmNR
@@ -37,10 +38,10 @@ const sgemmMinTileCols = 4 * sgemmNR
 // holds the others up by a fraction of its share.
 const sgemmTasksPerWorker = 4
 
-// useSgemm reports whether the float32 product of the given shape runs
+// useSgemm reports whether a float32 product of m×k by k×n runs
 // gpuz's own SGEMM (sgemm.h): on a CPU with AVX-512F, for products large
 // enough to pay for packing.
-func useSgemm(transA, transB bool, m, n, k int) bool {
+func useSgemm(m, n, k int) bool {
 	return sgemmKernel && m > 0 && n > 0 && k > 0 && m*n*k >= sgemmMinWork && 16*max(m, n, k) <= 1<<31-1
 }
 
