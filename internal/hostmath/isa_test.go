@@ -27,7 +27,7 @@ func TestBLASWarning(t *testing.T) {
 	}
 	// With gpuz's own SGEMM running the large float32 products, the warning
 	// names only what is left to OpenBLAS.
-	if got, want := blasWarning("Haswell", "Haswell", "AVX-512", true), "OpenBLAS forced to Haswell (AVX2) kernels by OPENBLAS_CORETYPE; this CPU has AVX-512: the products left to it (float32 ones under 2^18 multiply-adds, float64 ones; gpuz's own kernels run the others) run at about half speed"; got != want {
+	if got, want := blasWarning("Haswell", "Haswell", "AVX-512", true), "OpenBLAS forced to Haswell (AVX2) kernels by OPENBLAS_CORETYPE; this CPU has AVX-512: the products left to it (float32 ones under 2^22 multiply-adds, float64 ones; gpuz's own kernels run the others) run at about half speed"; got != want {
 		t.Errorf("warning %q, want %q", got, want)
 	}
 }

@@ -166,7 +166,8 @@ func TestSgemmDeterministic(t *testing.T) {
 // tokens and d-model 512 (in_proj to 1536 columns, out_proj and ff to 512,
 // the head to a vocabulary of 1024: forward x·Wᵀ, input gradient g·W,
 // weight gradient gᵀ·x), and the linear model's gradients at batch 30 and
-// width 2000 (its forward product runs the few-row kernel).
+// width 2000 (its forward product runs the few-row kernel); and two small
+// squares, below and above the fewest multiply-adds that useSgemm takes.
 var sgemmShapes = []struct {
 	name           string
 	transA, transB bool
@@ -181,6 +182,8 @@ var sgemmShapes = []struct {
 	{"attn-ff-dw", true, false, 512, 512, 15360},
 	{"linear-dx", false, false, 30, 2000, 2000},
 	{"linear-dw", true, false, 2000, 2000, 30},
+	{"square-128", false, false, 128, 128, 128}, // 2^21 multiply-adds: the BLAS runs it
+	{"square-256", false, true, 256, 256, 256},
 }
 
 // BenchmarkSgemm times the products of sgemmShapes by gpuz's own SGEMM
