@@ -6,7 +6,8 @@ import "gonum.org/v1/gonum/blas"
 // op(a) is m×k, op(b) is k×n and c is m×n; transA and transB select the
 // transposes. a, b and c must not overlap. A float32 product of at most 32
 // rows against a transposed b (c = a·bᵀ, a linear layer's forward product)
-// runs the few-row kernel of fewrow.h where the CPU has AVX-512.
+// runs the few-row kernel of fewrow.h where the CPU has AVX-512; the other
+// products run as gemmStrided says.
 func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a, b []T, beta T, c []T) {
 	lda, ldb := k, n
 	if transA {
