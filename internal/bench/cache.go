@@ -63,6 +63,10 @@ func cachePlacement(c cache.Config) engine.Placement {
 // BLASName names the host BLAS the kernels use.
 func BLASName() string { return hostmath.BLASName() }
 
+// SGEMMPath names what runs the host's float32 matrix products
+// (hostmath.SGEMMPath): gpuz's own AVX-512 SGEMM or the BLAS.
+func SGEMMPath() string { return hostmath.SGEMMPath() }
+
 // BLASWarning says when OPENBLAS_CORETYPE forces the BLAS to narrower
 // kernels than the CPU runs, or is "".
 func BLASWarning() string { return hostmath.BLASWarning() }

@@ -242,7 +242,8 @@ type Header struct {
 	Precision string
 	// HalfProducts names the path the host's (and the simulated GPU's)
 	// 16-bit products take under a 16-bit precision: "AVX512_BF16 kernel",
-	// "convert + OpenBLAS SGEMM", …; empty under fp32. A CUDA GPU runs
+	// "convert + gpuz AVX-512 SGEMM (…)", "convert + OpenBLAS 0.3.21
+	// (Haswell kernels)", …; empty under fp32. A CUDA GPU runs
 	// them through cuBLAS's GemmEx.
 	HalfProducts string
 	// Setup is the run's own setup before any mode's, in order: the

@@ -22,9 +22,6 @@ var halfAVX512 = C.gpuz_half_avx512() != 0
 // float32 for the BLAS. Tests and benchmarks set it to run each path.
 var bf16Dot = C.gpuz_bf16_dot() != 0
 
-// bf16Convert names GemmBF16's path without the dot instruction.
-const bf16Convert = "convert + OpenBLAS SGEMM"
-
 func bf16ToFloat32s(dst []float32, src []uint16) {
 	if !halfAVX512 || len(src) == 0 {
 		half.BF16ToFloat32s(dst, src)

@@ -9,9 +9,6 @@ import "gpuz/internal/half"
 
 var halfAVX512, bf16Dot = false, false
 
-// bf16Convert names GemmBF16's path in this build.
-const bf16Convert = "convert + gonum SGEMM (pure Go)"
-
 func bf16ToFloat32s(dst []float32, src []uint16)   { half.BF16ToFloat32s(dst, src) }
 func bf16FromFloat32s(dst []uint16, src []float32) { half.BF16FromFloat32s(dst, src) }
 func fp16ToFloat32s(dst []float32, src []uint16)   { half.FP16ToFloat32s(dst, src) }

@@ -69,22 +69,26 @@ func gemmConverted(conv func([]float32, []uint16), transA, transB bool, m, n, k 
 // tests set it to 0 to run the kernel on every shape.
 var bf16DotMinK = 64
 
-// BF16Path names the path GemmBF16 runs on this CPU in this build:
-// "AVX512_BF16 kernel (64 terms or more; convert + OpenBLAS SGEMM below)"
-// (gpuz's own, bf16.h, where it pays: bf16DotMinK), "convert + OpenBLAS
-// SGEMM" (the inputs converted to float32, then the BLAS's SGEMM; on CPUs
-// without AVX512_BF16) or "convert + gonum SGEMM (pure Go)" (the purego
-// build).
+// BF16Path names the path GemmBF16 runs on this CPU in this build: "AVX512_BF16
+// kernel (64 terms or more; convert + … below)" (gpuz's own, bf16.h, where
+// it pays: bf16DotMinK), or on CPUs without AVX512_BF16 the inputs
+// converted to float32, then the float32 product (convertPath).
 func BF16Path() string {
 	if bf16Dot {
-		return fmt.Sprintf("AVX512_BF16 kernel (%d terms or more; %s below)", bf16DotMinK, bf16Convert)
+		return fmt.Sprintf("AVX512_BF16 kernel (%d terms or more; %s below)", bf16DotMinK, convertPath())
 	}
-	return bf16Convert
+	return convertPath()
 }
 
-// FP16Path names the path GemmFP16 runs: the conversion and the BLAS's
-// SGEMM (no CPU gpuz supports has an fp16 dot product).
-func FP16Path() string { return bf16Convert }
+// FP16Path names the path GemmFP16 runs: the conversion and the float32
+// product (no CPU gpuz supports has an fp16 dot product).
+func FP16Path() string { return convertPath() }
+
+// convertPath names the path of the 16-bit products that convert their
+// inputs to float32: "convert + " and what runs the float32 product
+// (SGEMMPath: "gpuz AVX-512 SGEMM (…)", "OpenBLAS 0.3.21 (Haswell
+// kernels)", "gonum (pure Go)").
+func convertPath() string { return "convert + " + SGEMMPath() }
 
 // stored returns the rows and columns of a and b as stored for op(a) m×k
 // and op(b) k×n.

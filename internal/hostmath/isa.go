@@ -38,21 +38,36 @@ var kernelsFor = map[string]string{"AVX-512": "SkylakeX", "AVX2": "Haswell"}
 // this CPU's vectors, or "": forced by OPENBLAS_CORETYPE (AVX2 kernels on a
 // CPU with AVX-512: its products at about half speed), or chosen by an
 // OpenBLAS that does not recognise the CPU (Debian's 0.3.21 falls back to
-// its SSE3 Prescott kernels on CPUs newer than it). gpuz does not change
-// the variable: it is the user's.
+// its SSE3 Prescott kernels on CPUs newer than it). Where gpuz's own SGEMM
+// runs the large float32 products (SGEMMPath), the warning says that only
+// the products left to OpenBLAS are slowed. gpuz does not change the
+// variable: it is the user's.
 func BLASWarning() string {
-	return blasWarning(os.Getenv("OPENBLAS_CORETYPE"), BLASKernels(), CPUVector())
+	return blasWarning(os.Getenv("OPENBLAS_CORETYPE"), BLASKernels(), CPUVector(), sgemmOverBLAS)
 }
 
-// blasWarning is BLASWarning for the variable's value, the kernels in use
-// and the CPU's widest vector extension.
-func blasWarning(coretype, kernels, cpuVector string) string {
-	used, known := vectorOfKernels[strings.ToLower(kernels)]
-	if kernels == "" || !known || widths[used] >= widths[cpuVector] {
+// blasWarning is BLASWarning for the variable's value, the kernels in use,
+// the CPU's widest vector extension and whether gpuz's own SGEMM runs the
+// large float32 products.
+func blasWarning(coretype, kernels, cpuVector string, ownSGEMM bool) string {
+	if !narrowerBLAS(kernels, cpuVector) {
 		return ""
 	}
+	used := vectorOfKernels[strings.ToLower(kernels)]
+	products := "its products"
+	if ownSGEMM {
+		products = "the products left to it (float32 ones under " + sgemmMinWorkName + " multiply-adds, float64 ones; gpuz's own kernels run the others)"
+	}
 	if coretype != "" {
-		return fmt.Sprintf("OpenBLAS forced to %s (%s) kernels by OPENBLAS_CORETYPE; this CPU has %s: its products run at about half speed", kernels, used, cpuVector)
+		return fmt.Sprintf("OpenBLAS forced to %s (%s) kernels by OPENBLAS_CORETYPE; this CPU has %s: %s run at about half speed", kernels, used, cpuVector, products)
 	}
 	return fmt.Sprintf("OpenBLAS chose its %s (%s) kernels: it does not recognise this CPU, which has %s; OPENBLAS_CORETYPE=%s runs its %s kernels", kernels, used, cpuVector, kernelsFor[cpuVector], cpuVector)
+}
+
+// narrowerBLAS reports whether OpenBLAS's kernels (openblas_get_corename)
+// are known to be narrower than the CPU's widest vector extension; "" (no
+// OpenBLAS) and names it does not know are not.
+func narrowerBLAS(kernels, cpuVector string) bool {
+	used, known := vectorOfKernels[strings.ToLower(kernels)]
+	return kernels != "" && known && widths[used] < widths[cpuVector]
 }
