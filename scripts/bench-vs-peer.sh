@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs gpuz and the PyTorch peer (shared/peer/peer.py) on the same workload
-# one after the other, and prints one line comparing them: mean seconds per
-# timed epoch, the ratio gpuz/peer, and each one's peak RSS.
+# one after the other, and prints one line comparing them: mean and median
+# seconds per timed epoch, the ratios gpuz/peer of both, and each one's
+# peak RSS.
 #
 #   scripts/bench-vs-peer.sh MODEL TASK [EPOCHS [GPUZ FLAGS...]]
 #
@@ -37,16 +38,19 @@ LD_LIBRARY_PATH="$blas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" /usr/bin/time -f '%
 	/usr/bin/python3 "$peer/peer.py" "$model" "$task" --scale full --threads 2 "${ep[@]}" --json "$tmp/peer.json" >"$tmp/peer.out"
 
 /usr/bin/python3 - "$tmp" "$model" "$task" <<'PY'
-import json, sys
+import json, statistics, sys
 tmp, model, task = sys.argv[1:]
 g = json.load(open(f"{tmp}/gpuz.json"))
 p = json.load(open(f"{tmp}/peer.json"))
 cpu = next(m for m in g["modes"] if m["mode"] == "cpu")
 gm = cpu["stats"]["mean_seconds"]
 pm = p["mean_s"]
+timed = [e["seconds"] for e in cpu["epochs"]][cpu.get("warmup", 1):]
+gmed, pmed = statistics.median(timed), statistics.median(p["epoch_times_s"][1:])
 grss = int(open(f"{tmp}/gpuz.rss").read().split()[-1]) * 1024
 prss = int(open(f"{tmp}/peer.rss").read().split()[-1]) * 1024
 print(f"{model} {task}: gpuz {gm:.3g} s/epoch ({cpu['stats']['n']} timed), "
       f"peer {pm:.3g} s/epoch ({len(p['epoch_times_s']) - 1} timed), "
-      f"gpuz/peer {gm / pm:.2f}, peak RSS gpuz {grss / 1e9:.2f} GB, peer {prss / 1e9:.2f} GB")
+      f"gpuz/peer {gm / pm:.2f}; medians gpuz {gmed:.3g}, peer {pmed:.3g}, gpuz/peer {gmed / pmed:.2f}; "
+      f"peak RSS gpuz {grss / 1e9:.2f} GB, peer {prss / 1e9:.2f} GB")
 PY
