@@ -30,16 +30,45 @@ type HalfLauncher interface {
 	LaunchHalf(k device.Kernels, f half.Format, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error
 }
 
-// direct returns which of step s's arguments its op reads in 16 bits as
-// stored; nil when it reads none so (it then sees float32 throughout).
-func direct(s step) []bool {
-	if castOf(s.op) != levers.CastLower {
-		return nil
+// argConversion is what a step does with one argument under 16-bit
+// precision before its kernel reads it.
+type argConversion uint8
+
+const (
+	asIs      argConversion = iota // read as stored: float32, or 16-bit by a 16-bit launch
+	narrowed                       // float32 rounded into a 16-bit copy, for a 16-bit launch
+	widened                        // 16-bit widened to float32
+	roundedIn                      // float32 read by a product: rounded to 16 bits and widened back
+)
+
+// assignConversions decides, once per step, what each argument goes
+// through (step.convs) and whether the step runs its 16-bit launch
+// (step.half16): a product reads 16-bit operands as stored where its op
+// has a 16-bit launch (HalfLauncher), else every product rounds its float32
+// operands; any other op widens its 16-bit arguments.
+func (p *Schedule) assignConversions() {
+	for si := range p.steps {
+		s := &p.steps[si]
+		lower := castOf(s.op) == levers.CastLower
+		var direct []bool
+		if h, ok := s.op.(HalfLauncher); ok && lower {
+			direct = h.HalfOperands()
+		}
+		s.half16 = direct != nil
+		s.convs = make([]argConversion, len(s.args))
+		for j, a := range s.args {
+			switch {
+			case direct != nil && direct[j] && p.values[a].half:
+				s.convs[j] = asIs
+			case direct != nil && direct[j]:
+				s.convs[j] = narrowed
+			case p.values[a].half:
+				s.convs[j] = widened
+			case lower:
+				s.convs[j] = roundedIn
+			}
+		}
 	}
-	if h, ok := s.op.(HalfLauncher); ok {
-		return h.HalfOperands()
-	}
-	return nil
 }
 
 // castOf returns op's class under 16-bit precision.
@@ -107,6 +136,7 @@ func (p *Schedule) assignPrecision() {
 			}
 		}
 	}
+	p.assignConversions()
 }
 
 // readByAStep reports whether a step reads value v.
@@ -148,16 +178,14 @@ func (p *Schedule) scratchElems(si int) int {
 		return 0
 	}
 	s := p.steps[si]
-	lower, d := castOf(s.op) == levers.CastLower, direct(s)
 	n := 0
 	for j, a := range s.args {
-		switch {
-		case d != nil && d[j] && p.values[a].half: // read as stored
-		case d != nil && d[j]: // rounded into a 16-bit copy
+		switch s.convs[j] {
+		case narrowed: // a 16-bit copy
 			n += half.Words(p.count(a))
-		case p.values[a].half:
+		case widened:
 			n += p.count(a)
-		case lower:
+		case roundedIn: // a 16-bit copy, widened back
 			n += p.count(a) + half.Words(p.count(a))
 		}
 	}
@@ -420,7 +448,6 @@ func (p *Schedule) stepCost16(si int, c device.Cost) (device.Cost, conversions, 
 		return c, conv, false
 	}
 	s := p.steps[si]
-	lower, d := castOf(s.op) == levers.CastLower, direct(s)
 	add := func(k device.Cost) {
 		conv.Cost = conv.Plus(k)
 		conv.launches++
@@ -428,15 +455,17 @@ func (p *Schedule) stepCost16(si int, c device.Cost) (device.Cost, conversions, 
 	var direct16 int64 // elements read as stored in 16 bits
 	for j, a := range s.args {
 		n := int64(p.count(a))
-		switch {
-		case d != nil && d[j] && p.values[a].half:
-			direct16 += n
-		case d != nil && d[j]:
+		switch s.convs[j] {
+		case asIs:
+			if s.half16 {
+				direct16 += n
+			}
+		case narrowed:
 			direct16 += n
 			add(narrowCost(n))
-		case p.values[a].half:
+		case widened:
 			add(widenCost(n))
-		case lower:
+		case roundedIn:
 			add(narrowCost(n))
 			add(widenCost(n))
 		}
@@ -444,7 +473,7 @@ func (p *Schedule) stepCost16(si int, c device.Cost) (device.Cost, conversions, 
 	if p.values[s.out].half {
 		add(narrowCost(int64(p.count(s.out))))
 	}
-	if d == nil {
+	if !s.half16 {
 		return c, conv, false
 	}
 	// Each 16-bit operand's bytes read once at 2 bytes instead of 4.

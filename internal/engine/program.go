@@ -8,7 +8,6 @@ import (
 	"gorgonia.org/tensor"
 
 	"gpuz/internal/device"
-	"gpuz/internal/levers"
 )
 
 // DeviceOp is an op the engine runs: Launch computes it with a device's
@@ -566,19 +565,15 @@ func (prog *Program) execute(si int, staged bool) error {
 	}
 	k := prog.kernelsOn(onHost)
 	var rounded device.Buffer // a 16-bit output, computed in float32 first
-	var d []bool              // the arguments read in 16 bits as stored
 	if c := prog.converter(onHost); c != nil {
 		p := prog.plan
-		lower := castOf(s.op) == levers.CastLower
-		d = direct(s.step)
 		for j, a := range s.args {
-			switch {
-			case d != nil && d[j] && p.values[a].half:
-			case d != nil && d[j]:
+			switch s.convs[j] {
+			case narrowed:
 				args[j] = c.narrow(args[j], p.count(a))
-			case p.values[a].half:
+			case widened:
 				args[j] = c.widen(args[j], p.count(a))
-			case lower:
+			case roundedIn:
 				args[j] = c.round(args[j], p.count(a))
 			}
 		}
@@ -590,7 +585,7 @@ func (prog *Program) execute(si int, staged bool) error {
 	switch {
 	case isGradientSum(s.op):
 		k.Add(out, args[0], args[1])
-	case d != nil:
+	case s.half16:
 		err = s.op.(HalfLauncher).LaunchHalf(k, prog.plan.format(), out, args, s.shapes)
 	default:
 		err = s.op.(DeviceOp).Launch(k, out, args, s.shapes)

@@ -105,6 +105,11 @@ type step struct {
 	// rerun is set for a forward step run again in the backward pass, as
 	// recompute schedules it (recompute.go).
 	rerun bool
+	// Under 16-bit precision (precision.go), convs says what each argument
+	// goes through before the kernel reads it, and half16 that the step
+	// runs its op's 16-bit launch; nil and false under fp32.
+	convs  []argConversion
+	half16 bool
 }
 
 // update is the optimizer step of one block, run after a compute step.
