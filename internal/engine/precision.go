@@ -106,19 +106,18 @@ func (p *Schedule) assignPrecision() {
 	if !p.spec.Precision.Half() {
 		return
 	}
-	lowerOnly := make([]bool, len(p.values))
-	for _, pv := range p.params {
-		lowerOnly[pv] = true
-	}
+	// A parameter is 16-bit when some step reads it and every step that
+	// does is a product.
+	read, other := make([]bool, len(p.values)), make([]bool, len(p.values))
 	for _, s := range p.steps {
-		if castOf(s.op) != levers.CastLower {
-			for _, a := range s.args {
-				lowerOnly[a] = false
-			}
+		lower := castOf(s.op) == levers.CastLower
+		for _, a := range s.args {
+			read[a] = true
+			other[a] = other[a] || !lower
 		}
 	}
 	for _, pv := range p.params {
-		if lowerOnly[pv] && p.readByAStep(pv) {
+		if read[pv] && !other[pv] {
 			p.setHalf(pv)
 		}
 	}
@@ -137,18 +136,6 @@ func (p *Schedule) assignPrecision() {
 		}
 	}
 	p.assignConversions()
-}
-
-// readByAStep reports whether a step reads value v.
-func (p *Schedule) readByAStep(v int) bool {
-	for _, s := range p.steps {
-		for _, a := range s.args {
-			if a == v {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // setHalf stores value v in 16 bits.
