@@ -11,6 +11,8 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "flush.h"
+
 typedef struct {
 	float scale, beta1, beta2, one_minus_beta1, one_minus_beta2, step_size, correction2_sqrt, eps;
 } gpuz_adam_constants;
@@ -76,6 +78,7 @@ static void gpuz_adam_avx512(float *p, const float *g, float *m, float *v, size_
 
 static void gpuz_adam_f32(float *p, const float *g, float *m, float *v, size_t n,
                           gpuz_adam_constants c) {
+	GPUZ_FLUSH_SUBNORMALS();
 	if (__builtin_cpu_supports("avx512f")) {
 		gpuz_adam_avx512(p, g, m, v, n, &c);
 	} else if (__builtin_cpu_supports("avx2")) {

@@ -10,7 +10,8 @@ import "C"
 import "unsafe"
 
 // adamFloat32 is the float32 Adam update in C (adam.h), vectorised with
-// AVX-512 or AVX2 where the CPU has them; its results are bit-identical to adamGo's.
+// AVX-512 or AVX2 where the CPU has them; its results are bit-identical to
+// adamGo's, but that it flushes subnormals to zero (flush.h).
 func adamFloat32(p, g, m, v []float32, c adamConstants[float32]) {
 	if len(p) == 0 {
 		return

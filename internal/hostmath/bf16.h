@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flush.h"
+
 // ---------------------------------------------------------------- scalar conversions
 
 static inline uint16_t gpuz_bf16_from_f32(float f) {
@@ -204,6 +206,7 @@ static void gpuz_bf16_tile(size_t kp, const uint16_t *pa, const uint16_t *pb, fl
 static int gpuz_gemm_bf16(int transA, int transB, size_t k, float alpha, const uint16_t *a, size_t lda,
                           const uint16_t *b, size_t ldb, float beta, float *c, size_t ldc, size_t i0, size_t i1,
                           size_t j0, size_t j1) {
+	GPUZ_FLUSH_SUBNORMALS();
 	if (i0 >= i1 || j0 >= j1 || k == 0) return 0;
 	size_t kpMax = (GPUZ_KC + 1) / 2;
 	uint16_t *pb = aligned_alloc(64, kpMax * GPUZ_NC * 2 * sizeof(uint16_t));

@@ -14,6 +14,8 @@
 #include <immintrin.h>
 #include <stddef.h>
 
+#include "flush.h"
+
 static int gpuz_conv_avx512(void) { return __builtin_cpu_supports("avx512f"); }
 
 #pragma GCC push_options
@@ -100,6 +102,7 @@ GPUZ_FWD(6)
 // NULL.
 static void gpuz_conv_fwd_tile(const float *tile, int C, int wp, int rows_in, const float *w, int O, int k,
                                const float *bias, float *out, ptrdiff_t oplane, int rows, int out_w) {
+	GPUZ_FLUSH_SUBNORMALS();
 	typedef void (*fwd_fn)(const float *, int, int, int, ptrdiff_t, const float *, ptrdiff_t, const float *,
 	                       float *, ptrdiff_t, int, int);
 	static const fwd_fn fns[7] = {0, gpuz_fwd_ob1, gpuz_fwd_ob2, gpuz_fwd_ob3,
@@ -167,6 +170,7 @@ GPUZ_WG_ROW(5)
 // holds O·C·k·k vectors, each written once.
 static void gpuz_conv_wgrad_tile(const float *tile, int C, int wp, int rows_in, const float *g, ptrdiff_t gplane,
                                  int O, int k, int rows, int out_w, float *acc) {
+	GPUZ_FLUSH_SUBNORMALS();
 	typedef void (*wg_fn)(const float *, int, const float *, ptrdiff_t, int, int, float *, ptrdiff_t);
 #define GPUZ_WG_NAMES(OB) gpuz_wg_##OB##_1, gpuz_wg_##OB##_2, gpuz_wg_##OB##_3, gpuz_wg_##OB##_4, gpuz_wg_##OB##_5
 	static const wg_fn fns[5][5] = {{GPUZ_WG_NAMES(1)}, {GPUZ_WG_NAMES(2)}, {GPUZ_WG_NAMES(3)},

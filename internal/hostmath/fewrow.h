@@ -27,6 +27,8 @@
 #include <immintrin.h>
 #include <stddef.h>
 
+#include "flush.h"
+
 static int gpuz_fewrow_avx512(void) { return __builtin_cpu_supports("avx512f"); }
 
 #pragma GCC push_options
@@ -100,6 +102,7 @@ GPUZ_FR_V(2)
 // scatter's indices).
 static void gpuz_fewrow_nt(const float *xt, int V, int m, int k, const float *w, ptrdiff_t ldw, int j0, int j1,
                            float *y, ptrdiff_t ldy) {
+	GPUZ_FLUSH_SUBNORMALS();
 	typedef void (*fr_fn)(const float *, int, const float *, ptrdiff_t, float *, ptrdiff_t, int);
 #define GPUZ_FR_NAMES(V)                                                                                      \
 	gpuz_fr_##V##_1, gpuz_fr_##V##_2, gpuz_fr_##V##_3, gpuz_fr_##V##_4, gpuz_fr_##V##_5, gpuz_fr_##V##_6,     \

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "flush.h"
+
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bf16")
 
@@ -112,6 +114,7 @@ GPUZ_FR16_V(2)
 // rows of x packed in xt (lanes = 16·V). ldy·16 must fit an int.
 static void gpuz_fewrow16_nt(const uint32_t *xt, int V, int m, int k, const uint16_t *w, ptrdiff_t ldw, int j0,
                              int j1, float *y, ptrdiff_t ldy) {
+	GPUZ_FLUSH_SUBNORMALS();
 	typedef void (*fr_fn)(const uint32_t *, int, const uint16_t *, ptrdiff_t, float *, ptrdiff_t, int);
 #define GPUZ_FR16_NAMES(V)                                                                                    \
 	gpuz_fr16_##V##_1, gpuz_fr16_##V##_2, gpuz_fr16_##V##_3, gpuz_fr16_##V##_4, gpuz_fr16_##V##_5,            \

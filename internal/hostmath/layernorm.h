@@ -6,6 +6,8 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "flush.h"
+
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma")
 
@@ -46,6 +48,7 @@ static inline __m512 gpuz_ln_xhat(const float *x, __mmask16 k, __m512 mean, __m5
 
 static void gpuz_layernorm_f32(float *y, const float *x, const float *gamma, const float *beta, size_t rows,
                                size_t n, float eps) {
+	GPUZ_FLUSH_SUBNORMALS();
 	for (size_t r = 0; r < rows; r++) {
 		const float *xr = x + r * n;
 		float *yr = y + r * n;
@@ -62,6 +65,7 @@ static void gpuz_layernorm_f32(float *y, const float *x, const float *gamma, con
 
 static void gpuz_layernorm_input_grad_f32(float *dx, const float *x, const float *gamma, const float *g, size_t rows,
                                           size_t n, float eps) {
+	GPUZ_FLUSH_SUBNORMALS();
 	for (size_t r = 0; r < rows; r++) {
 		const float *xr = x + r * n, *gr = g + r * n;
 		float *dr = dx + r * n;
@@ -90,6 +94,7 @@ static void gpuz_layernorm_input_grad_f32(float *dx, const float *x, const float
 // gpuz_layernorm_weight_grad_f32 adds Σ_rows g ⊙ x̂ into acc[0..n).
 static void gpuz_layernorm_weight_grad_f32(double *acc, const float *x, const float *g, size_t rows, size_t n,
                                            float eps) {
+	GPUZ_FLUSH_SUBNORMALS();
 	for (size_t r = 0; r < rows; r++) {
 		const float *xr = x + r * n, *gr = g + r * n;
 		__m512 mv, rv;

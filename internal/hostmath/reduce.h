@@ -4,6 +4,8 @@
 #include <immintrin.h>
 #include <stddef.h>
 
+#include "flush.h"
+
 static double gpuz_sumsq_scalar(const float *x, size_t n) {
 	double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
 	size_t i = 0;
@@ -36,5 +38,6 @@ static double gpuz_sumsq_avx512(const float *x, size_t n) {
 }
 
 static double gpuz_sumsq_f32(const float *x, size_t n) {
+	GPUZ_FLUSH_SUBNORMALS();
 	return __builtin_cpu_supports("avx512f") ? gpuz_sumsq_avx512(x, n) : gpuz_sumsq_scalar(x, n);
 }

@@ -26,6 +26,8 @@
 #include <immintrin.h>
 #include <stddef.h>
 
+#include "flush.h"
+
 #ifndef GPUZ_SG_MR
 #define GPUZ_SG_MR 12
 #endif
@@ -202,6 +204,7 @@ static void gpuz_sgemm_micro(int kc, const float *ap, const float *bp, float *c,
 static void gpuz_sgemm_tile(int transA, int transB, int n, int k, float alpha, const float *a, ptrdiff_t lda,
                             const float *b, ptrdiff_t ldb, const float *bp, float *bt, float beta, float *c,
                             ptrdiff_t ldc, int i0, int i1, int j0, int j1, float *ap) {
+	GPUZ_FLUSH_SUBNORMALS();
 	const ptrdiff_t np = (n + GPUZ_SG_NR - 1) / GPUZ_SG_NR;
 	for (int k0 = 0; k0 < k; k0 += GPUZ_SG_KC) {
 		const int kc = k - k0 < GPUZ_SG_KC ? k - k0 : GPUZ_SG_KC;

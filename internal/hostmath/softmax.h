@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "flush.h"
+
 #define GPUZ_EXP_LO -87.33654f
 #define GPUZ_EXP_HI 88.37626f
 #define GPUZ_LOG2E 1.44269504088896341f
@@ -343,6 +345,7 @@ static int gpuz_softmax_isa(void) {
 // or those up to the diagonal when causal) and the rest of its n entries
 // to zero.
 static void gpuz_softmax_rows_f32(int isa, float *p, size_t rows, size_t n, size_t ld, size_t r0, int causal) {
+	GPUZ_FLUSH_SUBNORMALS();
 	switch (isa) {
 	case GPUZ_ISA_AVX512: gpuz_softmax_rows_avx512(p, rows, n, ld, r0, causal); break;
 	case GPUZ_ISA_AVX2: gpuz_softmax_rows_avx2(p, rows, n, ld, r0, causal); break;
@@ -354,6 +357,7 @@ static void gpuz_softmax_rows_f32(int isa, float *p, size_t rows, size_t n, size
 // same leading entries as gpuz_softmax_rows_f32, and the rest to zero.
 static void gpuz_softmax_grad_rows_f32(int isa, float *ds, const float *p, const float *dp, size_t rows, size_t n,
                                        size_t ld, size_t r0, int causal) {
+	GPUZ_FLUSH_SUBNORMALS();
 	switch (isa) {
 	case GPUZ_ISA_AVX512: gpuz_softmax_grad_rows_avx512(ds, p, dp, rows, n, ld, r0, causal); break;
 	case GPUZ_ISA_AVX2: gpuz_softmax_grad_rows_avx2(ds, p, dp, rows, n, ld, r0, causal); break;
@@ -366,6 +370,7 @@ static void gpuz_softmax_grad_rows_f32(int isa, float *ds, const float *p, const
 // not NULL, lse[r] to the row's log-sum-exp.
 static void gpuz_softmax_scaled_rows_f32(int isa, float *dst, const float *x, size_t rows, size_t n, float scale,
                                          double *lse) {
+	GPUZ_FLUSH_SUBNORMALS();
 	switch (isa) {
 	case GPUZ_ISA_AVX512: gpuz_softmax_scaled_rows_avx512(dst, x, rows, n, scale, lse); break;
 	case GPUZ_ISA_AVX2: gpuz_softmax_scaled_rows_avx2(dst, x, rows, n, scale, lse); break;

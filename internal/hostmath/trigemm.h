@@ -29,6 +29,8 @@
 #include <immintrin.h>
 #include <stddef.h>
 
+#include "flush.h"
+
 #define GPUZ_MR 6
 #define GPUZ_NR 64
 
@@ -147,6 +149,7 @@ static void gpuz_trigemm_pack(int tri, const float *a, ptrdiff_t rsa, ptrdiff_t 
 static void gpuz_trigemm(int tri, int m, int n, int k, float alpha, const float *a, ptrdiff_t rsa, ptrdiff_t csa,
                          const float *b, ptrdiff_t rsb, ptrdiff_t csb, float beta, float *c, ptrdiff_t ldc,
                          float *scratch) {
+	GPUZ_FLUSH_SUBNORMALS();
 	if (m <= 0 || n <= 0)
 		return;
 	float *ap = scratch, *bp = scratch + (size_t)GPUZ_MR * k;
