@@ -13,9 +13,9 @@ import (
 type hostBuffer struct {
 	data []float32
 	// mem is the buffer's memory, nil for a view. A large buffer's is a
-	// mapping of its own (package hugemem), which free hands back at
-	// once; cleanup unmaps it when the buffer becomes unreachable without
-	// having been freed.
+	// mapping of its own (package hugemem), which free keeps for the next
+	// allocation; cleanup frees it when the buffer becomes unreachable
+	// without having been freed.
 	mem     *hugemem.Floats
 	cleanup runtime.Cleanup
 	// owner is the buffer a view is of, which the view keeps reachable,
@@ -87,8 +87,8 @@ func (h *Host) Alloc(n int) (Buffer, error) {
 	return b, nil
 }
 
-// Free releases a buffer: a large one's memory goes back to the system at
-// once.
+// Free releases a buffer: a large one's memory is kept for the next
+// allocation to take (package hugemem).
 func (h *Host) Free(b Buffer) {
 	hb := b.(*hostBuffer)
 	h.meter.Hold(-4 * int64(len(hb.data)))

@@ -3,6 +3,7 @@
 package hugemem
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -15,10 +16,6 @@ import (
 // enabledFile holds the kernel's transparent huge page setting, as
 // "always [madvise] never" with the one in force in brackets.
 const enabledFile = "/sys/kernel/mm/transparent_hugepage/enabled"
-
-// hugePage is the size of a transparent huge page (the PMD size) on the
-// architectures gpuz builds for.
-const hugePage = 2 << 20
 
 // setting is the transparent huge page setting in force, read once: "always",
 // "madvise", "never", or "" when the kernel has no such file.
@@ -58,14 +55,13 @@ func statusOf(s string) string {
 	}
 }
 
-// mapFloats maps a buffer of n float32 at a huge-page boundary, asks for
-// huge pages there and faults them in. The length is rounded up to a small page only, so that
-// the tail short of a huge page stays in small pages rather than taking a
-// huge page of which it uses a part. (x/sys's Mmap and Munmap track whole
-// mappings and refuse to unmap a part, hence the system calls.)
-func mapFloats(n int) (*Floats, error) {
-	page := uintptr(os.Getpagesize())
-	size := (4*uintptr(n) + page - 1) &^ (page - 1)
+// mapHuge maps size bytes (a multiple of the small page) at a huge-page
+// boundary, asks for huge pages there and faults them in. The length is
+// rounded up to a small page only, so that the tail short of a huge page
+// stays in small pages rather than taking a huge page of which it uses a
+// part. (x/sys's Mmap and Munmap track whole mappings and refuse to unmap
+// a part, hence the system calls.)
+func mapHuge(size uintptr) ([]byte, error) {
 	addr, _, errno := unix.Syscall6(unix.SYS_MMAP, 0, size+hugePage, unix.PROT_READ|unix.PROT_WRITE,
 		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS, ^uintptr(0), 0)
 	if errno != 0 {
@@ -86,16 +82,26 @@ func mapFloats(n int) (*Floats, error) {
 		return nil, fmt.Errorf("madvise: %w", err)
 	}
 	// Fault the pages in now, at allocation, rather than one by one in
-	// the run's first epoch. A kernel older than 5.14 refuses
-	// MADV_POPULATE_WRITE (EINVAL); its pages are faulted in on first
-	// touch, still as huge pages.
-	if err := unix.Madvise(mem, unix.MADV_POPULATE_WRITE); err != nil && err != unix.EINVAL {
+	// the run's first epoch, on every core: the kernel (and a hypervisor
+	// backing the memory for the first time) faults pages in on several
+	// threads nearly as many times faster. A kernel older than 5.14
+	// refuses MADV_POPULATE_WRITE (EINVAL); its pages are faulted in on
+	// first touch, still as huge pages.
+	errs := make([]error, len(chunks(mem)))
+	inParallel(mem, func(i int, part []byte) {
+		if err := unix.Madvise(part, unix.MADV_POPULATE_WRITE); err != nil && err != unix.EINVAL {
+			errs[i] = err
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
 		unmap(mem)
 		return nil, fmt.Errorf("madvise populate: %w", err)
 	}
-	data := unsafe.Slice((*float32)(pointer(start)), n)
-	return &Floats{Data: data, mem: mem}, nil
+	return mem, nil
 }
+
+// pageSize is the small page, to which mappings' lengths are rounded.
+func pageSize() uintptr { return uintptr(os.Getpagesize()) }
 
 // pointer is the address of memory the kernel mapped, outside the Go heap,
 // as a pointer.
@@ -103,6 +109,13 @@ func pointer(addr uintptr) unsafe.Pointer { return unsafe.Add(unsafe.Pointer(nil
 
 // unmap hands a mapping back to the system.
 func unmap(mem []byte) { unmapRange(uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem))) }
+
+// unmapTail hands back the bytes of a mapping from keep (a multiple of the
+// small page) on, and returns the part kept.
+func unmapTail(mem []byte, keep int) []byte {
+	unmapRange(uintptr(unsafe.Pointer(&mem[keep])), uintptr(len(mem)-keep))
+	return mem[:keep:keep]
+}
 
 // unmapRange hands length bytes from addr back to the system. It cannot
 // fail for a range that mmap returned, but for a programming error.

@@ -10,8 +10,14 @@ func offered() bool { return false }
 // status implements Status.
 func status() string { return "not available on " + runtime.GOOS + "/" + runtime.GOARCH }
 
-// mapFloats is never called where offered is false.
-func mapFloats(int) (*Floats, error) { panic("hugemem: no mappings on " + runtime.GOOS) }
+// mapHuge is never called where offered is false.
+func mapHuge(uintptr) ([]byte, error) { panic("hugemem: no mappings on " + runtime.GOOS) }
+
+// pageSize is never called where offered is false.
+func pageSize() uintptr { panic("hugemem: no mappings on " + runtime.GOOS) }
+
+// unmapTail is never called: no buffer is mapped.
+func unmapTail([]byte, int) []byte { panic("hugemem: no mappings on " + runtime.GOOS) }
 
 // unmap is never called: no buffer is mapped.
 func unmap([]byte) { panic("hugemem: no mappings on " + runtime.GOOS) }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -109,27 +111,73 @@ func (m *Model) Inputs() []*gorgonia.Node {
 	return inputs
 }
 
-// InitParams draws every parameter's initial values, one parameter at a
-// time into a reused buffer, and hands each to set, so that no second copy
-// of the whole model is held; then it hands set every constant's values.
+// initBatchFloats is the most values InitParams draws at once beside the
+// largest parameter: 256 MiB, a few of the large parameters, so that the
+// cores draw in parallel and the memory held stays far below the model's.
+const initBatchFloats = 64 << 20
+
+// InitParams draws every parameter's initial values and hands each to
+// set, in the model's order; then it hands set every constant's values.
 // The parameters' values depend only on seed and on the parameter's
-// position in the model.
+// position in the model: each has a random stream of its own, so a batch
+// of consecutive parameters is drawn in parallel, one per core, into one
+// reused buffer of at most the larger of initBatchFloats and the largest
+// parameter, and no second copy of the whole model is held.
 func (m *Model) InitParams(seed uint64, set func(param *gorgonia.Node, values []float32) error) error {
-	var buf []float32
-	index := uint64(0)
+	return m.initParams(seed, initBatchFloats, set)
+}
+
+// initParams is InitParams drawing batches of at most batchFloats values
+// beside the largest parameter.
+func (m *Model) initParams(seed uint64, batchFloats int, set func(param *gorgonia.Node, values []float32) error) error {
+	var params []*gorgonia.Node
 	for _, b := range m.Blocks {
-		for _, p := range b.Params {
-			n := p.Shape().TotalSize()
-			if cap(buf) < n {
-				buf = make([]float32, n)
+		params = append(params, b.Params...)
+	}
+	var buf []float32
+	for first := 0; first < len(params); {
+		// The batch: params[first:last], at least one.
+		last, total := first, 0
+		for last < len(params) {
+			n := params[last].Shape().TotalSize()
+			if last > first && total+n > batchFloats {
+				break
 			}
-			rng := rand.New(rand.NewPCG(seed, index))
-			index++
-			m.init[p](rng, buf[:n])
-			if err := set(p, buf[:n]); err != nil {
+			total += n
+			last++
+		}
+		if cap(buf) < total {
+			buf = make([]float32, total)
+		}
+		values := make([][]float32, last-first)
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range min(runtime.GOMAXPROCS(0), len(values)) {
+			wg.Go(func() {
+				for i := range next {
+					p := params[first+i]
+					rng := rand.New(rand.NewPCG(seed, uint64(first+i)))
+					m.init[p](rng, values[i])
+				}
+			})
+		}
+		at := 0
+		for i, p := range params[first:last] {
+			n := p.Shape().TotalSize()
+			values[i] = buf[at : at+n : at+n]
+			at += n
+		}
+		for i := range values {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		for i, p := range params[first:last] {
+			if err := set(p, values[i]); err != nil {
 				return fmt.Errorf("initialising %s: %w", p.Name(), err)
 			}
 		}
+		first = last
 	}
 	for _, c := range m.Constants {
 		if err := set(c.Node, c.Values); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -179,6 +180,41 @@ func TestResnetStructure(t *testing.T) {
 	// 6 blocks × (2·(5·2·9 + 5) + 2·(2·5·9 + 2)) parameters.
 	if got, want := m.ParamCount(), int64(6*(2*(90+5)+2*(90+2))); got != want {
 		t.Errorf("%d parameters, want %d", got, want)
+	}
+}
+
+// TestInitParamsInParallel checks that drawing the parameters in
+// parallel batches changes nothing: every parameter, in the model's order,
+// holds the values of its own stream drawn alone, whatever the batch size.
+func TestInitParamsInParallel(t *testing.T) {
+	c := LinearConfig{Blocks: 3, LayersPerBlock: 2, Dims: 5, Feed: Feed{Samples: 2, Batch: 1, Epochs: 2}}
+	m, err := c.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [][]float32
+	var names []string
+	index := uint64(0)
+	for _, b := range m.Blocks {
+		for _, p := range b.Params {
+			v := make([]float32, p.Shape().TotalSize())
+			m.init[p](rand.New(rand.NewPCG(7, index)), v)
+			index++
+			want, names = append(want, v), append(names, p.Name())
+		}
+	}
+	for _, batch := range []int{1, 5, 31, 64, initBatchFloats} {
+		i := 0
+		err := m.initParams(7, batch, func(p *gorgonia.Node, v []float32) error {
+			if i >= len(names) || p.Name() != names[i] || !slices.Equal(v, want[i]) {
+				return fmt.Errorf("set %d: %s, not %s with its own stream's values", i, p.Name(), names[min(i, len(names)-1)])
+			}
+			i++
+			return nil
+		})
+		if err != nil || i != len(names) {
+			t.Errorf("batches of %d values: %v (%d of %d parameters set)", batch, err, i, len(names))
+		}
 	}
 }
 
