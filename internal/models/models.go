@@ -111,20 +111,34 @@ func (m *Model) Inputs() []*gorgonia.Node {
 	return inputs
 }
 
-// initBatchFloats is the most values InitParams draws at once beside the
-// largest parameter: 256 MiB, a few of the large parameters, so that the
-// cores draw in parallel and the memory held stays far below the model's.
-const initBatchFloats = 64 << 20
+// initBatchMax is the most values InitParams draws at once where the
+// largest parameter is smaller: 256 MiB.
+const initBatchMax = 64 << 20
+
+// initBatch is how many values InitParams draws at once for a model whose
+// largest parameter has largest values: one large parameter per core and
+// the small ones beside them (an eighth more), at most initBatchMax, at
+// least the largest parameter. The linear model's batches on two cores
+// are two weights and their biases.
+func initBatch(largest int) int {
+	return max(largest, min(runtime.GOMAXPROCS(0)*largest+largest/8, initBatchMax))
+}
 
 // InitParams draws every parameter's initial values and hands each to
 // set, in the model's order; then it hands set every constant's values.
 // The parameters' values depend only on seed and on the parameter's
 // position in the model: each has a random stream of its own, so a batch
 // of consecutive parameters is drawn in parallel, one per core, into one
-// reused buffer of at most the larger of initBatchFloats and the largest
-// parameter, and no second copy of the whole model is held.
+// reused buffer (initBatch), and no second copy of the whole model is
+// held.
 func (m *Model) InitParams(seed uint64, set func(param *gorgonia.Node, values []float32) error) error {
-	return m.initParams(seed, initBatchFloats, set)
+	largest := 0
+	for _, b := range m.Blocks {
+		for _, p := range b.Params {
+			largest = max(largest, p.Shape().TotalSize())
+		}
+	}
+	return m.initParams(seed, initBatch(largest), set)
 }
 
 // initParams is InitParams drawing batches of at most batchFloats values

@@ -203,7 +203,7 @@ func TestInitParamsInParallel(t *testing.T) {
 			want, names = append(want, v), append(names, p.Name())
 		}
 	}
-	for _, batch := range []int{1, 5, 31, 64, initBatchFloats} {
+	for _, batch := range []int{1, 5, 31, 64, initBatch(25)} {
 		i := 0
 		err := m.initParams(7, batch, func(p *gorgonia.Node, v []float32) error {
 			if i >= len(names) || p.Name() != names[i] || !slices.Equal(v, want[i]) {
