@@ -12,7 +12,10 @@
 # Needs /usr/bin/python3 with Debian's python3-torch, and OpenBLAS for the
 # peer as shared/peer/README.md describes (PEER_BLAS: the directory holding
 # its libblas.so.3; default /tmp/peer_obl/root/usr/lib/x86_64-linux-gnu/openblas-openmp).
-# Set GPUZ_BIN to the binary (default bin/gpuz). Runs under
+# Set GPUZ_BIN to the binary (default bin/gpuz). PEER_FLUSH_DENORMAL=1
+# runs the peer with torch.set_flush_denormal(True), as gpuz's host kernels
+# run (docs/architecture.md): on an Intel CPU the linear model's training
+# is otherwise mostly microcode assists on subnormal gradients. Runs under
 # flock /tmp/gpuz-bench.lock so that two benchmarks never overlap.
 set -euo pipefail
 
@@ -29,13 +32,20 @@ trap 'rm -rf "$tmp"' EXIT
 
 ep=()
 [[ -n $epochs ]] && ep=(--epochs "$epochs")
+# flush: what runs the peer's script: itself, or a prologue that turns the
+# flush on before the script creates its threads (they inherit it).
+flush=()
+[[ ${PEER_FLUSH_DENORMAL:-} == 1 ]] && flush=(-c 'import runpy, sys, torch
+assert torch.set_flush_denormal(True), "this CPU cannot flush subnormals"
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")')
 
 exec 9>/tmp/gpuz-bench.lock
 flock 9
 
 /usr/bin/time -f '%M' -o "$tmp/gpuz.rss" "$bin" "$model" "$task" cpu "${ep[@]}" --json "$tmp/gpuz.json" "$@" >"$tmp/gpuz.out"
 LD_LIBRARY_PATH="$blas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" /usr/bin/time -f '%M' -o "$tmp/peer.rss" \
-	/usr/bin/python3 "$peer/peer.py" "$model" "$task" --scale full --threads 2 "${ep[@]}" --json "$tmp/peer.json" >"$tmp/peer.out"
+	/usr/bin/python3 "${flush[@]}" "$peer/peer.py" "$model" "$task" --scale full --threads 2 "${ep[@]}" --json "$tmp/peer.json" >"$tmp/peer.out"
 
 /usr/bin/python3 - "$tmp" "$model" "$task" <<'PY'
 import json, statistics, sys
@@ -52,5 +62,6 @@ prss = int(open(f"{tmp}/peer.rss").read().split()[-1]) * 1024
 print(f"{model} {task}: gpuz {gm:.3g} s/epoch ({cpu['stats']['n']} timed), "
       f"peer {pm:.3g} s/epoch ({len(p['epoch_times_s']) - 1} timed), "
       f"gpuz/peer {gm / pm:.2f}; medians gpuz {gmed:.3g}, peer {pmed:.3g}, gpuz/peer {gmed / pmed:.2f}; "
-      f"peak RSS gpuz {grss / 1e9:.2f} GB, peer {prss / 1e9:.2f} GB")
+      f"peak RSS gpuz {grss / 1e9:.2f} GB, peer {prss / 1e9:.2f} GB; "
+      f"gpuz warm-up {cpu['epochs'][0]['seconds']:.3g} s ({cpu['epochs'][0]['seconds'] / gmed:.2f}× its median)")
 PY
