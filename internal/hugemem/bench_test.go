@@ -11,7 +11,7 @@ import (
 // write one element per small page, free it. "heap" is a Go slice, as
 // before hugemem, handed back to the system after each use; "fresh" is
 // Alloc, mapped for huge pages where the kernel offers them and faulted
-// in on every core, handed back after each use (ReleaseKept), as in a new
+// in on every core, handed back after each use (releaseKept), as in a new
 // process; "kept" is Alloc taking the mapping Free kept, zeroed, as a
 // run's next mode does. It reports the rate in GB/s of buffer made ready.
 func BenchmarkFirstTouch(b *testing.B) {
@@ -31,7 +31,7 @@ func BenchmarkFirstTouch(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			return f.Data, func() { f.Free(); ReleaseKept() }
+			return f.Data, func() { f.Free(); releaseKept() }
 		}},
 		{"kept", func() ([]float32, func()) {
 			f, err := Alloc(n)

@@ -118,9 +118,8 @@ func unsafeFloats(mem []byte, n int) []float32 {
 // keeps for the next Alloc) rather than Go heap memory.
 func (f *Floats) Mapped() bool { return f.mem != nil }
 
-// Free releases the buffer: a mapping is kept for the next Alloc to take
-// (ReleaseKept hands the kept ones back), Go heap memory goes to the
-// collector. Data is nil afterwards; a second Free does nothing.
+// Free releases the buffer: a mapping is kept for the next Alloc to take,
+// Go heap memory goes to the collector. Data is nil afterwards; a second Free does nothing.
 func (f *Floats) Free() {
 	if f.mem != nil {
 		kept.Lock()
@@ -128,17 +127,6 @@ func (f *Floats) Free() {
 		kept.Unlock()
 	}
 	f.Data, f.mem = nil, nil
-}
-
-// ReleaseKept hands every mapping that Free kept back to the system.
-func ReleaseKept() {
-	kept.Lock()
-	defer kept.Unlock()
-	for _, m := range kept.free {
-		kept.mapped -= len(m)
-		unmap(m)
-	}
-	kept.free = nil
 }
 
 // Status says whether gpuz's large buffers use transparent huge pages:

@@ -52,7 +52,7 @@ func TestAlloc(t *testing.T) {
 				if got := keptCount(); got != 1 {
 					t.Fatalf("after Free: %d mappings kept, want 1", got)
 				}
-				ReleaseKept()
+				releaseKept()
 				checkUnmapped(t, mem)
 			}
 		})
@@ -63,6 +63,18 @@ func TestAllocNegative(t *testing.T) {
 	if _, err := Alloc(-1); err == nil {
 		t.Fatal("Alloc(-1) succeeded")
 	}
+}
+
+// releaseKept hands every mapping that Free kept back to the system, so
+// that a test starts with none kept.
+func releaseKept() {
+	kept.Lock()
+	defer kept.Unlock()
+	for _, m := range kept.free {
+		kept.mapped -= len(m)
+		unmap(m)
+	}
+	kept.free = nil
 }
 
 // keptCount is the number of freed mappings kept.
@@ -88,8 +100,8 @@ func TestKeep(t *testing.T) {
 	if !offered() {
 		t.Skip("huge pages are not offered: nothing is mapped")
 	}
-	ReleaseKept()
-	t.Cleanup(ReleaseKept)
+	releaseKept()
+	t.Cleanup(releaseKept)
 	const page = hugePage / 4 // float32 in a huge page
 	alloc := func(n int) *Floats {
 		t.Helper()
