@@ -31,7 +31,8 @@ type ModePlan struct {
 	// DeviceFree and HostAvailable are the bytes free now on the device,
 	// less PlanOptions.TakeBytes (0 at least), and what this process can
 	// still allocate on the host: the least of MemAvailable, its cgroup's
-	// limit and its rlimits (device.ReadHostLimit).
+	// limit and its rlimits, plus the freed memory it keeps for reuse
+	// (device.ReadHostLimit).
 	DeviceFree, HostAvailable int64
 	// DeviceTotal is the device's capacity.
 	DeviceTotal int64

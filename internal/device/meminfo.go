@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"gpuz/internal/hugemem"
 )
 
 // Meminfo is the host's memory as /proc/meminfo reports it, in bytes.
@@ -78,8 +80,17 @@ type HostLimit struct {
 func (l HostLimit) String() string { return fmt.Sprintf("%d B (%s)", l.Bytes, l.Binding) }
 
 // ReadHostLimit returns this process's host memory limit, read from
-// /proc, /sys/fs/cgroup and getrlimit.
-func ReadHostLimit() (HostLimit, error) { return readHostLimit("/", getrlimit) }
+// /proc, /sys/fs/cgroup and getrlimit, plus the memory that package
+// hugemem keeps from freed buffers for the next ones: every limit counts
+// it as used, yet the next allocations take it or hand it back first.
+func ReadHostLimit() (HostLimit, error) {
+	lim, err := readHostLimit("/", getrlimit)
+	if err != nil {
+		return lim, err
+	}
+	lim.Bytes += hugemem.KeptBytes()
+	return lim, nil
+}
 
 // getrlimit returns a resource's soft limit; math.MaxUint64 is unlimited.
 func getrlimit(resource int) (uint64, error) {

@@ -129,6 +129,19 @@ func (f *Floats) Free() {
 	f.Data, f.mem = nil, nil
 }
 
+// KeptBytes is the memory of the mappings Free kept: mapped by this
+// process and counted as used by the system, yet free for its next
+// allocations, which take them or hand them back first.
+func KeptBytes() int64 {
+	kept.Lock()
+	defer kept.Unlock()
+	n := int64(0)
+	for _, m := range kept.free {
+		n += int64(len(m))
+	}
+	return n
+}
+
 // Status says whether gpuz's large buffers use transparent huge pages:
 // the kernel's setting and what gpuz does with it, as "madvise: used",
 // "always: used", "never: not available", or "not available on darwin".

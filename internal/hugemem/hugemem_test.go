@@ -131,6 +131,9 @@ func TestKeep(t *testing.T) {
 	if mapped, high := keptBytes(); mapped-base != 6*hugePage || high < mapped {
 		t.Fatalf("after mode 1: %d bytes mapped (high %d), want %d", mapped-base, high, 6*hugePage)
 	}
+	if got := KeptBytes(); got != 6*hugePage {
+		t.Fatalf("after mode 1: KeptBytes() = %d, want %d", got, 6*hugePage)
+	}
 
 	// Mode 2: the same 2 pages again, then 3 pages: the 4-page mapping
 	// is the smallest that holds 3, its last page handed back.
