@@ -15,6 +15,7 @@
 package hugemem
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -61,7 +62,7 @@ func Alloc(n int) (*Floats, error) {
 	size := int((4*uintptr(n) + page - 1) &^ (page - 1))
 	mem := reuse(size)
 	if mem != nil {
-		inParallel(mem, func(_ int, part []byte) { clear(part) })
+		inParallel(mem, func(part []byte) error { clear(part); return nil })
 	} else {
 		var err error
 		if mem, err = mapHuge(uintptr(size)); err != nil {
@@ -164,11 +165,14 @@ func chunks(mem []byte) [][]byte {
 }
 
 // inParallel runs f on each of mem's chunks, each on a goroutine of its
-// own, and returns when all are done.
-func inParallel(mem []byte, f func(i int, part []byte)) {
+// own, and returns when all are done, with their errors joined.
+func inParallel(mem []byte, f func(part []byte) error) error {
+	parts := chunks(mem)
+	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
-	for i, part := range chunks(mem) {
-		wg.Go(func() { f(i, part) })
+	for i, part := range parts {
+		wg.Go(func() { errs[i] = f(part) })
 	}
 	wg.Wait()
+	return errors.Join(errs...)
 }

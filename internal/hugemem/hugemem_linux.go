@@ -3,7 +3,6 @@
 package hugemem
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -87,13 +86,13 @@ func mapHuge(size uintptr) ([]byte, error) {
 	// threads nearly as many times faster. A kernel older than 5.14
 	// refuses MADV_POPULATE_WRITE (EINVAL); its pages are faulted in on
 	// first touch, still as huge pages.
-	errs := make([]error, len(chunks(mem)))
-	inParallel(mem, func(i int, part []byte) {
-		if err := unix.Madvise(part, unix.MADV_POPULATE_WRITE); err != nil && err != unix.EINVAL {
-			errs[i] = err
+	err := inParallel(mem, func(part []byte) error {
+		if err := unix.Madvise(part, unix.MADV_POPULATE_WRITE); err != unix.EINVAL {
+			return err
 		}
+		return nil
 	})
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		unmap(mem)
 		return nil, fmt.Errorf("madvise populate: %w", err)
 	}

@@ -163,28 +163,16 @@ func (m *Model) initParams(seed uint64, batchFloats int, set func(param *gorgoni
 		if cap(buf) < total {
 			buf = make([]float32, total)
 		}
+		// One goroutine per parameter: the runtime runs GOMAXPROCS at once.
 		values := make([][]float32, last-first)
 		var wg sync.WaitGroup
-		next := make(chan int)
-		for range min(runtime.GOMAXPROCS(0), len(values)) {
-			wg.Go(func() {
-				for i := range next {
-					p := params[first+i]
-					rng := rand.New(rand.NewPCG(seed, uint64(first+i)))
-					m.init[p](rng, values[i])
-				}
-			})
-		}
 		at := 0
 		for i, p := range params[first:last] {
 			n := p.Shape().TotalSize()
-			values[i] = buf[at : at+n : at+n]
-			at += n
+			v, stream := buf[at:at+n:at+n], uint64(first+i)
+			values[i], at = v, at+n
+			wg.Go(func() { m.init[p](rand.New(rand.NewPCG(seed, stream)), v) })
 		}
-		for i := range values {
-			next <- i
-		}
-		close(next)
 		wg.Wait()
 		for i, p := range params[first:last] {
 			if err := set(p, values[i]); err != nil {
