@@ -189,15 +189,15 @@ func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
 	err = memhog.Hold(holdCtx, dev, bytes, o.Busy, func(e memhog.Event) {
 		switch e.Kind {
 		case memhog.Holding:
-			if o.For > 0 {
-				timer = time.AfterFunc(o.For, release)
-			}
 			fmt.Fprintf(stdout, "holding %s on %s\n", what, dev.Name())
 			if now, _, err := dev.MemInfo(); err == nil {
 				fmt.Fprintf(stdout, "free on %s: %s before, %s now\n", dev.Name(), units.Bytes(before), units.Bytes(now))
 			}
 			if o.For > 0 {
 				fmt.Fprintf(stdout, "releasing after %v or on Ctrl-C\n", o.For)
+				// Armed after the lines: whoever reads "holding" sees
+				// the memory held for at least --for from then on.
+				timer = time.AfterFunc(o.For, release)
 			} else {
 				fmt.Fprintln(stdout, "releasing on Ctrl-C")
 			}
