@@ -70,30 +70,6 @@ func (s ConvShape) directRows() int {
 	return max(1, min(s.OutH, convScratchBytes/max(row, 1)-(s.Kernel-1)))
 }
 
-// padTile writes the padded input of output rows [y0, y0+rows) of image img
-// for the direct kernels: tile[c][r][j] = in[img, c, y0+r−Pad, j−Pad] for r
-// < rows+Kernel−1 and j < OutW+Kernel−1, zero outside the input.
-func padTile(tile, in []float32, s ConvShape, img, y0, rows int) {
-	wp, rowsIn := s.OutW+s.Kernel-1, rows+s.Kernel-1
-	plane := s.InH * s.InW
-	lo := min(max(0, s.Pad), wp)
-	hi := max(min(wp, s.InW+s.Pad), lo)
-	for c := range s.InC {
-		channel := in[(img*s.InC+c)*plane:][:plane]
-		for r := range rowsIn {
-			dst := tile[(c*rowsIn+r)*wp:][:wp]
-			iy := y0 + r - s.Pad
-			if iy < 0 || iy >= s.InH {
-				clear(dst)
-				continue
-			}
-			clear(dst[:lo])
-			copy(dst[lo:hi], channel[iy*s.InW+lo-s.Pad:])
-			clear(dst[hi:])
-		}
-	}
-}
-
 // im2col writes rows [y0, y1) of image img's column matrix into cols:
 // cols[(c·k+ky)·k+kx][(y−y0)·OutW + x] = in[img, c, y+ky−Pad, x+kx−Pad], zero
 // outside the input. cols has patch() rows of (y1−y0)·OutW elements.
@@ -251,12 +227,10 @@ func Conv2d[T Float](out, in, w, bias []T, s ConvShape) {
 }
 
 func conv2dDirect(out, in, w, bias []float32, s ConvShape) {
-	plane, rows := s.OutH*s.OutW, s.directRows()
-	tiles := convTiles(s, rows)
-	runTiles(tiles, s.InC*(rows+s.Kernel-1)*(s.OutW+s.Kernel-1), false, func(_ int, tile []float32, i int) {
+	tiles := convTiles(s, s.directRows())
+	runTiles(tiles, convForwardRing(s), false, func(_ int, ring []float32, i int) {
 		t := tiles[i]
-		padTile(tile, in, s, t.img, t.y0, t.y1-t.y0)
-		convForwardTile(tile, s, t.y1-t.y0, w, bias, out[t.img*s.OutC*plane+t.y0*s.OutW:])
+		convForwardRows(in, s, t.img, t.y0, t.y1-t.y0, w, bias, out, ring)
 	})
 }
 
@@ -317,19 +291,18 @@ func Conv2dWeightGrad[T Float](dw, x, g []T, s ConvShape) {
 
 func conv2dWeightGradDirect(dw, x, g []float32, s ConvShape) {
 	const lanes = 16
-	plane, rows, n := s.OutH*s.OutW, s.directRows(), len(dw)
-	tiles := convTiles(s, rows)
+	n := len(dw)
+	tiles := convTiles(s, s.directRows())
 	ps := getScratch[float64](&sumPool, len(tiles)*n)
 	defer putScratch(&sumPool, ps)
 	sums := *ps
 	p := getScratch[float32](&accPool, Threads()*n*lanes)
 	defer putScratch(&accPool, p)
 	accs := *p
-	runTiles(tiles, s.InC*(rows+s.Kernel-1)*(s.OutW+s.Kernel-1), false, func(worker int, tile []float32, i int) {
+	runTiles(tiles, convWeightGradRing(s), false, func(worker int, ring []float32, i int) {
 		t := tiles[i]
 		acc := accs[worker*n*lanes:][:n*lanes]
-		padTile(tile, x, s, t.img, t.y0, t.y1-t.y0)
-		convWeightGradTile(tile, s, t.y1-t.y0, g[t.img*s.OutC*plane+t.y0*s.OutW:], acc)
+		convWeightGradRows(x, s, t.img, t.y0, t.y1-t.y0, g, acc, ring)
 		for j := range n {
 			sum := 0.0
 			for _, v := range acc[j*lanes:][:lanes] {

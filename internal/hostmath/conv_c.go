@@ -19,19 +19,40 @@ func floatPtr(s []float32) *C.float {
 	return (*C.float)(unsafe.Pointer(&s[0]))
 }
 
-// convForwardTile computes every output channel of one padded tile (see
-// conv.h); out starts at the tile's first output element of channel 0.
-func convForwardTile(tile []float32, s ConvShape, rows int, w, bias, out []float32) {
-	C.gpuz_conv_fwd_tile(floatPtr(tile), C.int(s.InC), C.int(s.OutW+s.Kernel-1), C.int(rows+s.Kernel-1),
-		floatPtr(w), C.int(s.OutC), C.int(s.Kernel), floatPtr(bias), floatPtr(out),
-		C.ptrdiff_t(s.OutH*s.OutW), C.int(rows), C.int(s.OutW))
+// convForwardRing is the scratch, in floats, of convForwardRows: a ring of
+// padded input rows (see conv.h).
+func convForwardRing(s ConvShape) int {
+	return int(C.gpuz_conv_fwd_ring(C.int(s.InC), C.int(s.Kernel), C.int(s.OutW)))
 }
 
-// convWeightGradTile stores one padded tile's contribution to the weight
-// gradient as 16-lane partial sums in acc; g starts at the tile's first
-// gradient element of channel 0.
-func convWeightGradTile(tile []float32, s ConvShape, rows int, g, acc []float32) {
-	C.gpuz_conv_wgrad_tile(floatPtr(tile), C.int(s.InC), C.int(s.OutW+s.Kernel-1), C.int(rows+s.Kernel-1),
-		floatPtr(g), C.ptrdiff_t(s.OutH*s.OutW), C.int(s.OutC), C.int(s.Kernel), C.int(rows), C.int(s.OutW),
-		floatPtr(acc))
+// convForwardRows computes every output channel of output rows [y0, y0 +
+// rows) of image img; ring is scratch of convForwardRing floats.
+func convForwardRows(in []float32, s ConvShape, img, y0, rows int, w, bias, out, ring []float32) {
+	plane := s.InH * s.InW
+	oplane := s.OutH * s.OutW
+	rc := C.gpuz_conv_fwd_rows(floatPtr(in[img*s.InC*plane:]), C.int(s.InC), C.int(s.InH), C.int(s.InW), C.int(s.Pad),
+		C.int(y0), C.int(rows), floatPtr(w), C.int(s.OutC), C.int(s.Kernel), floatPtr(bias),
+		floatPtr(out[img*s.OutC*oplane+y0*s.OutW:]), C.ptrdiff_t(oplane), C.int(s.OutW), floatPtr(ring))
+	if rc != 0 {
+		panic("kernels: no memory for the convolution's table of rows")
+	}
+}
+
+// convWeightGradRing is the scratch, in floats, of convWeightGradRows.
+func convWeightGradRing(s ConvShape) int {
+	return int(C.gpuz_conv_wgrad_ring(C.int(s.InC), C.int(s.OutC), C.int(s.Kernel), C.int(s.OutW)))
+}
+
+// convWeightGradRows stores the contribution of output rows [y0, y0 + rows)
+// of image img to the weight gradient as 16-lane partial sums in acc; ring
+// is scratch of convWeightGradRing floats.
+func convWeightGradRows(x []float32, s ConvShape, img, y0, rows int, g, acc, ring []float32) {
+	plane := s.InH * s.InW
+	gplane := s.OutH * s.OutW
+	rc := C.gpuz_conv_wgrad_rows(floatPtr(x[img*s.InC*plane:]), C.int(s.InC), C.int(s.InH), C.int(s.InW), C.int(s.Pad),
+		C.int(y0), C.int(rows), floatPtr(g[img*s.OutC*gplane+y0*s.OutW:]), C.ptrdiff_t(gplane), C.int(s.OutC),
+		C.int(s.Kernel), C.int(s.OutW), floatPtr(acc), floatPtr(ring))
+	if rc != 0 {
+		panic("kernels: no memory for the convolution's table of rows")
+	}
 }

@@ -5,10 +5,14 @@ package hostmath
 // directConv is false without cgo: the convolutions run im2col and the BLAS.
 const directConv = false
 
-func convForwardTile(tile []float32, s ConvShape, rows int, w, bias, out []float32) {
+func convForwardRing(s ConvShape) int { return 0 }
+
+func convForwardRows(in []float32, s ConvShape, img, y0, rows int, w, bias, out, ring []float32) {
 	panic("kernels: no direct convolution in a purego build")
 }
 
-func convWeightGradTile(tile []float32, s ConvShape, rows int, g, acc []float32) {
+func convWeightGradRing(s ConvShape) int { return 0 }
+
+func convWeightGradRows(x []float32, s ConvShape, img, y0, rows int, g, acc, ring []float32) {
 	panic("kernels: no direct convolution in a purego build")
 }

@@ -73,6 +73,7 @@ func convShapes() []ConvShape {
 		{2, 5, 11, 13, 3, 5, 1},
 		{1, 3, 5, 70, 7, 5, 2},   // a full vector block of 64 columns and a tail
 		{2, 2, 4, 131, 13, 7, 3}, // three channel blocks, kernel columns 5 + 2
+		{1, 2, 40, 300, 6, 3, 1}, // the weight gradient's tiles in several chunks of rows
 	} {
 		shapes = append(shapes, ConvShape{Batch: c.n, InC: c.inC, InH: c.h, InW: c.w, OutC: c.outC,
 			OutH: ConvOutSize(c.h, c.k, c.pad), OutW: ConvOutSize(c.w, c.k, c.pad), Kernel: c.k, Pad: c.pad})
