@@ -70,6 +70,14 @@ func TestKernelsFlushSubnormals(t *testing.T) {
 			allZero(t, "m", m)
 			allZero(t, "v", v)
 		}},
+		{"element-wise", false, func(t *testing.T) {
+			const n = 40
+			relu, sum := fill(n, 1), fill(n, 1)
+			LeakyReLU(relu, fill(n, -subnormal), 0.5)
+			allZero(t, "LeakyReLU", relu)
+			Add(sum, fill(n, subnormal), fill(n, subnormal))
+			allZero(t, "Add", sum)
+		}},
 		{"sum of squares", false, func(t *testing.T) {
 			if got := SumSquares(fill(40, subnormal)); got != 0 {
 				t.Fatalf("SumSquares = %g, want 0", got)
