@@ -45,8 +45,9 @@ func (s ConvShape) validate(out, in, w int) {
 }
 
 // ConvScratchBytes bounds the scratch of one worker of a convolution: the
-// im2col column matrix of a tile, or for the direct kernels the tile's
-// padded input. A call holds at most this per thread (more only when a
+// im2col column matrix of a tile or, for the direct kernels, the padded
+// input rows of a tile (the kernels hold a few of them at a time in a
+// ring: conv.h). A call holds at most this per thread (more only when a
 // single output row needs more), whatever the image or batch size; the
 // direct weight gradient adds 16 partial sums per weight per thread.
 const ConvScratchBytes = 2 << 20
@@ -63,8 +64,11 @@ func (s ConvShape) im2colRows(elemBytes int) int {
 }
 
 // directRows returns how many output rows one tile of the direct kernels
-// holds: as many as let the padded input, rows + Kernel − 1 rows of
-// OutW + Kernel − 1 floats per channel, fit the budget; at least one.
+// holds: as many as let their padded input, rows + Kernel − 1 rows of
+// OutW + Kernel − 1 floats per channel, fit the budget; at least one. The
+// kernels copy those rows into their ring a few at a time, so the tiles
+// set how the work is split and how many partial sums the weight gradient
+// keeps, and bound the ring.
 func (s ConvShape) directRows() int {
 	row := s.InC * (s.OutW + s.Kernel - 1) * 4
 	return max(1, min(s.OutH, convScratchBytes/max(row, 1)-(s.Kernel-1)))
@@ -110,7 +114,7 @@ type convTile struct{ img, y0, y1 int }
 type scratchPool [2]sync.Pool
 
 var (
-	tilePool scratchPool // im2col columns and padded tiles
+	tilePool scratchPool // im2col columns and the direct kernels' rings of padded rows
 	accPool  scratchPool // the direct weight gradient's partial sums
 	sumPool  scratchPool // the weight gradient's per-tile sums
 )
@@ -193,8 +197,9 @@ func runTiles[T Float](tiles []convTile, scratch int, useBLAS bool, body func(wo
 
 // Conv2d computes out = correlate(in, w) + bias for the shape s (see
 // ConvShape); bias may be nil for none. In float32 on a CPU with AVX-512
-// each tile of output rows is copied, padded, into scratch and computed by
-// the direct kernels of conv.h; otherwise each tile is an im2col into
+// each tile of output rows is computed by the direct kernels of conv.h,
+// which copy its input rows, padded, into a ring in scratch as they go;
+// otherwise each tile is an im2col into
 // scratch followed by one product w[OutC, patch] · cols[patch, tile]
 // written in place. Either way the scratch is bounded (ConvScratchBytes).
 func Conv2d[T Float](out, in, w, bias []T, s ConvShape) {
@@ -293,16 +298,20 @@ func conv2dWeightGradDirect(dw, x, g []float32, s ConvShape) {
 	const lanes = 16
 	n := len(dw)
 	tiles := convTiles(s, s.directRows())
+	maxRows := 0
+	for _, t := range tiles {
+		maxRows = max(maxRows, t.y1-t.y0)
+	}
 	ps := getScratch[float64](&sumPool, len(tiles)*n)
 	defer putScratch(&sumPool, ps)
 	sums := *ps
 	p := getScratch[float32](&accPool, Threads()*n*lanes)
 	defer putScratch(&accPool, p)
 	accs := *p
-	runTiles(tiles, convWeightGradRing(s), false, func(worker int, ring []float32, i int) {
+	runTiles(tiles, convWeightGradRing(s, maxRows), false, func(worker int, ring []float32, i int) {
 		t := tiles[i]
 		acc := accs[worker*n*lanes:][:n*lanes]
-		convWeightGradRows(x, s, t.img, t.y0, t.y1-t.y0, g, acc, ring)
+		convWeightGradRows(x, s, t.img, t.y0, t.y1-t.y0, maxRows, g, acc, ring)
 		for j := range n {
 			sum := 0.0
 			for _, v := range acc[j*lanes:][:lanes] {

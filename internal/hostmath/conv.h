@@ -269,9 +269,18 @@ static int gpuz_wgrad_per(int O) {
 	return (O + blocks - 1) / blocks;
 }
 
-// gpuz_conv_wgrad_ring is the ring's floats for the weight gradient.
-static size_t gpuz_conv_wgrad_ring(int C, int O, int k, int out_w) {
-	const int P = gpuz_wgrad_chunk(gpuz_wgrad_per(O), out_w) + k - 1;
+// gpuz_wgrad_rows_per_chunk is the rows of the weight gradient's chunks for
+// tiles of at most rows rows: no more than a tile holds, so that the ring
+// holds no more rows than a tile reads.
+static int gpuz_wgrad_rows_per_chunk(int O, int out_w, int rows) {
+	const int chunk = gpuz_wgrad_chunk(gpuz_wgrad_per(O), out_w);
+	return chunk < rows ? chunk : rows < 1 ? 1 : rows;
+}
+
+// gpuz_conv_wgrad_ring is the ring's floats for the weight gradient of
+// tiles of at most rows rows.
+static size_t gpuz_conv_wgrad_ring(int C, int O, int k, int out_w, int rows) {
+	const int P = gpuz_wgrad_rows_per_chunk(O, out_w, rows) + k - 1;
 	return (size_t)C * P * (out_w + k - 1);
 }
 
@@ -279,13 +288,14 @@ static size_t gpuz_conv_wgrad_ring(int C, int O, int k, int out_w) {
 // rows) of one image to the weight gradient of all O output channels as
 // 16-lane partial sums in acc, which holds O·C·k·k vectors: in is the
 // image's first input plane, g its output gradient at row y0 of channel 0
-// (planes gplane apart), ring scratch of gpuz_conv_wgrad_ring floats. The
-// rows are taken in chunks whose gradient stays in cache; each lane's sum
-// runs over the rows in order, then the columns. It returns -1 when it
+// (planes gplane apart), ring scratch of gpuz_conv_wgrad_ring(C, O, k,
+// out_w, max_rows) floats for a max_rows ≥ rows. The rows are taken in
+// chunks whose gradient stays in cache; each lane's sum runs over the rows
+// in order, then the columns, whatever the chunks. It returns -1 when it
 // cannot allocate its table of rows, else 0.
 static int gpuz_conv_wgrad_rows(const float *in, int C, int in_h, int in_w, int pad, int y0, int rows,
                                 const float *g, ptrdiff_t gplane, int O, int k, int out_w, float *acc,
-                                float *ring) {
+                                float *ring, int max_rows) {
 	GPUZ_FLUSH_SUBNORMALS();
 	typedef void (*wg_fn)(const float *const *, int, const float *, ptrdiff_t, int, int, float *, ptrdiff_t);
 #define GPUZ_WG_NAMES(OB) gpuz_wg_##OB##_1, gpuz_wg_##OB##_2, gpuz_wg_##OB##_3, gpuz_wg_##OB##_4, gpuz_wg_##OB##_5
@@ -294,7 +304,7 @@ static int gpuz_conv_wgrad_rows(const float *in, int C, int in_h, int in_w, int 
 #undef GPUZ_WG_NAMES
 	// At most 5 channels × 5 columns of accumulators, 5 gradient vectors and
 	// one input vector: 31 of the 32 vector registers.
-	const int per = gpuz_wgrad_per(O), chunk = gpuz_wgrad_chunk(per, out_w);
+	const int per = gpuz_wgrad_per(O), chunk = gpuz_wgrad_rows_per_chunk(O, out_w, max_rows);
 	const int wp = out_w + k - 1, P = chunk + k - 1;
 	const float **table = malloc(sizeof(*table) * (size_t)C * P);
 	if (table == NULL)

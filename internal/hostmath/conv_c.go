@@ -38,20 +38,21 @@ func convForwardRows(in []float32, s ConvShape, img, y0, rows int, w, bias, out,
 	}
 }
 
-// convWeightGradRing is the scratch, in floats, of convWeightGradRows.
-func convWeightGradRing(s ConvShape) int {
-	return int(C.gpuz_conv_wgrad_ring(C.int(s.InC), C.int(s.OutC), C.int(s.Kernel), C.int(s.OutW)))
+// convWeightGradRing is the scratch, in floats, of convWeightGradRows for
+// tiles of at most maxRows rows.
+func convWeightGradRing(s ConvShape, maxRows int) int {
+	return int(C.gpuz_conv_wgrad_ring(C.int(s.InC), C.int(s.OutC), C.int(s.Kernel), C.int(s.OutW), C.int(maxRows)))
 }
 
 // convWeightGradRows stores the contribution of output rows [y0, y0 + rows)
 // of image img to the weight gradient as 16-lane partial sums in acc; ring
-// is scratch of convWeightGradRing floats.
-func convWeightGradRows(x []float32, s ConvShape, img, y0, rows int, g, acc, ring []float32) {
+// is scratch of convWeightGradRing(s, maxRows) floats, maxRows ≥ rows.
+func convWeightGradRows(x []float32, s ConvShape, img, y0, rows, maxRows int, g, acc, ring []float32) {
 	plane := s.InH * s.InW
 	gplane := s.OutH * s.OutW
 	rc := C.gpuz_conv_wgrad_rows(floatPtr(x[img*s.InC*plane:]), C.int(s.InC), C.int(s.InH), C.int(s.InW), C.int(s.Pad),
 		C.int(y0), C.int(rows), floatPtr(g[img*s.OutC*gplane+y0*s.OutW:]), C.ptrdiff_t(gplane), C.int(s.OutC),
-		C.int(s.Kernel), C.int(s.OutW), floatPtr(acc), floatPtr(ring))
+		C.int(s.Kernel), C.int(s.OutW), floatPtr(acc), floatPtr(ring), C.int(maxRows))
 	if rc != 0 {
 		panic("kernels: no memory for the convolution's table of rows")
 	}

@@ -11,8 +11,8 @@ func convForwardRows(in []float32, s ConvShape, img, y0, rows int, w, bias, out,
 	panic("kernels: no direct convolution in a purego build")
 }
 
-func convWeightGradRing(s ConvShape) int { return 0 }
+func convWeightGradRing(s ConvShape, maxRows int) int { return 0 }
 
-func convWeightGradRows(x []float32, s ConvShape, img, y0, rows int, g, acc, ring []float32) {
+func convWeightGradRows(x []float32, s ConvShape, img, y0, rows, maxRows int, g, acc, ring []float32) {
 	panic("kernels: no direct convolution in a purego build")
 }
