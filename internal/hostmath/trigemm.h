@@ -33,6 +33,9 @@
 
 #define GPUZ_MR 6
 #define GPUZ_NR 64
+// GPUZ_KC is the terms of B a block of rows multiplies at a time (with
+// beta 0): 128 rows of a panel, 32 KiB, held in the level-1 cache.
+#define GPUZ_KC 128
 
 static int gpuz_trigemm_avx512(void) { return __builtin_cpu_supports("avx512f"); }
 
@@ -70,11 +73,16 @@ static size_t gpuz_trigemm_scratch(int n, int k) {
 // block's first mr rows and nr columns.
 static inline __attribute__((always_inline)) void gpuz_trigemm_kernel(
     const int rowmajor, const float *a, ptrdiff_t rs, ptrdiff_t cs, int kd, const float *bd, const float *ap,
-    int kp, const float *bp, float alpha, float beta, float *c, ptrdiff_t ldc, int mr, int nr) {
+    int kp, const float *bp, float alpha, float beta, float *c, ptrdiff_t ldc, int mr, int nr, int load) {
+	__mmask16 mask[4];
+	for (int v = 0; v < 4; v++) {
+		const int left = nr - 16 * v;
+		mask[v] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+	}
 	__m512 acc[GPUZ_MR][4];
 	GPUZ_UNROLL for (int r = 0; r < GPUZ_MR; r++)
 		GPUZ_UNROLL for (int v = 0; v < 4; v++)
-			acc[r][v] = _mm512_setzero_ps();
+			acc[r][v] = load && r < mr ? _mm512_maskz_loadu_ps(mask[v], c + r * ldc + 16 * v) : _mm512_setzero_ps();
 	if (rowmajor) {
 		const float *a0 = a, *a1 = a + rs, *a2 = a + 2 * rs, *a3 = a + 3 * rs, *a4 = a + 4 * rs, *a5 = a + 5 * rs;
 #define GPUZ_AV(r) (r == 0 ? a0[k] : r == 1 ? a1[k] : r == 2 ? a2[k] : r == 3 ? a3[k] : r == 4 ? a4[k] : a5[k])
@@ -95,11 +103,6 @@ static inline __attribute__((always_inline)) void gpuz_trigemm_kernel(
 		GPUZ_FMA_STEP(GPUZ_AV, bp + k * GPUZ_NR);
 #undef GPUZ_AV
 	}
-	__mmask16 mask[4];
-	for (int v = 0; v < 4; v++) {
-		const int left = nr - 16 * v;
-		mask[v] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
-	}
 	const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
 	GPUZ_UNROLL for (int r = 0; r < GPUZ_MR; r++) {
 		if (r >= mr)
@@ -116,14 +119,14 @@ static inline __attribute__((always_inline)) void gpuz_trigemm_kernel(
 
 static void gpuz_trigemm_rows(const float *a, ptrdiff_t rs, ptrdiff_t cs, int kd, const float *bd, const float *ap,
                               int kp, const float *bp, float alpha, float beta, float *c, ptrdiff_t ldc, int mr,
-                              int nr) {
-	gpuz_trigemm_kernel(1, a, rs, cs, kd, bd, ap, kp, bp, alpha, beta, c, ldc, mr, nr);
+                              int nr, int load) {
+	gpuz_trigemm_kernel(1, a, rs, cs, kd, bd, ap, kp, bp, alpha, beta, c, ldc, mr, nr, load);
 }
 
 static void gpuz_trigemm_cols(const float *a, ptrdiff_t rs, ptrdiff_t cs, int kd, const float *bd, const float *ap,
                               int kp, const float *bp, float alpha, float beta, float *c, ptrdiff_t ldc, int mr,
-                              int nr) {
-	gpuz_trigemm_kernel(0, a, rs, cs, kd, bd, ap, kp, bp, alpha, beta, c, ldc, mr, nr);
+                              int nr, int load) {
+	gpuz_trigemm_kernel(0, a, rs, cs, kd, bd, ap, kp, bp, alpha, beta, c, ldc, mr, nr, load);
 }
 
 // gpuz_trigemm_pack copies A's rows [i0, i0 + mr) and terms [k0, k1) into
@@ -165,7 +168,21 @@ static void gpuz_trigemm(int tri, int m, int n, int k, float alpha, const float 
 					const __mmask16 mv = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
 					_mm512_storeu_ps(dst + kk * GPUZ_NR + 16 * v, _mm512_maskz_loadu_ps(mv, b + kk * rsb + j0 + 16 * v));
 				}
-		else
+		else if ((long long)n * csb + (long long)k * rsb < (1LL << 31) && csb > 0 && rsb > 0) {
+			// B's columns are rows in memory: gathered 16 at a time (the
+			// scalar copy below took an eighth of the scores' product).
+			for (int v = 0; v < 4; v++) {
+				const int left = nj - 16 * v;
+				const __mmask16 mv = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+				const __m512i idx = _mm512_mullo_epi32(
+				    _mm512_add_epi32(_mm512_set1_epi32(j0 + 16 * v),
+				                     _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)),
+				    _mm512_set1_epi32((int)csb));
+				for (int kk = 0; kk < k; kk++)
+					_mm512_storeu_ps(dst + kk * GPUZ_NR + 16 * v,
+					                 _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mv, idx, b + kk * rsb, 4));
+			}
+		} else
 			for (int j = 0; j < GPUZ_NR; j++) {
 				if (j < nj) {
 					const float *src = b + (j0 + j) * csb;
@@ -177,36 +194,70 @@ static void gpuz_trigemm(int tri, int m, int n, int k, float alpha, const float 
 			}
 	}
 	typedef void (*kernel_fn)(const float *, ptrdiff_t, ptrdiff_t, int, const float *, const float *, int,
-	                          const float *, float, float, float *, ptrdiff_t, int, int);
+	                          const float *, float, float, float *, ptrdiff_t, int, int, int);
 	const kernel_fn kernel = csa == 1 ? gpuz_trigemm_rows : gpuz_trigemm_cols;
-	for (int i0 = 0; i0 < m; i0 += GPUZ_MR) {
-		const int mr = m - i0 < GPUZ_MR ? m - i0 : GPUZ_MR;
-		// Terms read in place [d0, d1), packed [p0, p1).
-		int d0 = 0, d1 = k, p0 = 0, p1 = 0;
-		if (mr < GPUZ_MR) {
-			d1 = 0;
-			p0 = tri == 2 ? (i0 < k ? i0 : k) : 0;
-			p1 = tri == 1 ? (i0 + mr < k ? i0 + mr : k) : k;
-		} else if (tri == 1) {
-			d1 = i0 < k ? i0 : k;
-			p0 = d1;
-			p1 = i0 + mr < k ? i0 + mr : k;
-		} else if (tri == 2) {
-			p0 = i0 < k ? i0 : k;
-			p1 = i0 + mr < k ? i0 + mr : k;
-			d0 = p1;
-		}
-		gpuz_trigemm_pack(tri, a, rsa, csa, i0, mr, p0, p1, ap);
-		int np = panels;
-		if (tri == 3) {
-			const int last = i0 + mr - 1; // the block's last row needs columns up to it
-			np = last / GPUZ_NR + 1 < panels ? last / GPUZ_NR + 1 : panels;
-		}
-		for (int p = 0; p < np; p++) {
-			const int j0 = p * GPUZ_NR, nr = n - j0 < GPUZ_NR ? n - j0 : GPUZ_NR;
-			const float *panel = bp + (size_t)p * k * GPUZ_NR;
-			kernel(a + i0 * rsa + d0 * csa, rsa, csa, d1 - d0, panel + (size_t)d0 * GPUZ_NR, ap, p1 - p0,
-			       panel + (size_t)p0 * GPUZ_NR, alpha, beta, c + i0 * ldc + j0, ldc, mr, nr);
+	// Panels outermost, then blocks of GPUZ_KC terms, then the blocks of 6
+	// rows: the part of B that the rows multiply stays in the level-1 cache
+	// (a whole panel of 512 terms is 128 KiB, and read from the level-2 cache
+	// at every block of rows the kernel ran at half its speed). With beta 0
+	// a block's partial sums go through C unscaled between term blocks, the
+	// last scaling them: the sums are those of one pass over the terms in
+	// the same order. With beta nonzero the terms are taken in one block.
+	const int kc = beta == 0 ? GPUZ_KC : (k > 0 ? k : 1);
+	for (int p = 0; p < panels; p++) {
+		const int j0 = p * GPUZ_NR, nr = n - j0 < GPUZ_NR ? n - j0 : GPUZ_NR;
+		const float *panel = bp + (size_t)p * k * GPUZ_NR;
+		for (int kb0 = 0; kb0 < k || kb0 == 0; kb0 += kc) {
+			const int kb1 = k - kb0 < kc ? k : kb0 + kc;
+			for (int i0 = 0; i0 < m; i0 += GPUZ_MR) {
+				const int mr = m - i0 < GPUZ_MR ? m - i0 : GPUZ_MR;
+				if (tri == 3 && i0 + mr - 1 < j0)
+					continue; // the block's rows need no column of this panel
+				// Terms read in place [d0, d1), packed [p0, p1); all the
+				// block's terms [t0, t1).
+				int d0 = 0, d1 = k, p0 = 0, p1 = 0;
+				if (mr < GPUZ_MR) {
+					d1 = 0;
+					p0 = tri == 2 ? (i0 < k ? i0 : k) : 0;
+					p1 = tri == 1 ? (i0 + mr < k ? i0 + mr : k) : k;
+				} else if (tri == 1) {
+					d1 = i0 < k ? i0 : k;
+					p0 = d1;
+					p1 = i0 + mr < k ? i0 + mr : k;
+				} else if (tri == 2) {
+					p0 = i0 < k ? i0 : k;
+					p1 = i0 + mr < k ? i0 + mr : k;
+					d0 = p1;
+				}
+				int t0 = k, t1 = 0;
+				if (d1 > d0) {
+					t0 = d0;
+					t1 = d1;
+				}
+				if (p1 > p0) {
+					t0 = p0 < t0 ? p0 : t0;
+					t1 = p1 > t1 ? p1 : t1;
+				}
+				// A block without terms is written once: alpha·0 + beta·C.
+				const int empty = t1 <= t0;
+				if (!empty && (t1 <= kb0 || t0 >= kb1))
+					continue; // none of the block's terms in this block of terms
+				const int first = empty ? kb0 == 0 : kb0 <= t0;
+				const int last = empty ? kb0 == 0 : t1 <= kb1;
+				if (empty && !first)
+					continue;
+				// This term block's share of each range.
+				const int e0 = d0 > kb0 ? d0 : kb0, e1 = d1 < kb1 ? d1 : kb1;
+				const int q0 = p0 > kb0 ? p0 : kb0, q1 = p1 < kb1 ? p1 : kb1;
+				const int kd = e1 > e0 ? e1 - e0 : 0, kp = q1 > q0 ? q1 - q0 : 0;
+				if (kp > 0)
+					gpuz_trigemm_pack(tri, a, rsa, csa, i0, mr, q0, q1, ap);
+				kernel(a + i0 * rsa + (kd > 0 ? e0 : 0) * csa, rsa, csa, kd, panel + (size_t)(kd > 0 ? e0 : 0) * GPUZ_NR,
+				       ap, kp, panel + (size_t)(kp > 0 ? q0 : 0) * GPUZ_NR, last ? alpha : 1, last ? beta : 0,
+				       c + i0 * ldc + j0, ldc, mr, nr, !first);
+			}
+			if (k == 0)
+				break;
 		}
 	}
 }

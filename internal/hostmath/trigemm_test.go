@@ -10,7 +10,8 @@ import (
 // TestTriGemm compares triGemm, in float64 (the BLAS in blocks) and in
 // float32 (the AVX-512 kernel where the CPU has it), with a naive product
 // for every triangle, with operands read straight and transposed, alpha
-// and beta not 1, and sizes that leave partial row blocks (12), column
+// not 1 and beta 0 or not (the kernel takes the terms in blocks with beta
+// 0), and sizes that leave partial row blocks (12), column
 // panels (32) and BLAS blocks (attentionBlock). Only the entries the
 // triangle promises are compared; with beta ≠ 0 c's old values count.
 // Tolerances: float64 sums in another order differ by about 1e-15
@@ -24,6 +25,7 @@ func TestTriGemm(t *testing.T) {
 	}{
 		{triNone, size{37, 45, 19}},
 		{triNone, size{1, 1, 1}},
+		{triNone, size{20, 70, 300}}, // terms in blocks of 128 with beta 0
 		{triALower, size{37, 33, 37}},
 		{triALower, size{300, 64, 300}},
 		{triAUpper, size{37, 17, 37}},
@@ -31,10 +33,11 @@ func TestTriGemm(t *testing.T) {
 		{triC, size{37, 37, 13}},
 		{triC, size{300, 300, 64}},
 	} {
-		for _, transA := range []bool{false, true} {
-			for _, transB := range []bool{false, true} {
+		for _, tb := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+			for _, beta := range []float64{-0.4, 0} {
+				transA, transB := tb[0], tb[1]
 				m, n, k := tc.size.m, tc.size.n, tc.size.k
-				name := fmt.Sprintf("tri%d/%dx%dx%d/transA=%v/transB=%v", tc.tri, m, n, k, transA, transB)
+				name := fmt.Sprintf("tri%d/%dx%dx%d/transA=%v/transB=%v/beta=%g", tc.tri, m, n, k, transA, transB, beta)
 				t.Run(name, func(t *testing.T) {
 					// A and B sit inside wider matrices, as a head's
 					// columns do in qkv.
@@ -47,7 +50,7 @@ func TestTriGemm(t *testing.T) {
 					if transB {
 						b = matrix[float64]{bs, 1, k + pad}
 					}
-					const alpha, beta = 0.7, -0.4
+					const alpha = 0.7
 					ldc := n + pad
 					c0 := randomSlice(rng, m*ldc)
 					want := make([]float64, len(c0))
@@ -68,7 +71,7 @@ func TestTriGemm(t *testing.T) {
 					triGemm(tc.tri, m, n, k, alpha, a, b, beta, c64, ldc, make([]float64, triGemmLen[float64](n, k)))
 					c32 := toFloat32(c0)
 					a32, b32 := matrix[float32]{toFloat32(a.s), a.rs, a.cs}, matrix[float32]{toFloat32(b.s), b.rs, b.cs}
-					triGemm(tc.tri, m, n, k, alpha, a32, b32, beta, c32, ldc, make([]float32, triGemmLen[float32](n, k)))
+					triGemm(tc.tri, m, n, k, alpha, a32, b32, float32(beta), c32, ldc, make([]float32, triGemmLen[float32](n, k)))
 					for i := range m {
 						for j := range n {
 							if !needed(i, j) {
