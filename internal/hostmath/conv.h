@@ -256,13 +256,6 @@ GPUZ_WG_ROW(5)
 // cache while every input channel and kernel tap passes over it.
 #define GPUZ_WG_CHUNK_BYTES (24 << 10)
 
-// gpuz_wgrad_chunk is the rows of a chunk of the weight gradient for out_w
-// columns and blocks of per output channels.
-static int gpuz_wgrad_chunk(int per, int out_w) {
-	const int chunk = GPUZ_WG_CHUNK_BYTES / (per * (out_w > 0 ? out_w : 1) * (int)sizeof(float));
-	return chunk < 1 ? 1 : chunk;
-}
-
 // gpuz_wgrad_per is the output channels of a block of the weight gradient.
 static int gpuz_wgrad_per(int O) {
 	const int blocks = (O + 4) / 5;
@@ -270,11 +263,13 @@ static int gpuz_wgrad_per(int O) {
 }
 
 // gpuz_wgrad_rows_per_chunk is the rows of the weight gradient's chunks for
-// tiles of at most rows rows: no more than a tile holds, so that the ring
-// holds no more rows than a tile reads.
+// out_w columns and tiles of at most rows rows: as many as keep a block's
+// gradient within GPUZ_WG_CHUNK_BYTES, at least one, and no more than a
+// tile holds, so that the ring holds no more rows than a tile reads.
 static int gpuz_wgrad_rows_per_chunk(int O, int out_w, int rows) {
-	const int chunk = gpuz_wgrad_chunk(gpuz_wgrad_per(O), out_w);
-	return chunk < rows ? chunk : rows < 1 ? 1 : rows;
+	int chunk = GPUZ_WG_CHUNK_BYTES / (gpuz_wgrad_per(O) * (out_w > 0 ? out_w : 1) * (int)sizeof(float));
+	chunk = chunk < rows ? chunk : rows;
+	return chunk < 1 ? 1 : chunk;
 }
 
 // gpuz_conv_wgrad_ring is the ring's floats for the weight gradient of

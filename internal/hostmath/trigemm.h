@@ -207,6 +207,7 @@ static void gpuz_trigemm(int tri, int m, int n, int k, float alpha, const float 
 	for (int p = 0; p < panels; p++) {
 		const int j0 = p * GPUZ_NR, nr = n - j0 < GPUZ_NR ? n - j0 : GPUZ_NR;
 		const float *panel = bp + (size_t)p * k * GPUZ_NR;
+		// One pass when k is 0, so that C is still written.
 		for (int kb0 = 0; kb0 < k || kb0 == 0; kb0 += kc) {
 			const int kb1 = k - kb0 < kc ? k : kb0 + kc;
 			for (int i0 = 0; i0 < m; i0 += GPUZ_MR) {
@@ -256,8 +257,6 @@ static void gpuz_trigemm(int tri, int m, int n, int k, float alpha, const float 
 				       ap, kp, panel + (size_t)(kp > 0 ? q0 : 0) * GPUZ_NR, last ? alpha : 1, last ? beta : 0,
 				       c + i0 * ldc + j0, ldc, mr, nr, !first);
 			}
-			if (k == 0)
-				break;
 		}
 	}
 }
