@@ -62,6 +62,29 @@ func useSgemm(m, n, k int) bool {
 	return sgemmOverBLAS && m > 0 && n > 0 && k > 0 && m*n*k >= sgemmMinWork && 16*max(m, n, k) <= 1<<31-1
 }
 
+// sgemmStripeTerms is the fewest terms of a stripe: a product of few
+// rows and columns over many terms (the weight gradients, 512 × 512 over
+// 15360 tokens) is cut into stripes of its terms, each summed into a C of
+// its own, and those added in turn; else its C makes few tiles, and each
+// tile packs the same rows of A again for each of its neighbours' columns
+// (BenchmarkSgemm's attn-ff-dw: a third of its time went to packing).
+const sgemmStripeTerms = 16 * sgemmKC
+
+// sgemmStripeMaxC is the most elements of a C that is cut into stripes:
+// each stripe past the first sums into scratch of C's size.
+const sgemmStripeMaxC = 1 << 20
+
+// sgemmStripes is how many stripes of terms sgemm cuts an m×k by k×n
+// product into: one a sgemmStripeTerms terms, for a C of at most
+// sgemmStripeMaxC elements; one for the others. It depends on the shape
+// only, so that the sums' order does not depend on the thread count.
+func sgemmStripes(m, n, k int) int {
+	if m*n > sgemmStripeMaxC {
+		return 1
+	}
+	return max(1, k/sgemmStripeTerms)
+}
+
 // sgemm computes c = alpha·op(a)·op(b) + beta·c with gpuz's own AVX-512
 // kernel (useSgemm must hold), with the operands' row strides lda, ldb and
 // ldc as gemmStrided. The workers take tiles of C in turn. Under more than
@@ -71,20 +94,24 @@ func useSgemm(m, n, k int) bool {
 // columns of B, a block of terms at a time: packing a large B whole would
 // write it to memory and read it back (measured slower, BenchmarkSgemm's
 // weight gradients by a fifth). Each entry of C sums its terms in an order
-// fixed by its position (blocks of sgemmKC terms in turn), so the result
-// does not depend on the thread count or on which worker runs which tile.
+// fixed by its position and the shape (blocks of sgemmKC terms in turn,
+// within stripes added in turn: sgemmStripes), so the result does not
+// depend on the thread count or on which worker runs which tile.
 func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	packWhole := m > sgemmTileRows && (transB || k*n <= sgemmPackedMax)
-	sgemmWith(packWhole, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	sgemmWith(packWhole, sgemmStripes(m, n, k), transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // sgemmWith is sgemm, B packed whole before the tiles run when pack holds,
-// else by each tile, a block of terms of its columns at a time.
-func sgemmWith(pack, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+// else by each tile, a block of terms of its columns at a time, and the
+// terms cut into at most stripes stripes of whole blocks. The first
+// stripe sums into c as a product of its terms only would; each later one
+// sums into scratch (alpha times its sum), added to c in turn after all.
+func sgemmWith(pack bool, stripes int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	workers := Threads()
+	panels := (n + sgemmNR - 1) / sgemmNR
 	var packed []float32
 	if pack {
-		panels := (n + sgemmNR - 1) / sgemmNR
 		p := getScratch[float32](&sgemmPool, k*panels*sgemmNR+16)
 		defer putScratch(&sgemmPool, p)
 		packed = align64(*p)[:k*panels*sgemmNR]
@@ -100,11 +127,31 @@ func sgemmWith(pack, transA, transB bool, m, n, k int, alpha float32, a []float3
 		})
 	}
 
+	// Stripes of whole blocks of terms; fewer than asked when the blocks
+	// run out.
+	stripeTerms := ceilDiv(ceilDiv(k, max(1, stripes)), sgemmKC) * sgemmKC
+	stripes = ceilDiv(k, stripeTerms)
+	var partial []float32
+	if stripes > 1 {
+		p := getScratch[float32](&sgemmPool, (stripes-1)*m*n)
+		defer putScratch(&sgemmPool, p)
+		partial = *p
+	}
+
 	// Tiles of C: halve them until every worker has a few, the longer side
 	// first, so that the tiles stay square: a tile of R rows and C columns
-	// reads R + C values of A and B a term for R·C multiply-adds.
-	tileRows, tileCols := min(sgemmTileRows, ceilDiv(m, sgemmMR)*sgemmMR), min(sgemmTileCols, ceilDiv(n, sgemmNR)*sgemmNR)
-	tiles := func() int { return ceilDiv(m, tileRows) * ceilDiv(n, tileCols) }
+	// reads R + C values of A and B a term for R·C multiply-adds. A striped
+	// product's tile of fewer columns than the most may take more rows in
+	// their place, as many as fit the same L2 (BenchmarkSgemm's weight
+	// gradients measured 3% and 15% faster; the other products, of few
+	// blocks of terms, slower).
+	tileCols := min(sgemmTileCols, ceilDiv(n, sgemmNR)*sgemmNR)
+	rowBudget := sgemmTileRows
+	if stripes > 1 {
+		rowBudget += sgemmTileCols - tileCols
+	}
+	tileRows := min(rowBudget/sgemmMR*sgemmMR, ceilDiv(m, sgemmMR)*sgemmMR)
+	tiles := func() int { return stripes * ceilDiv(m, tileRows) * ceilDiv(n, tileCols) }
 	for tiles() < sgemmTasksPerWorker*workers && (tileRows > sgemmMR || tileCols > sgemmMinTileCols) {
 		if tileCols > sgemmMinTileCols && (tileCols >= tileRows || tileRows <= sgemmMR) {
 			tileCols = ceilDiv(tileCols/2, sgemmNR) * sgemmNR
@@ -113,6 +160,7 @@ func sgemmWith(pack, transA, transB bool, m, n, k int, alpha float32, a []float3
 		}
 	}
 	rowTiles := ceilDiv(m, tileRows)
+	stripeTiles := rowTiles * ceilDiv(n, tileCols)
 	shareTasks(min(workers, tiles()), tiles(), func() (func(int), func()) {
 		aLen, bLen := tileRows*sgemmKC+16, 0
 		if !pack {
@@ -124,10 +172,39 @@ func sgemmWith(pack, transA, transB bool, m, n, k int, alpha float32, a []float3
 			bt = align64((*s)[aLen:])
 		}
 		return func(t int) {
+			stripe, t := t/stripeTiles, t%stripeTiles
 			i0, j0 := t%rowTiles*tileRows, t/rowTiles*tileCols
-			sgemmTile(transA, transB, n, k, alpha, a, lda, b, ldb, packed, bt, beta, c, ldc, i0, min(i0+tileRows, m), j0, min(j0+tileCols, n), ap)
+			k0 := stripe * stripeTerms
+			kt := min(stripeTerms, k-k0)
+			sa, sb, sp := a[k0:], b[k0:], packed
+			if transA {
+				sa = a[k0*lda:]
+			}
+			if !transB {
+				sb = b[k0*ldb:]
+			}
+			if pack {
+				sp = packed[k0*panels*sgemmNR:]
+			}
+			sc, ldsc, sbeta := c, ldc, beta
+			if stripe > 0 {
+				sc, ldsc, sbeta = partial[(stripe-1)*m*n:stripe*m*n], n, 0
+			}
+			sgemmTile(transA, transB, n, kt, alpha, sa, lda, sb, ldb, sp, bt, sbeta, sc, ldsc, i0, min(i0+tileRows, m), j0, min(j0+tileCols, n), ap)
 		}, func() { putScratch(&sgemmPool, s) }
 	})
+
+	// The later stripes' sums added to C in turn, a row per task.
+	if stripes > 1 {
+		shareTasks(min(workers, m), m, func() (func(int), func()) {
+			return func(i int) {
+				row := c[i*ldc : i*ldc+n]
+				for s := range stripes - 1 {
+					Add(row, row, partial[s*m*n+i*n:s*m*n+(i+1)*n])
+				}
+			}, nil
+		})
+	}
 }
 
 // sgemmPool holds the packed B of sgemm and its workers' packed rows of A.

@@ -10,18 +10,20 @@ import (
 
 // sgemmCase is one product of TestSgemm: shape, transposes, the padding
 // of each operand's rows beyond their length (a stride wider than the
-// matrix), alpha and beta, and whether B is packed whole before the tiles
-// run or by each tile (sgemmWith).
+// matrix), alpha and beta, whether B is packed whole before the tiles
+// run or by each tile, and into how many stripes the terms are cut
+// (sgemmWith).
 type sgemmCase struct {
 	transA, transB bool
 	m, n, k        int
 	pad            int
 	alpha, beta    float32
 	packB          bool
+	stripes        int
 }
 
 func (c sgemmCase) String() string {
-	return fmt.Sprintf("tA=%v/tB=%v/%dx%dx%d/pad=%d/alpha=%g/beta=%g/packB=%v", c.transA, c.transB, c.m, c.n, c.k, c.pad, c.alpha, c.beta, c.packB)
+	return fmt.Sprintf("tA=%v/tB=%v/%dx%dx%d/pad=%d/alpha=%g/beta=%g/packB=%v/stripes=%d", c.transA, c.transB, c.m, c.n, c.k, c.pad, c.alpha, c.beta, c.packB, c.stripes)
 }
 
 // sgemmCases are the shapes TestSgemm runs under every transpose: single
@@ -36,7 +38,9 @@ var sgemmCases = []struct{ m, n, k int }{
 
 // TestSgemm checks gpuz's own SGEMM against a float64 product for every
 // pair of transposes over sgemmCases, with dense and padded operands, with
-// alpha and beta other than 1 and 0, and B packed whole or by the tiles. The float32 result is within the
+// alpha and beta other than 1 and 0, B packed whole or by the tiles, and
+// the terms of products of more than one block cut into stripes (the last
+// one shorter, or fewer stripes than asked). The float32 result is within the
 // worst-case bound of a k-term float32 sum of the exact value,
 // γ_k·(|alpha|·Σ|a||b| + |beta·c|) with γ_k ≈ (k+2)·2⁻²⁴; the padding of c
 // must stay untouched.
@@ -48,16 +52,22 @@ func TestSgemm(t *testing.T) {
 	for _, packB := range []bool{false, true} {
 		for _, s := range sgemmCases {
 			for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
-				cases = append(cases, sgemmCase{tr[0], tr[1], s.m, s.n, s.k, 0, 1, 0, packB})
+				cases = append(cases, sgemmCase{tr[0], tr[1], s.m, s.n, s.k, 0, 1, 0, packB, 1})
+				if s.k > sgemmKC {
+					cases = append(cases, sgemmCase{tr[0], tr[1], s.m, s.n, s.k, 0, 1, 0, packB, 3})
+				}
 			}
 		}
-		cases = append(cases,
-			sgemmCase{false, true, 29, 70, 300, 3, 1, 0, packB},
-			sgemmCase{true, false, 70, 29, 300, 5, 1, 0, packB},
-			sgemmCase{false, false, 50, 40, 600, 7, 0.5, 2, packB},
-			sgemmCase{true, true, 26, 90, 70, 1, -1.5, 0.25, packB},
-			sgemmCase{false, true, 13, 33, 257, 2, 1, 1, packB},
-		)
+		for _, stripes := range []int{1, 2, 3} {
+			cases = append(cases,
+				sgemmCase{false, true, 29, 70, 300, 3, 1, 0, packB, stripes},
+				sgemmCase{true, false, 70, 29, 300, 5, 1, 0, packB, stripes},
+				sgemmCase{false, false, 50, 40, 600, 7, 0.5, 2, packB, stripes},
+				sgemmCase{true, true, 26, 90, 70, 1, -1.5, 0.25, packB, stripes},
+				sgemmCase{false, true, 13, 33, 257, 2, 1, 1, packB, stripes},
+				sgemmCase{true, true, 40, 70, 800, 4, 2, -1, packB, stripes},
+			)
+		}
 	}
 	rng := rand.New(rand.NewPCG(3, 5))
 	for _, c := range cases {
@@ -82,7 +92,7 @@ func checkSgemm(t *testing.T, rng *rand.Rand, c sgemmCase) {
 	a, b := toFloat32(randomSlice(rng, ra*lda)), toFloat32(randomSlice(rng, rb*ldb))
 	out := toFloat32(randomSlice(rng, c.m*ldc))
 	before := append([]float32(nil), out...)
-	sgemmWith(c.packB, c.transA, c.transB, c.m, c.n, c.k, c.alpha, a, lda, b, ldb, c.beta, out, ldc)
+	sgemmWith(c.packB, c.stripes, c.transA, c.transB, c.m, c.n, c.k, c.alpha, a, lda, b, ldb, c.beta, out, ldc)
 	at := func(i, kk int) float64 {
 		if c.transA {
 			return float64(a[kk*lda+i])
@@ -124,7 +134,7 @@ func checkSgemm(t *testing.T, rng *rand.Rand, c sgemmCase) {
 // results whatever the thread count (1, 2, 3 and 5 workers split the tiles
 // differently) and whether B is packed whole (odd counts) or by the tiles,
 // for a product large enough to make many tiles and blocks of
-// terms, under every pair of transposes.
+// terms, under every pair of transposes, its terms in one stripe or three.
 func TestSgemmDeterministic(t *testing.T) {
 	if !sgemmKernel {
 		t.Skip("no SGEMM kernel on this CPU or build")
@@ -141,20 +151,22 @@ func TestSgemmDeterministic(t *testing.T) {
 		if tr[1] {
 			ldb = k
 		}
-		var first []float32
-		for _, threads := range []int{1, 2, 3, 5} {
-			if got := SetThreads(threads); got != threads {
-				t.Skipf("SetThreads(%d) gave %d", threads, got)
-			}
-			c := make([]float32, m*n)
-			sgemmWith(threads%2 == 1, tr[0], tr[1], m, n, k, 1, a, lda, b, ldb, 0, c, n)
-			if first == nil {
-				first = c
-				continue
-			}
-			for i := range c {
-				if math.Float32bits(c[i]) != math.Float32bits(first[i]) {
-					t.Fatalf("tA=%v tB=%v: %d threads: c[%d] = %g, 1 thread: %g", tr[0], tr[1], threads, i, c[i], first[i])
+		for _, stripes := range []int{1, 3} {
+			var first []float32
+			for _, threads := range []int{1, 2, 3, 5} {
+				if got := SetThreads(threads); got != threads {
+					t.Skipf("SetThreads(%d) gave %d", threads, got)
+				}
+				c := make([]float32, m*n)
+				sgemmWith(threads%2 == 1, stripes, tr[0], tr[1], m, n, k, 1, a, lda, b, ldb, 0, c, n)
+				if first == nil {
+					first = c
+					continue
+				}
+				for i := range c {
+					if math.Float32bits(c[i]) != math.Float32bits(first[i]) {
+						t.Fatalf("tA=%v tB=%v stripes=%d: %d threads: c[%d] = %g, 1 thread: %g", tr[0], tr[1], stripes, threads, i, c[i], first[i])
+					}
 				}
 			}
 		}
