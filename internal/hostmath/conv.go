@@ -232,10 +232,41 @@ func Conv2d[T Float](out, in, w, bias []T, s ConvShape) {
 }
 
 func conv2dDirect(out, in, w, bias []float32, s ConvShape) {
+	if useWinograd(s) {
+		conv2dWinograd(out, in, w, bias, s)
+		return
+	}
 	tiles := convTiles(s, s.directRows())
 	runTiles(tiles, convForwardRing(s), false, func(_ int, ring []float32, i int) {
 		t := tiles[i]
 		convForwardRows(in, s, t.img, t.y0, t.y1-t.y0, w, bias, out, ring)
+	})
+}
+
+// winogradMinOutW is the narrowest output row the Winograd kernels take:
+// they compute 32 columns at a time, and a narrower row would waste most
+// of them.
+const winogradMinOutW = 64
+
+// useWinograd reports whether a float32 forward convolution runs the
+// Winograd kernels of winograd.h: for 5 × 5 kernels and rows of at least
+// winogradMinOutW outputs, on a CPU with AVX-512F.
+func useWinograd(s ConvShape) bool {
+	return winogradConv && s.Kernel == 5 && s.OutW >= winogradMinOutW
+}
+
+// conv2dWinograd is conv2dDirect by the Winograd kernels: the weights
+// transformed once, then each tile of output rows as the direct kernels
+// take them.
+func conv2dWinograd(out, in, w, bias []float32, s ConvShape) {
+	p := getScratch[float32](&tilePool, s.OutC*s.InC*30)
+	defer putScratch(&tilePool, p)
+	wt := *p
+	winogradWeights(w, s, wt)
+	tiles := convTiles(s, s.directRows())
+	runTiles(tiles, winogradRing(s)+16, false, func(_ int, ring []float32, i int) {
+		t := tiles[i]
+		winogradRows(in, s, t.img, t.y0, t.y1-t.y0, wt, bias, out, align64(ring))
 	})
 }
 
