@@ -125,8 +125,10 @@ static void gpuz_wino_fill(float *dst, const float *src, int in_w, int pad, int 
 		const int x = 32 * t - pad;
 		const float *p = src + x;
 		if (x < 0 || x + 36 > in_w) {
-			for (int i = 0; i < 36; i++)
-				edge[i] = x + i >= 0 && x + i < in_w ? src[x + i] : 0;
+			const int lo = x < 0 ? -x : 0, hi = in_w - x < 36 ? in_w - x : 36;
+			memset(edge, 0, sizeof(edge));
+			if (hi > lo)
+				memcpy(edge + lo, src + x + lo, sizeof(float) * (hi - lo));
 			p = edge;
 		}
 		__m512 d[6];
