@@ -1,0 +1,34 @@
+package hfconfig
+
+import "fmt"
+
+// Check says what a sequence length of seqLen tokens means for c. It
+// refuses (err) what gpuz would compute differently from transformers: a
+// GPT-2 sequence longer than n_positions (wpe has that many rows) and a
+// sliding window shorter than the sequence (gpuz attends to the whole
+// causal prefix). It warns, one line each, of what gpuz computes exactly
+// but the user may not expect: a sliding window that cannot matter at this
+// length, dropout the file declares and gpuz does not apply, and a RoPE
+// model run past max_position_embeddings.
+func (c Config) Check(seqLen int) (warnings []string, err error) {
+	if seqLen <= 0 {
+		return nil, fmt.Errorf("the sequence length must be positive, got %d", seqLen)
+	}
+	k := keysOf(c.Arch)
+	if c.Arch == ArchGPT2 && seqLen > c.MaxPositions {
+		return nil, fmt.Errorf("the sequence length %d is beyond %s %d: GPT-2 learns one position embedding per position", seqLen, k.maxPos, c.MaxPositions)
+	}
+	if c.SlidingWindow > 0 {
+		if c.SlidingWindow < seqLen {
+			return nil, fmt.Errorf("sliding_window %d is shorter than the sequence length %d: gpuz does not build sliding-window attention", c.SlidingWindow, seqLen)
+		}
+		warnings = append(warnings, fmt.Sprintf("sliding_window %d cannot matter at sequence length %d: attention is computed over the whole causal prefix", c.SlidingWindow, seqLen))
+	}
+	if c.Dropout > 0 {
+		warnings = append(warnings, fmt.Sprintf("the config declares dropout %g; gpuz trains without dropout", c.Dropout))
+	}
+	if c.Arch == ArchLlama && seqLen > c.MaxPositions {
+		warnings = append(warnings, fmt.Sprintf("the sequence length %d is beyond %s %d: rotary positions past the trained range", seqLen, k.maxPos, c.MaxPositions))
+	}
+	return warnings, nil
+}
