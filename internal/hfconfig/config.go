@@ -536,7 +536,7 @@ func (s *RopeScaling) validate() error {
 	if !(s.Factor >= 1) || math.IsInf(s.Factor, 0) {
 		return fmt.Errorf("rope_scaling.factor must be at least 1, got %g", s.Factor)
 	}
-	if !(s.LowFreqFactor > 0) || math.IsInf(s.HighFreqFactor, 0) {
+	if !(s.LowFreqFactor > 0) || math.IsInf(s.LowFreqFactor, 0) {
 		return fmt.Errorf("rope_scaling.low_freq_factor must be positive, got %g", s.LowFreqFactor)
 	}
 	if !(s.HighFreqFactor > s.LowFreqFactor) || math.IsInf(s.HighFreqFactor, 0) {

@@ -1,6 +1,7 @@
 package hfconfig
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -394,6 +395,45 @@ func TestLoad(t *testing.T) {
 		}
 		if m.Name != tt.name || m.Dir != tt.dir || m.Hidden != tt.hidden || m.Checked != 0 {
 			t.Errorf("Load(%q) = name %q dir %q hidden %d checked %d, want %q %q %d 0", tt.arg, m.Name, m.Dir, m.Hidden, m.Checked, tt.name, tt.dir, tt.hidden)
+		}
+	}
+}
+
+// TestValidate checks Configs made in Go rather than parsed: Validate
+// names the field as a file of the Config's architecture spells it.
+func TestValidate(t *testing.T) {
+	g, _ := presetNamed("gpt2")
+	l, _ := presetNamed("llama-3.2-1b")
+	tests := []struct {
+		name   string
+		base   Config
+		change func(*Config)
+		want   string // in the error, "" for none
+	}{
+		{"gpt2 as parsed", g.Config, func(*Config) {}, ""},
+		{"llama as parsed", l.Config, func(*Config) {}, ""},
+		{"no architecture", Config{}, func(*Config) {}, `architecture "" is not supported`},
+		{"gpt2 zero layers", g.Config, func(c *Config) { c.Layers = 0 }, "n_layer must be positive"},
+		{"llama zero layers", l.Config, func(c *Config) { c.Layers = 0 }, "num_hidden_layers must be positive"},
+		{"gpt2 with llama's act", g.Config, func(c *Config) { c.Act = ActSiLU }, `activation_function "silu"`},
+		{"gpt2 with a bias flag", g.Config, func(c *Config) { c.QKVBias = true }, "GPT-2's biases are always there"},
+		{"gpt2 head_dim off", g.Config, func(c *Config) { c.HeadDim = 32 }, "n_head 12 and n_embd 768 do not agree"},
+		{"llama odd head_dim", l.Config, func(c *Config) { c.HeadDim = 63 }, "head_dim 63 is odd"},
+		{"llama3 factor below 1", l.Config, func(c *Config) { c.RopeScaling = &RopeScaling{"llama3", 0.5, 1, 4, 8192} }, "rope_scaling.factor must be at least 1"},
+		{"llama3 infinite low factor", l.Config, func(c *Config) { c.RopeScaling = &RopeScaling{"llama3", 8, math.Inf(1), 4, 8192} }, "low_freq_factor must be positive"},
+		{"negative window", l.Config, func(c *Config) { c.SlidingWindow = -1 }, "sliding_window must not be negative"},
+		{"dropout above 1", g.Config, func(c *Config) { c.Dropout = 1.5 }, "outside [0, 1]"},
+		{"layers overflow", l.Config, func(c *Config) { c.Hidden, c.Intermediate = 1<<40, 1<<40 }, "overflows int64"},
+	}
+	for _, tt := range tests {
+		c := tt.base
+		tt.change(&c)
+		err := c.Validate()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.want)
 		}
 	}
 }

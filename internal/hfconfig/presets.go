@@ -29,10 +29,10 @@ type Preset struct {
 // safetensors totals the model pages publish.
 var presetIndex = []Preset{
 	{
-		// The file as the Hub serves it (666 bytes, no trailing newline);
-		// vendored copies that transformers re-saved add n_inner,
-		// torch_dtype, use_cache and the scale/reorder flags at their
-		// defaults.
+		// The file as the Hub serves it (no trailing newline; the same
+		// text as gpt2-large's but for the sizes); vendored copies that
+		// transformers re-saved add n_inner, torch_dtype, use_cache and
+		// the scale/reorder flags at their defaults.
 		Name: "gpt2", Repo: "openai-community/gpt2",
 		Source: "https://huggingface.co/openai-community/gpt2/blob/main/config.json",
 		Params: 124_439_808,
