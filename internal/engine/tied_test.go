@@ -291,3 +291,87 @@ func TestTiedWeightPagedMatchesResident(t *testing.T) {
 		}
 	}
 }
+
+// Tied (handModels[3], tiedModel): E is embed's 96 B table, W the layer's
+// 80 B, N the norm's 32 B; a saved activation is 32 B (a), the logits 48
+// B. Saved: embed keeps the norm's output n (steps 3-8) and the logits
+// (4-6), both read by the head's gradients; layer keeps the embedding e
+// (0-14) and its Linear's output z (1-12); norm keeps its input h (2-10).
+// Steps' needs: forward embed (0), layer (1-2), norm (3), embed (4-5);
+// backward embed (6-8), norm (9-10), nothing (11, then U2), layer
+// (12-14), nothing (15, then U1; 16, the embedding's gradient; 17, the
+// sum; then U0, whose load the window rule does not observe). Staged
+// when their block is out: e, h, n.
+var tiedCases = []scheduleCase{
+	// Train, window 1 (a miss loads the missed block alone). b1: embed in
+	// (E), e staged; miss layer: embed back (E), layer in (W, e a); h
+	// staged; miss norm: layer back (W, e z 2a off), norm in (N, h a); n
+	// staged; miss embed: norm back (N, h a off), embed in (E, n a);
+	// logits computed there. Backward: embed hits to step 8; miss norm:
+	// embed back (E, n and logits dead: 80 B dropped), norm in (N, h a);
+	// U2; miss layer: norm back (N, h a dropped), layer in (W, e z 2a);
+	// U1; U0 misses: layer back (W, 2a dropped), embed in (E), staying
+	// for the next batch. b1: 7 W loads (3E + 2W + 2N = 512 B), 5 saved
+	// loads (6a = 192 B), 6 write-backs (2E + 2W + 2N = 416 B), 2
+	// offloads (3a), 3 stages (3a), 3 drops (80 + 32 + 64 = 176 B). Later
+	// batches: embed hits at step 0: 6 W loads (416 B).
+	{3, true, 1, [2]tally{
+		{loadWeights: {13, 928}, loadSaved: {10, 384}, writeBack: {12, 832}, offload: {4, 192}, stage: {6, 192}, drop: {6, 352}},
+		{loadWeights: {12, 832}, loadSaved: {10, 384}, writeBack: {12, 832}, offload: {4, 192}, stage: {6, 192}, drop: {6, 352}},
+	}},
+	// Train, window 2. b1: embed, layer and norm miss as with window 1,
+	// learning forward embed→layer→norm; the head's miss on embed, which
+	// has learned layer, writes back norm (N, h a off) and loads embed (E,
+	// n a) with layer (W, e z 2a), learning norm→embed. Backward: the
+	// pass's chain starts anew at embed; miss norm (no successor yet):
+	// embed (E, 80 B dropped) and layer (W, e z 2a off) back, norm in (N,
+	// h a), learning embed→norm; U2; miss layer: norm back (N, h a
+	// dropped), layer in (W, e z 2a), learning norm→layer; U1; U0 misses,
+	// embed having learned norm: layer back (W, 2a dropped), embed (E)
+	// and norm (N) in. b1: 9 W loads (3E + 3W + 3N = 624 B), 6 saved
+	// loads (8a = 256 B), 7 write-backs (2E + 3W + 2N = 496 B), 3
+	// offloads (5a = 160 B), 3 stages, 3 drops (176 B). b2 starts with
+	// embed and norm: embed hits, learning layer→embed (a forward pass
+	// does not reset the chain, and layer was the backward pass's last
+	// need), e staged; miss layer, which has learned embed: embed (E) and
+	// norm (N) back, layer (W, e a) and embed (E) in; h staged; miss
+	// norm, which has learned embed: layer (W, e z 2a off) and embed (E)
+	// back, norm (N, h a) and embed (E) in, learning layer→norm again; n
+	// is computed with embed resident (no stage) and the head's product
+	// hits. Backward: embed and norm hit to U2; miss layer, no backward
+	// successor: norm (N, h a dropped) and embed (E, n and logits 80 B
+	// dropped) back, layer in (W, e z 2a); U0 as in b1. Per batch: 7 W
+	// loads (3E + 2W + 2N = 512 B), 3 saved loads (4a), 7 write-backs
+	// (3E + 2W + 2N = 512 B), 1 offload (2a), 2 stages, 3 drops (176 B).
+	{3, true, 2, [2]tally{
+		{loadWeights: {16, 1136}, loadSaved: {9, 384}, writeBack: {14, 1008}, offload: {4, 224}, stage: {5, 160}, drop: {6, 352}},
+		{loadWeights: {14, 1024}, loadSaved: {6, 256}, writeBack: {14, 1024}, offload: {2, 128}, stage: {4, 128}, drop: {6, 352}},
+	}},
+	// Eval, window 1: nothing saved. b1 loads embed, layer, norm, embed
+	// (2E + W + N = 304 B) and writes back embed, layer, norm (208 B) at
+	// the misses; later batches find embed resident: 3 loads (208 B), 3
+	// write-backs.
+	{3, false, 1, [2]tally{
+		{loadWeights: {7, 512}, writeBack: {6, 416}},
+		{loadWeights: {6, 416}, writeBack: {6, 416}},
+	}},
+	// Eval, window 2, as the cache's trace "window, a tied weight in
+	// eval": b1 misses on embed, layer and norm alone (E + W + N in, E + W
+	// back), learning embed→layer→norm, and the head's miss on embed
+	// writes back norm (N) and loads embed with layer (E + W), learning
+	// norm→embed. b2: embed and layer hit; miss norm: embed and layer back
+	// (E + W), norm and embed in (N + E); the head hits. b3: embed hits;
+	// miss layer, which has learned norm: norm and embed back (N + E),
+	// layer and norm in (W + N); norm hits; miss embed: layer and norm
+	// back (W + N), embed and layer in (E + W). b4 = b2.
+	{3, false, 2, [2]tally{
+		{loadWeights: {7, 512}, writeBack: {5, 384}},
+		{loadWeights: {6, 416}, writeBack: {6, 416}},
+	}},
+}
+
+func TestDictCacheScheduleTied(t *testing.T) {
+	for _, tc := range tiedCases {
+		checkSchedule(t, tc)
+	}
+}
