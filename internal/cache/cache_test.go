@@ -146,16 +146,20 @@ func drive(t *testing.T, cfg Config, run Run, window, runs int) []string {
 	return trace
 }
 
-// The traces below are derived by hand, step by step, from each policy's
-// rule; each case's comment gives the derivation.
-var traceCases = []struct {
+// traceCase is a run driven through a policy and the trace it must give.
+type traceCase struct {
 	name   string
 	cfg    Config
 	run    Run
 	window int
 	runs   int
 	want   []string
-}{
+}
+
+// The traces below (and tiedCases, tied_test.go) are derived by hand,
+// step by step, from each policy's rule; each case's comment gives the
+// derivation.
+var traceCases = []traceCase{
 	{
 		// Eval, a chain of 3 in a window of 2. Run 1 knows no order: each
 		// miss writes the window back and loads the missed block alone,
@@ -271,7 +275,7 @@ var traceCases = []struct {
 }
 
 func TestTraces(t *testing.T) {
-	for _, tc := range traceCases {
+	for _, tc := range slices.Concat(traceCases, tiedCases) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := drive(t, tc.cfg, tc.run, tc.window, tc.runs)
 			if !slices.Equal(got, tc.want) {

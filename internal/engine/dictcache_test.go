@@ -249,6 +249,7 @@ var handModels = []handModel{
 		logits := gorgonia.Must(ops.Apply(ops.Linear{}, x, headW, headB))
 		return []*gorgonia.Node{ids, target, positions}, blocks, gorgonia.Must(ops.Apply(ops.SoftmaxCrossEntropy{}, logits, target))
 	}},
+	tiedModel, // tied_test.go
 }
 
 // compileHand compiles a hand model for training or evaluation.
