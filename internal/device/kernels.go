@@ -97,6 +97,31 @@ type Kernels interface {
 	// SoftmaxCrossEntropyGrad sets dst to the loss's gradient with respect
 	// to the logits times the one element of seed.
 	SoftmaxCrossEntropyGrad(dst, logits, targets, seed Buffer) error
+
+	// The Llama family's kernels.
+
+	// RMSNorm sets each row of dst to weight ⊙ x/√(mean(x²) + eps) over
+	// len(weight) columns (see hostmath.RMSNorm).
+	RMSNorm(dst, x, weight Buffer, eps float64)
+	// RMSNormInputGrad sets dst to RMSNorm's gradient with respect to x
+	// given the output gradient g.
+	RMSNormInputGrad(dst, x, weight, g Buffer, eps float64)
+	// RMSNormWeightGrad sets dst to RMSNorm's gradient with respect to its
+	// weight given the output gradient g.
+	RMSNormWeightGrad(dst, x, g Buffer, eps float64)
+	// Rotary sets dst to x with the first s.Heads heads of every row
+	// rotated by the cos and sin tables of the row's position (see
+	// hostmath.Rotary).
+	Rotary(dst, x, cos, sin Buffer, s hostmath.RotaryShape)
+	// RotaryGrad sets dst to Rotary's gradient with respect to x given the
+	// output gradient g: the rotation by the opposite angle.
+	RotaryGrad(dst, g, cos, sin Buffer, s hostmath.RotaryShape)
+	// SwiGLU sets each row of dst [rows, n] to silu(gate)·up for x's row
+	// [rows, 2n] holding gate then up (see hostmath.SwiGLU).
+	SwiGLU(dst, x Buffer, n int)
+	// SwiGLUGrad sets dst [rows, 2n] to SwiGLU's gradient with respect to x
+	// given the output gradient g [rows, n].
+	SwiGLUGrad(dst, x, g Buffer, n int)
 }
 
 // hostKernels runs the kernels of package hostmath on host buffers; the

@@ -24,7 +24,28 @@ func (Linear) gemm(in []tensor.Shape) (gemm, error) {
 	if x[1] != w[1] || b[0] != w[0] {
 		return gemm{}, fmt.Errorf("shapes x %v, W %v, b %v do not fit", x, w, b)
 	}
+	return xwtGemm(in)
+}
+
+// xwtGemm reads the sizes of the product x·Wᵀ of Linear and Projection
+// off the shapes of x [batch, in] and W [out, in].
+func xwtGemm(in []tensor.Shape) (gemm, error) {
+	x, w := in[0], in[1]
+	if x[1] != w[1] {
+		return gemm{}, fmt.Errorf("shapes x %v and W %v do not fit", x, w)
+	}
 	return gemm{m: x[0], n: w[0], k: x[1]}, nil
+}
+
+// xwtLaunch launches the product x·Wᵀ of Linear and Projection into out:
+// in float32, or, when f is not nil, from x and W holding 16-bit values of
+// format *f (summed in float32).
+func xwtLaunch(d launchArgs, p gemm, f *half.Format) {
+	if f != nil {
+		d.k.GemmHalf(*f, false, true, p.m, p.n, p.k, d.args[0], d.args[1], d.out)
+		return
+	}
+	d.k.Gemm(false, true, p.m, p.n, p.k, d.args[0], d.args[1], d.out)
 }
 
 func (op Linear) shape(in []tensor.Shape) (tensor.Shape, error) {
@@ -48,7 +69,7 @@ func LinearForward[T hostmath.Float](y, x, w, b []T, batch, in, out int) {
 
 func (op Linear) launch(d launchArgs) error {
 	return sized(op.gemm, d.shapes, func(p gemm) {
-		d.k.Gemm(false, true, p.m, p.n, p.k, d.args[0], d.args[1], d.out)
+		xwtLaunch(d, p, nil)
 		d.k.AddRowVector(d.out, d.args[2])
 	})
 }
@@ -60,7 +81,7 @@ func (Linear) halfOperands() []bool { return []bool{true, true, false} }
 // operands summed in float32 (GemmHalf), then the bias.
 func (op Linear) launchHalf(f half.Format, d launchArgs) error {
 	return sized(op.gemm, d.shapes, func(p gemm) {
-		d.k.GemmHalf(f, false, true, p.m, p.n, p.k, d.args[0], d.args[1], d.out)
+		xwtLaunch(d, p, &f)
 		d.k.AddRowVector(d.out, d.args[2])
 	})
 }

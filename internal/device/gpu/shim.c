@@ -23,6 +23,7 @@
 #include "embedding.cu"
 #include "conv.cu"
 #include "attention.cu"
+#include "llama.cu"
 
 enum { RUNNABLE, AT_BARRIER, DONE };
 
@@ -114,7 +115,14 @@ static double f64(uint64_t bits) {
 	X(attn_mix_probs_grad, "pppiiiii", attn_mix_probs_grad(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7))) \
 	X(attn_mix_value_grad, "pppiiiii", attn_mix_value_grad(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7))) \
 	X(attn_row_dot, "ppplii", attn_row_dot(P(0), P(1), P(2), L(3), I(4), I(5))) \
-	X(attn_probs_grad, "pppppiiiiif", attn_probs_grad(P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8), I(9), F(10)))
+	X(attn_probs_grad, "pppppiiiiif", attn_probs_grad(P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8), I(9), F(10))) \
+	X(rms_norm, "pppid", rms_norm(P(0), P(1), P(2), I(3), D(4))) \
+	X(rms_norm_input_grad, "ppppid", rms_norm_input_grad(P(0), P(1), P(2), P(3), I(4), D(5))) \
+	X(rms_stats, "ppid", rms_stats(P(0), P(1), I(2), D(3))) \
+	X(rms_norm_weight_grad, "ppppii", rms_norm_weight_grad(P(0), P(1), P(2), P(3), I(4), I(5))) \
+	X(rotary, "ppppliiiii", rotary(P(0), P(1), P(2), P(3), L(4), I(5), I(6), I(7), I(8), I(9))) \
+	X(swiglu, "ppli", swiglu(P(0), P(1), L(2), I(3))) \
+	X(swiglu_grad, "pppli", swiglu_grad(P(0), P(1), P(2), L(3), I(4)))
 
 #define THUNK(name, kinds, call) \
 	static void thunk_##name(const uint64_t *a) { call; }

@@ -25,6 +25,7 @@ func TestSignaturesOfKnownKernels(t *testing.T) {
 		"embedding_grad":  "ppppli", // int pointers are pointers too
 		"bias_grad":       "ppiil",
 		"attn_probs_grad": "pppppiiiiif", // declared over two lines
+		"rotary":          "ppppliiiii",  // declared over two lines
 	} {
 		if got, ok := Signatures[name]; !ok {
 			t.Errorf("kernel %s missing from Signatures", name)
@@ -32,8 +33,8 @@ func TestSignaturesOfKnownKernels(t *testing.T) {
 			t.Errorf("kernel %s: Signatures %q, want %q", name, got, want)
 		}
 	}
-	if len(Signatures) != 33 {
-		t.Errorf("Signatures has %d kernels, want the 33 of the .cu files", len(Signatures))
+	if len(Signatures) != 40 {
+		t.Errorf("Signatures has %d kernels, want the 40 of the .cu files", len(Signatures))
 	}
 }
 
