@@ -97,6 +97,9 @@ type Options struct {
 	setThreads func(n int) int
 }
 
+// DefaultLR is the reference experiment's Adam learning rate.
+const DefaultLR = hostmath.DefaultLR
+
 // DefaultAdam returns the reference experiment's Adam, lr DefaultLR, β
 // 0.9/0.999, ε 1e-8, for Options.Adam.
 func DefaultAdam() hostmath.Adam { return hostmath.DefaultAdam() }
@@ -271,7 +274,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 		r.Placement = engine.PlaceText(placement.Blocks)
 	}
 	if placement.Managed {
-		r.Placement = ManagedText(fp.Window, sched.Pages(placement), placement.PageSize, placement.AdviseHost)
+		r.Placement = engine.ManagedText(fp.Window, sched.Pages(placement), placement.PageSize, placement.AdviseHost)
 	}
 	if reason := hostShortfall(dev, fp); reason != "" {
 		r.Status = Status{Kind: StatusSkipped, Reason: reason}
