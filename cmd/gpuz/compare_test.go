@@ -32,7 +32,7 @@ func TestBenchOutThenCompare(t *testing.T) {
 	if code := run(context.Background(), []string{"compare", files[0], files[1]}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("compare: exit status %d: %s", code, stderr.String())
 	}
-	for _, want := range []string{"linear train, scale small", "| cpu host ", "| cache sim:1GiB window 3 ", "n=4"} {
+	for _, want := range []string{"linear train, scale small", "\ncpu host ", "\ncache sim:1GiB window 3 ", "n=4"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("compare output lacks %q:\n%s", want, stdout.String())
 		}

@@ -1,7 +1,9 @@
-// Command gpuz measures, side by side, three ways to train or run a model
-// that does not fit a small GPU: everything on the GPU (cuda), a window of
-// the model's blocks on the GPU with the rest paged in from host memory
-// (cache), and the CPU (cpu).
+// Command gpuz measures, side by side, ways to train or run a model that
+// does not fit a small GPU: everything on the GPU (cuda), a window of the
+// model's blocks on the GPU with the rest paged in from host memory
+// (cache), every block in managed memory that the driver pages (managed),
+// each block on the GPU, on the host or paged as --place says (hybrid), and
+// the CPU (cpu).
 //
 // Usage:
 //
@@ -11,6 +13,7 @@
 //	gpuz take-mem N|SIZE [--device D] [--for DURATION] [--busy]
 //	gpuz compare A B
 //	gpuz plot RESULTS -o FILE.svg|FILE.png
+//	gpuz calibrate [--device D] [-o FILE]
 //	gpuz devices
 //	gpuz selftest [--device D]
 //	gpuz version
@@ -18,8 +21,8 @@
 // MODEL is a workload: linear (12 blocks of 10 × Linear(2000→2000) +
 // LeakyReLU), resnet (24 blocks of 5×5 convolutions nested in 12 residual
 // levels, on 512×512 images) or attention (a 12-layer transformer decoder).
-// MODES is a comma list of cuda, cache and cpu (gpu is accepted for cuda);
-// the default is all three. Each mode prints one line per epoch, and the run
+// MODES is a comma list of cuda, cache, managed, hybrid and cpu (gpu is
+// accepted for cuda); the default is cuda,cache,cpu. Each mode prints one line per epoch, and the run
 // ends with an Analyze table: mean, spread and first (cold) epoch time per
 // mode, speed relative to cpu, peak device memory, bytes copied each way per
 // epoch, and status (ok, OOM with what was needed and free, unavailable or
@@ -35,12 +38,15 @@
 // the model's predicted time.
 // take-mem, run in a second shell, holds device memory until interrupted;
 // --take holds it from the run itself. A comma list in --take, --win-size,
-// --policy, --optimizer-on or a size flag runs a sweep over the cross
-// product, one table row per configuration and mode.
+// --policy, --optimizer-on, --recompute, --precision or a size flag runs a
+// sweep over the cross product, one table row per configuration and mode.
 // compare reads two runs' --bench-out (Go benchmark format) or --json files
 // and prints each configuration's median epoch times and their change with
 // a significance test. plot draws a run's or a sweep's --json file as SVG
 // or PNG (a run's --plot FILE draws its own results).
+// calibrate fits the performance model to this machine's measured kernels
+// and copies and writes its profile (--host-profile FILE, --device
+// sim:FILE).
 // devices lists the devices with their memory, copy rates and SGEMM speed;
 // selftest checks a device's kernels and training steps against the host
 // (the GPU build, make cuda, adds the CUDA device: see docs/gpu.md).

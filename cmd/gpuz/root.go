@@ -21,10 +21,12 @@ func newRootCmdOn(ios *IOStreams) *cobra.Command {
 		// [MODES]; the command's name is still its first word.
 		Use:   "gpuz MODEL train|eval [MODES]",
 		Short: "Compare training on the GPU, on a paged GPU window and on the CPU",
-		Long: `gpuz measures, side by side, three ways to train or run a model that does
-not fit a small GPU: everything on the GPU (cuda), a window of the model's
-blocks on the GPU with the rest paged in from host memory (cache), and the
-CPU (cpu). Results come out per epoch and as an Analyze table.`,
+		Long: `gpuz measures, side by side, ways to train or run a model that does not fit
+a small GPU: everything on the GPU (cuda), a window of the model's blocks on
+the GPU with the rest paged in from host memory (cache), every block in
+managed memory that the driver pages (managed), each block on the GPU, on
+the host or paged as --place says (hybrid), and the CPU (cpu). Results come
+out per epoch and as an Analyze table.`,
 		Example: `  gpuz linear train cuda,cache,cpu
   gpuz linear train cpu --scale small
   gpuz take-mem 20

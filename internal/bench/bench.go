@@ -97,6 +97,9 @@ type Options struct {
 	setThreads func(n int) int
 }
 
+// DefaultLR is the reference experiment's Adam learning rate.
+const DefaultLR = hostmath.DefaultLR
+
 // DefaultAdam returns the reference experiment's Adam, lr DefaultLR, β
 // 0.9/0.999, ε 1e-8, for Options.Adam.
 func DefaultAdam() hostmath.Adam { return hostmath.DefaultAdam() }
@@ -241,7 +244,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 	defer releaseHostMemory()
 
 	building := time.Now()
-	model, plan, err := opts.compile()
+	model, sched, err := opts.compile()
 	if err != nil {
 		r.Status = Status{Kind: StatusFailed, Reason: err.Error()}
 		return r
@@ -263,15 +266,15 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 		r.Status = errorStatus(err)
 		return r
 	}
-	fp := plan.Footprint(placement, free)
+	fp := sched.Footprint(placement, free)
 	if placement.Paged {
-		r.Placement = fmt.Sprintf("%s %d/%d", placement.Cache.Policy, fp.Window, plan.Blocks())
+		r.Placement = fmt.Sprintf("%s %d/%d", placement.Cache.Policy, fp.Window, sched.Blocks())
 	}
 	if placement.Blocks != nil {
 		r.Placement = engine.PlaceText(placement.Blocks)
 	}
 	if placement.Managed {
-		r.Placement = ManagedText(fp.Window, plan.Pages(placement), placement.PageSize, placement.AdviseHost)
+		r.Placement = engine.ManagedText(fp.Window, sched.Pages(placement), placement.PageSize, placement.AdviseHost)
 	}
 	if reason := hostShortfall(dev, fp); reason != "" {
 		r.Status = Status{Kind: StatusSkipped, Reason: reason}
@@ -288,7 +291,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 		r.phase(PhaseReserve, reserving)
 	}
 	loading := time.Now()
-	prog, err := plan.Load(dev, placement)
+	prog, err := sched.Load(dev, placement)
 	if err != nil {
 		r.Status = errorStatus(err)
 		var oom *device.OutOfMemoryError
@@ -323,12 +326,12 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 	batches := opts.Samples / opts.Batch
 	if p, ok := opts.profileFor(mode, dev); ok {
 		predicting := time.Now()
-		copies, err := plan.Copies(placement, prog.Window(), batches, []*gorgonia.Node{model.Input, model.Target})
+		copies, err := sched.Copies(placement, prog.Window(), batches, []*gorgonia.Node{model.Input, model.Target})
 		if err != nil {
 			r.Status = Status{Kind: StatusFailed, Reason: fmt.Sprintf("predicting on %s: %v", p.Name, err)}
 			return r
 		}
-		pr := predictEpoch(plan.Work(), batches, copies, placement, p)
+		pr := predictEpoch(sched.Work(), batches, copies, placement, p)
 		r.Prediction = &pr
 		r.phase(PhasePredict, predicting)
 	}
@@ -531,7 +534,7 @@ func (opts Options) compile() (*models.Model, *engine.Schedule, error) {
 	if opts.Task == TaskTrain {
 		output = model.Loss
 	}
-	plan, err := engine.Compile(engine.Spec{
+	sched, err := engine.Compile(engine.Spec{
 		Inputs: model.Inputs(), Blocks: model.Blocks, Output: output,
 		Train: opts.Task == TaskTrain, Optimizer: opts.Adam, ClipNorm: opts.ClipNorm,
 		Recompute: opts.Recompute, Precision: opts.Precision,
@@ -539,7 +542,7 @@ func (opts Options) compile() (*models.Model, *engine.Schedule, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return model, plan, nil
+	return model, sched, nil
 }
 
 // sharesHostMemory reports whether a device's memory is host memory: the

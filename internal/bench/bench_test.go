@@ -53,14 +53,14 @@ func trainOn(t *testing.T, opts Options, task Task, pl engine.Placement, steps i
 func trainOnDevice(t *testing.T, opts Options, task Task, pl engine.Placement, steps int, dev device.Device) trained {
 	t.Helper()
 	opts.Task, opts.Adam, opts.ClipNorm, opts.Seed = task, DefaultAdam(), 1, 5
-	model, plan, err := opts.compile()
+	model, sched, err := opts.compile()
 	if err != nil {
 		t.Fatal(err)
 	}
 	free, _, _ := dev.MemInfo()
 	var r trained
-	r.plan = plan.Footprint(pl, free)
-	prog, err := plan.Load(dev, pl)
+	r.plan = sched.Footprint(pl, free)
+	prog, err := sched.Load(dev, pl)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,13 +130,13 @@ func PlanMemory(opts Options, po PlanOptions) (MemoryPlan, error) {
 	for _, r := range recomputes {
 		o := opts
 		o.Recompute = r
-		m, plan, err := o.compile()
+		m, sched, err := o.compile()
 		if err != nil {
 			return MemoryPlan{}, fmt.Errorf("recompute %s: %w", r, err)
 		}
-		built, schedules = append(built, m), append(schedules, plan)
-		res.Schedules = append(res.Schedules, SchedulePlan{Recompute: r, Bytes: plan.Bytes(), Gradients: plan.GradientBytes(),
-			MinWindow: plan.MinWindow(), Work: plan.Work()})
+		built, schedules = append(built, m), append(schedules, sched)
+		res.Schedules = append(res.Schedules, SchedulePlan{Recompute: r, Bytes: sched.Bytes(), Gradients: sched.GradientBytes(),
+			MinWindow: sched.MinWindow(), Work: sched.Work()})
 	}
 	// The header counts the data set's bytes without making it: a plan
 	// allocates nothing.
@@ -169,10 +169,10 @@ func PlanMemory(opts Options, po PlanOptions) (MemoryPlan, error) {
 		}
 		dev, _, status := opts.deviceFor(mode)
 		for _, pl := range placements {
-			for si, plan := range schedules {
+			for si, sched := range schedules {
 				mp := ModePlan{Mode: mode, Recompute: recomputes[si], Precision: opts.Precision.Setting(), Placement: pl, HostAvailable: host.Bytes, Status: status}
 				if dev != nil {
-					mp, err = opts.planMode(mp, dev, plan, res, po.TakeBytes, []*gorgonia.Node{built[si].Input, built[si].Target})
+					mp, err = opts.planMode(mp, dev, sched, res, po.TakeBytes, []*gorgonia.Node{built[si].Input, built[si].Target})
 				}
 				if err != nil {
 					_ = dev.Close()
@@ -197,7 +197,7 @@ func PlanMemory(opts Options, po PlanOptions) (MemoryPlan, error) {
 // with take bytes of dev's free memory taken, the host need, the copies
 // of an epoch of fed batches, the prediction and the timeline. Nothing is
 // allocated.
-func (opts Options) planMode(mp ModePlan, dev device.Device, plan *engine.Schedule, res MemoryPlan, take int64, fed []*gorgonia.Node) (ModePlan, error) {
+func (opts Options) planMode(mp ModePlan, dev device.Device, sched *engine.Schedule, res MemoryPlan, take int64, fed []*gorgonia.Node) (ModePlan, error) {
 	var err error
 	mp.Status = Status{Kind: StatusOK}
 	mp.Device = dev.Name()
@@ -205,11 +205,11 @@ func (opts Options) planMode(mp ModePlan, dev device.Device, plan *engine.Schedu
 		return mp, err
 	}
 	mp.DeviceFree = max(mp.DeviceFree-take, 0)
-	if err := opts.sizeMode(&mp, dev, plan, res.Header.DataBytes, res.Batches, fed); err != nil {
+	if err := opts.sizeMode(&mp, dev, sched, res.Header.DataBytes, res.Batches, fed); err != nil {
 		return mp, err
 	}
 	if !mp.Placement.Managed && mp.Placement.Validate() == nil {
-		if mp.Timeline, err = plan.Timeline(mp.Placement, mp.Footprint.Window); err != nil {
+		if mp.Timeline, err = sched.Timeline(mp.Placement, mp.Footprint.Window); err != nil {
 			return mp, err
 		}
 	}
@@ -223,8 +223,8 @@ func (opts Options) planMode(mp ModePlan, dev device.Device, plan *engine.Schedu
 // an epoch (batches) are given, the copies of an epoch and the prediction
 // on the mode's profile. A placement that cannot load (a window of 0) has
 // no copies to count: the run reports it.
-func (opts Options) sizeMode(mp *ModePlan, dev device.Device, plan *engine.Schedule, dataBytes int64, batches int, fed []*gorgonia.Node) error {
-	mp.Footprint = plan.Footprint(mp.Placement, mp.DeviceFree)
+func (opts Options) sizeMode(mp *ModePlan, dev device.Device, sched *engine.Schedule, dataBytes int64, batches int, fed []*gorgonia.Node) error {
+	mp.Footprint = sched.Footprint(mp.Placement, mp.DeviceFree)
 	mp.FitsDevice = mp.Footprint.Device <= mp.DeviceFree
 	mp.HostNeed = dataBytes + hostNeed(dev, mp.Footprint)
 	mp.FitsHost = mp.HostNeed <= mp.HostAvailable
@@ -232,11 +232,11 @@ func (opts Options) sizeMode(mp *ModePlan, dev device.Device, plan *engine.Sched
 		return nil
 	}
 	var err error
-	if mp.Copies, err = plan.Copies(mp.Placement, mp.Footprint.Window, batches, fed); err != nil {
+	if mp.Copies, err = sched.Copies(mp.Placement, mp.Footprint.Window, batches, fed); err != nil {
 		return err
 	}
 	if p, ok := opts.profileFor(mp.Mode, dev); ok {
-		pr := predictEpoch(plan.Work(), batches, mp.Copies, mp.Placement, p)
+		pr := predictEpoch(sched.Work(), batches, mp.Copies, mp.Placement, p)
 		mp.Prediction = &pr
 	}
 	return nil

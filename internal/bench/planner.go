@@ -49,7 +49,7 @@ var defaultKey = keyOf(Config{})
 // compiled is the workload built and compiled under one lever setting.
 type compiled struct {
 	model *models.Model
-	plan  *engine.Schedule
+	sched *engine.Schedule
 }
 
 // NewPlanner compiles opts' workload without levers and opens its device
@@ -96,10 +96,10 @@ func (p *Planner) Close() error {
 func (p *Planner) Header() Header { return p.header }
 
 // Blocks is the number of the workload's blocks.
-func (p *Planner) Blocks() int { return p.compiled[defaultKey].plan.Blocks() }
+func (p *Planner) Blocks() int { return p.compiled[defaultKey].sched.Blocks() }
 
 // MinWindow is the most blocks one step needs resident.
-func (p *Planner) MinWindow() int { return p.compiled[defaultKey].plan.MinWindow() }
+func (p *Planner) MinWindow() int { return p.compiled[defaultKey].sched.MinWindow() }
 
 // Batches is the number of batches of an epoch.
 func (p *Planner) Batches() int { return p.opts.Samples / p.opts.Batch }
@@ -126,11 +126,11 @@ func (p *Planner) schedule(k leverKey) (compiled, error) {
 	}
 	opts := p.opts
 	opts.Recompute, opts.Precision = k.recompute, k.precision
-	model, plan, err := opts.compile()
+	model, sched, err := opts.compile()
 	if err != nil {
 		return compiled{}, fmt.Errorf("compiling with recompute %s, precision %s: %w", k.recompute, k.precision, err)
 	}
-	p.compiled[k] = compiled{model, plan}
+	p.compiled[k] = compiled{model, sched}
 	return p.compiled[k], nil
 }
 
@@ -148,7 +148,7 @@ func (p *Planner) Footprint(mode Mode, cfg Config, deviceFree int64) (engine.Pla
 	if err != nil {
 		return engine.Placement{}, engine.Footprint{}, err
 	}
-	return pl, c.plan.Footprint(pl, deviceFree), nil
+	return pl, c.sched.Footprint(pl, deviceFree), nil
 }
 
 // Plan plans mode under cfg as PlanMemory plans a mode, less the memory
@@ -191,7 +191,7 @@ func (p *Planner) Plan(mode Mode, cfg Config, deviceFree int64, predict bool) (M
 	if predict {
 		fed = []*gorgonia.Node{c.model.Input, c.model.Target}
 	}
-	if err := p.opts.sizeMode(&mp, dev, c.plan, p.header.DataBytes, p.Batches(), fed); err != nil {
+	if err := p.opts.sizeMode(&mp, dev, c.sched, p.header.DataBytes, p.Batches(), fed); err != nil {
 		return ModePlan{}, fmt.Errorf("%s: %w", mode, err)
 	}
 	return mp, nil

@@ -22,11 +22,11 @@ import (
 func TestModeReservesFootprintAhead(t *testing.T) {
 	opts := smallLinearRun(t, TaskEval, ModeCUDA)
 	opts.Epochs, opts.Warmup = 1, 0
-	_, plan, err := opts.compile()
+	_, sched, err := opts.compile()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp := plan.Footprint(engine.Placement{}, 1<<40).Device
+	fp := sched.Footprint(engine.Placement{}, 1<<40).Device
 	capacity := fp + fp/2
 	path := filepath.Join(t.TempDir(), "ledger")
 	var opened []*device.Sim

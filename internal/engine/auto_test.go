@@ -58,20 +58,20 @@ func TestAutoHoldsKOfNBlocks(t *testing.T) {
 		for _, k := range []int{2, 3, 5} {
 			t.Run(fmt.Sprintf("train=%v/k=%d", train, k), func(t *testing.T) {
 				_, x, target, loss, blocks, _, _ := m.buildProject()
-				plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: train,
+				sched, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: train,
 					Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 				if err != nil {
 					t.Fatal(err)
 				}
-				fixed := plan.Footprint(Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: k}}, 1<<40)
+				fixed := sched.Footprint(Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: k}}, 1<<40)
 				capacity := fixed.Device + fixed.BlockBytes/2
 				dev := &loadWatcher{Sim: device.NewSim(capacity, nil)}
 				defer dev.Close()
 				pl := Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto}}
-				if fp := plan.Footprint(pl, capacity); fp.Window != k || fp.Device > capacity {
+				if fp := sched.Footprint(pl, capacity); fp.Window != k || fp.Device > capacity {
 					t.Fatalf("footprint on %d bytes: window %d of %d bytes, want %d blocks", capacity, fp.Window, fp.Device, k)
 				}
-				prog, err := plan.Load(dev, pl)
+				prog, err := sched.Load(dev, pl)
 				var oom *device.OutOfMemoryError
 				if errors.As(err, &oom) {
 					t.Fatalf("Load on %d bytes ran out of memory: %v", capacity, err)

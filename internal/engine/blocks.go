@@ -11,14 +11,14 @@ import "slices"
 // PyTorch's autograd saves it with the layer that uses it); a value no such
 // step reads travels with the block that produced it, found through
 // parameter-free steps back to a step that reads parameters.
-func (p *Schedule) assignOwners() {
-	producerBlock := make([]int, len(p.values))
-	consumerBlock := make([]int, len(p.values))
-	for i := range p.values {
+func (sc *Schedule) assignOwners() {
+	producerBlock := make([]int, len(sc.values))
+	consumerBlock := make([]int, len(sc.values))
+	for i := range sc.values {
 		producerBlock[i], consumerBlock[i] = -1, -1
 	}
-	backwardReader := make([]bool, len(p.values))
-	for _, s := range p.steps {
+	backwardReader := make([]bool, len(sc.values))
+	for _, s := range sc.steps {
 		if s.backward {
 			for _, a := range s.args {
 				backwardReader[a] = true
@@ -41,9 +41,9 @@ func (p *Schedule) assignOwners() {
 			}
 		}
 	}
-	p.saved = make([][]int, len(p.spec.Blocks))
-	for _, s := range p.steps {
-		v := &p.values[s.out]
+	sc.saved = make([][]int, len(sc.spec.Blocks))
+	for _, s := range sc.steps {
+		v := &sc.values[s.out]
 		if s.backward || !backwardReader[s.out] {
 			continue
 		}
@@ -55,22 +55,22 @@ func (p *Schedule) assignOwners() {
 			continue // depends on no parameter: stays in the arena
 		}
 		v.kind, v.block = kindSaved, owner
-		p.saved[owner] = append(p.saved[owner], s.out)
+		sc.saved[owner] = append(sc.saved[owner], s.out)
 	}
 
-	p.needs = make([][]int, len(p.steps))
+	sc.needs = make([][]int, len(sc.steps))
 	seen := [2]map[int]bool{{}, {}}
-	for si, s := range p.steps {
+	for si, s := range sc.steps {
 		// A step needs the blocks whose parameters or saved values it reads.
 		// A saved value it writes for a block that is paged out is staged
 		// and copied to the block's host master instead (see residency).
 		need := slices.Clone(s.reads)
 		for _, a := range s.args {
-			if v := p.values[a]; v.kind == kindSaved && !slices.Contains(need, v.block) {
+			if v := sc.values[a]; v.kind == kindSaved && !slices.Contains(need, v.block) {
 				need = append(need, v.block)
 			}
 		}
-		p.needs[si] = need
+		sc.needs[si] = need
 		pass := 0
 		if s.backward {
 			pass = 1
@@ -78,22 +78,22 @@ func (p *Schedule) assignOwners() {
 		for _, b := range need {
 			if !seen[pass][b] {
 				seen[pass][b] = true
-				p.order[pass] = append(p.order[pass], b)
+				sc.order[pass] = append(sc.order[pass], b)
 			}
 		}
-		for _, u := range p.updates {
+		for _, u := range sc.updates {
 			if u.after == si && !seen[1][u.block] {
 				seen[1][u.block] = true
-				p.order[1] = append(p.order[1], u.block)
+				sc.order[1] = append(sc.order[1], u.block)
 			}
 		}
 	}
 }
 
 // largestSaved returns the elements of the largest saved value.
-func (p *Schedule) largestSaved() int {
+func (sc *Schedule) largestSaved() int {
 	n := 0
-	for _, v := range p.values {
+	for _, v := range sc.values {
 		if v.kind == kindSaved {
 			n = max(n, v.elems)
 		}
@@ -103,7 +103,7 @@ func (p *Schedule) largestSaved() int {
 
 // MinWindow is the fewest blocks that must be resident at once: the most
 // blocks any one step needs.
-func (p *Schedule) MinWindow() int { return minWindow(p.needs) }
+func (sc *Schedule) MinWindow() int { return minWindow(sc.needs) }
 
 // minWindow is the most blocks any one step of needs needs, at least 1.
 func minWindow(needs [][]int) int {
@@ -115,4 +115,4 @@ func minWindow(needs [][]int) int {
 }
 
 // Blocks returns the number of blocks.
-func (p *Schedule) Blocks() int { return len(p.spec.Blocks) }
+func (sc *Schedule) Blocks() int { return len(sc.spec.Blocks) }

@@ -41,12 +41,12 @@ func TestClipEngagesAgainstTapeMachine(t *testing.T) {
 				xData[i] = rng.Float32()
 			}
 			_, x, target, loss, blocks, ws, bs := m.buildProject()
-			plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
+			sched, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
 				Optimizer: adam, ClipNorm: clip, RetainGradients: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			prog, err := plan.Load(device.NewHost(), pl)
+			prog, err := sched.Load(device.NewHost(), pl)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -45,38 +45,38 @@ func (c Copies) plus(d Copies, n int64) Copies {
 // Load are not counted. Under a managed placement the pages migrate as
 // cache.Pages decides on a device holding window pages (Footprint.Window,
 // Program.Window), walked over the same touches as a Program makes them.
-func (p *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Node) (Copies, error) {
+func (sc *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Node) (Copies, error) {
 	if err := pl.Validate(); err != nil {
 		return Copies{}, fmt.Errorf("engine: %w", err)
 	}
 	if batches < 0 {
 		return Copies{}, fmt.Errorf("engine: negative batches %d", batches)
 	}
-	sd, err := p.sides(pl)
+	sd, err := sc.sides(pl)
 	if err != nil {
 		return Copies{}, fmt.Errorf("engine: %w", err)
 	}
 	var perBatch Copies
-	if !sd.valueHost[p.output] { // the output is read on the host
+	if !sd.valueHost[sc.output] { // the output is read on the host
 		perBatch = Copies{DownloadBytes: 4, Count: 1}
 	}
 	if fed == nil {
-		fed = p.spec.Inputs
+		fed = sc.spec.Inputs
 	}
 	for _, n := range fed {
-		i, ok := p.index[n]
-		if !ok || p.values[i].kind != kindInput {
+		i, ok := sc.index[n]
+		if !ok || sc.values[i].kind != kindInput {
 			return Copies{}, fmt.Errorf("engine: %s is not an input of the schedule", n.Name())
 		}
 		if !sd.valueHost[i] {
-			perBatch.UploadBytes += 4 * int64(p.values[i].elems)
+			perBatch.UploadBytes += 4 * int64(sc.values[i].elems)
 			perBatch.Count++
 		}
 	}
-	perBatch = perBatch.plus(p.crossings(sd), 1)
+	perBatch = perBatch.plus(sc.crossings(sd), 1)
 	total := Copies{}.plus(perBatch, int64(batches))
 	if pl.Managed {
-		m, err := p.managedCopies(pl, window, batches)
+		m, err := sc.managedCopies(pl, window, batches)
 		if err != nil {
 			return Copies{}, err
 		}
@@ -85,17 +85,17 @@ func (p *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Nod
 	if !pl.Paged {
 		return total, nil
 	}
-	if window, err = p.givenWindow(pl, window); err != nil {
+	if window, err = sc.givenWindow(pl, window); err != nil {
 		return Copies{}, err
 	}
 	k := &copyCounter{}
-	if k.pager, err = newPager(p, pl, p.layouts(pl), window, k); err != nil {
+	if k.pager, err = newPager(sc, pl, sc.layouts(pl), window, k); err != nil {
 		return Copies{}, err
 	}
 	for range 2 { // the second epoch is counted
 		k.n = Copies{}
 		for range batches {
-			if err := p.walk(k.pager, k); err != nil {
+			if err := sc.walk(k.pager, k); err != nil {
 				return Copies{}, err
 			}
 		}
@@ -138,7 +138,7 @@ func (k *copyCounter) Evict(b int, writeParams bool) error {
 // execute counts a staged output's download to its block's master.
 func (k *copyCounter) execute(si int, staged bool) error {
 	if staged {
-		k.download(k.plan.values[k.plan.steps[si].out].elems)
+		k.download(k.sched.values[k.sched.steps[si].out].elems)
 	}
 	return nil
 }
@@ -149,7 +149,7 @@ func (k *copyCounter) update(int) error { return nil }
 // hostUpdate counts the download of each of block b's gradients.
 func (k *copyCounter) hostUpdate(b int) error {
 	for _, i := range k.layouts[b].params {
-		k.download(k.plan.values[k.plan.grads[i]].elems)
+		k.download(k.sched.values[k.sched.grads[i]].elems)
 	}
 	return nil
 }

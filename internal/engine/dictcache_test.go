@@ -61,7 +61,7 @@ func (r *copyRecorder) add(k copyKind, b int, bytes int64) {
 	}
 	r.n[k][0]++
 	r.n[k][1] += bytes
-	r.log = append(r.log, fmt.Sprintf("%s %s %d", kindNames[k], r.plan.spec.Blocks[b].Name, bytes))
+	r.log = append(r.log, fmt.Sprintf("%s %s %d", kindNames[k], r.sched.spec.Blocks[b].Name, bytes))
 }
 
 func (r *copyRecorder) Load(b, _ int, _ bool) error {
@@ -99,7 +99,7 @@ func (r *copyRecorder) Evict(b int, writeParams bool) error {
 	})
 	for _, v := range r.onDevice[b] {
 		if !r.live(v) {
-			dropped += 4 * int64(r.plan.values[v].elems)
+			dropped += 4 * int64(r.sched.values[v].elems)
 		}
 	}
 	delete(r.onDevice, b)
@@ -110,8 +110,8 @@ func (r *copyRecorder) Evict(b int, writeParams bool) error {
 }
 
 func (r *copyRecorder) execute(si int, staged bool) error {
-	out := r.plan.steps[si].out
-	v := r.plan.values[out]
+	out := r.sched.steps[si].out
+	v := r.sched.values[out]
 	switch {
 	case staged:
 		r.add(stage, v.block, 4*int64(v.elems))
@@ -130,19 +130,19 @@ func (r *copyRecorder) hostUpdate(int) error {
 
 // recordEpochs walks epochs × batches Runs of the schedule under the window
 // policy with the given window and returns each epoch's tally.
-func recordEpochs(t *testing.T, p *Schedule, window, epochs, batches int) ([]tally, []string) {
+func recordEpochs(t *testing.T, sc *Schedule, window, epochs, batches int) ([]tally, []string) {
 	t.Helper()
 	pl := Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: window}}
 	r := &copyRecorder{t: t, onDevice: map[int][]int{}}
 	var err error
-	if r.pager, err = newPager(p, pl, p.layouts(pl), min(max(window, p.MinWindow()), p.Blocks()), r); err != nil {
+	if r.pager, err = newPager(sc, pl, sc.layouts(pl), min(max(window, sc.MinWindow()), sc.Blocks()), r); err != nil {
 		t.Fatal(err)
 	}
 	var out []tally
 	for range epochs {
 		r.n = tally{}
 		for range batches {
-			if err := p.walk(r.pager, r); err != nil {
+			if err := sc.walk(r.pager, r); err != nil {
 				t.Fatal(err)
 			}
 			r.log = append(r.log, "--")
@@ -154,17 +154,17 @@ func recordEpochs(t *testing.T, p *Schedule, window, epochs, batches int) ([]tal
 
 // describe lists, for a failure message, each block's saved values and
 // each step's needs.
-func describe(p *Schedule) string {
+func describe(sc *Schedule) string {
 	var sb strings.Builder
-	for b, blk := range p.spec.Blocks {
+	for b, blk := range sc.spec.Blocks {
 		fmt.Fprintf(&sb, "block %d %s: saved", b, blk.Name)
-		for _, v := range p.saved[b] {
-			fmt.Fprintf(&sb, " %s(%d, steps %d-%d)", p.values[v].node.Name(), p.values[v].elems, p.values[v].produced, p.values[v].lastUse)
+		for _, v := range sc.saved[b] {
+			fmt.Fprintf(&sb, " %s(%d, steps %d-%d)", sc.values[v].node.Name(), sc.values[v].elems, sc.values[v].produced, sc.values[v].lastUse)
 		}
 		sb.WriteString("\n")
 	}
-	for si, s := range p.steps {
-		fmt.Fprintf(&sb, "step %d backward=%v %s needs %v\n", si, s.backward, p.values[s.out].node.Name(), p.needs[si])
+	for si, s := range sc.steps {
+		fmt.Fprintf(&sb, "step %d backward=%v %s needs %v\n", si, s.backward, sc.values[s.out].node.Name(), sc.needs[si])
 	}
 	return sb.String()
 }
@@ -256,11 +256,11 @@ var handModels = []handModel{
 func compileHand(t *testing.T, m handModel, train bool) *Schedule {
 	t.Helper()
 	inputs, blocks, loss := m.build()
-	p, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Train: train, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
+	sc, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Train: train, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return sc
 }
 
 // scheduleCase is one hand-derived copy schedule: two epochs of two
@@ -279,17 +279,17 @@ type scheduleCase struct {
 func checkSchedule(t *testing.T, tc scheduleCase) {
 	m := handModels[tc.model]
 	t.Run(fmt.Sprintf("%s/train=%v/window=%d", m.name, tc.train, tc.window), func(t *testing.T) {
-		p := compileHand(t, m, tc.train)
-		got, log := recordEpochs(t, p, tc.window, 2, 2)
+		sc := compileHand(t, m, tc.train)
+		got, log := recordEpochs(t, sc, tc.window, 2, 2)
 		for e := range got {
 			if got[e] != tc.epochs[e] {
 				t.Errorf("epoch %d:\n got  %v\n want %v", e+1, got[e], tc.epochs[e])
 			}
 		}
 		if t.Failed() {
-			t.Logf("structure:\n%s\ncopies, batch by batch:\n%s", describe(p), strings.Join(log, "\n"))
+			t.Logf("structure:\n%s\ncopies, batch by batch:\n%s", describe(sc), strings.Join(log, "\n"))
 		}
-		c, err := p.Copies(Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: tc.window}}, tc.window, 2, []*gorgonia.Node{})
+		c, err := sc.Copies(Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: tc.window}}, tc.window, 2, []*gorgonia.Node{})
 		if err != nil {
 			t.Fatal(err)
 		}

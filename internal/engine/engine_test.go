@@ -130,12 +130,12 @@ func relErr(got, want []float32) float64 {
 func (m smallLinear) loadTraining(t *testing.T, retain bool) (x, target *gorgonia.Node, ws, bs []*gorgonia.Node, prog *Program) {
 	t.Helper()
 	_, x, target, loss, blocks, ws, bs := m.buildProject()
-	plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
+	sched, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
 		Optimizer: hostmath.DefaultAdam(), ClipNorm: 1, RetainGradients: retain})
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err = plan.Load(device.NewHost(), Placement{})
+	prog, err = sched.Load(device.NewHost(), Placement{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestEngineMatchesTapeMachine(t *testing.T) {
 }
 
 // TestLivenessKeepsResults trains the same model twice, once keeping every
-// gradient and once letting the plan reuse gradient memory after each
+// gradient and once letting the schedule reuse gradient memory after each
 // block's update: the parameters must be bit-identical after three steps.
 func TestLivenessKeepsResults(t *testing.T) {
 	m := smallLinear{batch: 2, dim: 6, layers: 6, perBlock: 2}

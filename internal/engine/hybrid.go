@@ -94,24 +94,24 @@ type sides struct {
 // the device. Parameters and saved values live with their block, other
 // computed values where their step runs, inputs where their first reader
 // runs (on the host when nothing reads them). A step that reads blocks on both sides is an error.
-func (p *Schedule) sides(pl Placement) (sides, error) {
-	s := sides{blockHost: make([]bool, len(p.spec.Blocks)), stepHost: make([]bool, len(p.steps)), valueHost: make([]bool, len(p.values)),
-		mirrored: make([]bool, len(p.values)), before: make([][]int, len(p.steps)), after: make([]bool, len(p.steps))}
+func (sc *Schedule) sides(pl Placement) (sides, error) {
+	s := sides{blockHost: make([]bool, len(sc.spec.Blocks)), stepHost: make([]bool, len(sc.steps)), valueHost: make([]bool, len(sc.values)),
+		mirrored: make([]bool, len(sc.values)), before: make([][]int, len(sc.steps)), after: make([]bool, len(sc.steps))}
 	if !pl.Hybrid() {
-		s.slot, s.slots[0] = make([]int, len(p.values)), p.slots
-		for i, v := range p.values {
+		s.slot, s.slots[0] = make([]int, len(sc.values)), sc.slots
+		for i, v := range sc.values {
 			s.slot[i] = v.slot
 		}
 		return s, nil
 	}
-	if len(pl.Blocks) != len(p.spec.Blocks) {
-		return sides{}, fmt.Errorf("the placement names %d blocks, the model has %d", len(pl.Blocks), len(p.spec.Blocks))
+	if len(pl.Blocks) != len(sc.spec.Blocks) {
+		return sides{}, fmt.Errorf("the placement names %d blocks, the model has %d", len(pl.Blocks), len(sc.spec.Blocks))
 	}
 	host := func(b int) bool { return pl.Blocks[b] == OnHost }
 	for b := range s.blockHost {
 		s.blockHost[b] = host(b)
 	}
-	for si, st := range p.steps {
+	for si, st := range sc.steps {
 		b := -1
 		switch {
 		case len(st.reads) > 0:
@@ -119,13 +119,13 @@ func (p *Schedule) sides(pl Placement) (sides, error) {
 			for _, r := range st.reads[1:] {
 				if host(r) != host(b) {
 					return sides{}, fmt.Errorf("step %v reads block %s on the %s and block %s on the %s",
-						st.op, p.spec.Blocks[b].Name, pl.Blocks[b], p.spec.Blocks[r].Name, pl.Blocks[r])
+						st.op, sc.spec.Blocks[b].Name, pl.Blocks[b], sc.spec.Blocks[r].Name, pl.Blocks[r])
 				}
 			}
-		case p.gradBlock(st.out) >= 0:
-			b = p.gradBlock(st.out)
-		case len(p.needs[si]) > 0:
-			b = p.needs[si][0]
+		case sc.gradBlock(st.out) >= 0:
+			b = sc.gradBlock(st.out)
+		case len(sc.needs[si]) > 0:
+			b = sc.needs[si][0]
 		}
 		if b >= 0 {
 			s.stepHost[si] = host(b)
@@ -133,7 +133,7 @@ func (p *Schedule) sides(pl Placement) (sides, error) {
 		}
 		latest := -1
 		for _, a := range st.args {
-			if pr := p.values[a].produced; pr < si {
+			if pr := sc.values[a].produced; pr < si {
 				latest = max(latest, pr)
 			}
 		}
@@ -141,18 +141,18 @@ func (p *Schedule) sides(pl Placement) (sides, error) {
 			s.stepHost[si] = s.stepHost[latest]
 		}
 	}
-	firstReader := make([]int, len(p.values))
+	firstReader := make([]int, len(sc.values))
 	for i := range firstReader {
 		firstReader[i] = -1
 	}
-	for si, st := range p.steps {
+	for si, st := range sc.steps {
 		for _, a := range st.args {
 			if firstReader[a] < 0 {
 				firstReader[a] = si
 			}
 		}
 	}
-	for i, v := range p.values {
+	for i, v := range sc.values {
 		switch {
 		case v.kind == kindParam || v.kind == kindSaved:
 			s.valueHost[i] = host(v.block)
@@ -164,8 +164,8 @@ func (p *Schedule) sides(pl Placement) (sides, error) {
 			s.valueHost[i] = true
 		}
 	}
-	s.slot, s.slots[0] = p.packSlots(func(v int) bool { return !s.valueHost[v] })
-	hostSlot, hostSizes := p.packSlots(func(v int) bool { return s.valueHost[v] })
+	s.slot, s.slots[0] = sc.packSlots(func(v int) bool { return !s.valueHost[v] })
+	hostSlot, hostSizes := sc.packSlots(func(v int) bool { return s.valueHost[v] })
 	s.slots[1] = hostSizes
 	for i, slot := range hostSlot {
 		if slot >= 0 {
@@ -176,15 +176,15 @@ func (p *Schedule) sides(pl Placement) (sides, error) {
 	// computed there) or the first copy on its mirror's side; inputs and
 	// the seed are set before a Run, so their mirror is copied at the
 	// first reader on the other side in every Run.
-	fresh := make([]bool, len(p.values))
-	for si, st := range p.steps {
+	fresh := make([]bool, len(sc.values))
+	for si, st := range sc.steps {
 		for _, a := range st.args {
 			if s.valueHost[a] == s.stepHost[si] || fresh[a] {
 				continue
 			}
-			if p.values[a].kind == kindParam {
+			if sc.values[a].kind == kindParam {
 				return sides{}, fmt.Errorf("step %v on the %s reads a parameter of block %s on the other side",
-					st.op, where(s.stepHost[si]), p.spec.Blocks[p.values[a].block].Name)
+					st.op, where(s.stepHost[si]), sc.spec.Blocks[sc.values[a].block].Name)
 			}
 			s.mirrored[a], fresh[a] = true, true
 			s.before[si] = append(s.before[si], a)
@@ -207,9 +207,9 @@ func where(host bool) Where {
 
 // gradBlock returns the block of the parameter whose gradient value v
 // is, or -1.
-func (p *Schedule) gradBlock(v int) int {
-	if i, ok := p.gradOf[v]; ok && p.spec.Train {
-		return p.values[p.params[i]].block
+func (sc *Schedule) gradBlock(v int) int {
+	if i, ok := sc.gradOf[v]; ok && sc.spec.Train {
+		return sc.values[sc.params[i]].block
 	}
 	return -1
 }
@@ -229,7 +229,7 @@ func (prog *Program) crossCopy(v int, toMirror bool) error {
 		err = prog.dev.Download(device.Floats(hostBuf), devBuf)
 	}
 	if err != nil {
-		return fmt.Errorf("engine: copying %s between host and device: %w", prog.plan.values[v].node.Name(), err)
+		return fmt.Errorf("engine: copying %s between host and device: %w", prog.sched.values[v].node.Name(), err)
 	}
 	return nil
 }
@@ -237,7 +237,7 @@ func (prog *Program) crossCopy(v int, toMirror bool) error {
 // sideBytes returns the bytes a resident placement allocates on the device
 // and on the host: each block's area, each arena slot (on each side that
 // has a value in it), each input and each mirror, on its side.
-func (p *Schedule) sideBytes(s sides, ls []layout) (dev, host int64) {
+func (sc *Schedule) sideBytes(s sides, ls []layout) (dev, host int64) {
 	add := func(onHost bool, elems int) {
 		if onHost {
 			host += 4 * int64(elems)
@@ -248,14 +248,14 @@ func (p *Schedule) sideBytes(s sides, ls []layout) (dev, host int64) {
 	for b, l := range ls {
 		add(s.blockHost[b], l.elems)
 	}
-	add(false, p.scratchFor(func(si int) bool { return !s.stepHost[si] }))
-	add(true, p.scratchFor(func(si int) bool { return s.stepHost[si] }))
+	add(false, sc.scratchFor(func(si int) bool { return !s.stepHost[si] }))
+	add(true, sc.scratchFor(func(si int) bool { return s.stepHost[si] }))
 	for side, sizes := range s.slots {
 		for _, n := range sizes {
 			add(side == 1, n)
 		}
 	}
-	for i, v := range p.values {
+	for i, v := range sc.values {
 		if v.kind == kindInput || v.kind == kindSeed {
 			add(s.valueHost[i], v.elems)
 		}
@@ -269,10 +269,10 @@ func (p *Schedule) sideBytes(s sides, ls []layout) (dev, host int64) {
 // crossings counts the copies of activations between host and device
 // blocks in one Run of a hybrid placement: each value copied into its
 // mirror before a step, and each output copied from its mirror after one.
-func (p *Schedule) crossings(s sides) Copies {
+func (sc *Schedule) crossings(s sides) Copies {
 	var c Copies
 	count := func(v int, upload bool) {
-		n := 4 * int64(p.values[v].elems)
+		n := 4 * int64(sc.values[v].elems)
 		if upload {
 			c.UploadBytes += n
 		} else {
@@ -280,7 +280,7 @@ func (p *Schedule) crossings(s sides) Copies {
 		}
 		c.Count++
 	}
-	for si, st := range p.steps {
+	for si, st := range sc.steps {
 		for _, a := range s.before[si] {
 			count(a, s.valueHost[a]) // from its own side into its mirror: up when it lives on the host
 		}

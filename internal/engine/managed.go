@@ -44,42 +44,42 @@ func (m managedLayout) capacity(pageSize, free int64) int {
 
 // managedLayout lays out the region of a resident, single-sided
 // placement (the managed mode's).
-func (p *Schedule) managedLayout() managedLayout {
-	m := managedLayout{value: make([]int64, len(p.values)), area: make([]int64, len(p.spec.Blocks))}
+func (sc *Schedule) managedLayout() managedLayout {
+	m := managedLayout{value: make([]int64, len(sc.values)), area: make([]int64, len(sc.spec.Blocks))}
 	next := func(elems int) int64 { // the place of the next buffer
 		off := (m.total + managedAlign - 1) / managedAlign * managedAlign
 		m.total = off + 4*int64(elems)
 		return off
 	}
-	for i, v := range p.values {
+	for i, v := range sc.values {
 		m.value[i] = -1
 		if v.kind == kindInput || v.kind == kindSeed {
 			m.value[i] = next(v.elems)
 		}
 	}
-	slots := make([]int64, len(p.slots))
-	for s, n := range p.slots {
+	slots := make([]int64, len(sc.slots))
+	for s, n := range sc.slots {
 		slots[s] = next(n)
 	}
-	for i, v := range p.values {
+	for i, v := range sc.values {
 		if v.kind == kindTemporary {
 			m.value[i] = slots[v.slot]
 		}
 	}
-	for b, l := range p.layouts(Placement{}) {
+	for b, l := range sc.layouts(Placement{}) {
 		m.area[b] = next(l.elems)
 	}
-	m.scratch = next(p.scratchFor(func(int) bool { return true }))
+	m.scratch = next(sc.scratchFor(func(int) bool { return true }))
 	return m
 }
 
 // span returns the bytes [off, off+n) of value v in the region.
-func (m managedLayout) span(p *Schedule, ls []layout, v int) (off, n int64) {
-	n = 4 * int64(p.values[v].elems)
+func (m managedLayout) span(sc *Schedule, ls []layout, v int) (off, n int64) {
+	n = 4 * int64(sc.values[v].elems)
 	if m.value[v] >= 0 {
 		return m.value[v], n
 	}
-	return m.area[p.values[v].block] + 4*int64(p.offsetInArea(ls, v)), n
+	return m.area[sc.values[v].block] + 4*int64(sc.offsetInArea(ls, v)), n
 }
 
 // managedPages walks a Run's page touches through the page residency
@@ -89,7 +89,7 @@ func (m managedLayout) span(p *Schedule, ls []layout, v int) (off, n int64) {
 // counted.
 type managedPages struct {
 	*cache.Pages
-	plan     *Schedule
+	sched    *Schedule
 	layout   managedLayout
 	layouts  []layout
 	pageSize int64
@@ -100,12 +100,12 @@ type managedPages struct {
 
 // newManagedPages returns the page residency of a managed placement on a
 // device that holds capacity pages, with m migrating.
-func newManagedPages(p *Schedule, pl Placement, capacity int, m cache.PageMover) (*managedPages, error) {
+func newManagedPages(sc *Schedule, pl Placement, capacity int, m cache.PageMover) (*managedPages, error) {
 	pages, err := cache.NewPages(capacity, m)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	mp := &managedPages{Pages: pages, plan: p, layout: p.managedLayout(), layouts: p.layouts(pl), pageSize: pl.PageSize,
+	mp := &managedPages{Pages: pages, sched: sc, layout: sc.managedLayout(), layouts: sc.layouts(pl), pageSize: pl.PageSize,
 		access: func(int64, int64) error { return nil }}
 	if pl.AdviseHost {
 		pages.PreferHost(capacity)
@@ -137,19 +137,19 @@ func (mp *managedPages) touch(off, n int64) error {
 
 // touchValue records a kernel's touch of value v.
 func (mp *managedPages) touchValue(v int) error {
-	return mp.touch(mp.layout.span(mp.plan, mp.layouts, v))
+	return mp.touch(mp.layout.span(mp.sched, mp.layouts, v))
 }
 
 // step records the touches of compute step si: its arguments, then its
 // output.
 func (mp *managedPages) step(si int) error {
-	s := mp.plan.steps[si]
+	s := mp.sched.steps[si]
 	for _, a := range s.args {
 		if err := mp.touchValue(a); err != nil {
 			return err
 		}
 	}
-	if n := mp.plan.scratchElems(si); n > 0 {
+	if n := mp.sched.scratchElems(si); n > 0 {
 		if err := mp.touch(mp.layout.scratch, 4*int64(n)); err != nil {
 			return err
 		}
@@ -160,15 +160,15 @@ func (mp *managedPages) step(si int) error {
 // update records the touches of block b's update: each parameter's
 // gradient, the parameter and its two moments.
 func (mp *managedPages) update(b int) error {
-	p, l := mp.plan, mp.layouts[b]
+	sc, l := mp.sched, mp.layouts[b]
 	for j, i := range l.params {
-		if err := mp.touchValue(p.grads[i]); err != nil {
+		if err := mp.touchValue(sc.grads[i]); err != nil {
 			return err
 		}
-		if err := mp.touchValue(p.params[i]); err != nil {
+		if err := mp.touchValue(sc.params[i]); err != nil {
 			return err
 		}
-		n := 4 * int64(p.count(p.params[i]))
+		n := 4 * int64(sc.count(sc.params[i]))
 		offs := l.moments[j][:]
 		if l.masters[j] >= 0 {
 			offs = append(offs, l.masters[j])
@@ -208,7 +208,7 @@ func (d *deviceMigrator) MigrateOut(page int) error {
 // value to its place in it (managedLayout), with a page residency of the
 // pages the device's free memory holds.
 func (prog *Program) loadManaged() error {
-	p := prog.plan
+	sc := prog.sched
 	dev, ok := prog.dev.(device.ManagedMemory)
 	if !ok {
 		return fmt.Errorf("engine: %s cannot allocate managed memory", prog.dev.Name())
@@ -217,7 +217,7 @@ func (prog *Program) loadManaged() error {
 	if err != nil {
 		return fmt.Errorf("engine: sizing the managed residency: %w", err)
 	}
-	layout := p.managedLayout()
+	layout := sc.managedLayout()
 	capacity := layout.capacity(prog.place.PageSize, free)
 	if capacity < 1 { // not one page fits: out of memory, as any mode
 		return &device.OutOfMemoryError{Device: prog.dev.Name(), Requested: prog.place.PageSize, Free: free, Total: total}
@@ -228,7 +228,7 @@ func (prog *Program) loadManaged() error {
 	}
 	prog.owned = append(prog.owned, region)
 	view := func(off int64, elems int) device.Buffer { return prog.dev.View(region, int(off/4), elems) }
-	for i, v := range p.values {
+	for i, v := range sc.values {
 		if layout.value[i] >= 0 {
 			prog.buffers[i] = view(layout.value[i], v.elems)
 		}
@@ -238,15 +238,15 @@ func (prog *Program) loadManaged() error {
 			}
 		}
 	}
-	prog.layouts = p.layouts(prog.place)
+	prog.layouts = sc.layouts(prog.place)
 	for b, l := range prog.layouts {
 		prog.bind(b, view(layout.area[b], l.elems))
 	}
-	if n := p.scratchFor(func(int) bool { return true }); n > 0 {
+	if n := sc.scratchFor(func(int) bool { return true }); n > 0 {
 		prog.scratch16[0] = view(layout.scratch, n)
 	}
 	mig := &deviceMigrator{dev: dev, region: region}
-	if mig.mp, err = newManagedPages(p, prog.place, capacity, mig); err != nil {
+	if mig.mp, err = newManagedPages(sc, prog.place, capacity, mig); err != nil {
 		return err
 	}
 	if prog.place.AdviseHost {
@@ -264,8 +264,8 @@ func (prog *Program) loadManaged() error {
 // pages its free memory holds, at most the whole region (Window of its
 // Pages, of BlockBytes each), and in host memory the rest of the region,
 // where managed memory lives until it migrates.
-func (p *Schedule) managedFootprint(pl Placement, deviceFree int64) Footprint {
-	m := p.managedLayout()
+func (sc *Schedule) managedFootprint(pl Placement, deviceFree int64) Footprint {
+	m := sc.managedLayout()
 	capacity := m.capacity(pl.PageSize, deviceFree)
 	resident := min(m.total, int64(capacity)*pl.PageSize)
 	return Footprint{Window: capacity, Device: resident, Host: m.total - resident,
@@ -274,11 +274,11 @@ func (p *Schedule) managedFootprint(pl Placement, deviceFree int64) Footprint {
 
 // Pages returns the pages of a managed placement's region: what the
 // device holds when nothing migrates.
-func (p *Schedule) Pages(pl Placement) int {
+func (sc *Schedule) Pages(pl Placement) int {
 	if !pl.Managed {
 		return 0
 	}
-	return p.managedLayout().pages(pl.PageSize)
+	return sc.managedLayout().pages(pl.PageSize)
 }
 
 // pageCounter is the managed dry run's stepper and page mover: it walks
@@ -308,17 +308,17 @@ func (k *pageCounter) hostUpdate(int) error {
 
 // managedCopies counts the migrations of one epoch of batches Runs in
 // steady state (the second after Load) on a device holding capacity pages.
-func (p *Schedule) managedCopies(pl Placement, capacity, batches int) (Copies, error) {
+func (sc *Schedule) managedCopies(pl Placement, capacity, batches int) (Copies, error) {
 	k := &pageCounter{}
 	var err error
-	if k.managedPages, err = newManagedPages(p, pl, capacity, k); err != nil {
+	if k.managedPages, err = newManagedPages(sc, pl, capacity, k); err != nil {
 		return Copies{}, err
 	}
 	k.access = func(_, n int64) error { k.n.RemoteBytes += n; return nil }
 	for range 2 { // the second epoch is counted
 		k.n = Copies{}
 		for range batches {
-			if err := p.walk(nil, k); err != nil {
+			if err := sc.walk(nil, k); err != nil {
 				return Copies{}, err
 			}
 		}

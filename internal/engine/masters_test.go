@@ -18,14 +18,14 @@ import (
 func TestCloseFreesHostMasters(t *testing.T) {
 	m := smallLinear{batch: 2, dim: 800, layers: 4, perBlock: 1}
 	_, x, target, loss, blocks, _, _ := m.buildProject()
-	plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
+	sched, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
 		Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dev := device.NewSim(1<<30, nil)
 	defer dev.Close()
-	prog, err := plan.Load(dev, Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 1, OptimizerOnHost: true}})
+	prog, err := sched.Load(dev, Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 1, OptimizerOnHost: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ type Placement struct {
 	// Otherwise every block stays resident (cuda and cpu modes).
 	Paged bool
 	// Cache is the paged blocks' policy, window and optimizer place. Its
-	// window is raised to the plan's MinWindow and capped at the number
+	// window is raised to the schedule's MinWindow and capped at the number
 	// of paged blocks.
 	Cache cache.Config
 	// Blocks, when set, says per block (as Spec.Blocks) where the placement
@@ -84,9 +84,9 @@ func (pl Placement) momentsResident(b int) bool {
 }
 
 // pagedBlocks counts the blocks the cache of pl pages.
-func (p *Schedule) pagedBlocks(pl Placement) int {
+func (sc *Schedule) pagedBlocks(pl Placement) int {
 	n := 0
-	for b := range p.spec.Blocks {
+	for b := range sc.spec.Blocks {
 		if pl.pagedBlock(b) {
 			n++
 		}
@@ -94,11 +94,11 @@ func (p *Schedule) pagedBlocks(pl Placement) int {
 	return n
 }
 
-// pagedNeeds returns, per step, the blocks of p.needs that pl pages: what
+// pagedNeeds returns, per step, the blocks of sc.needs that pl pages: what
 // the cache makes resident.
-func (p *Schedule) pagedNeeds(pl Placement) [][]int {
-	out := make([][]int, len(p.needs))
-	for si, need := range p.needs {
+func (sc *Schedule) pagedNeeds(pl Placement) [][]int {
+	out := make([][]int, len(sc.needs))
+	for si, need := range sc.needs {
 		for _, b := range need {
 			if pl.pagedBlock(b) {
 				out[si] = append(out[si], b)
@@ -123,18 +123,18 @@ type layout struct {
 
 // offsetInArea returns where parameter or saved value v sits in its
 // block's area laid out as ls, in elements from the area's start.
-func (p *Schedule) offsetInArea(ls []layout, v int) int {
-	val := p.values[v]
+func (sc *Schedule) offsetInArea(ls []layout, v int) int {
+	val := sc.values[v]
 	l := ls[val.block]
 	switch val.kind {
 	case kindParam:
 		for j, i := range l.params {
-			if p.params[i] == v {
+			if sc.params[i] == v {
 				return l.offsets[j]
 			}
 		}
 	case kindSaved:
-		if j := slices.Index(p.saved[val.block], v); j >= 0 {
+		if j := slices.Index(sc.saved[val.block], v); j >= 0 {
 			return l.saved[j]
 		}
 	}
@@ -143,38 +143,38 @@ func (p *Schedule) offsetInArea(ls []layout, v int) int {
 
 // layouts lays out every block's area: parameters, then their moments when
 // they travel with the block, then saved activations.
-func (p *Schedule) layouts(pl Placement) []layout {
-	out := make([]layout, len(p.spec.Blocks))
-	for i, pv := range p.params {
-		b := p.values[pv].block
+func (sc *Schedule) layouts(pl Placement) []layout {
+	out := make([]layout, len(sc.spec.Blocks))
+	for i, pv := range sc.params {
+		b := sc.values[pv].block
 		out[b].params = append(out[b].params, i)
 	}
 	for b := range out {
 		l := &out[b]
 		for _, i := range l.params {
 			l.offsets = append(l.offsets, l.elems)
-			l.elems += p.values[p.params[i]].elems
+			l.elems += sc.values[sc.params[i]].elems
 		}
-		if p.spec.Train && pl.momentsInArea(b) {
+		if sc.spec.Train && pl.momentsInArea(b) {
 			for _, i := range l.params {
-				n := p.count(p.params[i])
+				n := sc.count(sc.params[i])
 				l.moments = append(l.moments, [2]int{l.elems, l.elems + n})
 				l.masters = append(l.masters, -1)
-				if p.values[p.params[i]].half {
+				if sc.values[sc.params[i]].half {
 					l.masters[len(l.masters)-1] = l.elems + 2*n
 				}
-				l.elems += p.stateElems(i)
+				l.elems += sc.stateElems(i)
 			}
 		}
-		for _, v := range p.saved[b] {
+		for _, v := range sc.saved[b] {
 			l.saved = append(l.saved, l.elems)
-			l.elems += p.values[v].elems
+			l.elems += sc.values[v].elems
 		}
 	}
 	return out
 }
 
-// Footprint is the memory a placement of a plan needs, in bytes.
+// Footprint is the memory a placement of a schedule needs, in bytes.
 type Footprint struct {
 	Window int   // blocks resident at most
 	Device int64 // on the device: resident areas, arena and inputs, and the window policy's optimizer state
@@ -190,18 +190,18 @@ type Footprint struct {
 
 // Footprint computes what pl needs, before anything is allocated. For an
 // auto policy with no fixed window, deviceFree sizes the window.
-func (p *Schedule) Footprint(pl Placement, deviceFree int64) Footprint {
+func (sc *Schedule) Footprint(pl Placement, deviceFree int64) Footprint {
 	if pl.Managed {
-		return p.managedFootprint(pl, deviceFree)
+		return sc.managedFootprint(pl, deviceFree)
 	}
-	b := p.Bytes()
-	ls := p.layouts(pl)
+	b := sc.Bytes()
+	ls := sc.layouts(pl)
 	var all, largest int64
 	for _, l := range ls {
 		all += 4 * int64(l.elems)
 		largest = max(largest, 4*int64(l.elems))
 	}
-	s, err := p.sides(pl)
+	s, err := sc.sides(pl)
 	if err != nil { // Load reports it; with no sides, all on the device
 		return Footprint{Window: len(ls), Device: all + b.Inputs + b.Arena, BlockBytes: largest}
 	}
@@ -217,20 +217,20 @@ func (p *Schedule) Footprint(pl Placement, deviceFree int64) Footprint {
 		paged += 4 * int64(l.elems)
 		slot = max(slot, 4*int64(l.elems))
 		for _, i := range l.params {
-			optimizer += 4 * int64(p.stateElems(i))
+			optimizer += 4 * int64(sc.stateElems(i))
 		}
 	}
-	dev, host := p.sideBytes(s, resident)
+	dev, host := sc.sideBytes(s, resident)
 	if !pl.Paged {
 		return Footprint{Window: len(ls), Device: dev, Host: host, BlockBytes: largest}
 	}
-	fixed := dev + 4*int64(p.largestSaved()) // the staging buffer
-	if p.spec.Train && pl.Cache.Moments() == cache.MomentsOnDevice {
+	fixed := dev + 4*int64(sc.largestSaved()) // the staging buffer
+	if sc.spec.Train && pl.Cache.Moments() == cache.MomentsOnDevice {
 		fixed += optimizer // the paged blocks' moments, resident for the run
 	}
-	window := p.window(pl, deviceFree, fixed, slot)
+	window := sc.window(pl, deviceFree, fixed, slot)
 	f := Footprint{Window: window, Device: int64(window)*slot + fixed, Host: host + paged, BlockBytes: slot}
-	if p.spec.Train && pl.Cache.Moments() == cache.MomentsOnHost {
+	if sc.spec.Train && pl.Cache.Moments() == cache.MomentsOnHost {
 		f.Host += optimizer
 	}
 	return f
@@ -239,15 +239,15 @@ func (p *Schedule) Footprint(pl Placement, deviceFree int64) Footprint {
 // givenWindow is a paged placement's window of window blocks as Load
 // makes it: raised to the most paged blocks one step needs and capped at
 // the paged blocks; an error for a window of no block.
-func (p *Schedule) givenWindow(pl Placement, window int) (int, error) {
+func (sc *Schedule) givenWindow(pl Placement, window int) (int, error) {
 	if window <= 0 {
 		return 0, fmt.Errorf("engine: a window of %d blocks", window)
 	}
-	return min(max(window, p.cacheRun(pl).MinWindow()), p.pagedBlocks(pl)), nil
+	return min(max(window, sc.cacheRun(pl).MinWindow()), sc.pagedBlocks(pl)), nil
 }
 
 // window returns the number of resident blocks of a paged placement: at
 // least the most paged blocks one step needs, at most the paged blocks.
-func (p *Schedule) window(pl Placement, deviceFree, fixed, slotBytes int64) int {
-	return pl.Cache.Slots(deviceFree, fixed, slotBytes, p.cacheRun(pl).MinWindow(), p.pagedBlocks(pl))
+func (sc *Schedule) window(pl Placement, deviceFree, fixed, slotBytes int64) int {
+	return pl.Cache.Slots(deviceFree, fixed, slotBytes, sc.cacheRun(pl).MinWindow(), sc.pagedBlocks(pl))
 }

@@ -46,9 +46,9 @@ const (
 // (step.half16): a product reads 16-bit operands as stored where its op
 // has a 16-bit launch (HalfLauncher), else every product rounds its float32
 // operands; any other op widens its 16-bit arguments.
-func (p *Schedule) assignConversions() {
-	for si := range p.steps {
-		s := &p.steps[si]
+func (sc *Schedule) assignConversions() {
+	for si := range sc.steps {
+		s := &sc.steps[si]
 		lower := castOf(s.op) == levers.CastLower
 		var direct []bool
 		if h, ok := s.op.(HalfLauncher); ok && lower {
@@ -58,11 +58,11 @@ func (p *Schedule) assignConversions() {
 		s.convs = make([]argConversion, len(s.args))
 		for j, a := range s.args {
 			switch {
-			case direct != nil && direct[j] && p.values[a].half:
+			case direct != nil && direct[j] && sc.values[a].half:
 				s.convs[j] = asIs
 			case direct != nil && direct[j]:
 				s.convs[j] = narrowed
-			case p.values[a].half:
+			case sc.values[a].half:
 				s.convs[j] = widened
 			case lower:
 				s.convs[j] = roundedIn
@@ -80,8 +80,8 @@ func castOf(op gorgonia.Op) levers.Cast {
 }
 
 // format returns the 16-bit format of spec's precision; 0 for fp32.
-func (p *Schedule) format() half.Format {
-	switch p.spec.Precision {
+func (sc *Schedule) format() half.Format {
+	switch sc.spec.Precision {
 	case levers.BF16:
 		return half.BF16
 	case levers.FP16:
@@ -93,7 +93,7 @@ func (p *Schedule) format() half.Format {
 // count returns value v's number of elements, whatever its storage:
 // elems is its storage in float32-sized words, which a 16-bit value
 // fills two elements to a word.
-func (p *Schedule) count(v int) int { return max(p.values[v].shape.TotalSize(), 1) }
+func (sc *Schedule) count(v int) int { return max(sc.values[v].shape.TotalSize(), 1) }
 
 // assignPrecision decides which values a 16-bit precision stores in 16
 // bits, after automatic mixed precision's rules, and sizes their storage:
@@ -102,82 +102,82 @@ func (p *Schedule) count(v int) int { return max(p.values[v].shape.TotalSize(), 
 // Inputs, the gradient seed, the reductions' results and every other value
 // stay float32. It runs once the steps are final (after recompute) and
 // before the slots are packed.
-func (p *Schedule) assignPrecision() {
-	if !p.spec.Precision.Half() {
+func (sc *Schedule) assignPrecision() {
+	if !sc.spec.Precision.Half() {
 		return
 	}
 	// A parameter is 16-bit when some step reads it and every step that
 	// does is a product.
-	read, other := make([]bool, len(p.values)), make([]bool, len(p.values))
-	for _, s := range p.steps {
+	read, other := make([]bool, len(sc.values)), make([]bool, len(sc.values))
+	for _, s := range sc.steps {
 		lower := castOf(s.op) == levers.CastLower
 		for _, a := range s.args {
 			read[a] = true
 			other[a] = other[a] || !lower
 		}
 	}
-	for _, pv := range p.params {
+	for _, pv := range sc.params {
 		if read[pv] && !other[pv] {
-			p.setHalf(pv)
+			sc.setHalf(pv)
 		}
 	}
-	for _, s := range p.steps {
+	for _, s := range sc.steps {
 		switch castOf(s.op) {
 		case levers.CastLower:
-			p.setHalf(s.out)
+			sc.setHalf(s.out)
 		case levers.CastPromote:
 			all := true
 			for _, a := range s.args {
-				all = all && p.values[a].half
+				all = all && sc.values[a].half
 			}
 			if all {
-				p.setHalf(s.out)
+				sc.setHalf(s.out)
 			}
 		}
 	}
-	p.assignConversions()
+	sc.assignConversions()
 }
 
 // setHalf stores value v in 16 bits.
-func (p *Schedule) setHalf(v int) {
-	p.values[v].half = true
-	p.values[v].elems = half.Words(p.count(v))
+func (sc *Schedule) setHalf(v int) {
+	sc.values[v].half = true
+	sc.values[v].elems = half.Words(sc.count(v))
 }
 
 // stateElems returns the float32 elements of parameter i's (of params)
 // optimizer state: Adam's two moments and, for a 16-bit parameter, its
 // float32 master, which the update changes and rounds into the 16-bit copy
 // the steps read.
-func (p *Schedule) stateElems(i int) int {
-	pv := p.params[i]
-	if p.values[pv].half {
-		return 3 * p.count(pv)
+func (sc *Schedule) stateElems(i int) int {
+	pv := sc.params[i]
+	if sc.values[pv].half {
+		return 3 * sc.count(pv)
 	}
-	return 2 * p.count(pv)
+	return 2 * sc.count(pv)
 }
 
 // scratchElems returns the float32 elements step si converts through: each
 // 16-bit argument widened, each float32 argument of a product rounded to
 // 16 bits (in a 16-bit copy, then widened), and a 16-bit result computed
 // in float32 before it is rounded into its buffer.
-func (p *Schedule) scratchElems(si int) int {
-	if !p.spec.Precision.Half() {
+func (sc *Schedule) scratchElems(si int) int {
+	if !sc.spec.Precision.Half() {
 		return 0
 	}
-	s := p.steps[si]
+	s := sc.steps[si]
 	n := 0
 	for j, a := range s.args {
 		switch s.convs[j] {
 		case narrowed: // a 16-bit copy
-			n += half.Words(p.count(a))
+			n += half.Words(sc.count(a))
 		case widened:
-			n += p.count(a)
+			n += sc.count(a)
 		case roundedIn: // a 16-bit copy, widened back
-			n += p.count(a) + half.Words(p.count(a))
+			n += sc.count(a) + half.Words(sc.count(a))
 		}
 	}
-	if p.values[s.out].half {
-		n += p.count(s.out)
+	if sc.values[s.out].half {
+		n += sc.count(s.out)
 	}
 	return n
 }
@@ -185,14 +185,14 @@ func (p *Schedule) scratchElems(si int) int {
 // scratchFor returns the float32 scratch of one side: the most elements
 // one of the steps that on selects converts through, or an update widens
 // a gradient into, whichever is more; 0 under fp32.
-func (p *Schedule) scratchFor(on func(si int) bool) int {
-	if !p.spec.Precision.Half() {
+func (sc *Schedule) scratchFor(on func(si int) bool) int {
+	if !sc.spec.Precision.Half() {
 		return 0
 	}
-	n := p.updateScratchElems()
-	for si := range p.steps {
+	n := sc.updateScratchElems()
+	for si := range sc.steps {
 		if on(si) {
-			n = max(n, p.scratchElems(si))
+			n = max(n, sc.scratchElems(si))
 		}
 	}
 	return n
@@ -200,14 +200,14 @@ func (p *Schedule) scratchFor(on func(si int) bool) int {
 
 // updateScratchElems returns the float32 elements an update of a 16-bit
 // gradient widens it into: the largest such gradient.
-func (p *Schedule) updateScratchElems() int {
+func (sc *Schedule) updateScratchElems() int {
 	n := 0
-	if !p.spec.Train {
+	if !sc.spec.Train {
 		return 0
 	}
-	for _, g := range p.grads {
-		if p.values[g].half {
-			n = max(n, p.count(g))
+	for _, g := range sc.grads {
+		if sc.values[g].half {
+			n = max(n, sc.count(g))
 		}
 	}
 	return n
@@ -331,11 +331,11 @@ func checkPrecision(spec Spec) error {
 
 // paramIndex returns value v's index in params, -1 when v is not a
 // parameter.
-func (p *Schedule) paramIndex(v int) int {
-	if p.values[v].kind != kindParam {
+func (sc *Schedule) paramIndex(v int) int {
+	if sc.values[v].kind != kindParam {
 		return -1
 	}
-	for i, pv := range p.params {
+	for i, pv := range sc.params {
 		if pv == v {
 			return i
 		}
@@ -345,7 +345,7 @@ func (p *Schedule) paramIndex(v int) int {
 
 // scalesLoss reports whether the program scales the loss: fp16 training.
 func (prog *Program) scalesLoss() bool {
-	return prog.plan.spec.Train && prog.plan.spec.Precision == levers.FP16
+	return prog.sched.spec.Train && prog.sched.spec.Precision == levers.FP16
 }
 
 // LossScale returns fp16 training's loss scale and the steps it skipped;
@@ -363,7 +363,7 @@ func (prog *Program) scaleSeed() error {
 	if !prog.scalesLoss() || prog.seedScale == prog.loss.Scale {
 		return nil
 	}
-	for i, v := range prog.plan.values {
+	for i, v := range prog.sched.values {
 		if v.kind == kindSeed {
 			if err := prog.on(prog.sides.valueHost[i]).Upload(prog.buffers[i], []float32{float32(prog.loss.Scale)}); err != nil {
 				return fmt.Errorf("engine: scaling the loss: %w", err)
@@ -385,7 +385,7 @@ func (prog *Program) converter(onHost bool) *converter {
 		return nil
 	}
 	c := &prog.converters[side]
-	*c = converter{dev: prog.on(onHost), k: prog.kernelsOn(onHost), f: prog.plan.format(), buf: prog.scratch16[side]}
+	*c = converter{dev: prog.on(onHost), k: prog.kernelsOn(onHost), f: prog.sched.format(), buf: prog.scratch16[side]}
 	return c
 }
 
@@ -396,14 +396,14 @@ func (prog *Program) converter(onHost bool) *converter {
 // skips its update, and the step counts as skipped.
 func (prog *Program) gradScale(sumSquares float64) (scale float64, ok bool) {
 	if !prog.scalesLoss() {
-		return hostmath.ClipScale(sumSquares, prog.plan.spec.ClipNorm), true
+		return hostmath.ClipScale(sumSquares, prog.sched.spec.ClipNorm), true
 	}
 	if !finite(sumSquares) {
 		prog.overflowed = true
 		return 0, false
 	}
 	s := prog.loss.Scale
-	return hostmath.ClipScale(sumSquares/(s*s), prog.plan.spec.ClipNorm) / s, true
+	return hostmath.ClipScale(sumSquares/(s*s), prog.sched.spec.ClipNorm) / s, true
 }
 
 // conversions is the work of a step's 16-bit conversions.
@@ -429,19 +429,19 @@ func narrowCost(n int64) device.Cost {
 // 16-bit products (half); every other step runs in float32 on widened
 // copies, as c says; the conversions are counted apart, as Execute makes
 // them (scratchElems). Under fp32 c is returned as it is.
-func (p *Schedule) stepCost16(si int, c device.Cost) (device.Cost, conversions, bool) {
+func (sc *Schedule) stepCost16(si int, c device.Cost) (device.Cost, conversions, bool) {
 	var conv conversions
-	if !p.spec.Precision.Half() {
+	if !sc.spec.Precision.Half() {
 		return c, conv, false
 	}
-	s := p.steps[si]
+	s := sc.steps[si]
 	add := func(k device.Cost) {
 		conv.Cost = conv.Plus(k)
 		conv.launches++
 	}
 	var direct16 int64 // elements read as stored in 16 bits
 	for j, a := range s.args {
-		n := int64(p.count(a))
+		n := int64(sc.count(a))
 		switch s.convs[j] {
 		case asIs:
 			if s.half16 {
@@ -457,8 +457,8 @@ func (p *Schedule) stepCost16(si int, c device.Cost) (device.Cost, conversions, 
 			add(widenCost(n))
 		}
 	}
-	if p.values[s.out].half {
-		add(narrowCost(int64(p.count(s.out))))
+	if sc.values[s.out].half {
+		add(narrowCost(int64(sc.count(s.out))))
 	}
 	if !s.half16 {
 		return c, conv, false

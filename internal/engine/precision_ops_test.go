@@ -99,12 +99,12 @@ func runOp(t *testing.T, tc opCase, prec levers.Precision) (float32, [][]float32
 		inputs = append(inputs, target)
 		loss = gorgonia.Must(ops.Apply(ops.MSE{Dims: len(s)}, out, target))
 	}
-	p, err := Compile(Spec{Inputs: inputs, Blocks: []Block{{Name: "op", Params: params}}, Output: loss, Train: true,
+	sc, err := Compile(Spec{Inputs: inputs, Blocks: []Block{{Name: "op", Params: params}}, Output: loss, Train: true,
 		Optimizer: hostmath.DefaultAdam(), ClipNorm: 1e9, RetainGradients: true, Precision: prec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := p.Load(device.NewHost(), Placement{})
+	prog, err := sc.Load(device.NewHost(), Placement{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,18 +24,18 @@ func compilePrecision(t *testing.T, m handModel, prec levers.Precision) *Schedul
 // the weights' gradients come from products (16-bit), the biases' from a
 // sum (float32).
 func TestAssignPrecisionByHand(t *testing.T) {
-	p := compilePrecision(t, handModels[2], levers.BF16)
+	sc := compilePrecision(t, handModels[2], levers.BF16)
 	want := map[string]bool{"head.w": true, "head.b": true, "layer1.w": true, "layer1.b": true, "embed.w": false, "ids": false, "target": false, "positions": false}
-	for _, v := range p.values {
+	for _, v := range sc.values {
 		if w, ok := want[v.node.Name()]; ok && v.half != w {
 			t.Errorf("%s: 16-bit %v, want %v", v.node.Name(), v.half, w)
 		}
 	}
-	if v := p.values[p.output]; v.half {
+	if v := sc.values[sc.output]; v.half {
 		t.Error("the loss is stored in 16 bits")
 	}
-	for _, s := range p.steps {
-		out := p.values[s.out]
+	for _, s := range sc.steps {
+		out := sc.values[s.out]
 		switch s.op.String() {
 		case "Linear", "LinearWeightGrad", "LinearInputGrad":
 			if !out.half {
@@ -49,7 +49,7 @@ func TestAssignPrecisionByHand(t *testing.T) {
 	}
 	// head 6×4 + 6 and two layers of 4×4 + 4: 70 values in 16 bits, 35
 	// words; the embedding's 6×4 in float32.
-	b := p.Bytes()
+	b := sc.Bytes()
 	if want := int64(4 * (35 + 24)); b.Parameters != want {
 		t.Errorf("parameters: %d bytes, want %d", b.Parameters, want)
 	}
@@ -90,15 +90,15 @@ func TestLossScaleMoves(t *testing.T) {
 // the weights stay as they were, the step counts as skipped and the scale
 // halves; at a scale that fits, the next step updates them.
 func TestFP16OverflowSkipsTheStep(t *testing.T) {
-	p := compilePrecision(t, handModels[0], levers.FP16)
-	prog, err := p.Load(device.NewHost(), Placement{})
+	sc := compilePrecision(t, handModels[0], levers.FP16)
+	prog, err := sc.Load(device.NewHost(), Placement{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer prog.Close()
-	for i, v := range p.values {
+	for i, v := range sc.values {
 		if v.kind == kindInput || v.kind == kindParam {
-			data := make([]float32, p.count(i))
+			data := make([]float32, sc.count(i))
 			for j := range data {
 				data[j] = float32(math.Sin(float64(i*31 + j)))
 			}
@@ -109,8 +109,8 @@ func TestFP16OverflowSkipsTheStep(t *testing.T) {
 	}
 	weights := func() [][]float32 {
 		var w [][]float32
-		for _, pv := range p.params {
-			d, err := prog.Read(p.values[pv].node)
+		for _, pv := range sc.params {
+			d, err := prog.Read(sc.values[pv].node)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,11 +157,11 @@ func TestFP16OverflowSkipsTheStep(t *testing.T) {
 func TestWork16ByHand(t *testing.T) {
 	compile := func(prec levers.Precision) Work {
 		inputs, blocks, loss := handModels[0].build()
-		p, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Precision: prec})
+		sc, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Precision: prec})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return p.Work()
+		return sc.Work()
 	}
 	kernel := func(w Work, name string) KernelWork {
 		for _, k := range w.Kernels {

@@ -30,7 +30,7 @@ type boundStep struct {
 // master copy in host memory and moves blocks in and out of a window of
 // device slots as its placement's policy decides.
 type Program struct {
-	plan    *Schedule
+	sched   *Schedule
 	dev     device.Device
 	k       device.Kernels
 	place   Placement
@@ -70,22 +70,22 @@ type Program struct {
 	gradSquares []float64
 }
 
-// Load allocates the plan's memory on dev for a placement. On error,
+// Load allocates the schedule's memory on dev for a placement. On error,
 // including the device running out of memory, nothing stays allocated.
-func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err error) {
+func (sc *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err error) {
 	if err := pl.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	sides, err := p.sides(pl)
+	sides, err := sc.sides(pl)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	host := device.NewHost()
-	prog = &Program{plan: p, dev: dev, k: dev.Kernels(), place: pl, host: host, hk: host.Kernels(), sides: sides,
-		buffers: make([]device.Buffer, len(p.values)), mirrors: make([]device.Buffer, len(p.values)), moments: make([][2]device.Buffer, len(p.params)),
-		masters: make([]device.Buffer, len(p.params)), loss: newLossScale(), seedScale: 1,
-		adamSteps: make([]int, len(p.spec.Blocks)), scratch: make([]float32, 1),
-		gradSquares: make([]float64, len(p.params))}
+	prog = &Program{sched: sc, dev: dev, k: dev.Kernels(), place: pl, host: host, hk: host.Kernels(), sides: sides,
+		buffers: make([]device.Buffer, len(sc.values)), mirrors: make([]device.Buffer, len(sc.values)), moments: make([][2]device.Buffer, len(sc.params)),
+		masters: make([]device.Buffer, len(sc.params)), loss: newLossScale(), seedScale: 1,
+		adamSteps: make([]int, len(sc.spec.Blocks)), scratch: make([]float32, 1),
+		gradSquares: make([]float64, len(sc.params))}
 	loading := prog // the returns below set prog to nil before this runs
 	defer func() {
 		if err != nil {
@@ -98,7 +98,7 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 		}
 		return prog.bindSteps()
 	}
-	for i, v := range p.values {
+	for i, v := range sc.values {
 		if v.kind != kindInput && v.kind != kindSeed {
 			continue
 		}
@@ -122,7 +122,7 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 		}
 	}
 	for side := range prog.scratch16 {
-		n := p.scratchFor(func(si int) bool { return sides.stepHost[si] == (side == 1) })
+		n := sc.scratchFor(func(si int) bool { return sides.stepHost[si] == (side == 1) })
 		if n == 0 {
 			continue
 		}
@@ -130,7 +130,7 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 			return nil, fmt.Errorf("engine: allocating the 16-bit conversions' scratch: %w", err)
 		}
 	}
-	for i, v := range p.values {
+	for i, v := range sc.values {
 		if v.kind == kindTemporary {
 			side := 0
 			if sides.valueHost[i] {
@@ -139,15 +139,15 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 			prog.buffers[i] = prog.on(side == 1).View(slots[side][sides.slot[i]], 0, v.elems)
 		}
 	}
-	for i, v := range p.values {
+	for i, v := range sc.values {
 		if sides.mirrored[i] {
 			if prog.mirrors[i], err = prog.allocOn(!sides.valueHost[i], v.elems); err != nil {
 				return nil, fmt.Errorf("engine: allocating the copy of %s: %w", v.node.Name(), err)
 			}
 		}
 	}
-	prog.layouts = p.layouts(pl)
-	if p.spec.Train {
+	prog.layouts = sc.layouts(pl)
+	if sc.spec.Train {
 		if err := prog.allocMoments(); err != nil {
 			return nil, err
 		}
@@ -158,7 +158,7 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 		}
 		area, err := prog.allocOn(sides.blockHost[b], l.elems)
 		if err != nil {
-			return nil, fmt.Errorf("engine: allocating block %s: %w", p.spec.Blocks[b].Name, err)
+			return nil, fmt.Errorf("engine: allocating block %s: %w", sc.spec.Blocks[b].Name, err)
 		}
 		prog.bind(b, area)
 	}
@@ -173,12 +173,12 @@ func (p *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err err
 // bindSteps prepares each step's argument buffers and shapes, the last
 // part of Load.
 func (prog *Program) bindSteps() (*Program, error) {
-	p := prog.plan
-	prog.steps = make([]boundStep, len(p.steps))
-	for i, s := range p.steps {
+	sc := prog.sched
+	prog.steps = make([]boundStep, len(sc.steps))
+	for i, s := range sc.steps {
 		b := boundStep{step: s, argBuffers: make([]device.Buffer, len(s.args)), shapes: make([]tensor.Shape, len(s.args))}
 		for j, a := range s.args {
-			b.shapes[j] = p.values[a].shape
+			b.shapes[j] = sc.values[a].shape
 		}
 		prog.steps[i] = b
 	}
@@ -191,18 +191,18 @@ func (prog *Program) bindSteps() (*Program, error) {
 // optimizers create their state on the GPU and it never moves). Alloc
 // zeroes them, as Adam starts.
 func (prog *Program) allocMoments() error {
-	p := prog.plan
-	for i, pv := range p.params {
-		if !prog.place.momentsResident(p.values[pv].block) {
+	sc := prog.sched
+	for i, pv := range sc.params {
+		if !prog.place.momentsResident(sc.values[pv].block) {
 			continue
 		}
-		n := p.count(pv)
-		buf, err := prog.alloc(p.stateElems(i))
+		n := sc.count(pv)
+		buf, err := prog.alloc(sc.stateElems(i))
 		if err != nil {
-			return fmt.Errorf("engine: allocating the optimizer state of %s: %w", p.values[pv].node.Name(), err)
+			return fmt.Errorf("engine: allocating the optimizer state of %s: %w", sc.values[pv].node.Name(), err)
 		}
 		prog.moments[i] = [2]device.Buffer{prog.dev.View(buf, 0, n), prog.dev.View(buf, n, n)}
-		if p.values[pv].half {
+		if sc.values[pv].half {
 			prog.masters[i] = prog.dev.View(buf, 2*n, n)
 		}
 	}
@@ -244,35 +244,35 @@ func (prog *Program) on(onHost bool) device.Device {
 // bind points block b's parameters, moments and saved values at their
 // places in area, on the block's side.
 func (prog *Program) bind(b int, area device.Buffer) {
-	p, l := prog.plan, prog.layouts[b]
+	sc, l := prog.sched, prog.layouts[b]
 	d := prog.on(prog.sides.blockHost[b])
 	for j, i := range l.params {
-		pv := p.params[i]
-		prog.buffers[pv] = d.View(area, l.offsets[j], p.values[pv].elems)
+		pv := sc.params[i]
+		prog.buffers[pv] = d.View(area, l.offsets[j], sc.values[pv].elems)
 		if l.moments != nil {
-			n := p.count(pv)
+			n := sc.count(pv)
 			prog.moments[i] = [2]device.Buffer{d.View(area, l.moments[j][0], n), d.View(area, l.moments[j][1], n)}
 			if l.masters[j] >= 0 {
 				prog.masters[i] = d.View(area, l.masters[j], n)
 			}
 		}
 	}
-	for j, v := range p.saved[b] {
-		prog.buffers[v] = d.View(area, l.saved[j], p.values[v].elems)
+	for j, v := range sc.saved[b] {
+		prog.buffers[v] = d.View(area, l.saved[j], sc.values[v].elems)
 	}
 }
 
 // unbind marks block b's members as not on the device.
 func (prog *Program) unbind(b int) {
-	p, l := prog.plan, prog.layouts[b]
+	sc, l := prog.sched, prog.layouts[b]
 	for _, i := range l.params {
-		prog.buffers[p.params[i]] = nil
+		prog.buffers[sc.params[i]] = nil
 		if l.moments != nil {
 			prog.moments[i] = [2]device.Buffer{}
 			prog.masters[i] = nil
 		}
 	}
-	for _, v := range p.saved[b] {
+	for _, v := range sc.saved[b] {
 		prog.buffers[v] = nil
 	}
 }
@@ -294,27 +294,27 @@ func (prog *Program) Close() {
 
 // SetInput copies data into the buffer of an input or parameter node.
 func (prog *Program) SetInput(n *gorgonia.Node, data []float32) error {
-	i, ok := prog.plan.index[n]
-	if !ok || prog.plan.values[i].kind == kindTemporary || prog.plan.values[i].kind == kindSeed {
+	i, ok := prog.sched.index[n]
+	if !ok || prog.sched.values[i].kind == kindTemporary || prog.sched.values[i].kind == kindSeed {
 		return fmt.Errorf("engine: %s is not an input or parameter of the program", n.Name())
 	}
-	if v := prog.plan.values[i]; prog.res != nil && v.kind == kindParam && prog.place.pagedBlock(v.block) {
+	if v := prog.sched.values[i]; prog.res != nil && v.kind == kindParam && prog.place.pagedBlock(v.block) {
 		if err := prog.res.setParam(i, data); err != nil {
 			return fmt.Errorf("engine: setting %s: %w", n.Name(), err)
 		}
 		return nil
 	}
 	d := prog.on(prog.sides.valueHost[i])
-	if v := prog.plan.values[i]; v.half {
-		if len(data) != prog.plan.count(i) {
-			return fmt.Errorf("engine: setting %s: %d values for %d elements", n.Name(), len(data), prog.plan.count(i))
+	if v := prog.sched.values[i]; v.half {
+		if len(data) != prog.sched.count(i) {
+			return fmt.Errorf("engine: setting %s: %d values for %d elements", n.Name(), len(data), prog.sched.count(i))
 		}
 		if m := prog.masterOf(i); m != nil {
 			if err := prog.on(prog.sides.blockHost[v.block]).Upload(m, data); err != nil {
 				return fmt.Errorf("engine: setting %s's master: %w", n.Name(), err)
 			}
 		}
-		data = packedHalf(prog.plan.format(), data)
+		data = packedHalf(prog.sched.format(), data)
 	}
 	if err := d.Upload(prog.buffers[i], data); err != nil {
 		return fmt.Errorf("engine: setting %s: %w", n.Name(), err)
@@ -325,7 +325,7 @@ func (prog *Program) SetInput(n *gorgonia.Node, data []float32) error {
 // masterOf returns the float32 master of 16-bit parameter value v on its
 // block's side, nil when it has none there.
 func (prog *Program) masterOf(v int) device.Buffer {
-	if i := prog.plan.paramIndex(v); i >= 0 {
+	if i := prog.sched.paramIndex(v); i >= 0 {
 		return prog.masters[i]
 	}
 	return nil
@@ -334,16 +334,16 @@ func (prog *Program) masterOf(v int) device.Buffer {
 // Read copies the current value of an input or parameter node into a new
 // slice.
 func (prog *Program) Read(n *gorgonia.Node) ([]float32, error) {
-	i, ok := prog.plan.index[n]
-	if !ok || prog.plan.values[i].kind != kindInput && prog.plan.values[i].kind != kindParam {
+	i, ok := prog.sched.index[n]
+	if !ok || prog.sched.values[i].kind != kindInput && prog.sched.values[i].kind != kindParam {
 		return nil, fmt.Errorf("engine: %s is not an input or parameter of the program", n.Name())
 	}
 	if prog.buffers[i] == nil { // a paged-out parameter: its host master is current
 		return prog.res.readParam(i)
 	}
 	if m := prog.masterOf(i); m != nil { // a 16-bit parameter's float32 master
-		out := make([]float32, prog.plan.count(i))
-		if err := prog.on(prog.sides.blockHost[prog.plan.values[i].block]).Download(out, m); err != nil {
+		out := make([]float32, prog.sched.count(i))
+		if err := prog.on(prog.sides.blockHost[prog.sched.values[i].block]).Download(out, m); err != nil {
 			return nil, fmt.Errorf("engine: reading %s's master: %w", n.Name(), err)
 		}
 		return out, nil
@@ -353,15 +353,15 @@ func (prog *Program) Read(n *gorgonia.Node) ([]float32, error) {
 
 // Gradient returns the gradient of parameter n from the last Run, of the
 // loss as the program computed it (fp16 training's scaled loss's divided
-// by the scale it ran with). The plan must have been compiled with
+// by the scale it ran with). The schedule must have been compiled with
 // RetainGradients.
 func (prog *Program) Gradient(n *gorgonia.Node) ([]float32, error) {
-	if !prog.plan.spec.RetainGradients {
+	if !prog.sched.spec.RetainGradients {
 		return nil, errors.New("engine: gradients are kept only with RetainGradients")
 	}
-	for i, pv := range prog.plan.params {
-		if prog.plan.values[pv].node == n {
-			g, err := prog.download(prog.plan.grads[i])
+	for i, pv := range prog.sched.params {
+		if prog.sched.values[pv].node == n {
+			g, err := prog.download(prog.sched.grads[i])
 			if err == nil && prog.scalesLoss() { // the scaled loss's: unscaled
 				for j := range g {
 					g[j] = float32(float64(g[j]) / prog.seedScale)
@@ -376,7 +376,7 @@ func (prog *Program) Gradient(n *gorgonia.Node) ([]float32, error) {
 // download copies value i's elements from its buffer, widening a 16-bit
 // value.
 func (prog *Program) download(i int) ([]float32, error) {
-	v := prog.plan.values[i]
+	v := prog.sched.values[i]
 	words := make([]float32, v.elems)
 	if err := prog.on(prog.sides.valueHost[i]).Download(words, prog.buffers[i]); err != nil {
 		return nil, fmt.Errorf("engine: reading %s: %w", v.node.Name(), err)
@@ -384,8 +384,8 @@ func (prog *Program) download(i int) ([]float32, error) {
 	if !v.half {
 		return words, nil
 	}
-	out := make([]float32, prog.plan.count(i))
-	unpackHalf(prog.plan.format(), out, words)
+	out := make([]float32, prog.sched.count(i))
+	unpackHalf(prog.sched.format(), out, words)
 	return out, nil
 }
 
@@ -401,13 +401,13 @@ func (prog *Program) Run() (float32, error) {
 		return 0, err
 	}
 	prog.overflowed = false
-	if err := prog.plan.walk(c, programSteps{prog}); err != nil {
+	if err := prog.sched.walk(c, programSteps{prog}); err != nil {
 		return 0, err
 	}
 	if prog.scalesLoss() {
 		prog.loss.endStep(prog.overflowed)
 	}
-	if err := prog.on(prog.sides.valueHost[prog.plan.output]).Download(prog.scratch, prog.buffers[prog.plan.output]); err != nil {
+	if err := prog.on(prog.sides.valueHost[prog.sched.output]).Download(prog.scratch, prog.buffers[prog.sched.output]); err != nil {
 		return 0, fmt.Errorf("engine: reading the output: %w", err)
 	}
 	return prog.scratch[0], nil
@@ -430,12 +430,12 @@ type stepper interface {
 // every block is resident), whose cache makes each step's blocks resident
 // before it and may load ahead after it. A Program and the dry run of
 // Copies both walk, so that they make the same decisions.
-func (p *Schedule) walk(c *pager, st stepper) error {
+func (sc *Schedule) walk(c *pager, st stepper) error {
 	next := 0 // next update to run
 	if c != nil {
 		c.done = -1
 	}
-	for si, s := range p.steps {
+	for si, s := range sc.steps {
 		staged := false
 		if c != nil {
 			if err := c.Before(si); err != nil {
@@ -449,8 +449,8 @@ func (p *Schedule) walk(c *pager, st stepper) error {
 		if c != nil {
 			c.done = si
 		}
-		for ; next < len(p.updates) && p.updates[next].after == si; next++ {
-			if err := p.walkUpdate(c, st, p.updates[next]); err != nil {
+		for ; next < len(sc.updates) && sc.updates[next].after == si; next++ {
+			if err := sc.walkUpdate(c, st, sc.updates[next]); err != nil {
 				return err
 			}
 		}
@@ -467,7 +467,7 @@ func (p *Schedule) walk(c *pager, st stepper) error {
 // its side; a paged one on the host when the placement keeps the
 // optimizer there, dropping the now stale device copy, otherwise on the
 // device, with the block made resident first and marked changed.
-func (p *Schedule) walkUpdate(c *pager, st stepper, u update) error {
+func (sc *Schedule) walkUpdate(c *pager, st stepper, u update) error {
 	b := u.block
 	if c != nil && !c.place.pagedBlock(b) {
 		return st.update(b)
@@ -502,11 +502,11 @@ func (ps programSteps) execute(si int, staged bool) error {
 	if err := prog.execute(si, staged); err != nil {
 		return err
 	}
-	if i, ok := prog.plan.gradOf[s.out]; ok && prog.plan.spec.Train {
+	if i, ok := prog.sched.gradOf[s.out]; ok && prog.sched.spec.Train {
 		onHost := prog.sides.valueHost[s.out]
 		g := prog.buffers[s.out]
-		if prog.plan.values[s.out].half { // the sum of the stored, rounded values
-			g = prog.converter(onHost).widen(g, prog.plan.count(s.out))
+		if prog.sched.values[s.out].half { // the sum of the stored, rounded values
+			g = prog.converter(onHost).widen(g, prog.sched.count(s.out))
 		}
 		prog.gradSquares[i] = prog.kernelsOn(onHost).SumSquares(g)
 	}
@@ -566,19 +566,19 @@ func (prog *Program) execute(si int, staged bool) error {
 	k := prog.kernelsOn(onHost)
 	var rounded device.Buffer // a 16-bit output, computed in float32 first
 	if c := prog.converter(onHost); c != nil {
-		p := prog.plan
+		sc := prog.sched
 		for j, a := range s.args {
 			switch s.convs[j] {
 			case narrowed:
-				args[j] = c.narrow(args[j], p.count(a))
+				args[j] = c.narrow(args[j], sc.count(a))
 			case widened:
-				args[j] = c.widen(args[j], p.count(a))
+				args[j] = c.widen(args[j], sc.count(a))
 			case roundedIn:
-				args[j] = c.round(args[j], p.count(a))
+				args[j] = c.round(args[j], sc.count(a))
 			}
 		}
-		if p.values[s.out].half {
-			rounded, out = out, c.take(p.count(s.out))
+		if sc.values[s.out].half {
+			rounded, out = out, c.take(sc.count(s.out))
 		}
 	}
 	var err error
@@ -586,7 +586,7 @@ func (prog *Program) execute(si int, staged bool) error {
 	case isGradientSum(s.op):
 		k.Add(out, args[0], args[1])
 	case s.half16:
-		err = s.op.(HalfLauncher).LaunchHalf(k, prog.plan.format(), out, args, s.shapes)
+		err = s.op.(HalfLauncher).LaunchHalf(k, prog.sched.format(), out, args, s.shapes)
 	default:
 		err = s.op.(DeviceOp).Launch(k, out, args, s.shapes)
 	}
@@ -594,7 +594,7 @@ func (prog *Program) execute(si int, staged bool) error {
 		return fmt.Errorf("engine: %v: %w", s.op, err)
 	}
 	if rounded != nil {
-		k.ToHalf(rounded, out, prog.plan.count(s.out), prog.plan.format())
+		k.ToHalf(rounded, out, prog.sched.count(s.out), prog.sched.format())
 		out = rounded
 	}
 	switch {
@@ -603,7 +603,7 @@ func (prog *Program) execute(si int, staged bool) error {
 		// crossing upload goes to the staging buffer, on to the master.
 		stage := prog.res.stageOutput(s.out)
 		if err := prog.dev.Upload(stage, device.Floats(out)); err != nil {
-			return fmt.Errorf("engine: copying %s to the device: %w", prog.plan.values[s.out].node.Name(), err)
+			return fmt.Errorf("engine: copying %s to the device: %w", prog.sched.values[s.out].node.Name(), err)
 		}
 		return prog.res.unstage(s.out, stage)
 	case staged:
@@ -617,7 +617,7 @@ func (prog *Program) execute(si int, staged bool) error {
 // update clips block b's gradient norm and applies Adam to its parameters
 // on the device; walk has made the block resident.
 func (prog *Program) update(b int) error {
-	p := prog.plan
+	sc := prog.sched
 	var sumSquares float64
 	members := prog.layouts[b].params
 	for _, i := range members {
@@ -631,17 +631,17 @@ func (prog *Program) update(b int) error {
 	onHost := prog.sides.blockHost[b]
 	k := prog.kernelsOn(onHost)
 	for _, i := range members {
-		param, grad := prog.buffers[p.params[i]], prog.buffers[p.grads[i]]
+		param, grad := prog.buffers[sc.params[i]], prog.buffers[sc.grads[i]]
 		c := prog.converter(onHost)
-		if p.values[p.grads[i]].half {
-			grad = c.widen(grad, p.count(p.grads[i]))
+		if sc.values[sc.grads[i]].half {
+			grad = c.widen(grad, sc.count(sc.grads[i]))
 		}
 		if m := prog.masters[i]; m != nil {
 			param = m
 		}
-		k.AdamStep(p.spec.Optimizer, param, grad, prog.moments[i][0], prog.moments[i][1], scale, prog.adamSteps[b])
-		if param != prog.buffers[p.params[i]] {
-			k.ToHalf(prog.buffers[p.params[i]], param, p.count(p.params[i]), p.format())
+		k.AdamStep(sc.spec.Optimizer, param, grad, prog.moments[i][0], prog.moments[i][1], scale, prog.adamSteps[b])
+		if param != prog.buffers[sc.params[i]] {
+			k.ToHalf(prog.buffers[sc.params[i]], param, sc.count(sc.params[i]), sc.format())
 		}
 	}
 	return nil

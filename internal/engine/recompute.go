@@ -25,15 +25,15 @@ import (
 // order: their results are bit-identical to the forward pass's, and so
 // are the losses and weights. The block's update, placed afresh after the
 // last step that reads its parameters, follows its re-run.
-func (p *Schedule) recompute() {
-	p.scheduleUpdates()
-	p.computeLastUse()
-	p.assignOwners()
+func (sc *Schedule) recompute() {
+	sc.scheduleUpdates()
+	sc.computeLastUse()
+	sc.assignOwners()
 
 	inserts := make(map[int][]step) // by the original step they precede
 	copies := make(map[int]map[int]int)
-	for b := range p.spec.Blocks {
-		at, run, copied := p.rerun(b)
+	for b := range sc.spec.Blocks {
+		at, run, copied := sc.rerun(b)
 		if run == nil {
 			continue
 		}
@@ -46,7 +46,7 @@ func (p *Schedule) recompute() {
 
 	current := map[int]int{} // a recomputed value's newest copy
 	var steps []step
-	for si, s := range p.steps {
+	for si, s := range sc.steps {
 		if run, ok := inserts[si]; ok {
 			steps = append(steps, run...)
 			for from, to := range copies[si] {
@@ -63,17 +63,17 @@ func (p *Schedule) recompute() {
 		}
 		steps = append(steps, s)
 	}
-	p.steps = steps
-	p.resetAssignments()
+	sc.steps = steps
+	sc.resetAssignments()
 }
 
 // rerun returns block b's re-run: the steps to insert before original step
 // at, and the copy of each value they compute again. It returns nil steps
 // when b has nothing to recompute or must keep its values.
-func (p *Schedule) rerun(b int) (at int, run []step, copied map[int]int) {
-	reach := p.reachedFrom(b)
+func (sc *Schedule) rerun(b int) (at int, run []step, copied map[int]int) {
+	reach := sc.reachedFrom(b)
 	var redo []int // values of b computed again
-	for _, v := range p.saved[b] {
+	for _, v := range sc.saved[b] {
 		if reach[v] {
 			redo = append(redo, v)
 		}
@@ -81,9 +81,9 @@ func (p *Schedule) rerun(b int) (at int, run []step, copied map[int]int) {
 	if len(redo) == 0 {
 		return 0, nil, nil
 	}
-	redone := func(a int) bool { return reach[a] && p.values[a].kind == kindSaved && p.values[a].block == b }
+	redone := func(a int) bool { return reach[a] && sc.values[a].kind == kindSaved && sc.values[a].block == b }
 	at = -1
-	for si, s := range p.steps {
+	for si, s := range sc.steps {
 		if s.backward && slices.ContainsFunc(s.args, redone) {
 			at = si
 			break
@@ -102,19 +102,19 @@ func (p *Schedule) rerun(b int) (at int, run []step, copied map[int]int) {
 	for len(stack) > 0 {
 		v := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		si := p.values[v].produced
+		si := sc.values[v].produced
 		if si < 0 || again[si] {
 			continue
 		}
 		again[si] = true
-		for _, a := range p.steps[si].args {
+		for _, a := range sc.steps[si].args {
 			if reach[a] {
 				stack = append(stack, a)
 			}
 		}
 	}
 	copied = map[int]int{}
-	for si, s := range p.steps { // in the forward pass's order
+	for si, s := range sc.steps { // in the forward pass's order
 		if !again[si] {
 			continue
 		}
@@ -124,10 +124,10 @@ func (p *Schedule) rerun(b int) (at int, run []step, copied map[int]int) {
 				r.args[j] = c
 			}
 		}
-		orig := p.values[s.out]
-		p.values = append(p.values, value{node: orig.node, kind: kindTemporary, shape: orig.shape, elems: orig.elems,
+		orig := sc.values[s.out]
+		sc.values = append(sc.values, value{node: orig.node, kind: kindTemporary, shape: orig.shape, elems: orig.elems,
 			slot: -1, block: -1, produced: -1, lastUse: -1})
-		r.out = len(p.values) - 1
+		r.out = len(sc.values) - 1
 		copied[s.out] = r.out
 		run = append(run, r)
 	}
@@ -136,14 +136,14 @@ func (p *Schedule) rerun(b int) (at int, run []step, copied map[int]int) {
 
 // reachedFrom marks the values that block b's parameters reach through
 // forward steps: b's own activations and everything computed from them.
-func (p *Schedule) reachedFrom(b int) []bool {
-	reach := make([]bool, len(p.values))
-	for _, pv := range p.params {
-		if p.values[pv].block == b {
+func (sc *Schedule) reachedFrom(b int) []bool {
+	reach := make([]bool, len(sc.values))
+	for _, pv := range sc.params {
+		if sc.values[pv].block == b {
 			reach[pv] = true
 		}
 	}
-	for _, s := range p.steps {
+	for _, s := range sc.steps {
 		if !s.backward && slices.ContainsFunc(s.args, func(a int) bool { return reach[a] }) {
 			reach[s.out] = true
 		}
@@ -154,13 +154,13 @@ func (p *Schedule) reachedFrom(b int) []bool {
 // resetAssignments undoes what scheduleUpdates, computeLastUse and
 // assignOwners set, so that Compile's passes assign them afresh over the
 // rewritten steps.
-func (p *Schedule) resetAssignments() {
-	for i := range p.values {
-		v := &p.values[i]
+func (sc *Schedule) resetAssignments() {
+	for i := range sc.values {
+		v := &sc.values[i]
 		v.produced, v.lastUse = -1, -1
 		if v.kind == kindSaved {
 			v.kind, v.block = kindTemporary, -1
 		}
 	}
-	p.updates, p.saved, p.needs, p.order = nil, nil, nil, [2][]int{}
+	sc.updates, sc.saved, sc.needs, sc.order = nil, nil, nil, [2][]int{}
 }

@@ -22,12 +22,12 @@ func compileRecompute(t *testing.T, m handModel, r levers.Recompute) *Schedule {
 func compileTrain(t *testing.T, m handModel, levers Spec) *Schedule {
 	t.Helper()
 	inputs, blocks, loss := m.build()
-	p, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Train: true, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1,
+	sc, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Train: true, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1,
 		Recompute: levers.Recompute, Precision: levers.Precision})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return sc
 }
 
 // TestRecomputeKeepsBlockInputs: with recompute, a block keeps only the
@@ -35,12 +35,12 @@ func compileTrain(t *testing.T, m handModel, levers Spec) *Schedule {
 // are re-run in the backward pass; without it, the linear hand model keeps
 // z0 with L0, h0 and z1 with L1, h1, z2 and h2 with L2 (dictcache_test.go).
 func TestRecomputeKeepsBlockInputs(t *testing.T) {
-	names := func(p *Schedule) string {
+	names := func(sc *Schedule) string {
 		var parts []string
-		for b, blk := range p.spec.Blocks {
+		for b, blk := range sc.spec.Blocks {
 			var vs []string
-			for _, v := range p.saved[b] {
-				vs = append(vs, fmt.Sprint(p.values[v].produced))
+			for _, v := range sc.saved[b] {
+				vs = append(vs, fmt.Sprint(sc.values[v].produced))
 			}
 			parts = append(parts, blk.Name+":"+strings.Join(vs, ","))
 		}
@@ -82,7 +82,7 @@ func TestRecomputeKeepsBlockInputs(t *testing.T) {
 // data, not a saved value: no block), L0's update. h0 lives from step 1 to
 // 17, h1 from 3 to 12.
 func TestRecomputeCopiesByHand(t *testing.T) {
-	p := compileRecompute(t, handModels[0], levers.RecomputeBlocks)
+	sc := compileRecompute(t, handModels[0], levers.RecomputeBlocks)
 
 	// Window (DictCache's), window 1: Adam's moments stay resident, a
 	// load or write-back moves W. First batch: miss L0, load W. h0
@@ -100,7 +100,7 @@ func TestRecomputeCopiesByHand(t *testing.T) {
 		{loadWeights: {9, 720}, loadSaved: {6, 192}, writeBack: {8, 640}, offload: {2, 64}, stage: {4, 128}, drop: {4, 128}},
 		{loadWeights: {8, 640}, loadSaved: {6, 192}, writeBack: {8, 640}, offload: {2, 64}, stage: {4, 128}, drop: {4, 128}},
 	}
-	got, log := recordEpochs(t, p, 1, 2, 2)
+	got, log := recordEpochs(t, sc, 1, 2, 2)
 	if [2]tally(got) != want {
 		t.Errorf("window policy:\n got  %v\n want %v\ncopies, batch by batch:\n%s", got, want, strings.Join(log, "\n"))
 	}
@@ -140,7 +140,7 @@ func TestRecomputeCopiesByHand(t *testing.T) {
 	}
 	for _, tc := range cases {
 		pl := Placement{Paged: true, Cache: cache.Config{Policy: tc.policy, Window: 1}}
-		c, err := p.Copies(pl, 1, 2, []*gorgonia.Node{})
+		c, err := sc.Copies(pl, 1, 2, []*gorgonia.Node{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,7 +43,7 @@ type residency struct {
 // ones a program makes.
 type pager struct {
 	*cache.Cache
-	plan    *Schedule
+	sched   *Schedule
 	place   Placement
 	layouts []layout
 	done    int // last step executed in this Run, -1 before the first
@@ -51,28 +51,28 @@ type pager struct {
 
 // newPager returns an empty window of the given slots over the blocks pl
 // pages, laid out as layouts, with m carrying out the cache's decisions.
-func newPager(p *Schedule, pl Placement, layouts []layout, window int, m cache.Mover) (*pager, error) {
-	c, err := cache.New(pl.Cache, p.cacheRun(pl), window, m)
+func newPager(sc *Schedule, pl Placement, layouts []layout, window int, m cache.Mover) (*pager, error) {
+	c, err := cache.New(pl.Cache, sc.cacheRun(pl), window, m)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	return &pager{Cache: c, plan: p, place: pl, layouts: layouts, done: -1}, nil
+	return &pager{Cache: c, sched: sc, place: pl, layouts: layouts, done: -1}, nil
 }
 
 // cacheRun describes one Run to the cache of pl: per step the blocks it
 // pages among those the step needs (the others are resident), the paged
 // blocks' updates and the passes' orders of the paged blocks.
-func (p *Schedule) cacheRun(pl Placement) cache.Run {
-	run := cache.Run{Blocks: len(p.spec.Blocks), Steps: make([]cache.Step, len(p.steps))}
-	for si, need := range p.pagedNeeds(pl) {
-		run.Steps[si] = cache.Step{Needs: need, Backward: p.steps[si].backward}
+func (sc *Schedule) cacheRun(pl Placement) cache.Run {
+	run := cache.Run{Blocks: len(sc.spec.Blocks), Steps: make([]cache.Step, len(sc.steps))}
+	for si, need := range sc.pagedNeeds(pl) {
+		run.Steps[si] = cache.Step{Needs: need, Backward: sc.steps[si].backward}
 	}
-	for _, u := range p.updates {
+	for _, u := range sc.updates {
 		if pl.pagedBlock(u.block) {
 			run.Updates = append(run.Updates, cache.Update{Block: u.block, After: u.after})
 		}
 	}
-	for pass, order := range p.order {
+	for pass, order := range sc.order {
 		for _, b := range order {
 			if pl.pagedBlock(b) {
 				run.Order[pass] = append(run.Order[pass], b)
@@ -86,7 +86,7 @@ func (p *Schedule) cacheRun(pl Placement) cache.Run {
 // master copies on the host. On error the host memory it took is freed;
 // the device slots are the program's, which Close frees.
 func (prog *Program) newResidency() (res *residency, err error) {
-	p := prog.plan
+	sc := prog.sched
 	free, _, err := prog.dev.MemInfo()
 	if err != nil {
 		return nil, fmt.Errorf("engine: sizing the cache window: %w", err)
@@ -99,15 +99,15 @@ func (prog *Program) newResidency() (res *residency, err error) {
 	}
 	// The arena, the inputs and the resident blocks are already allocated:
 	// free is what is left for the window.
-	staging := p.largestSaved()
-	window := p.window(prog.place, free-4*int64(staging), 0, 4*int64(largest))
+	staging := sc.largestSaved()
+	window := sc.window(prog.place, free-4*int64(staging), 0, 4*int64(largest))
 	r := &residency{prog: prog, host: make([][]float32, len(prog.layouts))}
 	defer func() {
 		if err != nil {
 			r.free()
 		}
 	}()
-	if r.pager, err = newPager(p, prog.place, prog.layouts, window, r); err != nil {
+	if r.pager, err = newPager(sc, prog.place, prog.layouts, window, r); err != nil {
 		return nil, err
 	}
 	for i := range r.Window() {
@@ -125,21 +125,21 @@ func (prog *Program) newResidency() (res *residency, err error) {
 	for blk, l := range prog.layouts {
 		if prog.place.pagedBlock(blk) {
 			if r.host[blk], err = r.hostAlloc(l.elems); err != nil {
-				return nil, fmt.Errorf("engine: allocating block %s's host master: %w", p.spec.Blocks[blk].Name, err)
+				return nil, fmt.Errorf("engine: allocating block %s's host master: %w", sc.spec.Blocks[blk].Name, err)
 			}
 		}
 	}
-	if p.spec.Train && prog.place.Cache.OptimizerOnHost {
-		r.hostMoments = make([][2][]float32, len(p.params))
-		r.hostMasters = make([][]float32, len(p.params))
-		for i, pv := range p.params {
-			if n := p.count(pv); prog.place.pagedBlock(p.values[pv].block) {
-				state, err := r.hostAlloc(p.stateElems(i))
+	if sc.spec.Train && prog.place.Cache.OptimizerOnHost {
+		r.hostMoments = make([][2][]float32, len(sc.params))
+		r.hostMasters = make([][]float32, len(sc.params))
+		for i, pv := range sc.params {
+			if n := sc.count(pv); prog.place.pagedBlock(sc.values[pv].block) {
+				state, err := r.hostAlloc(sc.stateElems(i))
 				if err != nil {
-					return nil, fmt.Errorf("engine: allocating the host optimizer state of %s: %w", p.values[pv].node.Name(), err)
+					return nil, fmt.Errorf("engine: allocating the host optimizer state of %s: %w", sc.values[pv].node.Name(), err)
 				}
 				r.hostMoments[i] = [2][]float32{state[:n:n], state[n : 2*n : 2*n]}
-				if p.values[pv].half {
+				if sc.values[pv].half {
 					r.hostMasters[i] = state[2*n:]
 				}
 			}
@@ -169,19 +169,19 @@ func (r *residency) free() {
 
 // paramPlace returns a parameter's block and offset in the block's area.
 func (r *residency) paramPlace(valueIndex int) (block, offset int) {
-	p := r.prog.plan
-	return p.values[valueIndex].block, p.offsetInArea(r.prog.layouts, valueIndex)
+	sc := r.prog.sched
+	return sc.values[valueIndex].block, sc.offsetInArea(r.prog.layouts, valueIndex)
 }
 
 // setParam writes a parameter's master copy, and its device copy when the
 // block is resident.
 func (r *residency) setParam(valueIndex int, data []float32) error {
-	p := r.prog.plan
+	sc := r.prog.sched
 	b, off := r.paramPlace(valueIndex)
-	if n := p.count(valueIndex); len(data) != n {
+	if n := sc.count(valueIndex); len(data) != n {
 		return fmt.Errorf("%d values for a parameter of %d", len(data), n)
 	}
-	if i := p.paramIndex(valueIndex); p.values[valueIndex].half {
+	if i := sc.paramIndex(valueIndex); sc.values[valueIndex].half {
 		if m := r.prog.masters[i]; m != nil { // resident on the device with the moments
 			if err := r.prog.dev.Upload(m, data); err != nil {
 				return err
@@ -193,7 +193,7 @@ func (r *residency) setParam(valueIndex int, data []float32) error {
 		if off := r.masterInArea(i); off >= 0 { // paged with the block
 			copy(r.host[b][off:off+len(data)], data)
 		}
-		data = packedHalf(p.format(), data)
+		data = packedHalf(sc.format(), data)
 	}
 	copy(r.host[b][off:off+len(data)], data)
 	if r.Resident(b) {
@@ -205,13 +205,13 @@ func (r *residency) setParam(valueIndex int, data []float32) error {
 // readParam returns a copy of a paged-out parameter's master: a 16-bit
 // parameter's float32 master where it has one.
 func (r *residency) readParam(valueIndex int) ([]float32, error) {
-	p := r.prog.plan
+	sc := r.prog.sched
 	b, off := r.paramPlace(valueIndex)
-	v := p.values[valueIndex]
+	v := sc.values[valueIndex]
 	if !v.half {
 		return append([]float32(nil), r.host[b][off:off+v.elems]...), nil
 	}
-	i, n := p.paramIndex(valueIndex), p.count(valueIndex)
+	i, n := sc.paramIndex(valueIndex), sc.count(valueIndex)
 	out := make([]float32, n)
 	switch moff := r.masterInArea(i); {
 	case r.hostMasters != nil && r.hostMasters[i] != nil:
@@ -223,7 +223,7 @@ func (r *residency) readParam(valueIndex int) ([]float32, error) {
 			return nil, err
 		}
 	default:
-		unpackHalf(p.format(), out, r.host[b][off:off+v.elems])
+		unpackHalf(sc.format(), out, r.host[b][off:off+v.elems])
 	}
 	return out, nil
 }
@@ -232,8 +232,8 @@ func (r *residency) readParam(valueIndex int) ([]float32, error) {
 // float32 master, which a policy paging the moments with the block moves
 // with it; -1 when it has none there.
 func (r *residency) masterInArea(i int) int {
-	p := r.prog.plan
-	l := r.prog.layouts[p.values[p.params[i]].block]
+	sc := r.prog.sched
+	l := r.prog.layouts[sc.values[sc.params[i]].block]
 	if l.masters == nil {
 		return -1
 	}
@@ -242,7 +242,7 @@ func (r *residency) masterInArea(i int) int {
 
 // live reports whether saved value v holds data a later step reads.
 func (c *pager) live(v int) bool {
-	val := c.plan.values[v]
+	val := c.sched.values[v]
 	return val.produced >= 0 && val.produced <= c.done && val.lastUse > c.done
 }
 
@@ -250,7 +250,7 @@ func (c *pager) live(v int) bool {
 // is paged out: a step that computes it writes it through the staging
 // buffer.
 func (c *pager) pagedOut(v int) bool {
-	val := c.plan.values[v]
+	val := c.sched.values[v]
 	return val.kind == kindSaved && c.place.pagedBlock(val.block) && !c.Resident(val.block)
 }
 
@@ -264,14 +264,14 @@ type member struct{ param, moment, saved int }
 // offset and elements in the block's area: the parameters and their
 // moments when params is set, and the saved values that are live.
 func (c *pager) moves(b int, params bool, move func(off, n int, m member) error) error {
-	p, l := c.plan, c.layouts[b]
+	sc, l := c.sched, c.layouts[b]
 	if params {
 		for j, i := range l.params {
-			if err := move(l.offsets[j], p.values[p.params[i]].elems, member{param: i, moment: -1, saved: -1}); err != nil {
+			if err := move(l.offsets[j], sc.values[sc.params[i]].elems, member{param: i, moment: -1, saved: -1}); err != nil {
 				return err
 			}
 			if l.moments != nil {
-				n := p.count(p.params[i])
+				n := sc.count(sc.params[i])
 				offs := []int{l.moments[j][0], l.moments[j][1], l.masters[j]}
 				for k, off := range offs {
 					if off < 0 {
@@ -284,9 +284,9 @@ func (c *pager) moves(b int, params bool, move func(off, n int, m member) error)
 			}
 		}
 	}
-	for j, v := range p.saved[b] {
+	for j, v := range sc.saved[b] {
 		if c.live(v) {
-			if err := move(l.saved[j], p.values[v].elems, member{saved: v}); err != nil {
+			if err := move(l.saved[j], sc.values[v].elems, member{saved: v}); err != nil {
 				return err
 			}
 		}
@@ -313,7 +313,7 @@ func (r *residency) Evict(b int, writeParams bool) error {
 // copyArea moves block b's members between its master and its device
 // views: toDevice uploads, otherwise it downloads (see cache.moves).
 func (r *residency) copyArea(b int, toDevice, params bool) error {
-	prog, p := r.prog, r.prog.plan
+	prog, sc := r.prog, r.prog.sched
 	host := r.host[b]
 	err := r.moves(b, params, func(off, n int, m member) error {
 		var buf device.Buffer
@@ -325,7 +325,7 @@ func (r *residency) copyArea(b int, toDevice, params bool) error {
 		case m.moment >= 0:
 			buf = prog.moments[m.param][m.moment]
 		default:
-			buf = prog.buffers[p.params[m.param]]
+			buf = prog.buffers[sc.params[m.param]]
 		}
 		if toDevice {
 			return prog.dev.Upload(buf, host[off:off+n])
@@ -333,7 +333,7 @@ func (r *residency) copyArea(b int, toDevice, params bool) error {
 		return prog.dev.Download(host[off:off+n], buf)
 	})
 	if err != nil {
-		return fmt.Errorf("engine: moving block %s: %w", p.spec.Blocks[b].Name, err)
+		return fmt.Errorf("engine: moving block %s: %w", sc.spec.Blocks[b].Name, err)
 	}
 	return nil
 }
@@ -343,10 +343,10 @@ func (r *residency) copyArea(b int, toDevice, params bool) error {
 // updated. The walk then drops a resident copy of the block without
 // write-back, as its parameters on the device are now stale.
 func (r *residency) updateOnHost(b int) error {
-	prog, p, l := r.prog, r.prog.plan, r.prog.layouts[b]
+	prog, sc, l := r.prog, r.prog.sched, r.prog.layouts[b]
 	total := 0
 	for _, i := range l.params {
-		total += p.count(p.grads[i])
+		total += sc.count(sc.grads[i])
 	}
 	if cap(r.gradHost) < total {
 		r.gradHost = make([]float32, total)
@@ -354,22 +354,22 @@ func (r *residency) updateOnHost(b int) error {
 	grads := make([][]float32, len(l.params))
 	sumSquares, off := 0.0, 0
 	for j, i := range l.params {
-		g := p.grads[i]
-		n := p.count(g)
+		g := sc.grads[i]
+		n := sc.count(g)
 		grads[j] = r.gradHost[off : off+n]
 		off += n
 		into := grads[j]
-		if p.values[g].half { // copied as stored, widened here
-			if cap(r.wideHost) < p.values[g].elems {
-				r.wideHost = make([]float32, p.values[g].elems)
+		if sc.values[g].half { // copied as stored, widened here
+			if cap(r.wideHost) < sc.values[g].elems {
+				r.wideHost = make([]float32, sc.values[g].elems)
 			}
-			into = r.wideHost[:p.values[g].elems]
+			into = r.wideHost[:sc.values[g].elems]
 		}
 		if err := prog.dev.Download(into, prog.buffers[g]); err != nil {
-			return fmt.Errorf("engine: copying block %s's gradients: %w", p.spec.Blocks[b].Name, err)
+			return fmt.Errorf("engine: copying block %s's gradients: %w", sc.spec.Blocks[b].Name, err)
 		}
-		if p.values[g].half {
-			unpackHalf(p.format(), grads[j], into)
+		if sc.values[g].half {
+			unpackHalf(sc.format(), grads[j], into)
 		}
 		sumSquares += hostmath.SumSquares(grads[j])
 	}
@@ -379,14 +379,14 @@ func (r *residency) updateOnHost(b int) error {
 	}
 	prog.adamSteps[b]++
 	for j, i := range l.params {
-		pv := p.params[i]
-		params := r.host[b][l.offsets[j] : l.offsets[j]+p.values[pv].elems]
-		if p.values[pv].half {
-			hostmath.AdamStep(p.spec.Optimizer, r.hostMasters[i], grads[j], r.hostMoments[i][0], r.hostMoments[i][1], scale, prog.adamSteps[b])
-			packHalf(p.format(), params, r.hostMasters[i])
+		pv := sc.params[i]
+		params := r.host[b][l.offsets[j] : l.offsets[j]+sc.values[pv].elems]
+		if sc.values[pv].half {
+			hostmath.AdamStep(sc.spec.Optimizer, r.hostMasters[i], grads[j], r.hostMoments[i][0], r.hostMoments[i][1], scale, prog.adamSteps[b])
+			packHalf(sc.format(), params, r.hostMasters[i])
 			continue
 		}
-		hostmath.AdamStep(p.spec.Optimizer, params, grads[j], r.hostMoments[i][0], r.hostMoments[i][1], scale, prog.adamSteps[b])
+		hostmath.AdamStep(sc.spec.Optimizer, params, grads[j], r.hostMoments[i][0], r.hostMoments[i][1], scale, prog.adamSteps[b])
 	}
 	return nil
 }
@@ -394,15 +394,15 @@ func (r *residency) updateOnHost(b int) error {
 // stageOutput returns the buffer a step writes a saved value into when the
 // value's block is paged out: a view of the staging buffer.
 func (r *residency) stageOutput(v int) device.Buffer {
-	return r.prog.dev.View(r.staging, 0, r.prog.plan.values[v].elems)
+	return r.prog.dev.View(r.staging, 0, r.prog.sched.values[v].elems)
 }
 
 // unstage copies a staged saved value to its block's host master.
 func (r *residency) unstage(v int, staged device.Buffer) error {
-	p := r.prog.plan
-	b, off := p.values[v].block, p.offsetInArea(r.prog.layouts, v)
-	if err := r.prog.dev.Download(r.host[b][off:off+p.values[v].elems], staged); err != nil {
-		return fmt.Errorf("engine: staging a saved activation of block %s: %w", p.spec.Blocks[b].Name, err)
+	sc := r.prog.sched
+	b, off := sc.values[v].block, sc.offsetInArea(r.prog.layouts, v)
+	if err := r.prog.dev.Download(r.host[b][off:off+sc.values[v].elems], staged); err != nil {
+		return fmt.Errorf("engine: staging a saved activation of block %s: %w", sc.spec.Blocks[b].Name, err)
 	}
 	return nil
 }

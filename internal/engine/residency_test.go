@@ -32,13 +32,13 @@ func trainSmall(t *testing.T, m smallLinear, pl Placement, steps int, train bool
 		xData[i] = float32(i%7) / 7
 	}
 	_, x, target, loss, blocks, ws, bs := m.buildProject()
-	plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: train,
+	sched, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: train,
 		Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dev := device.NewHost()
-	prog, err := plan.Load(dev, pl)
+	prog, err := sched.Load(dev, pl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestWindowTransfersByHand(t *testing.T) {
 func TestLoadOutOfMemoryFreesEverything(t *testing.T) {
 	m := smallLinear{batch: 2, dim: 5, layers: 6, perBlock: 2}
 	_, x, target, loss, blocks, _, _ := m.buildProject()
-	plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
+	sched, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
 		Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestLoadOutOfMemoryFreesEverything(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dev := device.NewSim(tc.capacity, nil)
-			_, err := plan.Load(dev, tc.pl)
+			_, err := sched.Load(dev, tc.pl)
 			var oom *device.OutOfMemoryError
 			if !errors.As(err, &oom) {
 				t.Fatalf("Load on %d bytes: %v, want an out-of-memory error", tc.capacity, err)
@@ -235,7 +235,7 @@ func TestLoadOutOfMemoryFreesEverything(t *testing.T) {
 	}
 }
 
-// TestFootprintIsMeasuredPeak runs the plan on a simulated device under
+// TestFootprintIsMeasuredPeak runs the schedule on a simulated device under
 // several placements: the device's measured peak must equal the footprint
 // computed before allocating.
 func TestFootprintIsMeasuredPeak(t *testing.T) {
@@ -250,15 +250,15 @@ func TestFootprintIsMeasuredPeak(t *testing.T) {
 			{Paged: true, Cache: cache.Config{Policy: cache.Auto, OptimizerOnHost: train}},
 		} {
 			_, x, target, loss, blocks, _, _ := m.buildProject()
-			plan, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: train,
+			sched, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: train,
 				Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
 			dev := device.NewSim(1<<20, nil)
 			free, _, _ := dev.MemInfo()
-			want := plan.Footprint(pl, free)
-			prog, err := plan.Load(dev, pl)
+			want := sched.Footprint(pl, free)
+			prog, err := sched.Load(dev, pl)
 			if err != nil {
 				t.Fatal(err)
 			}

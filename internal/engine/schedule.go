@@ -72,7 +72,7 @@ const (
 	kindSaved                      // computed in the forward pass, read in the backward pass: kept with its block
 )
 
-// value is one node's tensor in the plan.
+// value is one node's tensor in the schedule.
 type value struct {
 	node  *gorgonia.Node
 	kind  valueKind
@@ -152,30 +152,30 @@ func Compile(spec Spec) (*Schedule, error) {
 		return nil, errors.New("engine: the output must be a scalar node")
 	}
 	g := spec.Output.Graph()
-	p := &Schedule{spec: spec, index: map[*gorgonia.Node]int{}}
+	sc := &Schedule{spec: spec, index: map[*gorgonia.Node]int{}}
 
 	var params gorgonia.Nodes
 	for b, blk := range spec.Blocks {
 		for _, n := range blk.Params {
-			if _, dup := p.index[n]; dup {
+			if _, dup := sc.index[n]; dup {
 				return nil, fmt.Errorf("engine: parameter %s is in more than one block", n.Name())
 			}
-			p.params = append(p.params, p.addValue(n, kindParam, b))
+			sc.params = append(sc.params, sc.addValue(n, kindParam, b))
 			params = append(params, n)
 		}
 	}
 	for _, n := range spec.Inputs {
-		if _, dup := p.index[n]; dup {
+		if _, dup := sc.index[n]; dup {
 			return nil, fmt.Errorf("engine: input %s is also a parameter or listed twice", n.Name())
 		}
-		p.addValue(n, kindInput, -1)
+		sc.addValue(n, kindInput, -1)
 	}
 
 	targets := gorgonia.Nodes{spec.Output}
 	var grads gorgonia.Nodes
 	if spec.Train {
 		seed := gorgonia.NewScalar(g, spec.Output.Dtype(), gorgonia.WithName("gpuz.seed"))
-		p.addValue(seed, kindSeed, -1)
+		sc.addValue(seed, kindSeed, -1)
 		var err error
 		if grads, err = gorgonia.Backpropagate(gorgonia.Nodes{spec.Output}, gorgonia.Nodes{seed}, params); err != nil {
 			return nil, fmt.Errorf("engine: deriving gradients: %w", err)
@@ -195,7 +195,7 @@ func Compile(spec Spec) (*Schedule, error) {
 			continue
 		}
 		if n.Op() == nil {
-			if _, known := p.index[n]; !known {
+			if _, known := sc.index[n]; !known {
 				return nil, fmt.Errorf("engine: node %s is neither an input nor a parameter", n.Name())
 			}
 			continue
@@ -203,56 +203,56 @@ func Compile(spec Spec) (*Schedule, error) {
 		if err := checkOp(n); err != nil {
 			return nil, err
 		}
-		s := step{op: n.Op(), out: p.addValue(n, kindTemporary, -1)}
+		s := step{op: n.Op(), out: sc.addValue(n, kindTemporary, -1)}
 		for _, c := range children(g, n) {
-			i, ok := p.index[c]
+			i, ok := sc.index[c]
 			if !ok {
 				return nil, fmt.Errorf("engine: %v reads %s before it is computed", n.Op(), c.Name())
 			}
 			s.args = append(s.args, i)
-			if b := p.values[i].block; b >= 0 && !slices.Contains(s.reads, b) {
+			if b := sc.values[i].block; b >= 0 && !slices.Contains(s.reads, b) {
 				s.reads = append(s.reads, b)
 			}
-			if p.values[i].kind == kindSeed || backward[c] {
+			if sc.values[i].kind == kindSeed || backward[c] {
 				s.backward = true
 			}
 		}
 		backward[n] = s.backward
-		p.steps = append(p.steps, s)
+		sc.steps = append(sc.steps, s)
 	}
-	p.output = p.index[spec.Output]
-	p.gradOf = map[int]int{}
+	sc.output = sc.index[spec.Output]
+	sc.gradOf = map[int]int{}
 	for i, gn := range grads {
-		p.grads = append(p.grads, p.index[gn])
-		p.gradOf[p.index[gn]] = i
+		sc.grads = append(sc.grads, sc.index[gn])
+		sc.gradOf[sc.index[gn]] = i
 	}
 	if err := spec.Recompute.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if spec.Train && spec.Recompute.On() {
-		p.recompute()
+		sc.recompute()
 	}
 	if err := checkPrecision(spec); err != nil {
 		return nil, err
 	}
-	p.assignPrecision()
+	sc.assignPrecision()
 	if spec.Train {
-		p.scheduleUpdates()
+		sc.scheduleUpdates()
 	}
-	p.computeLastUse()
-	p.assignOwners()
-	p.assignSlots()
-	return p, nil
+	sc.computeLastUse()
+	sc.assignOwners()
+	sc.assignSlots()
+	return sc, nil
 }
 
-func (p *Schedule) addValue(n *gorgonia.Node, kind valueKind, block int) int {
-	if i, ok := p.index[n]; ok {
+func (sc *Schedule) addValue(n *gorgonia.Node, kind valueKind, block int) int {
+	if i, ok := sc.index[n]; ok {
 		return i
 	}
 	s := n.Shape()
-	p.values = append(p.values, value{node: n, kind: kind, shape: s, elems: max(s.TotalSize(), 1), block: block, slot: -1, produced: -1, lastUse: -1})
-	p.index[n] = len(p.values) - 1
-	return len(p.values) - 1
+	sc.values = append(sc.values, value{node: n, kind: kind, shape: s, elems: max(s.TotalSize(), 1), block: block, slot: -1, produced: -1, lastUse: -1})
+	sc.index[n] = len(sc.values) - 1
+	return len(sc.values) - 1
 }
 
 // children returns the inputs of n in argument order.
@@ -301,13 +301,13 @@ func isGradientSum(op gorgonia.Op) bool {
 // scheduleUpdates places each block's optimizer update after the last step
 // that produces one of its gradients or reads one of its parameters, so an
 // update never changes a weight that a later step of the same pass reads.
-func (p *Schedule) scheduleUpdates() {
-	last := make([]int, len(p.spec.Blocks))
+func (sc *Schedule) scheduleUpdates() {
+	last := make([]int, len(sc.spec.Blocks))
 	gradBlock := map[int]int{}
-	for i, gv := range p.grads {
-		gradBlock[gv] = p.values[p.params[i]].block
+	for i, gv := range sc.grads {
+		gradBlock[gv] = sc.values[sc.params[i]].block
 	}
-	for si, s := range p.steps {
+	for si, s := range sc.steps {
 		for _, b := range s.reads {
 			last[b] = max(last[b], si)
 		}
@@ -316,66 +316,66 @@ func (p *Schedule) scheduleUpdates() {
 		}
 	}
 	for b, after := range last {
-		p.updates = append(p.updates, update{block: b, after: after})
+		sc.updates = append(sc.updates, update{block: b, after: after})
 	}
-	slices.SortStableFunc(p.updates, func(a, b update) int { return a.after - b.after })
+	slices.SortStableFunc(sc.updates, func(a, b update) int { return a.after - b.after })
 }
 
 // computeLastUse records for every value the step that produces it and the
 // last step that reads it. Gradients live until their block's update; the
 // output, and gradients kept on request, live to the end of the step.
-func (p *Schedule) computeLastUse() {
-	end := len(p.steps)
-	for si, s := range p.steps {
-		p.values[s.out].produced = si
+func (sc *Schedule) computeLastUse() {
+	end := len(sc.steps)
+	for si, s := range sc.steps {
+		sc.values[s.out].produced = si
 		for _, a := range s.args {
-			p.values[a].lastUse = si
+			sc.values[a].lastUse = si
 		}
 	}
-	for i, gv := range p.grads {
-		p.values[gv].lastUse = max(p.values[gv].lastUse, p.updateStep(p.values[p.params[i]].block))
-		if p.spec.RetainGradients {
-			p.values[gv].lastUse = end
+	for i, gv := range sc.grads {
+		sc.values[gv].lastUse = max(sc.values[gv].lastUse, sc.updateStep(sc.values[sc.params[i]].block))
+		if sc.spec.RetainGradients {
+			sc.values[gv].lastUse = end
 		}
 	}
-	p.values[p.output].lastUse = end
+	sc.values[sc.output].lastUse = end
 }
 
 // assignSlots gives every temporary a slot of the arena by liveness: a slot
 // is reused once the last reader of its value has run. Saved values live in
 // their block's area instead.
-func (p *Schedule) assignSlots() {
-	slotOf, sizes := p.packSlots(func(int) bool { return true })
+func (sc *Schedule) assignSlots() {
+	slotOf, sizes := sc.packSlots(func(int) bool { return true })
 	for i, slot := range slotOf {
 		if slot >= 0 {
-			p.values[i].slot = slot
+			sc.values[i].slot = slot
 		}
 	}
-	p.slots = sizes
+	sc.slots = sizes
 }
 
 // packSlots gives every temporary that in selects a slot by liveness, as
 // assignSlots does, and returns each value's slot (-1 for others) and
 // each slot's elements.
-func (p *Schedule) packSlots(in func(v int) bool) (slotOf, sizes []int) {
-	end := len(p.steps)
-	slotOf = make([]int, len(p.values))
+func (sc *Schedule) packSlots(in func(v int) bool) (slotOf, sizes []int) {
+	end := len(sc.steps)
+	slotOf = make([]int, len(sc.values))
 	for i := range slotOf {
 		slotOf[i] = -1
 	}
-	temp := func(v int) bool { return p.values[v].kind == kindTemporary && in(v) }
+	temp := func(v int) bool { return sc.values[v].kind == kindTemporary && in(v) }
 	// A temporary's slot is released after the step that last uses it, or
 	// after the step that produces it when nothing reads it.
-	release := make([][]int, len(p.steps))
-	for si, s := range p.steps {
-		if at := max(si, p.values[s.out].lastUse); at < end && temp(s.out) {
+	release := make([][]int, len(sc.steps))
+	for si, s := range sc.steps {
+		if at := max(si, sc.values[s.out].lastUse); at < end && temp(s.out) {
 			release[at] = append(release[at], s.out)
 		}
 	}
 	var free []int // slot indices not in use
-	for si, s := range p.steps {
+	for si, s := range sc.steps {
 		if temp(s.out) {
-			slotOf[s.out] = takeSlot(&sizes, &free, p.values[s.out].elems)
+			slotOf[s.out] = takeSlot(&sizes, &free, sc.values[s.out].elems)
 		}
 		for _, v := range release[si] {
 			free = append(free, slotOf[v])
@@ -403,8 +403,8 @@ func takeSlot(sizes, free *[]int, need int) int {
 }
 
 // updateStep returns the compute step after which block b is updated.
-func (p *Schedule) updateStep(b int) int {
-	for _, u := range p.updates {
+func (sc *Schedule) updateStep(b int) int {
+	for _, u := range sc.updates {
 		if u.block == b {
 			return u.after
 		}
@@ -412,7 +412,7 @@ func (p *Schedule) updateStep(b int) int {
 	return -1
 }
 
-// Bytes is the memory a plan needs with every block resident, by kind.
+// Bytes is the memory a schedule needs with every block resident, by kind.
 type Bytes struct {
 	Parameters int64 // every block's parameters
 	// Optimizer is Adam's two moments per parameter when training, with
@@ -429,10 +429,10 @@ type Bytes struct {
 // Total is the sum of all kinds.
 func (b Bytes) Total() int64 { return b.Parameters + b.Optimizer + b.Saved + b.Inputs + b.Arena }
 
-// Bytes returns the memory the plan needs, known before allocating any.
-func (p *Schedule) Bytes() Bytes {
+// Bytes returns the memory the schedule needs, known before allocating any.
+func (sc *Schedule) Bytes() Bytes {
 	var b Bytes
-	for _, v := range p.values {
+	for _, v := range sc.values {
 		switch v.kind {
 		case kindParam:
 			b.Parameters += 4 * int64(v.elems)
@@ -442,27 +442,27 @@ func (p *Schedule) Bytes() Bytes {
 			b.Inputs += 4 * int64(v.elems)
 		}
 	}
-	if p.spec.Train {
-		for i := range p.params {
-			b.Optimizer += 4 * int64(p.stateElems(i))
+	if sc.spec.Train {
+		for i := range sc.params {
+			b.Optimizer += 4 * int64(sc.stateElems(i))
 		}
 	}
-	for _, n := range p.slots {
+	for _, n := range sc.slots {
 		b.Arena += 4 * int64(n)
 	}
-	b.Arena += 4 * int64(p.scratchFor(func(int) bool { return true }))
+	b.Arena += 4 * int64(sc.scratchFor(func(int) bool { return true }))
 	return b
 }
 
 // GradientBytes returns the bytes of all parameters' gradients. They live
 // in the arena, each from its computation to its block's update.
-func (p *Schedule) GradientBytes() int64 {
+func (sc *Schedule) GradientBytes() int64 {
 	var n int64
-	for _, g := range p.grads {
-		n += 4 * int64(p.values[g].elems)
+	for _, g := range sc.grads {
+		n += 4 * int64(sc.values[g].elems)
 	}
 	return n
 }
 
 // Steps returns the number of compute steps.
-func (p *Schedule) Steps() int { return len(p.steps) }
+func (sc *Schedule) Steps() int { return len(sc.steps) }

@@ -120,19 +120,19 @@ func (m StepMemory) InUse() int64 { return m.Total() - m.Bytes[Idle] }
 // rest is Idle. Steps that recompute a forward pass in the backward pass
 // are steps like any other. A managed placement has no timeline: its
 // pages migrate as kernels touch them.
-func (p *Schedule) Timeline(pl Placement, window int) ([]StepMemory, error) {
+func (sc *Schedule) Timeline(pl Placement, window int) ([]StepMemory, error) {
 	if pl.Managed {
 		return nil, errors.New("engine: a managed placement's pages migrate as kernels touch them: it has no timeline")
 	}
 	if err := pl.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	s, err := p.sides(pl)
+	s, err := sc.sides(pl)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	var fixed [numCategories]int64 // held at every point whatever lives
-	ls := p.layouts(pl)
+	ls := sc.layouts(pl)
 	var slotElems int
 	onDevice := func(b int) bool { return !s.blockHost[b] && !pl.pagedBlock(b) }
 	for b, l := range ls {
@@ -143,23 +143,23 @@ func (p *Schedule) Timeline(pl Placement, window int) ([]StepMemory, error) {
 			continue
 		}
 		for _, i := range l.params {
-			fixed[Weights] += 4 * int64(p.values[p.params[i]].elems)
+			fixed[Weights] += 4 * int64(sc.values[sc.params[i]].elems)
 		}
 		if l.moments != nil {
 			for _, i := range l.params {
-				fixed[OptimizerState] += 4 * int64(p.stateElems(i))
+				fixed[OptimizerState] += 4 * int64(sc.stateElems(i))
 			}
 		}
 	}
 	if pl.Paged {
-		if window, err = p.givenWindow(pl, window); err != nil {
+		if window, err = sc.givenWindow(pl, window); err != nil {
 			return nil, err
 		}
-		fixed[PagingSlots] = 4 * (int64(window)*int64(slotElems) + int64(p.largestSaved()))
-		if p.spec.Train && pl.Cache.Moments() == cache.MomentsOnDevice {
-			for i, pv := range p.params {
-				if pl.pagedBlock(p.values[pv].block) {
-					fixed[OptimizerState] += 4 * int64(p.stateElems(i))
+		fixed[PagingSlots] = 4 * (int64(window)*int64(slotElems) + int64(sc.largestSaved()))
+		if sc.spec.Train && pl.Cache.Moments() == cache.MomentsOnDevice {
+			for i, pv := range sc.params {
+				if pl.pagedBlock(sc.values[pv].block) {
+					fixed[OptimizerState] += 4 * int64(sc.stateElems(i))
 				}
 			}
 		}
@@ -171,9 +171,9 @@ func (p *Schedule) Timeline(pl Placement, window int) ([]StepMemory, error) {
 	for _, n := range s.slots[0] {
 		arena += 4 * int64(n)
 	}
-	fixed[Idle] += arena + 4*int64(p.scratchFor(func(si int) bool { return !s.stepHost[si] }))
+	fixed[Idle] += arena + 4*int64(sc.scratchFor(func(si int) bool { return !s.stepHost[si] }))
 	var timed []int // values whose device bytes live and die
-	for i, v := range p.values {
+	for i, v := range sc.values {
 		own := !s.valueHost[i] && (v.kind == kindTemporary || (v.kind == kindSaved && onDevice(v.block)))
 		mirror := s.mirrored[i] && s.valueHost[i]
 		switch {
@@ -193,14 +193,14 @@ func (p *Schedule) Timeline(pl Placement, window int) ([]StepMemory, error) {
 
 	var out []StepMemory
 	next := 0 // next update
-	for si, st := range p.steps {
-		point := StepMemory{Step: si, Phase: Forward, Block: p.stepBlock(si), Bytes: fixed}
+	for si, st := range sc.steps {
+		point := StepMemory{Step: si, Phase: Forward, Block: sc.stepBlock(si), Bytes: fixed}
 		if st.backward {
 			point.Phase = Backward
 		}
 		used := make(map[int]int64) // elements in each device arena slot
 		for _, i := range timed {
-			v := p.values[i]
+			v := sc.values[i]
 			if v.produced > si || max(v.produced, v.lastUse) < si {
 				continue
 			}
@@ -211,13 +211,13 @@ func (p *Schedule) Timeline(pl Placement, window int) ([]StepMemory, error) {
 					return nil, fmt.Errorf("engine: arena slot %d holds %d elements at step %d, more than its %d", slot, used[slot], si, s.slots[0][slot])
 				}
 			}
-			point.Bytes[p.category(i)] += n
+			point.Bytes[sc.category(i)] += n
 			point.Bytes[Idle] -= n
 		}
 		out = append(out, point)
-		for ; next < len(p.updates) && p.updates[next].after == si; next++ {
+		for ; next < len(sc.updates) && sc.updates[next].after == si; next++ {
 			u := point
-			u.Phase, u.Block = Update, p.spec.Blocks[p.updates[next].block].Name
+			u.Phase, u.Block = Update, sc.spec.Blocks[sc.updates[next].block].Name
 			out = append(out, u)
 		}
 	}
@@ -225,13 +225,13 @@ func (p *Schedule) Timeline(pl Placement, window int) ([]StepMemory, error) {
 }
 
 // category is what value i holds while it lives.
-func (p *Schedule) category(i int) Category {
-	switch v := p.values[i]; {
+func (sc *Schedule) category(i int) Category {
+	switch v := sc.values[i]; {
 	case v.kind == kindSaved:
 		return SavedActivations
 	case v.kind == kindInput || v.kind == kindSeed:
 		return Inputs
-	case p.gradBlock(i) >= 0:
+	case sc.gradBlock(i) >= 0:
 		return Gradients
 	}
 	return Temporaries
@@ -239,16 +239,16 @@ func (p *Schedule) category(i int) Category {
 
 // stepBlock names the block step si computes for: the first it needs
 // resident, else the block of the gradient it computes; "" for none.
-func (p *Schedule) stepBlock(si int) string {
+func (sc *Schedule) stepBlock(si int) string {
 	b := -1
 	switch {
-	case len(p.needs[si]) > 0:
-		b = p.needs[si][0]
-	case p.gradBlock(p.steps[si].out) >= 0:
-		b = p.gradBlock(p.steps[si].out)
+	case len(sc.needs[si]) > 0:
+		b = sc.needs[si][0]
+	case sc.gradBlock(sc.steps[si].out) >= 0:
+		b = sc.gradBlock(sc.steps[si].out)
 	}
 	if b < 0 {
 		return ""
 	}
-	return p.spec.Blocks[b].Name
+	return sc.spec.Blocks[b].Name
 }

@@ -12,7 +12,7 @@ import (
 // TestTimelineTotalIsFootprint checks, for every workload at the small
 // scale, training and evaluating, resident, paged under each policy and
 // hybrid, that every point of the timeline holds exactly the footprint's
-// device bytes (so its maximum is the plan's device need), that no
+// device bytes (so its maximum is the schedule's device need), that no
 // category is negative, that there is a point per step and per update,
 // and, resident, that the weights are every parameter and that all the
 // saved activations live at once where the backward pass starts.

@@ -97,12 +97,12 @@ func (w *Work) addTotal(name string, n int64, c device.Cost, half bool) {
 // parameter's Adam update. The clip's scale is host arithmetic on the sums
 // and costs no kernel. Under a placement that runs the optimizer on the
 // host the Adam updates happen there instead; Work still counts them.
-func (p *Schedule) Work() Work {
+func (sc *Schedule) Work() Work {
 	var w Work
-	for si, s := range p.steps {
+	for si, s := range sc.steps {
 		shapes := make([]tensor.Shape, len(s.args))
 		for j, a := range s.args {
-			shapes[j] = p.values[a].shape
+			shapes[j] = sc.values[a].shape
 		}
 		name, c := opName(s.op), device.Cost{}
 		switch op := s.op.(type) {
@@ -110,34 +110,34 @@ func (p *Schedule) Work() Work {
 			c = op.Cost(shapes)
 		default:
 			if isGradientSum(s.op) {
-				n := 4 * int64(p.count(s.out))
+				n := 4 * int64(sc.count(s.out))
 				name, c = KernelGradientSum, device.Cost{FLOPs: n / 4, ReadBytes: 2 * n, WriteBytes: n}
 			}
 		}
-		c, conv, half := p.stepCost16(si, c)
+		c, conv, half := sc.stepCost16(si, c)
 		w.add(name, 1, c, half)
 		if conv.launches > 0 {
 			w.addTotal(KernelConvert, conv.launches, conv.Cost, false)
 		}
 	}
-	if !p.spec.Train {
+	if !sc.spec.Train {
 		return w
 	}
-	for _, g := range p.grads {
-		n := int64(p.count(g))
+	for _, g := range sc.grads {
+		n := int64(sc.count(g))
 		w.add(KernelSumSquares, 1, device.Cost{FLOPs: 2 * n, ReadBytes: 4 * n}, false)
-		if p.values[g].half { // widened first
+		if sc.values[g].half { // widened first
 			w.add(KernelConvert, 1, widenCost(n), false)
 		}
 	}
-	for i, pv := range p.params {
-		n := int64(p.count(pv))
+	for i, pv := range sc.params {
+		n := int64(sc.count(pv))
 		// p, g, m and v read; p, m and v written.
 		w.add(KernelAdam, 1, device.Cost{FLOPs: adamFLOPs * n, ReadBytes: 16 * n, WriteBytes: 12 * n}, false)
-		if p.values[pv].half { // the master rounded into the 16-bit copy
+		if sc.values[pv].half { // the master rounded into the 16-bit copy
 			w.add(KernelConvert, 1, narrowCost(n), false)
 		}
-		if g := p.grads[i]; p.values[g].half { // the gradient widened for the update
+		if g := sc.grads[i]; sc.values[g].half { // the gradient widened for the update
 			w.add(KernelConvert, 1, widenCost(n), false)
 		}
 	}

@@ -37,10 +37,10 @@ func (s ConvShape) patch() int { return s.InC * s.Kernel * s.Kernel }
 // check their shapes before calling, so this is a programming error.
 func (s ConvShape) validate(out, in, w int) {
 	if s.Batch < 0 || s.InC <= 0 || s.OutC <= 0 || s.Kernel <= 0 || s.InH < 0 || s.InW < 0 || s.OutH < 0 || s.OutW < 0 {
-		panic(fmt.Sprintf("kernels: invalid convolution shape %+v", s))
+		panic(fmt.Sprintf("hostmath: invalid convolution shape %+v", s))
 	}
 	if out != s.Batch*s.OutC*s.OutH*s.OutW || in != s.Batch*s.InC*s.InH*s.InW || w != s.OutC*s.patch() {
-		panic(fmt.Sprintf("kernels: convolution %+v given %d outputs, %d inputs, %d weights", s, out, in, w))
+		panic(fmt.Sprintf("hostmath: convolution %+v given %d outputs, %d inputs, %d weights", s, out, in, w))
 	}
 }
 

@@ -34,7 +34,7 @@ func convForwardRows(in []float32, s ConvShape, img, y0, rows int, w, bias, out,
 		C.int(y0), C.int(rows), floatPtr(w), C.int(s.OutC), C.int(s.Kernel), floatPtr(bias),
 		floatPtr(out[img*s.OutC*oplane+y0*s.OutW:]), C.ptrdiff_t(oplane), C.int(s.OutW), floatPtr(ring))
 	if rc != 0 {
-		panic("kernels: no memory for the convolution's table of rows")
+		panic("hostmath: no memory for the convolution's table of rows")
 	}
 }
 
@@ -54,6 +54,6 @@ func convWeightGradRows(x []float32, s ConvShape, img, y0, rows, maxRows int, g,
 		C.int(y0), C.int(rows), floatPtr(g[img*s.OutC*gplane+y0*s.OutW:]), C.ptrdiff_t(gplane), C.int(s.OutC),
 		C.int(s.Kernel), C.int(s.OutW), floatPtr(acc), floatPtr(ring), C.int(maxRows))
 	if rc != 0 {
-		panic("kernels: no memory for the convolution's table of rows")
+		panic("hostmath: no memory for the convolution's table of rows")
 	}
 }

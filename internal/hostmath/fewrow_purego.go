@@ -6,9 +6,9 @@ package hostmath
 const fewRowKernel = false
 
 func fewRowPack(x []float32, m, k int, xt []float32, lanes int) {
-	panic("kernels: no few-row kernel in a purego build")
+	panic("hostmath: no few-row kernel in a purego build")
 }
 
 func fewRowColumns(xt []float32, lanes, m, n, k int, w, y []float32, j0, j1 int) {
-	panic("kernels: no few-row kernel in a purego build")
+	panic("hostmath: no few-row kernel in a purego build")
 }

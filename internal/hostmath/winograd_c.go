@@ -32,6 +32,6 @@ func winogradRows(in []float32, s ConvShape, img, y0, rows int, wt, bias, out, r
 		C.int(y0), C.int(rows), floatPtr(wt), C.int(s.OutC), floatPtr(bias),
 		floatPtr(out[img*s.OutC*oplane+y0*s.OutW:]), C.ptrdiff_t(oplane), C.int(s.OutW), floatPtr(ring))
 	if rc != 0 {
-		panic("kernels: no memory for the convolution's table of rows")
+		panic("hostmath: no memory for the convolution's table of rows")
 	}
 }

@@ -9,9 +9,9 @@ const winogradConv = false
 func winogradRing(s ConvShape) int { return 0 }
 
 func winogradWeights(w []float32, s ConvShape, wt []float32) {
-	panic("kernels: no Winograd convolution in a purego build")
+	panic("hostmath: no Winograd convolution in a purego build")
 }
 
 func winogradRows(in []float32, s ConvShape, img, y0, rows int, wt, bias, out, ring []float32) {
-	panic("kernels: no Winograd convolution in a purego build")
+	panic("hostmath: no Winograd convolution in a purego build")
 }

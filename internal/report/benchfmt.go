@@ -10,6 +10,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/engine"
 	"gpuz/internal/sysinfo"
 )
 
@@ -102,7 +103,7 @@ func benchName(h bench.Header, m bench.ModeResult) string {
 	if m.Mode == bench.ModeManaged {
 		resident, _, _ := strings.Cut(m.Placement, " ")
 		part("resident", resident)
-		if strings.Contains(m.Placement, bench.AdviseHostText) {
+		if strings.Contains(m.Placement, engine.AdviseHostText) {
 			part("advise", "host")
 		}
 	} else if policy, window, ok := strings.Cut(m.Placement, " "); ok {

@@ -262,7 +262,12 @@ const compareConfidence = 0.95
 // compareRow is one configuration of a comparison table.
 type compareRow struct {
 	label string // the configuration within its table
-	cells []string
+	// sum is each file's median and interval, nil where the file does not
+	// have the configuration.
+	sum [2]*benchmath.Summary
+	// change and p are the change from A to B and the U test's p-value,
+	// or what stands in their place.
+	change, p string
 }
 
 // WriteCompare writes, for every configuration of a or b, the median epoch
@@ -305,34 +310,31 @@ func WriteCompare(w io.Writer, a, b RunFile) error {
 		if _, ok := rows[heading]; !ok {
 			headings = append(headings, heading)
 		}
-		var sum [2]*benchmath.Summary
+		row := compareRow{label: label}
 		var samples [2]*benchmath.Sample
-		cells := make([]string, 0, 4)
 		for i, f := range []RunFile{a, b} {
 			values, ok := f.Seconds[c]
 			if !ok {
-				cells = append(cells, "-")
 				continue
 			}
 			samples[i] = benchmath.NewSample(slices.Clone(values), &benchmath.DefaultThresholds)
 			s := benchmath.AssumeNothing.Summary(samples[i], compareConfidence)
-			sum[i] = &s
+			row.sum[i] = &s
 			medians++
-			cells = append(cells, fmt.Sprintf("%s s ± %s", units.Sig3(s.Center), s.PctRangeString()))
 			warn(true, "AB"[i:i+1]+" "+label, s.Warnings)
 		}
 		switch {
-		case sum[0] == nil:
-			cells = append(cells, "-", "only in B")
-		case sum[1] == nil:
-			cells = append(cells, "-", "only in A")
+		case row.sum[0] == nil:
+			row.change, row.p = "-", "only in B"
+		case row.sum[1] == nil:
+			row.change, row.p = "-", "only in A"
 		default:
 			cmp := benchmath.AssumeNothing.Compare(samples[0], samples[1])
 			comparisons++
-			cells = append(cells, cmp.FormatDelta(sum[0].Center, sum[1].Center), cmp.String())
+			row.change, row.p = cmp.FormatDelta(row.sum[0].Center, row.sum[1].Center), cmp.String()
 			warn(false, label, cmp.Warnings)
 		}
-		rows[heading] = append(rows[heading], compareRow{label, cells})
+		rows[heading] = append(rows[heading], row)
 	}
 
 	var out bytes.Buffer
@@ -342,13 +344,7 @@ func WriteCompare(w io.Writer, a, b RunFile) error {
 		"as benchstat computes them (benchmath), where a run's table leads with the mean\n")
 	for _, heading := range headings {
 		fmt.Fprintf(&out, "\n%s\n", heading)
-		table := make([][]string, 0, len(rows[heading]))
-		for _, r := range rows[heading] {
-			table = append(table, append([]string{r.label}, r.cells...))
-		}
-		if err := writeTable(&out, "compare", []string{"configuration", "A", "B", "change", "p"}, []int{0, 4}, table); err != nil {
-			return err
-		}
+		writeCompareTable(&out, rows[heading])
 	}
 	for _, k := range order {
 		at := strings.Join(where[k], ", ")
@@ -362,6 +358,34 @@ func WriteCompare(w io.Writer, a, b RunFile) error {
 	}
 	_, err := w.Write(out.Bytes())
 	return err
+}
+
+// writeCompareTable writes one table of a comparison: the medians in one
+// unit for the table, chosen from them as the Analyze table's times are
+// (timeUnitFor) and named in the A and B headings.
+func writeCompareTable(out *bytes.Buffer, rows []compareRow) {
+	var centers []float64
+	for _, r := range rows {
+		for _, s := range r.sum {
+			if s != nil {
+				centers = append(centers, s.Center)
+			}
+		}
+	}
+	u := timeUnitFor(centers)
+	var cells [][]string
+	for _, r := range rows {
+		row := []string{r.label}
+		for _, s := range r.sum {
+			if s == nil {
+				row = append(row, "-")
+				continue
+			}
+			row = append(row, u.format(s.Center)+" ± "+s.PctRangeString())
+		}
+		cells = append(cells, append(row, r.change, r.p))
+	}
+	writeTable(out, []string{"configuration", "A (" + u.name + ")", "B (" + u.name + ")", "change", "p"}, []int{0, 4}, cells)
 }
 
 // benchLabelKeys are the keys of gpuz's benchmark names whose values alone

@@ -46,7 +46,7 @@ func TestCompareGolden(t *testing.T) {
 	a, b := filepath.Join("testdata", "compare_a.txt"), filepath.Join("testdata", "compare_b.txt")
 	got := compareFiles(t, a, b)
 	golden(t, "compare_ab.golden", got)
-	for _, want := range []string{"| cpu host ", "-19.90%", "need >= 4 samples to detect a difference"} {
+	for _, want := range []string{"\ncpu host ", "-19.90%", "need >= 4 samples to detect a difference"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q", want)
 		}
@@ -105,7 +105,7 @@ func checkCompareWrittenFiles(t *testing.T, r bench.Result, mark string) {
 		}
 	}
 	got := compareFiles(t, benchPath, jsonPath)
-	for _, want := range []string{"attention eval, scale full", "| cuda cuda:0 ", "| cache sim:8GiB window 3 "} {
+	for _, want := range []string{"attention eval, scale full", "\ncuda cuda:0 ", "\ncache sim:8GiB window 3 "} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
@@ -265,7 +265,7 @@ func TestCompareSweepFiles(t *testing.T) {
 		}
 	}
 	got := compareFiles(t, benchPath, jsonPath)
-	for _, want := range []string{"linear train, scale full", "| cuda sim:8GiB take=0 win_size=1 ", "| cache sim:8GiB window 3 take=8 win_size=3 "} {
+	for _, want := range []string{"linear train, scale full", "\ncuda sim:8GiB take=0 win_size=1 ", "\ncache sim:8GiB window 3 take=8 win_size=3 "} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}

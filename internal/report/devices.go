@@ -4,41 +4,24 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
+	"slices"
+	"strings"
 
 	"gpuz/internal/device"
 	"gpuz/internal/units"
 )
 
-// writeTable renders a table in the style of every report into w: ASCII
-// rules, the header as given, the columns whose indices left lists aligned
-// left and the rest right, then rows. name says which table in an error.
-func writeTable(w io.Writer, name string, header []string, left []int, rows [][]string) error {
-	align := make(tw.Alignment, len(header))
-	for i := range align {
-		align[i] = tw.AlignRight
+// writeTable renders a table as every report's text tables are (table's
+// writeText: headings, a rule of dashes, columns two spaces apart), into
+// w: the columns whose indices left lists aligned left and the rest right.
+func writeTable(w *bytes.Buffer, header []string, left []int, rows [][]string) {
+	t := table{columns: make([]column, len(header)), rows: rows}
+	for i, h := range header {
+		t.columns[i] = column{name: h, left: slices.Contains(left, i)}
 	}
-	for _, i := range left {
-		align[i] = tw.AlignLeft
-	}
-	table := tablewriter.NewTable(w,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithAlignment(align),
-	)
-	table.Header(header)
-	for _, row := range rows {
-		if err := table.Append(row); err != nil {
-			return fmt.Errorf("%s table: %w", name, err)
-		}
-	}
-	if err := table.Render(); err != nil {
-		return fmt.Errorf("%s table: %w", name, err)
-	}
-	return nil
+	var b strings.Builder
+	t.writeText(&b)
+	w.WriteString(b.String())
 }
 
 // rate renders a rate in units of scale with a unit, or "-" when 0.
@@ -46,7 +29,7 @@ func rate(v, scale float64, unit string) string {
 	if v == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.3g %s", v/scale, unit)
+	return sig(v/scale, 3) + " " + unit
 }
 
 // WriteDevices writes one row per device: its name, compute capability,
@@ -71,9 +54,7 @@ func WriteDevices(w io.Writer, devs []device.Info) error {
 			rate(d.UploadPageable, 1e9, "GB/s"), rate(d.DownloadPageable, 1e9, "GB/s"),
 			rate(d.GemmFLOPS, 1e9, "GFLOP/s"), rate(d.Bandwidth, 1e9, "GB/s")})
 	}
-	if err := writeTable(&b, "devices", header, []int{0}, rows); err != nil {
-		return err
-	}
+	writeTable(&b, header, []int{0}, rows)
 	_, err := w.Write(b.Bytes())
 	return err
 }
@@ -113,9 +94,7 @@ func WriteSelftest(w io.Writer, r SelftestResult) error {
 		}
 		rows = append(rows, []string{name, kind, fmt.Sprintf("%.2g", maxErr), tol, result})
 	}
-	if err := writeTable(&b, "self-test", header, []int{0, 1}, rows); err != nil {
-		return err
-	}
+	writeTable(&b, header, []int{0, 1}, rows)
 	if failed > 0 {
 		fmt.Fprintf(&b, "%d of %d checks FAILED\n", failed, r.CheckCount())
 	} else {

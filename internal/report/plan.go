@@ -202,7 +202,7 @@ func placementText(pl engine.Placement, fp engine.Footprint, blocks int, short b
 	case pl.Managed && short:
 		return fmt.Sprintf("%d/%d×%s", window, fp.Pages, units.Bytes(pl.PageSize))
 	case pl.Managed:
-		return "managed, " + bench.ManagedText(window, fp.Pages, pl.PageSize, pl.AdviseHost)
+		return "managed, " + engine.ManagedText(window, fp.Pages, pl.PageSize, pl.AdviseHost)
 	case pl.Blocks != nil && !pl.Paged:
 		return engine.PlaceText(pl.Blocks)
 	case pl.Blocks != nil: // the cache blocks' policy and window

@@ -11,19 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/olekukonko/tablewriter/pkg/twwidth"
-
 	"gpuz/internal/bench"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-func TestMain(m *testing.M) {
-	// tablewriter guesses from the locale whether "×" is one column wide or
-	// two; golden files need one answer wherever the tests run.
-	twwidth.SetEastAsian(false)
-	os.Exit(m.Run())
-}
 
 // golden compares got with testdata/name, or rewrites that file under -update.
 func golden(t *testing.T, name, got string) {

@@ -1,17 +1,10 @@
 package bench
 
 import (
-	"fmt"
 	"gpuz/internal/cache"
 	"gpuz/internal/engine"
-	"gpuz/internal/hostmath"
-	"gpuz/internal/hugemem"
 	"gpuz/internal/levers"
-	"gpuz/internal/units"
 )
-
-// DefaultLR is the reference experiment's Adam learning rate.
-const DefaultLR = hostmath.DefaultLR
 
 // Config is how a run places and runs the model beyond its mode and
 // sizes: the one run configuration that the flags fill, a sweep varies, the
@@ -59,45 +52,3 @@ func (c Config) managedPlacement() engine.Placement {
 func cachePlacement(c cache.Config) engine.Placement {
 	return engine.Placement{Paged: true, Cache: c}
 }
-
-// BLASName names the host BLAS the kernels use.
-func BLASName() string { return hostmath.BLASName() }
-
-// SGEMMPath names what runs the host's float32 matrix products
-// (hostmath.SGEMMPath): gpuz's own AVX-512 SGEMM or the BLAS.
-func SGEMMPath() string { return hostmath.SGEMMPath() }
-
-// BLASWarning says when OPENBLAS_CORETYPE forces the BLAS to narrower
-// kernels than the CPU runs, or is "".
-func BLASWarning() string { return hostmath.BLASWarning() }
-
-// HugePages says whether large host buffers use transparent huge pages:
-// the kernel's setting and what gpuz does with it, as "madvise: used".
-func HugePages() string { return hugemem.Status() }
-
-// BF16Path names the path the host's bf16 products take
-// (hostmath.BF16Path).
-func BF16Path() string { return hostmath.BF16Path() }
-
-// CPUVector names the host CPU's widest vector extension.
-func CPUVector() string { return hostmath.CPUVector() }
-
-// BLASEnv returns the environment settings, NAME=VALUE, that the BLAS reads
-// only when it loads: a program sets them before it starts.
-func BLASEnv() []string { return hostmath.LoadEnv() }
-
-// ManagedText describes a managed placement in a table: the pages the
-// device holds resident of the region's, and the page size, as
-// "40/76 pages of 2 MiB", and AdviseHostText after it when the rest stays
-// in host memory.
-func ManagedText(resident, pages int, pageSize int64, adviseHost bool) string {
-	s := fmt.Sprintf("%d/%d pages of %s", resident, pages, units.Bytes(pageSize))
-	if adviseHost {
-		s += AdviseHostText
-	}
-	return s
-}
-
-// AdviseHostText ends a managed placement's text when the pages that do
-// not fit stay on the host (--managed-advise host).
-const AdviseHostText = ", rest on the host"
