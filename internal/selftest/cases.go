@@ -280,5 +280,6 @@ func Cases() []Case {
 			}, Call: noValue(func(k device.Kernels, b []device.Buffer) { k.AttentionMixValueGrad(b[0], b[1], b[2], a) })},
 		)
 	}
+	cases = append(cases, gpt2Cases()...)
 	return cases
 }
