@@ -122,6 +122,23 @@ type Kernels interface {
 	// SwiGLUGrad sets dst [rows, 2n] to SwiGLU's gradient with respect to x
 	// given the output gradient g [rows, n].
 	SwiGLUGrad(dst, x, g Buffer, n int)
+
+	// GPT-2's kernels and the token embedding.
+
+	// GELUTanh sets dst to the tanh form of GELU of src (see
+	// hostmath.GELUTanh).
+	GELUTanh(dst, src Buffer)
+	// GELUTanhGrad sets dst to GELUTanh's gradient at x given g.
+	GELUTanhGrad(dst, x, g Buffer)
+	// TokenEmbedding sets dst to the rows of weight that ids select (see
+	// hostmath.TokenEmbedding); ids out of range are an error.
+	TokenEmbedding(dst, ids, weight Buffer) error
+	// AddPositions sets dst to x plus the learned positions pos, row r of x
+	// taking row r mod p.SeqLen (see hostmath.AddPositions).
+	AddPositions(dst, x, pos Buffer, p hostmath.Positions)
+	// PositionsGrad sets dst to AddPositions' gradient with respect to pos
+	// given the output gradient g (see hostmath.PositionsGrad).
+	PositionsGrad(dst, g Buffer, p hostmath.Positions)
 }
 
 // hostKernels runs the kernels of package hostmath on host buffers; the
@@ -310,4 +327,27 @@ func (hostKernels) SoftmaxCrossEntropy(dst, logits, targets Buffer) error {
 // SoftmaxCrossEntropyGrad sets dst to the loss's gradient times seed[0].
 func (hostKernels) SoftmaxCrossEntropyGrad(dst, logits, targets, seed Buffer) error {
 	return hostmath.SoftmaxCrossEntropyGrad(Floats(dst), Floats(logits), Floats(targets), Floats(seed)[0])
+}
+
+// GELUTanh sets dst to the activation of src.
+func (hostKernels) GELUTanh(dst, src Buffer) { hostmath.GELUTanh(Floats(dst), Floats(src)) }
+
+// GELUTanhGrad sets dst to the activation's gradient.
+func (hostKernels) GELUTanhGrad(dst, x, g Buffer) {
+	hostmath.GELUTanhGrad(Floats(dst), Floats(x), Floats(g))
+}
+
+// TokenEmbedding looks the ids up.
+func (hostKernels) TokenEmbedding(dst, ids, weight Buffer) error {
+	return hostmath.TokenEmbedding(Floats(dst), Floats(ids), Floats(weight))
+}
+
+// AddPositions adds the positions to x.
+func (hostKernels) AddPositions(dst, x, pos Buffer, p hostmath.Positions) {
+	hostmath.AddPositions(Floats(dst), Floats(x), Floats(pos), p)
+}
+
+// PositionsGrad sums the gradient's rows by position.
+func (hostKernels) PositionsGrad(dst, g Buffer, p hostmath.Positions) {
+	hostmath.PositionsGrad(Floats(dst), Floats(g), p)
 }

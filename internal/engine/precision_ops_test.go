@@ -147,7 +147,7 @@ func runOp(t *testing.T, tc opCase, prec levers.Precision) (float32, [][]float32
 // within opTolerance; a product's must differ from fp32's somewhere, or
 // nothing was rounded.
 func TestOpsAgreeWithFP32(t *testing.T) {
-	for _, tc := range slices.Concat(opCases, llamaOpCases) {
+	for _, tc := range slices.Concat(opCases, llamaOpCases, gpt2OpCases) {
 		want, wantGrads := runOp(t, tc, levers.FP32)
 		for _, prec := range []levers.Precision{levers.BF16, levers.FP16} {
 			t.Run(tc.name+"/"+prec.String(), func(t *testing.T) {

@@ -52,36 +52,53 @@ func (op Linear) shape(in []tensor.Shape) (tensor.Shape, error) {
 	return shapeBy(op.gemm, in, gemm.shape)
 }
 
-func (op Linear) kernel() kernel {
-	return kernel{hostOf(op, linearHost, linearHost), op.launch}
-}
+// transposedB: W is stored [out, in], so the product reads it transposed.
+func (Linear) transposedB() bool { return true }
 
-func linearHost[T hostmath.Float](op Linear, h hostArgs[T]) error {
-	return sized(op.gemm, h.shapes, func(p gemm) { LinearForward(h.out, h.in[0], h.in[1], h.in[2], p.m, p.k, p.n) })
-}
-
-// LinearForward computes y = x·Wᵀ + b on host slices; x is [batch, in],
-// W [out, in], b [out] and y [batch, out].
-func LinearForward[T hostmath.Float](y, x, w, b []T, batch, in, out int) {
-	hostmath.Gemm(false, true, batch, out, in, 1, x, w, 0, y)
-	hostmath.AddRowVector(y, b)
-}
-
-func (op Linear) launch(d launchArgs) error {
-	return sized(op.gemm, d.shapes, func(p gemm) {
-		xwtLaunch(d, p, nil)
-		d.k.AddRowVector(d.out, d.args[2])
-	})
-}
+func (op Linear) kernel() kernel { return affineKernel(op) }
 
 // halfOperands: x and W in 16 bits, the bias in float32.
 func (Linear) halfOperands() []bool { return []bool{true, true, false} }
 
-// launchHalf is launch with x and W in 16 bits: the product of 16-bit
-// operands summed in float32 (GemmHalf), then the bias.
-func (op Linear) launchHalf(f half.Format, d launchArgs) error {
+func (op Linear) launchHalf(f half.Format, d launchArgs) error { return affineLaunchHalf(op, f, d) }
+
+// affineSpec is Linear or Conv1D: y = x·op(W) + b, the GEMM of x [batch,
+// in] and W, transposed (Linear's, stored [out, in]) or not (Conv1D's,
+// stored [in, out]), then the bias b [out] added to every row.
+type affineSpec interface {
+	Spec
+	// gemm reads the sizes of the product off the shapes of x, W and b.
+	gemm(in []tensor.Shape) (gemm, error)
+	// transposedB reports whether the product reads W transposed.
+	transposedB() bool
+}
+
+// affineKernel is an affineSpec's kernel: affineHost and affineLaunch.
+func affineKernel(op affineSpec) kernel {
+	return kernel{hostOf(op, affineHost, affineHost), func(d launchArgs) error { return affineLaunch(op, d) }}
+}
+
+// affineHost is an affineSpec's host math.
+func affineHost[T hostmath.Float, S affineSpec](op S, h hostArgs[T]) error {
+	return sized(op.gemm, h.shapes, func(p gemm) {
+		hostmath.Gemm(false, op.transposedB(), p.m, p.n, p.k, 1, h.in[0], h.in[1], 0, h.out)
+		hostmath.AddRowVector(h.out, h.in[2])
+	})
+}
+
+// affineLaunch is an affineSpec's launch.
+func affineLaunch(op affineSpec, d launchArgs) error {
 	return sized(op.gemm, d.shapes, func(p gemm) {
-		xwtLaunch(d, p, &f)
+		d.k.Gemm(false, op.transposedB(), p.m, p.n, p.k, d.args[0], d.args[1], d.out)
+		d.k.AddRowVector(d.out, d.args[2])
+	})
+}
+
+// affineLaunchHalf is affineLaunch with x and W in 16 bits: the product of
+// 16-bit operands summed in float32 (GemmHalf), then the bias.
+func affineLaunchHalf(op affineSpec, f half.Format, d launchArgs) error {
+	return sized(op.gemm, d.shapes, func(p gemm) {
+		d.k.GemmHalf(f, false, op.transposedB(), p.m, p.n, p.k, d.args[0], d.args[1], d.out)
 		d.k.AddRowVector(d.out, d.args[2])
 	})
 }
@@ -103,17 +120,26 @@ func (LinearWeightGrad) signature() []int { return []int{2, 2, 2} }
 func (LinearInputGrad) transposed() bool  { return false }
 func (LinearWeightGrad) transposed() bool { return true }
 
+// transposedB: W and x are read as stored.
+func (LinearInputGrad) transposedB() bool  { return false }
+func (LinearWeightGrad) transposedB() bool { return false }
+
 func (op LinearInputGrad) shape(in []tensor.Shape) (tensor.Shape, error)  { return gemmShape(op, in) }
 func (op LinearWeightGrad) shape(in []tensor.Shape) (tensor.Shape, error) { return gemmShape(op, in) }
 func (op LinearInputGrad) kernel() kernel                                 { return gemmKernel(op) }
 func (op LinearWeightGrad) kernel() kernel                                { return gemmKernel(op) }
 
-// gemmSpec is LinearInputGrad or LinearWeightGrad: the product g·W of the
-// output gradient and the weights, or, transposed, gᵀ·x of the output
-// gradient and the input.
+// gemmSpec is a gradient that is one product of its two inputs: Linear's
+// LinearInputGrad g·W of the output gradient and the weights and,
+// transposed, LinearWeightGrad gᵀ·x of the output gradient and the input;
+// Conv1D's Conv1DInputGrad g·Wᵀ, the second factor transposed, and
+// Conv1DWeightGrad xᵀ·g.
 type gemmSpec interface {
 	Spec
+	// transposed reports whether the first factor is read transposed.
 	transposed() bool
+	// transposedB reports whether the second factor is read transposed.
+	transposedB() bool
 }
 
 // gemm is the sizes of a gemmSpec's product, m×k by k×n.
@@ -130,6 +156,10 @@ func gemmOf(op gemmSpec) func([]tensor.Shape) (gemm, error) {
 			return gemm{}, fmt.Errorf("batch sizes %v and %v differ", g, other)
 		case op.transposed():
 			return gemm{m: g[1], n: other[1], k: g[0]}, nil
+		case op.transposedB() && g[1] != other[1]:
+			return gemm{}, fmt.Errorf("shapes %v and %v do not fit", g, other)
+		case op.transposedB():
+			return gemm{m: g[0], n: other[0], k: g[1]}, nil
 		case g[1] != other[0]:
 			return gemm{}, fmt.Errorf("shapes %v and %v do not fit", g, other)
 		}
@@ -153,14 +183,14 @@ func gemmKernel(op gemmSpec) kernel {
 // gemmHost is a gemmSpec's host math.
 func gemmHost[T hostmath.Float, S gemmSpec](op S, h hostArgs[T]) error {
 	return sized(gemmOf(op), h.shapes, func(p gemm) {
-		hostmath.Gemm(op.transposed(), false, p.m, p.n, p.k, 1, h.in[0], h.in[1], 0, h.out)
+		hostmath.Gemm(op.transposed(), op.transposedB(), p.m, p.n, p.k, 1, h.in[0], h.in[1], 0, h.out)
 	})
 }
 
 // gemmLaunch is a gemmSpec's launch.
 func gemmLaunch(op gemmSpec, d launchArgs) error {
 	return sized(gemmOf(op), d.shapes, func(p gemm) {
-		d.k.Gemm(op.transposed(), false, p.m, p.n, p.k, d.args[0], d.args[1], d.out)
+		d.k.Gemm(op.transposed(), op.transposedB(), p.m, p.n, p.k, d.args[0], d.args[1], d.out)
 	})
 }
 
@@ -179,7 +209,7 @@ func (op LinearWeightGrad) launchHalf(f half.Format, d launchArgs) error {
 // gemmLaunchHalf is gemmLaunch with both factors in 16 bits.
 func gemmLaunchHalf(op gemmSpec, f half.Format, d launchArgs) error {
 	return sized(gemmOf(op), d.shapes, func(p gemm) {
-		d.k.GemmHalf(f, op.transposed(), false, p.m, p.n, p.k, d.args[0], d.args[1], d.out)
+		d.k.GemmHalf(f, op.transposed(), op.transposedB(), p.m, p.n, p.k, d.args[0], d.args[1], d.out)
 	})
 }
 
@@ -217,6 +247,11 @@ func (LinearBiasGrad) launch(d launchArgs) error {
 // cost: the GEMM x·Wᵀ (2·batch·out·in operations, x and W read, y written),
 // then the bias pass, which reads y and b and writes y again.
 func (op Linear) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return affineCost(op, in, out)
+}
+
+// affineCost is an affineSpec's cost: the GEMM, then the bias pass.
+func affineCost(op affineSpec, in []tensor.Shape, out tensor.Shape) device.Cost {
 	return sizedCost(op.gemm, in, func(p gemm) device.Cost {
 		return gemmCost(p.m, p.n, p.k).Plus(device.Cost{FLOPs: elemsOf(out), ReadBytes: bytesOf(out, in[2]), WriteBytes: bytesOf(out)})
 	})

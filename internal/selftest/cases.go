@@ -281,5 +281,6 @@ func Cases() []Case {
 		)
 	}
 	cases = append(cases, llamaCases()...)
+	cases = append(cases, gpt2Cases()...)
 	return cases
 }

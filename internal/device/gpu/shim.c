@@ -21,6 +21,7 @@
 #include "softmax.cu"
 #include "layernorm.cu"
 #include "embedding.cu"
+#include "gpt2.cu"
 #include "conv.cu"
 #include "attention.cu"
 #include "llama.cu"
@@ -107,6 +108,11 @@ static double f64(uint64_t bits) {
 	X(layer_norm_weight_grad, "ppppii", layer_norm_weight_grad(P(0), P(1), P(2), P(3), I(4), I(5))) \
 	X(embedding, "pppplii", embedding(P(0), P(1), P(2), P(3), L(4), I(5), I(6))) \
 	X(embedding_grad, "ppppli", embedding_grad(P(0), P(1), P(2), P(3), L(4), I(5))) \
+	X(gelu_tanh, "ppl", gelu_tanh(P(0), P(1), L(2))) \
+	X(gelu_tanh_grad, "pppl", gelu_tanh_grad(P(0), P(1), P(2), L(3))) \
+	X(token_embedding, "pppli", token_embedding(P(0), P(1), P(2), L(3), I(4))) \
+	X(add_positions, "ppplii", add_positions(P(0), P(1), P(2), L(3), I(4), I(5))) \
+	X(positions_grad, "ppllii", positions_grad(P(0), P(1), L(2), L(3), I(4), I(5))) \
 	X(im2col, "ppiiiiiiii", im2col(P(0), P(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9))) \
 	X(flip_weights, "ppiii", flip_weights(P(0), P(1), I(2), I(3), I(4))) \
 	X(bias_grad, "ppiil", bias_grad(P(0), P(1), I(2), I(3), L(4))) \
