@@ -8,11 +8,22 @@ import (
 )
 
 // Attention describes multi-head scaled dot-product self-attention over a
-// batch of sequences, with the queries, keys and values packed as PyTorch's
+// batch of sequences, with the queries, keys and values packed in one row
+// per token. With KVHeads 0 (or equal to Heads) the rows are as PyTorch's
 // MultiheadAttention in_proj produces them: qkv is [Batch·Seq, 3·d] for
 // d = Heads·HeadDim, a token's query in columns [0, d), its key in [d, 2d)
 // and its value in [2d, 3d), head h taking HeadDim columns from h·HeadDim
-// in each. The attention probabilities are [Batch, Heads, Seq, Seq] and the
+// in each.
+//
+// With KVHeads < Heads (grouped-query attention, as in Llama 3, Mistral
+// and Qwen2) there are fewer key and value heads than query heads: a row
+// is QKVWidth() = (Heads + 2·KVHeads)·HeadDim wide, the queries in columns
+// [0, d), the keys in [d, d + kd) and the values in [d + kd, d + 2·kd) for
+// kd = KVHeads·HeadDim, and query head h reads key and value head
+// h / KVGroup(), as transformers' repeat_kv maps them. The kernels read a
+// group's keys and values in place, with no per-head copies.
+//
+// The attention probabilities are [Batch, Heads, Seq, Seq] and the
 // attention output, heads merged, is [Batch·Seq, d].
 //
 // With Causal, position s attends to positions t ≤ s only: the
@@ -20,19 +31,48 @@ import (
 // of the products that would only meet those zeros (see triGemm).
 type Attention struct {
 	Batch, Seq, Heads, HeadDim int
-	Causal                     bool
+	// KVHeads is the number of key and value heads, a divisor of Heads;
+	// 0 means Heads.
+	KVHeads int
+	Causal  bool
 }
 
-// DModel is the width of the model, Heads·HeadDim.
+// DModel is the width of the model, Heads·HeadDim: of the queries and of
+// the attention output.
 func (a Attention) DModel() int { return a.Heads * a.HeadDim }
+
+// NumKVHeads is the number of key and value heads: KVHeads, or Heads when
+// KVHeads is 0.
+func (a Attention) NumKVHeads() int {
+	if a.KVHeads == 0 {
+		return a.Heads
+	}
+	return a.KVHeads
+}
+
+// KVGroup is the number of query heads that share a key and value head,
+// Heads / NumKVHeads(): query head h reads key and value head h / KVGroup().
+func (a Attention) KVGroup() int { return a.Heads / a.NumKVHeads() }
+
+// KVWidth is the width of the keys, and of the values, in a packed row:
+// NumKVHeads()·HeadDim.
+func (a Attention) KVWidth() int { return a.NumKVHeads() * a.HeadDim }
+
+// QKVWidth is the width of a packed row of queries, keys and values:
+// (Heads + 2·NumKVHeads())·HeadDim, 3·DModel() without grouping.
+func (a Attention) QKVWidth() int { return a.DModel() + 2*a.KVWidth() }
 
 // Scale is the factor 1/√HeadDim of the scores.
 func (a Attention) Scale() float64 { return 1 / math.Sqrt(float64(a.HeadDim)) }
 
-// Validate reports sizes that do not describe an attention.
+// Validate reports sizes that do not describe an attention: sizes not
+// positive, or key and value heads that do not divide the query heads.
 func (a Attention) Validate() error {
-	if a.Batch <= 0 || a.Seq <= 0 || a.Heads <= 0 || a.HeadDim <= 0 {
+	if a.Batch <= 0 || a.Seq <= 0 || a.Heads <= 0 || a.HeadDim <= 0 || a.KVHeads < 0 {
 		return fmt.Errorf("attention sizes must be positive: %+v", a)
+	}
+	if a.KVHeads > 0 && a.Heads%a.KVHeads != 0 {
+		return fmt.Errorf("attention of %d query heads cannot share %d key and value heads: %+v", a.Heads, a.KVHeads, a)
 	}
 	return nil
 }
@@ -41,18 +81,23 @@ func (a Attention) Validate() error {
 // computes causal products: blocks wholly above the diagonal are skipped.
 const attentionBlock = 128
 
-// pair locates one (sequence, head) pair's matrices in the packed layouts.
+// pair locates one (sequence, query head) pair's matrices in the packed
+// layouts.
 type pair struct {
-	q, k, v int // offsets of the head's first query, key and value in qkv
+	q, k, v int // offsets of the head's first query, and of its group's first key and value, in qkv
 	p       int // offset of its probabilities
 	o       int // offset of its first output element in the [Batch·Seq, d] layout
+	member  int // the query head's index in its group, h % KVGroup()
+	kv      int // the index of its (sequence, key and value head), b·NumKVHeads() + h / KVGroup()
 }
 
 func (a Attention) pair(i int) pair {
 	b, h := i/a.Heads, i%a.Heads
-	d := a.DModel()
-	q := b*a.Seq*3*d + h*a.HeadDim
-	return pair{q: q, k: q + d, v: q + 2*d, p: i * a.Seq * a.Seq, o: b*a.Seq*d + h*a.HeadDim}
+	d, kd, g := a.DModel(), a.KVWidth(), a.KVGroup()
+	row := b * a.Seq * a.QKVWidth()
+	k := row + d + h/g*a.HeadDim
+	return pair{q: row + h*a.HeadDim, k: k, v: k + kd, p: i * a.Seq * a.Seq, o: b*a.Seq*d + h*a.HeadDim,
+		member: h % g, kv: b*a.NumKVHeads() + h/g}
 }
 
 // limit is how many leading columns of probability row r can be non-zero.
@@ -78,11 +123,12 @@ func scratchOf[T Float](a Attention) int {
 }
 
 // AttentionProbs sets p to the attention probabilities
-// softmax(Scale·Q·Kᵀ) of every (sequence, head) pair, causally masked when
-// a.Causal, from the packed qkv. When causal, only the scores on or below
-// the diagonal are computed (in tiles: see triGemm).
+// softmax(Scale·Q·Kᵀ) of every (sequence, query head) pair, causally masked
+// when a.Causal, from the packed qkv, each query head against its group's
+// keys. When causal, only the scores on or below the diagonal are computed
+// (in tiles: see triGemm).
 func AttentionProbs[T Float](p, qkv []T, a Attention) {
-	ld, s, dh := 3*a.DModel(), a.Seq, a.HeadDim
+	ld, s, dh := a.QKVWidth(), a.Seq, a.HeadDim
 	scale := T(a.Scale())
 	forEachPair[T](a.Batch*a.Heads, scratchOf[T](a), func(i int, scratch []T) {
 		at := a.pair(i)
@@ -93,10 +139,11 @@ func AttentionProbs[T Float](p, qkv []T, a Attention) {
 }
 
 // AttentionMix sets o to the attention output: for each pair, tril(P)·V
-// when causal (P·V otherwise), written into the head's columns of o.
-// Entries of p above the diagonal are ignored when causal.
+// when causal (P·V otherwise), V its group's values, written into the
+// head's columns of o. Entries of p above the diagonal are ignored when
+// causal.
 func AttentionMix[T Float](o, p, qkv []T, a Attention) {
-	ld, d, s, dh := 3*a.DModel(), a.DModel(), a.Seq, a.HeadDim
+	ld, d, s, dh := a.QKVWidth(), a.DModel(), a.Seq, a.HeadDim
 	forEachPair[T](a.Batch*a.Heads, scratchOf[T](a), func(i int, scratch []T) {
 		at := a.pair(i)
 		pm, v := matrix[T]{p[at.p:], s, 1}, matrix[T]{qkv[at.v:], ld, 1}
@@ -106,9 +153,10 @@ func AttentionMix[T Float](o, p, qkv []T, a Attention) {
 
 // AttentionMixProbsGrad sets dp to the gradient of AttentionMix with
 // respect to the probabilities given the output gradient g [Batch·Seq, d]:
-// G·Vᵀ per pair, with zeros above the diagonal when causal.
+// G·Vᵀ per pair, V its group's values, with zeros above the diagonal when
+// causal.
 func AttentionMixProbsGrad[T Float](dp, g, qkv []T, a Attention) {
-	ld, d, s, dh := 3*a.DModel(), a.DModel(), a.Seq, a.HeadDim
+	ld, d, s, dh := a.QKVWidth(), a.DModel(), a.Seq, a.HeadDim
 	forEachPair[T](a.Batch*a.Heads, scratchOf[T](a), func(i int, scratch []T) {
 		at := a.pair(i)
 		gm, vT := matrix[T]{g[at.o:], d, 1}, matrix[T]{qkv[at.v:], 1, ld}
@@ -119,43 +167,118 @@ func AttentionMixProbsGrad[T Float](dp, g, qkv []T, a Attention) {
 	})
 }
 
-// AttentionMixValueGrad sets dqkv [Batch·Seq, 3d] to the gradient of
-// AttentionMix with respect to qkv given the output gradient g: tril(P)ᵀ·G
-// per pair (Pᵀ·G when not causal) in the value columns, zeros in the query
-// and key columns, which the output does not depend on.
+// AttentionMixValueGrad sets dqkv [Batch·Seq, QKVWidth()] to the gradient
+// of AttentionMix with respect to qkv given the output gradient g:
+// tril(P)ᵀ·G per pair (Pᵀ·G when not causal) in the value columns, summed
+// over the query heads of each group (see groupPart), and zeros in the
+// query and key columns, which the output does not depend on.
 func AttentionMixValueGrad[T Float](dqkv, p, g []T, a Attention) {
-	ld, d, s, dh := 3*a.DModel(), a.DModel(), a.Seq, a.HeadDim
+	ld, d, s, dh := a.QKVWidth(), a.DModel(), a.Seq, a.HeadDim
+	parts := getScratch[T](&groupPool, groupPartsLen(a))
+	defer putScratch(&groupPool, parts)
 	forEachPair[T](a.Batch*a.Heads, scratchOf[T](a), func(i int, scratch []T) {
 		at := a.pair(i)
 		for r := range s {
 			clear(dqkv[at.q+r*ld : at.q+r*ld+dh])
-			clear(dqkv[at.k+r*ld : at.k+r*ld+dh])
+			if at.member == 0 {
+				clear(dqkv[at.k+r*ld : at.k+r*ld+dh])
+			}
 		}
+		dst, ldc := groupPart(dqkv, *parts, at, at.v, a)
 		pT, gm := matrix[T]{p[at.p:], 1, s}, matrix[T]{g[at.o:], d, 1}
-		triGemm(a.tri(triAUpper), s, dh, s, 1, pT, gm, 0, dqkv[at.v:], ld, scratch)
+		triGemm(a.tri(triAUpper), s, dh, s, 1, pT, gm, 0, dst, ldc, scratch)
 	})
+	addGroups(dqkv, *parts, d+a.KVWidth(), a)
 }
 
-// AttentionProbsGrad sets dqkv [Batch·Seq, 3d] to the gradient of
+// AttentionProbsGrad sets dqkv [Batch·Seq, QKVWidth()] to the gradient of
 // AttentionProbs with respect to qkv, given the probabilities p it computed
 // and their gradient dp: with dS = P ⊙ (dP − rowsum(P ⊙ dP)) over each
-// row's unmasked columns, dQ = Scale·dS·K and dK = Scale·dSᵀ·Q in the query
-// and key columns, and zeros in the value columns, which the probabilities
-// do not depend on.
+// row's unmasked columns, dQ = Scale·dS·K in the query columns and
+// dK = Scale·dSᵀ·Q in the key columns, summed over the query heads of each
+// group (see groupPart), and zeros in the value columns, which the
+// probabilities do not depend on.
 func AttentionProbsGrad[T Float](dqkv, qkv, p, dp []T, a Attention) {
-	ld, s, dh := 3*a.DModel(), a.Seq, a.HeadDim
+	ld, d, s, dh := a.QKVWidth(), a.DModel(), a.Seq, a.HeadDim
 	scale := T(a.Scale())
+	parts := getScratch[T](&groupPool, groupPartsLen(a))
+	defer putScratch(&groupPool, parts)
 	forEachPair[T](a.Batch*a.Heads, s*s+scratchOf[T](a), func(i int, scratch []T) {
 		at := a.pair(i)
 		ds, scratch := scratch[:s*s], scratch[s*s:]
 		softmaxGradRows(ds, p[at.p:at.p+s*s], dp[at.p:at.p+s*s], s, s, s, 0, a.Causal)
-		for r := range s {
-			clear(dqkv[at.v+r*ld : at.v+r*ld+dh])
+		if at.member == 0 {
+			for r := range s {
+				clear(dqkv[at.v+r*ld : at.v+r*ld+dh])
+			}
 		}
 		dsm, dsT := matrix[T]{ds, s, 1}, matrix[T]{ds, 1, s}
 		k, q := matrix[T]{qkv[at.k:], ld, 1}, matrix[T]{qkv[at.q:], ld, 1}
 		triGemm(a.tri(triALower), s, dh, s, scale, dsm, k, 0, dqkv[at.q:], ld, scratch)
-		triGemm(a.tri(triAUpper), s, dh, s, scale, dsT, q, 0, dqkv[at.k:], ld, scratch)
+		dst, ldc := groupPart(dqkv, *parts, at, at.k, a)
+		triGemm(a.tri(triAUpper), s, dh, s, scale, dsT, q, 0, dst, ldc, scratch)
+	})
+	addGroups(dqkv, *parts, d, a)
+}
+
+// The key and value gradients of grouped-query attention are sums over
+// the query heads of each group. The kernels keep the work spread over the
+// (sequence, query head) pairs, as without grouping: the first query head
+// of a group writes its share into dqkv, each other one its share into a
+// slot of its own (groupPart), and addGroups then adds the slots to dqkv in
+// the order of the heads, one (sequence, key and value head) per task. We
+// chose these partial sums over one task per (sequence, key and value
+// head) adding its query heads in turn: that would leave Batch·KVHeads
+// tasks, 3 for one sequence of SmolLM2-135M against 9, and the 16-core
+// hosts idle, for a copy of Seq·HeadDim elements per query head, a small
+// fraction of its Seq²·HeadDim products. Each sum is (first + second) +
+// third …, whatever the threads: the group-summed gradients of the
+// problem with the keys and values copied to every query head
+// (transformers' repeat_kv), bit for bit.
+
+// groupPool keeps the slots of the group sums between calls.
+var groupPool scratchPool
+
+// groupPartsLen is the elements of the slots of the group sums: Seq·HeadDim
+// for each query head but the first of each group.
+func groupPartsLen(a Attention) int {
+	return a.Batch * a.NumKVHeads() * (a.KVGroup() - 1) * a.Seq * a.HeadDim
+}
+
+// groupPart returns where the pair at writes its share of the key or value
+// gradient whose columns in dqkv start at off, and that place's row
+// stride: dqkv itself for its group's first query head, else the pair's
+// slot in parts, which are [Batch·NumKVHeads(), KVGroup()−1, Seq, HeadDim].
+func groupPart[T Float](dqkv, parts []T, at pair, off int, a Attention) ([]T, int) {
+	if at.member == 0 {
+		return dqkv[off:], a.QKVWidth()
+	}
+	n := a.Seq * a.HeadDim
+	slot := (at.kv*(a.KVGroup()-1) + at.member - 1) * n
+	return parts[slot : slot+n], a.HeadDim
+}
+
+// addGroups adds to the key or value gradient of every (sequence, key and
+// value head), in dqkv's columns from col on (DModel() for the keys,
+// DModel() + KVWidth() for the values), the shares of its group's other
+// query heads in parts, in the order of the heads.
+func addGroups[T Float](dqkv, parts []T, col int, a Attention) {
+	g := a.KVGroup()
+	if g == 1 {
+		return
+	}
+	ld, dh, n, kvHeads := a.QKVWidth(), a.HeadDim, a.Seq*a.HeadDim, a.NumKVHeads()
+	forEachPair[T](a.Batch*kvHeads, 0, func(i int, _ []T) {
+		base := i/kvHeads*a.Seq*ld + col + i%kvHeads*dh
+		for m := range g - 1 {
+			part := parts[(i*(g-1)+m)*n:]
+			for r := range a.Seq {
+				dst, src := dqkv[base+r*ld:base+r*ld+dh], part[r*dh:r*dh+dh]
+				for j := range dst {
+					dst[j] += src[j]
+				}
+			}
+		}
 	})
 }
 

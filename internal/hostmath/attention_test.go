@@ -11,18 +11,20 @@ import (
 // kernels, in float64, indexing the packed layouts element by element.
 type naiveAttention struct{ Attention }
 
-func (n naiveAttention) q(qkv []float64, b, h, s, j int) float64 {
-	return qkv[(b*n.Seq+s)*3*n.DModel()+h*n.HeadDim+j]
+// qi, ki and vi are the indices in qkv of query head h's query, key and
+// value element j at position s: its group's key and value head.
+func (n naiveAttention) qi(b, h, s, j int) int { return (b*n.Seq+s)*n.QKVWidth() + h*n.HeadDim + j }
+func (n naiveAttention) ki(b, h, s, j int) int {
+	return (b*n.Seq+s)*n.QKVWidth() + n.DModel() + h/n.KVGroup()*n.HeadDim + j
 }
-func (n naiveAttention) k(qkv []float64, b, h, s, j int) float64 {
-	return qkv[(b*n.Seq+s)*3*n.DModel()+n.DModel()+h*n.HeadDim+j]
-}
-func (n naiveAttention) v(qkv []float64, b, h, s, j int) float64 {
-	return qkv[(b*n.Seq+s)*3*n.DModel()+2*n.DModel()+h*n.HeadDim+j]
-}
-func (n naiveAttention) pi(b, h, s, t int) int { return ((b*n.Heads+h)*n.Seq+s)*n.Seq + t }
-func (n naiveAttention) oi(b, h, s, j int) int { return (b*n.Seq+s)*n.DModel() + h*n.HeadDim + j }
-func (n naiveAttention) masked(s, t int) bool  { return n.Causal && t > s }
+func (n naiveAttention) vi(b, h, s, j int) int { return n.ki(b, h, s, j) + n.KVWidth() }
+
+func (n naiveAttention) q(qkv []float64, b, h, s, j int) float64 { return qkv[n.qi(b, h, s, j)] }
+func (n naiveAttention) k(qkv []float64, b, h, s, j int) float64 { return qkv[n.ki(b, h, s, j)] }
+func (n naiveAttention) v(qkv []float64, b, h, s, j int) float64 { return qkv[n.vi(b, h, s, j)] }
+func (n naiveAttention) pi(b, h, s, t int) int                   { return ((b*n.Heads+h)*n.Seq+s)*n.Seq + t }
+func (n naiveAttention) oi(b, h, s, j int) int                   { return (b*n.Seq+s)*n.DModel() + h*n.HeadDim + j }
+func (n naiveAttention) masked(s, t int) bool                    { return n.Causal && t > s }
 
 // each calls f for every (sequence, head, row, column) of the probabilities.
 func (n naiveAttention) each(f func(b, h, s, t int)) {
@@ -98,16 +100,14 @@ func (n naiveAttention) mixProbsGrad(g, qkv []float64) []float64 {
 }
 
 func (n naiveAttention) mixValueGrad(p, g []float64) []float64 {
-	d := n.DModel()
-	dqkv := make([]float64, 3*len(g))
+	dqkv := make([]float64, len(g)/n.DModel()*n.QKVWidth())
 	n.eachTerm(func(b, h, s, t, j int) {
-		dqkv[(b*n.Seq+t)*3*d+2*d+h*n.HeadDim+j] += p[n.pi(b, h, s, t)] * g[n.oi(b, h, s, j)]
+		dqkv[n.vi(b, h, t, j)] += p[n.pi(b, h, s, t)] * g[n.oi(b, h, s, j)]
 	})
 	return dqkv
 }
 
 func (n naiveAttention) probsGrad(qkv, p, dp []float64) []float64 {
-	d := n.DModel()
 	dqkv := make([]float64, len(qkv))
 	ds := make([]float64, len(p))
 	for r := 0; r < len(p); r += n.Seq {
@@ -121,8 +121,8 @@ func (n naiveAttention) probsGrad(qkv, p, dp []float64) []float64 {
 	}
 	n.eachTerm(func(b, h, s, t, j int) {
 		x := ds[n.pi(b, h, s, t)] * n.Scale()
-		dqkv[(b*n.Seq+s)*3*d+h*n.HeadDim+j] += x * n.k(qkv, b, h, t, j)
-		dqkv[(b*n.Seq+t)*3*d+d+h*n.HeadDim+j] += x * n.q(qkv, b, h, s, j)
+		dqkv[n.qi(b, h, s, j)] += x * n.k(qkv, b, h, t, j)
+		dqkv[n.ki(b, h, t, j)] += x * n.q(qkv, b, h, s, j)
 	})
 	return dqkv
 }
@@ -138,11 +138,15 @@ func TestAttentionKernels(t *testing.T) {
 		{Batch: 2, Seq: 5, Heads: 2, HeadDim: 3, Causal: false},
 		{Batch: 1, Seq: 300, Heads: 3, HeadDim: 4, Causal: true},
 		{Batch: 2, Seq: 130, Heads: 1, HeadDim: 2, Causal: false},
+		{Batch: 2, Seq: 7, Heads: 6, HeadDim: 5, KVHeads: 2, Causal: true},
+		{Batch: 2, Seq: 7, Heads: 6, HeadDim: 5, KVHeads: 2, Causal: false},
+		{Batch: 1, Seq: 200, Heads: 4, HeadDim: 3, KVHeads: 1, Causal: true},
+		{Batch: 1, Seq: 9, Heads: 4, HeadDim: 70, KVHeads: 2, Causal: true},
 	} {
 		t.Run(fmt.Sprintf("%+v", a), func(t *testing.T) {
 			n := naiveAttention{a}
 			rows, d := a.Batch*a.Seq, a.DModel()
-			qkv := randomSlice(rng, rows*3*d)
+			qkv := randomSlice(rng, rows*a.QKVWidth())
 			for i := range qkv {
 				qkv[i] *= 3 // spread the scores so that softmax is not flat
 			}

@@ -14,7 +14,11 @@ import (
 // AttentionConfig is what the attention ops share: multi-head scaled
 // dot-product self-attention over sequences of SeqLen tokens whose queries,
 // keys and values are packed as [tokens, 3d] rows the way PyTorch's
-// MultiheadAttention in_proj produces them (see hostmath.Attention).
+// MultiheadAttention in_proj produces them (see hostmath.Attention), or,
+// with KVHeads < Heads (grouped-query attention, as in Llama 3, Mistral
+// and Qwen2), as [tokens, d + 2·kd] rows for kd = KVHeads·d/Heads: the
+// queries, then the keys and the values of the KVHeads heads that groups
+// of Heads/KVHeads query heads share.
 //
 // Multi-head self-attention is built from these ops and Linear:
 //
@@ -24,19 +28,34 @@ import (
 //	y   = Linear(a, out_proj.weight, out_proj.bias)
 //
 // The heads are read and written in place in the packed layouts, so no
-// split-heads or merge-heads copy is needed.
+// split-heads, merge-heads or repeat-kv copy is needed.
 type AttentionConfig struct {
-	Heads  int  // attention heads; d is a multiple of Heads
-	SeqLen int  // tokens per sequence; the rows are whole sequences
-	Causal bool // position s attends to positions t ≤ s only
+	Heads   int  // attention (query) heads; d is a multiple of Heads
+	KVHeads int  // key and value heads, a divisor of Heads; 0 means Heads
+	SeqLen  int  // tokens per sequence; the rows are whole sequences
+	Causal  bool // position s attends to positions t ≤ s only
 }
 
-// attention returns the kernels' description for rows tokens of width d.
+// qkvHeads is the width of a packed qkv row in head widths: Heads plus
+// twice the key and value heads.
+func (c AttentionConfig) qkvHeads() int {
+	if c.KVHeads == 0 {
+		return 3 * c.Heads
+	}
+	return c.Heads + 2*c.KVHeads
+}
+
+// attention returns the kernels' description for rows tokens whose
+// queries (and attention output) are d wide.
 func (c AttentionConfig) attention(rows, d int) (hostmath.Attention, error) {
 	if c.Heads <= 0 || c.SeqLen <= 0 || d <= 0 || d%c.Heads != 0 || rows%c.SeqLen != 0 || rows == 0 {
 		return hostmath.Attention{}, fmt.Errorf("%d tokens of width %d do not make sequences for %+v", rows, d, c)
 	}
-	return hostmath.Attention{Batch: rows / c.SeqLen, Seq: c.SeqLen, Heads: c.Heads, HeadDim: d / c.Heads, Causal: c.Causal}, nil
+	a := hostmath.Attention{Batch: rows / c.SeqLen, Seq: c.SeqLen, Heads: c.Heads, HeadDim: d / c.Heads, KVHeads: c.KVHeads, Causal: c.Causal}
+	if err := a.Validate(); err != nil {
+		return hostmath.Attention{}, fmt.Errorf("attention config %+v: %w", c, err)
+	}
+	return a, nil
 }
 
 // read returns the kernels' description for the inputs of an attention op
@@ -47,10 +66,10 @@ func (c AttentionConfig) read(in []tensor.Shape, names ...string) (hostmath.Atte
 	var a hostmath.Attention
 	var err error
 	if i := slices.Index(names, "qkv"); i >= 0 {
-		if s := in[i]; len(s) != 2 || s[1]%3 != 0 {
-			return a, fmt.Errorf("qkv shape %v is not [tokens, 3d]", s)
+		if s, n := in[i], c.qkvHeads(); len(s) != 2 || n <= 0 || s[1]%n != 0 {
+			return a, fmt.Errorf("qkv shape %v is not [tokens, (heads + 2·kv heads)·head dim] for %+v", s, c)
 		}
-		a, err = c.attention(in[i][0], in[i][1]/3)
+		a, err = c.attention(in[i][0], in[i][1]/c.qkvHeads()*c.Heads)
 	} else if s := in[slices.Index(names, "out")]; len(s) != 2 {
 		return a, fmt.Errorf("attention output shape %v is not [tokens, d]", s)
 	} else {
@@ -84,18 +103,20 @@ func probsShape(a hostmath.Attention) tensor.Shape {
 	return tensor.Shape{a.Batch, a.Heads, a.Seq, a.Seq}
 }
 func qkvShape(a hostmath.Attention) tensor.Shape {
-	return tensor.Shape{a.Batch * a.Seq, 3 * a.DModel()}
+	return tensor.Shape{a.Batch * a.Seq, a.QKVWidth()}
 }
 func outShape(a hostmath.Attention) tensor.Shape { return tensor.Shape{a.Batch * a.Seq, a.DModel()} }
 
 // AttentionProbs is the attention probabilities softmax(QKᵀ/√(d/Heads))
-// of every sequence and head, causally masked when Causal: from qkv
-// [tokens, 3d] to [tokens/SeqLen, Heads, SeqLen, SeqLen].
+// of every sequence and (query) head, K its group's keys, causally masked
+// when Causal: from qkv [tokens, 3d] (or [tokens, d + 2·kd]) to
+// [tokens/SeqLen, Heads, SeqLen, SeqLen].
 type AttentionProbs struct{ AttentionConfig }
 
 // AttentionProbsGrad is the gradient of AttentionProbs with respect to qkv,
 // given qkv, the probabilities p and their gradient dp: the softmax's
-// backward pass, then the query and key gradients; the value columns are 0.
+// backward pass, then the query and key gradients, a key head's summed
+// over the query heads of its group; the value columns are 0.
 type AttentionProbsGrad struct{ AttentionConfig }
 
 // AttentionMix is the attention output: for every sequence and head the
@@ -110,7 +131,8 @@ type AttentionMixProbsGrad struct{ AttentionConfig }
 
 // AttentionMixValueGrad is the gradient of AttentionMix with respect to
 // qkv, given the probabilities p and the output gradient g: Pᵀ·G per
-// sequence and head in the value columns, 0 in the query and key columns.
+// sequence and head in the value columns, a value head's summed over the
+// query heads of its group, 0 in the query and key columns.
 type AttentionMixValueGrad struct{ AttentionConfig }
 
 // The attention ops differ only in the kinds of their inputs and output,
@@ -198,7 +220,8 @@ func (op AttentionMix) grads() []grad {
 }
 
 // products is the multiply-adds of one S×S by S×hd product per sequence
-// and head that the model needs: B·H·S²·hd, or, when Causal, those of the
+// and query head that the model needs (grouped-query attention shares the
+// keys and values, not the products): B·H·S²·hd, or, when Causal, those of the
 // lower triangle with its diagonal only, B·H·S(S+1)/2·hd, as the host
 // kernels skip the masked half (they compute it in tiles of 6 rows by 64
 // columns, a few per cent more, which is not counted).

@@ -1,6 +1,10 @@
 package ops
 
-import "gorgonia.org/tensor"
+import (
+	"testing"
+
+	"gorgonia.org/tensor"
+)
 
 // The attention workload's ops: gradient checks against finite differences
 // and Launch against Do. Integer inputs (token ids, class targets) are
@@ -23,6 +27,11 @@ var (
 	full   = AttentionConfig{Heads: 2, SeqLen: 3}
 	// One head over 130 positions crosses the kernels' 128-row blocks.
 	long = AttentionConfig{Heads: 1, SeqLen: 130, Causal: true}
+	// Grouped-query attention: 6 query heads of 3 sharing 2 key and value
+	// heads over one sequence of 5 (qkv [5, (6 + 4)·3]), and 4 sharing 2
+	// over two sequences of 3 (qkv [6, (4 + 4)·3]).
+	gqaCausal = AttentionConfig{Heads: 6, KVHeads: 2, SeqLen: 5, Causal: true}
+	gqaFull   = AttentionConfig{Heads: 4, KVHeads: 2, SeqLen: 3}
 )
 
 // attentionGradCases are the attention workload's forward ops.
@@ -37,6 +46,10 @@ var attentionGradCases = []gradCase{
 	{name: "AttentionMix causal", op: AttentionMix{AttentionConfig: causal}, shapes: []tensor.Shape{{2, 2, 3, 3}, {6, 12}}},
 	{name: "AttentionMix full", op: AttentionMix{AttentionConfig: full}, shapes: []tensor.Shape{{2, 2, 3, 3}, {6, 12}}},
 	{name: "AttentionMix 130 positions", op: AttentionMix{AttentionConfig: long}, shapes: []tensor.Shape{{1, 1, 130, 130}, {130, 6}}},
+	{name: "AttentionProbs GQA causal", op: AttentionProbs{AttentionConfig: gqaCausal}, shapes: []tensor.Shape{{5, 30}}},
+	{name: "AttentionProbs GQA full", op: AttentionProbs{AttentionConfig: gqaFull}, shapes: []tensor.Shape{{6, 24}}},
+	{name: "AttentionMix GQA causal", op: AttentionMix{AttentionConfig: gqaCausal}, shapes: []tensor.Shape{{1, 6, 5, 5}, {5, 30}}},
+	{name: "AttentionMix GQA full", op: AttentionMix{AttentionConfig: gqaFull}, shapes: []tensor.Shape{{2, 4, 3, 3}, {6, 24}}},
 	{name: "SoftmaxCrossEntropy", op: SoftmaxCrossEntropy{}, shapes: []tensor.Shape{{6, 5}, {2, 3}}, fixed: map[int][]float64{1: ids}},
 }
 
@@ -53,6 +66,75 @@ var attentionLaunchCases = []launchCase{
 	{name: "AttentionMix", op: AttentionMix{AttentionConfig: causal}, shapes: []tensor.Shape{{2, 2, 3, 3}, {6, 12}}},
 	{name: "AttentionMixProbsGrad", op: AttentionMixProbsGrad{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 4}, {6, 12}}},
 	{name: "AttentionMixValueGrad", op: AttentionMixValueGrad{AttentionConfig: causal}, shapes: []tensor.Shape{{2, 2, 3, 3}, {6, 4}}},
+	{name: "AttentionProbs GQA", op: AttentionProbs{AttentionConfig: gqaCausal}, shapes: []tensor.Shape{{5, 30}}},
+	{name: "AttentionProbsGrad GQA", op: AttentionProbsGrad{AttentionConfig: gqaCausal}, shapes: []tensor.Shape{{5, 30}, {1, 6, 5, 5}, {1, 6, 5, 5}}},
+	{name: "AttentionMix GQA", op: AttentionMix{AttentionConfig: gqaFull}, shapes: []tensor.Shape{{2, 4, 3, 3}, {6, 24}}},
+	{name: "AttentionMixProbsGrad GQA", op: AttentionMixProbsGrad{AttentionConfig: gqaFull}, shapes: []tensor.Shape{{6, 12}, {6, 24}}},
+	{name: "AttentionMixValueGrad GQA", op: AttentionMixValueGrad{AttentionConfig: gqaCausal}, shapes: []tensor.Shape{{1, 6, 5, 5}, {5, 18}}},
 	{name: "SoftmaxCrossEntropy", op: SoftmaxCrossEntropy{}, shapes: []tensor.Shape{{6, 5}, {2, 3}}, fixed: map[int][]float32{1: ids32()}},
 	{name: "SoftmaxCrossEntropyGrad", op: SoftmaxCrossEntropyGrad{}, shapes: []tensor.Shape{{6, 5}, {2, 3}, {}}, fixed: map[int][]float32{1: ids32()}},
+}
+
+// TestAttentionGQAShapes checks the shapes the attention ops take and give
+// with grouped-query attention, and those they refuse.
+func TestAttentionGQAShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   Spec
+		in   []tensor.Shape
+		want tensor.Shape // nil: refused
+	}{
+		{"probs", AttentionProbs{gqaCausal}, []tensor.Shape{{5, 30}}, tensor.Shape{1, 6, 5, 5}},
+		{"probs grad", AttentionProbsGrad{gqaCausal}, []tensor.Shape{{5, 30}, {1, 6, 5, 5}, {1, 6, 5, 5}}, tensor.Shape{5, 30}},
+		{"mix", AttentionMix{gqaCausal}, []tensor.Shape{{1, 6, 5, 5}, {5, 30}}, tensor.Shape{5, 18}},
+		{"mix probs grad", AttentionMixProbsGrad{gqaCausal}, []tensor.Shape{{5, 18}, {5, 30}}, tensor.Shape{1, 6, 5, 5}},
+		{"mix value grad", AttentionMixValueGrad{gqaCausal}, []tensor.Shape{{1, 6, 5, 5}, {5, 18}}, tensor.Shape{5, 30}},
+		{"KVHeads = Heads", AttentionProbs{AttentionConfig{Heads: 6, KVHeads: 6, SeqLen: 5}}, []tensor.Shape{{5, 54}}, tensor.Shape{1, 6, 5, 5}},
+		{"qkv of 3d", AttentionProbs{gqaCausal}, []tensor.Shape{{5, 54}}, nil},
+		{"qkv not a multiple", AttentionProbs{gqaCausal}, []tensor.Shape{{5, 31}}, nil},
+		{"mix with 3d", AttentionMix{gqaCausal}, []tensor.Shape{{1, 6, 5, 5}, {5, 54}}, nil},
+		{"KVHeads not dividing", AttentionProbs{AttentionConfig{Heads: 6, KVHeads: 4, SeqLen: 5}}, []tensor.Shape{{5, 42}}, nil},
+		{"KVHeads not dividing, out", AttentionMixValueGrad{AttentionConfig{Heads: 6, KVHeads: 4, SeqLen: 5}}, []tensor.Shape{{1, 6, 5, 5}, {5, 18}}, nil},
+		{"KVHeads negative", AttentionProbs{AttentionConfig{Heads: 6, KVHeads: -2, SeqLen: 5}}, []tensor.Shape{{5, 6}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.op.shape(tc.in)
+			switch {
+			case tc.want == nil && err == nil:
+				t.Errorf("shape(%v) = %v, want an error", tc.in, got)
+			case tc.want != nil && err != nil:
+				t.Errorf("shape(%v): %v", tc.in, err)
+			case tc.want != nil && !got.Eq(tc.want):
+				t.Errorf("shape(%v) = %v, want %v", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAttentionGQACost checks that grouped-query attention costs the
+// FLOPs of its query heads, as without grouping, and reads fewer bytes:
+// its qkv is narrower.
+func TestAttentionGQACost(t *testing.T) {
+	grouped := AttentionConfig{Heads: 6, KVHeads: 2, SeqLen: 5, Causal: true}
+	plain := AttentionConfig{Heads: 6, SeqLen: 5, Causal: true}
+	for _, tc := range []struct {
+		name     string
+		gqa, mha Spec
+		gIn, mIn []tensor.Shape
+		flops    int64
+	}{
+		// 6 heads of 3, one sequence of 5, causal: 15 entries of P each.
+		{"probs", AttentionProbs{grouped}, AttentionProbs{plain}, []tensor.Shape{{5, 30}}, []tensor.Shape{{5, 54}}, 2*6*15*3 + 5*6*25},
+		{"mix", AttentionMix{grouped}, AttentionMix{plain}, []tensor.Shape{{1, 6, 5, 5}, {5, 30}}, []tensor.Shape{{1, 6, 5, 5}, {5, 54}}, 2 * 6 * 15 * 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, m := New(tc.gqa).(coster).Cost(tc.gIn), New(tc.mha).(coster).Cost(tc.mIn)
+			if g.FLOPs != tc.flops || m.FLOPs != tc.flops {
+				t.Errorf("FLOPs %d grouped, %d not, want %d", g.FLOPs, m.FLOPs, tc.flops)
+			}
+			if g.ReadBytes >= m.ReadBytes {
+				t.Errorf("grouped reads %d bytes, not fewer than the %d without grouping", g.ReadBytes, m.ReadBytes)
+			}
+		})
+	}
 }

@@ -257,12 +257,20 @@ func Cases() []Case {
 			return k.SoftmaxCrossEntropyGrad(b[0], b[1], b[2], b[3])
 		})},
 	)
+	// Attention without grouping, then grouped-query attention (6 query
+	// heads sharing 2 key and value heads, and 6 sharing 6 given as such).
 	for _, a := range []hostmath.Attention{
 		{Batch: 2, Seq: 5, Heads: 2, HeadDim: 3, Causal: true},
 		{Batch: 1, Seq: 7, Heads: 3, HeadDim: 4, Causal: false},
+		{Batch: 2, Seq: 7, Heads: 6, HeadDim: 5, KVHeads: 2, Causal: true},
+		{Batch: 2, Seq: 7, Heads: 6, HeadDim: 5, KVHeads: 2, Causal: false},
+		{Batch: 1, Seq: 7, Heads: 6, HeadDim: 5, KVHeads: 6, Causal: true},
 	} {
-		qkv, pn, o := a.Batch*a.Seq*3*a.DModel(), a.Batch*a.Heads*a.Seq*a.Seq, a.Batch*a.Seq*a.DModel()
+		qkv, pn, o := a.Batch*a.Seq*a.QKVWidth(), a.Batch*a.Heads*a.Seq*a.Seq, a.Batch*a.Seq*a.DModel()
 		suffix := fmt.Sprintf("/causal=%v", a.Causal)
+		if a.KVHeads != 0 {
+			suffix = fmt.Sprintf("/kvheads=%d/%d%s", a.KVHeads, a.Heads, suffix)
+		}
 		cases = append(cases,
 			Case{Name: "AttentionProbs" + suffix, Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(pn), randn(r, qkv)) },
 				Call: noValue(func(k device.Kernels, b []device.Buffer) { k.AttentionProbs(b[0], b[1], a) })},

@@ -101,13 +101,15 @@ func (d partialDevice) Kernels() device.Kernels { return partialKernels{d.Sim.Ke
 
 // TestKernelsCatchUnwrittenOutputs runs the kernel checks on a device
 // whose Add skips dst's last element and whose causal AttentionProbs skips
-// the masked entries: both checks must fail and every other pass. The
+// the masked entries: those checks (the causal attention's, grouped or
+// not) must fail and every other pass. The
 // masked entries are zeros on the host, so only the NaN the outputs are
 // filled with on the device under test makes that fault show.
 func TestKernelsCatchUnwrittenOutputs(t *testing.T) {
 	dev := partialDevice{device.NewSim(1<<30, nil)}
 	defer dev.Close()
-	want := map[string]bool{"Add": true, "AttentionProbs/causal=true": true}
+	want := map[string]bool{"Add": true, "AttentionProbs/causal=true": true,
+		"AttentionProbs/kvheads=2/6/causal=true": true, "AttentionProbs/kvheads=6/6/causal=true": true}
 	for _, c := range Kernels(dev) {
 		if failed := !c.Passed(); failed != want[c.Name] {
 			t.Errorf("%s: failed %v (%q), want %v", c.Name, failed, c.Problem, want[c.Name])

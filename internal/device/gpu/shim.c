@@ -116,12 +116,12 @@ static double f64(uint64_t bits) {
 	X(im2col, "ppiiiiiiii", im2col(P(0), P(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9))) \
 	X(flip_weights, "ppiii", flip_weights(P(0), P(1), I(2), I(3), I(4))) \
 	X(bias_grad, "ppiil", bias_grad(P(0), P(1), I(2), I(3), L(4))) \
-	X(attn_probs, "ppiiiif", attn_probs(P(0), P(1), I(2), I(3), I(4), I(5), F(6))) \
-	X(attn_mix, "pppiiiii", attn_mix(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7))) \
-	X(attn_mix_probs_grad, "pppiiiii", attn_mix_probs_grad(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7))) \
-	X(attn_mix_value_grad, "pppiiiii", attn_mix_value_grad(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7))) \
+	X(attn_probs, "ppiiiiif", attn_probs(P(0), P(1), I(2), I(3), I(4), I(5), I(6), F(7))) \
+	X(attn_mix, "pppiiiiii", attn_mix(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8))) \
+	X(attn_mix_probs_grad, "pppiiiiii", attn_mix_probs_grad(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8))) \
+	X(attn_mix_value_grad, "pppiiiiii", attn_mix_value_grad(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8))) \
 	X(attn_row_dot, "ppplii", attn_row_dot(P(0), P(1), P(2), L(3), I(4), I(5))) \
-	X(attn_probs_grad, "pppppiiiiif", attn_probs_grad(P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8), I(9), F(10))) \
+	X(attn_probs_grad, "pppppiiiiiif", attn_probs_grad(P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8), I(9), I(10), F(11))) \
 	X(rms_norm, "pppid", rms_norm(P(0), P(1), P(2), I(3), D(4))) \
 	X(rms_norm_input_grad, "ppppid", rms_norm_input_grad(P(0), P(1), P(2), P(3), I(4), D(5))) \
 	X(rms_stats, "ppid", rms_stats(P(0), P(1), I(2), D(3))) \

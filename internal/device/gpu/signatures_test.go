@@ -24,8 +24,8 @@ func TestSignaturesOfKnownKernels(t *testing.T) {
 		"layer_norm":      "ppppid",
 		"embedding_grad":  "ppppli", // int pointers are pointers too
 		"bias_grad":       "ppiil",
-		"attn_probs_grad": "pppppiiiiif", // declared over two lines
-		"rotary":          "ppppliiiii",  // declared over two lines
+		"attn_probs_grad": "pppppiiiiiif", // declared over two lines
+		"rotary":          "ppppliiiii",   // declared over two lines
 	} {
 		if got, ok := Signatures[name]; !ok {
 			t.Errorf("kernel %s missing from Signatures", name)
