@@ -247,6 +247,9 @@ func calibratedProfile() (*perfmodel.Profile, error) {
 // sizes, device, --take and --host-profile this fit was given.
 func (o *FitOptions) commandLine(c fit.Candidate) string {
 	words := []string{"gpuz", o.Workload.Name, string(o.Task), string(c.Mode)}
+	if o.Model != "" {
+		words = append(words, "--model", shellWord(o.Model))
+	}
 	switch c.Mode {
 	case bench.ModeCache:
 		words = append(words, "--policy", string(c.Cache.Policy), "--win-size", strconv.Itoa(c.Cache.Window))

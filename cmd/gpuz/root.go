@@ -44,7 +44,7 @@ out per epoch and as an Analyze table.`,
 	})
 	root.SetHelpCommand(newHelpCmd())
 	root.CompletionOptions.DisableDefaultCmd = true
-	workloads := []workloadDef{linearWorkload, resnetWorkload, attentionWorkload}
+	workloads := []workloadDef{linearWorkload, resnetWorkload, attentionWorkload, llmWorkload}
 	for _, def := range workloads {
 		root.AddCommand(newWorkloadCmd(ios, def, false, nil))
 	}
@@ -53,7 +53,7 @@ out per epoch and as an Analyze table.`,
 	// A bare "gpuz" with an unknown word must not fall back to help.
 	root.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return usagef("unknown command %q (want linear, resnet, attention, plan, fit, compare, plot, take-mem, devices, selftest, calibrate or version; see gpuz --help)", args[0])
+			return usagef("unknown command %q (want linear, resnet, attention, llm, plan, fit, compare, plot, take-mem, devices, selftest, calibrate or version; see gpuz --help)", args[0])
 		}
 		return nil
 	}

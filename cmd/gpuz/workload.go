@@ -30,6 +30,8 @@ import (
 type workloadDef struct {
 	workload             models.Workload
 	short, long, example string
+	// flags adds the workload's own flags, if it has any.
+	flags func(*pflag.FlagSet, *WorkloadOptions)
 }
 
 // WorkloadOptions are the arguments and flags of a workload command,
@@ -101,6 +103,14 @@ type WorkloadOptions struct {
 	Sweep []SweepFlag
 	// PlanOnly prints the memory plan instead of running.
 	PlanOnly bool
+	// Model is the llm workload's --model: a preset, a config.json or a
+	// directory holding one; "" for the other workloads.
+	Model string
+	// ListModels is the llm workload's --list-models: print the presets.
+	ListModels bool
+	// modelName names the llm workload's model in the run ("" for the
+	// others): resolveModel sets it with the workload.
+	modelName string
 }
 
 // newWorkloadCmd builds "gpuz NAME train|eval [MODES]", or with planOnly
@@ -116,9 +126,15 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 		Long:    def.long,
 		Example: def.example,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.ListModels {
+				return writeModelList(opts)
+			}
 			var err error
 			if opts.Task, opts.Modes, err = parseWorkloadArgs(args); err != nil {
 				return usage(err)
+			}
+			if err := opts.resolveModel(); err != nil {
+				return err
 			}
 			if err := emptyFlagError(cmd.Flags()); err != nil {
 				return usage(err)
@@ -140,6 +156,9 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.StringVar(&opts.Scale, "scale", models.ScaleFull, "size preset: full (the reference sizes), small (about a second per mode) or demo (the offload story in seconds on sim:256MiB: see --take)")
 	for _, s := range def.workload.Sizes {
 		lists.add(fs, s.Name, "ints", "", s.Usage+"; a comma list sweeps")
+	}
+	if def.flags != nil {
+		def.flags(fs, opts)
 	}
 	fs.IntVar(&opts.Warmup, "warmup", 1, "leading epochs reported apart from the statistics")
 	fs.Float64Var(&opts.LR, "lr", bench.DefaultLR, "Adam learning rate")
@@ -433,6 +452,15 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 	if err := o.validate(s.Epochs); err != nil {
 		return bench.Options{}, usage(err)
 	}
+	if w, ok := cfg.(interface{ Warnings() []string }); ok {
+		for _, line := range w.Warnings() {
+			fmt.Fprintf(o.human(), "warning: %s\n", line)
+		}
+	}
+	name := o.Workload.Name
+	if o.modelName != "" {
+		name += " " + o.modelName
+	}
 	// "" in the options (callers of the run function) is the default;
 	// the flags refuse an empty value given (emptyFlagError).
 	if o.ManagedAdvise != "" {
@@ -458,7 +486,7 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 	adam.LR = o.LR
 	opts := bench.Options{
 		HostProfile: host,
-		ModelName:   o.Workload.Name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
+		ModelName:   name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
 		Adam: adam, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
 		Config: bench.Config{Cache: o.Cache, ManagedPage: page, ManagedAdviseHost: o.ManagedAdvise == "host", Recompute: o.Recompute, Precision: o.Precision}, CommandLine: sysinfo.CommandLine(o.IO.CommandLine),

@@ -210,7 +210,7 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 	}
 	h.Params = model.ParamCount()
 	h.ParamBytes = 4 * h.Params
-	h.DataBytes = 4 * int64(len(data.Values))
+	h.DataBytes = 4 * int64(len(data.Values)+len(data.Targets))
 	return h
 }
 
@@ -356,7 +356,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 				r.Status = errorStatus(err)
 				return r
 			}
-			if err := prog.SetInput(model.Target, batch); err != nil {
+			if err := prog.SetInput(model.Target, data.TargetBatch(i, opts.Batch)); err != nil {
 				r.Status = errorStatus(err)
 				return r
 			}

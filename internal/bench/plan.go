@@ -249,7 +249,8 @@ func (opts Options) dataBytes() int64 {
 	if w, ok := opts.Workload.(interface{ DataLen() int }); ok {
 		return 4 * int64(w.DataLen())
 	}
-	return 4 * int64(len(opts.Workload.Data(opts.Seed).Values))
+	d := opts.Workload.Data(opts.Seed)
+	return 4 * int64(len(d.Values)+len(d.Targets))
 }
 
 // dataShortfall checks, before Run makes the data set, that it fits the

@@ -135,7 +135,12 @@ func (sc *Schedule) rerun(b int) (at int, run []step, copied map[int]int) {
 }
 
 // reachedFrom marks the values that block b's parameters reach through
-// forward steps: b's own activations and everything computed from them.
+// forward steps without passing a value saved for another block: b's own
+// activations and what is computed from them up to the next block's
+// input. A value saved for another block is that block's to keep (its
+// input), so b's re-run never runs that block's steps: a weight read by
+// two blocks (a tied embedding, which the head reads too) reaches the
+// whole model, yet each block re-runs only its own steps.
 func (sc *Schedule) reachedFrom(b int) []bool {
 	reach := make([]bool, len(sc.values))
 	for _, pv := range sc.params {
@@ -143,8 +148,9 @@ func (sc *Schedule) reachedFrom(b int) []bool {
 			reach[pv] = true
 		}
 	}
+	other := func(a int) bool { v := sc.values[a]; return v.kind == kindSaved && v.block != b }
 	for _, s := range sc.steps {
-		if !s.backward && slices.ContainsFunc(s.args, func(a int) bool { return reach[a] }) {
+		if !s.backward && !other(s.out) && slices.ContainsFunc(s.args, func(a int) bool { return reach[a] && !other(a) }) {
 			reach[s.out] = true
 		}
 	}

@@ -3,8 +3,6 @@ package models
 import (
 	"testing"
 
-	"gorgonia.org/gorgonia"
-
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/hostmath"
@@ -41,11 +39,12 @@ func trainFirstBatch(t *testing.T, c Config, lr float64, steps int) []float64 {
 	if err := m.InitParams(1, prog.SetInput); err != nil {
 		t.Fatal(err)
 	}
-	batch := c.Data(1).Batch(0, FeedOf(c).Batch)
-	for _, in := range []*gorgonia.Node{m.Input, m.Target} {
-		if err := prog.SetInput(in, batch); err != nil {
-			t.Fatal(err)
-		}
+	data, batch := c.Data(1), FeedOf(c).Batch
+	if err := prog.SetInput(m.Input, data.Batch(0, batch)); err != nil {
+		t.Fatal(err)
+	}
+	if err := prog.SetInput(m.Target, data.TargetBatch(0, batch)); err != nil {
+		t.Fatal(err)
 	}
 	var losses []float64
 	for range steps {

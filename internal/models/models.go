@@ -215,15 +215,28 @@ func uniform(bound float64) func(*rand.Rand, []float32) {
 // initialisation for both weights and biases.
 func fanInBound(fanIn int) float64 { return 1 / math.Sqrt(float64(fanIn)) }
 
-// Data is a workload's synthetic data set: samples rows of rowLen values.
+// Data is a workload's synthetic data set: samples rows of rowLen values,
+// and their targets where they differ from the rows themselves.
 type Data struct {
 	Samples, RowLen int
 	Values          []float32
+	// Targets holds each row's target, as many values as Values; nil when
+	// the target is the row itself.
+	Targets []float32
 }
 
 // Batch returns rows [i·batch, (i+1)·batch).
 func (d Data) Batch(i, batch int) []float32 {
 	return d.Values[i*batch*d.RowLen : (i+1)*batch*d.RowLen]
+}
+
+// TargetBatch returns the targets of rows [i·batch, (i+1)·batch): the rows
+// themselves when the data has no targets of its own.
+func (d Data) TargetBatch(i, batch int) []float32 {
+	if d.Targets == nil {
+		return d.Batch(i, batch)
+	}
+	return d.Targets[i*batch*d.RowLen : (i+1)*batch*d.RowLen]
 }
 
 // uniformData draws samples × rowLen values from U(0, 1), as torch.rand.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"gpuz/internal/hfconfig"
 )
 
 // Size declares one integer size of a workload, once: the name of its flag
@@ -103,6 +105,12 @@ var sizeTable = []struct {
 	{"attention", "batch", 30, 4, 8},
 	{"attention", "samples", 60, 8, 32},
 	{"attention", "epochs", 5, 5, 4},
+	// The llm workload's layers preset is the model's (llmLayers).
+	{"llm", "layers", 0, 0, 0},
+	{"llm", "seq-len", 512, 32, 128},
+	{"llm", "batch", 4, 2, 2},
+	{"llm", "samples", 8, 4, 8},
+	{"llm", "epochs", 3, 3, 3},
 }
 
 // sizes binds the linear workload's sizes to the fields they set.
@@ -118,6 +126,17 @@ func (c *ResnetConfig) sizes() []Size {
 // sizes binds the attention workload's sizes to the fields they set.
 func (c *AttentionConfig) sizes() []Size {
 	return sizesOf("attention", &c.Feed, &c.Vocab, &c.DModel, &c.Heads, &c.Layers, &c.SeqLen)
+}
+
+// sizes binds the llm workload's sizes to the fields they set. The layers'
+// presets are the model's: all its layers at full scale, at most 2 at
+// small and at most 4 at demo.
+func (c *LLMConfig) sizes() []Size {
+	sizes := sizesOf("llm", &c.Feed, &c.Layers, &c.SeqLen)
+	l := &sizes[0]
+	l.Full, l.Small, l.Demo = c.Model.Layers, min(2, c.Model.Layers), min(4, c.Model.Layers)
+	l.Usage = "the model's first N decoder layers, one block each (default: all of them at --scale full, 2 at small, 4 at demo)"
+	return sizes
 }
 
 // sizesOf returns the workload's sizes in sizeTable, bound in order to
@@ -186,7 +205,17 @@ var (
 	Resnet = workload[ResnetConfig]("resnet")
 	// Attention is the attention workload: a causal self-attention decoder.
 	Attention = workload[AttentionConfig]("attention")
+	// LLM is the llm workload with no model yet: its sizes' names and
+	// usage, for its command's flags; LLMOf gives it its model.
+	LLM = workload[LLMConfig]("llm")
 )
+
+// LLMOf returns the llm workload of the model m: its layers' presets
+// are m's.
+func LLMOf(m hfconfig.Model) Workload {
+	newConfig := func() Config { return &LLMConfig{Model: m} }
+	return Workload{Name: LLM.Name, Sizes: newConfig().sizes(), config: newConfig}
+}
 
 // LinearPreset returns the linear workload's sizes at a scale.
 func LinearPreset(scale string) (LinearConfig, error) { return presetOf[LinearConfig](scale) }

@@ -333,7 +333,7 @@ func trainOn(w workload, dev device.Device, pl engine.Placement) ([]float32, err
 		if err := prog.SetInput(model.Input, b); err != nil {
 			return nil, err
 		}
-		if err := prog.SetInput(model.Target, b); err != nil {
+		if err := prog.SetInput(model.Target, data.TargetBatch(i, batch)); err != nil {
 			return nil, err
 		}
 		loss, err := prog.Run()

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"gpuz/internal/hfconfig"
+	"gpuz/internal/models"
+)
+
+// defaultLLMModel is --model's default: the smallest preset of the Llama
+// family, which runs at full depth on a laptop's CPU.
+const defaultLLMModel = "smollm2-135m"
+
+// llmWorkload is gpuz llm.
+var llmWorkload = workloadDef{
+	workload: models.LLM,
+	short:    "Your model: a decoder transformer (Llama, Mistral, Qwen2, SmolLM2, GPT-2) from a Hugging Face config",
+	long: `The llm workload: the decoder transformer a Hugging Face config.json
+describes (--model: a preset, a config.json, or a downloaded model's
+directory, whose safetensors headers are checked against the model gpuz
+builds; no weights are read). Token ids drawn uniformly below the
+vocabulary are trained with cross-entropy to predict each next token, as a
+causal language model is. The blocks are the embedding, each decoder layer
+and the final norm with the head, so that --place, the cache's window and
+--recompute count layers as llama.cpp's "layers on the GPU" do; --layers N
+builds the first N layers only, to run a large model's shape on a small
+machine. MODES is a comma list of cuda (or gpu), cache, cpu, hybrid and
+managed; the default is cuda,cache,cpu. docs/llm.md has the worked
+examples.`,
+	example: `  gpuz llm --list-models
+  gpuz llm train cpu --model smollm2-135m --layers 2 --seq-len 64
+  gpuz llm train cuda,cache,cpu --model smollm2-135m --layers 4 --seq-len 128 --batch 2 --device sim:1GiB
+  gpuz plan llm train cuda --model llama-3.2-1b --seq-len 1024 --batch 1 --device sim:rtx4060-laptop
+  gpuz llm eval cpu --model ./Llama-3.2-1B --layers 2 --scale small`,
+	flags: addLLMFlags,
+}
+
+// addLLMFlags adds the llm workload's own flags: --model and
+// --list-models.
+func addLLMFlags(fs *pflag.FlagSet, o *WorkloadOptions) {
+	fs.StringVar(&o.Model, "model", defaultLLMModel, "the model: a preset (gpuz llm --list-models), a config.json, or a directory holding one (and its safetensors, whose headers are checked)")
+	fs.BoolVar(&o.ListModels, "list-models", false, "list the preset models, their sources and parameter counts, and exit")
+}
+
+// resolveModel reads --model and gives the options the llm workload of
+// that model; it does nothing for the other workloads. Its errors are
+// usage errors.
+func (o *WorkloadOptions) resolveModel() error {
+	if o.Model == "" {
+		return nil
+	}
+	m, err := hfconfig.Load(o.Model)
+	if err != nil {
+		return usagef("--model: %w", err)
+	}
+	o.Workload = models.LLMOf(m)
+	o.modelName = modelName(m)
+	return nil
+}
+
+// modelName is how a run names the model: the preset's name, or the
+// directory (or file) the config came from.
+func modelName(m hfconfig.Model) string {
+	if m.Dir != "" {
+		return filepath.Base(filepath.Clean(m.Dir))
+	}
+	if strings.ContainsAny(m.Name, `/\`) || strings.HasSuffix(m.Name, ".json") {
+		return filepath.Base(filepath.Dir(filepath.Clean(m.Name)))
+	}
+	return m.Name
+}
+
+// writeModelList prints the presets: name, repository, parameter count and
+// source.
+func writeModelList(o *WorkloadOptions) error {
+	w := o.IO.Out
+	fmt.Fprintf(w, "%-16s %-36s %14s  %s\n", "model", "Hugging Face repository", "parameters", "architecture")
+	for _, p := range hfconfig.Presets() {
+		c := p.Config
+		arch := fmt.Sprintf("%s: %d layers, hidden %d, %d heads (%d kv), vocab %d", c.ModelType, c.Layers, c.Hidden, c.Heads, c.KVHeads, c.Vocab)
+		fmt.Fprintf(w, "%-16s %-36s %14s  %s\n", p.Name, p.Repo, fmt.Sprintf("%d", p.Params), arch)
+	}
+	fmt.Fprintln(w, "parameters: the published total, tied weights counted once; each preset is the repository's config.json (sources: docs/llm.md)")
+	return nil
+}
+
+// shellWord returns s as one word of a POSIX shell's command line: as it
+// is when it holds only characters no shell reads specially, else in
+// single quotes.
+func shellWord(s string) string {
+	safe := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=+,@", r))
+	}) < 0
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,418 @@
+#!/usr/bin/env python3
+"""PyTorch reference for gpuz's llm workload: decoder transformers written
+from transformers' formulas (LlamaForCausalLM, Qwen2ForCausalLM,
+MistralForCausalLM and GPT2LMHeadModel), with no dependency but torch.
+
+    torch_llm.py check DUMP.json
+        Load the config, data and initial weights gpuz dumped
+        (internal/models' TestLLMMatchesTorch), train two steps as gpuz
+        does (one Adam per block, each block's gradient norm clipped), and
+        compare the losses, the first step's gradients and the final
+        weights. Exit status 1 on a difference beyond float32 rounding.
+    torch_llm.py saved CONFIG.json --seq-len S --batch B [--layers N]
+                 [--precision fp32|bf16] [--recompute none|blocks]
+        Print, as JSON, the bytes PyTorch keeps for the backward pass of one
+        training step (torch.autograd.graph.saved_tensors_hooks; parameters
+        excluded, tensors sharing storage counted once).
+
+The Llama family (llama, mistral, qwen2): x = embed_tokens(ids); per layer
+x = x + o_proj(attn(rope(q, k), v)) on input_layernorm(x) (RMSNorm), then
+x = x + down_proj(silu(gate_proj(h)) * up_proj(h)) on
+post_attention_layernorm(x); logits = lm_head(norm(x)). RoPE in the
+rotate_half convention with transformers' inverse frequencies (llama3
+scaling included); grouped-query heads by repeat_kv. GPT-2: x = wte(ids) +
+wpe(positions); x = x + c_proj(attn(c_attn(ln_1(x)))),
+x = x + mlp.c_proj(gelu_new(c_fc(ln_2(x)))); logits = ln_f(x) wte^T.
+The loss is cross-entropy of each position against the next token, as
+gpuz's data gives it (ids and targets).
+
+gpuz fuses q_proj, k_proj and v_proj into one qkv_proj (rows q, then k,
+then v) and gate_proj with up_proj into gate_up_proj; this script keeps
+transformers' separate weights and splits or joins them to compare.
+"""
+
+import json
+import math
+import sys
+
+
+def fail(message, status=1):
+    sys.stderr.write(f"torch_llm: {message}\n")
+    sys.exit(status)
+
+
+def read_config(c):
+    """The fields that shape the computation, as gpuz's hfconfig reads them."""
+    mt = c["model_type"]
+    if mt == "gpt2":
+        d = c["n_embd"]
+        return dict(arch="gpt2", hidden=d, inter=c.get("n_inner") or 4 * d, layers=c["n_layer"],
+                    heads=c["n_head"], kv=c["n_head"], head_dim=d // c["n_head"], vocab=c["vocab_size"],
+                    positions=c["n_positions"], tie=c.get("tie_word_embeddings", True),
+                    eps=c.get("layer_norm_epsilon", 1e-5))
+    if mt not in ("llama", "mistral", "qwen2"):
+        fail(f"unsupported model_type {mt!r}", 2)
+    d, h = c["hidden_size"], c["num_attention_heads"]
+    attn_bias = c.get("attention_bias", False)
+    return dict(arch="llama", hidden=d, inter=c["intermediate_size"], layers=c["num_hidden_layers"],
+                heads=h, kv=c.get("num_key_value_heads") or h, head_dim=c.get("head_dim") or d // h,
+                vocab=c["vocab_size"], positions=c.get("max_position_embeddings", 2048),
+                tie=c.get("tie_word_embeddings", False), eps=c.get("rms_norm_eps", 1e-6),
+                theta=c.get("rope_theta", 10000.0), scaling=c.get("rope_scaling"),
+                qkv_bias=attn_bias or mt == "qwen2", o_bias=attn_bias and mt != "qwen2",
+                mlp_bias=c.get("mlp_bias", False))
+
+
+def inv_freq(torch, s):
+    """transformers' default inverse frequencies, then llama3's scaling."""
+    dim = s["head_dim"]
+    f = 1.0 / (s["theta"] ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+    sc = s.get("scaling")
+    if not sc:
+        return f
+    kind = sc.get("rope_type", sc.get("type"))
+    if kind != "llama3":
+        fail(f"rope_scaling type {kind!r} is not implemented", 2)
+    factor, low, high = sc["factor"], sc["low_freq_factor"], sc["high_freq_factor"]
+    old = sc["original_max_position_embeddings"]
+    low_wl, high_wl = old / low, old / high
+    wl = 2 * math.pi / f
+    scaled = torch.where(wl > low_wl, f / factor, f)
+    smooth = (old / wl - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wl < high_wl) * ~(wl > low_wl)
+    return torch.where(medium, smoothed, scaled)
+
+
+class Params:
+    """The model's parameters by transformers' names, in blocks as gpuz's."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.p = {}
+
+    def add(self, name, value):
+        t = self.torch.nn.Parameter(value.clone())
+        self.p[name] = t
+        return t
+
+
+def load(torch, s, init, layers):
+    """transformers-named parameters from gpuz's initial weights."""
+    P = Params(torch)
+    T = lambda name: torch.tensor(init[name], dtype=torch.float32)
+    d, hd, H, KV, I = s["hidden"], s["head_dim"], s["heads"], s["kv"], s["inter"]
+    if s["arch"] == "gpt2":
+        P.add("wte.weight", T("wte.weight").reshape(s["vocab"], d))
+        P.add("wpe.weight", T("wpe.weight").reshape(s["positions"], d))
+        for i in range(layers):
+            pre = f"h.{i}."
+            for name, shape in (("ln_1.weight", [d]), ("ln_1.bias", [d]), ("attn.c_attn.weight", [d, 3 * d]),
+                                ("attn.c_attn.bias", [3 * d]), ("attn.c_proj.weight", [d, d]),
+                                ("attn.c_proj.bias", [d]), ("ln_2.weight", [d]), ("ln_2.bias", [d]),
+                                ("mlp.c_fc.weight", [d, I]), ("mlp.c_fc.bias", [I]),
+                                ("mlp.c_proj.weight", [I, d]), ("mlp.c_proj.bias", [d])):
+                P.add(pre + name, T(pre + name).reshape(shape))
+        P.add("ln_f.weight", T("ln_f.weight"))
+        P.add("ln_f.bias", T("ln_f.bias"))
+        if not s["tie"]:
+            P.add("lm_head.weight", T("lm_head.weight").reshape(s["vocab"], d))
+        return P
+    P.add("model.embed_tokens.weight", T("model.embed_tokens.weight").reshape(s["vocab"], d))
+    rows = [H * hd, KV * hd, KV * hd]
+    for i in range(layers):
+        pre = f"model.layers.{i}."
+        P.add(pre + "input_layernorm.weight", T(pre + "input_layernorm.weight"))
+        qkv = T(pre + "self_attn.qkv_proj.weight").reshape(sum(rows), d)
+        for name, part in zip(("q_proj", "k_proj", "v_proj"), qkv.split(rows)):
+            P.add(pre + f"self_attn.{name}.weight", part)
+        if s["qkv_bias"]:
+            for name, part in zip(("q_proj", "k_proj", "v_proj"), T(pre + "self_attn.qkv_proj.bias").split(rows)):
+                P.add(pre + f"self_attn.{name}.bias", part)
+        P.add(pre + "self_attn.o_proj.weight", T(pre + "self_attn.o_proj.weight").reshape(d, H * hd))
+        if s["o_bias"]:
+            P.add(pre + "self_attn.o_proj.bias", T(pre + "self_attn.o_proj.bias"))
+        P.add(pre + "post_attention_layernorm.weight", T(pre + "post_attention_layernorm.weight"))
+        gate, up = T(pre + "mlp.gate_up_proj.weight").reshape(2 * I, d).split([I, I])
+        P.add(pre + "mlp.gate_proj.weight", gate)
+        P.add(pre + "mlp.up_proj.weight", up)
+        if s["mlp_bias"]:
+            gb, ub = T(pre + "mlp.gate_up_proj.bias").split([I, I])
+            P.add(pre + "mlp.gate_proj.bias", gb)
+            P.add(pre + "mlp.up_proj.bias", ub)
+        P.add(pre + "mlp.down_proj.weight", T(pre + "mlp.down_proj.weight").reshape(d, I))
+        if s["mlp_bias"]:
+            P.add(pre + "mlp.down_proj.bias", T(pre + "mlp.down_proj.bias"))
+    P.add("model.norm.weight", T("model.norm.weight"))
+    if not s["tie"]:
+        P.add("lm_head.weight", T("lm_head.weight").reshape(s["vocab"], d))
+    return P
+
+
+def gpuz_names(s, P):
+    """For each gpuz parameter name, the transformers tensors it joins (rows
+    in order)."""
+    out = {}
+    for name in P.p:
+        joined = name
+        for part, fused in (("q_proj", "qkv_proj"), ("k_proj", "qkv_proj"), ("v_proj", "qkv_proj"),
+                            ("gate_proj", "gate_up_proj"), ("up_proj", "gate_up_proj")):
+            if f".{part}." in name:
+                joined = name.replace(part, fused)
+        out.setdefault(joined, []).append(name)
+    return out
+
+
+def forward(torch, s, P, ids, layers, seq, checkpoint=False):
+    """The logits [batch·seq, vocab] of ids [batch, seq]."""
+    F = torch.nn.functional
+    p = P.p
+    B = ids.shape[0]
+    d, hd, H, KV = s["hidden"], s["head_dim"], s["heads"], s["kv"]
+    mask = torch.full((seq, seq), float("-inf")).triu(1)
+
+    def attention(q, k, v):
+        # q [B, H, S, hd], k, v [B, KV, S, hd]: repeat_kv, then eager
+        # attention as transformers' eager_attention_forward.
+        k = k.repeat_interleave(H // k.shape[1], dim=1)
+        v = v.repeat_interleave(H // v.shape[1], dim=1)
+        scores = q @ k.transpose(2, 3) / math.sqrt(q.shape[-1]) + mask
+        return (F.softmax(scores, dim=-1, dtype=torch.float32) @ v).transpose(1, 2).reshape(B, seq, H * q.shape[-1])
+
+    def run(layer, x):
+        if checkpoint:
+            import torch.utils.checkpoint as cp
+            return cp.checkpoint(layer, x, use_reentrant=False)
+        return layer(x)
+
+    if s["arch"] == "gpt2":
+        x = F.embedding(ids, p["wte.weight"]) + p["wpe.weight"][:seq]
+
+        def layer_fn(i):
+            pre = f"h.{i}."
+
+            def f(x):
+                h = F.layer_norm(x, (d,), p[pre + "ln_1.weight"], p[pre + "ln_1.bias"], s["eps"])
+                qkv = torch.addmm(p[pre + "attn.c_attn.bias"], h.reshape(-1, d), p[pre + "attn.c_attn.weight"])
+                q, k, v = qkv.reshape(B, seq, 3 * d).split(d, dim=2)
+                split = lambda t: t.reshape(B, seq, H, hd).transpose(1, 2)
+                a = attention(split(q), split(k), split(v))
+                a = torch.addmm(p[pre + "attn.c_proj.bias"], a.reshape(-1, d), p[pre + "attn.c_proj.weight"])
+                x = x + a.reshape(B, seq, d)
+                h = F.layer_norm(x, (d,), p[pre + "ln_2.weight"], p[pre + "ln_2.bias"], s["eps"])
+                f_ = torch.addmm(p[pre + "mlp.c_fc.bias"], h.reshape(-1, d), p[pre + "mlp.c_fc.weight"])
+                f_ = 0.5 * f_ * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (f_ + 0.044715 * torch.pow(f_, 3.0))))
+                f_ = torch.addmm(p[pre + "mlp.c_proj.bias"], f_, p[pre + "mlp.c_proj.weight"])
+                return x + f_.reshape(B, seq, d)
+            return f
+        for i in range(layers):
+            x = run(layer_fn(i), x)
+        x = F.layer_norm(x, (d,), p["ln_f.weight"], p["ln_f.bias"], s["eps"])
+        head = p["wte.weight"] if s["tie"] else p["lm_head.weight"]
+        return F.linear(x, head).reshape(B * seq, -1)
+
+    f = inv_freq(torch, s)
+    t = torch.arange(seq, dtype=torch.int64).float()
+    freqs = torch.outer(t, f)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+
+    def rotate_half(x):
+        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+        return torch.cat((-x2, x1), dim=-1)
+
+    def rms(x, w):
+        var = x.pow(2).mean(-1, keepdim=True)
+        return w * (x * torch.rsqrt(var + s["eps"]))
+
+    def lin(x, pre):
+        return F.linear(x, p[pre + ".weight"], p.get(pre + ".bias"))
+
+    x = F.embedding(ids, p["model.embed_tokens.weight"])
+
+    def layer_fn(i):
+        pre = f"model.layers.{i}."
+
+        def f_(x):
+            h = rms(x, p[pre + "input_layernorm.weight"])
+            q = lin(h, pre + "self_attn.q_proj").reshape(B, seq, H, hd).transpose(1, 2)
+            k = lin(h, pre + "self_attn.k_proj").reshape(B, seq, KV, hd).transpose(1, 2)
+            v = lin(h, pre + "self_attn.v_proj").reshape(B, seq, KV, hd).transpose(1, 2)
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+            x = x + lin(attention(q, k, v), pre + "self_attn.o_proj")
+            h = rms(x, p[pre + "post_attention_layernorm.weight"])
+            m = F.silu(lin(h, pre + "mlp.gate_proj")) * lin(h, pre + "mlp.up_proj")
+            return x + lin(m, pre + "mlp.down_proj")
+        return f_
+    for i in range(layers):
+        x = run(layer_fn(i), x)
+    x = rms(x, p["model.norm.weight"])
+    head = p["model.embed_tokens.weight"] if s["tie"] else p["lm_head.weight"]
+    return F.linear(x, head).reshape(B * seq, -1)
+
+
+def rel(a, b):
+    """‖a − b‖ / ‖b‖ in float64."""
+    a, b = a.double().flatten(), b.double().flatten()
+    return ((a - b).norm() / b.norm().clamp_min(1e-300)).item()
+
+
+def check(path):
+    import torch
+    torch.set_num_threads(1)
+    with open(path) as f:
+        dump = json.load(f)
+    s = read_config(dump["config"])
+    seq, batch = dump["seq_len"], dump["batch"]
+    layers = s["layers"]
+    P = load(torch, s, dump["init"], layers)
+    joins = gpuz_names(s, P)
+    ids = torch.tensor(dump["ids"], dtype=torch.float32).long().reshape(batch, seq)
+    targets = torch.tensor(dump["targets"], dtype=torch.float32).long().reshape(-1)
+    # gpuz's blocks, in transformers' names.
+    blocks = [[n for g in b["params"] for n in joins[g]] for b in dump["blocks"]]
+    opts = [torch.optim.Adam([P.p[n] for n in b], lr=dump["lr"], eps=dump["eps"]) for b in blocks]
+    losses, grads = [], []
+    for step in range(2):
+        for o in opts:
+            o.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(forward(torch, s, P, ids, layers, seq), targets)
+        loss.backward()
+        losses.append(loss.item())
+        grads.append({g: torch.cat([P.p[n].grad.flatten() for n in names]) for g, names in joins.items()})
+        for b, o in zip(blocks, opts):
+            torch.nn.utils.clip_grad_norm_([P.p[n] for n in b], dump["clip"])
+            o.step()
+    states = {n: o.state[P.p[n]] for b, o in zip(blocks, opts) for n in b}
+    bad = []
+    for i, (g, t) in enumerate(zip(dump["losses"], losses)):
+        if abs(g - t) > 2e-6 * max(1.0, abs(t)):
+            bad.append(f"loss {i + 1}: gpuz {g:.9g}, torch {t:.9g}")
+    worst_g, worst_w = (0.0, ""), (0.0, "")
+    for g, names in joins.items():
+        # Tolerances: the first step's gradients differ by the rounding of
+        # two float32 programs that sum in other orders (about 1e-6);
+        # Adam's first step divides each gradient by its own size, which
+        # amplifies those differences in the weights it moves and in the
+        # second step's gradients and weights (up to about 3e-5 here).
+        # The bugs these checks are for (a rotation's direction, a head's
+        # key and value) change the first loss and gradients by far more.
+        for step, key in enumerate(("grads", "grads2")):
+            e = rel(torch.tensor(dump[key][g]), grads[step][g])
+            worst_g = max(worst_g, (e, g))
+            if e > (1e-5, 1e-4)[step]:
+                bad.append(f"gradient of {g} at step {step + 1}: relative error {e:.3g}")
+        tg = grads[0][g]
+        # Adam's first steps move each weight by about lr·sign(gradient):
+        # where a gradient is at the level of float32 rounding (a key's
+        # bias, whose exact gradient is 0, as softmax ignores a shift of
+        # all scores), its sign, and so the step, is rounding's, in either
+        # program. The weights are compared where the first gradient
+        # stands clear of that level (above 1e-3 of its tensor's RMS).
+        tw = torch.cat([P.p[n].detach().flatten() for n in names])
+        gw = torch.tensor(dump["final"][g])
+        # The second step moves by lr·m/√v, m Adam's first moment: where m
+        # is near 0 (the two gradients of opposite signs cancelling), the
+        # step is as ill-conditioned, and is left out too.
+        m = torch.cat([states[n]["exp_avg"].flatten() for n in names])
+        clear = (tg.abs() > 1e-3 * tg.pow(2).mean().sqrt()) & (m.abs() > 1e-3 * m.pow(2).mean().sqrt())
+        e = rel(gw[clear], tw[clear]) if clear.any() else 0.0
+        worst_w = max(worst_w, (e, g))
+        if e > 1e-4:
+            bad.append(f"weights of {g} after two steps: relative error {e:.3g} "
+                       f"({int(clear.sum())} of {clear.numel()} compared)")
+    print(f"{len(joins)} parameters; losses gpuz {dump['losses']}, torch {losses}; worst gradient error "
+          f"{worst_g[0]:.3g} ({worst_g[1]}), worst weight error {worst_w[0]:.3g} ({worst_w[1]})")
+    if bad:
+        print("\n".join(bad[:20]))
+        return 1
+    return 0
+
+
+def random_init(torch, s, layers, seed=1):
+    """gpuz-named parameters drawn N(0, 0.02²) (norms at 1), for runs
+    whose values do not matter (saved, count)."""
+    g = torch.Generator().manual_seed(seed)
+    d, hd, H, KV, I, V = s["hidden"], s["head_dim"], s["heads"], s["kv"], s["inter"], s["vocab"]
+    shapes = {}
+    if s["arch"] == "gpt2":
+        shapes.update({"wte.weight": [V, d], "wpe.weight": [s["positions"], d], "ln_f.weight": [d], "ln_f.bias": [d]})
+        for i in range(layers):
+            pre = f"h.{i}."
+            shapes.update({pre + "ln_1.weight": [d], pre + "ln_1.bias": [d], pre + "attn.c_attn.weight": [d, 3 * d],
+                           pre + "attn.c_attn.bias": [3 * d], pre + "attn.c_proj.weight": [d, d],
+                           pre + "attn.c_proj.bias": [d], pre + "ln_2.weight": [d], pre + "ln_2.bias": [d],
+                           pre + "mlp.c_fc.weight": [d, I], pre + "mlp.c_fc.bias": [I],
+                           pre + "mlp.c_proj.weight": [I, d], pre + "mlp.c_proj.bias": [d]})
+    else:
+        shapes.update({"model.embed_tokens.weight": [V, d], "model.norm.weight": [d]})
+        qkv = (H + 2 * KV) * hd
+        for i in range(layers):
+            pre = f"model.layers.{i}."
+            shapes.update({pre + "input_layernorm.weight": [d], pre + "self_attn.qkv_proj.weight": [qkv, d],
+                           pre + "self_attn.o_proj.weight": [d, H * hd],
+                           pre + "post_attention_layernorm.weight": [d],
+                           pre + "mlp.gate_up_proj.weight": [2 * I, d], pre + "mlp.down_proj.weight": [d, I]})
+            if s["qkv_bias"]:
+                shapes[pre + "self_attn.qkv_proj.bias"] = [qkv]
+            if s["o_bias"]:
+                shapes[pre + "self_attn.o_proj.bias"] = [d]
+            if s["mlp_bias"]:
+                shapes[pre + "mlp.gate_up_proj.bias"] = [2 * I]
+                shapes[pre + "mlp.down_proj.bias"] = [d]
+    if not s["tie"]:
+        shapes["lm_head.weight"] = [V, d]
+    return {n: (torch.randn(sh, generator=g) * 0.02).flatten().tolist() for n, sh in shapes.items()}
+
+
+def saved(argv):
+    """The bytes autograd keeps for the backward pass of one training step."""
+    import argparse
+    import torch
+    p = argparse.ArgumentParser(prog="torch_llm.py saved")
+    p.add_argument("config")
+    p.add_argument("--seq-len", type=int, required=True)
+    p.add_argument("--batch", type=int, required=True)
+    p.add_argument("--layers", type=int)
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    p.add_argument("--recompute", choices=["none", "blocks"], default="none")
+    a = p.parse_args(argv)
+    with open(a.config) as f:
+        s = read_config(json.load(f))
+    layers = a.layers or s["layers"]
+    P = load(torch, s, random_init(torch, s, layers), layers)
+    params = {t.data_ptr() for t in P.p.values()}
+    ids = torch.randint(0, s["vocab"], (a.batch, a.seq_len))
+    targets = torch.randint(0, s["vocab"], (a.batch * a.seq_len,))
+    seen, total = set(), [0]
+
+    def pack(t):
+        # A parameter, or a view of one, is not an activation; a tensor
+        # saved twice (one storage) is kept once.
+        key = (t.storage().data_ptr(), t.storage().size())
+        if t.storage().data_ptr() not in params and key not in seen:
+            seen.add(key)
+            total[0] += t.storage().size() * t.element_size()
+        return t
+    amp = torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16")
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), amp:
+        logits = forward(torch, s, P, ids, layers, a.seq_len, checkpoint=a.recompute == "blocks")
+        loss = torch.nn.functional.cross_entropy(logits.float(), targets)
+    loss.backward()
+    print(json.dumps({"saved_bytes": total[0], "layers": layers, "seq_len": a.seq_len, "batch": a.batch,
+                      "precision": a.precision, "recompute": a.recompute, "torch": torch.__version__}))
+    return 0
+
+
+def main(argv):
+    if len(argv) == 2 and argv[0] == "check":
+        return check(argv[1])
+    if argv and argv[0] == "saved":
+        return saved(argv[1:])
+    fail("usage: torch_llm.py check DUMP.json | saved CONFIG.json --seq-len S --batch B [--layers N] "
+         "[--precision fp32|bf16] [--recompute none|blocks]", 2)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
