@@ -226,14 +226,14 @@ func AttentionProbsGrad[T Float](dqkv, qkv, p, dp []T, a Attention) {
 // (sequence, query head) pairs, as without grouping: the first query head
 // of a group writes its share into dqkv, each other one its share into a
 // slot of its own (groupPart), and addGroups then adds the slots to dqkv in
-// the order of the heads, one (sequence, key and value head) per task. We
-// chose these partial sums over one task per (sequence, key and value
-// head) adding its query heads in turn: that would leave Batch·KVHeads
-// tasks, 3 for one sequence of SmolLM2-135M against 9, and the 16-core
-// hosts idle, for a copy of Seq·HeadDim elements per query head, a small
-// fraction of its Seq²·HeadDim products. Each sum is (first + second) +
-// third …, whatever the threads: the group-summed gradients of the
-// problem with the keys and values copied to every query head
+// the order of the heads, in tasks of rows. We chose these partial sums
+// over one task per (sequence, key and value head) adding its query heads
+// in turn: that would leave Batch·KVHeads tasks, 3 for one sequence of
+// SmolLM2-135M against 9, and most of a 16-core host idle, to save a slot
+// of Seq·HeadDim elements per query head and a pass adding them, a small
+// fraction of the head's Seq²·HeadDim products. Each sum is (first +
+// second) + third …, whatever the threads: the group-summed gradients of
+// the problem with the keys and values copied to every query head
 // (transformers' repeat_kv), bit for bit.
 
 // groupPool keeps the slots of the group sums between calls.
