@@ -226,14 +226,14 @@ func AttentionProbsGrad[T Float](dqkv, qkv, p, dp []T, a Attention) {
 // (sequence, query head) pairs, as without grouping: the first query head
 // of a group writes its share into dqkv, each other one its share into a
 // slot of its own (groupPart), and addGroups then adds the slots to dqkv in
-// the order of the heads, one (sequence, key and value head) per task. We
-// chose these partial sums over one task per (sequence, key and value
-// head) adding its query heads in turn: that would leave Batch·KVHeads
-// tasks, 3 for one sequence of SmolLM2-135M against 9, and the 16-core
-// hosts idle, for a copy of Seq·HeadDim elements per query head, a small
-// fraction of its Seq²·HeadDim products. Each sum is (first + second) +
-// third …, whatever the threads: the group-summed gradients of the
-// problem with the keys and values copied to every query head
+// the order of the heads, in tasks of rows. We chose these partial sums
+// over one task per (sequence, key and value head) adding its query heads
+// in turn: that would leave Batch·KVHeads tasks, 3 for one sequence of
+// SmolLM2-135M against 9, and most of a 16-core host idle, to save a slot
+// of Seq·HeadDim elements per query head and a pass adding them, a small
+// fraction of the head's Seq²·HeadDim products. Each sum is (first +
+// second) + third …, whatever the threads: the group-summed gradients of
+// the problem with the keys and values copied to every query head
 // (transformers' repeat_kv), bit for bit.
 
 // groupPool keeps the slots of the group sums between calls.
@@ -261,18 +261,23 @@ func groupPart[T Float](dqkv, parts []T, at pair, off int, a Attention) ([]T, in
 // addGroups adds to the key or value gradient of every (sequence, key and
 // value head), in dqkv's columns from col on (DModel() for the keys,
 // DModel() + KVWidth() for the values), the shares of its group's other
-// query heads in parts, in the order of the heads.
+// query heads in parts, in the order of the heads; the tasks take
+// groupRows rows of one (sequence, key and value head) each, so that
+// every thread has some even for one sequence of a few key and value
+// heads.
 func addGroups[T Float](dqkv, parts []T, col int, a Attention) {
 	g := a.KVGroup()
 	if g == 1 {
 		return
 	}
 	ld, dh, n, kvHeads := a.QKVWidth(), a.HeadDim, a.Seq*a.HeadDim, a.NumKVHeads()
-	forEachPair[T](a.Batch*kvHeads, 0, func(i int, _ []T) {
+	blocks := (a.Seq + groupRows - 1) / groupRows
+	forEachPair[T](a.Batch*kvHeads*blocks, 0, func(task int, _ []T) {
+		i, r0 := task/blocks, task%blocks*groupRows
 		base := i/kvHeads*a.Seq*ld + col + i%kvHeads*dh
 		for m := range g - 1 {
 			part := parts[(i*(g-1)+m)*n:]
-			for r := range a.Seq {
+			for r := r0; r < min(r0+groupRows, a.Seq); r++ {
 				dst, src := dqkv[base+r*ld:base+r*ld+dh], part[r*dh:r*dh+dh]
 				for j := range dst {
 					dst[j] += src[j]
@@ -281,6 +286,9 @@ func addGroups[T Float](dqkv, parts []T, col int, a Attention) {
 		}
 	})
 }
+
+// groupRows is the rows of a task of addGroups.
+const groupRows = 64
 
 // pairPool keeps the attention workers' scratch slices between calls.
 var pairPool scratchPool

@@ -234,39 +234,43 @@ func TestAttentionWidths(t *testing.T) {
 // BenchmarkAttentionGQA times the grouped-query attention of one sequence
 // of SmolLM2-135M (512 causal positions, 9 query heads of 64 sharing 3 key
 // and value heads), forward (the probabilities and the mix) and backward
-// (the three gradient kernels), and reports the rate of the products'
-// useful (lower-triangle) arithmetic, counted per query head as in
-// BenchmarkAttention: 2 products forward, 4 backward.
+// (the three gradient kernels), beside the same with the keys and values
+// repeated to every query head (kv=9, what repeat_kv computes), and
+// reports the rate of the products' useful (lower-triangle) arithmetic,
+// counted per query head as in BenchmarkAttention: 2 products forward, 4
+// backward.
 func BenchmarkAttentionGQA(b *testing.B) {
-	a := Attention{Batch: 1, Seq: 512, Heads: 9, HeadDim: 64, KVHeads: 3, Causal: true}
-	rng := rand.New(rand.NewPCG(1, 2))
-	rows, d := a.Batch*a.Seq, a.DModel()
-	qkv := toFloat32(randomSlice(rng, rows*a.QKVWidth()))
-	g := toFloat32(randomSlice(rng, rows*d))
-	p := make([]float32, a.Batch*a.Heads*a.Seq*a.Seq)
-	dp := make([]float32, len(p))
-	AttentionProbs(p, qkv, a)
-	out, dv, dqk := make([]float32, rows*d), make([]float32, len(qkv)), make([]float32, len(qkv))
-	flopsPerProduct := float64(a.Batch*a.Heads) * float64(a.Seq*a.Seq) * float64(a.HeadDim)
-	for _, k := range []struct {
-		name     string
-		products float64
-		run      func()
-	}{
-		{"forward", 2, func() { AttentionProbs(p, qkv, a); AttentionMix(out, p, qkv, a) }},
-		{"backward", 4, func() {
-			AttentionMixProbsGrad(dp, g, qkv, a)
-			AttentionMixValueGrad(dv, p, g, a)
-			AttentionProbsGrad(dqk, qkv, p, dp, a)
-		}},
-	} {
-		b.Run(k.name, func(b *testing.B) {
-			cpu := startCPU()
-			for b.Loop() {
-				k.run()
-			}
-			b.ReportMetric(k.products*flopsPerProduct*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			b.ReportMetric(k.products*flopsPerProduct*float64(b.N)/cpu.seconds()/1e9, "GFLOP/cpu-s")
-		})
+	for _, kvHeads := range []int{3, 9} {
+		a := Attention{Batch: 1, Seq: 512, Heads: 9, HeadDim: 64, KVHeads: kvHeads, Causal: true}
+		rng := rand.New(rand.NewPCG(1, 2))
+		rows, d := a.Batch*a.Seq, a.DModel()
+		qkv := toFloat32(randomSlice(rng, rows*a.QKVWidth()))
+		g := toFloat32(randomSlice(rng, rows*d))
+		p := make([]float32, a.Batch*a.Heads*a.Seq*a.Seq)
+		dp := make([]float32, len(p))
+		AttentionProbs(p, qkv, a)
+		out, dv, dqk := make([]float32, rows*d), make([]float32, len(qkv)), make([]float32, len(qkv))
+		flopsPerProduct := float64(a.Batch*a.Heads) * float64(a.Seq*a.Seq) * float64(a.HeadDim)
+		for _, k := range []struct {
+			name     string
+			products float64
+			run      func()
+		}{
+			{"forward", 2, func() { AttentionProbs(p, qkv, a); AttentionMix(out, p, qkv, a) }},
+			{"backward", 4, func() {
+				AttentionMixProbsGrad(dp, g, qkv, a)
+				AttentionMixValueGrad(dv, p, g, a)
+				AttentionProbsGrad(dqk, qkv, p, dp, a)
+			}},
+		} {
+			b.Run(fmt.Sprintf("kv=%d/%s", kvHeads, k.name), func(b *testing.B) {
+				cpu := startCPU()
+				for b.Loop() {
+					k.run()
+				}
+				b.ReportMetric(k.products*flopsPerProduct*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				b.ReportMetric(k.products*flopsPerProduct*float64(b.N)/cpu.seconds()/1e9, "GFLOP/cpu-s")
+			})
+		}
 	}
 }
