@@ -20,7 +20,9 @@
 //
 // MODEL is a workload: linear (12 blocks of 10 × Linear(2000→2000) +
 // LeakyReLU), resnet (24 blocks of 5×5 convolutions nested in 12 residual
-// levels, on 512×512 images) or attention (a 12-layer transformer decoder).
+// levels, on 512×512 images), attention (a 12-layer transformer decoder) or
+// llm (your model: a Llama-family or GPT-2 decoder from a Hugging Face
+// config.json, --model a preset, a file or a snapshot directory).
 // MODES is a comma list of cuda, cache, managed, hybrid and cpu (gpu is
 // accepted for cuda); the default is cuda,cache,cpu. Each mode prints one line per epoch, and the run
 // ends with an Analyze table: mean, spread and first (cold) epoch time per

@@ -9,6 +9,7 @@ import (
 	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
+	"gpuz/internal/hfconfig"
 	"gpuz/internal/models"
 )
 
@@ -27,11 +28,41 @@ func smallWorkloads(t *testing.T) map[string]Options {
 	if err != nil {
 		t.Fatal(err)
 	}
+	llama, gpt2 := tinyLLM(t, tinyLlama), tinyLLM(t, tinyGPT2)
 	return map[string]Options{
 		"linear":    {ModelName: "linear", Workload: linear, Samples: linear.Samples, Batch: linear.Batch},
 		"resnet":    {ModelName: "resnet", Workload: resnet, Samples: resnet.Samples, Batch: resnet.Batch},
 		"attention": {ModelName: "attention", Workload: attention, Samples: attention.Samples, Batch: attention.Batch},
+		"llm-llama": {ModelName: "llm", Workload: llama, Samples: llama.Samples, Batch: llama.Batch},
+		"llm-gpt2":  {ModelName: "llm", Workload: gpt2, Samples: gpt2.Samples, Batch: gpt2.Batch},
 	}
+}
+
+// Tiny configurations of the llm workload's two families: a Llama-like
+// decoder with grouped-query attention, q/k/v biases (as Qwen2's) and a
+// tied embedding, and a GPT-2 with its learned positions, also tied.
+const (
+	tinyLlama = `{"model_type": "qwen2", "hidden_size": 24, "intermediate_size": 40, "num_hidden_layers": 2,
+		"num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 53, "max_position_embeddings": 64,
+		"rms_norm_eps": 1e-6, "tie_word_embeddings": true, "hidden_act": "silu"}`
+	tinyGPT2 = `{"model_type": "gpt2", "n_embd": 24, "n_layer": 2, "n_head": 3, "n_positions": 16, "vocab_size": 47,
+		"resid_pdrop": 0, "embd_pdrop": 0, "attn_pdrop": 0}`
+)
+
+// tinyLLM returns the llm workload of config with its two layers, sequences
+// of 8 tokens, 4 samples in batches of 2.
+func tinyLLM(t *testing.T, config string) *models.LLMConfig {
+	t.Helper()
+	cfg, err := hfconfig.Parse([]byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &models.LLMConfig{Model: hfconfig.Model{Config: cfg, Name: "tiny"}, Layers: cfg.Layers, SeqLen: 8,
+		Feed: models.Feed{Samples: 4, Batch: 2, Epochs: 3}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // trained is what a few training steps leave behind.
@@ -75,7 +106,7 @@ func trainOnDevice(t *testing.T, opts Options, task Task, pl engine.Placement, s
 		if err := prog.SetInput(model.Input, batch); err != nil {
 			t.Fatal(err)
 		}
-		if err := prog.SetInput(model.Target, batch); err != nil {
+		if err := prog.SetInput(model.Target, data.TargetBatch(i%batches, opts.Batch)); err != nil {
 			t.Fatal(err)
 		}
 		v, err := prog.Run()

@@ -13,6 +13,7 @@ import (
 	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/levers"
 	"gpuz/internal/ops"
 )
 
@@ -373,5 +374,33 @@ var tiedCases = []scheduleCase{
 func TestDictCacheScheduleTied(t *testing.T) {
 	for _, tc := range tiedCases {
 		checkSchedule(t, tc)
+	}
+}
+
+// TestRecomputeTiedRerunsOwnSteps compiles the tied model with recompute:
+// the tied weight reaches the whole model through the embedding, yet each
+// block re-runs only its own forward steps. The layer re-runs its Linear
+// (the LeakyReLU's input); the norm nothing (its LayerNorm's input is its
+// block's input); the embedding's block only the head's product, whose
+// logits the loss's gradient reads and which reads the tied weight, from
+// the final norm's output that it keeps. Before reachedFrom stopped at
+// values saved for other blocks, the embedding's block also re-ran the
+// embedding, the layer and the norm, as its weight reaches them all.
+func TestRecomputeTiedRerunsOwnSteps(t *testing.T) {
+	inputs, blocks, loss := tiedModel.build()
+	sc, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Train: true, Optimizer: hostmath.DefaultAdam(),
+		ClipNorm: 1, Recompute: levers.RecomputeBlocks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range sc.steps {
+		if s.rerun {
+			got = append(got, fmt.Sprintf("%s%v", s.op, s.reads))
+		}
+	}
+	want := []string{"Linear[0]", "Linear[1]"}
+	if !slices.Equal(got, want) {
+		t.Errorf("re-run steps %v, want %v (the head's product, then the layer's Linear, in backward order)", got, want)
 	}
 }
