@@ -16,6 +16,10 @@
 #                        system's, /usr/local/cuda*, pip's nvidia wheels),
 #                        then runs the checks
 #   torch_reference.py   the PyTorch peer that gpu-check.sh --peer runs
+#   torch_llm.py         the llm workload in PyTorch: gpu-check.sh --peer
+#                        prints its peak device memory beside gpuz's
+#   presets/             the llm presets' config.json files, which
+#                        torch_llm.py reads (gpuz embeds them)
 #   README.md            what to run there and what to send back
 #
 # The CUDA headers come from the toolchain in ~/.cache (fetched when
@@ -43,8 +47,10 @@ unset CGO_CFLAGS CGO_LDFLAGS
 # CUDA 11.8 and 12.4 from the fetched toolchain: the system's headers, if
 # any, might be another version than the one named.
 bash scripts/cuda-build.sh --fetch --no-system --version "$version" --purego --no-rpath --strip -o "$stage/gpuz-cuda"
-cp scripts/gpu-check.sh scripts/torch_reference.py "$stage/"
-chmod 755 "$stage/gpu-check.sh" "$stage/torch_reference.py" "$stage/gpuz-cuda"
+cp scripts/gpu-check.sh scripts/torch_reference.py scripts/torch_llm.py "$stage/"
+mkdir -p "$stage/presets"
+cp internal/hfconfig/presets/*.json "$stage/presets/"
+chmod 755 "$stage/gpu-check.sh" "$stage/torch_reference.py" "$stage/torch_llm.py" "$stage/gpuz-cuda"
 
 needed=$(readelf -d "$stage/gpuz-cuda" | awk '/NEEDED/ { gsub(/[][]/, "", $NF); print $NF }' | grep -E '^lib(cuda|cublas|nvrtc)' | paste -sd, - | sed 's/,/, /g')
 glibc=$(nm -D --undefined-only "$stage/gpuz-cuda" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)

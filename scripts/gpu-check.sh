@@ -55,9 +55,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # In a bundle the script sits beside the binary; in the repository, in
 # scripts/.
 if [[ -f $here/gpuz-cuda ]]; then
-	bundle=1 root=$here peer_script=$here/torch_reference.py
+	bundle=1 root=$here peer_script=$here/torch_reference.py llm_script=$here/torch_llm.py presets=$here/presets
 else
-	bundle=0 root=$(dirname "$here") peer_script=$here/torch_reference.py
+	bundle=0 root=$(dirname "$here") peer_script=$here/torch_reference.py llm_script=$here/torch_llm.py
+	presets=$root/internal/hfconfig/presets
 fi
 cd "$root"
 export PATH=$PATH:/usr/local/go/bin
@@ -360,6 +361,24 @@ done
 check linear-train-fp16 "$bin" linear train cuda --device "$device" --precision fp16 \
 	--epochs 3 --scale "$scale" --json "$out/linear-train-fp16.json"
 runs+=(linear-train-fp16)
+# gpuz llm (your model): SmolLM2-135M's shape, its cuda and cache modes,
+# with the plan's need beside the measured peak; at full scale all 30
+# layers and sequences of 512 in batches of 4, else 2 layers of 64.
+if [[ $scale == full ]]; then llm_size=(--seq-len 512 --batch 4 --samples 8); else llm_size=(--layers 2 --seq-len 64 --batch 2 --samples 4); fi
+for task in train eval; do
+	check "llm-$task" "$bin" llm "$task" cuda,cache --model smollm2-135m --policy auto --win-size 0 \
+		--device "$device" --epochs 3 "${llm_size[@]}" --json "$out/llm-$task.json"
+	runs+=("llm-$task")
+	"${gpuz_env[@]}" "$bin" plan llm "$task" cuda --model smollm2-135m --device "$device" "${llm_size[@]}" \
+		--json "$out/llm-$task-plan.json" >/dev/null 2>&1 || true
+	# PyTorch's own peak for the same model and step, on the GPU.
+	if ((peer)) && ((gpu)) && [[ -f $llm_script && -f $presets/smollm2-135m.json ]]; then
+		llm_torch=(--seq-len "${llm_size[1]}" --batch "${llm_size[3]}")
+		[[ ${llm_size[0]} == --layers ]] && llm_torch=(--layers 2 --seq-len 64 --batch 2)
+		check "peer-llm-$task-peak" "$peer_py" "$llm_script" peak "$presets/smollm2-135m.json" "${llm_torch[@]}" \
+			--task "$task" --json "$out/peer-llm-$task-peak.json"
+	fi
+done
 if ((peer)); then
 	for workload in linear resnet attention; do
 		for task in train eval; do
@@ -432,6 +451,19 @@ print()
 if kernels and kernels.get("kernels"):
     print(f"Kernels on {kernels.get('name', 'the GPU')} (compute capability {kernels.get('compute_capability', '?')}): {kernels['kernels']}.")
     print()
+print("## llm (SmolLM2-135M's shape): device memory, planned and measured")
+print()
+print("| task | gpuz plan (cuda) | gpuz measured peak (cuda) | PyTorch max_memory_allocated |")
+print("|---|---|---|---|")
+for t in ("train", "eval"):
+    plan, _ = load(f"llm-{t}-plan")
+    run = docs.get(f"llm-{t}")
+    ptorch, _ = load(f"peer-llm-{t}-peak")
+    need = next((m.get("device_bytes") for m in (plan or {}).get("modes") or [] if m.get("mode") == "cuda"), None)
+    peak = next((m.get("peak_device_bytes") for m in (run or {}).get("modes") or [] if m.get("mode") == "cuda"), None)
+    mib = lambda b: f"{b / 2**20:.1f} MiB" if isinstance(b, (int, float)) else "-"
+    print(f"| {t} | {mib(need)} | {mib(peak)} | {mib((ptorch or {}).get('peak_device_bytes'))} |")
+print()
 if not peer:
     sys.exit()
 print("## gpuz and PyTorch on the same workloads (median seconds per timed epoch)")

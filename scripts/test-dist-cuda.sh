@@ -39,7 +39,8 @@ echo "== dist-cuda took $((SECONDS - t0)) s"
 size=$(stat -c %s "$archive")
 ((size <= 30 * 1000 * 1000)) || fail "$archive is $size bytes, over 30 MB"
 contents=$(tar tzf "$archive" | sort | paste -sd' ' -)
-want="$name/ $name/README.md $name/gpu-check.sh $name/gpuz-cuda $name/torch_reference.py"
+presets=$(cd internal/hfconfig/presets && printf "$name/presets/%s " *.json)
+want="$name/ $name/README.md $name/gpu-check.sh $name/gpuz-cuda $name/presets/ ${presets}$name/torch_llm.py $name/torch_reference.py"
 [[ $contents == "$want" ]] || fail "$archive holds [$contents], want [$want]"
 echo "== $archive: $size bytes: $contents"
 

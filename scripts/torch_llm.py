@@ -9,6 +9,11 @@ MistralForCausalLM and GPT2LMHeadModel), with no dependency but torch.
         does (one Adam per block, each block's gradient norm clipped), and
         compare the losses, the first step's gradients and the final
         weights. Exit status 1 on a difference beyond float32 rounding.
+    torch_llm.py peak CONFIG.json --seq-len S --batch B [--layers N]
+                 [--task train|eval] [--json FILE]
+        On a CUDA GPU: torch.cuda.max_memory_allocated() over two steps
+        (the second with Adam's state), beside which gpu-check.sh prints
+        gpuz's plan and measured peak of the same configuration.
     torch_llm.py saved CONFIG.json --seq-len S --batch B [--layers N]
                  [--precision fp32|bf16] [--recompute none|blocks]
         Print, as JSON, the bytes PyTorch keeps for the backward pass of one
@@ -405,13 +410,66 @@ def saved(argv):
     return 0
 
 
+def peak(argv):
+    """PyTorch's peak device memory over training steps of the model on
+    CUDA: torch.cuda.max_memory_allocated() after two steps (the second
+    with Adam's state in place), as gpuz's cuda mode's peak counts the
+    weights, their gradients, Adam's moments and the activations."""
+    import argparse
+    import torch
+    p = argparse.ArgumentParser(prog="torch_llm.py peak")
+    p.add_argument("config")
+    p.add_argument("--seq-len", type=int, required=True)
+    p.add_argument("--batch", type=int, required=True)
+    p.add_argument("--layers", type=int)
+    p.add_argument("--task", choices=["train", "eval"], default="train")
+    p.add_argument("--json", metavar="FILE")
+    a = p.parse_args(argv)
+    if not torch.cuda.is_available():
+        fail(f"peak: torch {torch.__version__} sees no usable CUDA GPU")
+    with open(a.config) as f:
+        s = read_config(json.load(f))
+    layers = a.layers or s["layers"]
+    dev = torch.device("cuda")
+    P = load(torch, s, random_init(torch, s, layers), layers)
+    for t in P.p.values():
+        t.data = t.data.to(dev)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    ids = torch.randint(0, s["vocab"], (a.batch, a.seq_len), device=dev)
+    targets = torch.randint(0, s["vocab"], (a.batch * a.seq_len,), device=dev)
+    opt = torch.optim.Adam(list(P.p.values()), lr=1e-4)
+    for _ in range(2):
+        if a.task == "train":
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.cross_entropy(forward(torch, s, P, ids, layers, a.seq_len), targets)
+            loss.backward()
+            opt.step()
+        else:
+            with torch.no_grad():
+                forward(torch, s, P, ids, layers, a.seq_len).mean().item()
+    torch.cuda.synchronize()
+    doc = {"peak_device_bytes": torch.cuda.max_memory_allocated(), "task": a.task, "layers": layers,
+           "seq_len": a.seq_len, "batch": a.batch, "params": sum(t.numel() for t in P.p.values()),
+           "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0)}
+    text = json.dumps(doc)
+    print(text)
+    if a.json:
+        with open(a.json, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
 def main(argv):
     if len(argv) == 2 and argv[0] == "check":
         return check(argv[1])
     if argv and argv[0] == "saved":
         return saved(argv[1:])
+    if argv and argv[0] == "peak":
+        return peak(argv[1:])
     fail("usage: torch_llm.py check DUMP.json | saved CONFIG.json --seq-len S --batch B [--layers N] "
-         "[--precision fp32|bf16] [--recompute none|blocks]", 2)
+         "[--precision fp32|bf16] [--recompute none|blocks] | peak CONFIG.json --seq-len S --batch B "
+         "[--layers N] [--task train|eval] [--json FILE]", 2)
 
 
 if __name__ == "__main__":

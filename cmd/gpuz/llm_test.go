@@ -1,0 +1,50 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"gpuz/internal/hfconfig"
+)
+
+// TestLLMPlanReportsPublishedParams runs the built binary's
+// "gpuz plan llm train cuda --model M --format json" at full depth (a plan:
+// nothing is allocated) for every preset and for config files of four
+// models that are not presets, and checks the plan's parameter count
+// against the model's published total (tied weights counted once).
+func TestLLMPlanReportsPublishedParams(t *testing.T) {
+	cases := map[string]int64{
+		// Not presets: internal/hfconfig/testdata, with their published
+		// totals.
+		"../../internal/hfconfig/testdata/gpt2-medium.json":     354_823_168,
+		"../../internal/hfconfig/testdata/smollm2-360m.json":    361_821_120,
+		"../../internal/hfconfig/testdata/qwen2.5-1.5b.json":    1_543_714_304,
+		"../../internal/hfconfig/testdata/mistral-7b-v0.1.json": 7_241_732_096,
+	}
+	for _, p := range hfconfig.Presets() {
+		cases[p.Name] = p.Params
+	}
+	for model, want := range cases {
+		t.Run(filepath.Base(model), func(t *testing.T) {
+			t.Parallel()
+			out, err := exec.Command(gpuzBinary, "plan", "llm", "train", "cuda", "--model", model, "--seq-len", "128",
+				"--batch", "1", "--samples", "1", "--device", "sim:8GiB", "--format", "json").Output()
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			var plan struct {
+				Header struct {
+					Params int64 `json:"params"`
+				} `json:"header"`
+			}
+			if err := json.Unmarshal(out, &plan); err != nil {
+				t.Fatal(err)
+			}
+			if plan.Header.Params != want {
+				t.Errorf("the plan counts %d parameters, the published total is %d", plan.Header.Params, want)
+			}
+		})
+	}
+}
