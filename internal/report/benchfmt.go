@@ -95,7 +95,13 @@ func benchName(h bench.Header, m bench.ModeResult) string {
 		}
 		fmt.Fprintf(&b, "/%s=%s", key, benchValue(value))
 	}
-	part("workload", h.Model)
+	// The llm workload's header names its model after the workload
+	// ("llm smollm2-135m"): a part of its own.
+	workload, model, _ := strings.Cut(h.Model, " ")
+	part("workload", workload)
+	if model != "" {
+		part("model", model)
+	}
 	part("task", string(h.Task))
 	part("mode", string(m.Mode))
 	dev, _, _ := strings.Cut(strings.TrimSpace(m.Device), " ")
