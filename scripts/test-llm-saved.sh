@@ -72,7 +72,7 @@ if [[ -n $print ]]; then
 	cat "$tmp/rows"
 	exit 0
 fi
-awk '/^<!-- test-llm-saved: end -->/ { on = 0 } on && /^\| [a-z]/ { print } /^<!-- test-llm-saved: begin -->/ { on = 1 }' "$doc" >"$tmp/doc"
+awk '/^<!-- test-llm-saved: end -->/ { on = 0 } on && /^\| [^|]* \| `/ { print } /^<!-- test-llm-saved: begin -->/ { on = 1 }' "$doc" >"$tmp/doc"
 if ! diff -u "$tmp/doc" "$tmp/rows" >"$tmp/diff"; then
 	cat "$tmp/diff" >&2
 	echo "test-llm-saved: FAIL: $doc's table (-) is not what the code gives (+): run scripts/test-llm-saved.sh --print and explain the change" >&2
