@@ -6,6 +6,7 @@
 #   docs/sweeps/demo-W-T.{txt,csv,json,svg}       the demo scale's six sweeps (docs/sweeps.md; about a minute each)
 #   docs/levers/resnet-train-cuda-*.svg           the recompute lever's memory pictures (docs/levers.md)
 #   docs/fit/crossover.svg                        the cuda/cpu crossover (docs/fit.md, go run ./scripts/crossover)
+#   docs/llm/llama-3.2-1b-*.svg                   the memory pictures of docs/llm.md (its tables: scripts/test-llm-saved.sh)
 #
 # and splices each table into its page: a line
 #   <!-- regen-docs: sweeps/demo-linear-train.txt -->
@@ -100,6 +101,14 @@ for r in none blocks; do
 	# shellcheck disable=SC2046
 	"$BIN" plan resnet train cuda --recompute "$r" --device sim:rtx4060-laptop --take 20 $(at full) \
 		--plot "$out/levers/resnet-train-cuda-$r.svg" >/dev/null
+done
+mkdir -p "$out/llm"
+for pic in "train cache --policy auto --win-size 1 --optimizer-on host --recompute blocks --precision bf16:train-cache-auto" \
+	"train cuda:train-cuda" "eval cache --policy auto --win-size 1 --precision bf16:eval-cache-auto"; do
+	echo "regen-docs: gpuz plan llm ${pic%%:*} --model llama-3.2-1b" >&2
+	# shellcheck disable=SC2046,SC2086 # the words of pic and at are meant to split
+	"$BIN" plan llm ${pic%%:*} --model llama-3.2-1b --seq-len 1024 --batch 1 --device sim:rtx4060-laptop $(at full) \
+		--plot "$out/llm/llama-3.2-1b-${pic##*:}.svg" >/dev/null
 done
 echo "regen-docs: go run ./scripts/crossover" >&2
 (cd "$root" && go run ./scripts/crossover -o "$out/fit/crossover.svg" >/dev/null)

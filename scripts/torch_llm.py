@@ -15,10 +15,14 @@ MistralForCausalLM and GPT2LMHeadModel), with no dependency but torch.
         (the second with Adam's state), beside which gpu-check.sh prints
         gpuz's plan and measured peak of the same configuration.
     torch_llm.py saved CONFIG.json --seq-len S --batch B [--layers N]
-                 [--precision fp32|bf16] [--recompute none|blocks]
+                 [--precision fp32|bf16] [--recompute none|blocks] [--list]
         Print, as JSON, the bytes PyTorch keeps for the backward pass of one
         training step (torch.autograd.graph.saved_tensors_hooks; parameters
-        excluded, tensors sharing storage counted once).
+        excluded, tensors sharing storage counted once; with --recompute
+        blocks each decoder layer runs under torch.utils.checkpoint, whose
+        inputs are counted too) and each tensor: the block and op of the
+        forward pass that saved it, its shape, dtype and bytes (--list: as
+        a table). docs/llm.md compares them with gpuz's.
 
 The Llama family (llama, mistral, qwen2): x = embed_tokens(ids); per layer
 x = x + o_proj(attn(rope(q, k), v)) on input_layernorm(x) (RMSNorm), then
@@ -168,8 +172,34 @@ def gpuz_names(s, P):
     return out
 
 
-def forward(torch, s, P, ids, layers, seq, checkpoint=False):
-    """The logits [batch·seq, vocab] of ids [batch, seq]."""
+# where is the part of the forward pass running now, as (block, op):
+# forward sets it before each op, and saved's hook reads it to say which
+# op saved a tensor. The blocks are gpuz's: embed, layer1 … layerN, head.
+where = ["embed", ""]
+
+
+def at(op, block=None):
+    """Records that the forward pass is at op (in block, if given)."""
+    if block is not None:
+        where[0] = block
+    where[1] = op
+
+
+def repeat_kv(x, n):
+    """transformers' repeat_kv: each of x's key and value heads [B, KV, S,
+    hd] n times in a row (a copy, through expand and reshape), or x itself
+    when n is 1."""
+    if n == 1:
+        return x
+    B, KV, S, hd = x.shape
+    return x[:, :, None].expand(B, KV, n, S, hd).reshape(B, KV * n, S, hd)
+
+
+def forward(torch, s, P, ids, layers, seq, checkpoint=False, kept=None):
+    """The logits [batch·seq, vocab] of ids [batch, seq]. With checkpoint,
+    each decoder layer runs under torch.utils.checkpoint, and kept (a
+    function), if given, is called with each layer's input, which the
+    checkpoint holds for its re-run."""
     F = torch.nn.functional
     p = P.p
     B = ids.shape[0]
@@ -179,41 +209,62 @@ def forward(torch, s, P, ids, layers, seq, checkpoint=False):
     def attention(q, k, v):
         # q [B, H, S, hd], k, v [B, KV, S, hd]: repeat_kv, then eager
         # attention as transformers' eager_attention_forward.
-        k = k.repeat_interleave(H // k.shape[1], dim=1)
-        v = v.repeat_interleave(H // v.shape[1], dim=1)
+        at("repeat_kv")
+        k, v = repeat_kv(k, H // k.shape[1]), repeat_kv(v, H // v.shape[1])
+        at("q @ k^T")
         scores = q @ k.transpose(2, 3) / math.sqrt(q.shape[-1]) + mask
-        return (F.softmax(scores, dim=-1, dtype=torch.float32) @ v).transpose(1, 2).reshape(B, seq, H * q.shape[-1])
+        at("softmax")
+        probs = F.softmax(scores, dim=-1, dtype=torch.float32)
+        at("probs @ v")
+        return (probs @ v).transpose(1, 2).reshape(B, seq, H * q.shape[-1])
 
-    def run(layer, x):
+    def run(i, layer, x):
+        at("", f"layer{i + 1}")
         if checkpoint:
             import torch.utils.checkpoint as cp
+            if kept:
+                kept(x)
             return cp.checkpoint(layer, x, use_reentrant=False)
         return layer(x)
 
     if s["arch"] == "gpt2":
-        x = F.embedding(ids, p["wte.weight"]) + p["wpe.weight"][:seq]
+        at("wte", "embed")
+        x = F.embedding(ids, p["wte.weight"])
+        at("+ wpe")
+        x = x + p["wpe.weight"][:seq]
 
         def layer_fn(i):
             pre = f"h.{i}."
 
             def f(x):
+                at("ln_1")
                 h = F.layer_norm(x, (d,), p[pre + "ln_1.weight"], p[pre + "ln_1.bias"], s["eps"])
+                at("c_attn")
                 qkv = torch.addmm(p[pre + "attn.c_attn.bias"], h.reshape(-1, d), p[pre + "attn.c_attn.weight"])
                 q, k, v = qkv.reshape(B, seq, 3 * d).split(d, dim=2)
                 split = lambda t: t.reshape(B, seq, H, hd).transpose(1, 2)
                 a = attention(split(q), split(k), split(v))
+                at("attn.c_proj")
                 a = torch.addmm(p[pre + "attn.c_proj.bias"], a.reshape(-1, d), p[pre + "attn.c_proj.weight"])
+                at("residual")
                 x = x + a.reshape(B, seq, d)
+                at("ln_2")
                 h = F.layer_norm(x, (d,), p[pre + "ln_2.weight"], p[pre + "ln_2.bias"], s["eps"])
+                at("c_fc")
                 f_ = torch.addmm(p[pre + "mlp.c_fc.bias"], h.reshape(-1, d), p[pre + "mlp.c_fc.weight"])
+                at("gelu_new")
                 f_ = 0.5 * f_ * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (f_ + 0.044715 * torch.pow(f_, 3.0))))
+                at("mlp.c_proj")
                 f_ = torch.addmm(p[pre + "mlp.c_proj.bias"], f_, p[pre + "mlp.c_proj.weight"])
+                at("residual")
                 return x + f_.reshape(B, seq, d)
             return f
         for i in range(layers):
-            x = run(layer_fn(i), x)
+            x = run(i, layer_fn(i), x)
+        at("ln_f", "head")
         x = F.layer_norm(x, (d,), p["ln_f.weight"], p["ln_f.bias"], s["eps"])
         head = p["wte.weight"] if s["tie"] else p["lm_head.weight"]
+        at("lm_head")
         return F.linear(x, head).reshape(B * seq, -1)
 
     f = inv_freq(torch, s)
@@ -227,33 +278,66 @@ def forward(torch, s, P, ids, layers, seq, checkpoint=False):
         return torch.cat((-x2, x1), dim=-1)
 
     def rms(x, w):
-        var = x.pow(2).mean(-1, keepdim=True)
-        return w * (x * torch.rsqrt(var + s["eps"]))
+        name = where[1]
+        at(f"{name}: x²")
+        var = x.pow(2)
+        at(f"{name}: mean")
+        var = var.mean(-1, keepdim=True)
+        at(f"{name}: rsqrt")
+        r = torch.rsqrt(var + s["eps"])
+        at(f"{name}: x·rsqrt")
+        n = x * r
+        at(f"{name}: w·")
+        return w * n
 
     def lin(x, pre):
         return F.linear(x, p[pre + ".weight"], p.get(pre + ".bias"))
 
+    at("embed_tokens", "embed")
     x = F.embedding(ids, p["model.embed_tokens.weight"])
 
     def layer_fn(i):
         pre = f"model.layers.{i}."
 
         def f_(x):
+            at("input_layernorm")
             h = rms(x, p[pre + "input_layernorm.weight"])
+            at("q_proj")
             q = lin(h, pre + "self_attn.q_proj").reshape(B, seq, H, hd).transpose(1, 2)
+            at("k_proj")
             k = lin(h, pre + "self_attn.k_proj").reshape(B, seq, KV, hd).transpose(1, 2)
+            at("v_proj")
             v = lin(h, pre + "self_attn.v_proj").reshape(B, seq, KV, hd).transpose(1, 2)
+            at("rope(q)")
             q = q * cos + rotate_half(q) * sin
+            at("rope(k)")
             k = k * cos + rotate_half(k) * sin
-            x = x + lin(attention(q, k, v), pre + "self_attn.o_proj")
+            a = attention(q, k, v)
+            at("o_proj")
+            a = lin(a, pre + "self_attn.o_proj")
+            at("residual")
+            x = x + a
+            at("post_attention_layernorm")
             h = rms(x, p[pre + "post_attention_layernorm.weight"])
-            m = F.silu(lin(h, pre + "mlp.gate_proj")) * lin(h, pre + "mlp.up_proj")
-            return x + lin(m, pre + "mlp.down_proj")
+            at("gate_proj")
+            g = lin(h, pre + "mlp.gate_proj")
+            at("silu")
+            g = F.silu(g)
+            at("up_proj")
+            u = lin(h, pre + "mlp.up_proj")
+            at("silu(gate) * up")
+            m = g * u
+            at("down_proj")
+            m = lin(m, pre + "mlp.down_proj")
+            at("residual")
+            return x + m
         return f_
     for i in range(layers):
-        x = run(layer_fn(i), x)
+        x = run(i, layer_fn(i), x)
+    at("norm", "head")
     x = rms(x, p["model.norm.weight"])
     head = p["model.embed_tokens.weight"] if s["tie"] else p["lm_head.weight"]
+    at("lm_head")
     return F.linear(x, head).reshape(B * seq, -1)
 
 
@@ -372,7 +456,9 @@ def random_init(torch, s, layers, seed=1):
 
 
 def saved(argv):
-    """The bytes autograd keeps for the backward pass of one training step."""
+    """The bytes autograd keeps for the backward pass of one training step,
+    and with --list each tensor: the block and op of the forward pass that
+    saved it (where), its shape, dtype and storage."""
     import argparse
     import torch
     p = argparse.ArgumentParser(prog="torch_llm.py saved")
@@ -382,31 +468,66 @@ def saved(argv):
     p.add_argument("--layers", type=int)
     p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--recompute", choices=["none", "blocks"], default="none")
+    p.add_argument("--list", action="store_true", help="print a table of the saved tensors instead of JSON")
     a = p.parse_args(argv)
     with open(a.config) as f:
         s = read_config(json.load(f))
     layers = a.layers or s["layers"]
+    torch.manual_seed(1)
     P = load(torch, s, random_init(torch, s, layers), layers)
     params = {t.data_ptr() for t in P.p.values()}
+    half = torch.bfloat16 if a.precision == "bf16" else None
     ids = torch.randint(0, s["vocab"], (a.batch, a.seq_len))
     targets = torch.randint(0, s["vocab"], (a.batch * a.seq_len,))
-    seen, total = set(), [0]
+    seen, tensors = set(), []
 
-    def pack(t):
+    def cast_of(t):
+        """The parameter t is autocast's 16-bit copy of (or its
+        transpose), if any."""
+        if t.dtype != half or t.dim() > 2:
+            return None
+        for name, q in P.p.items():
+            for view in (t, t.t()) if t.dim() == 2 else (t,):
+                if view.shape == q.shape and torch.equal(view, q.detach().to(half)):
+                    return name
+        return None
+
+    def keep(t, op=None):
         # A parameter, or a view of one, is not an activation; a tensor
         # saved twice (one storage) is kept once.
-        key = (t.storage().data_ptr(), t.storage().size())
-        if t.storage().data_ptr() not in params and key not in seen:
-            seen.add(key)
-            total[0] += t.storage().size() * t.element_size()
+        st = t.storage()
+        key = (st.data_ptr(), st.size())
+        if st.data_ptr() in params or key in seen:
+            return
+        seen.add(key)
+        c = cast_of(t)
+        tensors.append(dict(block=where[0], op=op or where[1], shape=list(t.shape),
+                            dtype=str(t.dtype).replace("torch.", ""), bytes=st.size() * t.element_size(),
+                            note=f"16-bit copy of {c}" if c else ""))
+
+    def pack(t):
+        keep(t)
         return t
-    amp = torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16")
+    amp = torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=half is not None)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), amp:
-        logits = forward(torch, s, P, ids, layers, a.seq_len, checkpoint=a.recompute == "blocks")
+        # torch.utils.checkpoint (use_reentrant=False) keeps each layer's
+        # input in its closure, not through the hooks: counted here.
+        logits = forward(torch, s, P, ids, layers, a.seq_len, checkpoint=a.recompute == "blocks",
+                         kept=lambda x: keep(x, "checkpoint's input"))
+        at("cross_entropy", "head")
         loss = torch.nn.functional.cross_entropy(logits.float(), targets)
     loss.backward()
-    print(json.dumps({"saved_bytes": total[0], "layers": layers, "seq_len": a.seq_len, "batch": a.batch,
-                      "precision": a.precision, "recompute": a.recompute, "torch": torch.__version__}))
+    total = sum(t["bytes"] for t in tensors)
+    if a.list:
+        print(f"{'block':8} {'op':38} {'shape':16} {'dtype':9} {'bytes':>9}  note")
+        for t in tensors:
+            shape = " ".join(map(str, t["shape"]))
+            print(f"{t['block']:8} {t['op']:38} {shape:16} {t['dtype']:9} {t['bytes']:9d}  {t['note']}")
+        print(f"saved {total} bytes in {len(tensors)} tensors (torch {torch.__version__})")
+        return 0
+    print(json.dumps({"saved_bytes": total, "layers": layers, "seq_len": a.seq_len, "batch": a.batch,
+                      "precision": a.precision, "recompute": a.recompute, "torch": torch.__version__,
+                      "tensors": tensors}))
     return 0
 
 
@@ -468,7 +589,7 @@ def main(argv):
     if argv and argv[0] == "peak":
         return peak(argv[1:])
     fail("usage: torch_llm.py check DUMP.json | saved CONFIG.json --seq-len S --batch B [--layers N] "
-         "[--precision fp32|bf16] [--recompute none|blocks] | peak CONFIG.json --seq-len S --batch B "
+         "[--precision fp32|bf16] [--recompute none|blocks] [--list] | peak CONFIG.json --seq-len S --batch B "
          "[--layers N] [--task train|eval] [--json FILE]", 2)
 
 
