@@ -120,77 +120,116 @@ func (c LLMConfig) Build() (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := llmBuilder{LLMConfig: c, cfg: c.Model.Config, m: m}
+	b := &llmBuilder{LLMConfig: c, cfg: c.Model.Config, m: m}
+	var logits *gorgonia.Node
 	if c.Model.Arch == hfconfig.ArchGPT2 {
-		return b.gpt2()
+		logits = b.gpt2()
+	} else {
+		logits = b.llama()
 	}
-	return b.llama()
+	if b.err != nil {
+		return nil, b.err
+	}
+	return m.withOutput(logits, ops.SoftmaxCrossEntropy{})
 }
 
-// llmBuilder builds one llm graph.
+// llmBuilder builds one llm graph. Its methods that add ops keep the
+// first error (an op whose shapes do not fit, named with the layer and
+// the op) and add nothing once there is one, so that a layer reads as its
+// formula; Build returns the error.
 type llmBuilder struct {
 	LLMConfig
 	cfg hfconfig.Config
 	m   *Model
+	// where names the block being built, for errors.
+	where string
+	err   error
 }
 
 // normal02 is the weights' initialisation of transformers' decoders:
 // N(0, initializer_range²) with the default range 0.02.
 var normal02 = normal(0.02)
 
-// param adds a parameter to block, named name.
-func (b llmBuilder) param(block *engine.Block, name string, init func(*rand.Rand, []float32), shape ...int) *gorgonia.Node {
-	return b.m.param(block, name, init, shape...)
-}
-
-// apply applies spec to inputs, naming what failed.
-func apply(what string, spec ops.Spec, inputs ...*gorgonia.Node) (*gorgonia.Node, error) {
+// apply adds the op of spec on inputs; what names it in an error.
+func (b *llmBuilder) apply(what string, spec ops.Spec, inputs ...*gorgonia.Node) *gorgonia.Node {
+	if b.err != nil {
+		return nil
+	}
 	n, err := ops.Apply(spec, inputs...)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		b.err = fmt.Errorf("%s%s: %w", b.where, what, err)
 	}
-	return n, nil
+	return n
 }
 
-// linear applies x·Wᵀ, plus bias when it is not nil.
-func linear(what string, x, w, bias *gorgonia.Node) (*gorgonia.Node, error) {
+// linear adds x·Wᵀ, plus bias when it is not nil.
+func (b *llmBuilder) linear(what string, x, w, bias *gorgonia.Node) *gorgonia.Node {
 	if bias == nil {
-		return apply(what, ops.Projection{}, x, w)
+		return b.apply(what, ops.Projection{}, x, w)
 	}
-	return apply(what, ops.Linear{}, x, w, bias)
+	return b.apply(what, ops.Linear{}, x, w, bias)
 }
 
-// llama builds the Llama family's graph (llama, mistral, qwen2):
+// attention adds the causal attention of the packed queries, keys and
+// values qkv: the heads' probabilities, then their mix of the values,
+// heads merged.
+func (b *llmBuilder) attention(attn ops.AttentionConfig, qkv *gorgonia.Node) *gorgonia.Node {
+	probs := b.apply("attention", ops.AttentionProbs{AttentionConfig: attn}, qkv)
+	return b.apply("attention", ops.AttentionMix{AttentionConfig: attn}, probs, qkv)
+}
+
+// paramAdder adds a parameter to a block: its name, initialiser and shape.
+type paramAdder func(name string, init func(*rand.Rand, []float32), shape ...int) *gorgonia.Node
+
+// block starts a block named name; its adder adds the block's parameters,
+// named prefix + their name.
+func (b *llmBuilder) block(name, prefix string) (*engine.Block, paramAdder) {
+	block := &engine.Block{Name: name}
+	b.where = name + ": "
+	return block, func(param string, init func(*rand.Rand, []float32), shape ...int) *gorgonia.Node {
+		return b.m.param(block, prefix+param, init, shape...)
+	}
+}
+
+// head adds the final block: its norm (normalise, given the block's
+// parameter adder) and the product with the output weight, the
+// embedding's table when tied (it stays the embed block's: see
+// LLMConfig), else lm_head's own; it returns the logits.
+func (b *llmBuilder) head(x, embedW *gorgonia.Node, normalise func(x *gorgonia.Node, p paramAdder) *gorgonia.Node) *gorgonia.Node {
+	head, p := b.block("head", "")
+	x = normalise(x, p)
+	w := embedW
+	if !b.cfg.TieEmbeddings {
+		w = p("lm_head.weight", normal02, b.cfg.Vocab, b.cfg.Hidden)
+	}
+	b.m.Blocks = append(b.m.Blocks, *head)
+	return b.apply("lm_head", ops.Projection{}, x, w)
+}
+
+// llama builds the Llama family's graph (llama, mistral, qwen2) and
+// returns its logits:
 //
 //	x = embed_tokens(ids)
 //	per layer: x = x + o_proj(attention(rope(qkv_proj(rmsnorm(x)))))
 //	           x = x + down_proj(silu(gate) ⊙ up), gate|up = gate_up_proj(rmsnorm(x))
 //	logits = lm_head(rmsnorm(x))   (embed_tokens' weight when tied)
-func (b llmBuilder) llama() (*Model, error) {
+func (b *llmBuilder) llama() *gorgonia.Node {
 	cfg, m := b.cfg, b.m
 	d, hd := cfg.Hidden, cfg.HeadDim
-	embed := engine.Block{Name: "embed"}
-	embedW := b.param(&embed, "model.embed_tokens.weight", normal02, cfg.Vocab, d)
-	m.Blocks = append(m.Blocks, embed)
+	embed, p := b.block("embed", "")
+	embedW := p("model.embed_tokens.weight", normal02, cfg.Vocab, d)
+	m.Blocks = append(m.Blocks, *embed)
+	x := b.apply("embed_tokens", ops.TokenEmbedding{}, m.Input, embedW)
 
 	cos, sin := RotaryTables(cfg.RopeInvFreq(), b.SeqLen)
 	cosN, sinN := m.tensor("rope.cos", b.SeqLen, hd/2), m.tensor("rope.sin", b.SeqLen, hd/2)
 	m.Constants = append(m.Constants, Constant{Node: cosN, Values: cos}, Constant{Node: sinN, Values: sin})
-
-	x, err := apply("embed_tokens", ops.TokenEmbedding{}, m.Input, embedW)
-	if err != nil {
-		return nil, err
-	}
 	attn := ops.AttentionConfig{Heads: cfg.Heads, KVHeads: cfg.KVHeads, SeqLen: b.SeqLen, Causal: true}
 	rope := ops.Rotary{Heads: cfg.Heads + cfg.KVHeads, HeadDim: hd, SeqLen: b.SeqLen}
 	norm := ops.RMSNorm{Eps: cfg.NormEps}
 	qkvRows := (cfg.Heads + 2*cfg.KVHeads) * hd
 	for l := 1; l <= b.Layers; l++ {
-		block := engine.Block{Name: fmt.Sprintf("layer%d", l)}
-		pre := fmt.Sprintf("model.layers.%d.", l-1)
-		p := func(name string, init func(*rand.Rand, []float32), shape ...int) *gorgonia.Node {
-			return b.param(&block, pre+name, init, shape...)
-		}
+		block, p := b.block(fmt.Sprintf("layer%d", l), fmt.Sprintf("model.layers.%d.", l-1))
 		bias := func(on bool, name string, n int) *gorgonia.Node {
 			if !on {
 				return nil
@@ -208,112 +247,42 @@ func (b llmBuilder) llama() (*Model, error) {
 		downW := p("mlp.down_proj.weight", normal02, d, cfg.Intermediate)
 		downB := bias(cfg.MLPBias, "mlp.down_proj.bias", d)
 
-		steps := []func() error{
-			func() (err error) {
-				h, err := apply("input_layernorm", norm, x, inNorm)
-				if err != nil {
-					return err
-				}
-				qkv, err := linear("qkv_proj", h, qkvW, qkvB)
-				if err != nil {
-					return err
-				}
-				if qkv, err = apply("rotary embedding", rope, qkv, cosN, sinN); err != nil {
-					return err
-				}
-				probs, err := apply("attention", ops.AttentionProbs{AttentionConfig: attn}, qkv)
-				if err != nil {
-					return err
-				}
-				mixed, err := apply("attention", ops.AttentionMix{AttentionConfig: attn}, probs, qkv)
-				if err != nil {
-					return err
-				}
-				o, err := linear("o_proj", mixed, oW, oB)
-				if err != nil {
-					return err
-				}
-				x, err = apply("residual", ops.Add{}, x, o)
-				return err
-			},
-			func() (err error) {
-				h, err := apply("post_attention_layernorm", norm, x, postNorm)
-				if err != nil {
-					return err
-				}
-				gu, err := linear("gate_up_proj", h, guW, guB)
-				if err != nil {
-					return err
-				}
-				act, err := apply("silu(gate) ⊙ up", ops.SwiGLU{}, gu)
-				if err != nil {
-					return err
-				}
-				down, err := linear("down_proj", act, downW, downB)
-				if err != nil {
-					return err
-				}
-				x, err = apply("residual", ops.Add{}, x, down)
-				return err
-			},
-		}
-		for _, s := range steps {
-			if err := s(); err != nil {
-				return nil, fmt.Errorf("%s: %w", block.Name, err)
-			}
-		}
-		m.Blocks = append(m.Blocks, block)
+		h := b.apply("input_layernorm", norm, x, inNorm)
+		qkv := b.apply("rotary embedding", rope, b.linear("qkv_proj", h, qkvW, qkvB), cosN, sinN)
+		x = b.apply("residual", ops.Add{}, x, b.linear("o_proj", b.attention(attn, qkv), oW, oB))
+		h = b.apply("post_attention_layernorm", norm, x, postNorm)
+		act := b.apply("silu(gate) ⊙ up", ops.SwiGLU{}, b.linear("gate_up_proj", h, guW, guB))
+		x = b.apply("residual", ops.Add{}, x, b.linear("down_proj", act, downW, downB))
+		m.Blocks = append(m.Blocks, *block)
 	}
-
-	head := engine.Block{Name: "head"}
-	normW := b.param(&head, "model.norm.weight", constant(1), d)
-	headW := embedW
-	if !cfg.TieEmbeddings {
-		headW = b.param(&head, "lm_head.weight", normal02, cfg.Vocab, d)
-	}
-	m.Blocks = append(m.Blocks, head)
-	if x, err = apply("norm", norm, x, normW); err != nil {
-		return nil, err
-	}
-	logits, err := apply("lm_head", ops.Projection{}, x, headW)
-	if err != nil {
-		return nil, err
-	}
-	return m.withOutput(logits, ops.SoftmaxCrossEntropy{})
+	return b.head(x, embedW, func(x *gorgonia.Node, p paramAdder) *gorgonia.Node {
+		return b.apply("norm", norm, x, p("model.norm.weight", constant(1), d))
+	})
 }
 
-// gpt2 builds GPT-2's graph:
+// gpt2 builds GPT-2's graph and returns its logits:
 //
 //	x = wte(ids) + wpe(positions)
 //	per layer: x = x + c_proj(attention(c_attn(ln_1(x))))
 //	           x = x + mlp.c_proj(gelu_new(c_fc(ln_2(x))))
 //	logits = ln_f(x)·wteᵀ   (lm_head's own weight when untied)
-func (b llmBuilder) gpt2() (*Model, error) {
+func (b *llmBuilder) gpt2() *gorgonia.Node {
 	cfg, m := b.cfg, b.m
 	d := cfg.Hidden
 	// transformers' GPT2 initialisation: N(0, 0.02²) weights, zero biases,
 	// and the residual projections' weights scaled by 1/√(2·n_layer).
 	residual := normal(0.02 / math.Sqrt(2*float64(cfg.Layers)))
-	embed := engine.Block{Name: "embed"}
-	wte := b.param(&embed, "wte.weight", normal02, cfg.Vocab, d)
-	wpe := b.param(&embed, "wpe.weight", normal(0.01), cfg.MaxPositions, d)
-	m.Blocks = append(m.Blocks, embed)
+	embed, p := b.block("embed", "")
+	wte := p("wte.weight", normal02, cfg.Vocab, d)
+	wpe := p("wpe.weight", normal(0.01), cfg.MaxPositions, d)
+	m.Blocks = append(m.Blocks, *embed)
+	x := b.apply("wte", ops.TokenEmbedding{}, m.Input, wte)
+	x = b.apply("wpe", ops.AddPositions{SeqLen: b.SeqLen}, x, wpe)
 
-	x, err := apply("wte", ops.TokenEmbedding{}, m.Input, wte)
-	if err != nil {
-		return nil, err
-	}
-	if x, err = apply("wpe", ops.AddPositions{SeqLen: b.SeqLen}, x, wpe); err != nil {
-		return nil, err
-	}
 	attn := ops.AttentionConfig{Heads: cfg.Heads, SeqLen: b.SeqLen, Causal: true}
 	ln := ops.LayerNorm{Eps: cfg.NormEps}
 	for l := 1; l <= b.Layers; l++ {
-		block := engine.Block{Name: fmt.Sprintf("layer%d", l)}
-		pre := fmt.Sprintf("h.%d.", l-1)
-		p := func(name string, init func(*rand.Rand, []float32), shape ...int) *gorgonia.Node {
-			return b.param(&block, pre+name, init, shape...)
-		}
+		block, p := b.block(fmt.Sprintf("layer%d", l), fmt.Sprintf("h.%d.", l-1))
 		ln1W, ln1B := p("ln_1.weight", constant(1), d), p("ln_1.bias", constant(0), d)
 		attnW, attnB := p("attn.c_attn.weight", normal02, d, 3*d), p("attn.c_attn.bias", constant(0), 3*d)
 		projW, projB := p("attn.c_proj.weight", residual, d, d), p("attn.c_proj.bias", constant(0), d)
@@ -321,68 +290,17 @@ func (b llmBuilder) gpt2() (*Model, error) {
 		fcW, fcB := p("mlp.c_fc.weight", normal02, d, cfg.Intermediate), p("mlp.c_fc.bias", constant(0), cfg.Intermediate)
 		outW, outB := p("mlp.c_proj.weight", residual, cfg.Intermediate, d), p("mlp.c_proj.bias", constant(0), d)
 
-		layer := func() error {
-			h, err := apply("ln_1", ln, x, ln1W, ln1B)
-			if err != nil {
-				return err
-			}
-			qkv, err := apply("c_attn", ops.Conv1D{}, h, attnW, attnB)
-			if err != nil {
-				return err
-			}
-			probs, err := apply("attention", ops.AttentionProbs{AttentionConfig: attn}, qkv)
-			if err != nil {
-				return err
-			}
-			mixed, err := apply("attention", ops.AttentionMix{AttentionConfig: attn}, probs, qkv)
-			if err != nil {
-				return err
-			}
-			a, err := apply("attn.c_proj", ops.Conv1D{}, mixed, projW, projB)
-			if err != nil {
-				return err
-			}
-			if x, err = apply("residual", ops.Add{}, x, a); err != nil {
-				return err
-			}
-			h, err = apply("ln_2", ln, x, ln2W, ln2B)
-			if err != nil {
-				return err
-			}
-			f, err := apply("c_fc", ops.Conv1D{}, h, fcW, fcB)
-			if err != nil {
-				return err
-			}
-			if f, err = apply("gelu_new", ops.GELUTanh{}, f); err != nil {
-				return err
-			}
-			if f, err = apply("mlp.c_proj", ops.Conv1D{}, f, outW, outB); err != nil {
-				return err
-			}
-			x, err = apply("residual", ops.Add{}, x, f)
-			return err
-		}
-		if err := layer(); err != nil {
-			return nil, fmt.Errorf("%s: %w", block.Name, err)
-		}
-		m.Blocks = append(m.Blocks, block)
+		h := b.apply("ln_1", ln, x, ln1W, ln1B)
+		mixed := b.attention(attn, b.apply("c_attn", ops.Conv1D{}, h, attnW, attnB))
+		x = b.apply("residual", ops.Add{}, x, b.apply("attn.c_proj", ops.Conv1D{}, mixed, projW, projB))
+		h = b.apply("ln_2", ln, x, ln2W, ln2B)
+		f := b.apply("gelu_new", ops.GELUTanh{}, b.apply("c_fc", ops.Conv1D{}, h, fcW, fcB))
+		x = b.apply("residual", ops.Add{}, x, b.apply("mlp.c_proj", ops.Conv1D{}, f, outW, outB))
+		m.Blocks = append(m.Blocks, *block)
 	}
-
-	head := engine.Block{Name: "head"}
-	lnfW, lnfB := b.param(&head, "ln_f.weight", constant(1), d), b.param(&head, "ln_f.bias", constant(0), d)
-	headW := wte
-	if !cfg.TieEmbeddings {
-		headW = b.param(&head, "lm_head.weight", normal02, cfg.Vocab, d)
-	}
-	m.Blocks = append(m.Blocks, head)
-	if x, err = apply("ln_f", ln, x, lnfW, lnfB); err != nil {
-		return nil, err
-	}
-	logits, err := apply("lm_head", ops.Projection{}, x, headW)
-	if err != nil {
-		return nil, err
-	}
-	return m.withOutput(logits, ops.SoftmaxCrossEntropy{})
+	return b.head(x, wte, func(x *gorgonia.Node, p paramAdder) *gorgonia.Node {
+		return b.apply("ln_f", ln, x, p("ln_f.weight", constant(1), d), p("ln_f.bias", constant(0), d))
+	})
 }
 
 // RotaryTables returns the rotary embedding's cos and sin tables
