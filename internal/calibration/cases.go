@@ -48,16 +48,37 @@ var (
 	// attentionShapes are attention's batch, sequence length, heads and
 	// width.
 	attentionShapes = [][4]int{{1, 4, 1, 4}, {2, 16, 2, 16}, {3, 24, 4, 24}, {1, 64, 2, 32}, {2, 48, 4, 48}}
+	// llmProductShapes are the llm workload's products' rows, inputs and
+	// outputs (Projection, nn.Linear without a bias, and GPT-2's Conv1D,
+	// x·W + b, with their gradients): one row of 16, then tokens through
+	// widths from a small model's attention to its MLP's.
+	llmProductShapes = [][3]int{{1, 16, 16}, {32, 64, 192}, {64, 256, 1536}, {96, 576, 576}}
 	// layerNormShapes are LayerNorm's rows and width.
 	layerNormShapes = [][2]int{{1, 8}, {64, 24}, {96, 48}, {512, 128}}
+	// rmsNormShapes are RMSNorm's rows and width, the llm workload's
+	// tokens and hidden sizes.
+	rmsNormShapes = [][2]int{{1, 8}, {32, 96}, {96, 576}, {256, 768}}
 	// elementwiseSizes are the element-wise kernels' element counts.
 	elementwiseSizes = []int{16, 1 << 10, 1 << 13, 1 << 16, 1 << 19}
+	// llmElementwiseSizes are about the element counts of the llm
+	// workload's activations and rotations in Cases: the element-wise
+	// class's fixed cost is decided by elementwiseSizes' smallest.
+	llmElementwiseSizes = []int{1 << 12, 1 << 18}
 )
+
+// The rotation Cases times: rows of llmRotaryHeads heads of
+// llmRotaryHeadDim columns and as many columns more passed through (a
+// packed row's values), in sequences of llmRotarySeqLen tokens.
+const llmRotaryHeads, llmRotaryHeadDim, llmRotarySeqLen = 2, 32, 16
 
 // Cases are the op cases Samples times: for each class of
 // perfmodel.KernelClasses the ops of that class that the workloads run,
 // forward and backward, and the element-wise ops (Add, LeakyReLU and its
-// gradient, a bias gradient), each at several shapes.
+// gradient, a bias gradient, and the llm workload's GELUTanh, SwiGLU and
+// Rotary with their gradients), each at several shapes. The lookups
+// (Embedding, TokenEmbedding) and the position table's add and gradient
+// are not timed: they are element-wise, and the fit decides that class
+// from the others.
 func Cases() []Case {
 	var cases []Case
 	add := func(spec ops.Spec, shapes ...tensor.Shape) { cases = append(cases, Case{spec, shapes}) }
@@ -67,6 +88,14 @@ func Cases() []Case {
 		add(ops.Linear{}, x, w, tensor.Shape{out})
 		add(ops.LinearInputGrad{}, g, w)
 		add(ops.LinearWeightGrad{}, g, x)
+	}
+	for _, s := range llmProductShapes {
+		rows, in, out := s[0], s[1], s[2]
+		x, g := tensor.Shape{rows, in}, tensor.Shape{rows, out}
+		add(ops.Projection{}, x, tensor.Shape{out, in})
+		add(ops.Conv1D{}, x, tensor.Shape{in, out}, tensor.Shape{out})
+		add(ops.Conv1DInputGrad{}, g, tensor.Shape{in, out})
+		add(ops.Conv1DWeightGrad{}, x, g)
 	}
 	for _, s := range convShapes {
 		batch, in, out, size, k := s[0], s[1], s[2], s[3], s[4]
@@ -91,12 +120,31 @@ func Cases() []Case {
 		add(ops.LayerNormInputGrad{Eps: ops.DefaultLayerNormEps}, x, v, x)
 		add(ops.LayerNormWeightGrad{Eps: ops.DefaultLayerNormEps}, x, x)
 	}
+	for _, s := range rmsNormShapes {
+		x, v := tensor.Shape{s[0], s[1]}, tensor.Shape{s[1]}
+		add(ops.RMSNorm{Eps: ops.DefaultRMSNormEps}, x, v)
+		add(ops.RMSNormInputGrad{Eps: ops.DefaultRMSNormEps}, x, v, x)
+		add(ops.RMSNormWeightGrad{Eps: ops.DefaultRMSNormEps}, x, x)
+	}
 	for _, n := range elementwiseSizes {
 		v := tensor.Shape{n}
 		add(ops.Add{}, v, v)
 		add(ops.LeakyReLU{Slope: ops.DefaultLeakySlope}, v)
 		add(ops.LeakyReLUGrad{Slope: ops.DefaultLeakySlope}, v, v)
 		add(ops.LinearBiasGrad{}, tensor.Shape{max(n/16, 1), 16})
+	}
+	rotary := ops.Rotary{Heads: llmRotaryHeads, HeadDim: llmRotaryHeadDim, SeqLen: llmRotarySeqLen}
+	const width = 2 * llmRotaryHeads * llmRotaryHeadDim
+	table := tensor.Shape{llmRotarySeqLen, llmRotaryHeadDim / 2}
+	for _, n := range llmElementwiseSizes {
+		v, packed, half := tensor.Shape{n}, tensor.Shape{n / 128, 128}, tensor.Shape{n / 128, 64}
+		add(ops.GELUTanh{}, v)
+		add(ops.GELUTanhGrad{}, v, v)
+		add(ops.SwiGLU{}, packed)
+		add(ops.SwiGLUGrad{}, packed, half)
+		rows := tensor.Shape{max(n/width/llmRotarySeqLen, 1) * llmRotarySeqLen, width}
+		add(rotary, rows, table, table)
+		add(ops.RotaryGrad(rotary), rows, table, table)
 	}
 	return cases
 }
