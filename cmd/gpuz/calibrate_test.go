@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"gpuz/internal/bench"
 	"gpuz/internal/device"
+	"gpuz/internal/models"
 	"gpuz/internal/perfmodel"
 )
 
@@ -167,4 +170,44 @@ func TestPlanOnACalibratedProfile(t *testing.T) {
 	if !strings.Contains(string(out), "predicted: model time per epoch on calibrated-host (cuda, cpu)") {
 		t.Errorf("plan output does not name the calibrated profile:\n%s", out)
 	}
+}
+
+// TestHeldOutRuns checks every held-out run's options without running it:
+// each is a valid run of the cpu mode for heldOutEpochs, named apart from
+// the others, the llm one an evaluation of smollm2-135m on one batch of 2
+// at --scale small's other sizes; and all of them together, every epoch,
+// do less than 100 GFLOP (39 today; 231 with the llm's training on --scale
+// small's 4 samples instead), so that each round's held-out runs take a
+// few seconds on a 2-core machine.
+func TestHeldOutRuns(t *testing.T) {
+	o := &CalibrateOptions{IO: newIOStreams(&bytes.Buffer{}, &bytes.Buffer{}), Threads: 1}
+	names := map[string]bool{}
+	var flops int64
+	for _, r := range heldOutRuns {
+		opts, err := r.options(o, "cpu")
+		if err != nil {
+			t.Fatalf("%s %s: %v", r.workload.Name, r.task, err)
+		}
+		name := fmt.Sprintf("%s %s %v", opts.ModelName, r.task, r.sizes)
+		if names[name] {
+			t.Errorf("two held-out runs %s", name)
+		}
+		names[name] = true
+		if r.workload.Name == models.LLM.Name && (opts.ModelName != "llm smollm2-135m" || opts.Task != bench.TaskEval || opts.Samples != 2 || opts.Batch != 2) {
+			t.Errorf("llm held-out run: %s %s, %d samples in batches of %d; want llm smollm2-135m eval, 2 in batches of 2",
+				opts.ModelName, opts.Task, opts.Samples, opts.Batch)
+		}
+		if opts.Epochs != heldOutEpochs || len(opts.Modes) != 1 || opts.Modes[0] != bench.ModeCPU {
+			t.Errorf("%s: %d epochs of %v, want %d of cpu", name, opts.Epochs, opts.Modes, heldOutEpochs)
+		}
+		p, err := bench.PlanMemory(opts, bench.PlanOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		flops += p.Schedules[0].Work.FLOPs * int64(p.Batches) * int64(opts.Epochs)
+	}
+	if flops >= 100e9 {
+		t.Errorf("the held-out runs do %.1f GFLOP, want less than 100", float64(flops)/1e9)
+	}
+	t.Logf("the held-out runs do %.1f GFLOP", float64(flops)/1e9)
 }

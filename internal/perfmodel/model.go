@@ -87,8 +87,9 @@ type Efficiency struct {
 	// CopyOverhead is the fixed cost of each copy.
 	CopyOverhead time.Duration
 	// DenseKernels are the kernel names (compared without regard to case)
-	// that run as an SGEMM on a GPU: cuBLAS's GEMM, the Linear ops that
-	// call it (the engine's Schedule.Work names kernels by their op), and
+	// that run as an SGEMM on a GPU: cuBLAS's GEMM, the ops that call it
+	// (Linear, Projection, Conv1D and their gradients: the engine's
+	// Schedule.Work names kernels by their op), and
 	// the convolutions, which gpuz's CUDA device runs as im2col and a
 	// cuBLAS GEMM. Nil in a profile's fitted efficiency (Profile.Fitted)
 	// means DefaultEfficiency's.
@@ -121,28 +122,70 @@ type KernelClass struct {
 }
 
 // KernelClasses are the classes gpuz calibrate gives factors of their own
-// (their fractions and overhead unset): the products (a GEMM and the
-// Linear ops that call one), the convolutions (im2col and a GEMM), the
-// attention kernels (a product and a softmax per head, hand-written) and
-// the normalisations (LayerNorm's row reductions). Every other kernel
-// keeps Efficiency's own factors: the element-wise class.
+// (their fractions and overhead unset): the products (a GEMM and the ops
+// that call one: Linear and its gradients, the llm workload's Projection,
+// nn.Linear without a bias, and GPT-2's Conv1D, x·W + b, and its
+// gradients), the convolutions (im2col and a GEMM), the attention kernels
+// (a product and a softmax per head, hand-written; grouped-query attention
+// runs the same kernels) and the normalisations (row reductions:
+// LayerNorm and RMSNorm, with their gradients). Every other kernel keeps
+// Efficiency's own factors: the element-wise class (ElementwiseKernels).
 func KernelClasses() []KernelClass {
 	return []KernelClass{
-		{Name: ClassProducts, Kernels: []string{"Gemm", "Linear", "LinearInputGrad", "LinearWeightGrad"}},
+		{Name: ClassProducts, Kernels: []string{"Gemm", "Linear", "LinearInputGrad", "LinearWeightGrad",
+			"Projection", "Conv1D", "Conv1DInputGrad", "Conv1DWeightGrad"}},
 		{Name: ClassConvolutions, Kernels: []string{"Conv2d", "Conv2dInputGrad", "Conv2dWeightGrad"}},
 		{Name: ClassAttention, Kernels: []string{"AttentionProbs", "AttentionProbsGrad", "AttentionMix",
 			"AttentionMixProbsGrad", "AttentionMixValueGrad"}},
-		{Name: ClassNormalisation, Kernels: []string{"LayerNorm", "LayerNormInputGrad", "LayerNormWeightGrad"}},
+		{Name: ClassNormalisation, Kernels: []string{"LayerNorm", "LayerNormInputGrad", "LayerNormWeightGrad",
+			"RMSNorm", "RMSNormInputGrad", "RMSNormWeightGrad"}},
 	}
 }
 
-// The names of KernelClasses' classes.
+// The names of KernelClasses' classes, and ClassElementwise, the class of
+// every other kernel.
 const (
 	ClassProducts      = "products"
 	ClassConvolutions  = "convolutions"
 	ClassAttention     = "attention"
 	ClassNormalisation = "normalisation"
+	ClassElementwise   = "element-wise"
 )
+
+// ElementwiseKernels are the kernels of the workloads that are in no
+// class of KernelClasses, each memory-bound or nearly: the element-wise
+// ops and activations (Add, LeakyReLU, GELUTanh, SwiGLU, Rotary's
+// rotations and their gradients), the bias and position-table gradients
+// (row sums), the lookups (Embedding, and TokenEmbedding, a gather that
+// computes nothing) with their gradient, the losses, and the engine's own
+// kernels (engine.KernelGradientSum, KernelSumSquares, KernelAdam and
+// KernelConvert). They reach Efficiency's Elementwise and Bandwidth
+// fractions and cost the profile's KernelOverhead. The list is what
+// ClassOf knows: the model prices any kernel outside the classes the
+// same, listed or not.
+func ElementwiseKernels() []string {
+	return []string{"Add", "LeakyReLU", "LeakyReLUGrad", "GELUTanh", "GELUTanhGrad", "SwiGLU", "SwiGLUGrad",
+		"Rotary", "RotaryGrad", "LinearBiasGrad", "Conv2dBiasGrad", "AddPositions", "PositionsGrad",
+		"Embedding", "EmbeddingGrad", "TokenEmbedding", "SoftmaxCrossEntropy", "SoftmaxCrossEntropyGrad",
+		"MSE", "MSEGrad", "Mean", "MeanGrad", "GradientSum", "SumSquares", "AdamStep", "Convert16"}
+}
+
+// ClassOf returns the class of the kernel called name (compared without
+// regard to case): the name of its class of KernelClasses, or
+// ClassElementwise for a kernel of ElementwiseKernels; ok is false for a
+// kernel the model does not know.
+func ClassOf(name string) (class string, ok bool) {
+	named := func(k string) bool { return strings.EqualFold(k, name) }
+	for _, c := range KernelClasses() {
+		if slices.ContainsFunc(c.Kernels, named) {
+			return c.Name, true
+		}
+	}
+	if slices.ContainsFunc(ElementwiseKernels(), named) {
+		return ClassElementwise, true
+	}
+	return "", false
+}
 
 // class returns the class of e that names the kernel called name, nil
 // when none does.
@@ -209,6 +252,7 @@ var DefaultEfficiency = Efficiency{
 	Copy:         0.9,
 	CopyOverhead: 10 * time.Microsecond,
 	DenseKernels: []string{"Gemm", "Linear", "LinearInputGrad", "LinearWeightGrad",
+		"Projection", "Conv1D", "Conv1DInputGrad", "Conv1DWeightGrad",
 		"Conv2d", "Conv2dInputGrad", "Conv2dWeightGrad"},
 }
 

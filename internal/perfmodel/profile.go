@@ -72,8 +72,12 @@ func (p Profile) Rate16() float64 {
 }
 
 // Efficiency returns the efficiency the model time applies on p: its
-// fitted one (with DefaultEfficiency's dense kernels when it names none),
-// else DefaultEfficiency.
+// fitted one (with DefaultEfficiency's dense kernels when it names none,
+// and each class named as one of KernelClasses given that class's kernels
+// that none of its classes names), else DefaultEfficiency. A profile
+// calibrated before a class grew (the products before the llm workload's
+// Projection and Conv1D, the normalisations before RMSNorm) so prices the
+// new kernels at their class's fitted factors, not as element-wise ones.
 func (p Profile) Efficiency() Efficiency {
 	if p.Fitted == nil {
 		return DefaultEfficiency
@@ -82,7 +86,36 @@ func (p Profile) Efficiency() Efficiency {
 	if e.DenseKernels == nil {
 		e.DenseKernels = DefaultEfficiency.DenseKernels
 	}
+	e.Classes = withClassKernels(e.Classes)
 	return e
+}
+
+// withClassKernels returns classes with each class that has the name of
+// one of KernelClasses given the kernels of that class that none of
+// classes names; classes itself is not changed.
+func withClassKernels(classes []KernelClass) []KernelClass {
+	named := func(k string) bool {
+		return slices.ContainsFunc(classes, func(c KernelClass) bool {
+			return slices.ContainsFunc(c.Kernels, func(n string) bool { return strings.EqualFold(n, k) })
+		})
+	}
+	out := slices.Clone(classes)
+	for i, c := range out {
+		j := slices.IndexFunc(KernelClasses(), func(k KernelClass) bool { return k.Name == c.Name })
+		if j < 0 {
+			continue
+		}
+		var missing []string
+		for _, k := range KernelClasses()[j].Kernels {
+			if !named(k) {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) > 0 {
+			out[i].Kernels = append(slices.Clone(c.Kernels), missing...)
+		}
+	}
+	return out
 }
 
 // GPULaunchOverhead is the fixed cost of a kernel launch on a GPU, every
