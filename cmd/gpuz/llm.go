@@ -62,16 +62,19 @@ func (o *WorkloadOptions) resolveModel() error {
 	return nil
 }
 
-// modelName is how a run names the model: the preset's name, or the
-// directory (or file) the config came from.
+// modelName is how a run names the model: the preset's name, the
+// snapshot directory's, the name of a config file other than config.json
+// without its extension, or the directory of a config.json.
 func modelName(m hfconfig.Model) string {
-	if m.Dir != "" {
+	switch {
+	case m.Dir != "":
 		return filepath.Base(filepath.Clean(m.Dir))
-	}
-	if strings.ContainsAny(m.Name, `/\`) || strings.HasSuffix(m.Name, ".json") {
+	case !strings.ContainsAny(m.Name, `/\`) && !strings.HasSuffix(m.Name, ".json"):
+		return m.Name // a preset
+	case filepath.Base(m.Name) == "config.json":
 		return filepath.Base(filepath.Dir(filepath.Clean(m.Name)))
 	}
-	return m.Name
+	return strings.TrimSuffix(filepath.Base(m.Name), filepath.Ext(m.Name))
 }
 
 // writeModelList prints the presets: name, repository, parameter count and

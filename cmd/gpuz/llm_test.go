@@ -48,3 +48,23 @@ func TestLLMPlanReportsPublishedParams(t *testing.T) {
 		})
 	}
 }
+
+// TestModelName checks how a run names its model: a preset by its name, a
+// snapshot by its directory, config.json by its directory, another config
+// file by its name.
+func TestModelName(t *testing.T) {
+	for _, tc := range []struct {
+		model hfconfig.Model
+		want  string
+	}{
+		{hfconfig.Model{Name: "smollm2-135m"}, "smollm2-135m"},
+		{hfconfig.Model{Name: "models/Llama-3.2-1B/", Dir: "models/Llama-3.2-1B/"}, "Llama-3.2-1B"},
+		{hfconfig.Model{Name: "models/Qwen2.5-1.5B/config.json"}, "Qwen2.5-1.5B"},
+		{hfconfig.Model{Name: "testdata/mistral-7b-v0.1.json"}, "mistral-7b-v0.1"},
+		{hfconfig.Model{Name: "mine.json"}, "mine"},
+	} {
+		if got := modelName(tc.model); got != tc.want {
+			t.Errorf("modelName(%+v) = %q, want %q", tc.model, got, tc.want)
+		}
+	}
+}
