@@ -25,7 +25,7 @@ type jsonEnv struct {
 	// HugePages is whether large host buffers use transparent huge pages,
 	// as "madvise: used" or "never: not available" (sysinfo.Env.HugePages).
 	HugePages string `json:"huge_pages"`
-	// GPU is the GPU's own description (device.Describer); null when no
+	// GPU is the GPU's own description (device.Caps.Description); null when no
 	// mode ran on one.
 	GPU         map[string]string `json:"gpu"`
 	Start       string            `json:"start"` // RFC 3339
