@@ -58,7 +58,7 @@ func selftestRun(ctx context.Context, opts *SelftestOptions) error {
 		return usagef("--device: %w", err)
 	}
 	defer dev.Close()
-	if _, ok := dev.(*device.Sim); ok {
+	if dev.Caps().Simulated {
 		fmt.Fprintf(stdout, simSelftestNote, dev.Name())
 	}
 	if _, ok := dev.(*device.Host); ok {

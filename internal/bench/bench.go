@@ -69,7 +69,7 @@ type Options struct {
 	// HostProfile, when set, is the profile the cpu mode's epochs are
 	// predicted on (perfmodel.LookupHost, perfmodel.HostProfile). The
 	// cuda and cache modes are predicted on their device's own profile,
-	// when it has one (device.Profiled), or on a real GPU on one measured
+	// when it has one (device.Caps.Profile), or on a real GPU on one measured
 	// on it during the run (perfmodel.Measured).
 	HostProfile *perfmodel.Profile
 	// measured holds the profiles measured on real GPUs during a run
@@ -216,8 +216,9 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 
 // runMode measures one mode on a device of its own, which it closes before
 // it returns so that the next mode finds the memory free, timing its setup
-// phase by phase (ModeResult.Setup). The first GPU device that describes
-// itself (device.Describer) fills h.Env.GPU, and the first epoch of the
+// phase by phase (ModeResult.Setup). What the device can do comes from its
+// Caps, read once: the first GPU device that describes itself
+// (device.Caps.Description) fills h.Env.GPU, and the first epoch of the
 // run h.StartToFirstEpoch.
 func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *Header) (r ModeResult) {
 	r = ModeResult{Mode: mode, Warmup: opts.Warmup}
@@ -227,16 +228,17 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 		r.Status = status
 		return r
 	}
-	r.Setup = openPhases(dev, time.Since(opening))
+	caps := dev.Caps()
+	r.Setup = openPhases(caps, time.Since(opening))
 	env := &h.Env
 	defer func() {
 		if err := dev.Close(); err != nil && r.Status.Kind == StatusOK {
 			r.Status = Status{Kind: StatusFailed, Reason: err.Error()}
 		}
 	}()
-	r.Device = dev.Name()
-	if d, ok := dev.(device.Describer); ok && mode != ModeCPU && env.GPU == nil {
-		env.GPU = d.Describe()
+	r.Device, r.Simulated = dev.Name(), caps.Simulated
+	if caps.Description != nil && mode != ModeCPU && env.GPU == nil {
+		env.GPU = caps.Description
 	}
 	if opts.Progress != nil {
 		opts.Progress(Event{Mode: mode, Device: r.Device})
@@ -253,12 +255,10 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 	// A real GPU is measured for its predictions before anything is
 	// loaded, so that the measurement neither finds the memory taken nor
 	// counts in the mode's peak.
-	if _, gpu := dev.(device.Capable); gpu && opts.measured != nil {
+	if caps.ComputeCapability != "" && opts.measured != nil {
 		measuring := time.Now()
 		opts.measured.of(dev)
-		if p, ok := dev.(interface{ ResetPeak() }); ok {
-			p.ResetPeak()
-		}
+		dev.ResetPeak()
 		r.phase(PhaseMeasure, measuring)
 	}
 	free, _, err := dev.MemInfo()
@@ -276,18 +276,18 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 	if placement.Managed {
 		r.Placement = engine.ManagedText(fp.Window, sched.Pages(placement), placement.PageSize, placement.AdviseHost)
 	}
-	if reason := hostShortfall(dev, fp); reason != "" {
+	if reason := hostShortfall(caps, fp); reason != "" {
 		r.Status = Status{Kind: StatusSkipped, Reason: reason}
 		return r
 	}
 	reserving := time.Now()
-	release, refused := reserveAhead(dev, fp.Device)
+	release, refused := reserveAhead(caps.Reserver, fp.Device)
 	if refused != nil {
 		r.Status = *refused
 		return r
 	}
 	defer release()
-	if _, ok := dev.(aheadReserver); ok {
+	if caps.Reserver != nil {
 		r.phase(PhaseReserve, reserving)
 	}
 	loading := time.Now()
@@ -324,7 +324,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 	r.Setup = append(r.Setup, Phase{PhaseInit, time.Since(initialising) - upload}, Phase{PhaseUpload, upload})
 
 	batches := opts.Samples / opts.Batch
-	if p, ok := opts.profileFor(mode, dev); ok {
+	if p, ok := opts.profileFor(mode, dev, caps); ok {
 		predicting := time.Now()
 		copies, err := sched.Copies(placement, prog.Window(), batches, []*gorgonia.Node{model.Input, model.Target})
 		if err != nil {
@@ -404,15 +404,14 @@ func (r *ModeResult) phase(name PhaseName, start time.Time) {
 	r.Setup = append(r.Setup, Phase{name, time.Since(start)})
 }
 
-// openPhases are the setup phases of opening dev, which took d: the
-// kernels' compile or their cache's read first, for a device that says
-// (device.KernelCompiler), then the rest of the opening.
-func openPhases(dev device.Device, d time.Duration) []Phase {
-	k, ok := dev.(device.KernelCompiler)
-	if !ok {
+// openPhases are the setup phases of opening a device of caps, which took
+// d: the kernels' compile or their cache's read first, for a device that
+// says (device.Caps.Compile), then the rest of the opening.
+func openPhases(caps device.Caps, d time.Duration) []Phase {
+	c := caps.Compile
+	if c == nil {
 		return []Phase{{PhaseOpen, d}}
 	}
-	c := k.KernelCompile()
 	name := PhaseCompile
 	if c.Cached {
 		name = PhaseKernelCache
@@ -420,23 +419,15 @@ func openPhases(dev device.Device, d time.Duration) []Phase {
 	return []Phase{{name, c.Duration}, {PhaseOpen, d - c.Duration}}
 }
 
-// aheadReserver is a device that can reserve, in one step, the memory a
-// program will then allocate piece by piece: the simulated GPU
-// (device.Sim.ReserveAhead), whose ledger other gpuz processes share.
-type aheadReserver interface {
-	ReserveAhead(bytes int64) (release func(), err error)
-}
-
 // reserveAhead reserves a mode's planned device footprint before it loads,
 // so that two processes that each fit alone do not both fail holding part
 // of the memory each: the second fails at once instead. It returns the
 // release, or the mode's status when the footprint does not fit ("needs X,
 // Y of Z free", quoting the free memory at that moment) or the reservation
-// fails otherwise. A device that cannot reserve ahead (a CUDA GPU, whose
-// real allocations are the truth) gets a release that does nothing.
-func reserveAhead(dev device.Device, footprint int64) (func(), *Status) {
-	r, ok := dev.(aheadReserver)
-	if !ok {
+// fails otherwise. A device that cannot reserve ahead (nil r: a CUDA GPU,
+// whose real allocations are the truth) gets a release that does nothing.
+func reserveAhead(r device.AheadReserver, footprint int64) (func(), *Status) {
+	if r == nil {
 		return func() {}, nil
 	}
 	release, err := r.ReserveAhead(footprint)
@@ -483,14 +474,7 @@ func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Statu
 			return dev, opts.hybridPlacement(), Status{}
 		}
 		if mode == ModeManaged {
-			reason := dev.Name() + " cannot allocate managed memory"
-			if m, ok := dev.(device.ManagedMemory); ok {
-				reason = ""
-				if err := m.ManagedSupport(); err != nil {
-					reason = err.Error()
-				}
-			}
-			if reason != "" {
+			if reason := managedUnsupported(dev); reason != "" {
 				_ = dev.Close()
 				return nil, engine.Placement{}, Status{Kind: StatusUnavailable, Reason: reason}
 			}
@@ -543,16 +527,6 @@ func (opts Options) compile() (*models.Model, *engine.Schedule, error) {
 		return nil, nil, err
 	}
 	return model, sched, nil
-}
-
-// sharesHostMemory reports whether a device's memory is host memory: the
-// host itself and the simulated GPU.
-func sharesHostMemory(dev device.Device) bool {
-	switch dev.(type) {
-	case *device.Host, *device.Sim:
-		return true
-	}
-	return false
 }
 
 // errorStatus classifies an error that stopped a mode.

@@ -6,17 +6,23 @@ import (
 	"gpuz/internal/device"
 )
 
-// fakeGPU is a simulated device that says it is a real GPU (device.Capable)
-// and has no profile of its own, as a CUDA device.
+// fakeGPU is a simulated device whose caps say it is a real GPU (a
+// compute capability, not simulated) without a profile of its own, as a
+// CUDA device's do.
 type fakeGPU struct{ *device.Sim }
 
-func (fakeGPU) ComputeCapability() (major, minor int) { return 9, 0 }
+func (g fakeGPU) Caps() device.Caps {
+	c := g.Sim.Caps()
+	c.Simulated, c.ComputeCapability = false, "9.0"
+	return c
+}
 
 // TestRealGPUMeasuredForPredictions runs the cuda mode on a device that is
 // a GPU without a profile: it is measured once, before the mode loads, and
 // the mode is predicted on the measured profile (bound ≤ model, both
 // positive), without the measurement's buffers counting in the mode's peak
-// memory.
+// memory; the mode's result says simulated as the device's caps do, not
+// as its name ("sim:1GiB" for both) would.
 func TestRealGPUMeasuredForPredictions(t *testing.T) {
 	peak := func(gpu bool) ModeResult {
 		opts := smallLinearRun(t, TaskEval, ModeCUDA)
@@ -39,6 +45,9 @@ func TestRealGPUMeasuredForPredictions(t *testing.T) {
 	}
 	if p := measured.Prediction; p.Bound <= 0 || p.Bound > p.Model {
 		t.Errorf("prediction on %s: bound %v, model %v; want 0 < bound ≤ model", p.Profile, p.Bound, p.Model)
+	}
+	if !plain.Simulated || measured.Simulated {
+		t.Errorf("Simulated: %v on the simulated device, %v on the GPU; want what their caps say, true and false", plain.Simulated, measured.Simulated)
 	}
 	if measured.PeakDeviceBytes != plain.PeakDeviceBytes {
 		t.Errorf("peak %d bytes on the measured GPU, %d without measuring: the measurement counted in the mode's peak", measured.PeakDeviceBytes, plain.PeakDeviceBytes)

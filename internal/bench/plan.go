@@ -226,7 +226,8 @@ func (opts Options) planMode(mp ModePlan, dev device.Device, sched *engine.Sched
 func (opts Options) sizeMode(mp *ModePlan, dev device.Device, sched *engine.Schedule, dataBytes int64, batches int, fed []*gorgonia.Node) error {
 	mp.Footprint = sched.Footprint(mp.Placement, mp.DeviceFree)
 	mp.FitsDevice = mp.Footprint.Device <= mp.DeviceFree
-	mp.HostNeed = dataBytes + hostNeed(dev, mp.Footprint)
+	caps := dev.Caps()
+	mp.HostNeed = dataBytes + hostNeed(caps, mp.Footprint)
 	mp.FitsHost = mp.HostNeed <= mp.HostAvailable
 	if fed == nil || mp.Placement.Validate() != nil {
 		return nil
@@ -235,7 +236,7 @@ func (opts Options) sizeMode(mp *ModePlan, dev device.Device, sched *engine.Sche
 	if mp.Copies, err = sched.Copies(mp.Placement, mp.Footprint.Window, batches, fed); err != nil {
 		return err
 	}
-	if p, ok := opts.profileFor(mp.Mode, dev); ok {
+	if p, ok := opts.profileFor(mp.Mode, dev, caps); ok {
 		pr := predictEpoch(sched.Work(), batches, mp.Copies, mp.Placement, p)
 		mp.Prediction = &pr
 	}
@@ -281,9 +282,9 @@ func (opts Options) dataShortfall(model *models.Model, threads threadCount) (Res
 
 // hostNeed is the host memory a footprint takes on a device: its host
 // bytes, plus its device bytes where the device's memory is host memory.
-func hostNeed(dev device.Device, fp engine.Footprint) int64 {
+func hostNeed(caps device.Caps, fp engine.Footprint) int64 {
 	need := fp.Host
-	if sharesHostMemory(dev) {
+	if caps.HostMemory {
 		need += fp.Device
 	}
 	return need
@@ -293,12 +294,12 @@ func hostNeed(dev device.Device, fp engine.Footprint) int64 {
 // still lets this process allocate (device.ReadHostLimit), or "" when it
 // fits. The data set, made before any mode, is already counted in that
 // limit.
-func hostShortfall(dev device.Device, fp engine.Footprint) string {
+func hostShortfall(caps device.Caps, fp engine.Footprint) string {
 	lim, err := device.ReadHostLimit()
 	if err != nil {
 		return ""
 	}
-	if need := hostNeed(dev, fp); need > lim.Bytes {
+	if need := hostNeed(caps, fp); need > lim.Bytes {
 		return shortfall(need, lim)
 	}
 	return ""

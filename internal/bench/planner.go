@@ -74,7 +74,7 @@ func NewPlanner(opts Options) (*Planner, error) {
 	if p.gpu == nil {
 		return p, nil
 	}
-	if _, real := p.gpu.(device.Capable); real {
+	if p.gpu.Caps().ComputeCapability != "" { // a real GPU
 		p.opts.measured = newMeasuredProfiles(measureGemmN)
 		p.opts.measured.of(p.gpu)
 	}
@@ -219,10 +219,11 @@ func placementOf(mode Mode, cfg Config) (engine.Placement, error) {
 }
 
 // managedUnsupported says why dev cannot run the managed mode, "" when it
-// can.
+// can: its Caps have no managed memory, or that memory cannot be
+// oversubscribed.
 func managedUnsupported(dev device.Device) string {
-	m, ok := dev.(device.ManagedMemory)
-	if !ok {
+	m := dev.Caps().Managed
+	if m == nil {
 		return dev.Name() + " cannot allocate managed memory"
 	}
 	if err := m.ManagedSupport(); err != nil {

@@ -41,11 +41,11 @@ func predictEpoch(work engine.Work, batches int, copies engine.Copies, pl engine
 
 // profileFor returns the profile a mode's predictions are made on, false
 // when it has none: the cpu mode's is Options.HostProfile; the cuda and
-// cache modes' is their device's own (device.Profiled: sim:PROFILE), or on
-// a real GPU (device.Capable) one measured on it once per run
+// cache modes' is their device's own (its caps' Profile: sim:PROFILE), or
+// on a real GPU (a ComputeCapability) one measured on it once per run
 // (perfmodel.Measured from device.Measure: its SGEMM rate, memory
 // bandwidth and copy rates).
-func (opts Options) profileFor(mode Mode, dev device.Device) (perfmodel.Profile, bool) {
+func (opts Options) profileFor(mode Mode, dev device.Device, caps device.Caps) (perfmodel.Profile, bool) {
 	if mode == ModeHybrid { // the model predicts all work on one processor
 		return perfmodel.Profile{}, false
 	}
@@ -55,12 +55,10 @@ func (opts Options) profileFor(mode Mode, dev device.Device) (perfmodel.Profile,
 		}
 		return *opts.HostProfile, true
 	}
-	if p, ok := dev.(device.Profiled); ok {
-		if prof, ok := p.Profile(); ok {
-			return prof, true
-		}
+	if caps.Profile != nil {
+		return *caps.Profile, true
 	}
-	if _, gpu := dev.(device.Capable); gpu && opts.measured != nil {
+	if caps.ComputeCapability != "" && opts.measured != nil {
 		return opts.measured.of(dev)
 	}
 	return perfmodel.Profile{}, false

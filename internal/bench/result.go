@@ -99,6 +99,9 @@ type Epoch struct {
 type ModeResult struct {
 	Mode   Mode
 	Device string // the device's name as tables show it: "host", "sim:8GiB", "cuda:0 (…)"
+	// Simulated says that the device was a simulated GPU
+	// (device.Caps.Simulated): host memory, its times the host's.
+	Simulated bool
 	// Placement describes a paged mode's policy and window, e.g. "window
 	// 3/12" for 3 of 12 blocks resident; empty when every block is resident.
 	Placement string
@@ -111,7 +114,8 @@ type ModeResult struct {
 	// Prediction is what the mode's profile could do with one of its
 	// epochs in steady state (perfmodel's bound and model time); nil when
 	// the mode has no profile: the cpu mode without Options.HostProfile,
-	// a GPU mode on a device that is not device.Profiled.
+	// a GPU mode on a device without a profile (device.Caps.Profile) that
+	// is not a real GPU.
 	Prediction *Prediction
 	// Setup is the mode's setup before its first epoch, phase by phase in
 	// the order they ran; a mode that stopped during its setup (OOM, a
@@ -150,7 +154,7 @@ type PhaseName string
 const (
 	// PhaseCompile is a device's kernels compiled as it opened: a CUDA
 	// GPU's, by NVRTC, before its context is made
-	// (device.KernelCompiler). A device that compiles nothing has no
+	// (device.Caps.Compile). A device that compiles nothing has no
 	// such phase.
 	PhaseCompile PhaseName = "compile"
 	// PhaseKernelCache is a device's kernels read from the cache of an

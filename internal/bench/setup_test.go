@@ -10,15 +10,19 @@ import (
 	"gpuz/internal/perfmodel"
 )
 
-// compilingSim is a simulated GPU that says it compiled its kernels as it
-// opened (device.KernelCompiler), as a CUDA GPU does: compile is the part
-// of its opening that newCompilingSim timed as the compile.
+// compilingSim is a simulated GPU whose caps say it compiled its kernels
+// as it opened (device.Caps.Compile), as a CUDA GPU's do: compile is the
+// part of its opening that newCompilingSim timed as the compile.
 type compilingSim struct {
 	*device.Sim
 	compile device.KernelCompile
 }
 
-func (s compilingSim) KernelCompile() device.KernelCompile { return s.compile }
+func (s compilingSim) Caps() device.Caps {
+	c := s.Sim.Caps()
+	c.Compile = &s.compile
+	return c
+}
 
 // newCompilingSim opens a compilingSim whose "compile" is the making of
 // its simulated device, within its opening as a real compile is.

@@ -8,19 +8,10 @@ import (
 	"strings"
 )
 
-// Describer is a device that can describe itself beyond its name, for the
-// environment a result records: keys such as "name", "kind",
-// "memory_bytes", "compute_capability", "cuda_driver_version",
-// "driver_version", "pci_bus_id" and "pcie_link", each present only when
-// the device can say it cheaply. A device that cannot describe itself does
-// not implement it.
-type Describer interface {
-	Describe() map[string]string
-}
-
-// Describe says that the device is simulated: host memory with a capacity,
-// whose times are host times, and the GPU profile it stands for, if any.
-func (s *Sim) Describe() map[string]string {
+// describe says that the device is simulated: host memory with a capacity,
+// whose times are host times, and the GPU profile it stands for, if any
+// (Caps.Description).
+func (s *Sim) describe() map[string]string {
 	d := map[string]string{
 		"name":         s.Name(),
 		"kind":         "simulated (host memory with a capacity; times are host times)",

@@ -9,13 +9,9 @@ import (
 func TestSimDescribesItselfAsSimulated(t *testing.T) {
 	var d Device = NewSim(4<<30, nil)
 	defer d.Close()
-	desc, ok := d.(Describer)
-	if !ok {
-		t.Fatal("Sim is not a Describer")
-	}
-	got := desc.Describe()
+	got := d.Caps().Description
 	if got["name"] != "sim:4GiB" || got["memory_bytes"] != "4294967296" || got["kind"] == "" {
-		t.Errorf("Describe = %v", got)
+		t.Errorf("Caps().Description = %v", got)
 	}
 }
 

@@ -47,6 +47,12 @@ type Device interface {
 	MemInfo() (free, total int64, err error)
 	// Kernels runs the math on the device's buffers.
 	Kernels() Kernels
+	// Caps says what the device can do beyond these methods (Caps): the
+	// one place a caller learns it.
+	Caps() Caps
+	// ResetPeak starts a new peak: Stats' PeakBytes becomes what is held
+	// now.
+	ResetPeak()
 	// Close releases everything the device holds: its buffers, its
 	// reservations, its ledger entry, its context. Whoever opened a device
 	// closes it when done (a mode, a plan, a probe); using the device or

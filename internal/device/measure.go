@@ -26,14 +26,9 @@ type Info struct {
 }
 
 // PinnedCopier is a device with a page-locked host staging path, whose raw
-// copy rates it can measure (the CUDA device).
+// copy rates it can measure (the CUDA device; Caps.Pinned).
 type PinnedCopier interface {
 	PinnedCopyRates(bytes int) (up, down float64, err error)
-}
-
-// Capable is a device with a compute capability (a CUDA GPU).
-type Capable interface {
-	ComputeCapability() (major, minor int)
 }
 
 // copyBytes is the size of the buffer Measure times copies with.
@@ -47,17 +42,14 @@ func Measure(dev Device, n int) (Info, error) {
 
 // measure is Measure with copies of the given size in bytes.
 func measure(dev Device, n, copySize int) (Info, error) {
-	info := Info{Name: dev.Name(), GemmSize: n}
-	if c, ok := dev.(Capable); ok {
-		major, minor := c.ComputeCapability()
-		info.Capability = fmt.Sprintf("%d.%d", major, minor)
-	}
+	caps := dev.Caps()
+	info := Info{Name: dev.Name(), GemmSize: n, Capability: caps.ComputeCapability}
 	var err error
 	if info.Free, info.Total, err = dev.MemInfo(); err != nil {
 		return info, fmt.Errorf("reading free memory: %w", err)
 	}
-	if p, ok := dev.(PinnedCopier); ok {
-		if info.UploadPinned, info.DownloadPinned, err = p.PinnedCopyRates(copySize); err != nil {
+	if caps.Pinned != nil {
+		if info.UploadPinned, info.DownloadPinned, err = caps.Pinned.PinnedCopyRates(copySize); err != nil {
 			return info, fmt.Errorf("measuring pinned copies: %w", err)
 		}
 	}

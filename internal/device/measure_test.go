@@ -6,23 +6,18 @@ import (
 	"testing"
 )
 
-// gpuLike is a host that reports a compute capability and pinned copy
-// rates, as the CUDA device does.
+// gpuLike is a host that states a compute capability and pinned copy
+// rates in its Caps, as the CUDA device does.
 type gpuLike struct {
 	*Host
 	pinnedErr error
 }
 
-func (gpuLike) ComputeCapability() (major, minor int) { return 8, 6 }
+func (g gpuLike) Caps() Caps { return Caps{ComputeCapability: "8.6", Pinned: g} }
 
 func (g gpuLike) PinnedCopyRates(bytes int) (up, down float64, err error) {
 	return 25e9, 26e9, g.pinnedErr
 }
-
-var (
-	_ Capable      = gpuLike{}
-	_ PinnedCopier = gpuLike{}
-)
 
 // TestMeasure measures the host, the simulated device and a device with
 // the CUDA device's optional methods, with small copies and GEMM.

@@ -42,7 +42,7 @@ func TestParse(t *testing.T) {
 
 // TestParseProfileFile makes simulated devices of profiles in files,
 // named by a path with a slash or a name ending in .json: each stands for
-// its profile (device.Profiled) with its memory size; a file that cannot
+// its profile (Caps.Profile) with its memory size; a file that cannot
 // be read or is not a profile is an error naming the spec and the field.
 func TestParseProfileFile(t *testing.T) {
 	dir := t.TempDir()
@@ -58,9 +58,9 @@ func TestParseProfileFile(t *testing.T) {
 			t.Errorf("Parse(%q): %v", spec, err)
 			continue
 		}
-		p, ok := dev.(Profiled).Profile()
-		if dev.Name() != "sim:l4" || !ok || p.FP32 != 30e12 || dev.(*Sim).Capacity() != 1<<30 {
-			t.Errorf("Parse(%q) = %s, profile %+v (%v); want sim:l4 of 1 GiB on the file's profile", spec, dev.Name(), p, ok)
+		p := dev.Caps().Profile
+		if dev.Name() != "sim:l4" || p == nil || p.FP32 != 30e12 || dev.(*Sim).Capacity() != 1<<30 {
+			t.Errorf("Parse(%q) = %s, profile %+v; want sim:l4 of 1 GiB on the file's profile", spec, dev.Name(), p)
 		}
 	}
 	if err := os.WriteFile("bad.json", []byte(`{"Name": "bad", "FP32": -1}`), 0o644); err != nil {
@@ -112,18 +112,18 @@ func TestParseProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, ok := dev.(Profiled).Profile()
-	if !ok || p.Name != "h100-sxm" || p.FP32 != 67e12 {
-		t.Errorf("sim:h100-sxm's profile = %+v, %v", p, ok)
+	caps := dev.Caps()
+	if p := caps.Profile; p == nil || p.Name != "h100-sxm" || p.FP32 != 67e12 {
+		t.Errorf("sim:h100-sxm's profile = %+v", p)
 	}
-	if d := dev.(Describer).Describe(); !strings.HasPrefix(d["profile"], "h100-sxm: NVIDIA H100") || d["memory_bytes"] != "85899345920" {
+	if d := caps.Description; !strings.HasPrefix(d["profile"], "h100-sxm: NVIDIA H100") || d["memory_bytes"] != "85899345920" {
 		t.Errorf("sim:h100-sxm describes itself as %v", d)
 	}
 	plain, _, err := Parse("sim:1GiB", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := plain.(Profiled).Profile(); ok {
+	if plain.Caps().Profile != nil {
 		t.Error("sim:1GiB has a profile")
 	}
 }

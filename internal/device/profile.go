@@ -2,14 +2,6 @@ package device
 
 import "gpuz/internal/perfmodel"
 
-// Profiled is a device that stands for a GPU profile: what that GPU could
-// do, for the runner's bound and model time beside its measured times. A
-// simulated device made from a profile (sim:PROFILE) is one; a device
-// without a profile does not implement it or returns false.
-type Profiled interface {
-	Profile() (perfmodel.Profile, bool)
-}
-
 // NewSimProfile returns a simulated device of the profile's memory size,
 // named "sim:" and the profile's name ("sim:rtx4060-laptop"), that records
 // its holdings in ledger as NewSim's does. Its times are still host
@@ -22,7 +14,7 @@ func NewSimProfile(p perfmodel.Profile, ledger *Ledger) *Sim {
 }
 
 // Profile returns the GPU profile the device was made from, false when it
-// was made from a size.
+// was made from a size (Caps.Profile).
 func (s *Sim) Profile() (perfmodel.Profile, bool) {
 	if s.profile == nil {
 		return perfmodel.Profile{}, false

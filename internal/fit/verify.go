@@ -83,7 +83,7 @@ func Verify(ctx context.Context, opts Options, r Result, k int, progress func(be
 		}
 		c.Run = row.Result.Modes[0]
 		c.Measured = median(c.Run.Timed())
-		c.Simulated = strings.HasPrefix(c.Run.Device, "sim")
+		c.Simulated = c.Run.Simulated
 		if c.Simulated && c.Mode != bench.ModeManaged && c.Run.Status.Kind == bench.StatusOK {
 			c.PeakChecked, c.PeakMatches = true, c.Run.PeakDeviceBytes == c.Plan.Footprint.Device
 		}

@@ -9,6 +9,7 @@ import (
 
 	"gpuz/internal/levers"
 	"gpuz/internal/report"
+	"gpuz/internal/results"
 )
 
 // Chart is what a plot shows, in the chart's units: times in Unit (s or
@@ -90,10 +91,10 @@ const gib = 1 << 30
 // Build turns a gpuz JSON document into the chart that draws it. A document
 // with no timed epoch, or a sweep over neither take nor win_size, is an
 // error.
-func Build(doc Doc) (Chart, error) {
+func Build(doc results.Doc) (Chart, error) {
 	var c Chart
 	var err error
-	if doc.Kind == report.SweepKind {
+	if doc.Kind == results.SweepKind {
 		c, err = buildSweep(doc)
 	} else {
 		c, err = buildRun(doc)
@@ -120,7 +121,7 @@ func ci(seconds []float64) Interval {
 }
 
 // buildRun draws a run's modes as bars.
-func buildRun(doc Doc) (Chart, error) {
+func buildRun(doc results.Doc) (Chart, error) {
 	c := Chart{
 		Title:  title(doc.Header, devices(doc.Modes)),
 		XLabel: "mode (error bars: 95% confidence interval of the mean, Student's t)",
@@ -131,7 +132,7 @@ func buildRun(doc Doc) (Chart, error) {
 		if m.Device != "" {
 			b.Label = fmt.Sprintf("%s (%s)", m.Mode, m.Device)
 		}
-		if t := m.timed(); len(t) > 0 {
+		if t := timedSeconds(m); len(t) > 0 {
 			b.Interval, timed = ci(t), true
 		} else {
 			b.Missing = true
@@ -174,7 +175,7 @@ func CheckSweep(params []string) error {
 // (free device memory) or win_size (the window); one line per mode other
 // than cpu and settings of the other parameters, cpu as a band per
 // settings of the other parameters.
-func buildSweep(doc Doc) (Chart, error) {
+func buildSweep(doc results.Doc) (Chart, error) {
 	xParam, err := sweepXParam(doc.Parameters)
 	if err != nil {
 		return Chart{}, err
@@ -182,7 +183,7 @@ func buildSweep(doc Doc) (Chart, error) {
 	if len(doc.Rows) == 0 {
 		return Chart{}, fmt.Errorf("a sweep with no rows")
 	}
-	var modes []Mode
+	var modes []results.Mode
 	for _, r := range doc.Rows {
 		modes = append(modes, r.Result.Modes...)
 	}
@@ -210,7 +211,7 @@ func buildSweep(doc Doc) (Chart, error) {
 		}
 		others := otherSettings(doc.Parameters, xParam, r.Settings)
 		for _, m := range r.Result.Modes {
-			t := m.timed()
+			t := timedSeconds(m)
 			label := strings.TrimSpace(m.Mode + " " + others)
 			if m.Mode == "cpu" {
 				if _, ok := cpu[label]; !ok && len(t) > 0 {
@@ -262,9 +263,18 @@ func cmpFloat(a, b float64) int {
 
 // sweepX is a row's position on the x axis: the device's free memory in
 // GiB for take, the window in blocks for win_size.
-func sweepX(param string, r Row) (float64, error) {
+// freeBytes is the device's free memory of a sweep's row, 0 where the
+// document says none (null: the run had no GPU device).
+func freeBytes(r results.Row) int64 {
+	if r.DeviceFreeBytes == nil {
+		return 0
+	}
+	return *r.DeviceFreeBytes
+}
+
+func sweepX(param string, r results.Row) (float64, error) {
 	if param == "take" {
-		return float64(r.DeviceFreeBytes) / gib, nil
+		return float64(freeBytes(r)) / gib, nil
 	}
 	s, ok := r.Settings[param]
 	if !ok {
@@ -291,7 +301,7 @@ func otherSettings(params []string, xParam string, settings map[string]string) s
 
 // devices returns the devices of modes other than the host's, in order,
 // each once.
-func devices(modes []Mode) []string {
+func devices(modes []results.Mode) []string {
 	var ds []string
 	for _, m := range modes {
 		if m.Device != "" && m.Device != "host" && !slices.Contains(ds, m.Device) {
@@ -303,7 +313,7 @@ func devices(modes []Mode) []string {
 
 // title names the workload, task, scale, the levers (recompute, the
 // precision when 16-bit), device and gpuz's revision.
-func title(h Header, devs []string) string {
+func title(h results.Header, devs []string) string {
 	dev := strings.Join(devs, ", ")
 	switch {
 	case dev == "" && h.GPU != "":

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"gpuz/internal/report"
+	"gpuz/internal/results"
 )
 
 // readChart builds the chart of the fixture testdata/name.
@@ -284,18 +285,18 @@ func TestRender(t *testing.T) {
 // "revision unknown"; a dirty build says so; a run on the host names it.
 func TestTitle(t *testing.T) {
 	for _, tc := range []struct {
-		h    Header
+		h    results.Header
 		devs []string
 		want string
 	}{
-		{Header{Model: "linear", Task: "eval"}, nil, "linear eval, on host\ngpuz revision unknown"},
-		{Header{Model: "resnet", Task: "train", Scale: "full", Env: &Env{Revision: "unknown"}}, []string{"sim:8GiB"}, "resnet train, full scale, on sim:8GiB\ngpuz revision unknown"},
-		{Header{Model: "attention", Task: "train", GPU: "cuda:0", Env: &Env{Revision: "0123456789abcdef", Modified: "true"}}, nil, "attention train, on cuda:0\ngpuz 0123456789ab-dirty"},
-		{Header{Model: "linear", Task: "train", Scale: "small", Recompute: "none", Precision: "fp32"}, nil, "linear train, small scale, on host\ngpuz revision unknown"},
-		{Header{Model: "linear", Task: "eval", Precision: "bf16"}, nil, "linear eval, bf16, on host\ngpuz revision unknown"},
-		{Header{Model: "resnet", Task: "train", Scale: "demo", Recompute: "blocks", Precision: "fp16"}, []string{"sim:8GiB"},
+		{results.Header{Model: "linear", Task: "eval"}, nil, "linear eval, on host\ngpuz revision unknown"},
+		{results.Header{Model: "resnet", Task: "train", Scale: "full", Env: &results.Env{Revision: "unknown"}}, []string{"sim:8GiB"}, "resnet train, full scale, on sim:8GiB\ngpuz revision unknown"},
+		{results.Header{Model: "attention", Task: "train", GPU: "cuda:0", Env: &results.Env{Revision: "0123456789abcdef", Modified: "true"}}, nil, "attention train, on cuda:0\ngpuz 0123456789ab-dirty"},
+		{results.Header{Model: "linear", Task: "train", Scale: "small", Recompute: "none", Precision: "fp32"}, nil, "linear train, small scale, on host\ngpuz revision unknown"},
+		{results.Header{Model: "linear", Task: "eval", Precision: "bf16"}, nil, "linear eval, bf16, on host\ngpuz revision unknown"},
+		{results.Header{Model: "resnet", Task: "train", Scale: "demo", Recompute: "blocks", Precision: "fp16"}, []string{"sim:8GiB"},
 			"resnet train, demo scale, recompute blocks, fp16, on sim:8GiB\ngpuz revision unknown"},
-		{Header{Model: "resnet", Task: "eval", Recompute: "blocks"}, nil, "resnet eval, on host\ngpuz revision unknown"},
+		{results.Header{Model: "resnet", Task: "eval", Recompute: "blocks"}, nil, "resnet eval, on host\ngpuz revision unknown"},
 	} {
 		if got := title(tc.h, tc.devs); got != tc.want {
 			t.Errorf("title %q, want %q", got, tc.want)

@@ -53,11 +53,6 @@ type figures struct {
 	flag string
 }
 
-// isSimulated reports whether a device, by its name, is the simulated GPU,
-// whose names all start with "sim" ("sim:8GiB"): host memory, timed by the
-// host.
-func isSimulated(device string) bool { return strings.HasPrefix(device, "sim") }
-
 // figuresOf computes the figures of every mode of r, in order. The speed-up
 // compares with the first cpu mode that ended ok with timed epochs.
 func figuresOf(r bench.Result) []figures {
@@ -70,7 +65,7 @@ func figuresOf(r bench.Result) []figures {
 	}
 	fs := make([]figures, len(r.Modes))
 	for i, m := range r.Modes {
-		f := figures{m: m, sim: isSimulated(m.Device), ran: len(m.Epochs) > 0, cold: math.NaN(), speedup: math.NaN(), rate: math.NaN(),
+		f := figures{m: m, sim: m.Simulated, ran: len(m.Epochs) > 0, cold: math.NaN(), speedup: math.NaN(), rate: math.NaN(),
 			pred: m.Prediction, eff: math.NaN()}
 		timed := m.Timed()
 		f.n = len(timed)

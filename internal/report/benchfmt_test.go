@@ -130,7 +130,7 @@ func TestBenchfmtConfigFromEnv(t *testing.T) {
 // placement and before the scale: recompute only when training with it,
 // the precision only when 16-bit (an old header's "" reads as fp32).
 func TestBenchNameLevers(t *testing.T) {
-	cache := bench.ModeResult{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: "window 3/12"}
+	cache := bench.ModeResult{Mode: bench.ModeCache, Simulated: true, Device: "sim:8GiB", Placement: "window 3/12"}
 	const base = "Gpuz/workload=linear/task="
 	for _, tt := range []struct {
 		name                       string

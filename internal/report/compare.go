@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/perf/benchmath"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/results"
 	"gpuz/internal/units"
 )
 
@@ -29,28 +29,6 @@ type RunFile struct {
 	// Seconds holds the time of every timed epoch (every result, for a
 	// benchmark file) of each configuration, in seconds.
 	Seconds map[string][]float64
-}
-
-// MaxEpochSeconds is the longest epoch time gpuz compare and gpuz plot read
-// from a results file: 10⁹ s, about 32 years. No run measures an epoch
-// that long, so a larger time (1e308, +Inf) comes from a corrupt or
-// hand-made file; refusing it also keeps every time these commands print
-// to at most ten integer digits.
-const MaxEpochSeconds = 1e9
-
-// CheckEpochSeconds returns why s cannot be an epoch time read from a
-// results file: it is NaN, negative, or beyond MaxEpochSeconds (+Inf
-// included). A time from 0 to MaxEpochSeconds is nil.
-func CheckEpochSeconds(s float64) error {
-	switch {
-	case math.IsNaN(s):
-		return fmt.Errorf("epoch time %g s is not a number", s)
-	case s < 0:
-		return fmt.Errorf("epoch time %g s is negative", s)
-	case s > MaxEpochSeconds:
-		return fmt.Errorf("epoch time %g s is beyond %g s (about 32 years), the most gpuz reads", s, MaxEpochSeconds)
-	}
-	return nil
 }
 
 // add appends a time to configuration name.
@@ -168,7 +146,7 @@ func ParseRunFile(name string, data []byte) (RunFile, error) {
 }
 
 // parseBenchfmt reads the results in sec/op of a Go benchmark file. A time
-// that CheckEpochSeconds refuses is an error naming the file and line.
+// that results.CheckEpochSeconds refuses is an error naming the file and line.
 func (f *RunFile) parseBenchfmt(data []byte) error {
 	r := benchfmt.NewReader(bytes.NewReader(data), f.Name)
 	for r.Scan() {
@@ -177,7 +155,7 @@ func (f *RunFile) parseBenchfmt(data []byte) error {
 			return rec
 		case *benchfmt.Result:
 			if sec, ok := rec.Value(unitTime); ok {
-				if err := CheckEpochSeconds(sec); err != nil {
+				if err := results.CheckEpochSeconds(sec); err != nil {
 					file, line := rec.Pos()
 					return fmt.Errorf("%s:%d: %w", file, line, err)
 				}
@@ -195,20 +173,15 @@ func (f *RunFile) parseBenchfmt(data []byte) error {
 // sweep's, naming each mode as WriteBenchfmt would and, in a sweep, each
 // row's modes as WriteSweepBenchfmt would (the settings after the scale),
 // so that a sweep's JSON and its --bench-out name the same configurations.
-// An epoch time that CheckEpochSeconds refuses is an error naming the
+// An epoch time that results.CheckEpochSeconds refuses is an error naming the
 // file, the sweep's row, the mode and the epoch.
 func (f *RunFile) parseJSON(data []byte) error {
-	var doc struct {
-		jsonResult
-		Kind       string         `json:"kind"`
-		Parameters []string       `json:"parameters"`
-		Rows       []jsonSweepRow `json:"rows"`
-	}
-	if err := DecodeJSON(f.Name, data, &doc, "", SweepKind); err != nil {
+	var doc results.Doc
+	if err := results.Decode(f.Name, data, &doc, "", results.SweepKind); err != nil {
 		return err
 	}
-	if doc.Kind != SweepKind {
-		return f.addJSONRun(doc.jsonResult, "", "")
+	if doc.Kind != results.SweepKind {
+		return f.addJSONRun(doc.Run, "", "")
 	}
 	for i, row := range doc.Rows {
 		settings := make([]bench.Setting, len(doc.Parameters))
@@ -226,7 +199,7 @@ func (f *RunFile) parseJSON(data []byte) error {
 // addJSONRun adds the timed epochs of a run's JSON, suffix appended to
 // each configuration's name; where says where the run is in the file for
 // errors ("row 2 (take=8), " in a sweep).
-func (f *RunFile) addJSONRun(doc jsonResult, suffix, where string) error {
+func (f *RunFile) addJSONRun(doc results.Run, suffix, where string) error {
 	if err := checkEpochs(doc.Modes); err != nil {
 		return fmt.Errorf("%s: %s%w", f.Name, where, err)
 	}
@@ -242,13 +215,13 @@ func (f *RunFile) addJSONRun(doc jsonResult, suffix, where string) error {
 	return nil
 }
 
-// checkEpochs checks every epoch time of modes (CheckEpochSeconds), the
+// checkEpochs checks every epoch time of modes (results.CheckEpochSeconds), the
 // warm-up's included; the error names the mode and the epoch, counted from
 // 0 as the epoch lines count them.
-func checkEpochs(modes []jsonMode) error {
+func checkEpochs(modes []results.Mode) error {
 	for _, m := range modes {
 		for i, e := range m.Epochs {
-			if err := CheckEpochSeconds(e.Seconds); err != nil {
+			if err := results.CheckEpochSeconds(e.Seconds); err != nil {
 				return fmt.Errorf("mode %s, epoch %d: %w", m.Mode, i, err)
 			}
 		}

@@ -145,8 +145,8 @@ func TestReadRunFileErrors(t *testing.T) {
 }
 
 // TestReadRunFileBadTimes: an epoch time that is not a number, infinite,
-// negative or beyond MaxEpochSeconds is refused with one line naming the
-// file and the line (a benchmark file) or the mode and epoch (JSON). NaN
+// negative or beyond results.MaxEpochSeconds is refused with one line naming
+// the file and the line (a benchmark file) or the mode and epoch (JSON). NaN
 // made WriteCompare's U-test loop until memory ran out; the others printed
 // "NaN s", negative changes or a 309-digit number.
 func TestReadRunFileBadTimes(t *testing.T) {

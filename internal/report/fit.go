@@ -9,6 +9,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/fit"
+	"gpuz/internal/results"
 	"gpuz/internal/units"
 )
 
@@ -204,7 +205,7 @@ type (
 	jsonFit struct {
 		Version       int            `json:"version"`
 		Kind          string         `json:"kind"`
-		Header        jsonHeader     `json:"header"`
+		Header        results.Header `json:"header"`
 		Device        string         `json:"device"`
 		DeviceFree    int64          `json:"device_free"`
 		Budget        int64          `json:"budget"`
@@ -222,21 +223,21 @@ type (
 	}
 	jsonFitEntry struct {
 		// Rank counts from 1 among the ranked; 0 for an unranked entry.
-		Rank              int             `json:"rank"`
-		Mode              string          `json:"mode"`
-		Configuration     string          `json:"configuration"`
-		Policy            string          `json:"policy,omitempty"`
-		Window            int             `json:"window,omitempty"`
-		OptimizerOnHost   bool            `json:"optimizer_on_host,omitempty"`
-		Place             string          `json:"place,omitempty"`
-		ManagedAdviseHost bool            `json:"managed_advise_host,omitempty"`
-		Recompute         string          `json:"recompute"`
-		Precision         string          `json:"precision"`
-		DeviceBytes       int64           `json:"device_bytes"`
-		HostBytes         int64           `json:"host_bytes"`
-		CopiesPerEpoch    jsonCopies      `json:"copies_per_epoch"`
-		Prediction        *jsonPrediction `json:"prediction,omitempty"`
-		Command           string          `json:"command"`
+		Rank              int                 `json:"rank"`
+		Mode              string              `json:"mode"`
+		Configuration     string              `json:"configuration"`
+		Policy            string              `json:"policy,omitempty"`
+		Window            int                 `json:"window,omitempty"`
+		OptimizerOnHost   bool                `json:"optimizer_on_host,omitempty"`
+		Place             string              `json:"place,omitempty"`
+		ManagedAdviseHost bool                `json:"managed_advise_host,omitempty"`
+		Recompute         string              `json:"recompute"`
+		Precision         string              `json:"precision"`
+		DeviceBytes       int64               `json:"device_bytes"`
+		HostBytes         int64               `json:"host_bytes"`
+		CopiesPerEpoch    jsonCopies          `json:"copies_per_epoch"`
+		Prediction        *results.Prediction `json:"prediction,omitempty"`
+		Command           string              `json:"command"`
 	}
 )
 
@@ -245,7 +246,7 @@ type (
 // recommendation's reason, and every configuration that fits, ranked ones
 // first (the first is the one recommended).
 func writeFitJSON(w io.Writer, r fit.Result, v *fit.Verification) error {
-	doc := jsonFit{Version: JSONVersion, Kind: FitKind, Header: toJSONHeader(r.Header), Device: r.Device,
+	doc := jsonFit{Version: results.Version, Kind: FitKind, Header: toJSONHeader(r.Header), Device: r.Device,
 		DeviceFree: r.DeviceFree, Budget: r.Budget, TakeBytes: r.TakeBytes, MarginPercent: r.MarginPercent,
 		HostAvailable: r.HostAvailable, HostProfile: r.HostProfile, Searched: r.Searched, Reason: r.Reason(),
 		Entries: []jsonFitEntry{}}
@@ -411,7 +412,7 @@ func writeVerifyJSON(w io.Writer, v fit.Verification) error {
 
 // toJSONVerify converts a verification for the JSON documents.
 func toJSONVerify(v fit.Verification) jsonVerify {
-	doc := jsonVerify{Version: JSONVersion, Kind: VerifyKind, Checks: []jsonVerifyCheck{}}
+	doc := jsonVerify{Version: results.Version, Kind: VerifyKind, Checks: []jsonVerifyCheck{}}
 	if v.Tau == v.Tau {
 		doc.KendallTau = &v.Tau
 	}

@@ -12,6 +12,7 @@ import (
 	"gpuz/internal/bench"
 	"gpuz/internal/engine"
 	"gpuz/internal/levers"
+	"gpuz/internal/results"
 	"gpuz/internal/units"
 )
 
@@ -411,8 +412,8 @@ type (
 	// schedule's (as before a plan compared several), Schedules each
 	// recompute setting's.
 	jsonPlan struct {
-		Version int        `json:"version"`
-		Header  jsonHeader `json:"header"`
+		Version int            `json:"version"`
+		Header  results.Header `json:"header"`
 		jsonFigures
 		Blocks    int            `json:"blocks"`
 		Batches   int            `json:"batches"`
@@ -484,15 +485,15 @@ type (
 		CopiesPerEpoch *jsonCopies `json:"copies_per_epoch,omitempty"`
 		// Prediction is one epoch's predicted time on the mode's
 		// profile; absent for a mode without one.
-		Prediction *jsonPrediction `json:"prediction,omitempty"`
-		Status     string          `json:"status"`
+		Prediction *results.Prediction `json:"prediction,omitempty"`
+		Status     string              `json:"status"`
 	}
 )
 
 // WritePlanJSON writes the memory plan as one JSON document.
 func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
 	doc := jsonPlan{
-		Version: JSONVersion, Header: toJSONHeader(p.Header), Blocks: p.Blocks, Batches: p.Batches,
+		Version: results.Version, Header: toJSONHeader(p.Header), Blocks: p.Blocks, Batches: p.Batches,
 		Schedules: []jsonSchedule{}, Modes: []jsonModePlan{},
 	}
 	for _, sp := range p.Schedules {

@@ -8,6 +8,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/perfmodel"
+	"gpuz/internal/results"
 )
 
 // predictedCell formats a prediction's model time in u with its roofline
@@ -78,25 +79,13 @@ func efficiency(measured float64, p *bench.Prediction) float64 {
 	return p.Bound.Seconds() / measured
 }
 
-// jsonPrediction is a prediction in the JSON documents, in seconds.
-type jsonPrediction struct {
-	Profile        string  `json:"profile"`
-	ModelSeconds   float64 `json:"model_seconds"`
-	BoundSeconds   float64 `json:"bound_seconds"`
-	ComputeSeconds float64 `json:"compute_seconds"`
-	MemorySeconds  float64 `json:"memory_seconds"`
-	LaunchSeconds  float64 `json:"launch_seconds"`
-	CopySeconds    float64 `json:"copy_seconds"`
-	Limiter        string  `json:"limiter"`
-}
-
 // toJSONPrediction converts a prediction for the JSON documents; nil
 // stays nil (the field is then left out).
-func toJSONPrediction(p *bench.Prediction) *jsonPrediction {
+func toJSONPrediction(p *bench.Prediction) *results.Prediction {
 	if p == nil {
 		return nil
 	}
-	return &jsonPrediction{
+	return &results.Prediction{
 		Profile: p.Profile, ModelSeconds: p.Model.Seconds(), BoundSeconds: p.Bound.Seconds(),
 		ComputeSeconds: p.Compute.Seconds(), MemorySeconds: p.Memory.Seconds(), LaunchSeconds: p.Launch.Seconds(),
 		CopySeconds: p.Copy.Seconds(), Limiter: p.Limiter,

@@ -122,10 +122,10 @@ var (
 		Modes: []bench.ModeResult{
 			{Mode: bench.ModeCPU, Device: "host", Epochs: epochs(25.0, 24.2, 24.0), Warmup: 1, Status: bench.Status{Kind: bench.StatusOK},
 				Setup: phases(bench.PhaseOpen, 0.000002, bench.PhaseBuild, 0.0118, bench.PhaseLoad, 0.352, bench.PhaseInit, 1.84, bench.PhaseUpload, 0.161)},
-			{Mode: bench.ModeCUDA, Device: "sim:8GiB", Epochs: epochs(6.2, 4.31, 4.25, 4.28, 4.22), Warmup: 1,
+			{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Epochs: epochs(6.2, 4.31, 4.25, 4.28, 4.22), Warmup: 1,
 				PeakDeviceBytes: 7_500_000_000, Status: bench.Status{Kind: bench.StatusOK},
 				Setup: phases(bench.PhaseOpen, 0.00041, bench.PhaseBuild, 0.0122, bench.PhaseReserve, 0.00018, bench.PhaseLoad, 0.371, bench.PhaseInit, 1.82, bench.PhaseUpload, 0.409)},
-			{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: "window 3/12", Epochs: withCopies(epochs(5.9, 4.48), 9<<30, 6<<30, 2*time.Second), Warmup: 1,
+			{Mode: bench.ModeCache, Simulated: true, Device: "sim:8GiB", Placement: "window 3/12", Epochs: withCopies(epochs(5.9, 4.48), 9<<30, 6<<30, 2*time.Second), Warmup: 1,
 				PeakDeviceBytes: 240 << 20, Status: bench.Status{Kind: bench.StatusInterrupted, Reason: "stopped by the user"},
 				Setup: phases(bench.PhaseOpen, 0.00039, bench.PhaseBuild, 0.0119, bench.PhaseReserve, 0.00016, bench.PhaseLoad, 0.118, bench.PhaseInit, 1.83, bench.PhaseUpload, 0.562)},
 		},
@@ -155,9 +155,9 @@ var (
 		Header: linearHeader,
 		Modes: []bench.ModeResult{
 			{Mode: bench.ModeCPU, Device: "host", Epochs: epochs(25.0, 24.2, 24.0, 24.1, 24.3), Warmup: 1, Status: bench.Status{Kind: bench.StatusOK}},
-			{Mode: bench.ModeCUDA, Device: "sim:8GiB", Status: bench.Status{Kind: bench.StatusOOM,
+			{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Status: bench.Status{Kind: bench.StatusOOM,
 				Reason: "needs 5.57 GiB, 2.43 GiB of 8.00 GiB free (another process holds 5.57 GiB through the simulated device's ledger /tmp/gpuz-sim-ledger)"}},
-			{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: "window 3/12", Epochs: withCopies(epochs(5.9, 4.48, 4.51, 4.47, 4.5), 9<<30, 6<<30, 2*time.Second), Warmup: 1,
+			{Mode: bench.ModeCache, Simulated: true, Device: "sim:8GiB", Placement: "window 3/12", Epochs: withCopies(epochs(5.9, 4.48, 4.51, 4.47, 4.5), 9<<30, 6<<30, 2*time.Second), Warmup: 1,
 				PeakDeviceBytes: 1_616_040_004, Status: bench.Status{Kind: bench.StatusOK}},
 		},
 		PeakRSSBytes: 9_100_000_000,
@@ -184,11 +184,11 @@ var (
 		Modes: []bench.ModeResult{
 			{Mode: bench.ModeCPU, Device: "host", Epochs: withSkipped(epochs(25.0, 24.2, 24.0), 2), Warmup: 1,
 				LossScale: 16384, Status: bench.Status{Kind: bench.StatusOK}},
-			{Mode: bench.ModeCUDA, Device: "sim:8GiB", Epochs: withSkipped(epochs(6.2, 4.31, 4.25, 4.28, 4.22), 3), Warmup: 1,
+			{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Epochs: withSkipped(epochs(6.2, 4.31, 4.25, 4.28, 4.22), 3), Warmup: 1,
 				PeakDeviceBytes: 4_100_000_000, LossScale: 8192, Status: bench.Status{Kind: bench.StatusOK}},
-			{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: "window 3/12", Epochs: withSkipped(withCopies(epochs(5.9, 4.48, 4.51), 9<<29, 6<<29, time.Second), 3, 1), Warmup: 1,
+			{Mode: bench.ModeCache, Simulated: true, Device: "sim:8GiB", Placement: "window 3/12", Epochs: withSkipped(withCopies(epochs(5.9, 4.48, 4.51), 9<<29, 6<<29, time.Second), 3, 1), Warmup: 1,
 				PeakDeviceBytes: 130 << 20, LossScale: 4096, Status: bench.Status{Kind: bench.StatusOK}},
-			{Mode: bench.ModeManaged, Device: "sim:8GiB", Status: bench.Status{Kind: bench.StatusOOM, Reason: "needs 2.00 MiB, 0 B free"}},
+			{Mode: bench.ModeManaged, Simulated: true, Device: "sim:8GiB", Status: bench.Status{Kind: bench.StatusOOM, Reason: "needs 2.00 MiB, 0 B free"}},
 		},
 		PeakRSSBytes: 5_200_000_000,
 	}
@@ -197,9 +197,9 @@ var (
 	failedResult = bench.Result{
 		Header: linearHeader,
 		Modes: []bench.ModeResult{
-			{Mode: bench.ModeCUDA, Device: "sim:1GiB", PeakDeviceBytes: 900 << 20,
+			{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:1GiB", PeakDeviceBytes: 900 << 20,
 				Status: bench.Status{Kind: bench.StatusOOM, Reason: "allocating 15.3 MiB with 4.00 MiB free"}},
-			{Mode: bench.ModeCache, Device: "sim:1GiB", Status: bench.Status{Kind: bench.StatusFailed, Reason: "engine: unsupported op Tanh"}},
+			{Mode: bench.ModeCache, Simulated: true, Device: "sim:1GiB", Status: bench.Status{Kind: bench.StatusFailed, Reason: "engine: unsupported op Tanh"}},
 			{Mode: bench.ModeCPU, Device: "host", Status: bench.Status{Kind: bench.StatusSkipped, Reason: "needs 40.0 GiB of host memory, 31.2 GiB free"}},
 		},
 	}

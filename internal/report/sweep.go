@@ -12,12 +12,9 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/levers"
+	"gpuz/internal/results"
 	"gpuz/internal/units"
 )
-
-// SweepKind is the "kind" of a sweep's JSON document; a run's document has
-// no kind.
-const SweepKind = "sweep"
 
 // sweepFigures are the figures of one mode of one configuration of a sweep.
 type sweepFigures struct {
@@ -233,37 +230,19 @@ func writeSweepCSV(w io.Writer, s bench.SweepResult) error {
 	return writeCSV(w, append(head, resultsCSVColumns...), recs)
 }
 
-// The sweep's JSON document.
-type (
-	jsonSweep struct {
-		Version    int            `json:"version"`
-		Kind       string         `json:"kind"` // SweepKind
-		Header     jsonHeader     `json:"header"`
-		Parameters []string       `json:"parameters"`
-		Rows       []jsonSweepRow `json:"rows"`
-	}
-	jsonSweepRow struct {
-		Settings  map[string]string `json:"settings"`
-		TakeBytes int64             `json:"take_bytes"`
-		// DeviceFreeBytes is null when the run had no GPU device.
-		DeviceFreeBytes *int64     `json:"device_free_bytes"`
-		Result          jsonResult `json:"result"`
-	}
-)
-
 // WriteSweepJSON writes a sweep as an indented JSON object: the version
-// (JSONVersion), "kind": "sweep", the header of its first configuration
+// (results.Version), "kind": "sweep", the header of its first configuration
 // (as a run's), the swept parameters in order (snake_case) and one row per
 // configuration with its settings by parameter, the take and the device's
 // free memory in bytes, and the configuration's result, the same object a
 // run's JSON is (WriteJSON).
 func WriteSweepJSON(w io.Writer, s bench.SweepResult) error {
-	doc := jsonSweep{
-		Version: JSONVersion, Kind: SweepKind, Header: toJSONHeader(s.Header()),
-		Parameters: append([]string{}, s.Parameters...), Rows: make([]jsonSweepRow, 0, len(s.Rows)),
+	doc := results.Sweep{
+		Version: results.Version, Kind: results.SweepKind, Header: toJSONHeader(s.Header()),
+		Parameters: append([]string{}, s.Parameters...), Rows: make([]results.Row, 0, len(s.Rows)),
 	}
 	for _, row := range s.Rows {
-		jr := jsonSweepRow{Settings: map[string]string{}, TakeBytes: row.TakeBytes, Result: toJSONResult(row.Result)}
+		jr := results.Row{Settings: map[string]string{}, TakeBytes: row.TakeBytes, Result: toJSONResult(row.Result)}
 		for _, st := range row.Settings {
 			jr.Settings[st.Name] = st.Value
 		}

@@ -18,12 +18,12 @@ var sweepResult = func() bench.SweepResult {
 	s := bench.SweepResult{Parameters: []string{"take", "win_size"}}
 	for _, take := range []int64{0, 8} {
 		for _, win := range []string{"1", "3"} {
-			cuda := bench.ModeResult{Mode: bench.ModeCUDA, Device: "sim:8GiB", Epochs: epochs(6.2, 4.31, 4.25, 4.28, 4.22), Warmup: 1,
+			cuda := bench.ModeResult{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Epochs: epochs(6.2, 4.31, 4.25, 4.28, 4.22), Warmup: 1,
 				PeakDeviceBytes: 7_500_000_000, Status: bench.Status{Kind: bench.StatusOK}}
 			if take > 0 {
-				cuda = bench.ModeResult{Mode: bench.ModeCUDA, Device: "sim:8GiB", Status: bench.Status{Kind: bench.StatusOOM, Reason: "needs 6.98 GiB, 6.81 GiB of 8.00 GiB free"}}
+				cuda = bench.ModeResult{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Status: bench.Status{Kind: bench.StatusOOM, Reason: "needs 6.98 GiB, 6.81 GiB of 8.00 GiB free"}}
 			}
-			cache := bench.ModeResult{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: "window " + win + "/12",
+			cache := bench.ModeResult{Mode: bench.ModeCache, Simulated: true, Device: "sim:8GiB", Placement: "window " + win + "/12",
 				Epochs: withCopies(epochs(5.9, 4.48, 4.51, 4.47, 4.5), 9<<30, 6<<30, 2*time.Second), Warmup: 1,
 				PeakDeviceBytes: 240 << 20, Status: bench.Status{Kind: bench.StatusOK}}
 			s.Rows = append(s.Rows, bench.SweepRow{
@@ -44,12 +44,12 @@ var precisionSweep = func() bench.SweepResult {
 	for _, p := range []string{"fp32", "bf16", "fp16"} {
 		h := linearHeader
 		h.Precision = p
-		cuda := bench.ModeResult{Mode: bench.ModeCUDA, Device: "sim:4GiB", Status: bench.Status{Kind: bench.StatusOOM, Reason: "needs 6.98 GiB, 4.00 GiB of 4.00 GiB free"}}
-		cache := bench.ModeResult{Mode: bench.ModeCache, Device: "sim:4GiB", Placement: "window 3/12",
+		cuda := bench.ModeResult{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:4GiB", Status: bench.Status{Kind: bench.StatusOOM, Reason: "needs 6.98 GiB, 4.00 GiB of 4.00 GiB free"}}
+		cache := bench.ModeResult{Mode: bench.ModeCache, Simulated: true, Device: "sim:4GiB", Placement: "window 3/12",
 			Epochs: withCopies(epochs(5.9, 4.48, 4.51, 4.47, 4.5), 9<<30, 6<<30, 2*time.Second), Warmup: 1,
 			PeakDeviceBytes: 240 << 20, Status: bench.Status{Kind: bench.StatusOK}}
 		if p != "fp32" {
-			cuda = bench.ModeResult{Mode: bench.ModeCUDA, Device: "sim:4GiB", Epochs: epochs(4.2, 3.31, 3.25, 3.28, 3.22), Warmup: 1,
+			cuda = bench.ModeResult{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:4GiB", Epochs: epochs(4.2, 3.31, 3.25, 3.28, 3.22), Warmup: 1,
 				PeakDeviceBytes: 3_900_000_000, Status: bench.Status{Kind: bench.StatusOK}}
 			cache.PeakDeviceBytes, cache.Epochs = 130<<20, withCopies(epochs(4.9, 3.48, 3.51, 3.47, 3.5), 9<<29, 6<<29, time.Second)
 		}

@@ -155,9 +155,9 @@ func TestAnalyzeCopies(t *testing.T) {
 	}{
 		{"cpu copies nothing", bench.ModeResult{Mode: bench.ModeCPU, Device: "host", Warmup: 1,
 			Epochs: withCopies(epochs(2, 1), 1<<20, 8, time.Millisecond), Status: ok}, "-|-|-|-"},
-		{"cuda without copies", bench.ModeResult{Mode: bench.ModeCUDA, Device: "sim:8GiB", Warmup: 1,
+		{"cuda without copies", bench.ModeResult{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Warmup: 1,
 			Epochs: epochs(2, 1), Status: ok}, "0 B|0 B|-|0 B"},
-		{"cache with copies", bench.ModeResult{Mode: bench.ModeCache, Device: "sim:8GiB", Warmup: 1,
+		{"cache with copies", bench.ModeResult{Mode: bench.ModeCache, Simulated: true, Device: "sim:8GiB", Warmup: 1,
 			Epochs: withCopies(epochs(2, 1), 1<<30, 1<<30, time.Second), Status: ok}, "1.00 GiB|1.00 GiB|2.00 GiB/s|2.00 GiB"},
 	}
 	for _, tt := range tests {
@@ -179,7 +179,7 @@ func TestAnalyzeCells(t *testing.T) {
 		return bench.ModeResult{Mode: bench.ModeCPU, Device: "host", Epochs: epochs(seconds...), Warmup: 1, Status: status}
 	}
 	cuda := bench.ModeResult{Mode: bench.ModeCUDA, Device: "cuda:0 (NVIDIA H100)", Epochs: epochs(9, 2, 2), Warmup: 1, Status: ok}
-	sim := bench.ModeResult{Mode: bench.ModeCUDA, Device: "sim:8GiB", Epochs: epochs(9, 2, 2), Warmup: 1, Status: ok}
+	sim := bench.ModeResult{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Epochs: epochs(9, 2, 2), Warmup: 1, Status: ok}
 	tests := []struct {
 		name  string
 		modes []bench.ModeResult

@@ -362,10 +362,8 @@ func trainOn(w workload, dev device.Device, pl engine.Placement) ([]float32, err
 // cache and managed must equal cuda bit for bit.
 func Training(dev device.Device) []Check {
 	var checks []Check
-	managed := false
-	if m, ok := dev.(device.ManagedMemory); ok {
-		managed = m.ManagedSupport() == nil
-	}
+	m := dev.Caps().Managed
+	managed := m != nil && m.ManagedSupport() == nil
 	for _, w := range workloads() {
 		ch := Check{Kind: "training", Name: w.name + " cuda vs cpu", Tolerance: TrainRelTol}
 		// others run on dev under other placements and must equal cuda.

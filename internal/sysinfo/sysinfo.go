@@ -52,7 +52,7 @@ type Env struct {
 	// "madvise: used" or "never: not available".
 	HugePages string
 	// GPU describes the device of the cuda and cache modes as it describes
-	// itself (device.Describer): name, memory and, on a CUDA GPU, driver
+	// itself (device.Caps.Description): name, memory and, on a CUDA GPU, driver
 	// and PCI facts; nil when no mode ran on one.
 	GPU         map[string]string
 	Start       time.Time // when the run started

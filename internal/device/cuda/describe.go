@@ -45,5 +45,3 @@ func (d *Device) Describe() map[string]string {
 	}
 	return desc
 }
-
-var _ device.Describer = (*Device)(nil)

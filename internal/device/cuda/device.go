@@ -75,7 +75,6 @@ type Device struct {
 
 var _ device.Device = (*Device)(nil)
 var _ gpu.Launcher = (*Device)(nil)
-var _ device.KernelCompiler = (*Device)(nil)
 
 // Open creates a context on GPU index, compiles (or loads from the cache)
 // the kernels for its architecture and allocates the workspace and the
@@ -172,9 +171,22 @@ func Open(index int) (d *Device, err error) {
 	return d, nil
 }
 
-// KernelCompile says how long Open took to compile the kernels with NVRTC
-// or to read them from the kernel cache (gpu.CachedPTX), and which.
-func (d *Device) KernelCompile() device.KernelCompile { return d.compile }
+// Caps says what the GPU can do: its compute capability, its kernels'
+// compile (how long Open took to compile them with NVRTC or to read them
+// from the kernel cache, gpu.CachedPTX, and which), its description
+// (Describe), managed memory (managed.go) and pinned copies
+// (PinnedCopyRates). It is not simulated, has no profile of its own and
+// reserves nothing ahead: its real allocations are the truth.
+func (d *Device) Caps() device.Caps {
+	compile := d.compile
+	return device.Caps{
+		ComputeCapability: fmt.Sprintf("%d.%d", d.major, d.minor),
+		Compile:           &compile,
+		Description:       d.Describe(),
+		Managed:           d,
+		Pinned:            d,
+	}
+}
 
 // do runs f on the context's thread.
 func (d *Device) do(f func() error) error { return d.ctx.Do(f) }
@@ -230,9 +242,6 @@ func (d *Device) Close() error {
 
 // Name is "cuda:N (device name)".
 func (d *Device) Name() string { return fmt.Sprintf("cuda:%d (%s)", d.index, d.name) }
-
-// ComputeCapability is the GPU's compute capability.
-func (d *Device) ComputeCapability() (major, minor int) { return d.major, d.minor }
 
 // buffer is device memory: n float32 elements at ptr.
 type buffer struct {

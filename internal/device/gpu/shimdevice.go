@@ -113,6 +113,15 @@ func (d *ShimDevice) MemInfo() (free, total int64, err error) {
 	return d.capacity - s.AllocatedBytes, d.capacity, nil
 }
 
+// ResetPeak starts a new peak: PeakBytes becomes what is held now.
+func (d *ShimDevice) ResetPeak() { d.meter.ResetPeak() }
+
+// Caps says that the shim is simulated in host memory (its times are the
+// CPU's) and has managed memory (shimmanaged.go).
+func (d *ShimDevice) Caps() device.Caps {
+	return device.Caps{Simulated: true, HostMemory: true, Managed: d}
+}
+
 // Kernels returns the CUDA kernels on the shim.
 func (d *ShimDevice) Kernels() device.Kernels { return Dispatcher{L: d.shim} }
 

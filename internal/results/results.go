@@ -1,0 +1,305 @@
+// Package results owns gpuz's results document: the JSON a run (--json)
+// or a sweep writes, and that gpuz plot and gpuz compare read back. Its
+// types are the document's, field for field, for the writer and the
+// readers alike (as golang.org/x/perf's benchfmt shares one Result between
+// its reader and its writer): package report converts a run into a Run
+// or a Sweep and encodes it; a reader decodes a file into a Doc (Decode).
+// Durations are in seconds, sizes in bytes, field names snake_case. The
+// plan's, fit's and verification's documents, which nothing reads back,
+// stay with report, and share Version, Header and Decode with these.
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Version is the version of the format gpuz writes. It changes when a
+// field is renamed, removed or changes meaning, or when a field that
+// readers may rely on is added; other added fields leave it be. Version 2
+// added header.env, the run's environment (build, machine, GPU, start
+// time, command line, seed), present in every document gpuz writes from a
+// run or a plan.
+const Version = 2
+
+// SweepKind is the "kind" of a sweep's document; a run's document has no
+// kind.
+const SweepKind = "sweep"
+
+// Doc is a results document as a reader sees it: a run's (Kind "", its
+// modes in Run.Modes) or a sweep's (Kind SweepKind, the header in
+// Run.Header, its parameters and one row per configuration). gpuz writes a
+// run as a Run and a sweep as a Sweep, whose fields these are.
+type Doc struct {
+	Run
+	Kind string `json:"kind"`
+	// Parameters and Rows are a sweep's: the swept parameters, in the
+	// order given, and one row per combination of their values.
+	Parameters []string `json:"parameters"`
+	Rows       []Row    `json:"rows"`
+}
+
+// The run's document (--json) and its parts.
+type (
+	// Run is a run's document: the version (Version), the header, every
+	// mode and the process's peak RSS.
+	Run struct {
+		Version      int    `json:"version"`
+		Header       Header `json:"header"`
+		Modes        []Mode `json:"modes"`
+		PeakRSSBytes int64  `json:"peak_rss_bytes"`
+	}
+	// Header is a run's header: the workload, its sizes, the host's
+	// threads and BLAS, the levers and the environment.
+	Header struct {
+		Model      string `json:"model"`
+		Task       string `json:"task"`
+		Scale      string `json:"scale"`
+		DataBytes  int64  `json:"data_bytes"`
+		Params     int64  `json:"params"`
+		ParamBytes int64  `json:"param_bytes"`
+		Batch      int    `json:"batch"`
+		Samples    int    `json:"samples"`
+		BLAS       string `json:"blas"`
+		Threads    int    `json:"threads"` // in force
+		// ThreadsRequested is the count asked for, when the BLAS
+		// accepted fewer; ThreadsWarning says why.
+		ThreadsRequested int    `json:"threads_requested,omitempty"`
+		ThreadsWarning   string `json:"threads_warning,omitempty"`
+		// CPUVector is the host CPU's widest vector extension;
+		// BLASWarning says when OPENBLAS_CORETYPE forces narrower BLAS
+		// kernels.
+		CPUVector   string `json:"cpu_vector,omitempty"`
+		BLASWarning string `json:"blas_warning,omitempty"`
+		GPU         string `json:"gpu"`
+		// TakeBytes is the memory --take held on the GPU throughout
+		// the run; absent when none.
+		TakeBytes int64 `json:"take_bytes,omitempty"`
+		// Recompute is the recompute lever every mode ran with: none or
+		// blocks.
+		Recompute string `json:"recompute"`
+		// Precision is the storage precision every mode ran with: fp32,
+		// bf16 or fp16.
+		Precision string `json:"precision"`
+		// HalfProducts names the host's 16-bit product path under a
+		// 16-bit precision (bench.Header.HalfProducts); absent under fp32.
+		HalfProducts string `json:"half_products,omitempty"`
+		// Setup is the run's own setup phases before any mode's (the
+		// model built, the data generated), and StartToFirstEpoch the
+		// time from the process's start to the run's first epoch; both
+		// absent where not measured (a plan's header).
+		Setup             []Phase `json:"setup,omitempty"`
+		StartToFirstEpoch float64 `json:"start_to_first_epoch_seconds,omitempty"`
+		// Env is where and how the run was measured; absent only from a
+		// header that was never collected.
+		Env *Env `json:"env,omitempty"`
+	}
+	// Phase is a setup phase: its name (bench.PhaseName) and time.
+	Phase struct {
+		Name    string  `json:"name"`
+		Seconds float64 `json:"seconds"`
+	}
+	// Mode is one mode of a run: its device, status, placement, peak,
+	// epochs, the statistics of its timed epochs, its setup and its
+	// prediction.
+	Mode struct {
+		Mode            string  `json:"mode"`
+		Device          string  `json:"device"`
+		Status          string  `json:"status"`
+		Reason          string  `json:"reason"`
+		Warmup          int     `json:"warmup"`
+		Placement       string  `json:"placement"`
+		PeakDeviceBytes int64   `json:"peak_device_bytes"`
+		Epochs          []Epoch `json:"epochs"`
+		Stats           Stats   `json:"stats"` // of the timed epochs
+		// Setup is the mode's setup phases before its first epoch, in the
+		// order they ran; empty for a mode that got no device.
+		Setup []Phase `json:"setup"`
+		// SkippedSteps is the steps fp16 training skipped over every
+		// epoch, warm-up included, as their scaled gradients overflowed;
+		// 0 for other runs.
+		SkippedSteps int `json:"skipped_steps"`
+		// LossScale is fp16 training's loss scale after the last step;
+		// absent for other runs.
+		LossScale float64 `json:"loss_scale,omitempty"`
+		// Prediction is one epoch's predicted time on the mode's profile;
+		// absent for a mode without one.
+		Prediction *Prediction `json:"prediction,omitempty"`
+	}
+	// Epoch is one epoch of a mode, warm-up included.
+	Epoch struct {
+		Index   int      `json:"index"`
+		Warmup  bool     `json:"warmup"`
+		Seconds float64  `json:"seconds"`
+		Value   *float64 `json:"value"` // null when not finite
+		// Bytes copied host → device and device → host, and the copies'
+		// time; null for the cpu mode, which has no device to copy to.
+		UploadBytes   *int64   `json:"upload_bytes"`
+		DownloadBytes *int64   `json:"download_bytes"`
+		CopySeconds   *float64 `json:"copy_seconds"`
+		// RemoteBytes is what the kernels read and wrote in place across
+		// the bus (the managed mode with the host advised); absent when 0.
+		RemoteBytes int64 `json:"remote_bytes,omitempty"`
+		// SkippedSteps is the epoch's steps fp16 training skipped;
+		// absent when 0.
+		SkippedSteps int `json:"skipped_steps,omitempty"`
+	}
+	// Stats summarises a mode's timed epochs.
+	Stats struct {
+		N             int     `json:"n"`
+		MeanSeconds   float64 `json:"mean_seconds"`
+		StddevSeconds float64 `json:"stddev_seconds"`
+		MedianSeconds float64 `json:"median_seconds"`
+		MinSeconds    float64 `json:"min_seconds"`
+		MaxSeconds    float64 `json:"max_seconds"`
+		// MeanCI is the mean's 95% confidence interval (Student's t), as
+		// the Analyze table shows it; absent below 2 timed epochs.
+		MeanCI *Interval `json:"mean_ci,omitempty"`
+	}
+	// Interval is a confidence interval in seconds.
+	Interval struct {
+		Low  float64 `json:"low_seconds"`
+		High float64 `json:"high_seconds"`
+	}
+)
+
+// Env is the environment of a run in the documents (sysinfo.Env):
+// what was measured where, with which build, started how and when.
+type Env struct {
+	GpuzVersion string `json:"gpuz_version"`
+	Revision    string `json:"revision"`   // "unknown" when the build has no VCS stamp
+	BuildTime   string `json:"build_time"` // the revision's commit time, RFC 3339, or "unknown"
+	Modified    string `json:"modified"`   // "true" for a dirty tree, "false", or "unknown"
+	GoVersion   string `json:"go_version"`
+	OS          string `json:"os"`
+	Kernel      string `json:"kernel"`
+	CPU         string `json:"cpu"`
+	Cores       int    `json:"cores"`
+	MemoryBytes int64  `json:"memory_bytes"`
+	BLAS        string `json:"blas"`
+	Threads     int    `json:"threads"`
+	// HugePages is whether large host buffers use transparent huge pages,
+	// as "madvise: used" or "never: not available" (sysinfo.Env.HugePages).
+	HugePages string `json:"huge_pages"`
+	// GPU is the GPU's own description (device.Caps.Description); null when no
+	// mode ran on one.
+	GPU         map[string]string `json:"gpu"`
+	Start       string            `json:"start"` // RFC 3339
+	CommandLine string            `json:"command_line"`
+	Seed        uint64            `json:"seed"`
+}
+
+// Prediction is a mode's prediction of one epoch (bench.Prediction), in
+// seconds.
+type Prediction struct {
+	Profile        string  `json:"profile"`
+	ModelSeconds   float64 `json:"model_seconds"`
+	BoundSeconds   float64 `json:"bound_seconds"`
+	ComputeSeconds float64 `json:"compute_seconds"`
+	MemorySeconds  float64 `json:"memory_seconds"`
+	LaunchSeconds  float64 `json:"launch_seconds"`
+	CopySeconds    float64 `json:"copy_seconds"`
+	Limiter        string  `json:"limiter"`
+}
+
+// The sweep's document.
+type (
+	// Sweep is a sweep's document: the version, "kind": "sweep", the
+	// header of its first configuration, the swept parameters in order
+	// and one row per configuration.
+	Sweep struct {
+		Version    int      `json:"version"`
+		Kind       string   `json:"kind"` // SweepKind
+		Header     Header   `json:"header"`
+		Parameters []string `json:"parameters"`
+		Rows       []Row    `json:"rows"`
+	}
+	// Row is one configuration of a sweep: its settings by parameter,
+	// the memory taken on the device, the device's free memory, and its
+	// result, a run's document.
+	Row struct {
+		Settings  map[string]string `json:"settings"`
+		TakeBytes int64             `json:"take_bytes"`
+		// DeviceFreeBytes is null when the run had no GPU device.
+		DeviceFreeBytes *int64 `json:"device_free_bytes"`
+		Result          Run    `json:"result"`
+	}
+)
+
+// Decode reads data, a gpuz JSON document named name in errors, into
+// doc, a pointer to the struct of the fields the caller reads (the rest
+// are ignored). Data that is not a JSON object, a document without a
+// version or of a newer version than this gpuz writes, and one whose
+// "kind" is not among kinds ("" is a run's, SweepKind a sweep's) are
+// errors.
+func Decode(name string, data []byte, doc any, kinds ...string) error {
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+		return fmt.Errorf("%s: not a gpuz JSON file (no JSON object)", name)
+	}
+	var head struct {
+		Version int    `json:"version"`
+		Kind    string `json:"kind"`
+	}
+	unmarshal := func(v any) error {
+		err := json.Unmarshal(data, v)
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return fmt.Errorf("%s: not a gpuz JSON file: %w at byte %d", name, err, syn.Offset)
+		} else if err != nil {
+			return fmt.Errorf("%s: not a gpuz JSON file: %w", name, err)
+		}
+		return nil
+	}
+	if err := unmarshal(&head); err != nil {
+		return err
+	}
+	switch {
+	case head.Version == 0:
+		return fmt.Errorf("%s: not a gpuz JSON file: no version", name)
+	case head.Version > Version:
+		return fmt.Errorf("%s: gpuz JSON version %d, this gpuz reads version %d", name, head.Version, Version)
+	case !slices.Contains(kinds, head.Kind):
+		want := make([]string, len(kinds))
+		for i, k := range kinds {
+			want[i] = kindName(k)
+		}
+		return fmt.Errorf("%s: unknown kind %q of gpuz JSON (want %s)", name, head.Kind, strings.Join(want, " or "))
+	}
+	return unmarshal(doc)
+}
+
+// kindName names a document kind in an error: "a run's" for "", else the
+// kind quoted.
+func kindName(kind string) string {
+	if kind == "" {
+		return "a run's"
+	}
+	return fmt.Sprintf("%q", kind)
+}
+
+// MaxEpochSeconds is the longest epoch time gpuz compare and gpuz plot read
+// from a results file: 10⁹ s, about 32 years. No run measures an epoch
+// that long, so a larger time (1e308, +Inf) comes from a corrupt or
+// hand-made file; refusing it also keeps every time these commands print
+// to at most ten integer digits.
+const MaxEpochSeconds = 1e9
+
+// CheckEpochSeconds returns why s cannot be an epoch time read from a
+// results file: it is NaN, negative, or beyond MaxEpochSeconds (+Inf
+// included). A time from 0 to MaxEpochSeconds is nil.
+func CheckEpochSeconds(s float64) error {
+	switch {
+	case math.IsNaN(s):
+		return fmt.Errorf("epoch time %g s is not a number", s)
+	case s < 0:
+		return fmt.Errorf("epoch time %g s is negative", s)
+	case s > MaxEpochSeconds:
+		return fmt.Errorf("epoch time %g s is beyond %g s (about 32 years), the most gpuz reads", s, MaxEpochSeconds)
+	}
+	return nil
+}

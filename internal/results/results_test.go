@@ -1,0 +1,69 @@
+package results
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestDecodeReadsWhatIsWritten encodes a run's and a sweep's documents as
+// report writes them (Run, Sweep) and decodes each into a Doc, as plot and
+// compare read them: the same fields come back, the run with no kind; and
+// Decode refuses a document of an unwanted kind, of a newer version, or
+// without one.
+func TestDecodeReadsWhatIsWritten(t *testing.T) {
+	free := int64(1 << 30)
+	run := Run{Version: Version, Header: Header{Model: "linear", Task: "train", Env: &Env{Revision: "abc"}},
+		Modes: []Mode{{Mode: "cuda", Device: "sim:1GiB", Status: "ok", Epochs: []Epoch{{Warmup: true, Seconds: 2}, {Seconds: 1.5}}}}}
+	sweep := Sweep{Version: Version, Kind: SweepKind, Header: run.Header, Parameters: []string{"take"},
+		Rows: []Row{{Settings: map[string]string{"take": "1GiB"}, DeviceFreeBytes: &free, Result: run}}}
+	encode := func(v any) []byte {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	var doc Doc
+	if err := Decode("run.json", encode(run), &doc, "", SweepKind); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Kind != "" || doc.Header.Env.Revision != "abc" || len(doc.Modes) != 1 || doc.Modes[0].Epochs[1].Seconds != 1.5 {
+		t.Errorf("run decoded as %+v", doc)
+	}
+	doc = Doc{}
+	if err := Decode("sweep.json", encode(sweep), &doc, "", SweepKind); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Kind != SweepKind || doc.Header.Model != "linear" || len(doc.Rows) != 1 || *doc.Rows[0].DeviceFreeBytes != free ||
+		doc.Rows[0].Result.Modes[0].Device != "sim:1GiB" {
+		t.Errorf("sweep decoded as %+v", doc)
+	}
+	for _, tt := range []struct {
+		name string
+		data string
+		want string
+	}{
+		{"sweep where a run is wanted", string(encode(sweep)), `unknown kind "sweep" of gpuz JSON (want a run's)`},
+		{"newer", `{"version": 99}`, "gpuz JSON version 99, this gpuz reads version 2"},
+		{"no version", `{"modes": []}`, "no version"},
+		{"not an object", `[1]`, "no JSON object"},
+	} {
+		if err := Decode(tt.name, []byte(tt.data), &Doc{}, ""); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Decode = %v, want an error containing %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// TestCheckEpochSeconds: NaN, negative and times beyond MaxEpochSeconds
+// are refused; 0 and MaxEpochSeconds are times.
+func TestCheckEpochSeconds(t *testing.T) {
+	for _, tt := range []struct {
+		s  float64
+		ok bool
+	}{{0, true}, {MaxEpochSeconds, true}, {-1, false}, {MaxEpochSeconds * 2, false}} {
+		if err := CheckEpochSeconds(tt.s); (err == nil) != tt.ok {
+			t.Errorf("CheckEpochSeconds(%g) = %v", tt.s, err)
+		}
+	}
+}

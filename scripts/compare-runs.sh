@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# compare-runs.sh OLD_BIN NEW_BIN [--quick] [--keep DIR]
+#
+# Checks that a refactoring left gpuz's results as they were: runs the same
+# small runs and plans with two gpuz binaries (build them from the two
+# commits: go build -o /tmp/gpuz-old ./cmd/gpuz at the old one) and diffs
+# what they wrote, less what differs from one run to the next.
+#
+# Runs (--json): linear, resnet, attention and llm (two layers of
+# SmolLM2-135M's shape, sequences of 32), train and eval, at --scale small
+# on sim:1GiB in the cuda, cache (window, window-paged, auto with the
+# optimizer on the device and on the host), hybrid, managed (both advice
+# settings) and cpu modes, and in the cpu mode under --device cpu. Each run's
+# JSON is compared with the times, the setup phases, the peak RSS, the start
+# time and the command line left out: the losses, the copies each way, the
+# peaks, the placements, the statuses and the predictions must be equal.
+# Plans (gpuz plan): the same workloads and modes, as JSON (with the host's
+# available memory, which moves between two runs, left out) and as the
+# text table (its host columns blanked).
+#
+# --quick runs linear and llm only. --keep DIR keeps the outputs there
+# (default: a temporary directory, removed). Exit status 0 when everything
+# is equal, 1 when something differs (the diffs are printed), 2 on bad use.
+# Needs python3.
+set -euo pipefail
+
+usage() { echo "usage: $0 OLD_BIN NEW_BIN [--quick] [--keep DIR]" >&2; exit 2; }
+[[ $# -ge 2 ]] || usage
+old=$(realpath "$1") new=$(realpath "$2")
+shift 2
+quick=0 keep=""
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--quick) quick=1 ;;
+	--keep) keep=${2:?--keep needs a directory}; shift ;;
+	*) usage ;;
+	esac
+	shift
+done
+[[ -x $old && -x $new ]] || { echo "$0: $old and $new must be executables" >&2; exit 2; }
+
+if [[ -n $keep ]]; then
+	out=$keep
+	mkdir -p "$out"
+else
+	out=$(mktemp -d)
+	trap 'rm -rf "$out"' EXIT
+fi
+
+workloads=(linear resnet attention llm)
+[[ $quick == 1 ]] && workloads=(linear llm)
+
+# flags of each workload beyond --scale small, and its hybrid placement.
+flags_of() {
+	case "$1" in
+	llm) echo "--layers 2 --seq-len 32" ;;
+	esac
+}
+place_of() {
+	case "$1" in
+	linear) echo "host:0,cuda:1-2" ;;
+	resnet) echo "host:0,cuda:1-5" ;;
+	*) echo "host:0,cuda:1-3" ;;
+	esac
+}
+
+# normalize KIND FILE: the file less what differs between two runs.
+normalize() {
+	python3 - "$1" "$2" <<'EOF'
+import json, re, sys
+
+kind, path = sys.argv[1], sys.argv[2]
+text = open(path).read()
+if kind == "json":
+    dropped = re.compile(r"(^|_)seconds$|^setup$|^stats$|^start$|^command_line$|^peak_rss_bytes$|^host_available$")
+    def strip(v):
+        if isinstance(v, dict):
+            host = v.get("device") == "host"
+            return {k: strip(x) for k, x in v.items()
+                    if not dropped.search(k) and not (host and k in ("device_free", "device_total"))}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+    print(json.dumps(strip(json.loads(text)), indent=1, sort_keys=True))
+else:
+    # A table's columns are the dashed rule's runs; blank the host's
+    # figures: the available column, and the free column of the cpu row.
+    lines, blank = text.splitlines(), {}
+    for i, line in enumerate(lines):
+        if i > 0 and re.fullmatch(r"[- ]+", line) and "-" in line:
+            spans = [m.span() for m in re.finditer(r"-+", line)]
+            names = []
+            for a, b in spans:
+                names.append(lines[i-1][a:b].strip())
+            blank = {n: s for n, s in zip(names, spans) if n in ("available", "free")}
+            continue
+        if not line.strip():
+            blank = {}
+            continue
+        for name, (a, b) in blank.items():
+            if name == "available" or line.startswith("cpu "):
+                line = line[:a] + "#" * (b - a) + line[b:]
+        lines[i] = line
+    print("\n".join(lines))
+EOF
+}
+
+failed=0
+# check NAME ARGS...: runs ARGS with both binaries, JSON to NAME.{old,new}.json.
+check() {
+	local name=$1
+	shift
+	for which in old new; do
+		local bin=$old
+		[[ $which == new ]] && bin=$new
+		"$bin" "$@" --json "$out/$name.$which.json" >"$out/$name.$which.txt" 2>&1 || true
+		if [[ ! -s $out/$name.$which.json ]]; then
+			echo "NO JSON   $name from $bin:"
+			cat "$out/$name.$which.txt"
+			failed=1
+			return
+		fi
+		normalize json "$out/$name.$which.json" >"$out/$name.$which.norm"
+	done
+	if diff -u "$out/$name.old.norm" "$out/$name.new.norm" >"$out/$name.diff"; then
+		echo "same      $name"
+	else
+		echo "DIFFERENT $name"
+		cat "$out/$name.diff"
+		failed=1
+	fi
+}
+
+# plantext NAME ARGS...: the plan's text table from both binaries.
+plantext() {
+	local name=$1
+	shift
+	"$old" "$@" >"$out/$name.old.txt" 2>&1 || true
+	"$new" "$@" >"$out/$name.new.txt" 2>&1 || true
+	if diff -u <(normalize text "$out/$name.old.txt") <(normalize text "$out/$name.new.txt") >"$out/$name.diff"; then
+		echo "same      $name"
+	else
+		echo "DIFFERENT $name"
+		cat "$out/$name.diff"
+		failed=1
+	fi
+}
+
+modes=cuda,cache,hybrid,managed,cpu
+for w in "${workloads[@]}"; do
+	read -ra extra <<<"$(flags_of "$w")" || true
+	for task in train eval; do
+		common=(--scale small --device sim:1GiB --epochs 2 "${extra[@]}")
+		place=(--place "$(place_of "$w")")
+		check "run-$w-$task" "$w" "$task" "$modes" "${common[@]}" "${place[@]}"
+		check "run-$w-$task-paged" "$w" "$task" cache "${common[@]}" --policy window-paged
+		check "run-$w-$task-auto" "$w" "$task" cache "${common[@]}" --policy auto --optimizer-on device,host
+		check "run-$w-$task-advise" "$w" "$task" managed "${common[@]}" --managed-advise host
+		check "run-$w-$task-cpu" "$w" "$task" cpu --scale small --device cpu --epochs 2 "${extra[@]}"
+		check "plan-$w-$task" plan "$w" "$task" "$modes" "${common[@]}" "${place[@]}"
+		plantext "plantext-$w-$task" plan "$w" "$task" "$modes" "${common[@]}" "${place[@]}"
+	done
+done
+if [[ $failed == 0 ]]; then
+	echo "compare-runs: $old and $new wrote the same results"
+else
+	echo "compare-runs: the results differ (outputs in ${keep:-a removed temporary directory})" >&2
+fi
+exit $failed
