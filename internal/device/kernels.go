@@ -90,6 +90,16 @@ type Kernels interface {
 	// AttentionMixValueGrad sets dst to AttentionMix's gradient with
 	// respect to qkv given the output gradient g.
 	AttentionMixValueGrad(dst, p, g Buffer, a hostmath.Attention)
+	// FusedAttention sets out to the attention output of the packed qkv
+	// and lse to the log-sum-exp of every row of scores, computed block by
+	// block with an online softmax, never holding the probabilities (see
+	// hostmath.FusedAttention). Either of out and lse may be nil, and is
+	// then not written.
+	FusedAttention(out, lse, qkv Buffer, a hostmath.Attention)
+	// FusedAttentionGrad sets dst to the attention output's gradient with
+	// respect to qkv given the output out, the log-sum-exps lse and the
+	// output gradient g, recomputing the probabilities block by block.
+	FusedAttentionGrad(dst, qkv, out, lse, g Buffer, a hostmath.Attention)
 	// SoftmaxCrossEntropy sets the one element of dst to the mean over the
 	// rows of logits of the cross-entropy with the integer class ids in
 	// targets; ids out of range are an error.
@@ -315,6 +325,26 @@ func (hostKernels) AttentionMixProbsGrad(dst, g, qkv Buffer, a hostmath.Attentio
 // qkv.
 func (hostKernels) AttentionMixValueGrad(dst, p, g Buffer, a hostmath.Attention) {
 	hostmath.AttentionMixValueGrad(Floats(dst), Floats(p), Floats(g), a)
+}
+
+// FusedAttention sets out (unless nil) to the attention output and lse
+// (unless nil) to the rows' log-sum-exps.
+func (hostKernels) FusedAttention(out, lse, qkv Buffer, a hostmath.Attention) {
+	hostmath.FusedAttention(floatsOrNil(out), floatsOrNil(lse), Floats(qkv), a)
+}
+
+// FusedAttentionGrad sets dst to the fused attention's gradient with
+// respect to qkv.
+func (hostKernels) FusedAttentionGrad(dst, qkv, out, lse, g Buffer, a hostmath.Attention) {
+	hostmath.FusedAttentionGrad(Floats(dst), Floats(qkv), Floats(out), Floats(lse), Floats(g), a)
+}
+
+// floatsOrNil is Floats of b, or nil for a nil b.
+func floatsOrNil(b Buffer) []float32 {
+	if b == nil {
+		return nil
+	}
+	return Floats(b)
 }
 
 // SoftmaxCrossEntropy sets dst[0] to the loss.

@@ -287,8 +287,40 @@ func Cases() []Case {
 				return bufs(zeros(qkv), probs(r, a.Batch*a.Heads*a.Seq, a.Seq), randn(r, o))
 			}, Call: noValue(func(k device.Kernels, b []device.Buffer) { k.AttentionMixValueGrad(b[0], b[1], b[2], a) })},
 		)
+		cases = append(cases, fusedAttentionCases(a, suffix)...)
+	}
+	// Fused attention over sizes that cross its 64-key blocks: a partial
+	// diagonal block, and grouped-query heads.
+	for _, a := range []hostmath.Attention{
+		{Batch: 1, Seq: 130, Heads: 2, HeadDim: 5, Causal: true},
+		{Batch: 2, Seq: 67, Heads: 4, HeadDim: 3, KVHeads: 2, Causal: false},
+	} {
+		cases = append(cases, fusedAttentionCases(a, fmt.Sprintf("/seq=%d/kvheads=%d/%d/causal=%v", a.Seq, a.NumKVHeads(), a.Heads, a.Causal))...)
 	}
 	cases = append(cases, llamaCases()...)
 	cases = append(cases, gpt2Cases()...)
 	return cases
+}
+
+// fusedAttentionCases are the fused attention kernels' cases for a: the
+// output and the log-sum-exps together, each alone (the other buffer
+// left as it was, zero), and the gradient from the host's output and
+// log-sum-exps of the same qkv, so that the recomputed probabilities are
+// those of a softmax.
+func fusedAttentionCases(a hostmath.Attention, suffix string) []Case {
+	qkv, o, rows := a.Batch*a.Seq*a.QKVWidth(), a.Batch*a.Seq*a.DModel(), a.Batch*a.Heads*a.Seq
+	forward := func(r *rand.Rand) [][]float32 { return bufs(zeros(o), zeros(rows), randn(r, qkv)) }
+	return []Case{
+		{Name: "FusedAttention" + suffix, Bufs: forward,
+			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.FusedAttention(b[0], b[1], b[2], a) })},
+		{Name: "FusedAttention/out" + suffix, Bufs: forward,
+			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.FusedAttention(b[0], nil, b[2], a) })},
+		{Name: "FusedAttention/lse" + suffix, Bufs: forward,
+			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.FusedAttention(nil, b[1], b[2], a) })},
+		{Name: "FusedAttentionGrad" + suffix, Bufs: func(r *rand.Rand) [][]float32 {
+			x, out, lse := randn(r, qkv), make([]float32, o), make([]float32, rows)
+			hostmath.FusedAttention(out, lse, x, a)
+			return bufs(zeros(qkv), x, out, lse, randn(r, o))
+		}, Call: noValue(func(k device.Kernels, b []device.Buffer) { k.FusedAttentionGrad(b[0], b[1], b[2], b[3], b[4], a) })},
+	}
 }

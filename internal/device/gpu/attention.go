@@ -57,3 +57,30 @@ func (k Dispatcher) AttentionMixProbsGrad(dst, g, qkv device.Buffer, a hostmath.
 func (k Dispatcher) AttentionMixValueGrad(dst, p, g device.Buffer, a hostmath.Attention) {
 	k.each("attn_mix_value_grad", dst.Len(), Pointer(ptr(dst)), Pointer(ptr(p)), Pointer(ptr(g)), Int(a.Batch), Int(a.Seq), Int(a.Heads), Int(a.NumKVHeads()), Int(a.HeadDim), causal(a))
 }
+
+// ptrOrNull is b's device pointer, or 0 (the kernels' null) for a nil b.
+func ptrOrNull(b device.Buffer) uintptr {
+	if b == nil {
+		return 0
+	}
+	return ptr(b)
+}
+
+// FusedAttention sets out (unless nil) to the attention output and lse
+// (unless nil) to the rows' log-sum-exps: one thread per query row, its
+// online softmax over blocks of keys (fusedattention.cu).
+func (k Dispatcher) FusedAttention(out, lse, qkv device.Buffer, a hostmath.Attention) {
+	k.each("fused_attn", a.Batch*a.Heads*a.Seq, Pointer(ptrOrNull(out)), Pointer(ptrOrNull(lse)), Pointer(ptr(qkv)),
+		Int(a.Batch), Int(a.Seq), Int(a.Heads), Int(a.NumKVHeads()), Int(a.HeadDim), causal(a), Float(float32(a.Scale())))
+}
+
+// FusedAttentionGrad sets dst to the fused attention's gradient with
+// respect to qkv: one thread per query row for the query columns, one per
+// element of the key and value columns, which adds its group's query
+// heads in order.
+func (k Dispatcher) FusedAttentionGrad(dst, qkv, out, lse, g device.Buffer, a hostmath.Attention) {
+	k.each("fused_attn_grad_q", a.Batch*a.Heads*a.Seq, Pointer(ptr(dst)), Pointer(ptr(qkv)), Pointer(ptr(out)), Pointer(ptr(lse)),
+		Pointer(ptr(g)), Int(a.Batch), Int(a.Seq), Int(a.Heads), Int(a.NumKVHeads()), Int(a.HeadDim), causal(a), Float(float32(a.Scale())))
+	k.each("fused_attn_grad_kv", a.Batch*a.Seq*a.KVWidth(), Pointer(ptr(dst)), Pointer(ptr(qkv)), Pointer(ptr(out)), Pointer(ptr(lse)),
+		Pointer(ptr(g)), Int(a.Batch), Int(a.Seq), Int(a.Heads), Int(a.NumKVHeads()), Int(a.HeadDim), causal(a), Float(float32(a.Scale())))
+}

@@ -24,6 +24,7 @@
 #include "gpt2.cu"
 #include "conv.cu"
 #include "attention.cu"
+#include "fusedattention.cu"
 #include "llama.cu"
 
 enum { RUNNABLE, AT_BARRIER, DONE };
@@ -122,6 +123,9 @@ static double f64(uint64_t bits) {
 	X(attn_mix_value_grad, "pppiiiiii", attn_mix_value_grad(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8))) \
 	X(attn_row_dot, "ppplii", attn_row_dot(P(0), P(1), P(2), L(3), I(4), I(5))) \
 	X(attn_probs_grad, "pppppiiiiiif", attn_probs_grad(P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8), I(9), I(10), F(11))) \
+	X(fused_attn, "pppiiiiiif", fused_attn(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8), F(9))) \
+	X(fused_attn_grad_q, "pppppiiiiiif", fused_attn_grad_q(P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8), I(9), I(10), F(11))) \
+	X(fused_attn_grad_kv, "pppppiiiiiif", fused_attn_grad_kv(P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8), I(9), I(10), F(11))) \
 	X(rms_norm, "pppid", rms_norm(P(0), P(1), P(2), I(3), D(4))) \
 	X(rms_norm_input_grad, "ppppid", rms_norm_input_grad(P(0), P(1), P(2), P(3), I(4), D(5))) \
 	X(rms_stats, "ppid", rms_stats(P(0), P(1), I(2), D(3))) \

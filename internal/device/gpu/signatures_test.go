@@ -26,6 +26,7 @@ func TestSignaturesOfKnownKernels(t *testing.T) {
 		"bias_grad":       "ppiil",
 		"attn_probs_grad": "pppppiiiiiif", // declared over two lines
 		"rotary":          "ppppliiiii",   // declared over two lines
+		"fused_attn":      "pppiiiiiif",   // declared over two lines
 	} {
 		if got, ok := Signatures[name]; !ok {
 			t.Errorf("kernel %s missing from Signatures", name)
@@ -33,8 +34,8 @@ func TestSignaturesOfKnownKernels(t *testing.T) {
 			t.Errorf("kernel %s: Signatures %q, want %q", name, got, want)
 		}
 	}
-	if len(Signatures) != 45 {
-		t.Errorf("Signatures has %d kernels, want the 45 of the .cu files", len(Signatures))
+	if len(Signatures) != 48 {
+		t.Errorf("Signatures has %d kernels, want the 48 of the .cu files", len(Signatures))
 	}
 }
 

@@ -12,7 +12,7 @@ var sources embed.FS
 
 // sourceFiles are the kernel files in the order they are compiled, the
 // prologue first.
-var sourceFiles = []string{"prologue.cuh", "elementwise.cu", "reduce.cu", "softmax.cu", "layernorm.cu", "embedding.cu", "gpt2.cu", "conv.cu", "attention.cu", "half.cu",
+var sourceFiles = []string{"prologue.cuh", "elementwise.cu", "reduce.cu", "softmax.cu", "layernorm.cu", "embedding.cu", "gpt2.cu", "conv.cu", "attention.cu", "fusedattention.cu", "half.cu",
 	"llama.cu"}
 
 // Source returns the CUDA C of every kernel as one translation unit, as
