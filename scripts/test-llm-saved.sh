@@ -39,18 +39,20 @@ doc=docs/llm.md
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/llmsaved" ./scripts/llmsaved
+# PyTorch 1.13's attention here is eager (it has no
+# scaled_dot_product_attention): gpuz's eager attention is compared.
 sizes=(--seq-len 24 --batch 2)
 for family in llama-gqa gpt2; do
 	cfg=scripts/testdata/llm-$family.json
 	for lever in "precision fp32" "precision bf16" "recompute blocks"; do
 		read -r flag value <<<"$lever"
-		"$bin" plan llm train cpu --model "$cfg" "${sizes[@]}" "--$flag" "$value" --json "$tmp/plan.json" >/dev/null 2>"$tmp/plan.err" ||
+		"$bin" plan llm train cpu --model "$cfg" "${sizes[@]}" --attention eager "--$flag" "$value" --json "$tmp/plan.json" >/dev/null 2>"$tmp/plan.err" ||
 			{ cat "$tmp/plan.err" >&2; echo "test-llm-saved: gpuz plan $family --$flag $value failed" >&2; exit 1; }
-		"$tmp/llmsaved" -model "$cfg" -seq-len 24 -batch 2 "-$flag" "$value" -json >"$tmp/gpuz.json"
+		"$tmp/llmsaved" -model "$cfg" -seq-len 24 -batch 2 -attention eager "-$flag" "$value" -json >"$tmp/gpuz.json"
 		"$python" scripts/torch_llm.py saved "$cfg" "${sizes[@]}" "--$flag" "$value" >"$tmp/torch.json"
 		if [[ -n $list ]]; then
 			echo "== $family --$flag $value: gpuz" >&2
-			"$tmp/llmsaved" -model "$cfg" -seq-len 24 -batch 2 "-$flag" "$value" >&2
+			"$tmp/llmsaved" -model "$cfg" -seq-len 24 -batch 2 -attention eager "-$flag" "$value" >&2
 			echo "== $family --$flag $value: PyTorch" >&2
 			"$python" scripts/torch_llm.py saved "$cfg" "${sizes[@]}" "--$flag" "$value" --list >&2
 		fi

@@ -1,6 +1,11 @@
 package main
 
-import "gpuz/internal/models"
+import (
+	"github.com/spf13/pflag"
+
+	"gpuz/internal/levers"
+	"gpuz/internal/models"
+)
 
 // attentionWorkload is gpuz attention.
 var attentionWorkload = workloadDef{
@@ -14,6 +19,9 @@ trained with cross-entropy to predict each token's id, in 14 blocks (the
 head, the embedding and each layer), each with its gradient norm clipped to
 1 and its own Adam. MODES is a comma list of cuda (or gpu), cache and cpu;
 the default is all three.`,
+	flags: func(fs *pflag.FlagSet, lists *listFlags, _ *WorkloadOptions) {
+		addAttentionFlag(lists, fs, levers.AttentionEager)
+	},
 	example: `  gpuz attention train cuda,cache,cpu
   gpuz attention train cpu --scale small
   gpuz attention eval cpu --epochs 3 --seq-len 256`,

@@ -34,7 +34,7 @@ type FitOptions struct {
 
 // fitSearched are the workload command's flags that choose a
 // configuration, which fit searches itself and so refuses.
-var fitSearched = []string{"policy", "win-size", "optimizer-on", "place", "managed-page", "managed-advise", "recompute", "precision", "bench-out", "wide", "plot"}
+var fitSearched = []string{"policy", "win-size", "optimizer-on", "place", "managed-page", "managed-advise", "recompute", "precision", "attention", "bench-out", "wide", "plot"}
 
 // newFitCmd builds "gpuz fit MODEL train|eval": for each workload, its
 // command's flags less those fit searches, and --margin and --verify.
@@ -95,6 +95,9 @@ func newFitWorkloadCmd(ios *IOStreams, def workloadDef, runF func(context.Contex
   gpuz fit %[1]s eval --scale small --device sim:4GiB --format json`, def.workload.Name)
 	flags := sub.Flags()
 	for _, name := range fitSearched {
+		if flags.Lookup(name) == nil && name == "attention" {
+			continue // a workload without attention layers
+		}
 		if err := flags.MarkHidden(name); err != nil {
 			panic(err) // a name above that the workload command lacks
 		}
@@ -268,6 +271,9 @@ func (o *FitOptions) commandLine(c fit.Candidate) string {
 	}
 	if c.Precision.Half() {
 		words = append(words, "--precision", c.Precision.String())
+	}
+	if c.Attention != "" {
+		words = append(words, "--attention", string(c.Attention))
 	}
 	if o.Scale != "" && o.Scale != "full" {
 		words = append(words, "--scale", o.Scale)

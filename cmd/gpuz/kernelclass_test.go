@@ -18,11 +18,12 @@ import (
 // is not "") at --scale small in the cpu mode under both recompute
 // settings and precision, and returns the names of its schedules' kernels
 // (engine.Schedule.Work), as the performance model sees them.
-func planSmall(t *testing.T, workload models.Workload, model string, task bench.Task, precision levers.Precision) []string {
+func planSmall(t *testing.T, workload models.Workload, model string, attention levers.Attention, task bench.Task, precision levers.Precision) []string {
 	t.Helper()
 	o := &WorkloadOptions{IO: newIOStreams(&bytes.Buffer{}, &bytes.Buffer{}), Workload: workload, Model: model, Task: task,
 		Modes: []bench.Mode{bench.ModeCPU}, Scale: models.ScaleSmall, Sizes: map[string]int{}, Warmup: 1, LR: bench.DefaultLR,
-		Seed: 1, Threads: 1, Device: "cpu", Cache: cache.Config{Policy: cache.Window, Window: 3}, Precision: precision}
+		Seed: 1, Threads: 1, Device: "cpu", Cache: cache.Config{Policy: cache.Window, Window: 3}, Precision: precision,
+		Attention: attention}
 	if err := o.resolveModel(); err != nil {
 		t.Fatal(err)
 	}
@@ -59,22 +60,25 @@ func TestEveryKernelHasAClass(t *testing.T) {
 		t.Skip("plans every workload")
 	}
 	for _, tc := range []struct {
-		workload models.Workload
-		model    string
-		has      []string // kernels the training plan must run
+		workload  models.Workload
+		model     string
+		attention levers.Attention
+		has       []string // kernels the training plan must run
 	}{
-		{models.Linear, "", []string{"Linear", "LinearWeightGrad", "LeakyReLU"}},
-		{models.Attention, "", []string{"AttentionProbs", "LayerNorm", "Embedding"}},
-		{models.Resnet, "", []string{"Conv2d", "Conv2dBiasGrad"}},
-		{models.LLM, "smollm2-135m", []string{"TokenEmbedding", "Projection", "RMSNorm", "RMSNormInputGrad", "RMSNormWeightGrad",
+		{models.Linear, "", "", []string{"Linear", "LinearWeightGrad", "LeakyReLU"}},
+		{models.Attention, "", "", []string{"AttentionProbs", "LayerNorm", "Embedding"}},
+		{models.Attention, "", levers.AttentionFused, []string{"FusedAttention", "FusedAttentionLSE", "FusedAttentionGrad"}},
+		{models.Resnet, "", "", []string{"Conv2d", "Conv2dBiasGrad"}},
+		{models.LLM, "smollm2-135m", levers.AttentionEager, []string{"TokenEmbedding", "Projection", "RMSNorm", "RMSNormInputGrad", "RMSNormWeightGrad",
 			"Rotary", "RotaryGrad", "SwiGLU", "SwiGLUGrad", "AttentionMix", "EmbeddingGrad"}},
-		{models.LLM, "gpt2", []string{"TokenEmbedding", "AddPositions", "PositionsGrad", "Conv1D", "Conv1DInputGrad",
+		{models.LLM, "smollm2-135m", levers.AttentionFused, []string{"FusedAttention", "FusedAttentionLSE", "FusedAttentionGrad"}},
+		{models.LLM, "gpt2", "", []string{"TokenEmbedding", "AddPositions", "PositionsGrad", "Conv1D", "Conv1DInputGrad",
 			"Conv1DWeightGrad", "GELUTanh", "GELUTanhGrad", "LayerNorm", "Projection"}},
 	} {
-		name := tc.workload.Name + " " + tc.model
+		name := tc.workload.Name + " " + tc.model + " " + string(tc.attention)
 		for _, task := range []bench.Task{bench.TaskTrain, bench.TaskEval} {
 			for _, precision := range []levers.Precision{levers.FP32, levers.BF16} {
-				kernels := planSmall(t, tc.workload, tc.model, task, precision)
+				kernels := planSmall(t, tc.workload, tc.model, tc.attention, task, precision)
 				for _, k := range kernels {
 					if _, ok := perfmodel.ClassOf(k); !ok {
 						t.Errorf("%s %s %s: kernel %s is in no class of the performance model", name, task, precision, k)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"gpuz/internal/hfconfig"
+	"gpuz/internal/levers"
 	"gpuz/internal/models"
 )
 
@@ -39,9 +40,15 @@ examples.`,
 	flags: addLLMFlags,
 }
 
-// addLLMFlags adds the llm workload's own flags: --model and
-// --list-models.
-func addLLMFlags(fs *pflag.FlagSet, o *WorkloadOptions) {
+// addAttentionFlag adds --attention, sweepable, defaulting to def.
+func addAttentionFlag(lists *listFlags, fs *pflag.FlagSet, def levers.Attention) {
+	lists.add(fs, "attention", "strings", string(def), "attention: eager (each layer's attention probabilities, batch × heads × seq-len², kept for the backward pass) or fused (only the output and one log-sum-exp per row kept, the probabilities computed again block by block in the backward pass, as FlashAttention and PyTorch's scaled_dot_product_attention); a comma list sweeps")
+}
+
+// addLLMFlags adds the llm workload's own flags: --model, --list-models
+// and --attention (fused by default, as transformers' default attention).
+func addLLMFlags(fs *pflag.FlagSet, lists *listFlags, o *WorkloadOptions) {
+	addAttentionFlag(lists, fs, levers.AttentionFused)
 	fs.StringVar(&o.Model, "model", defaultLLMModel, "the model: a preset (gpuz llm --list-models), a config.json, or a directory holding one (and its safetensors, whose headers are checked)")
 	fs.BoolVar(&o.ListModels, "list-models", false, "list the preset models, their sources and parameter counts, and exit")
 }

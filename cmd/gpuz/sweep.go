@@ -133,6 +133,12 @@ func (o *WorkloadOptions) set(flag, value string) error {
 			return fmt.Errorf("--precision: %w", err)
 		}
 		o.Precision = p
+	case "attention":
+		a, err := levers.ParseAttention(value)
+		if err != nil {
+			return fmt.Errorf("--attention: %w", err)
+		}
+		o.Attention = a
 	case "take":
 		o.Take = value
 	default:

@@ -30,8 +30,9 @@ import (
 type workloadDef struct {
 	workload             models.Workload
 	short, long, example string
-	// flags adds the workload's own flags, if it has any.
-	flags func(*pflag.FlagSet, *WorkloadOptions)
+	// flags adds the workload's own flags, if it has any: plain ones to
+	// the flag set, sweepable ones to the list flags.
+	flags func(*pflag.FlagSet, *listFlags, *WorkloadOptions)
 }
 
 // WorkloadOptions are the arguments and flags of a workload command,
@@ -103,6 +104,9 @@ type WorkloadOptions struct {
 	Sweep []SweepFlag
 	// PlanOnly prints the memory plan instead of running.
 	PlanOnly bool
+	// Attention is --attention of the workloads with attention layers:
+	// eager or fused; "" is the workload's default.
+	Attention levers.Attention
 	// Model is the llm workload's --model: a preset, a config.json or a
 	// directory holding one; "" for the other workloads.
 	Model string
@@ -158,7 +162,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 		lists.add(fs, s.Name, "ints", "", s.Usage+"; a comma list sweeps")
 	}
 	if def.flags != nil {
-		def.flags(fs, opts)
+		def.flags(fs, &lists, opts)
 	}
 	fs.IntVar(&opts.Warmup, "warmup", 1, "leading epochs reported apart from the statistics")
 	fs.Float64Var(&opts.LR, "lr", bench.DefaultLR, "Adam learning rate")
@@ -444,7 +448,11 @@ func (o *WorkloadOptions) benchOptions(ctx context.Context) (bench.Options, erro
 // every other setting, and returns the runner's options without a device;
 // its errors are usage errors.
 func (o *WorkloadOptions) check() (bench.Options, error) {
-	cfg, scale, err := o.Workload.Configure(o.Scale, o.Sizes)
+	w, err := o.Workload.WithAttention(o.Attention)
+	if err != nil {
+		return bench.Options{}, usagef("--attention: %w", err)
+	}
+	cfg, scale, err := w.Configure(o.Scale, o.Sizes)
 	if err != nil {
 		return bench.Options{}, usage(err)
 	}

@@ -149,7 +149,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		opts.measured = newMeasuredProfiles(measureGemmN)
 	}
 	built := time.Now()
-	model, err := opts.Workload.Build()
+	model, err := opts.workload().Build()
 	if err != nil {
 		return Result{}, err
 	}
@@ -182,6 +182,21 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	return res, nil
 }
 
+// workload is the workload to build: opts.Workload, its attention set to
+// opts.Attention where that is given and the workload has attention
+// layers.
+func (opts Options) workload() Workload {
+	if opts.Attention == "" {
+		return opts.Workload
+	}
+	if w, ok := opts.Workload.(interface {
+		WithAttention(levers.Attention) models.Config
+	}); ok {
+		return w.WithAttention(opts.Attention)
+	}
+	return opts.Workload
+}
+
 // header describes the run of a built model on its data, with the threads
 // in force.
 func (opts Options) header(model *models.Model, data models.Data, threads threadCount) Header {
@@ -196,6 +211,9 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 		GPU:       opts.GPUName,
 		TakeBytes: opts.TakeBytes,
 		Recompute: opts.Recompute.String(), Precision: opts.Precision.String(),
+	}
+	if a, ok := models.AttentionOf(opts.workload()); ok {
+		h.Attention = string(a)
 	}
 	h.ThreadsRequested, h.ThreadsWarning = opts.Threads, threads.warning
 	h.CPUVector, h.BLASWarning = hostmath.CPUVector(), hostmath.BLASWarning()
@@ -510,7 +528,7 @@ func (opts Options) applyThreads() threadCount {
 
 // compile builds the workload's graph and compiles it for the task.
 func (opts Options) compile() (*models.Model, *engine.Schedule, error) {
-	model, err := opts.Workload.Build()
+	model, err := opts.workload().Build()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -36,6 +36,10 @@ type Config struct {
 	// precision's rules, with float32 masters in training and fp16's loss
 	// scaled dynamically; "" is fp32. It applies to every mode.
 	Precision levers.Precision
+	// Attention is how the model computes attention (--attention): eager
+	// or fused; "" keeps the workload's own setting (its default, or what
+	// its config says). A workload without attention layers ignores it.
+	Attention levers.Attention
 }
 
 // managedPlacement is the managed mode's placement: every block resident

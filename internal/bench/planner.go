@@ -32,15 +32,16 @@ type Planner struct {
 }
 
 // leverKey is a setting of the levers that change the schedule compiled:
-// one schedule per recompute and precision setting.
+// one schedule per recompute, precision and attention setting.
 type leverKey struct {
 	recompute levers.Recompute
 	precision levers.Precision
+	attention levers.Attention // "": the workload's own
 }
 
 // keyOf is cfg's lever settings, "" read as the default.
 func keyOf(cfg Config) leverKey {
-	return leverKey{cfg.Recompute.Setting(), cfg.Precision.Setting()}
+	return leverKey{cfg.Recompute.Setting(), cfg.Precision.Setting(), cfg.Attention}
 }
 
 // defaultKey is the levers' defaults: no recompute, fp32.
@@ -60,7 +61,7 @@ type compiled struct {
 func NewPlanner(opts Options) (*Planner, error) {
 	threads := opts.applyThreads()
 	p := &Planner{opts: opts, compiled: map[leverKey]compiled{}}
-	p.opts.Recompute, p.opts.Precision = "", ""
+	p.opts.Recompute, p.opts.Precision, p.opts.Attention = "", "", ""
 	c, err := p.schedule(defaultKey)
 	if err != nil {
 		return nil, err
@@ -125,10 +126,10 @@ func (p *Planner) schedule(k leverKey) (compiled, error) {
 		return c, nil
 	}
 	opts := p.opts
-	opts.Recompute, opts.Precision = k.recompute, k.precision
+	opts.Recompute, opts.Precision, opts.Attention = k.recompute, k.precision, k.attention
 	model, sched, err := opts.compile()
 	if err != nil {
-		return compiled{}, fmt.Errorf("compiling with recompute %s, precision %s: %w", k.recompute, k.precision, err)
+		return compiled{}, fmt.Errorf("compiling with recompute %s, precision %s, attention %q: %w", k.recompute, k.precision, k.attention, err)
 	}
 	p.compiled[k] = compiled{model, sched}
 	return p.compiled[k], nil

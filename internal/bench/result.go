@@ -244,6 +244,9 @@ type Header struct {
 	// Precision is the run's storage precision (--precision), which every
 	// mode applies: "fp32", "bf16" or "fp16".
 	Precision string
+	// Attention is how the model computes attention (--attention):
+	// "eager" or "fused"; "" for a workload without attention layers.
+	Attention string
 	// HalfProducts names the path the host's (and the simulated GPU's)
 	// 16-bit products take under a 16-bit precision: "AVX512_BF16 kernel",
 	// "convert + gpuz AVX-512 SGEMM (…)", "convert + OpenBLAS 0.3.21

@@ -159,7 +159,8 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 	}
 	train := opts.Bench.Task == bench.TaskTrain
 	var all []Entry
-	for _, c := range Candidates(p.Blocks(), p.MinWindow(), train, hasGPU) {
+	attention := levers.Attention(p.Header().Attention) // "" without attention layers
+	for _, c := range Candidates(p.Blocks(), p.MinWindow(), train, hasGPU, attention) {
 		e, err := plan(p, c, res.Budget)
 		if err != nil {
 			return Result{}, fmt.Errorf("planning %s: %w", c, err)
@@ -290,6 +291,13 @@ var leverDefaults = []func(Candidate) (Candidate, bool){
 		c.Precision = ""
 		return c, set
 	},
+	// The workload's own attention against the other: fused keeps less
+	// and computes the scores twice in training.
+	func(c Candidate) (Candidate, bool) {
+		set := c.Attention != ""
+		c.Attention = ""
+		return c, set
+	},
 	// fp16 against bf16: the same bytes and rates, and a loss scale that
 	// may skip steps; fp16 stays only where it would gain something.
 	func(c Candidate) (Candidate, bool) {
@@ -333,6 +341,9 @@ func (c Candidate) String() string {
 	if c.Precision.Half() {
 		s += ", " + c.Precision.String()
 	}
+	if c.Attention != "" {
+		s += ", " + string(c.Attention) + " attention"
+	}
 	return s
 }
 
@@ -360,10 +371,12 @@ func cross(dims ...dimension) []Candidate {
 // Candidates returns every configuration a search plans for a workload of
 // blocks blocks whose steps need at most minWindow resident: the cross
 // product of the placements and each lever's values (recompute, the
-// precision). Adding a lever is one more dimension here, and one more
-// entry of leverDefaults.
-func Candidates(blocks, minWindow int, train, gpu bool) []Candidate {
-	return cross(placements(blocks, minWindow, train, gpu), recomputes(train), precisions())
+// precision, and for a workload whose attention is computed as attention
+// says, the other way too; "" for a workload without attention layers).
+// Adding a lever is one more dimension here, and one more entry of
+// leverDefaults.
+func Candidates(blocks, minWindow int, train, gpu bool, attention levers.Attention) []Candidate {
+	return cross(placements(blocks, minWindow, train, gpu), recomputes(train), precisions(), attentions(attention))
 }
 
 // placements is the placement dimension: cuda; cache under each policy,
@@ -455,6 +468,19 @@ func precisions() dimension {
 	d := make(dimension, len(values))
 	for i, p := range values {
 		d[i] = func(c *Candidate) { c.Precision = p }
+	}
+	return d
+}
+
+// attentions is the attention's dimension: the workload's own (""), and
+// the other way where the workload has attention layers (def, its own,
+// not "").
+func attentions(def levers.Attention) dimension {
+	d := dimension{func(c *Candidate) { c.Attention = "" }}
+	for _, a := range levers.Attentions() {
+		if def != "" && a != def {
+			d = append(d, func(c *Candidate) { c.Attention = a })
+		}
 	}
 	return d
 }

@@ -19,7 +19,7 @@ import (
 func TestCandidates(t *testing.T) {
 	check := func(name string, blocks, minWindow int, train, gpu bool, want int) {
 		t.Run(name, func(t *testing.T) {
-			cs := Candidates(blocks, minWindow, train, gpu)
+			cs := Candidates(blocks, minWindow, train, gpu, "")
 			if len(cs) != want {
 				t.Errorf("%d candidates, want %d", len(cs), want)
 			}

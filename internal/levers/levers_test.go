@@ -85,3 +85,37 @@ func TestPrecision(t *testing.T) {
 		}
 	}
 }
+
+func TestAttention(t *testing.T) {
+	for _, tc := range []struct {
+		in, def, want Attention
+		fused         bool
+	}{
+		{"", AttentionEager, AttentionEager, false},
+		{"", AttentionFused, AttentionFused, true},
+		{AttentionEager, AttentionFused, AttentionEager, false},
+		{AttentionFused, AttentionEager, AttentionFused, true},
+	} {
+		got := tc.in.Or(tc.def)
+		if got != tc.want || got.Fused() != tc.fused {
+			t.Errorf("%q.Or(%q) = %q (fused %v), want %q (fused %v)", tc.in, tc.def, got, got.Fused(), tc.want, tc.fused)
+		}
+		if err := tc.in.Validate(); err != nil {
+			t.Errorf("%q.Validate() = %v", tc.in, err)
+		}
+	}
+	for _, a := range Attentions() {
+		if got, err := ParseAttention(string(a)); err != nil || got != a {
+			t.Errorf("ParseAttention(%q) = %q, %v", a, got, err)
+		}
+	}
+	for _, bad := range []string{"", "flash", "Fused"} {
+		_, err := ParseAttention(bad)
+		if want := `unknown attention "` + bad + `" (want eager or fused)`; err == nil || err.Error() != want {
+			t.Errorf("ParseAttention(%q): %v, want %s", bad, err, want)
+		}
+		if err := Attention(bad).Validate(); bad != "" && err == nil {
+			t.Errorf("Attention(%q).Validate() = nil", bad)
+		}
+	}
+}

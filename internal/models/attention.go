@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/gorgonia"
 
 	"gpuz/internal/engine"
+	"gpuz/internal/levers"
 	"gpuz/internal/ops"
 )
 
@@ -21,6 +22,9 @@ import (
 // builds it.
 type AttentionConfig struct {
 	Vocab, DModel, Heads, Layers, SeqLen int
+	// Attention is eager (the default: the probabilities kept, as the
+	// reference) or fused (levers.Attention).
+	Attention levers.Attention
 	// Feed sizes the data set and the run, as in every workload.
 	Feed
 }
@@ -65,7 +69,11 @@ func (c AttentionConfig) check() error {
 	}
 	layers, okLayers := product(1<<40, c.Layers, 5, c.DModel, c.DModel)
 	embed, okEmbed := product(1<<40, 2, c.Vocab, c.DModel)
+	if err := c.Attention.Validate(); err != nil {
+		return err
+	}
 	_, okProbs := product(1<<40, c.Batch, c.Heads, c.SeqLen, c.SeqLen)
+	okProbs = okProbs || c.attention().Fused() // fused attention keeps no probabilities
 	if !okLayers || !okEmbed || layers+embed > 1<<40 || !okProbs {
 		return errors.New("the model is too large: over 2⁴⁰ parameters or attention probabilities")
 	}
@@ -146,11 +154,7 @@ func (c AttentionConfig) decoderLayer(m *Model, block *engine.Block, x *gorgonia
 	if err != nil {
 		return nil, fmt.Errorf("in_proj: %w", err)
 	}
-	probs, err := ops.Apply(ops.AttentionProbs{AttentionConfig: attn}, qkv)
-	if err != nil {
-		return nil, fmt.Errorf("attention: %w", err)
-	}
-	mixed, err := ops.Apply(ops.AttentionMix{AttentionConfig: attn}, probs, qkv)
+	mixed, err := attentionOps(c.attention(), attn, qkv)
 	if err != nil {
 		return nil, fmt.Errorf("attention: %w", err)
 	}

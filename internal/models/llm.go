@@ -10,6 +10,7 @@ import (
 
 	"gpuz/internal/engine"
 	"gpuz/internal/hfconfig"
+	"gpuz/internal/levers"
 	"gpuz/internal/ops"
 )
 
@@ -37,6 +38,9 @@ type LLMConfig struct {
 	Layers int
 	// SeqLen is the tokens per sequence.
 	SeqLen int
+	// Attention is fused (the default, as transformers' default
+	// scaled_dot_product_attention) or eager (levers.Attention).
+	Attention levers.Attention
 	// Feed sizes the data set and the run, as in every workload.
 	Feed
 }
@@ -94,16 +98,22 @@ func (c LLMConfig) check() error {
 	if err := tooLong("layers", c.Layers, maxAttentionLayer); err != nil {
 		return err
 	}
+	if err := c.Attention.Validate(); err != nil {
+		return err
+	}
 	qkv := (cfg.Heads + 2*cfg.KVHeads) * cfg.HeadDim
-	return tooLarge(
-		extent{"the embedding, vocab × hidden", []int{cfg.Vocab, cfg.Hidden}},
-		extent{"a layer's MLP weight, 2 × intermediate × hidden", []int{2, cfg.Intermediate, cfg.Hidden}},
-		extent{"the logits, batch × seq-len × vocab", []int{c.Batch, c.SeqLen, cfg.Vocab}},
-		extent{"a layer's attention probabilities, batch × heads × seq-len²", []int{c.Batch, cfg.Heads, c.SeqLen, c.SeqLen}},
-		extent{"a layer's queries, keys and values, batch × seq-len × width", []int{c.Batch, c.SeqLen, qkv}},
-		extent{"a layer's MLP activations, batch × seq-len × 2 × intermediate", []int{c.Batch, c.SeqLen, 2, cfg.Intermediate}},
-		extent{"the data set, 2 × samples × seq-len", []int{2, c.Samples, c.SeqLen}},
-	)
+	extents := []extent{
+		{"the embedding, vocab × hidden", []int{cfg.Vocab, cfg.Hidden}},
+		{"a layer's MLP weight, 2 × intermediate × hidden", []int{2, cfg.Intermediate, cfg.Hidden}},
+		{"the logits, batch × seq-len × vocab", []int{c.Batch, c.SeqLen, cfg.Vocab}},
+		{"a layer's queries, keys and values, batch × seq-len × width", []int{c.Batch, c.SeqLen, qkv}},
+		{"a layer's MLP activations, batch × seq-len × 2 × intermediate", []int{c.Batch, c.SeqLen, 2, cfg.Intermediate}},
+		{"the data set, 2 × samples × seq-len", []int{2, c.Samples, c.SeqLen}},
+	}
+	if !c.attention().Fused() {
+		extents = append(extents, extent{"a layer's attention probabilities, batch × heads × seq-len²", []int{c.Batch, cfg.Heads, c.SeqLen, c.SeqLen}})
+	}
+	return tooLarge(extents...)
 }
 
 // Warnings returns the header's warning lines for the model at this
@@ -171,11 +181,17 @@ func (b *llmBuilder) linear(what string, x, w, bias *gorgonia.Node) *gorgonia.No
 }
 
 // attention adds the causal attention of the packed queries, keys and
-// values qkv: the heads' probabilities, then their mix of the values,
-// heads merged.
+// values qkv, heads merged: fused, or the heads' probabilities and then
+// their mix of the values (attentionOps).
 func (b *llmBuilder) attention(attn ops.AttentionConfig, qkv *gorgonia.Node) *gorgonia.Node {
-	probs := b.apply("attention", ops.AttentionProbs{AttentionConfig: attn}, qkv)
-	return b.apply("attention", ops.AttentionMix{AttentionConfig: attn}, probs, qkv)
+	if b.err != nil {
+		return nil
+	}
+	out, err := attentionOps(b.LLMConfig.attention(), attn, qkv)
+	if err != nil {
+		b.err = fmt.Errorf("%sattention: %w", b.where, err)
+	}
+	return out
 }
 
 // paramAdder adds a parameter to a block: its name, initialiser and shape.

@@ -13,6 +13,7 @@ import (
 	"gpuz/internal/engine"
 	"gpuz/internal/hfconfig"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/levers"
 )
 
 // tinyLLMs are small configurations of both families that cover what
@@ -75,7 +76,8 @@ type torchBlock struct {
 	Params []string `json:"params"`
 }
 
-// TestLLMMatchesTorch trains each tiny configuration two steps on the host
+// TestLLMMatchesTorch trains each tiny configuration, with its attention
+// eager and fused, two steps on the host
 // and has PyTorch (scripts/torch_llm.py, the model written from the
 // transformers formulas) train the same weights on the same data: the
 // losses, the first step's gradients and the weights after the second must
@@ -92,30 +94,34 @@ func TestLLMMatchesTorch(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range tinyLLMs {
-		t.Run(tc.name, func(t *testing.T) {
-			dump := trainForTorch(t, tc.config, 7, 2)
-			path := filepath.Join(t.TempDir(), "dump.json")
-			data, err := json.Marshal(dump)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, err := exec.Command(python, script, "check", path).CombinedOutput()
-			t.Logf("%s", out)
-			if err != nil {
-				t.Fatalf("torch_llm.py check: %v", err)
-			}
-		})
+		for _, attention := range levers.Attentions() {
+			t.Run(tc.name+"/"+string(attention), func(t *testing.T) {
+				dump := trainForTorch(t, tc.config, attention, 7, 2)
+				path := filepath.Join(t.TempDir(), "dump.json")
+				data, err := json.Marshal(dump)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				out, err := exec.Command(python, script, "check", path).CombinedOutput()
+				t.Logf("%s", out)
+				if err != nil {
+					t.Fatalf("torch_llm.py check: %v", err)
+				}
+			})
+		}
 	}
 }
 
-// trainForTorch builds the tiny model of config, trains it two steps on
-// its first batch with gradients kept, and returns the dump.
-func trainForTorch(t *testing.T, config string, seq, batch int) torchDump {
+// trainForTorch builds the tiny model of config with its attention eager
+// or fused, trains it two steps on its first batch with gradients kept,
+// and returns the dump.
+func trainForTorch(t *testing.T, config string, attention levers.Attention, seq, batch int) torchDump {
 	t.Helper()
 	c := tinyLLM(t, config, seq, batch)
+	c.Attention = attention
 	m, err := c.Build()
 	if err != nil {
 		t.Fatal(err)

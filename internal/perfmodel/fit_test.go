@@ -19,7 +19,7 @@ var fitTruth = Profile{
 	Fitted: &Efficiency{Dense: 0.7, Elementwise: 0.3, Bandwidth: 0.5, Copy: 0.8, CopyOverhead: 3 * time.Microsecond,
 		Classes: withFactors(KernelClasses(), []classFactors{
 			{0.6, 0.4, 400 * time.Nanosecond}, {0.2, 0.9, 900 * time.Nanosecond},
-			{0.1, 0.25, 200 * time.Nanosecond}, {0.15, 0.6, 300 * time.Nanosecond}})},
+			{0.1, 0.25, 200 * time.Nanosecond}, {0.35, 0.45, 500 * time.Nanosecond}, {0.15, 0.6, 300 * time.Nanosecond}})},
 }
 
 // classFactors are a class's compute and bandwidth fractions and overhead.
@@ -169,7 +169,7 @@ func TestFitKeepsWhatNoSampleDecides(t *testing.T) {
 func TestFitRaisesALowPeak(t *testing.T) {
 	fast := fitTruth
 	fast.Fitted = &Efficiency{Dense: 1, Elementwise: 0.5, Bandwidth: 1, Copy: 1,
-		Classes: withFactors(KernelClasses(), []classFactors{{1, 0.5, 0}, {0.5, 0.5, 0}, {0.5, 0.5, 0}, {0.5, 0.5, 0}})}
+		Classes: withFactors(KernelClasses(), []classFactors{{1, 0.5, 0}, {0.5, 0.5, 0}, {0.5, 0.5, 0}, {0.5, 0.5, 0}, {0.5, 0.5, 0}})}
 	start := fitTruth
 	start.FP32, start.MemBandwidth, start.Fitted = fitTruth.FP32/2, fitTruth.MemBandwidth/2, nil
 	samples := syntheticSamples(fast, true)

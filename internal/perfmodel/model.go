@@ -127,7 +127,8 @@ type KernelClass struct {
 // nn.Linear without a bias, and GPT-2's Conv1D, x·W + b, and its
 // gradients), the convolutions (im2col and a GEMM), the attention kernels
 // (a product and a softmax per head, hand-written; grouped-query attention
-// runs the same kernels) and the normalisations (row reductions:
+// runs the same kernels), the fused attention's (the same products block by
+// block with an online softmax, in other kernels: a class of their own) and the normalisations (row reductions:
 // LayerNorm and RMSNorm, with their gradients). Every other kernel keeps
 // Efficiency's own factors: the element-wise class (ElementwiseKernels).
 func KernelClasses() []KernelClass {
@@ -137,6 +138,7 @@ func KernelClasses() []KernelClass {
 		{Name: ClassConvolutions, Kernels: []string{"Conv2d", "Conv2dInputGrad", "Conv2dWeightGrad"}},
 		{Name: ClassAttention, Kernels: []string{"AttentionProbs", "AttentionProbsGrad", "AttentionMix",
 			"AttentionMixProbsGrad", "AttentionMixValueGrad"}},
+		{Name: ClassFusedAttention, Kernels: []string{"FusedAttention", "FusedAttentionLSE", "FusedAttentionGrad"}},
 		{Name: ClassNormalisation, Kernels: []string{"LayerNorm", "LayerNormInputGrad", "LayerNormWeightGrad",
 			"RMSNorm", "RMSNormInputGrad", "RMSNormWeightGrad"}},
 	}
@@ -145,11 +147,13 @@ func KernelClasses() []KernelClass {
 // The names of KernelClasses' classes, and ClassElementwise, the class of
 // every other kernel.
 const (
-	ClassProducts      = "products"
-	ClassConvolutions  = "convolutions"
-	ClassAttention     = "attention"
-	ClassNormalisation = "normalisation"
-	ClassElementwise   = "element-wise"
+	ClassProducts     = "products"
+	ClassConvolutions = "convolutions"
+	ClassAttention    = "attention"
+	// ClassFusedAttention is --attention fused's kernels.
+	ClassFusedAttention = "fused attention"
+	ClassNormalisation  = "normalisation"
+	ClassElementwise    = "element-wise"
 )
 
 // ElementwiseKernels are the kernels of the workloads that are in no

@@ -120,6 +120,9 @@ func benchName(h bench.Header, m bench.ModeResult) string {
 	if recomputes(h) {
 		part("recompute", h.Recompute)
 	}
+	if h.Attention != "" {
+		part("attention", h.Attention)
+	}
 	if p := precisionOf(h); p.Half() {
 		part("precision", p.String())
 	}

@@ -18,7 +18,7 @@ func toJSONHeader(h bench.Header) results.Header {
 		Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads, GPU: h.GPU,
 		CPUVector: h.CPUVector, BLASWarning: h.BLASWarning,
 		TakeBytes: h.TakeBytes, Recompute: levers.Recompute(h.Recompute).String(),
-		Precision: precisionOf(h).String(), HalfProducts: h.HalfProducts, Env: toJSONEnv(h.Env),
+		Precision: precisionOf(h).String(), Attention: h.Attention, HalfProducts: h.HalfProducts, Env: toJSONEnv(h.Env),
 		StartToFirstEpoch: h.StartToFirstEpoch.Seconds(),
 	}
 	if len(h.Setup) > 0 {

@@ -104,13 +104,18 @@ func planNotes(p bench.MemoryPlan) []string {
 	return lines
 }
 
-// planTitle is the plan's first line, naming a 16-bit precision:
-// "Memory plan of gpuz linear eval (scale full, bf16): 12 blocks, batch 30".
+// planTitle is the plan's first line, naming a 16-bit precision and the
+// attention of a workload with attention layers:
+// "Memory plan of gpuz linear eval (scale full, bf16): 12 blocks, batch 30",
+// "Memory plan of gpuz attention train (scale full, fused attention): …".
 func planTitle(p bench.MemoryPlan) string {
 	h := p.Header
 	scale := "scale " + h.Scale
 	if pr := precisionOf(h); pr.Half() {
 		scale += ", " + pr.String()
+	}
+	if h.Attention != "" {
+		scale += ", " + h.Attention + " attention"
 	}
 	return fmt.Sprintf("Memory plan of gpuz %s %s (%s): %d blocks, batch %d", h.Model, h.Task, scale, p.Blocks, h.Batch)
 }

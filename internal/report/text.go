@@ -47,6 +47,12 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	if h.TakeBytes > 0 {
 		fmt.Fprintf(&b, "held: %s on %s by --take\n", units.Bytes(h.TakeBytes), h.GPU)
 	}
+	switch levers.Attention(h.Attention) {
+	case levers.AttentionFused:
+		b.WriteString("attention: fused (each row's output and log-sum-exp kept; the probabilities computed again in the backward pass)\n")
+	case levers.AttentionEager:
+		b.WriteString("attention: eager (each layer's probabilities kept for the backward pass)\n")
+	}
 	if recomputes(h) {
 		fmt.Fprintf(&b, "recompute: %s (each block's forward runs again before its gradients; only block inputs are kept)\n", h.Recompute)
 	}

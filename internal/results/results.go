@@ -86,6 +86,9 @@ type (
 		// Precision is the storage precision every mode ran with: fp32,
 		// bf16 or fp16.
 		Precision string `json:"precision"`
+		// Attention is how the model computed attention: eager or fused;
+		// absent for a workload without attention layers.
+		Attention string `json:"attention,omitempty"`
 		// HalfProducts names the host's 16-bit product path under a
 		// 16-bit precision (bench.Header.HalfProducts); absent under fp32.
 		HalfProducts string `json:"half_products,omitempty"`

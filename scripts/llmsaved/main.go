@@ -28,6 +28,7 @@ type options struct {
 	model                string
 	seqLen, batch, layer int
 	precision, recompute string
+	attention            string
 	json                 bool
 }
 
@@ -39,6 +40,7 @@ func main() {
 	flag.IntVar(&o.layer, "layers", 0, "decoder layers built (0: all of the model's)")
 	flag.StringVar(&o.precision, "precision", "fp32", "fp32, bf16 or fp16")
 	flag.StringVar(&o.recompute, "recompute", "none", "none or blocks")
+	flag.StringVar(&o.attention, "attention", "", "eager or fused (default: the llm workload's, fused)")
 	flag.BoolVar(&o.json, "json", false, "print JSON instead of a table")
 	flag.Parse()
 	if err := run(os.Stdout, o); err != nil {
@@ -86,7 +88,8 @@ func run(w io.Writer, o options) error {
 	if layers == 0 {
 		layers = m.Config.Layers
 	}
-	cfg := models.LLMConfig{Model: m, Layers: layers, SeqLen: o.seqLen, Feed: models.Feed{Samples: o.batch, Batch: o.batch, Epochs: 1}}
+	cfg := models.LLMConfig{Model: m, Layers: layers, SeqLen: o.seqLen, Attention: levers.Attention(o.attention),
+		Feed: models.Feed{Samples: o.batch, Batch: o.batch, Epochs: 1}}
 	model, err := cfg.Build()
 	if err != nil {
 		return fmt.Errorf("building the model: %w", err)
