@@ -19,7 +19,11 @@ import (
 func TestCandidates(t *testing.T) {
 	check := func(name string, blocks, minWindow int, train, gpu bool, want int) {
 		t.Run(name, func(t *testing.T) {
-			cs := Candidates(blocks, minWindow, train, gpu, "")
+			attention := levers.Attention("")
+			if strings.Contains(name, "attention") {
+				attention = levers.AttentionFused
+			}
+			cs := Candidates(blocks, minWindow, train, gpu, attention)
 			if len(cs) != want {
 				t.Errorf("%d candidates, want %d", len(cs), want)
 			}
@@ -45,6 +49,9 @@ func TestCandidates(t *testing.T) {
 	check("12 blocks of which a step needs 2, eval", 12, 2, false, true, 3*(1+1+11*3+22+2))
 	check("no device, train", 12, 1, true, false, 3*2)
 	check("no device, eval", 12, 1, false, false, 3)
+	// A workload with attention layers: its own attention and the other.
+	check("3 blocks, train, with attention", 3, 1, true, true, 2*3*2*(1+1+3*4+4+2))
+	check("no device, eval, with attention", 12, 1, false, false, 2*3)
 }
 
 // TestSplits lists the hybrid placements of three blocks: one boundary
