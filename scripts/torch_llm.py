@@ -23,6 +23,16 @@ MistralForCausalLM and GPT2LMHeadModel), with no dependency but torch.
         inputs are counted too) and each tensor: the block and op of the
         forward pass that saved it, its shape, dtype and bytes (--list: as
         a table). docs/llm.md compares them with gpuz's.
+    torch_llm.py bench CONFIG.json --seq-len S --batch B --samples N
+                 --epochs E [--layers L] [--task train|eval] [--threads T] [--json FILE]
+        Time E epochs (the first a warm-up, left out of the median) of the
+        model on random weights and token ids, as torch_reference.py times
+        the other workloads: training takes a step per batch, one Adam per
+        gpuz block (lr 1e-4) with the block's gradient norm clipped to 1;
+        evaluation runs the forward pass under no_grad and accumulates the
+        logits' mean. Prints one line per epoch and a summary; --json writes
+        torch_reference.py's fields (epoch_seconds, median_seconds, params,
+        threads, torch).
 
 The Llama family (llama, mistral, qwen2): x = embed_tokens(ids); per layer
 x = x + o_proj(attn(rope(q, k), v)) on input_layernorm(x) (RMSNorm), then
@@ -581,6 +591,120 @@ def peak(argv):
     return 0
 
 
+def bench(argv):
+    """Epoch times of training or evaluating the model, as
+    torch_reference.py measures the other workloads."""
+    import argparse
+    import platform
+    import statistics
+    import time
+    p = argparse.ArgumentParser(prog="torch_llm.py bench")
+    p.add_argument("config")
+    p.add_argument("--seq-len", type=int, required=True)
+    p.add_argument("--batch", type=int, required=True)
+    p.add_argument("--samples", type=int, required=True)
+    p.add_argument("--epochs", type=int, required=True)
+    p.add_argument("--layers", type=int)
+    p.add_argument("--task", choices=["train", "eval"], default="train")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2, as the peer)")
+    p.add_argument("--json", metavar="FILE", help="write the run as JSON to FILE ('-': standard output)")
+    a = p.parse_args(argv)
+    if min(a.seq_len, a.batch, a.samples) < 1 or a.samples % a.batch:
+        p.error(f"--seq-len, --batch and --samples must be positive and --batch must divide --samples, got "
+                f"{a.seq_len}, {a.batch}, {a.samples}")
+    if a.epochs <= BENCH_WARMUP:
+        p.error(f"--epochs must be more than the {BENCH_WARMUP} warm-up epoch, got {a.epochs}")
+    try:
+        import torch
+    except ImportError as e:
+        fail(f"PyTorch is not installed for {sys.executable} ({e}): apt-get install python3-torch")
+    try:
+        with open(a.config) as f:
+            s = read_config(json.load(f))
+    except (OSError, ValueError, KeyError) as e:
+        fail(f"{a.config}: {e}", 2)
+    layers = a.layers or s["layers"]
+    if not 1 <= layers <= s["layers"]:
+        p.error(f"--layers must be in [1, {s['layers']}], got {layers}")
+    if a.threads < 1:
+        p.error(f"--threads must be positive, got {a.threads}")
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    P = load(torch, s, random_init(torch, s, layers, a.seed), layers)
+    # gpuz's blocks: embed (the tied head's weight with it), layer1…N, head
+    # (the final norm, and lm_head when untied).
+    names = list(P.p)
+    layer_of = lambda n: int(n.split(".")[2]) if n.startswith("model.layers.") else \
+        int(n.split(".")[1]) if n.startswith("h.") else None
+    blocks = [[n for n in names if n in ("model.embed_tokens.weight", "wte.weight", "wpe.weight")]]
+    blocks += [[n for n in names if layer_of(n) == i] for i in range(layers)]
+    blocks.append([n for n in names if n in ("model.norm.weight", "ln_f.weight", "ln_f.bias", "lm_head.weight")])
+    assert sum(len(b) for b in blocks) == len(names), "a parameter is in no block"
+    params = [P.p[n] for b in blocks for n in b]
+    n_params = sum(t.numel() for t in params)
+    train = a.task == "train"
+    opts = [torch.optim.Adam([P.p[n] for n in b], lr=BENCH_LR) for b in blocks] if train else []
+    g = torch.Generator().manual_seed(a.seed)
+    tokens = torch.randint(0, s["vocab"], (a.samples, a.seq_len + 1), generator=g)
+    batches = a.samples // a.batch
+    seconds, values = [], []
+    for epoch in range(a.epochs):
+        t0 = time.perf_counter()
+        total = torch.zeros(())
+        for i in range(batches):
+            chunk = tokens[i * a.batch:(i + 1) * a.batch]
+            ids, targets = chunk[:, :-1], chunk[:, 1:].reshape(-1)
+            if train:
+                for o in opts:
+                    o.zero_grad(set_to_none=True)
+                loss = torch.nn.functional.cross_entropy(forward(torch, s, P, ids, layers, a.seq_len), targets)
+                loss.backward()
+                for b, o in zip(blocks, opts):
+                    torch.nn.utils.clip_grad_norm_([P.p[n] for n in b], BENCH_CLIP)
+                    o.step()
+                total += loss.detach()
+            else:
+                with torch.no_grad():
+                    total += forward(torch, s, P, ids, layers, a.seq_len).mean()
+        value = total.item() / batches
+        seconds.append(time.perf_counter() - t0)
+        values.append(value)
+        what = "mean loss" if train else "mean output"
+        print(f"{a.task}: {epoch + 1}  {what}: {value:.4f}  time: {seconds[-1]:.3f} s  on cpu"
+              + ("  (warm-up)" if epoch < BENCH_WARMUP else ""), flush=True)
+    timed = seconds[BENCH_WARMUP:]
+    median = statistics.median(timed)
+    doc = {
+        "tool": "torch_llm.py bench", "model": a.config, "task": a.task, "device": "cpu",
+        "seq_len": a.seq_len, "batch": a.batch, "samples": a.samples, "batches": batches, "layers": layers,
+        "epochs": a.epochs, "warmup": BENCH_WARMUP, "seed": a.seed,
+        "params": n_params, "param_bytes": 4 * n_params, "blocks": len(blocks),
+        "epoch_seconds": seconds, "median_seconds": median,
+        "values": values, "value": "mean loss" if train else "mean output",
+        "torch": torch.__version__, "python": platform.python_version(), "threads": torch.get_num_threads(),
+    }
+    print(f"{a.config} {a.task} on cpu (torch {torch.__version__}, {torch.get_num_threads()} threads): median "
+          f"{median:.6g} s per epoch over {len(timed)} timed epochs; {n_params} parameters")
+    if a.json:
+        text = json.dumps(doc, indent=1) + "\n"
+        if a.json == "-":
+            sys.stdout.write(text)
+        else:
+            try:
+                with open(a.json, "w") as f:
+                    f.write(text)
+            except OSError as e:
+                fail(f"--json {a.json}: {e.strerror}")
+    return 0
+
+
+# bench's optimiser and epochs, torch_reference.py's (and gpuz's defaults).
+BENCH_LR = 1e-4
+BENCH_CLIP = 1.0
+BENCH_WARMUP = 1
+
+
 def main(argv):
     if len(argv) == 2 and argv[0] == "check":
         return check(argv[1])
@@ -588,9 +712,12 @@ def main(argv):
         return saved(argv[1:])
     if argv and argv[0] == "peak":
         return peak(argv[1:])
+    if argv and argv[0] == "bench":
+        return bench(argv[1:])
     fail("usage: torch_llm.py check DUMP.json | saved CONFIG.json --seq-len S --batch B [--layers N] "
          "[--precision fp32|bf16] [--recompute none|blocks] [--list] | peak CONFIG.json --seq-len S --batch B "
-         "[--layers N] [--task train|eval] [--json FILE]", 2)
+         "[--layers N] [--task train|eval] [--json FILE] | bench CONFIG.json --seq-len S --batch B "
+         "--samples N --epochs E [--layers L] [--task train|eval] [--json FILE]", 2)
 
 
 if __name__ == "__main__":

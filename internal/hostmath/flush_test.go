@@ -78,6 +78,21 @@ func TestKernelsFlushSubnormals(t *testing.T) {
 			Add(sum, fill(n, subnormal), fill(n, subnormal))
 			allZero(t, "Add", sum)
 		}},
+		{"llama", false, func(t *testing.T) {
+			const n = 40
+			y, x := fill(n, 1), fill(2*n, 1)
+			for i := range n {
+				x[i] = subnormal // the gates: silu(z)·1 = z/2 in Go
+			}
+			SwiGLU(y, x, n)
+			allZero(t, "SwiGLU", y)
+			norm := fill(n, 1)
+			RMSNorm(norm, fill(n, subnormal), fill(n, 1), 1e-6)
+			allZero(t, "RMSNorm", norm)
+			rot := fill(2*n, 1)
+			Rotary(rot, fill(2*n, subnormal), fill(1, 1), fill(1, 0.5), RotaryShape{Heads: 1, HeadDim: 2, SeqLen: 1, Width: 2})
+			allZero(t, "Rotary", rot)
+		}},
 		{"sum of squares", false, func(t *testing.T) {
 			if got := SumSquares(fill(40, subnormal)); got != 0 {
 				t.Fatalf("SumSquares = %g, want 0", got)

@@ -44,25 +44,34 @@ func rotate[T Float](y, x, cos, sin []T, s RotaryShape, inverse bool) {
 	if s.Width == 0 {
 		return
 	}
-	half, rotated := s.HeadDim/2, s.Heads*s.HeadDim
 	parallelFor(len(x), s.Width, func(lo, hi int) {
-		for r := lo; r < hi; r += s.Width {
-			pos := (r / s.Width) % s.SeqLen
-			c, sn := cos[pos*half:(pos+1)*half], sin[pos*half:(pos+1)*half]
-			xr, yr := x[r:r+s.Width], y[r:r+s.Width]
-			for h := 0; h < rotated; h += s.HeadDim {
-				x1, x2 := xr[h:h+half], xr[h+half:h+s.HeadDim]
-				y1, y2 := yr[h:h+half], yr[h+half:h+s.HeadDim]
-				for j := range half {
-					sj := sn[j]
-					if inverse {
-						sj = -sj
-					}
-					y1[j] = x1[j]*c[j] + (-x2[j])*sj
-					y2[j] = x2[j]*c[j] + x1[j]*sj
-				}
-			}
-			copy(yr[rotated:], xr[rotated:])
+		if !rotateFast(y[lo:hi], x[lo:hi], cos, sin, s, lo/s.Width, inverse) {
+			rotateGo(y[lo:hi], x[lo:hi], cos, sin, s, lo/s.Width, inverse)
 		}
 	})
+}
+
+// rotateGo is rotate's Go loop over the rows of y and x, one thread, the
+// first of them row r0 of the whole; the float32 C kernel (llama.h)
+// computes what it computes.
+func rotateGo[T Float](y, x, cos, sin []T, s RotaryShape, r0 int, inverse bool) {
+	half, rotated := s.HeadDim/2, s.Heads*s.HeadDim
+	for r := 0; r < len(x); r += s.Width {
+		pos := (r0 + r/s.Width) % s.SeqLen
+		c, sn := cos[pos*half:(pos+1)*half], sin[pos*half:(pos+1)*half]
+		xr, yr := x[r:r+s.Width], y[r:r+s.Width]
+		for h := 0; h < rotated; h += s.HeadDim {
+			x1, x2 := xr[h:h+half], xr[h+half:h+s.HeadDim]
+			y1, y2 := yr[h:h+half], yr[h+half:h+s.HeadDim]
+			for j := range half {
+				sj := sn[j]
+				if inverse {
+					sj = -sj
+				}
+				y1[j] = x1[j]*c[j] + (-x2[j])*sj
+				y2[j] = x2[j]*c[j] + x1[j]*sj
+			}
+		}
+		copy(yr[rotated:], xr[rotated:])
+	}
 }

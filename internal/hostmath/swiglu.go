@@ -27,16 +27,24 @@ func SwiGLU[T Float](y, x []T, n int) {
 		return
 	}
 	parallelFor(len(y), n, func(lo, hi int) {
-		e := make([]T, n)
-		for r := lo; r < hi; r += n {
-			gate, up := x[2*r:2*r+n], x[2*r+n:2*r+2*n]
-			yr := y[r : r+n]
-			expNeg(e, gate)
-			for j, z := range gate {
-				yr[j] = z / (1 + e[j]) * up[j]
-			}
+		if !swigluFast(y[lo:hi], x[2*lo:2*hi], n) {
+			swigluGo(y[lo:hi], x[2*lo:2*hi], n)
 		}
 	})
+}
+
+// swigluGo is SwiGLU's Go loop over the rows of y, one thread; the float32
+// C kernels (llama.h) compute what it computes.
+func swigluGo[T Float](y, x []T, n int) {
+	e := make([]T, n)
+	for r := 0; r < len(y); r += n {
+		gate, up := x[2*r:2*r+n], x[2*r+n:2*r+2*n]
+		yr := y[r : r+n]
+		expNeg(e, gate)
+		for j, z := range gate {
+			yr[j] = z / (1 + e[j]) * up[j]
+		}
+	}
 }
 
 // SwiGLUGrad sets dx [rows, 2n] to the gradient of SwiGLU with respect to
@@ -48,17 +56,24 @@ func SwiGLUGrad[T Float](dx, x, g []T, n int) {
 		return
 	}
 	parallelFor(len(g), n, func(lo, hi int) {
-		e := make([]T, n)
-		for r := lo; r < hi; r += n {
-			gate, up := x[2*r:2*r+n], x[2*r+n:2*r+2*n]
-			dgate, dup := dx[2*r:2*r+n], dx[2*r+n:2*r+2*n]
-			gr := g[r : r+n]
-			expNeg(e, gate)
-			for j, z := range gate {
-				sig := 1 / (1 + e[j])
-				dgate[j] = gr[j] * up[j] * sig * (1 + z*(1-sig))
-				dup[j] = gr[j] * (z / (1 + e[j]))
-			}
+		if !swigluGradFast(dx[2*lo:2*hi], x[2*lo:2*hi], g[lo:hi], n) {
+			swigluGradGo(dx[2*lo:2*hi], x[2*lo:2*hi], g[lo:hi], n)
 		}
 	})
+}
+
+// swigluGradGo is SwiGLUGrad's Go loop over the rows of g, one thread.
+func swigluGradGo[T Float](dx, x, g []T, n int) {
+	e := make([]T, n)
+	for r := 0; r < len(g); r += n {
+		gate, up := x[2*r:2*r+n], x[2*r+n:2*r+2*n]
+		dgate, dup := dx[2*r:2*r+n], dx[2*r+n:2*r+2*n]
+		gr := g[r : r+n]
+		expNeg(e, gate)
+		for j, z := range gate {
+			sig := 1 / (1 + e[j])
+			dgate[j] = gr[j] * up[j] * sig * (1 + z*(1-sig))
+			dup[j] = gr[j] * (z / (1 + e[j]))
+		}
+	}
 }
