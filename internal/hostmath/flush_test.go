@@ -63,6 +63,30 @@ func TestKernelsFlushSubnormals(t *testing.T) {
 			triGemm(triALower, n, n, k, 1, a, b, 0, c, n, make([]float32, triGemmLen[float32](n, k)))
 			allZero(t, "c", c)
 		}},
+		{"fused attention", !fusedAttentionC, func(t *testing.T) {
+			// Queries of ones, keys of ±1/2: normal scores and
+			// probabilities; values and output gradients of ±tiny, so that
+			// dP = G·Vᵀ and D = rowsum(G ⊙ O) are subnormal, and with them
+			// dS, and so the query and key gradients dS·K and dSᵀ·Q.
+			a := Attention{Batch: 1, Seq: 8, Heads: 1, HeadDim: 16}
+			ld, dh := a.QKVWidth(), a.HeadDim
+			qkv, g := make([]float32, a.Seq*ld), make([]float32, a.Seq*dh)
+			for r := range a.Seq {
+				for j := range dh {
+					sign := float32(1 - 2*((r*7+j*3)%2))
+					qkv[r*ld+j] = 1
+					qkv[r*ld+dh+j] = sign * float32((r+j)%5) / 8
+					qkv[r*ld+2*dh+j] = sign * tiny * float32(1+(r*j)%3)
+					g[r*dh+j] = -sign * tiny * float32(1+(r+2*j)%4)
+				}
+			}
+			out, lse, dqkv := make([]float32, len(g)), make([]float32, a.Seq), fill(len(qkv), 1)
+			FusedAttention(out, lse, qkv, a)
+			FusedAttentionGrad(dqkv, qkv, out, lse, g, a)
+			for r := range a.Seq {
+				allZero(t, "dQ and dK", dqkv[r*ld:r*ld+2*dh])
+			}
+		}},
 		{"adam", false, func(t *testing.T) {
 			const n = 40
 			p, m, v := fill(n, 1), fill(n, 0), fill(n, 0)

@@ -18,8 +18,13 @@ const fusedBlock = 64
 // the diagonal skipped when a.Causal (FlashAttention, Dao et al., 2022).
 // Either out or lse may be nil, and is then not written; with out nil the
 // values are not read. Each element is computed in a fixed order whatever
-// the thread count.
+// the thread count. float32 on CPUs with AVX-512 runs the C kernel of
+// fusedattention.h, which holds each block of scores transposed.
 func FusedAttention[T Float](out, lse, qkv []T, a Attention) {
+	if q32, ok := any(qkv).([]float32); ok && fusedAttentionC {
+		fusedAttentionFloat32(any(out).([]float32), any(lse).([]float32), q32, a)
+		return
+	}
 	ld, d, s, dh := a.QKVWidth(), a.DModel(), a.Seq, a.HeadDim
 	scale := T(a.Scale())
 	nb := (s + fusedBlock - 1) / fusedBlock
@@ -116,8 +121,13 @@ func (a Attention) blockEnd(r1 int) int {
 // dS = P ⊙ (dP − D), dQ += Scale·dS·K and dK += Scale·dSᵀ·Q. The key and
 // value gradients of grouped-query attention are summed over the query
 // heads of each group in the order of the heads (see groupPart), so the
-// result does not depend on the thread count.
+// result does not depend on the thread count. float32 on CPUs with AVX-512
+// runs the C kernel of fusedattention.h.
 func FusedAttentionGrad[T Float](dqkv, qkv, out, lse, g []T, a Attention) {
+	if d32, ok := any(dqkv).([]float32); ok && fusedAttentionC {
+		fusedAttentionGradFloat32(d32, any(qkv).([]float32), any(out).([]float32), any(lse).([]float32), any(g).([]float32), a)
+		return
+	}
 	ld, d, s, dh := a.QKVWidth(), a.DModel(), a.Seq, a.HeadDim
 	scale := T(a.Scale())
 	partsK := getScratch[T](&groupPool, groupPartsLen(a))

@@ -190,33 +190,63 @@ func TestFusedAttentionThreads(t *testing.T) {
 }
 
 // BenchmarkFusedAttention times the fused kernels at SmolLM2-135M's
-// attention (a sequence of 512, 9 query heads of 64 sharing 3 key and
-// value heads, causal), beside BenchmarkAttentionGQA's eager kernels,
-// counting the same products as it does (2 forward, 4 backward) so that
-// the rates compare as times: the fused backward's recomputed scores are
-// a fifth product it does not count.
+// attention (9 query heads of 64 sharing 3 key and value heads, causal) at
+// sequences of 512, 1024 and 2048, beside the eager kernels at the same
+// shape (as BenchmarkAttentionGQA runs them: the backward given the
+// probabilities) and, at 512, the Go fused kernels (go, what float32 runs
+// without AVX-512), so that one run interleaves them. Each counts the same
+// products (2 forward, 4 backward) so that the rates compare as times: the
+// fused backward's recomputed scores are a fifth product it does not
+// count.
 func BenchmarkFusedAttention(b *testing.B) {
-	a := Attention{Batch: 1, Seq: 512, Heads: 9, HeadDim: 64, KVHeads: 3, Causal: true}
-	rng := rand.New(rand.NewPCG(1, 2))
-	rows, d := a.Batch*a.Seq, a.DModel()
-	qkv := toFloat32(randomSlice(rng, rows*a.QKVWidth()))
-	g := toFloat32(randomSlice(rng, rows*d))
-	out, lse, dqkv := make([]float32, rows*d), make([]float32, a.Batch*a.Heads*a.Seq), make([]float32, len(qkv))
-	FusedAttention(out, lse, qkv, a)
-	flopsPerProduct := float64(a.Batch*a.Heads) * float64(a.Seq*a.Seq) * float64(a.HeadDim)
-	for _, k := range []struct {
-		name     string
-		products float64
-		run      func()
-	}{
-		{"forward", 2, func() { FusedAttention(out, lse, qkv, a) }},
-		{"backward", 4, func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, a) }},
-	} {
-		b.Run(k.name, func(b *testing.B) {
-			for b.Loop() {
-				k.run()
+	cpu := fusedAttentionC
+	defer func() { fusedAttentionC = cpu }()
+	for _, seq := range []int{512, 1024, 2048} {
+		a := Attention{Batch: 1, Seq: seq, Heads: 9, HeadDim: 64, KVHeads: 3, Causal: true}
+		rng := rand.New(rand.NewPCG(1, 2))
+		rows, d := a.Batch*a.Seq, a.DModel()
+		qkv := toFloat32(randomSlice(rng, rows*a.QKVWidth()))
+		g := toFloat32(randomSlice(rng, rows*d))
+		out, lse, dqkv := make([]float32, rows*d), make([]float32, a.Batch*a.Heads*a.Seq), make([]float32, len(qkv))
+		FusedAttention(out, lse, qkv, a)
+		var p, dp, dv []float32 // the eager kernels' probabilities, made on first use
+		eager := func() {
+			if p == nil {
+				p, dp, dv = make([]float32, a.Batch*a.Heads*a.Seq*a.Seq), make([]float32, a.Batch*a.Heads*a.Seq*a.Seq), make([]float32, len(qkv))
+				AttentionProbs(p, qkv, a)
 			}
-			b.ReportMetric(k.products*flopsPerProduct*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		})
+		}
+		flopsPerProduct := float64(a.Batch*a.Heads) * float64(a.Seq*a.Seq) * float64(a.HeadDim)
+		for _, k := range []struct {
+			name     string
+			products float64
+			useC     bool
+			run      func()
+		}{
+			{"eager/forward", 2, true, func() { eager(); AttentionProbs(p, qkv, a); AttentionMix(out, p, qkv, a) }},
+			{"fused/forward", 2, true, func() { FusedAttention(out, lse, qkv, a) }},
+			{"go/forward", 2, false, func() { FusedAttention(out, lse, qkv, a) }},
+			{"eager/backward", 4, true, func() {
+				eager()
+				AttentionMixProbsGrad(dp, g, qkv, a)
+				AttentionMixValueGrad(dv, p, g, a)
+				AttentionProbsGrad(dqkv, qkv, p, dp, a)
+			}},
+			{"fused/backward", 4, true, func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, a) }},
+			{"go/backward", 4, false, func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, a) }},
+		} {
+			if !k.useC && seq > 512 {
+				continue
+			}
+			b.Run(fmt.Sprintf("seq=%d/%s", seq, k.name), func(b *testing.B) {
+				fusedAttentionC = k.useC && cpu
+				clock := startCPU()
+				for b.Loop() {
+					k.run()
+				}
+				b.ReportMetric(k.products*flopsPerProduct*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				b.ReportMetric(clock.seconds()/float64(b.N)*1e3, "cpu-ms/op")
+			})
+		}
 	}
 }
