@@ -263,7 +263,10 @@ func dropUselessLevers(all []Entry) []Entry {
 			if !set {
 				continue
 			}
-			if d, ok := byName[c.String()]; ok && e.Plan.Footprint.Device >= d.Plan.Footprint.Device && !faster(e, d) {
+			// A lever that makes its candidate fit, where the same
+			// candidate without it does not (the host's memory, say), is
+			// useful whatever the device needs say.
+			if d, ok := byName[c.String()]; ok && (d.Fits || !e.Fits) && e.Plan.Footprint.Device >= d.Plan.Footprint.Device && !faster(e, d) {
 				return true
 			}
 		}

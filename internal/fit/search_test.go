@@ -80,6 +80,7 @@ func TestDropUselessLevers(t *testing.T) {
 		}
 		return e
 	}
+	fits := func(e Entry) Entry { e.Fits = true; return e }
 	none, blocks := levers.RecomputeNone, levers.RecomputeBlocks
 	for _, tt := range []struct {
 		name string
@@ -103,6 +104,10 @@ func TestDropUselessLevers(t *testing.T) {
 		{"recompute that saves nothing over bf16 alone",
 			[]Entry{entry(bench.ModeCUDA, none, levers.FP32, 100, 0), entry(bench.ModeCUDA, none, levers.BF16, 50, 0), entry(bench.ModeCUDA, blocks, levers.BF16, 50, 0)},
 			"cuda|cuda, bf16"},
+		// bf16 halves the host's copies: its fp32 twin, as large on the
+		// device, does not fit the host and has no prediction.
+		{"16 bits that make it fit", []Entry{entry(bench.ModeManaged, none, levers.FP32, 100, 0), fits(entry(bench.ModeManaged, none, levers.BF16, 100, time.Second))},
+			"managed|managed, bf16"},
 		{"both levers saving", []Entry{entry(bench.ModeCUDA, none, levers.FP32, 100, 0), entry(bench.ModeCUDA, blocks, levers.FP32, 80, 0),
 			entry(bench.ModeCUDA, none, levers.BF16, 50, 0), entry(bench.ModeCUDA, blocks, levers.BF16, 40, 0)},
 			"cuda|cuda, recompute blocks|cuda, bf16|cuda, recompute blocks, bf16"},
