@@ -82,3 +82,25 @@ func TestProfileFilesNotRegular(t *testing.T) {
 		})
 	}
 }
+
+// failingWriter fails every write, as standard output on /dev/full does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// TestCalibrateWritesProfileFirst: with standard output failing
+// (calibrate > /dev/full) the measured profile is still written, and the
+// command fails on the report. The report used to come first, and its
+// failure lost the profile.
+func TestCalibrateWritesProfileFirst(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "host.json")
+	o := &CalibrateOptions{IO: newIOStreams(failingWriter{}, &bytes.Buffer{}), Device: "cpu", Output: path, Threads: 1, Rounds: 1,
+		measure: syntheticCalibration, heldOut: syntheticHeldOut}
+	err := calibrateRun(context.Background(), o)
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		t.Errorf("calibrate with a failing standard output: %v; want the write's error", err)
+	}
+	if _, err := perfmodel.LoadProfile(path); err != nil {
+		t.Errorf("the profile was not written: %v", err)
+	}
+}
