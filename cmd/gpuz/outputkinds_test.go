@@ -139,3 +139,46 @@ func TestCreateAtomicRefusesPipes(t *testing.T) {
 		t.Errorf("writeFile(/dev/null): %v", err)
 	}
 }
+
+// TestOutputDirectoryChecked: an existing file that can be written, in a
+// directory where the write's temporary file cannot be created, is
+// refused up front (status 2, nothing run), as a new file there is. It
+// passed the check, and the run completed and then failed to write its
+// results (status 1, the results lost).
+func TestOutputDirectoryChecked(t *testing.T) {
+	type row struct{ name, path string }
+	// /proc/self/comm is a regular file its process may write; no file can
+	// be created beside it.
+	rows := []row{{"proc file", "/proc/self/comm"}}
+	if os.Geteuid() != 0 { // root creates files in a read-only directory
+		dir := filepath.Join(t.TempDir(), "ro")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "r.json"), []byte("keep"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
+		rows = append(rows, row{"read-only directory", filepath.Join(dir, "r.json")})
+	}
+	for _, r := range rows {
+		for _, flag := range []string{"--json", "--bench-out", "--cpuprofile"} {
+			t.Run(r.name+"/"+flag, func(t *testing.T) {
+				args := []string{"linear", "train", "cpu", "--scale", "small", "--epochs", "2", flag, r.path}
+				var stdout, stderr bytes.Buffer
+				code := run(context.Background(), args, &stdout, &stderr)
+				lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+				want := "creating a temporary file beside " + r.path
+				if code != exitUsage || len(lines) != 1 || !strings.Contains(lines[0], want) {
+					t.Errorf("gpuz %q: status %d, stderr %q; want %d and one line with %q", args, code, stderr.String(), exitUsage, want)
+				}
+				if stdout.Len() != 0 {
+					t.Errorf("gpuz %q ran: %.200q", args, stdout.String())
+				}
+			})
+		}
+	}
+}

@@ -30,9 +30,10 @@ type outputFile struct {
 // paths, and as the same file where both exist). Each problem is a usage
 // error.
 //
-// The files are checked, not kept open: a regular file is opened for
-// writing without truncation (and removed again if the check created it),
-// so the user's previous file is left intact until the run writes it at
+// The files are checked, not kept open: an existing regular file is
+// opened for writing without truncation, and the temporary file its write
+// will make beside it (createAtomic) is made and removed; a new file is
+// made and removed. So the user's previous file is left intact until the run writes it at
 // the end (--json) or starts profiling (--cpuprofile), and a run refused
 // for another reason leaves no empty file behind. The window between the
 // check and the write is small; a file that becomes unwritable in it is a
@@ -101,6 +102,13 @@ func checkOutput(flag, path string) (fs.FileInfo, error) {
 			return nil, usagef("%s: %w", flag, err)
 		}
 		f.Close()
+		// The write replaces the file by a temporary one made beside it
+		// (beside the link's target): the directory must take it too.
+		tmp, err := createAtomic(path)
+		if err != nil {
+			return nil, usagef("%s: %w", flag, err)
+		}
+		tmp.Abort()
 		return fi, nil
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, usagef("%s: %w", flag, err)
