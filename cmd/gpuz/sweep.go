@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -142,9 +141,9 @@ func (o *WorkloadOptions) set(flag, value string) error {
 	case "take":
 		o.Take = value
 	default:
-		n, err := strconv.Atoi(value)
+		n, err := parseWhole(value)
 		if err != nil {
-			return fmt.Errorf("--%s: invalid argument %q (want a whole number)", flag, value)
+			return fmt.Errorf("--%s: invalid argument %q (%w)", flag, value, err)
 		}
 		if flag == "win-size" {
 			o.Cache.Window = n
