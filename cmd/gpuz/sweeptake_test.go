@@ -68,3 +68,33 @@ func TestSweepOverTakeSaysEachHeld(t *testing.T) {
 		})
 	}
 }
+
+// TestFitCPUProfile: fit --cpuprofile FILE, which fit's help offers,
+// writes a profile, and one that cannot be written (/dev/full) fails the
+// command with status 1 after the fit is printed. It wrote nothing and
+// exited 0.
+func TestFitCPUProfile(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // no calibrated profile
+	path := filepath.Join(t.TempDir(), "fit.prof")
+	fit := []string{"fit", "linear", "train", "--scale", "small", "--device", "sim:64MiB", "--host-profile", "cpu-i7-13700h", "--cpuprofile"}
+	var stdout, stderr strings.Builder
+	if code := run(context.Background(), append(fit, path), &stdout, &stderr); code != 0 {
+		t.Fatalf("fit --cpuprofile %s: status %d: %s", path, code, stderr.String())
+	}
+	// A pprof profile is gzip-compressed protocol buffers.
+	if data, err := os.ReadFile(path); err != nil || len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+		t.Errorf("fit --cpuprofile wrote %d bytes (%v), want a gzip-compressed profile", len(data), err)
+	}
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code := run(context.Background(), append(fit, "/dev/full"), &stdout, &stderr)
+	if code != exitFailure || !strings.Contains(stderr.String(), "writing the CPU profile to /dev/full: ") || strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("fit --cpuprofile /dev/full: status %d, stderr %q; want %d and one line with the profile's write error", code, stderr.String(), exitFailure)
+	}
+	if !strings.Contains(stdout.String(), "cuda") {
+		t.Errorf("the fit was not printed:\n%s", stdout.String())
+	}
+}
