@@ -107,7 +107,8 @@ the fit works; docs/fit.md gives its errors on the development machine.`,
 }
 
 // calibrateRun measures the device, fits its profile, checks it on the
-// held-out runs, prints the report and writes the profile.
+// held-out runs, writes the profile and then prints the report (a report
+// that cannot be printed does not lose the profile).
 func calibrateRun(ctx context.Context, o *CalibrateOptions) error {
 	if o.Threads < 1 || o.Threads > maxThreads() {
 		return usagef("--threads must be from 1 to %d, got %d", maxThreads(), o.Threads)
@@ -168,10 +169,8 @@ func calibrateRun(ctx context.Context, o *CalibrateOptions) error {
 	if err != nil {
 		return fmt.Errorf("calibrating %s: %w", dev.Name(), err)
 	}
-	if err := report.WriteCalibration(o.IO.Out, report.Calibration{Before: before, After: fit.Profile, Kept: fit.Kept,
-		Samples: samples, HeldOut: held}); err != nil {
-		return err
-	}
+	// The profile first: a report that cannot be printed (standard
+	// output on a full disk) must not lose what was measured.
 	if err := writeFile(path, "the calibrated profile", func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -179,7 +178,14 @@ func calibrateRun(ctx context.Context, o *CalibrateOptions) error {
 	}); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.IO.Out, "wrote %s (--host-profile %s, --device sim:%s)\n", path, path, path)
+	err = report.WriteCalibration(o.IO.Out, report.Calibration{Before: before, After: fit.Profile, Kept: fit.Kept,
+		Samples: samples, HeldOut: held})
+	if err == nil {
+		_, err = fmt.Fprintf(o.IO.Out, "wrote %s (--host-profile %s, --device sim:%s)\n", path, path, path)
+	}
+	if err != nil {
+		return fmt.Errorf("wrote the profile to %s; writing the report to standard output: %w", path, err)
+	}
 	return nil
 }
 

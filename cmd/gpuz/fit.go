@@ -148,8 +148,9 @@ func (o *FitOptions) validate() error {
 // that fit in --format's format (or with --json as JSON), then with
 // --verify runs the best and the cpu. Its error is a *fit.NothingFitsError
 // (status 3) when nothing fits, and a verification's failure (status 1)
-// when a recommended configuration did not complete.
-func fitRun(ctx context.Context, o *FitOptions) error {
+// when a recommended configuration did not complete; a --cpuprofile that
+// cannot be written is joined to it (status 1 where nothing else failed).
+func fitRun(ctx context.Context, o *FitOptions) (err error) {
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -164,6 +165,14 @@ func fitRun(ctx context.Context, o *FitOptions) error {
 	if err != nil {
 		return err
 	}
+	// --cpuprofile (checked with the other outputs by benchOptions)
+	// profiles the search and any verification; its write error comes
+	// after the fit is printed, status 1.
+	stopProfile, err := startCPUProfile(o.CPUProfile)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, stopProfile()) }()
 	if opts.HostProfile == nil {
 		if opts.HostProfile, err = calibratedProfile(); err != nil {
 			return err

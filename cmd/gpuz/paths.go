@@ -11,6 +11,9 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
+
+	"gpuz/internal/filekind"
 )
 
 // outputFile is an output file flag (--json, --cpuprofile) and its value.
@@ -27,9 +30,10 @@ type outputFile struct {
 // paths, and as the same file where both exist). Each problem is a usage
 // error.
 //
-// The files are checked, not kept open: a regular file is opened for
-// writing without truncation (and removed again if the check created it),
-// so the user's previous file is left intact until the run writes it at
+// The files are checked, not kept open: an existing regular file is
+// opened for writing without truncation, and the temporary file its write
+// will make beside it (createAtomic) is made and removed; a new file is
+// made and removed. So the user's previous file is left intact until the run writes it at
 // the end (--json) or starts profiling (--cpuprofile), and a run refused
 // for another reason leaves no empty file behind. The window between the
 // check and the write is small; a file that becomes unwritable in it is a
@@ -85,9 +89,12 @@ func checkOutput(flag, path string) (fs.FileInfo, error) {
 	switch {
 	case err == nil && fi.IsDir():
 		return nil, usagef("%s %s: is a directory", flag, path)
+	case err == nil && !writable(fi.Mode()):
+		// A named pipe would block the write until a reader came (and a
+		// pipe nobody reads for ever); a socket cannot be opened.
+		return nil, usagef("%s %v: gpuz writes its outputs to regular files or character devices (/dev/null)", flag, filekind.Regular(path, fi))
 	case err == nil && !fi.Mode().IsRegular():
-		// A device (/dev/null, /dev/full) or a pipe: opening a pipe to
-		// check it would block until a reader comes, so it is not opened.
+		// A character device (/dev/null, /dev/full) is written in place.
 		return fi, nil
 	case err == nil:
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
@@ -95,6 +102,13 @@ func checkOutput(flag, path string) (fs.FileInfo, error) {
 			return nil, usagef("%s: %w", flag, err)
 		}
 		f.Close()
+		// The write replaces the file by a temporary one made beside it
+		// (beside the link's target): the directory must take it too.
+		tmp, err := createAtomic(path)
+		if err != nil {
+			return nil, usagef("%s: %w", flag, err)
+		}
+		tmp.Abort()
 		return fi, nil
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, usagef("%s: %w", flag, err)
@@ -136,9 +150,9 @@ func writeFile(path, what string, write func(io.Writer) error) error {
 // directory and renamed into place by Commit, so that the user's file is
 // either the old one or the complete new one: a write that fails (a full
 // disk, a file size limit, a run that crashes) leaves the old file as it
-// was. Where path is not a regular file (/dev/null, /dev/full, a named
-// pipe) the file is written in place: renaming over a device would
-// replace it.
+// was. Where path is a character device (/dev/null, /dev/full) the file
+// is written in place: renaming over a device would replace it. A named
+// pipe or a socket is refused (openDevice).
 type atomicFile struct {
 	f *os.File
 	// path is the file written: the user's path with its symbolic links
@@ -160,11 +174,7 @@ func createAtomic(path string) (*atomicFile, error) {
 	perm, keepMode := fs.FileMode(0o666), false
 	switch {
 	case err == nil && !fi.Mode().IsRegular():
-		f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
-		if err != nil {
-			return nil, err
-		}
-		return &atomicFile{f: f, path: target}, nil
+		return openDevice(target, fi)
 	case err == nil:
 		perm, keepMode = fi.Mode().Perm(), true
 	case !errors.Is(err, fs.ErrNotExist):
@@ -190,6 +200,46 @@ func createAtomic(path string) (*atomicFile, error) {
 		}
 		return &atomicFile{f: f, path: target, tmp: tmp}, nil
 	}
+}
+
+// writable reports whether gpuz writes an output file of mode m: a regular
+// file or a character device (/dev/null, /dev/full), not a named pipe, a
+// socket, a directory or a block device.
+func writable(m fs.FileMode) bool {
+	return m.IsRegular() || m&fs.ModeCharDevice != 0
+}
+
+// openDevice opens path, which fi says is not a regular file, to be
+// written in place: only a character device is (renaming over it would
+// replace it); anything else is a *filekind.NotRegularError. The open does
+// not block (O_NONBLOCK: a named pipe put at path since the check has no
+// reader to wait for) and the open file is checked again; the device is
+// then written in blocking mode.
+func openDevice(path string, fi fs.FileInfo) (*atomicFile, error) {
+	if !writable(fi.Mode()) {
+		return nil, filekind.Regular(path, fi)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ENXIO) {
+		// A named pipe without a reader, or a socket, put there meanwhile.
+		if fi, serr := os.Stat(path); serr == nil && !writable(fi.Mode()) {
+			return nil, filekind.Regular(path, fi)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if fi, err = f.Stat(); err == nil && !writable(fi.Mode()) {
+		err = filekind.Regular(path, fi)
+	}
+	if err == nil {
+		err = syscall.SetNonblock(int(f.Fd()), false)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &atomicFile{f: f, path: path}, nil
 }
 
 // Write writes to the file; an error names the file written, not the

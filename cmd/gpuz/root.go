@@ -50,6 +50,7 @@ out per epoch and as an Analyze table.`,
 	}
 	root.AddCommand(newPlanCmd(ios, workloads), newFitCmd(ios, workloads, nil), newTakeMemCmd(ios, nil), newVersionCmd(ios))
 	root.AddCommand(newDevicesCmd(ios, nil), newSelftestCmd(ios, nil), newCompareCmd(ios, nil), newPlotCmd(ios, nil), newCalibrateCmd(ios, nil))
+	decimalFlags(root)
 	// A bare "gpuz" with an unknown word must not fall back to help.
 	root.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) > 0 {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -142,9 +141,9 @@ func (o *WorkloadOptions) set(flag, value string) error {
 	case "take":
 		o.Take = value
 	default:
-		n, err := strconv.Atoi(value)
+		n, err := parseWhole(value)
 		if err != nil {
-			return fmt.Errorf("--%s: invalid argument %q (want a whole number)", flag, value)
+			return fmt.Errorf("--%s: invalid argument %q (%w)", flag, value, err)
 		}
 		if flag == "win-size" {
 			o.Cache.Window = n
@@ -286,6 +285,7 @@ func sweepRun(ctx context.Context, o *WorkloadOptions) error {
 	out := o.human()
 	progress := newModeProgress(o.IO.ErrOut, o.IO.ErrTTY)
 	headerShown := false
+	takeVaries := slices.ContainsFunc(so.Configs, func(c bench.SweepConfig) bool { return c.TakeBytes != so.Configs[0].TakeBytes })
 	var epochs, batches int
 	so.Progress = func(e bench.Event) {
 		switch {
@@ -298,7 +298,16 @@ func sweepRun(ctx context.Context, o *WorkloadOptions) error {
 			}
 		case e.Header != nil:
 			if !headerShown {
-				report.WriteHeader(out, *e.Header)
+				// The first configuration's header: what it held is no
+				// figure of a sweep over --take.
+				h := *e.Header
+				if takeVaries {
+					h.TakeBytes = 0
+				}
+				report.WriteHeader(out, h)
+				if takeVaries {
+					fmt.Fprintf(out, "held: each configuration's --take on %s (the take column)\n", h.GPU)
+				}
 				headerShown = true
 			}
 		case e.Batch != nil:

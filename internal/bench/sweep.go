@@ -68,12 +68,21 @@ type SweepResult struct {
 
 // Header is the header of the sweep's first configuration (zero when none
 // ran): the workload, the machine and the environment, which every
-// configuration shares.
+// configuration shares. Its TakeBytes is the memory every configuration
+// held, and 0 where they held different amounts (a sweep over --take):
+// each row's TakeBytes then says its own, and the first's is no figure
+// of the whole sweep.
 func (s SweepResult) Header() Header {
 	if len(s.Rows) == 0 {
 		return Header{}
 	}
-	return s.Rows[0].Result.Header
+	h := s.Rows[0].Result.Header
+	for _, r := range s.Rows[1:] {
+		if r.Result.Header.TakeBytes != h.TakeBytes {
+			h.TakeBytes = 0
+		}
+	}
+	return h
 }
 
 // Sweep runs every configuration in turn with Run, each with its take held

@@ -67,7 +67,7 @@ func TestParseProfileFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for spec, want := range map[string]string{
-		"sim:missing.json": `device "sim:missing.json": reading the profile: open missing.json: no such file`,
+		"sim:missing.json": `device "sim:missing.json": reading the profile: stat missing.json: no such file`,
 		"sim:bad.json":     `device "sim:bad.json": profile bad.json: field FP32: want a positive rate`,
 	} {
 		if _, _, err := Parse(spec, nil); err == nil || !strings.Contains(err.Error(), want) {

@@ -12,10 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"gpuz/internal/filekind"
 )
 
 // Profile is what a GPU could do, from its vendor's published figures.
@@ -445,6 +446,11 @@ func OpenHost(spec string) (Profile, error) {
 	return LookupHost(spec)
 }
 
+// MaxProfileBytes is the largest profile file gpuz reads: 1 MiB. A
+// profile gpuz calibrate writes takes a few KiB, so a larger file is not a
+// profile; the cap keeps one from filling memory.
+const MaxProfileBytes = 1 << 20
+
 // LoadProfile reads a profile, a GPU's or the host's, from a JSON file
 // whose keys are Profile's field names ("Name", "FP32", "MemBandwidth", …),
 // as gpuz calibrate writes it. Name, FP32, MemBandwidth and MemoryBytes are
@@ -455,9 +461,11 @@ func OpenHost(spec string) (Profile, error) {
 // on a profile with a PCIe link and must be given without one (a host's).
 // Fitted, when given, needs every fraction in (0, 1]. An unknown key, a
 // value of the wrong type or a missing or impossible figure is an error
-// naming the field.
+// naming the field. Only a regular file of at most MaxProfileBytes is read
+// (filekind.Read): a directory, a named pipe, a device (/dev/zero, or a
+// link to it) or a socket is refused before a byte is read.
 func LoadProfile(path string) (Profile, error) {
-	data, err := os.ReadFile(path)
+	data, err := filekind.Read(path, MaxProfileBytes)
 	if err != nil {
 		return Profile{}, fmt.Errorf("reading the profile: %w", err)
 	}

@@ -4,18 +4,15 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"slices"
 	"strings"
-	"syscall"
 
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/filekind"
 	"gpuz/internal/results"
-	"gpuz/internal/units"
 )
 
 // RunFile holds the epoch times of one result file given to gpuz compare,
@@ -57,61 +54,17 @@ func ReadResults(path string) ([]byte, error) {
 	return readResults(path, MaxResultsBytes)
 }
 
-// readResults is ReadResults with a cap of max bytes.
+// readResults is ReadResults with a cap of max bytes: filekind.Read, a
+// directory named as not a results file.
 func readResults(path string, max int64) ([]byte, error) {
-	fi, err := os.Stat(path)
+	data, err := filekind.Read(path, max)
+	if nr, ok := filekind.IsNotRegular(err); ok && nr.Mode.IsDir() {
+		return nil, fmt.Errorf("reading results: %s is a directory, not a results file", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading results: %w", err)
-	}
-	if err := regularFile(path, fi); err != nil {
-		return nil, err
-	}
-	// O_NONBLOCK: a named pipe put at path since the Stat must not block
-	// the open; the Fstat below then refuses it.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, fmt.Errorf("reading results: %w", err)
-	}
-	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return nil, fmt.Errorf("reading results: %w", err)
-	}
-	if err := regularFile(path, fi); err != nil {
-		return nil, err
-	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("reading results: %s holds %s, more than the %s gpuz reads", path, units.Bytes(fi.Size()), units.Bytes(max))
-	}
-	// A file may hold more than its size says (/proc) or grow meanwhile:
-	// read one byte past the cap to tell.
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading results: %w", err)
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("reading results: %s holds more than %s, the most gpuz reads", path, units.Bytes(max))
 	}
 	return data, nil
-}
-
-// regularFile returns an error naming path and what it is unless fi, its
-// FileInfo, is a regular file's.
-func regularFile(path string, fi fs.FileInfo) error {
-	m := fi.Mode()
-	what := ""
-	switch {
-	case m.IsRegular():
-		return nil
-	case m.IsDir():
-		return fmt.Errorf("reading results: %s is a directory, not a results file", path)
-	case m&fs.ModeNamedPipe != 0:
-		what = "a named pipe, "
-	case m&fs.ModeDevice != 0:
-		what = "a device, "
-	case m&fs.ModeSocket != 0:
-		what = "a socket, "
-	}
-	return fmt.Errorf("reading results: %s is %snot a regular file", path, what)
 }
 
 // ReadRunFile reads the result file at path: a gpuz --json file or a file
@@ -203,7 +156,7 @@ func (f *RunFile) addJSONRun(doc results.Run, suffix, where string) error {
 	if err := checkEpochs(doc.Modes); err != nil {
 		return fmt.Errorf("%s: %s%w", f.Name, where, err)
 	}
-	h := bench.Header{Model: doc.Header.Model, Task: bench.Task(doc.Header.Task), Scale: doc.Header.Scale, Recompute: doc.Header.Recompute, Precision: doc.Header.Precision}
+	h := bench.Header{Model: doc.Header.Model, Task: bench.Task(doc.Header.Task), Scale: doc.Header.Scale, Recompute: doc.Header.Recompute, Precision: doc.Header.Precision, Attention: doc.Header.Attention}
 	for _, m := range doc.Modes {
 		name := benchName(h, bench.ModeResult{Mode: bench.Mode(m.Mode), Device: m.Device, Placement: m.Placement}) + suffix
 		for _, e := range m.Epochs {

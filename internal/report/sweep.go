@@ -275,14 +275,26 @@ func WriteSweepBenchfmt(w io.Writer, s bench.SweepResult) error {
 }
 
 // settingsSuffix is a sweep configuration's settings as the end of its
-// benchmark names: "/take=8/win_size=3".
+// benchmark names: "/take=8/win_size=3". The settings that benchName
+// already states from the run's header (headerSettings: recompute,
+// precision, attention) are left out, so that a name repeats no key and a
+// sweep's row is named as a plain run of its settings is, which compare
+// pairs with it.
 func settingsSuffix(ss []bench.Setting) string {
 	var b strings.Builder
 	for _, st := range ss {
+		if headerSettings[st.Name] {
+			continue
+		}
 		fmt.Fprintf(&b, "/%s=%s", st.Name, benchValue(namePart(st.Value)))
 	}
 	return b.String()
 }
+
+// headerSettings are the sweep settings that a run's header records and
+// benchName names (as recompute, precision and attention parts, each only
+// where it is not the default), so that settingsSuffix leaves them out.
+var headerSettings = map[string]bool{"recompute": true, "precision": true, "attention": true}
 
 // namePart is a setting's value as a name part: "-" for an empty one.
 func namePart(v string) string {

@@ -80,11 +80,13 @@ func TestWriteSweepPrecision(t *testing.T) {
 	}
 	const base = "Gpuz/workload=linear/task=train/mode="
 	want := []string{
-		base + "cache/device=sim:4GiB/policy=window/window=3/scale=full/precision=fp32",
-		base + "cuda/device=sim:4GiB/precision=bf16/scale=full/precision=bf16",
-		base + "cache/device=sim:4GiB/policy=window/window=3/precision=bf16/scale=full/precision=bf16",
-		base + "cuda/device=sim:4GiB/precision=fp16/scale=full/precision=fp16",
-		base + "cache/device=sim:4GiB/policy=window/window=3/precision=fp16/scale=full/precision=fp16",
+		// A plain run's names: the precision once, from the header
+		// (none for fp32), not again as the sweep's setting.
+		base + "cache/device=sim:4GiB/policy=window/window=3/scale=full",
+		base + "cuda/device=sim:4GiB/precision=bf16/scale=full",
+		base + "cache/device=sim:4GiB/policy=window/window=3/precision=bf16/scale=full",
+		base + "cuda/device=sim:4GiB/precision=fp16/scale=full",
+		base + "cache/device=sim:4GiB/policy=window/window=3/precision=fp16/scale=full",
 	}
 	if !slices.Equal(names, want) {
 		t.Errorf("benchmark names\n%s\nwant\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
