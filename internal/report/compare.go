@@ -13,6 +13,7 @@ import (
 	"gpuz/internal/bench"
 	"gpuz/internal/filekind"
 	"gpuz/internal/results"
+	"gpuz/internal/termsafe"
 )
 
 // RunFile holds the epoch times of one result file given to gpuz compare,
@@ -264,12 +265,12 @@ func WriteCompare(w io.Writer, a, b RunFile) error {
 	}
 
 	var out bytes.Buffer
-	fmt.Fprintf(&out, "A: %s\nB: %s\n", a.Name, b.Name)
+	fmt.Fprintf(&out, "A: %s\nB: %s\n", termsafe.String(a.Name), termsafe.String(b.Name))
 	out.WriteString("time per epoch: median ± 95% confidence interval; change from A to B,\n" +
 		"~ where not significant (Mann-Whitney U test, p ≥ 0.05); medians and the U test\n" +
 		"as benchstat computes them (benchmath), where a run's table leads with the mean\n")
 	for _, heading := range headings {
-		fmt.Fprintf(&out, "\n%s\n", heading)
+		fmt.Fprintf(&out, "\n%s\n", termsafe.String(heading))
 		writeCompareTable(&out, rows[heading])
 	}
 	for _, k := range order {
@@ -280,7 +281,7 @@ func WriteCompare(w io.Writer, a, b RunFile) error {
 		case n > 1 && !k.median && n == comparisons:
 			at = "every comparison"
 		}
-		fmt.Fprintf(&out, "warning: %s: %s\n", at, k.msg)
+		fmt.Fprintf(&out, "warning: %s: %s\n", termsafe.String(at), termsafe.String(k.msg))
 	}
 	_, err := w.Write(out.Bytes())
 	return err

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"gpuz/internal/termsafe"
 )
 
 // maxWidth is the most columns a line of a default (not --wide) table and
@@ -28,6 +30,21 @@ type table struct {
 	notes   []string
 }
 
+// safe returns t with its headings, cells and notes passed through
+// termsafe.String: a cell may hold a name from a file (a profile's title, a
+// benchmark's name in compare, a device's name), whose control characters
+// must not reach the terminal raw.
+func (t table) safe() table {
+	s := table{columns: make([]column, len(t.columns)), rows: make([][]string, len(t.rows)), notes: termsafe.Strings(t.notes)}
+	for i, c := range t.columns {
+		s.columns[i] = column{name: termsafe.String(c.name), left: c.left}
+	}
+	for i, row := range t.rows {
+		s.rows[i] = termsafe.Strings(row)
+	}
+	return s
+}
+
 // width is the width of s in columns: one per rune, as for every character
 // the tables print ("×", "±", "†", "→" and "µ" included).
 func width(s string) int { return utf8.RuneCountInString(s) }
@@ -35,8 +52,9 @@ func width(s string) int { return utf8.RuneCountInString(s) }
 // writeText renders t as plain text: the headings, a rule of dashes under
 // each, then the rows, columns two spaces apart and padded to their widest
 // cell; trailing spaces are trimmed. The notes follow, each wrapped at
-// maxWidth.
+// maxWidth. Control characters in any of them are escaped (safe).
 func (t table) writeText(b *strings.Builder) {
+	t = t.safe()
 	widths := make([]int, len(t.columns))
 	for i, c := range t.columns {
 		widths[i] = width(c.name)
@@ -80,8 +98,9 @@ func (t table) writeText(b *strings.Builder) {
 
 // writeMarkdown renders t as a GitHub table (headings, the separator row
 // with each column's alignment, the rows; pipes in cells escaped), then the
-// notes as a list.
+// notes as a list. Control characters in any of them are escaped (safe).
 func (t table) writeMarkdown(b *strings.Builder) {
+	t = t.safe()
 	line := func(cells []string) {
 		b.WriteString("|")
 		for _, c := range cells {
