@@ -13,6 +13,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/memhog"
+	"gpuz/internal/termsafe"
 	"gpuz/internal/units"
 )
 
@@ -268,7 +269,7 @@ func takeMemList(ctx context.Context, o *TakeMemOptions) error {
 	for _, e := range entries {
 		label := ""
 		if e.Label != "" {
-			label = ": " + e.Label
+			label = ": " + termsafe.String(e.Label) // written by another process
 		}
 		fmt.Fprintf(w, "pid %d (%s) holds %s%s\n", e.PID, e.User, units.Bytes(e.Bytes), label)
 	}
