@@ -6,6 +6,7 @@ import (
 
 	"gpuz/internal/results"
 	"gpuz/internal/sysinfo"
+	"gpuz/internal/termsafe"
 )
 
 // toJSONEnv converts a run's environment, or returns nil for one never
@@ -36,5 +37,5 @@ func envLine(e sysinfo.Env) string {
 	if e.Revision == sysinfo.Unknown {
 		rev = "(revision unknown)"
 	}
-	return fmt.Sprintf("env: gpuz %s %s on %s (%s)\n", e.Version, rev, e.CPU, plural(int64(e.Cores), "core"))
+	return fmt.Sprintf("env: gpuz %s %s on %s (%s)\n", e.Version, rev, termsafe.String(e.CPU), plural(int64(e.Cores), "core"))
 }

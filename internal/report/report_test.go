@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,3 +205,24 @@ var (
 		},
 	}
 )
+
+// TestHeaderEscapesControls: the header's model name (a snapshot
+// directory's), device name (a profile file's) and CPU (from
+// /proc/cpuinfo) reach the terminal with their control characters escaped.
+func TestHeaderEscapesControls(t *testing.T) {
+	h := bench.Header{Model: "llm evil\x1b[2J", Task: bench.TaskTrain, GPU: "sim:x\a\u202e", TakeBytes: 1 << 20}
+	h.Env.Version, h.Env.CPU = "1", "cpu\x9b1m"
+	var b strings.Builder
+	if err := WriteHeader(&b, h); err != nil {
+		t.Fatal(err)
+	}
+	var m strings.Builder
+	if err := WriteModeStart(&m, bench.ModeCUDA, "sim:\x1b]0;title\a"); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{b.String(), m.String()} {
+		if strings.ContainsAny(out, "\x1b\a\u202e\u009b") {
+			t.Errorf("control characters printed raw:\n%q", out)
+		}
+	}
+}

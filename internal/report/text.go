@@ -8,6 +8,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/levers"
+	"gpuz/internal/termsafe"
 	"gpuz/internal/units"
 )
 
@@ -17,7 +18,9 @@ import (
 // those in force; a warning line follows when they are fewer than asked.
 func WriteHeader(w io.Writer, h bench.Header) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "gpuz %s %s", h.Model, h.Task)
+	// The model's name may be a snapshot directory's, and the device's a
+	// profile file's: both are printed escaped (termsafe).
+	fmt.Fprintf(&b, "gpuz %s %s", termsafe.String(h.Model), h.Task)
 	if h.Scale != "" {
 		fmt.Fprintf(&b, " (scale %s)", h.Scale)
 	}
@@ -42,10 +45,10 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 		fmt.Fprintf(&b, "warning: %s\n", h.BLASWarning)
 	}
 	if h.GPU != "" {
-		fmt.Fprintf(&b, "devices: cuda and cache on %s, cpu on host\n", h.GPU)
+		fmt.Fprintf(&b, "devices: cuda and cache on %s, cpu on host\n", termsafe.String(h.GPU))
 	}
 	if h.TakeBytes > 0 {
-		fmt.Fprintf(&b, "held: %s on %s by --take\n", units.Bytes(h.TakeBytes), h.GPU)
+		fmt.Fprintf(&b, "held: %s on %s by --take\n", units.Bytes(h.TakeBytes), termsafe.String(h.GPU))
 	}
 	switch levers.Attention(h.Attention) {
 	case levers.AttentionFused:
@@ -99,7 +102,7 @@ func WriteEpoch(w io.Writer, task bench.Task, e bench.Epoch, warmup bool, device
 	}
 	suffix := ""
 	if device != "" && device != "host" {
-		suffix = "  on " + device
+		suffix = "  on " + termsafe.String(device)
 	}
 	if warmup {
 		suffix += "  (warm-up)"
@@ -111,7 +114,7 @@ func WriteEpoch(w io.Writer, task bench.Task, e bench.Epoch, warmup bool, device
 // WriteModeStart writes the line that opens a mode's section of the
 // epoch lines, after a blank line: "== cuda on sim:8GiB ==".
 func WriteModeStart(w io.Writer, mode bench.Mode, device string) error {
-	_, err := fmt.Fprintf(w, "\n== %s on %s ==\n", mode, device)
+	_, err := fmt.Fprintf(w, "\n== %s on %s ==\n", mode, termsafe.String(device))
 	return err
 }
 
