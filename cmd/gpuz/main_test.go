@@ -188,6 +188,8 @@ func TestBadInput(t *testing.T) {
 		{"unknown host profile", "plan linear train cpu --host-profile i9", "--host-profile: unknown host profile \"i9\" (want one of cpu-i7-13700h)"},
 		{"sim profile file missing", "plan linear train cuda --device sim:nowhere.json", "--device: device \"sim:nowhere.json\": reading the profile: stat nowhere.json: no such file or directory"},
 		{"sim profile file bad field", "linear train cuda --device sim:testdata/profiles/bad-fp32.json", "profile testdata/profiles/bad-fp32.json: field FP32: want a positive rate"},
+		{"host profile file implausible", "linear train cpu --host-profile testdata/profiles/implausible.json", "--host-profile: profile testdata/profiles/implausible.json: field FP32: 1e-300 FLOP/s is not a plausible rate"},
+		{"sim profile file implausible", "plan linear train cuda --device sim:testdata/profiles/implausible.json", "profile testdata/profiles/implausible.json: field FP32: 1e-300 FLOP/s is not a plausible rate"},
 		{"calibrate a simulated device", "calibrate --device sim:1GiB", "--device sim:1GiB: a simulated device runs the host's kernels"},
 		{"calibrate zero threads", "calibrate --threads 0", "--threads must be from 1 to"},
 		{"calibrate zero rounds", "calibrate --rounds 0", "--rounds must be from 1 to 20, got 0"},

@@ -310,13 +310,57 @@ func (l *Ledger) transact(f func([]LedgerEntry) ([]LedgerEntry, error)) error {
 	if bytes.Equal(text, old) {
 		return nil
 	}
-	// Overwrite in place: replacing the file by a rename costs a
-	// millisecond (ext4 flushes a file renamed over another), and the lock
-	// already keeps readers from seeing a half-written file. Should the
-	// process die between the write and the truncation, the end line still
-	// marks where the entries stop.
-	if _, err := file.WriteAt(text, 0); err != nil {
-		return fmt.Errorf("ledger: writing %s: %w", l.path, err)
+	return l.write(file, old, text)
+}
+
+// ledgerIO is how transact changes the ledger file; tests replace it to
+// play a full disk.
+var ledgerIO = struct {
+	allocate func(f *os.File, size int64) error
+	writeAt  func(f *os.File, b []byte, off int64) (int, error)
+}{allocate: allocate, writeAt: (*os.File).WriteAt}
+
+// allocate reserves the file's blocks up to size (fallocate), so that a
+// full disk fails here, before a byte of the ledger changes, rather than
+// in the middle of the write. A file system that cannot reserve blocks
+// (EOPNOTSUPP) is left to the write.
+func allocate(f *os.File, size int64) error {
+	for {
+		err := syscall.Fallocate(int(f.Fd()), 0, 0, size)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EOPNOTSUPP || err == syscall.ENOSYS:
+			return nil
+		}
+		return err
+	}
+}
+
+// write replaces the ledger's text old by text in place, under the lock.
+// Replacing the file by a rename costs a millisecond (ext4 flushes a file
+// renamed over another) and would move the lock, which is on the file, to
+// a file no longer at the path; the lock already keeps readers from seeing
+// a half-written file. A write that fails (a full disk) must lose nothing
+// and leave nothing cut: the blocks are reserved first (a full disk fails
+// there, the file untouched), and a write that still fails is undone by
+// writing old back over it, which needs no block that old did not have.
+// Should the process die between the write and the truncation, the end
+// line still marks where the entries stop.
+func (l *Ledger) write(file *os.File, old, text []byte) error {
+	if len(text) > len(old) {
+		if err := ledgerIO.allocate(file, int64(len(text))); err != nil {
+			return fmt.Errorf("ledger: writing %s: %w (the ledger is left as it was)", l.path, err)
+		}
+	}
+	if _, err := ledgerIO.writeAt(file, text, 0); err != nil {
+		if _, rerr := ledgerIO.writeAt(file, old, 0); rerr != nil {
+			return fmt.Errorf("ledger: writing %s: %w; restoring its entries: %w", l.path, err, rerr)
+		}
+		if terr := file.Truncate(int64(len(old))); terr != nil {
+			return fmt.Errorf("ledger: writing %s: %w; restoring its length: %w", l.path, err, terr)
+		}
+		return fmt.Errorf("ledger: writing %s: %w (the ledger is left as it was)", l.path, err)
 	}
 	if err := file.Truncate(int64(len(text))); err != nil {
 		return fmt.Errorf("ledger: writing %s: %w", l.path, err)
@@ -486,7 +530,15 @@ func formatLedger(entries []LedgerEntry) []byte {
 	return b.Bytes()
 }
 
+// parseLedger reads the entries of a ledger's text. A last line without
+// its newline, with no end line before it, is a write cut short (a full
+// disk under a gpuz that wrote the ledger without reserving its blocks;
+// a process killed in the write): it is dropped, and the entries before it
+// are read, rather than every later command refusing the ledger.
 func parseLedger(text []byte) ([]LedgerEntry, error) {
+	if !bytes.HasSuffix(text, []byte("\n")) && !bytes.Contains(text, []byte("\n"+ledgerEnd+"\n")) {
+		text = text[:bytes.LastIndexByte(text, '\n')+1]
+	}
 	var entries []LedgerEntry
 	sc := bufio.NewScanner(bytes.NewReader(text))
 	for line := 1; sc.Scan(); line++ {

@@ -74,7 +74,10 @@ const maxReassign = 20
 // listed in Kept; a fixed cost fitted below 0 is 0. A fraction fitted
 // above 1 means the device ran faster than the profile's peak: the peak is
 // raised to the rate reached and every fraction scaled down with it, so
-// that the bound stays a bound.
+// that the bound stays a bound. A fitted profile with a figure outside the
+// plausibility bounds that a profile file is held to (MinRate, MaxOverhead,
+// MinFraction, …) is an error naming the field: gpuz calibrate would
+// write a profile that no command could read.
 func Fit(p Profile, samples []Sample) (FitResult, error) {
 	if len(samples) == 0 {
 		return FitResult{}, errors.New("fitting the model: no samples")
@@ -102,7 +105,11 @@ func Fit(p Profile, samples []Sample) (FitResult, error) {
 			return FitResult{}, err
 		}
 	}
-	return FitResult{Profile: u.fitted(), Kept: kept}, nil
+	fitted := u.fitted()
+	if err := checkBounds(fitted); err != nil {
+		return FitResult{}, fmt.Errorf("fitting the model: the samples give an implausible profile: %w", err)
+	}
+	return FitResult{Profile: fitted, Kept: kept}, nil
 }
 
 // The columns of Fit's unknowns before the classes' (each class has

@@ -459,9 +459,10 @@ const MaxProfileBytes = 1 << 20
 // PCIeLanes, which without a link must then be given, pageable ones from
 // the pinned. KernelOverhead (nanoseconds) left out is GPULaunchOverhead
 // on a profile with a PCIe link and must be given without one (a host's).
-// Fitted, when given, needs every fraction in (0, 1]. An unknown key, a
-// value of the wrong type or a missing or impossible figure is an error
-// naming the field. Only a regular file of at most MaxProfileBytes is read
+// Fitted, when given, needs every fraction in (0, 1]. Every figure must be
+// plausible (MinRate, MaxFLOPRate, MaxByteRate, MaxOverhead, MinFraction,
+// MaxMemoryBytes). An unknown key, a value of the wrong type or a missing,
+// impossible or implausible figure is an error naming the field. Only a regular file of at most MaxProfileBytes is read
 // (filekind.Read): a directory, a named pipe, a device (/dev/zero, or a
 // link to it) or a socket is refused before a byte is read.
 func LoadProfile(path string) (Profile, error) {
@@ -493,7 +494,7 @@ func parseProfile(data []byte) (Profile, error) {
 	if dec.More() {
 		return Profile{}, errors.New("more than one JSON value in the file")
 	}
-	if err := check(p); err != nil {
+	if err := checkFields(p); err != nil {
 		return Profile{}, err
 	}
 	p, derived := withLinkRates(p)
@@ -513,12 +514,126 @@ func parseProfile(data []byte) (Profile, error) {
 		p.KernelOverhead = GPULaunchOverhead
 		p.Sources = append(p.Sources, "KernelOverhead derived: "+srcGPULaunch)
 	}
+	if err := checkBounds(p); err != nil {
+		return Profile{}, err
+	}
 	return p, nil
 }
 
-// check returns an error naming the first field of p that is missing or
-// impossible.
+// The plausibility bounds of a profile's figures, far outside what any
+// device reaches (a laptop CPU does 1e12 FLOP/s, an H100's tensor cores
+// 1e15; memories move 1e10 to 1e13 bytes/s; a kernel launch costs
+// microseconds) yet tight enough that no figure saturates a prediction at
+// 2⁶³ ns (a rate of 1e-300 FLOP/s did) or passes a number typed in the
+// wrong unit. A profile file with a figure outside them is refused,
+// naming the field; Fit refuses to return one.
+const (
+	// MinRate is the lowest FLOP or byte rate, per second, a profile
+	// gives: FP32, Tensor16 (unless 0), MemBandwidth and the copy rates.
+	MinRate = 1e6
+	// MaxFLOPRate is the highest FLOP rate, FP32 and Tensor16, per second.
+	MaxFLOPRate = 1e17
+	// MaxByteRate is the highest byte rate, MemBandwidth and the copy
+	// rates, per second.
+	MaxByteRate = 1e14
+	// MaxOverhead is the highest fixed cost: KernelOverhead, and Fitted's
+	// CopyOverhead and classes' Overhead.
+	MaxOverhead = time.Second
+	// MinFraction is the lowest of Fitted's fractions, which are at most
+	// 1 (Fit raises a peak that a fraction above 1 shows too low).
+	MinFraction = 1e-6
+	// MaxMemoryBytes is the largest MemoryBytes, 2⁵⁰ bytes (1 PiB).
+	MaxMemoryBytes = int64(1) << 50
+)
+
+// checkRate returns an error naming field when v, a rate per second of
+// unit, is outside [MinRate, top]; a v of 0 passes when zero says what 0
+// means (none, derived), and is an error otherwise.
+func checkRate(field, unit string, v, top float64, zero string) error {
+	if v == 0 && zero != "" || v >= MinRate && v <= top {
+		return nil
+	}
+	if v <= 0 || v != v {
+		return nil // the caller's own message covers it
+	}
+	return fmt.Errorf("field %s: %g %s is not a plausible rate (want %g to %g%s)", field, v, unit, MinRate, top, zero)
+}
+
+// checkBounds returns an error naming the first figure of p outside the
+// plausibility bounds (MinRate, MaxFLOPRate, …); check has refused what is
+// missing or negative.
+func checkBounds(p Profile) error {
+	rates := []struct {
+		name, unit string
+		v, top     float64
+		zero       string
+	}{
+		{"FP32", "FLOP/s", p.FP32, MaxFLOPRate, ""},
+		{"Tensor16", "FLOP/s", p.Tensor16, MaxFLOPRate, "; 0: none"},
+		{"MemBandwidth", "bytes/s", p.MemBandwidth, MaxByteRate, ""},
+	}
+	for _, r := range copyRates(p) {
+		rates = append(rates, struct {
+			name, unit string
+			v, top     float64
+			zero       string
+		}{r.name, "bytes/s", r.v, MaxByteRate, "; 0: derived from the link"})
+	}
+	for _, r := range rates {
+		if err := checkRate(r.name, r.unit, r.v, r.top, r.zero); err != nil {
+			return err
+		}
+	}
+	if p.MemoryBytes > MaxMemoryBytes {
+		return fmt.Errorf("field MemoryBytes: %d bytes is not a plausible memory size (want at most 2^50, %d)", p.MemoryBytes, MaxMemoryBytes)
+	}
+	overhead := func(field string, d time.Duration) error {
+		if d > MaxOverhead {
+			return fmt.Errorf("field %s: %d ns is not a plausible fixed cost (want at most %v, %d ns)", field, int64(d), MaxOverhead, int64(MaxOverhead))
+		}
+		return nil
+	}
+	if err := overhead("KernelOverhead", p.KernelOverhead); err != nil {
+		return err
+	}
+	e := p.Fitted
+	if e == nil {
+		return nil
+	}
+	fraction := func(field string, v float64) error {
+		if v < MinFraction {
+			return fmt.Errorf("field %s: %g is not a plausible fraction of the peak (want %g to 1)", field, v, MinFraction)
+		}
+		return nil
+	}
+	errs := []error{fraction("Fitted.Dense", e.Dense), fraction("Fitted.Elementwise", e.Elementwise),
+		fraction("Fitted.Bandwidth", e.Bandwidth), fraction("Fitted.Copy", e.Copy),
+		overhead("Fitted.CopyOverhead", e.CopyOverhead)}
+	for i, c := range e.Classes {
+		errs = append(errs, fraction(fmt.Sprintf("Fitted.Classes[%d].Compute", i), c.Compute),
+			fraction(fmt.Sprintf("Fitted.Classes[%d].Bandwidth", i), c.Bandwidth),
+			overhead(fmt.Sprintf("Fitted.Classes[%d].Overhead", i), c.Overhead))
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// check returns an error naming the first field of p that is missing,
+// impossible or outside the plausibility bounds (checkBounds).
 func check(p Profile) error {
+	if err := checkFields(p); err != nil {
+		return err
+	}
+	return checkBounds(p)
+}
+
+// checkFields returns an error naming the first field of p that is
+// missing or impossible.
+func checkFields(p Profile) error {
 	switch {
 	case p.Name == "":
 		return errors.New("field Name: missing")

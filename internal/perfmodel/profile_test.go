@@ -108,8 +108,8 @@ func TestLoadProfile(t *testing.T) {
 	}
 	// Every rate given, no link, a host's fixed cost per kernel and a
 	// fitted efficiency naming no dense kernels.
-	p, err = LoadProfile(writeProfile(t, `{"Name": "x", "FP32": 1, "MemBandwidth": 1, "MemoryBytes": 4,
-		"PinnedH2D": 1, "PinnedD2H": 1, "PageableH2D": 1, "PageableD2H": 1, "KernelOverhead": 300,
+	p, err = LoadProfile(writeProfile(t, `{"Name": "x", "FP32": 1e6, "MemBandwidth": 1e6, "MemoryBytes": 4,
+		"PinnedH2D": 1e6, "PinnedD2H": 1e6, "PageableH2D": 1e6, "PageableD2H": 1e6, "KernelOverhead": 300,
 		"Fitted": {"Dense": 0.5, "Elementwise": 0.1, "Bandwidth": 1, "Copy": 0.75, "CopyOverhead": 2000}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestLoadProfileErrors(t *testing.T) {
 		{`{` + ok + `} {}`, "more than one JSON value"},
 		{`{` + ok + `, "KernelOverhead": -1}`, "field KernelOverhead: want a duration"},
 		{`{` + ok + `, "Tensor16": -1e12}`, "field Tensor16: want a rate in FLOP/s"},
-		{`{"Name": "h", "FP32": 1, "MemBandwidth": 1, "MemoryBytes": 4, "PinnedH2D": 1, "PinnedD2H": 1, "PageableH2D": 1, "PageableD2H": 1}`,
+		{`{"Name": "h", "FP32": 1e9, "MemBandwidth": 1e9, "MemoryBytes": 4, "PinnedH2D": 1e9, "PinnedD2H": 1e9, "PageableH2D": 1e9, "PageableD2H": 1e9}`,
 			"field KernelOverhead: missing"},
 		{`{` + ok + `, "Fitted": {"Dense": 1.5, "Elementwise": 1, "Bandwidth": 1, "Copy": 1}}`, "field Fitted.Dense: want a fraction"},
 		{`{` + ok + `, "Fitted": {"Dense": 1, "Elementwise": 1, "Bandwidth": 1}}`, "field Fitted.Copy: want a fraction"},
