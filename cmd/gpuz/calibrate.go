@@ -181,7 +181,7 @@ func calibrateRun(ctx context.Context, o *CalibrateOptions) error {
 	err = report.WriteCalibration(o.IO.Out, report.Calibration{Before: before, After: fit.Profile, Kept: fit.Kept,
 		Samples: samples, HeldOut: held})
 	if err == nil {
-		_, err = fmt.Fprintf(o.IO.Out, "wrote %s (--host-profile %s, --device sim:%s)\n", path, path, path)
+		_, err = fmt.Fprintf(o.IO.Out, "wrote %s (--host-profile %s, --device sim:%s)\n", path, profileArg(path), profileArg(path))
 	}
 	if err != nil {
 		return fmt.Errorf("wrote the profile to %s; writing the report to standard output: %w", path, err)

@@ -107,7 +107,8 @@ func TestFitGolden(t *testing.T) {
 // case (the cpu's two first, with and without recompute: its kernels are
 // too small for a GPU launch to pay, and 16 bits gain it nothing; then the
 // cache's): each completes, its peak on sim equals its planned need, the
-// times carry † and the rank correlation is printed.
+// times carry †, and the rank correlation is not printed from three
+// configurations but said why.
 func TestFitVerify(t *testing.T) {
 	code, out, errOut := fitOnSim(t, append(smallReference, "--host-profile", "cpu-i7-13700h", "--verify", "3", "--epochs", "2")...)
 	if code != 0 {
@@ -117,8 +118,12 @@ func TestFitVerify(t *testing.T) {
 	if !ok {
 		t.Fatalf("no verification:\n%s", out)
 	}
-	for _, want := range []string{"ok, peak = plan", "†", "Kendall's τ", "\n2  cpu, recompute blocks  ", "\n3  cache "} {
-		if !strings.Contains(verify, want) {
+	if strings.Contains(verify, "Kendall's τ") {
+		t.Errorf("Kendall's τ printed from three configurations:\n%s", verify)
+	}
+	words := strings.Join(strings.Fields(verify), " ") // the notes wrap
+	for _, want := range []string{"ok, peak = plan", "†", "rank correlation: not computed: 3 configurations both predicted and measured, fewer than the 4 it needs", "\n2  cpu, recompute blocks  ", "\n3  cache "} {
+		if !strings.Contains(verify, want) && !strings.Contains(words, want) {
 			t.Errorf("the verification lacks %q:\n%s", want, verify)
 		}
 	}

@@ -11,7 +11,9 @@ import (
 )
 
 // NothingFitsError is a search's answer when no candidate fits: it names
-// the smallest device need found.
+// the smallest device need found, or, when a candidate fits the device but
+// not the host (Result.HostBound), says the host is the limit with that
+// candidate's host need.
 type NothingFitsError struct {
 	Result Result
 }
@@ -19,7 +21,11 @@ type NothingFitsError struct {
 func (e *NothingFitsError) Error() string {
 	r := e.Result
 	s := "nothing fits"
-	if sm := r.Smallest; sm.Mode != "" {
+	if h := r.HostBound; h.Mode != "" {
+		s += fmt.Sprintf(": the host's memory is the limit: the least host need found on %s is %s (%s), %s available, with a device need of %s, within the %s free %s",
+			r.Device, units.Bytes(h.Plan.HostNeed), h.Candidate, units.Bytes(h.Plan.HostAvailable),
+			units.Bytes(h.Plan.Footprint.Device), units.Bytes(r.Budget), r.lessWhat())
+	} else if sm := r.Smallest; sm.Mode != "" {
 		s += fmt.Sprintf(": the smallest device need found is %s (%s), %s free %s",
 			units.Bytes(sm.Plan.Footprint.Device), sm.Candidate, units.Bytes(r.Budget), r.lessWhat())
 	}

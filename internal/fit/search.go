@@ -115,6 +115,12 @@ type Result struct {
 	Smallest, CUDA Entry
 	// CPU is the cpu mode without levers.
 	CPU Entry
+	// HostBound is the candidate on the device whose device need is
+	// within the budget but whose host need is over the host's available
+	// memory, with the least host need (on a tie, not managed, whose
+	// device need is its whole budget, then the least device need); zero
+	// (Mode "") when there is none. When nothing fits and it is set, the host is the limit.
+	HostBound Entry
 }
 
 // Best returns the configuration the search recommends: the fastest ranked
@@ -184,6 +190,15 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 		if e.Mode != bench.ModeCPU && e.Mode != bench.ModeManaged && e.Plan.Status.Kind == bench.StatusOK &&
 			(res.Smallest.Mode == "" || e.Plan.Footprint.Device < res.Smallest.Plan.Footprint.Device) {
 			res.Smallest = e
+		}
+		// A managed budget under one page fits the device in name only
+		// (plan).
+		onDevice := e.Plan.FitsDevice && (e.Mode != bench.ModeManaged || e.Plan.Footprint.Window >= 1)
+		if e.Mode != bench.ModeCPU && e.Plan.Status.Kind == bench.StatusOK && onDevice && !e.Plan.FitsHost &&
+			(res.HostBound.Mode == "" || cmp.Or(cmp.Compare(e.Plan.HostNeed, res.HostBound.Plan.HostNeed),
+				cmpBool(e.Mode == bench.ModeManaged, res.HostBound.Mode == bench.ModeManaged),
+				cmp.Compare(e.Plan.Footprint.Device, res.HostBound.Plan.Footprint.Device)) < 0) {
+			res.HostBound = e
 		}
 		switch {
 		case !e.Fits:

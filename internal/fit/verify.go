@@ -29,8 +29,9 @@ type Check struct {
 	// times, and its peak is checked against the planned device need.
 	Simulated bool
 	// PeakChecked says the peak was compared with the plan (on sim, for
-	// every placement whose need does not depend on the free memory:
-	// all but managed); PeakMatches is the comparison.
+	// every placement on the device that completed: the managed mode's
+	// included, as it runs with the margin held, see Verify); PeakMatches
+	// is the comparison.
 	PeakChecked, PeakMatches bool
 }
 
@@ -50,15 +51,29 @@ type Verification struct {
 	// Tau is Kendall's rank correlation between the predicted and the
 	// measured epoch times of the checks that have both: 1 when the
 	// measured order is the predicted one, -1 when it is reversed; NaN
-	// with fewer than two such checks.
+	// with fewer than MinTauPoints such checks.
 	Tau float64
+	// TauPoints is the number of checks with both a predicted and a
+	// measured time: what Tau is computed from.
+	TauPoints int
 }
+
+// MinTauPoints is the fewest configurations with both times that Kendall's
+// τ is computed from. With n of them a random order agrees fully with the
+// predicted one once in n!: from two points τ is ±1 whatever the model,
+// from three a full agreement happens by chance once in 6, and from four
+// once in 24 (under 5%, the usual threshold).
+const MinTauPoints = 4
 
 // Verify runs the k best configurations of r (the ranked ones, else the
 // unranked ones in their order) and the cpu, each alone with
 // opts.TakeBytes held on the device as another program would hold it,
-// and returns predicted against measured. progress, when set, sees the
-// runs' events, as bench.Sweep's.
+// and returns predicted against measured. The managed mode's residency
+// follows the free memory, and the search planned it against the budget
+// (the free memory less the margin): its run holds the margin too, so that
+// it sees the free memory its plan assumed and its peak can be checked
+// against that plan as every other placement's. progress, when set, sees
+// the runs' events, as bench.Sweep's.
 func Verify(ctx context.Context, opts Options, r Result, k int, progress func(bench.Event)) (Verification, error) {
 	checks := picks(r, k)
 	configs := make([]bench.SweepConfig, len(checks))
@@ -66,7 +81,11 @@ func Verify(ctx context.Context, opts Options, r Result, k int, progress func(be
 		o := opts.Bench
 		o.Modes, o.Config = []bench.Mode{c.Mode}, c.Config
 		configs[i] = bench.SweepConfig{Options: o, Settings: []bench.Setting{{Name: "configuration", Value: c.Candidate.String()}}}
-		if c.Mode != bench.ModeCPU {
+		switch c.Mode {
+		case bench.ModeCPU:
+		case bench.ModeManaged:
+			configs[i].TakeBytes = opts.TakeBytes + max(r.DeviceFree-r.Budget, 0)
+		default:
 			configs[i].TakeBytes = opts.TakeBytes
 		}
 	}
@@ -84,7 +103,7 @@ func Verify(ctx context.Context, opts Options, r Result, k int, progress func(be
 		c.Run = row.Result.Modes[0]
 		c.Measured = median(c.Run.Timed())
 		c.Simulated = c.Run.Simulated
-		if c.Simulated && c.Mode != bench.ModeManaged && c.Run.Status.Kind == bench.StatusOK {
+		if c.Simulated && c.Mode != bench.ModeCPU && c.Run.Status.Kind == bench.StatusOK {
 			c.PeakChecked, c.PeakMatches = true, c.Run.PeakDeviceBytes == c.Plan.Footprint.Device
 		}
 		if c.Measured > 0 && c.Predicted() > 0 {
@@ -92,10 +111,17 @@ func Verify(ctx context.Context, opts Options, r Result, k int, progress func(be
 		}
 		v.Checks = append(v.Checks, c)
 	}
-	if len(predicted) >= 2 {
-		v.Tau = stat.Kendall(predicted, measured, nil)
-	}
+	v.Tau, v.TauPoints = kendall(predicted, measured), len(predicted)
 	return v, nil
+}
+
+// kendall is Kendall's τ of x and y, NaN from fewer than MinTauPoints
+// pairs.
+func kendall(x, y []float64) float64 {
+	if len(x) < MinTauPoints {
+		return math.NaN()
+	}
+	return stat.Kendall(x, y, nil)
 }
 
 // picks returns the checks Verify runs: the k best and the cpu once.
@@ -143,7 +169,8 @@ func median(epochs []bench.Epoch) time.Duration {
 // Err says why the verification fails, nil when it does not: a
 // configuration the search recommended (ranked, or the cpu) that did not
 // complete (out of memory above all: the plan said it fits), or whose
-// peak on the simulated device differs from its planned need.
+// peak on the simulated device differs from its planned need (the managed
+// mode's included: it ran within its budget, see Verify).
 func (v Verification) Err() error {
 	var why []string
 	for _, c := range v.Checks {

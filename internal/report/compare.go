@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -99,9 +100,32 @@ func ParseRunFile(name string, data []byte) (RunFile, error) {
 	return f, nil
 }
 
+// maxBenchLine is the longest line, in bytes without its newline, that a
+// benchmark file may hold: benchfmt's reader (a bufio.Scanner of the
+// default size) fails on a line of bufio.MaxScanTokenSize bytes or more,
+// with line 0.
+const maxBenchLine = bufio.MaxScanTokenSize - 1
+
+// longLine returns the number (from 1) and length of data's first line
+// longer than maxBenchLine, 0 when there is none.
+func longLine(data []byte) (line, n int) {
+	for i := 1; len(data) > 0; i++ {
+		l, rest, _ := bytes.Cut(data, []byte("\n"))
+		if len(l) > maxBenchLine {
+			return i, len(l)
+		}
+		data = rest
+	}
+	return 0, 0
+}
+
 // parseBenchfmt reads the results in sec/op of a Go benchmark file. A time
-// that results.CheckEpochSeconds refuses is an error naming the file and line.
+// that results.CheckEpochSeconds refuses is an error naming the file and
+// line, and so is a line too long to read.
 func (f *RunFile) parseBenchfmt(data []byte) error {
+	if line, n := longLine(data); line > 0 {
+		return fmt.Errorf("%s:%d: line too long: %d bytes, at most %d in a benchmark file", f.Name, line, n, maxBenchLine)
+	}
 	r := benchfmt.NewReader(bytes.NewReader(data), f.Name)
 	for r.Scan() {
 		switch rec := r.Result().(type) {

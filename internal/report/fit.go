@@ -346,10 +346,17 @@ func verifyTable(v fit.Verification) table {
 	if v.Tau == v.Tau {
 		t.notes = append(t.notes, fmt.Sprintf("rank correlation of measured against predicted (Kendall's τ): %s", sig(v.Tau, 2)))
 	} else {
-		t.notes = append(t.notes, "rank correlation: fewer than two configurations have both a prediction and a measured time")
+		t.notes = append(t.notes, tauMissing(v.TauPoints))
 	}
 	t.notes = append(t.notes, ns.lines...)
 	return t
+}
+
+// tauMissing says why a verification with n configurations both
+// predicted and measured has no rank correlation.
+func tauMissing(n int) string {
+	return fmt.Sprintf("rank correlation: not computed: %s both predicted and measured, fewer than the %d it needs"+
+		" (a random order of n matches the predicted one once in n!: of 3, once in 6)", plural(int64(n), "configuration"), fit.MinTauPoints)
 }
 
 // verifyCSVColumns head the verification's CSV columns.
@@ -382,9 +389,11 @@ type (
 		Version int               `json:"version"`
 		Kind    string            `json:"kind"`
 		Checks  []jsonVerifyCheck `json:"checks"`
-		// KendallTau is absent with fewer than two configurations both
-		// predicted and measured.
+		// KendallTau is absent with fewer than fit.MinTauPoints
+		// configurations both predicted and measured (TauPoints).
+		// TauPoints is that number.
 		KendallTau *float64 `json:"kendall_tau,omitempty"`
+		TauPoints  int      `json:"kendall_tau_points"`
 	}
 	jsonVerifyCheck struct {
 		Rank             int     `json:"rank"`
@@ -397,6 +406,9 @@ type (
 		PeakDeviceBytes  int64   `json:"peak_device_bytes"`
 		PlannedDevice    int64   `json:"planned_device_bytes"`
 		Status           string  `json:"status"`
+		// PeakMatchesPlan is present when the peak was checked against
+		// the plan (on sim): whether it equals it.
+		PeakMatchesPlan *bool `json:"peak_matches_plan,omitempty"`
 	}
 )
 
@@ -412,7 +424,7 @@ func writeVerifyJSON(w io.Writer, v fit.Verification) error {
 
 // toJSONVerify converts a verification for the JSON documents.
 func toJSONVerify(v fit.Verification) jsonVerify {
-	doc := jsonVerify{Version: results.Version, Kind: VerifyKind, Checks: []jsonVerifyCheck{}}
+	doc := jsonVerify{Version: results.Version, Kind: VerifyKind, Checks: []jsonVerifyCheck{}, TauPoints: v.TauPoints}
 	if v.Tau == v.Tau {
 		doc.KendallTau = &v.Tau
 	}
@@ -420,6 +432,10 @@ func toJSONVerify(v fit.Verification) jsonVerify {
 		doc.Checks = append(doc.Checks, jsonVerifyCheck{Rank: c.Rank, Mode: string(c.Mode), Configuration: c.Candidate.String(),
 			Device: c.Run.Device, Simulated: c.Simulated, PredictedSeconds: c.Predicted(), MeasuredSeconds: c.Measured.Seconds(),
 			PeakDeviceBytes: c.Run.PeakDeviceBytes, PlannedDevice: c.Plan.Footprint.Device, Status: c.Run.Status.String()})
+		if c.PeakChecked {
+			m := c.PeakMatches
+			doc.Checks[len(doc.Checks)-1].PeakMatchesPlan = &m
+		}
 	}
 	return doc
 }

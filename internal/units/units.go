@@ -121,7 +121,9 @@ var byteUnits = map[string]int64{
 // with a fraction, then optionally a unit, as in "512", "512MiB", "1.5 GiB" or
 // "4GB". Units are B, the decimal KB, MB, GB and TB (powers of 1000) and the
 // binary KiB, MiB, GiB and TiB (powers of 1024), in any letter case. A
-// fractional size is rounded to the nearest byte. The error names the text.
+// size in bytes is a whole number of them (1.5B and 0.1B are errors); a
+// fraction of a larger unit is rounded to the nearest byte, and one under
+// a byte (0.0001KB) is an error. The error names the text.
 func ParseBytes(s string) (int64, error) {
 	bad := func(why string) (int64, error) {
 		return 0, fmt.Errorf("invalid byte size %q: %s", s, why)
@@ -159,6 +161,16 @@ func ParseBytes(s string) (int64, error) {
 	v := math.Round(f * float64(mult))
 	if v >= math.MaxInt64 { // float64(MaxInt64) is 2⁶³
 		return bad("too large")
+	}
+	// A size in bytes is a whole number of them (1.5B and 0.1B are
+	// refused, not rounded to 2 and 0); in a larger unit the fraction is
+	// rounded to the nearest byte (1.1KiB is 1126 B), unless it is less
+	// than one (0.0001KB).
+	switch {
+	case mult == 1 && f != math.Trunc(f):
+		return bad("not a whole number of bytes")
+	case v == 0 && f != 0:
+		return bad("less than one byte")
 	}
 	return int64(v), nil
 }
