@@ -110,7 +110,7 @@ func newFitWorkloadCmd(ios *IOStreams, def workloadDef, runF func(context.Contex
 	flags.Lookup("format").Usage = "what goes to standard output: text, markdown, csv or json"
 	flags.Lookup("epochs").Usage = strings.Replace(flags.Lookup("epochs").Usage, "epochs per mode", "epochs per configuration --verify runs", 1)
 	flags.Float64Var(&fo.Margin, "margin", fit.DefaultMarginPercent, "percentage of the device's free memory (after --take) kept free: what the plan does not count (docs/fit.md)")
-	flags.IntVar(&fo.Verify, "verify", 0, "run the best K configurations and the cpu at the scale given, holding --take, and print predicted against measured")
+	flags.IntVar(&fo.Verify, "verify", 0, "run the best K configurations and the cpu at the scale given, holding --take (the managed mode the margin too, so that it sees the free memory its plan assumed), and print predicted against measured; on sim a peak other than its plan fails the check")
 	sub.PreRunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 1 {
 			return usagef("fit takes no MODES: it searches every mode (got %q)", args[1])
