@@ -71,6 +71,14 @@ func (r Result) Reason() string {
 		cuda = fmt.Sprintf("cuda does not fit: needs %s, %s free %s; ", units.Bytes(c.Plan.Footprint.Device), units.Bytes(r.Budget), r.lessWhat())
 	}
 	s := fmt.Sprintf("%sfastest that fits: %s, predicted %s per epoch", cuda, best.Candidate, duration(best.Plan.Prediction.Model))
+	if f, ok := r.tiedWith(); ok {
+		why := fmt.Sprintf("a tie within %s%%: the simpler first", percent(TieFraction))
+		if f.ChangesResults() && !best.ChangesResults() && float64(f.Plan.Prediction.Model)*(1+TieFraction) < float64(best.Plan.Prediction.Model) {
+			why = fmt.Sprintf("it changes the results and is not faster by more than %s%%", percent(ResultsGainFraction))
+		}
+		s = fmt.Sprintf("%srecommended of those that fit: %s, predicted %s per epoch; %s is predicted %s, %s",
+			cuda, best.Candidate, duration(best.Plan.Prediction.Model), f.Candidate, duration(f.Plan.Prediction.Model), why)
+	}
 	if n := len(r.UnrankedOnDevice()); n > 0 && best.Mode == bench.ModeCPU {
 		return s + fmt.Sprintf("; %d configurations on %s fit but are unranked: %s", n, r.Device, r.unpredicted())
 	}
@@ -148,6 +156,9 @@ func decidingPart(p perfmodel.Prediction) (time.Duration, string) {
 	}
 	return p.Memory, "its kernels' memory traffic"
 }
+
+// percent formats a fraction as a percentage, "5" for 0.05.
+func percent(f float64) string { return strconv.FormatFloat(f*100, 'g', 3, 64) }
 
 // duration formats d with three significant digits in s, ms or µs.
 func duration(d time.Duration) string {

@@ -100,9 +100,11 @@ type Result struct {
 	HostProfile string
 	// Searched is the number of candidates planned.
 	Searched int
-	// Ranked are the candidates that fit with a prediction, fastest first
-	// (ties: the simpler mode first, in modeOrder, then the smaller device
-	// need).
+	// Ranked are the candidates that fit with a prediction, fastest first,
+	// but within a tie (TieFraction) the simpler first, and one that
+	// changes the results (Candidate.ChangesResults) above one that does
+	// not only when faster by more than ResultsGainFraction
+	// (rankByPrediction; docs/fit.md).
 	Ranked []Entry
 	// Unranked fit without a prediction (the hybrid mode, which the model
 	// does not predict; the cpu without a host profile; a device without
@@ -208,15 +210,11 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 			res.Unranked = append(res.Unranked, e)
 		}
 	}
-	// Stable sorts keep the candidates' order among equals. Between two
-	// predicted equally fast, the one without levers comes first: a lever
-	// costs time or accuracy, and gains nothing there.
-	slices.SortStableFunc(res.Ranked, func(a, b Entry) int {
-		return cmp.Or(cmp.Compare(a.Plan.Prediction.Model, b.Plan.Prediction.Model),
-			cmp.Compare(modeOrder(a.Mode), modeOrder(b.Mode)),
-			cmpBool(a.HasLevers(), b.HasLevers()),
-			cmp.Compare(a.Plan.Footprint.Device, b.Plan.Footprint.Device))
-	})
+	// Within a tie (TieFraction) the simpler ranks first: a lever costs
+	// time or accuracy, and gains nothing there; one that changes the
+	// results must gain ResultsGainFraction (rankByPrediction).
+	res.Ranked = rankByPrediction(res.Ranked)
+	// A stable sort keeps the candidates' order among equals.
 	slices.SortStableFunc(res.Unranked, func(a, b Entry) int {
 		return cmp.Or(cmp.Compare(copied(a), copied(b)), cmp.Compare(a.Plan.Footprint.Device, b.Plan.Footprint.Device))
 	})
@@ -528,7 +526,7 @@ func (c Candidate) PlaceText() string {
 }
 
 // modeOrder ranks the modes from the simplest to run: between two
-// configurations predicted equally fast, the simpler is recommended.
+// configurations whose predictions tie, the simpler is recommended.
 func modeOrder(m bench.Mode) int {
 	return slices.Index([]bench.Mode{bench.ModeCUDA, bench.ModeCPU, bench.ModeCache, bench.ModeManaged, bench.ModeHybrid}, m)
 }

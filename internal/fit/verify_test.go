@@ -42,7 +42,9 @@ func options(t testing.TB, w models.Workload, scale string, task bench.Task) Opt
 
 // TestSearchRanksWhatFits searches the small linear workload with all but
 // 1 MiB of the device taken: cuda (1.29 MiB) does not fit and says so;
-// every ranked entry fits the budget, fastest first; and the smallest
+// every ranked entry fits the budget, none after one it beats (faster
+// by more than a tie, or by more than ResultsGainFraction where only it
+// changes the results); and the smallest
 // need is the least of every candidate's on the device.
 func TestSearchRanksWhatFits(t *testing.T) {
 	opts := options(t, models.Linear, models.ScaleSmall, bench.TaskTrain)
@@ -64,8 +66,10 @@ func TestSearchRanksWhatFits(t *testing.T) {
 		if e.Mode != bench.ModeCPU && e.Plan.Footprint.Device > r.Budget {
 			t.Errorf("%s needs %d, over the budget %d", e.Candidate, e.Plan.Footprint.Device, r.Budget)
 		}
-		if i > 0 && e.Predicted() < r.Ranked[i-1].Predicted() {
-			t.Errorf("%s (%g s) ranked after %s (%g s)", e.Candidate, e.Predicted(), r.Ranked[i-1].Candidate, r.Ranked[i-1].Predicted())
+		for _, before := range r.Ranked[:i] {
+			if beats(e, before) {
+				t.Errorf("%s (%g s) ranked after %s (%g s), which it beats", e.Candidate, e.Predicted(), before.Candidate, before.Predicted())
+			}
 		}
 	}
 	for _, e := range append(r.Ranked, r.Unranked...) {
