@@ -76,7 +76,7 @@ func (r Result) Reason() string {
 		if f.ChangesResults() && !best.ChangesResults() && float64(f.Plan.Prediction.Model)*(1+TieFraction) < float64(best.Plan.Prediction.Model) {
 			why = fmt.Sprintf("it changes the results and is not faster by more than %s%%", percent(ResultsGainFraction))
 		}
-		s = fmt.Sprintf("%srecommended of those that fit: %s, predicted %s per epoch; %s is predicted %s, %s",
+		s = fmt.Sprintf("%sbest that fits: %s, predicted %s per epoch; %s is predicted %s, %s",
 			cuda, best.Candidate, duration(best.Plan.Prediction.Model), f.Candidate, duration(f.Plan.Prediction.Model), why)
 	}
 	if n := len(r.UnrankedOnDevice()); n > 0 && best.Mode == bench.ModeCPU {
