@@ -233,17 +233,20 @@ func (opts Options) sizeMode(mp *ModePlan, dev device.Device, sched *engine.Sche
 	if fed == nil || mp.Placement.Validate() != nil {
 		return nil
 	}
-	// The cpu mode's "device" is the host: it copies nothing between
-	// devices (its copied column is "-"), so none are counted.
-	if mp.Mode.Copies() {
-		var err error
-		if mp.Copies, err = sched.Copies(mp.Placement, mp.Footprint.Window, batches, fed); err != nil {
-			return err
-		}
+	copies, err := sched.Copies(mp.Placement, mp.Footprint.Window, batches, fed)
+	if err != nil {
+		return err
 	}
 	if p, ok := opts.profileFor(mp.Mode, dev, caps); ok {
-		pr := predictEpoch(sched.Work(), batches, mp.Copies, mp.Placement, p)
+		// The host profile was fitted with these batch moves counted, so
+		// the cpu mode's prediction keeps them.
+		pr := predictEpoch(sched.Work(), batches, copies, mp.Placement, p)
 		mp.Prediction = &pr
+	}
+	// The cpu mode's "device" is the host: it copies nothing between
+	// devices (its copied column is "-"), so its plan lists none.
+	if mp.Mode.Copies() {
+		mp.Copies = copies
 	}
 	return nil
 }
