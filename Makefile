@@ -3,6 +3,9 @@
 #   make run     installs deps, builds bin/gpuz, runs `gpuz linear train cuda,cache,cpu`
 #                (with an NVIDIA driver: builds and runs the GPU binary bin/gpuz-cuda)
 #   make test    installs deps, checks gofmt, runs go vet and go test
+#   make install builds bin/gpuz and copies it to $(PREFIX)/bin/gpuz (default
+#                ~/.local/bin; PREFIX=/usr/local, as root, for /usr/local/bin)
+#                so that the docs' `gpuz …` commands run as written
 #
 # Override the command line of `make run` with ARGS, e.g.
 #   make run ARGS="linear eval cpu --scale small"
@@ -24,14 +27,21 @@ ARGS  ?= linear train cuda,cache,cpu
 # or 13 (R580: compiled against 12.4's headers, linked to load CUDA 13's
 # cuBLAS and NVRTC). make dist-cuda builds 13 unless CUDA is given.
 CUDA  ?= 11.8
+# make install copies $(BIN) to $(BINDIR)/gpuz: ~/.local/bin by default,
+# which Debian's ~/.profile puts on PATH when it exists at login; PREFIX=/usr/local
+# (as root) for /usr/local/bin, always on PATH.
+PREFIX ?= $(HOME)/.local
+BINDIR ?= $(PREFIX)/bin
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build run test test-purego bench smoke docs clean cuda test-cuda dist-cuda
+.PHONY: help deps build install run test test-purego bench smoke docs clean cuda test-cuda dist-cuda
 
 help:
 	@echo "targets:"
 	@echo "  deps         install gcc, libc6-dev and libopenblas-dev if missing (scripts/install-deps.sh)"
 	@echo "  build        deps, then go build -o $(BIN) ./cmd/gpuz (default)"
+	@echo "  install      build, then copy $(BIN) to $(BINDIR)/gpuz (PREFIX=$(PREFIX); PREFIX=/usr/local, as root,"
+	@echo "               for /usr/local/bin) so that gpuz runs as the docs write it; says so when it is not on PATH"
 	@echo "  run          build, then $(BIN) \$$ARGS (default ARGS: $(ARGS)); with an NVIDIA driver, make cuda"
 	@echo "               (fetching CUDA $(CUDA) if needed) and bin/gpuz-cuda \$$ARGS instead (GPU=0: never)"
 	@echo "  test         deps, gofmt check, go vet ./..., go test ./..."
@@ -57,6 +67,18 @@ deps:
 build: deps
 	@echo "building $(BIN) (the first build compiles gorgonia and the OpenBLAS bindings: about a minute)"
 	$(GOBUILD) -o $(BIN) ./cmd/gpuz
+
+# install copies the default build where the docs' `gpuz …` commands find
+# it, and says when that directory is not on PATH (a ~/.local/bin made
+# after login is not, until the next login).
+install: build
+	install -d "$(BINDIR)"
+	install -m 755 $(BIN) "$(BINDIR)/gpuz"
+	@case ":$$PATH:" in \
+	*":$(BINDIR):"*) echo "installed $(BINDIR)/gpuz: gpuz is on PATH" ;; \
+	*) echo "installed $(BINDIR)/gpuz, but $(BINDIR) is not on PATH: add it (export PATH=\"$(BINDIR):\$$PATH\")," \
+		"or make install PREFIX=/usr/local as root, or run $(BIN) instead of gpuz" ;; \
+	esac
 
 # make run on a machine with an NVIDIA driver (scripts/cuda-driver.sh:
 # libcuda.so.1 in `ldconfig -p`, or /proc/driver/nvidia/version) builds the

@@ -157,7 +157,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&opts.Scale, "scale", models.ScaleFull, "size preset: full (the reference sizes), small (about a second per mode) or demo (the offload story in seconds on sim:256MiB: see --take)")
+	fs.StringVar(&opts.Scale, "scale", models.ScaleFull, "size preset: full (the reference sizes), small (the same shapes shrunk: a tenth of a second or less per mode, a few seconds for llm) or demo (the offload story in seconds on sim:256MiB: see --take)")
 	for _, s := range def.workload.Sizes {
 		lists.add(fs, s.Name, "ints", "", s.Usage+"; a comma list sweeps")
 	}

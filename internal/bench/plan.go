@@ -44,7 +44,8 @@ type ModePlan struct {
 	FitsDevice, FitsHost bool
 	// Copies is one steady-state epoch's host↔device copies under the
 	// placement, counted without running (engine.Schedule.Copies); zero
-	// for a mode that was not planned.
+	// for a mode that was not planned and for the cpu mode, which copies
+	// nothing between devices.
 	Copies engine.Copies
 	// Prediction is one epoch's prediction on the mode's profile, as Run
 	// makes it (ModeResult.Prediction); nil without a profile.
@@ -232,13 +233,20 @@ func (opts Options) sizeMode(mp *ModePlan, dev device.Device, sched *engine.Sche
 	if fed == nil || mp.Placement.Validate() != nil {
 		return nil
 	}
-	var err error
-	if mp.Copies, err = sched.Copies(mp.Placement, mp.Footprint.Window, batches, fed); err != nil {
+	copies, err := sched.Copies(mp.Placement, mp.Footprint.Window, batches, fed)
+	if err != nil {
 		return err
 	}
 	if p, ok := opts.profileFor(mp.Mode, dev, caps); ok {
-		pr := predictEpoch(sched.Work(), batches, mp.Copies, mp.Placement, p)
+		// The host profile was fitted with these batch moves counted, so
+		// the cpu mode's prediction keeps them.
+		pr := predictEpoch(sched.Work(), batches, copies, mp.Placement, p)
 		mp.Prediction = &pr
+	}
+	// The cpu mode's "device" is the host: it copies nothing between
+	// devices (its copied column is "-"), so its plan lists none.
+	if mp.Mode.Copies() {
+		mp.Copies = copies
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ import (
 // Scales name the size presets of every workload.
 const (
 	ScaleFull  = "full"  // the reference experiment's sizes
-	ScaleSmall = "small" // the same shapes shrunk to run a mode in about a second
+	ScaleSmall = "small" // the same shapes shrunk: a mode runs in a tenth of a second or less (llm: a few seconds)
 	// ScaleDemo is sized to show the offload story in seconds: on a
 	// simulated device of 256 MiB (sim:256MiB) cuda training fits with
 	// nothing taken and runs out of memory under a take that the cache

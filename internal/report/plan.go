@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/cache"
 	"gpuz/internal/engine"
 	"gpuz/internal/levers"
 	"gpuz/internal/results"
@@ -387,10 +388,18 @@ func copiesTable(p bench.MemoryPlan, wide bool) table {
 		if shown {
 			row = append(row, m.Recompute.String())
 		}
-		row = append(row, placementText(m.Placement, m.Footprint, p.Blocks, !wide),
-			units.Bytes(m.Copies.UploadBytes), units.Bytes(m.Copies.DownloadBytes), units.Count(m.Copies.Count))
-		if wide {
-			row = append(row, units.Bytes(m.Copies.SyncBytes()), units.Bytes(m.Copies.OverlapBytes))
+		row = append(row, placementText(m.Placement, m.Footprint, p.Blocks, !wide))
+		switch {
+		case !m.Mode.Copies(): // the host copies nothing between devices
+			row = append(row, na, na, na)
+			if wide {
+				row = append(row, na, na)
+			}
+		default:
+			row = append(row, units.Bytes(m.Copies.UploadBytes), units.Bytes(m.Copies.DownloadBytes), units.Count(m.Copies.Count))
+			if wide {
+				row = append(row, units.Bytes(m.Copies.SyncBytes()), units.Bytes(m.Copies.OverlapBytes))
+			}
 		}
 		if len(models) > 0 {
 			pred, limiter := na, na
@@ -404,7 +413,16 @@ func copiesTable(p bench.MemoryPlan, wide bool) table {
 		}
 		t.rows = append(t.rows, row)
 	}
-	t.notes = []string{"host↔device copies of an epoch after the first; the auto policy's prefetch uploads may overlap compute on a device with a copy stream"}
+	note := "host↔device copies of an epoch after the first"
+	if slices.ContainsFunc(p.Modes, func(m bench.ModePlan) bool {
+		return m.Device != "" && m.Placement.Paged && m.Placement.Cache.Policy == cache.Auto
+	}) {
+		note += "; the auto policy's prefetch uploads may overlap compute on a device with a copy stream"
+	}
+	if slices.ContainsFunc(p.Modes, func(m bench.ModePlan) bool { return m.Device != "" && !m.Mode.Copies() }) {
+		note += "; the cpu mode copies nothing between devices (-)"
+	}
+	t.notes = []string{note}
 	if note := predictionNote(modes, preds); note != "" {
 		t.notes = append(t.notes, note)
 	}
