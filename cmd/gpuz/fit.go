@@ -42,16 +42,19 @@ var fitSearched = []string{"policy", "win-size", "optimizer-on", "place", "manag
 func newFitCmd(ios *IOStreams, workloads []workloadDef, runF func(context.Context, *FitOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fit MODEL train|eval",
-		Short: "Find how to run a workload in the device memory free, fastest first",
+		Short: "Find how to run a workload in the device memory free, best first (ties within 5% the simpler first)",
 		Long: `fit plans every configuration gpuz can run the workload in (cuda; cache under
 each policy, window and optimizer place; hybrid splits at block boundaries;
-managed; the cpu; each with the recompute and precision levers), keeps those
-whose device need fits the free memory less --margin and whose host need fits
-the host, and ranks them by the model's predicted epoch time on the device's
-profile (sim:PROFILE, or a real GPU's measured one) and, for the cpu, on the
-host profile: --host-profile, else the one gpuz calibrate saved, else the cpu
-is listed unranked. It prints the ten fastest with the command line that runs
-each, and what it recommends and why. --take is subtracted from the free
+managed; the cpu; each with the recompute and precision levers, and the
+attention's for a workload with attention layers), keeps those whose device
+need fits the free memory less --margin and whose host need fits the host,
+and ranks them by the model's predicted epoch time on the device's profile
+(sim:PROFILE, or a real GPU's measured one) and, for the cpu, on the host
+profile: --host-profile, else the one gpuz calibrate saved, else the cpu is
+listed unranked. Predictions within 5% tie, the simpler first; a lever that
+changes the results (16 bits, the other attention) must be 25% faster to rank
+above one that does not. It prints the ten best with the command line that
+runs each, and what it recommends and why. --take is subtracted from the free
 memory without holding anything, and the command lines carry it, so that
 running one reproduces the pressure; --verify K runs the K best and the
 cpu, holding --take, and prints predicted against measured. Exit status 3
