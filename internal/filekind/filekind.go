@@ -73,24 +73,11 @@ func Regular(path string, fi fs.FileInfo) error {
 // while read, by reading one byte past max. Errors name path and are not
 // prefixed: the caller says what was being read.
 func Read(path string, max int64) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := Regular(path, fi); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, fi, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return nil, err
-	}
-	if err := Regular(path, fi); err != nil {
-		return nil, err
-	}
 	if fi.Size() > max {
 		return nil, fmt.Errorf("%s holds %s, more than the %s gpuz reads", path, units.Bytes(fi.Size()), units.Bytes(max))
 	}
@@ -102,6 +89,33 @@ func Read(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s holds more than %s, the most gpuz reads", path, units.Bytes(max))
 	}
 	return data, nil
+}
+
+// Open opens the file at path (symbolic links followed) for reading when
+// it is a regular file, and returns it with its FileInfo; anything else is
+// a *NotRegularError. The path is checked with Stat, opened with
+// O_NONBLOCK so that a named pipe put there meanwhile cannot block the
+// open, and the open file checked again with Fstat.
+func Open(path string) (*os.File, fs.FileInfo, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := Regular(path, fi); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fi, err = f.Stat(); err == nil {
+		err = Regular(path, fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
 
 // IsNotRegular reports whether err is, or wraps, a *NotRegularError, and

@@ -12,7 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"gpuz/internal/filekind"
 )
 
 // IndexFile is the name of a sharded snapshot's index: which file holds
@@ -39,26 +40,14 @@ type stEntry struct {
 
 // openRegular opens path for reading only if it is a regular file (after
 // symbolic links: a Hugging Face cache's snapshots link to blobs), without
-// blocking on a FIFO: it checks before opening, opens non-blocking, and
-// checks the open file again. It returns the file and its size.
+// blocking on a FIFO (filekind.Open), naming the file by its base name as
+// this package's messages do. It returns the file and its size.
 func openRegular(path string) (*os.File, int64, error) {
-	fi, err := os.Stat(path)
+	f, fi, err := filekind.Open(path)
+	if nr, ok := filekind.IsNotRegular(err); ok {
+		return nil, 0, fmt.Errorf("%s is not a regular file (%v)", filepath.Base(path), nr.Mode.Type())
+	}
 	if err != nil {
-		return nil, 0, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("%s is not a regular file (%v)", filepath.Base(path), fi.Mode().Type())
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	fi, err = f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = fmt.Errorf("%s is not a regular file", filepath.Base(path))
-		}
 		return nil, 0, err
 	}
 	return f, fi.Size(), nil
