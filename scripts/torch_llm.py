@@ -351,6 +351,20 @@ def forward(torch, s, P, ids, layers, seq, checkpoint=False, kept=None):
     return F.linear(x, head).reshape(B * seq, -1)
 
 
+def write_json(path, doc):
+    """Writes doc as indented JSON to path ('-': standard output); a path
+    that cannot be written is one line and exit status 1."""
+    text = json.dumps(doc, indent=1) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as e:
+        fail(f"--json {path}: {e.strerror}")
+
+
 def rel(a, b):
     """‖a − b‖ / ‖b‖ in float64."""
     a, b = a.double().flatten(), b.double().flatten()
@@ -583,11 +597,9 @@ def peak(argv):
     doc = {"peak_device_bytes": torch.cuda.max_memory_allocated(), "task": a.task, "layers": layers,
            "seq_len": a.seq_len, "batch": a.batch, "params": sum(t.numel() for t in P.p.values()),
            "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0)}
-    text = json.dumps(doc)
-    print(text)
+    print(json.dumps(doc))
     if a.json:
-        with open(a.json, "w") as f:
-            f.write(text + "\n")
+        write_json(a.json, doc)
     return 0
 
 
@@ -687,15 +699,7 @@ def bench(argv):
     print(f"{a.config} {a.task} on cpu (torch {torch.__version__}, {torch.get_num_threads()} threads): median "
           f"{median:.6g} s per epoch over {len(timed)} timed epochs; {n_params} parameters")
     if a.json:
-        text = json.dumps(doc, indent=1) + "\n"
-        if a.json == "-":
-            sys.stdout.write(text)
-        else:
-            try:
-                with open(a.json, "w") as f:
-                    f.write(text)
-            except OSError as e:
-                fail(f"--json {a.json}: {e.strerror}")
+        write_json(a.json, doc)
     return 0
 
 
