@@ -57,8 +57,11 @@ func addLLMFlags(fs *pflag.FlagSet, lists *listFlags, o *WorkloadOptions) {
 // that model; it does nothing for the other workloads. Its errors are
 // usage errors.
 func (o *WorkloadOptions) resolveModel() error {
-	if o.Model == "" {
+	if o.Workload.Name != models.LLM.Name {
 		return nil
+	}
+	if o.Model == "" {
+		return usagef("--model: empty (want a preset, a config.json or a directory holding one; gpuz llm --list-models lists the presets)")
 	}
 	m, err := hfconfig.Load(o.Model)
 	if err != nil {
