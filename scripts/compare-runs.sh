@@ -50,7 +50,8 @@ fi
 workloads=(linear resnet attention llm)
 [[ $quick == 1 ]] && workloads=(linear llm)
 
-# flags of each workload beyond --scale small, and its hybrid placement.
+# flags of each workload beyond --scale small, and its hybrid placement
+# (a block on the host, some resident on the device, some paged).
 flags_of() {
 	case "$1" in
 	llm) echo "--layers 2 --seq-len 32" ;;
@@ -58,9 +59,9 @@ flags_of() {
 }
 place_of() {
 	case "$1" in
-	linear) echo "host:0,cuda:1-2" ;;
-	resnet) echo "host:0,cuda:1-5" ;;
-	*) echo "host:0,cuda:1-3" ;;
+	linear) echo "host:0,cuda:1,cache:2" ;;
+	resnet) echo "host:0,cuda:1-2,cache:3-5" ;;
+	*) echo "host:0,cuda:1,cache:2-3" ;;
 	esac
 }
 

@@ -285,15 +285,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 		return r
 	}
 	fp := sched.Footprint(placement, free)
-	if placement.Paged {
-		r.Placement = fmt.Sprintf("%s %d/%d", placement.Cache.Policy, fp.Window, sched.Blocks())
-	}
-	if placement.Blocks != nil {
-		r.Placement = engine.PlaceText(placement.Blocks)
-	}
-	if placement.Managed {
-		r.Placement = engine.ManagedText(fp.Window, sched.Pages(placement), placement.PageSize, placement.AdviseHost)
-	}
+	r.Placement = placement.Describe(fp, sched.Blocks(), engine.Recorded)
 	if reason := hostShortfall(caps, fp); reason != "" {
 		r.Status = Status{Kind: StatusSkipped, Reason: reason}
 		return r
@@ -471,36 +463,30 @@ func diverged(v float32) bool {
 	return math.IsNaN(f) || math.IsInf(f, 0)
 }
 
-// deviceFor returns the device and placement of a mode, or nil and the
-// reason the mode cannot run.
+// deviceFor returns the device and placement of a mode (its row of
+// modes), or nil and the reason the mode cannot run: no GPU given, or one
+// that cannot hold the placement (Placement.Usable).
 func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Status) {
-	switch mode {
-	case ModeCPU:
-		return device.NewHost(), engine.Placement{}, Status{}
-	case ModeCUDA, ModeCache, ModeHybrid, ModeManaged:
-		if opts.NewGPU == nil {
-			return nil, engine.Placement{}, Status{Kind: StatusUnavailable, Reason: "no GPU device given (--device cpu)"}
-		}
-		dev, err := opts.NewGPU()
-		if err != nil {
-			return nil, engine.Placement{}, Status{Kind: StatusUnavailable, Reason: err.Error()}
-		}
-		if mode == ModeCUDA {
-			return dev, engine.Placement{}, Status{}
-		}
-		if mode == ModeHybrid {
-			return dev, opts.hybridPlacement(), Status{}
-		}
-		if mode == ModeManaged {
-			if reason := managedUnsupported(dev); reason != "" {
-				_ = dev.Close()
-				return nil, engine.Placement{}, Status{Kind: StatusUnavailable, Reason: reason}
-			}
-			return dev, opts.managedPlacement(), Status{}
-		}
-		return dev, cachePlacement(opts.Cache), Status{}
+	row, ok := modes[mode]
+	if !ok {
+		return nil, nil, Status{Kind: StatusFailed, Reason: fmt.Sprintf("unknown mode %q", mode)}
 	}
-	return nil, engine.Placement{}, Status{Kind: StatusFailed, Reason: fmt.Sprintf("unknown mode %q", mode)}
+	pl := row.place(opts.Config)
+	if !row.gpu {
+		return device.NewHost(), pl, Status{}
+	}
+	if opts.NewGPU == nil {
+		return nil, nil, Status{Kind: StatusUnavailable, Reason: "no GPU device given (--device cpu)"}
+	}
+	dev, err := opts.NewGPU()
+	if err != nil {
+		return nil, nil, Status{Kind: StatusUnavailable, Reason: err.Error()}
+	}
+	if err := pl.Usable(dev); err != nil {
+		_ = dev.Close()
+		return nil, nil, Status{Kind: StatusUnavailable, Reason: err.Error()}
+	}
+	return dev, pl, Status{}
 }
 
 // threadCount is the host threads in force and, when they are fewer than

@@ -139,21 +139,21 @@ func trainOnDevice(t *testing.T, opts Options, task Task, pl engine.Placement, s
 func TestCacheMatchesCUDA(t *testing.T) {
 	for name, opts := range smallWorkloads(t) {
 		for _, task := range []Task{TaskTrain, TaskEval} {
-			want := trainOn(t, opts, task, engine.Placement{}, 3)
+			want := trainOn(t, opts, task, engine.Resident{}, 3)
 			if want.peak != want.plan.Device {
 				t.Errorf("%s %s cuda: measured peak %d, plan %d", name, task, want.peak, want.plan.Device)
 			}
 			var placements []engine.Placement
 			for _, policy := range []cache.Policy{cache.Window, cache.Auto} {
 				for _, w := range []int{1, 2, 3, 100} {
-					placements = append(placements, engine.Placement{Paged: true, Cache: cache.Config{Policy: policy, Window: w}})
+					placements = append(placements, engine.Paged{Cache: cache.Config{Policy: policy, Window: w}})
 				}
 			}
 			if task == TaskTrain {
-				placements = append(placements, engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto, OptimizerOnHost: true}})
+				placements = append(placements, engine.Paged{Cache: cache.Config{Policy: cache.Auto, OptimizerOnHost: true}})
 			}
 			for _, pl := range placements {
-				t.Run(fmt.Sprintf("%s/%s/%s-%d/host-optimizer=%v", name, task, pl.Cache.Policy, pl.Cache.Window, pl.Cache.OptimizerOnHost), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/%s-%d/host-optimizer=%v", name, task, cacheOf(pl).Policy, cacheOf(pl).Window, cacheOf(pl).OptimizerOnHost), func(t *testing.T) {
 					got := trainOn(t, opts, task, pl, 3)
 					if !slices.Equal(got.losses, want.losses) {
 						t.Errorf("losses %v, cuda mode %v", got.losses, want.losses)
@@ -195,4 +195,10 @@ func TestManagedUnavailable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cacheOf is pl's cache configuration, the zero one when it pages nothing.
+func cacheOf(pl engine.Placement) cache.Config {
+	c, _ := pl.Paging()
+	return c
 }

@@ -42,6 +42,25 @@ type Config struct {
 	Attention levers.Attention
 }
 
+// modeRow is what a mode needs and how it places the model.
+type modeRow struct {
+	// gpu says that the mode runs on the GPU device (Options.NewGPU);
+	// otherwise it runs on the host.
+	gpu bool
+	// place is the mode's placement under a configuration.
+	place func(Config) engine.Placement
+}
+
+// modes is every mode's row: a new mode is one more row here and its
+// placement in package engine.
+var modes = map[Mode]modeRow{
+	ModeCUDA:    {gpu: true, place: func(Config) engine.Placement { return engine.Resident{} }},
+	ModeCache:   {gpu: true, place: func(c Config) engine.Placement { return engine.Paged{Cache: c.Cache} }},
+	ModeHybrid:  {gpu: true, place: func(c Config) engine.Placement { return engine.Hybrid{Blocks: c.Place, Cache: c.Cache} }},
+	ModeManaged: {gpu: true, place: Config.managedPlacement},
+	ModeCPU:     {gpu: false, place: func(Config) engine.Placement { return engine.Resident{} }},
+}
+
 // managedPlacement is the managed mode's placement: every block resident
 // in managed memory, migrating in pages of c.ManagedPage.
 func (c Config) managedPlacement() engine.Placement {
@@ -49,10 +68,5 @@ func (c Config) managedPlacement() engine.Placement {
 	if page == 0 {
 		page = cache.DefaultPageSize
 	}
-	return engine.Placement{Managed: true, PageSize: page, AdviseHost: c.ManagedAdviseHost}
-}
-
-// cachePlacement is cache mode's placement: every block paged under c.
-func cachePlacement(c cache.Config) engine.Placement {
-	return engine.Placement{Paged: true, Cache: c}
+	return engine.Managed{PageSize: page, AdviseHost: c.ManagedAdviseHost}
 }

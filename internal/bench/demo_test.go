@@ -41,12 +41,12 @@ func TestDemoScaleTellsTheStory(t *testing.T) {
 			}
 			for _, m := range plan.Modes {
 				want := m.Mode == ModeCache || tc.cudaFits
-				if m.Mode == ModeCache && m.Placement.Cache.Policy != cache.Window {
+				if m.Mode == ModeCache && cacheOf(m.Placement).Policy != cache.Window {
 					continue
 				}
 				if m.FitsDevice != want {
 					t.Errorf("%s on %d MiB free: %s (%s) fits the device %v, want %v (needs %d MiB)",
-						w.Name, tc.free>>20, m.Mode, m.Placement.Cache.Policy, m.FitsDevice, want, m.Footprint.Device>>20)
+						w.Name, tc.free>>20, m.Mode, cacheOf(m.Placement).Policy, m.FitsDevice, want, m.Footprint.Device>>20)
 				}
 			}
 		}

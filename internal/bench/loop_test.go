@@ -52,7 +52,7 @@ func TestModeLoopByHand(t *testing.T) {
 	if batches < 2 {
 		t.Fatalf("%d batches per epoch: the mean would not be tested", batches)
 	}
-	hand := trainOn(t, opts, TaskTrain, engine.Placement{}, opts.Epochs*batches).losses
+	hand := trainOn(t, opts, TaskTrain, engine.Resident{}, opts.Epochs*batches).losses
 	for _, r := range res.Modes {
 		if r.Status.Kind != StatusOK || len(r.Epochs) != opts.Epochs {
 			t.Fatalf("%s: status %q, %d epochs", r.Mode, r.Status, len(r.Epochs))

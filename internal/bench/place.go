@@ -3,7 +3,6 @@ package bench
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -87,15 +86,4 @@ func parseSpan(span string) (lo, hi int, err error) {
 		return 0, 0, fmt.Errorf("block %q is not a number", to)
 	}
 	return lo, hi, nil
-}
-
-// hybridPlacement is the hybrid mode's placement: opts.Place, its cache
-// blocks, if any, paged under opts.Cache's policy.
-func (opts Options) hybridPlacement() engine.Placement {
-	if !slices.Contains(opts.Place, engine.InCache) {
-		return engine.Placement{Blocks: opts.Place}
-	}
-	pl := cachePlacement(opts.Cache)
-	pl.Blocks = opts.Place
-	return pl
 }

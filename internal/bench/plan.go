@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -155,17 +156,14 @@ func PlanMemory(opts Options, po PlanOptions) (MemoryPlan, error) {
 		return MemoryPlan{}, fmt.Errorf("planning the host memory: %w", err)
 	}
 	for _, mode := range opts.Modes {
-		placements := []engine.Placement{{}}
-		if mode == ModeHybrid {
-			placements = []engine.Placement{opts.hybridPlacement()}
+		var placements []engine.Placement
+		if row, ok := modes[mode]; ok {
+			placements = []engine.Placement{row.place(opts.Config)}
 		}
-		if mode == ModeManaged {
-			placements = []engine.Placement{opts.managedPlacement()}
-		}
-		if mode == ModeCache {
+		if mode == ModeCache { // every policy, side by side
 			placements = nil
 			for _, c := range cache.Choices(opts.Cache.Window, opts.Task == TaskTrain) {
-				placements = append(placements, cachePlacement(c))
+				placements = append(placements, engine.Paged{Cache: c})
 			}
 		}
 		dev, _, status := opts.deviceFor(mode)
@@ -209,8 +207,9 @@ func (opts Options) planMode(mp ModePlan, dev device.Device, sched *engine.Sched
 	if err := opts.sizeMode(&mp, dev, sched, res.Header.DataBytes, res.Batches, fed); err != nil {
 		return mp, err
 	}
-	if !mp.Placement.Managed && mp.Placement.Validate() == nil {
-		if mp.Timeline, err = sched.Timeline(mp.Placement, mp.Footprint.Window); err != nil {
+	if mp.Placement.Validate() == nil {
+		mp.Timeline, err = sched.Timeline(mp.Placement, mp.Footprint.Window)
+		if err != nil && !errors.Is(err, engine.ErrNoTimeline) {
 			return mp, err
 		}
 	}

@@ -34,8 +34,8 @@ func TestPlanRecomputeAndTake(t *testing.T) {
 			if want := settings[i%2]; m.Recompute != want {
 				t.Errorf("%s: row %d (%s) recompute %s, want %s", task, i, m.Mode, m.Recompute, want)
 			}
-			if i%2 == 1 && (p.Modes[i-1].Mode != m.Mode || p.Modes[i-1].Placement.Cache != m.Placement.Cache) {
-				t.Errorf("%s: row %d is %s %+v, the row before %s %+v; want the same mode and placement", task, i, m.Mode, m.Placement.Cache, p.Modes[i-1].Mode, p.Modes[i-1].Placement.Cache)
+			if i%2 == 1 && (p.Modes[i-1].Mode != m.Mode || cacheOf(p.Modes[i-1].Placement) != cacheOf(m.Placement)) {
+				t.Errorf("%s: row %d is %s %+v, the row before %s %+v; want the same mode and placement", task, i, m.Mode, cacheOf(m.Placement), p.Modes[i-1].Mode, cacheOf(p.Modes[i-1].Placement))
 			}
 			if m.DeviceTotal != 64<<20 || m.DeviceFree != 64<<20-take {
 				t.Errorf("%s: row %d: free %d of %d, want %d of %d", task, i, m.DeviceFree, m.DeviceTotal, 64<<20-take, 64<<20)

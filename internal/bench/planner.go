@@ -143,11 +143,11 @@ func (p *Planner) schedule(k leverKey) (compiled, error) {
 func (p *Planner) Footprint(mode Mode, cfg Config, deviceFree int64) (engine.Placement, engine.Footprint, error) {
 	c, err := p.schedule(keyOf(cfg))
 	if err != nil {
-		return engine.Placement{}, engine.Footprint{}, err
+		return nil, engine.Footprint{}, err
 	}
 	pl, err := placementOf(mode, cfg)
 	if err != nil {
-		return engine.Placement{}, engine.Footprint{}, err
+		return nil, engine.Footprint{}, err
 	}
 	return pl, c.sched.Footprint(pl, deviceFree), nil
 }
@@ -181,11 +181,9 @@ func (p *Planner) Plan(mode Mode, cfg Config, deviceFree int64, predict bool) (M
 		return mp, nil
 	}
 	mp.Status = Status{Kind: StatusOK}
-	if mode == ModeManaged {
-		if reason := managedUnsupported(dev); reason != "" {
-			mp.Status = Status{Kind: StatusUnavailable, Reason: reason}
-			return mp, nil
-		}
+	if err := pl.Usable(dev); err != nil {
+		mp.Status = Status{Kind: StatusUnavailable, Reason: err.Error()}
+		return mp, nil
 	}
 	mp.Device, mp.DeviceFree, mp.DeviceTotal = dev.Name(), deviceFree, total
 	var fed []*gorgonia.Node // nil: no copies, no prediction
@@ -201,34 +199,13 @@ func (p *Planner) Plan(mode Mode, cfg Config, deviceFree int64, predict bool) (M
 // placementOf is the placement a run of mode under cfg loads, as deviceFor
 // gives it; an error for a configuration that cannot be loaded.
 func placementOf(mode Mode, cfg Config) (engine.Placement, error) {
-	var pl engine.Placement
-	switch mode {
-	case ModeCUDA, ModeCPU:
-	case ModeCache:
-		pl = cachePlacement(cfg.Cache)
-	case ModeHybrid:
-		pl = Options{Config: cfg}.hybridPlacement()
-	case ModeManaged:
-		pl = cfg.managedPlacement()
-	default:
-		return pl, fmt.Errorf("unknown mode %q", mode)
+	row, ok := modes[mode]
+	if !ok {
+		return nil, fmt.Errorf("unknown mode %q", mode)
 	}
+	pl := row.place(cfg)
 	if err := pl.Validate(); err != nil {
 		return pl, fmt.Errorf("%s: %w", mode, err)
 	}
 	return pl, nil
-}
-
-// managedUnsupported says why dev cannot run the managed mode, "" when it
-// can: its Caps have no managed memory, or that memory cannot be
-// oversubscribed.
-func managedUnsupported(dev device.Device) string {
-	m := dev.Caps().Managed
-	if m == nil {
-		return dev.Name() + " cannot allocate managed memory"
-	}
-	if err := m.ManagedSupport(); err != nil {
-		return err.Error()
-	}
-	return ""
 }

@@ -24,7 +24,7 @@ func TestPrecisionIsBitIdenticalAcrossModes(t *testing.T) {
 			for _, task := range []Task{TaskTrain, TaskEval} {
 				opts := opts
 				opts.Precision = prec
-				want := trainOnDevice(t, opts, task, engine.Placement{}, 3, device.NewSim(64<<20, nil))
+				want := trainOnDevice(t, opts, task, engine.Resident{}, 3, device.NewSim(64<<20, nil))
 				for pname, pl := range placements {
 					t.Run(fmt.Sprintf("%s/%s/%s/%s", name, prec, task, pname), func(t *testing.T) {
 						dev := device.Device(device.NewSim(64<<20, nil))
@@ -42,10 +42,10 @@ func TestPrecisionIsBitIdenticalAcrossModes(t *testing.T) {
 						}
 						switch {
 						case pname == "cpu":
-						case pl.Managed && got.peak > got.plan.Device:
+						case pl.PageBytes() > 0 && got.peak > got.plan.Device:
 							// Pages no kernel touches never migrate.
 							t.Errorf("measured peak %d, over the plan's %d", got.peak, got.plan.Device)
-						case !pl.Managed && got.peak != got.plan.Device:
+						case pl.PageBytes() == 0 && got.peak != got.plan.Device:
 							t.Errorf("measured peak %d, plan %d", got.peak, got.plan.Device)
 						}
 					})
@@ -82,12 +82,12 @@ func TestPrecisionAgreesWithFP32(t *testing.T) {
 	for name, opts := range smallWorkloads(t) {
 		steps := 5 * opts.Samples / opts.Batch
 		for _, task := range []Task{TaskTrain, TaskEval} {
-			want := trainOnDevice(t, opts, task, engine.Placement{}, steps, device.NewHost())
+			want := trainOnDevice(t, opts, task, engine.Resident{}, steps, device.NewHost())
 			for _, prec := range []levers.Precision{levers.BF16, levers.FP16} {
 				t.Run(fmt.Sprintf("%s/%s/%s", name, task, prec), func(t *testing.T) {
 					opts := opts
 					opts.Precision = prec
-					got := trainOnDevice(t, opts, task, engine.Placement{}, steps, device.NewHost())
+					got := trainOnDevice(t, opts, task, engine.Resident{}, steps, device.NewHost())
 					tol := precisionTolerance[prec]
 					if name == "resnet" && task == TaskTrain {
 						tol *= resnetTrainFactor

@@ -34,9 +34,16 @@ func predictEpoch(work engine.Work, batches int, copies engine.Copies, pl engine
 	}
 	c := perfmodel.Copies{
 		H2DBytes: copies.UploadBytes, D2HBytes: copies.DownloadBytes, SyncBytes: copies.SyncBytes(),
-		Pageable: pl.Paged && pl.Cache.Pageable(), Count: copies.Count, Migrated: pl.Managed, RemoteBytes: copies.RemoteBytes,
+		Pageable: pageable(pl), Count: copies.Count, Migrated: pl.PageBytes() > 0, RemoteBytes: copies.RemoteBytes,
 	}
 	return Prediction{Profile: p.Name, Prediction: perfmodel.Predict(kernels, c, p, p.Efficiency()), Kernels: kernels, Copies: c}
+}
+
+// pageable reports whether pl pages blocks under a policy that copies
+// from pageable host memory (the window policies).
+func pageable(pl engine.Placement) bool {
+	c, ok := pl.Paging()
+	return ok && c.Pageable()
 }
 
 // profileFor returns the profile a mode's predictions are made on, false

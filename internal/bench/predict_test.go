@@ -54,7 +54,7 @@ func TestPredictionsNeedAProfile(t *testing.T) {
 	}
 	for _, mp := range plan.Modes {
 		if mp.Prediction == nil {
-			t.Errorf("plan of %s %s: no prediction", mp.Mode, mp.Placement.Cache.Policy)
+			t.Errorf("plan of %s %s: no prediction", mp.Mode, cacheOf(mp.Placement).Policy)
 		}
 	}
 }
@@ -70,9 +70,9 @@ func TestPredictEpochCopies(t *testing.T) {
 	}
 	work := engine.Work{Kernels: []engine.KernelWork{{Name: "Linear", Launches: 2, FLOPs: 1e9, Bytes: 1e6}}}
 	copies := engine.Copies{UploadBytes: 1 << 30, DownloadBytes: 1 << 30, Count: 10}
-	window := predictEpoch(work, 3, copies, engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Window}}, gpu)
-	auto := predictEpoch(work, 3, copies, engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto}}, gpu)
-	resident := predictEpoch(work, 3, copies, engine.Placement{}, gpu)
+	window := predictEpoch(work, 3, copies, engine.Paged{Cache: cache.Config{Policy: cache.Window}}, gpu)
+	auto := predictEpoch(work, 3, copies, engine.Paged{Cache: cache.Config{Policy: cache.Auto}}, gpu)
+	resident := predictEpoch(work, 3, copies, engine.Resident{}, gpu)
 	if window.Copy <= auto.Copy || auto.Copy != resident.Copy {
 		t.Errorf("copies: window %v, auto %v, resident %v; want window's (pageable) slower, the others equal", window.Copy, auto.Copy, resident.Copy)
 	}
@@ -235,7 +235,7 @@ func TestPlannerMatchesPlanMemory(t *testing.T) {
 func checkPlannerRows(t *testing.T, p *Planner, plan MemoryPlan) {
 	t.Helper()
 	for _, want := range plan.Modes {
-		cfg := Config{Cache: want.Placement.Cache, Recompute: want.Recompute, Precision: want.Precision}
+		cfg := Config{Cache: cacheOf(want.Placement), Recompute: want.Recompute, Precision: want.Precision}
 		if want.Mode != ModeCache {
 			cfg.Cache = cache.Config{}
 		}
@@ -249,7 +249,7 @@ func checkPlannerRows(t *testing.T, p *Planner, plan MemoryPlan) {
 			got.DeviceFree, want.DeviceFree = 0, 0 // the host's, read at different times
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s %s %s recompute %s %s: planner\n%+v\nPlanMemory\n%+v", plan.Header.Task, want.Mode, want.Placement.Cache.Policy,
+			t.Errorf("%s %s %s recompute %s %s: planner\n%+v\nPlanMemory\n%+v", plan.Header.Task, want.Mode, cacheOf(want.Placement).Policy,
 				want.Recompute, want.Precision, got, want)
 		}
 	}

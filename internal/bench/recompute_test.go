@@ -22,13 +22,13 @@ func recomputePlacements(blocks int) map[string]engine.Placement {
 		hybrid[b] = engine.InCache
 	}
 	return map[string]engine.Placement{
-		"cuda":               {},
-		"cache-window":       {Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 2}},
-		"cache-window-paged": {Paged: true, Cache: cache.Config{Policy: cache.WindowPaged, Window: 2}},
-		"cache-auto":         {Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 2}},
-		"cache-auto-host":    {Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 2, OptimizerOnHost: true}},
-		"hybrid":             {Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}, Blocks: hybrid},
-		"managed":            {Managed: true, PageSize: cache.MinPageSize},
+		"cuda":               engine.Resident{},
+		"cache-window":       engine.Paged{Cache: cache.Config{Policy: cache.Window, Window: 2}},
+		"cache-window-paged": engine.Paged{Cache: cache.Config{Policy: cache.WindowPaged, Window: 2}},
+		"cache-auto":         engine.Paged{Cache: cache.Config{Policy: cache.Auto, Window: 2}},
+		"cache-auto-host":    engine.Paged{Cache: cache.Config{Policy: cache.Auto, Window: 2, OptimizerOnHost: true}},
+		"hybrid":             engine.Hybrid{Blocks: hybrid, Cache: cache.Config{Policy: cache.Window, Window: 1}},
+		"managed":            engine.Managed{PageSize: cache.MinPageSize},
 	}
 }
 
@@ -41,7 +41,7 @@ func leverPlacements(t *testing.T, opts Options) map[string]engine.Placement {
 		t.Fatal(err)
 	}
 	placements := recomputePlacements(len(model.Blocks))
-	placements["cpu"] = engine.Placement{}
+	placements["cpu"] = engine.Resident{}
 	return placements
 }
 

@@ -26,7 +26,7 @@ func TestModeReservesFootprintAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp := sched.Footprint(engine.Placement{}, 1<<40).Device
+	fp := sched.Footprint(engine.Resident{}, 1<<40).Device
 	capacity := fp + fp/2
 	path := filepath.Join(t.TempDir(), "ledger")
 	var opened []*device.Sim

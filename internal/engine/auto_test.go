@@ -35,7 +35,7 @@ func (w *loadWatcher) Upload(dst device.Buffer, src []float32) error {
 			w.prefetch++
 			return w.Sim.Upload(dst, src)
 		case strings.HasSuffix(f.Function, "cache.(*Cache).ensure"):
-			w.demand = append(w.demand, w.prog.res.done+1)
+			w.demand = append(w.demand, w.prog.placed.(*residency).done+1)
 			return w.Sim.Upload(dst, src)
 		}
 		if !more {
@@ -63,11 +63,11 @@ func TestAutoHoldsKOfNBlocks(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				fixed := sched.Footprint(Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: k}}, 1<<40)
+				fixed := sched.Footprint(Paged{Cache: cache.Config{Policy: cache.Auto, Window: k}}, 1<<40)
 				capacity := fixed.Device + fixed.BlockBytes/2
 				dev := &loadWatcher{Sim: device.NewSim(capacity, nil)}
 				defer dev.Close()
-				pl := Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto}}
+				pl := Paged{Cache: cache.Config{Policy: cache.Auto}}
 				if fp := sched.Footprint(pl, capacity); fp.Window != k || fp.Device > capacity {
 					t.Fatalf("footprint on %d bytes: window %d of %d bytes, want %d blocks", capacity, fp.Window, fp.Device, k)
 				}

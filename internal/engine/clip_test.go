@@ -28,12 +28,12 @@ func TestClipEngagesAgainstTapeMachine(t *testing.T) {
 	adam := hostmath.Adam{LR: 1e-2, Beta1: 0.9, Beta2: 0.999, Eps: 1e-3}
 	m := smallLinear{batch: 3, dim: 8, layers: 4, perBlock: 2}
 	for _, pl := range []Placement{
-		{},
-		{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}},
-		{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 1}},
-		{Paged: true, Cache: cache.Config{Policy: cache.Auto, OptimizerOnHost: true}},
+		Resident{},
+		Paged{Cache: cache.Config{Policy: cache.Window, Window: 1}},
+		Paged{Cache: cache.Config{Policy: cache.Auto, Window: 1}},
+		Paged{Cache: cache.Config{Policy: cache.Auto, OptimizerOnHost: true}},
 	} {
-		t.Run(fmt.Sprintf("paged=%v/%s-%d/host-optimizer=%v", pl.Paged, pl.Cache.Policy, pl.Cache.Window, pl.Cache.OptimizerOnHost), func(t *testing.T) {
+		t.Run(fmt.Sprintf("paged=%v/%s-%d/host-optimizer=%v", isPaged(pl), cacheOf(pl).Policy, cacheOf(pl).Window, cacheOf(pl).OptimizerOnHost), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			init := m.init(rng)
 			xData := make([]float32, m.batch*m.dim)

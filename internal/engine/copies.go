@@ -46,16 +46,14 @@ func (c Copies) plus(d Copies, n int64) Copies {
 // cache.Pages decides on a device holding window pages (Footprint.Window,
 // Program.Window), walked over the same touches as a Program makes them.
 func (sc *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.Node) (Copies, error) {
-	if err := pl.Validate(); err != nil {
-		return Copies{}, fmt.Errorf("engine: %w", err)
+	bd, err := sc.bindValid(pl)
+	if err != nil {
+		return Copies{}, err
 	}
 	if batches < 0 {
 		return Copies{}, fmt.Errorf("engine: negative batches %d", batches)
 	}
-	sd, err := sc.sides(pl)
-	if err != nil {
-		return Copies{}, fmt.Errorf("engine: %w", err)
-	}
+	sd := bd.sides()
 	var perBatch Copies
 	if !sd.valueHost[sc.output] { // the output is read on the host
 		perBatch = Copies{DownloadBytes: 4, Count: 1}
@@ -75,32 +73,11 @@ func (sc *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.No
 	}
 	perBatch = perBatch.plus(sc.crossings(sd), 1)
 	total := Copies{}.plus(perBatch, int64(batches))
-	if pl.Managed {
-		m, err := sc.managedCopies(pl, window, batches)
-		if err != nil {
-			return Copies{}, err
-		}
-		return total.plus(m, 1), nil
-	}
-	if !pl.Paged {
-		return total, nil
-	}
-	if window, err = sc.givenWindow(pl, window); err != nil {
+	moved, err := bd.moves(window, batches)
+	if err != nil {
 		return Copies{}, err
 	}
-	k := &copyCounter{}
-	if k.pager, err = newPager(sc, pl, sc.layouts(pl), window, k); err != nil {
-		return Copies{}, err
-	}
-	for range 2 { // the second epoch is counted
-		k.n = Copies{}
-		for range batches {
-			if err := sc.walk(k.pager, k); err != nil {
-				return Copies{}, err
-			}
-		}
-	}
-	return total.plus(k.n, 1), nil
+	return total.plus(moved, 1), nil
 }
 
 // copyCounter is the dry run's mover and stepper: it counts the copies a

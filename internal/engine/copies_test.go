@@ -35,18 +35,18 @@ func TestCopiesMatchARun(t *testing.T) {
 	for _, c := range smallConfigs(t) {
 		for _, train := range []bool{true, false} {
 			for _, pl := range []engine.Placement{
-				{},
-				{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}},
-				{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 3}},
-				{Paged: true, Cache: cache.Config{Policy: cache.WindowPaged, Window: 1}},
-				{Paged: true, Cache: cache.Config{Policy: cache.Auto}},
-				{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 2}},
-				{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 1, OptimizerOnHost: true}},
+				engine.Resident{},
+				engine.Paged{Cache: cache.Config{Policy: cache.Window, Window: 1}},
+				engine.Paged{Cache: cache.Config{Policy: cache.Window, Window: 3}},
+				engine.Paged{Cache: cache.Config{Policy: cache.WindowPaged, Window: 1}},
+				engine.Paged{Cache: cache.Config{Policy: cache.Auto}},
+				engine.Paged{Cache: cache.Config{Policy: cache.Auto, Window: 2}},
+				engine.Paged{Cache: cache.Config{Policy: cache.Auto, Window: 1, OptimizerOnHost: true}},
 			} {
-				if !train && pl.Cache.OptimizerOnHost {
+				if !train && cacheOf(pl).OptimizerOnHost {
 					continue
 				}
-				name := fmt.Sprintf("%T/train=%v/paged=%v-%s-%d-host=%v", c, train, pl.Paged, pl.Cache.Policy, pl.Cache.Window, pl.Cache.OptimizerOnHost)
+				name := fmt.Sprintf("%T/train=%v/paged=%v-%s-%d-host=%v", c, train, isPaged(pl), cacheOf(pl).Policy, cacheOf(pl).Window, cacheOf(pl).OptimizerOnHost)
 				t.Run(name, func(t *testing.T) { checkCopies(t, c, train, pl) })
 			}
 		}
@@ -84,12 +84,32 @@ func checkCopies(t *testing.T, c models.Config, train bool, pl engine.Placement)
 	if up, down := after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes; got.UploadBytes != up || got.DownloadBytes != down {
 		t.Errorf("window %d: dry run %d bytes up, %d down; the run copied %d up, %d down", prog.Window(), got.UploadBytes, got.DownloadBytes, up, down)
 	}
-	if pl.Cache.Policy != cache.Auto && got.OverlapBytes != 0 {
+	if cacheOf(pl).Policy != cache.Auto && got.OverlapBytes != 0 {
 		t.Errorf("%d bytes overlap without the auto policy's prefetch", got.OverlapBytes)
 	}
 	// Every batch uploads its inputs, downloads its output and pages a block
 	// in at least, unless some blocks stay resident (a hybrid placement).
-	if got.Count < int64(3*batches) && pl.Blocks == nil || got.SyncBytes() > got.UploadBytes+got.DownloadBytes {
+	if got.Count < int64(3*batches) && blocksOf(pl) == nil || got.SyncBytes() > got.UploadBytes+got.DownloadBytes {
 		t.Errorf("copies %+v", got)
 	}
+}
+
+// cacheOf is pl's cache configuration, the zero one when it pages nothing.
+func cacheOf(pl engine.Placement) cache.Config {
+	c, _ := pl.Paging()
+	return c
+}
+
+// isPaged reports whether pl pages some block.
+func isPaged(pl engine.Placement) bool {
+	_, ok := pl.Paging()
+	return ok
+}
+
+// blocksOf is a hybrid placement's blocks, nil for the others.
+func blocksOf(pl engine.Placement) []engine.Where {
+	if h, ok := pl.(engine.Hybrid); ok {
+		return h.Blocks
+	}
+	return nil
 }

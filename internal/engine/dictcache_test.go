@@ -132,10 +132,13 @@ func (r *copyRecorder) hostUpdate(int) error {
 // policy with the given window and returns each epoch's tally.
 func recordEpochs(t *testing.T, sc *Schedule, window, epochs, batches int) ([]tally, []string) {
 	t.Helper()
-	pl := Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: window}}
+	pl := Paged{Cache: cache.Config{Policy: cache.Window, Window: window}}
 	r := &copyRecorder{t: t, onDevice: map[int][]int{}}
-	var err error
-	if r.pager, err = newPager(sc, pl, sc.layouts(pl), min(max(window, sc.MinWindow()), sc.Blocks()), r); err != nil {
+	bd, err := pl.bind(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.pager, err = bd.(*blockPlan).newPager(min(max(window, sc.MinWindow()), sc.Blocks()), r, r.hostUpdate); err != nil {
 		t.Fatal(err)
 	}
 	var out []tally
@@ -289,7 +292,7 @@ func checkSchedule(t *testing.T, tc scheduleCase) {
 		if t.Failed() {
 			t.Logf("structure:\n%s\ncopies, batch by batch:\n%s", describe(sc), strings.Join(log, "\n"))
 		}
-		c, err := sc.Copies(Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: tc.window}}, tc.window, 2, []*gorgonia.Node{})
+		c, err := sc.Copies(Paged{Cache: cache.Config{Policy: cache.Window, Window: tc.window}}, tc.window, 2, []*gorgonia.Node{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -135,7 +135,7 @@ func (m smallLinear) loadTraining(t *testing.T, retain bool) (x, target *gorgoni
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err = sched.Load(device.NewHost(), Placement{})
+	prog, err = sched.Load(device.NewHost(), Resident{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,74 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 )
+
+// Hybrid keeps each block where Blocks says (in Spec.Blocks' order):
+// resident on the device, resident in host memory and computed with the
+// host's kernels (DictCache's dvs_nets on the CPU), or paged through a
+// window of device slots under Cache's policy, the others staying
+// resident on their side. Activations that cross between host and device
+// blocks are copied at the crossing.
+type Hybrid struct {
+	Blocks []Where
+	// Cache is the policy, window and optimizer place of the blocks
+	// placed InCache; unused when there are none.
+	Cache cache.Config
+}
+
+// Validate reports a hybrid placement that names no block, or whose
+// cache blocks' policy cannot be used.
+func (h Hybrid) Validate() error {
+	if len(h.Blocks) == 0 {
+		return errors.New("a hybrid placement names no block")
+	}
+	if !h.pages() {
+		return nil
+	}
+	return h.Cache.Validate()
+}
+
+// pages reports whether some block is placed InCache.
+func (h Hybrid) pages() bool { return slices.Contains(h.Blocks, InCache) }
+
+// Usable reports nothing: every device holds a hybrid placement.
+func (Hybrid) Usable(device.Device) error { return nil }
+
+// Describe is the blocks' places as the command line gives them, and in
+// a plan's tables the cache blocks' policy and window:
+// "host:0-1,cache:2-13, window policy, window 3".
+func (h Hybrid) Describe(fp Footprint, _ int, form Form) string {
+	s := PlaceText(h.Blocks)
+	if form == Recorded || !h.pages() {
+		return s
+	}
+	s += fmt.Sprintf(", %s policy, window %d", h.Cache.Policy, fp.Window)
+	if h.Cache.OptimizerOnHost {
+		s += ", opt. on host"
+	}
+	return s
+}
+
+// Paging returns the cache blocks' configuration, false when there are
+// none.
+func (h Hybrid) Paging() (cache.Config, bool) {
+	if !h.pages() {
+		return cache.Config{}, false
+	}
+	return h.Cache, true
+}
+
+// PageBytes is 0: nothing migrates.
+func (Hybrid) PageBytes() int64 { return 0 }
+
+func (h Hybrid) bind(sc *Schedule) (bound, error) { return sc.placeBlocks(h.Blocks, h.Cache) }
 
 // Where says where a block of a hybrid placement lives and is computed.
 type Where uint8
@@ -34,15 +96,6 @@ func (w Where) String() string {
 		return "cache"
 	}
 	return "cuda"
-}
-
-// Hybrid reports whether the placement puts some blocks on the host.
-func (pl Placement) Hybrid() bool { return slices.Contains(pl.Blocks, OnHost) }
-
-// pagedBlock reports whether the cache pages block b: every block of a
-// paged placement without Blocks, else the blocks placed InCache.
-func (pl Placement) pagedBlock(b int) bool {
-	return pl.Paged && (pl.Blocks == nil || pl.Blocks[b] == InCache)
 }
 
 // PlaceText writes a placement's blocks as the command line gives them,
@@ -87,27 +140,25 @@ type sides struct {
 	slots [2][]int
 }
 
-// sides places the steps and values of the schedule under pl: a step runs
+// sides places the steps and values of the schedule with its blocks
+// placed as where: a step runs
 // where the block whose parameters it reads lives, else where the block of
 // the gradient it computes or of the saved values it reads lives, else
 // where the latest step that produced one of its arguments ran, else on
 // the device. Parameters and saved values live with their block, other
 // computed values where their step runs, inputs where their first reader
 // runs (on the host when nothing reads them). A step that reads blocks on both sides is an error.
-func (sc *Schedule) sides(pl Placement) (sides, error) {
+func (sc *Schedule) sides(where []Where) (sides, error) {
 	s := sides{blockHost: make([]bool, len(sc.spec.Blocks)), stepHost: make([]bool, len(sc.steps)), valueHost: make([]bool, len(sc.values)),
 		mirrored: make([]bool, len(sc.values)), before: make([][]int, len(sc.steps)), after: make([]bool, len(sc.steps))}
-	if !pl.Hybrid() {
+	if !slices.Contains(where, OnHost) {
 		s.slot, s.slots[0] = make([]int, len(sc.values)), sc.slots
 		for i, v := range sc.values {
 			s.slot[i] = v.slot
 		}
 		return s, nil
 	}
-	if len(pl.Blocks) != len(sc.spec.Blocks) {
-		return sides{}, fmt.Errorf("the placement names %d blocks, the model has %d", len(pl.Blocks), len(sc.spec.Blocks))
-	}
-	host := func(b int) bool { return pl.Blocks[b] == OnHost }
+	host := func(b int) bool { return where[b] == OnHost }
 	for b := range s.blockHost {
 		s.blockHost[b] = host(b)
 	}
@@ -119,7 +170,7 @@ func (sc *Schedule) sides(pl Placement) (sides, error) {
 			for _, r := range st.reads[1:] {
 				if host(r) != host(b) {
 					return sides{}, fmt.Errorf("step %v reads block %s on the %s and block %s on the %s",
-						st.op, sc.spec.Blocks[b].Name, pl.Blocks[b], sc.spec.Blocks[r].Name, pl.Blocks[r])
+						st.op, sc.spec.Blocks[b].Name, where[b], sc.spec.Blocks[r].Name, where[r])
 				}
 			}
 		case sc.gradBlock(st.out) >= 0:
@@ -184,7 +235,7 @@ func (sc *Schedule) sides(pl Placement) (sides, error) {
 			}
 			if sc.values[a].kind == kindParam {
 				return sides{}, fmt.Errorf("step %v on the %s reads a parameter of block %s on the other side",
-					st.op, where(s.stepHost[si]), sc.spec.Blocks[sc.values[a].block].Name)
+					st.op, sideOf(s.stepHost[si]), sc.spec.Blocks[sc.values[a].block].Name)
 			}
 			s.mirrored[a], fresh[a] = true, true
 			s.before[si] = append(s.before[si], a)
@@ -197,8 +248,8 @@ func (sc *Schedule) sides(pl Placement) (sides, error) {
 	return s, nil
 }
 
-// where names a side.
-func where(host bool) Where {
+// sideOf names a side.
+func sideOf(host bool) Where {
 	if host {
 		return OnHost
 	}

@@ -104,10 +104,10 @@ func hostCudaCache(n int) []engine.Where {
 func hybridPlacements(n int, train bool) []engine.Placement {
 	mixed := hostCudaCache(n)
 	return []engine.Placement{
-		{Blocks: hostEnds(n)},
-		{Blocks: mixed, Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}},
-		{Blocks: mixed, Paged: true, Cache: cache.Config{Policy: cache.WindowPaged, Window: 1}},
-		{Blocks: mixed, Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 2, OptimizerOnHost: train}},
+		engine.Hybrid{Blocks: hostEnds(n)},
+		engine.Hybrid{Blocks: mixed, Cache: cache.Config{Policy: cache.Window, Window: 1}},
+		engine.Hybrid{Blocks: mixed, Cache: cache.Config{Policy: cache.WindowPaged, Window: 1}},
+		engine.Hybrid{Blocks: mixed, Cache: cache.Config{Policy: cache.Auto, Window: 2, OptimizerOnHost: train}},
 	}
 }
 
@@ -126,11 +126,11 @@ func TestHybridMatchesHost(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, train := range []bool{true, false} {
-			want, _, _ := runPlaced(t, c, train, device.NewHost(), engine.Placement{}, batches)
+			want, _, _ := runPlaced(t, c, train, device.NewHost(), engine.Resident{}, batches)
 			for _, pl := range hybridPlacements(len(m.Blocks), train) {
-				name := fmt.Sprintf("%T/train=%v/%s", c, train, engine.PlaceText(pl.Blocks))
-				if pl.Paged {
-					name += fmt.Sprintf("/%s-%d-host=%v", pl.Cache.Policy, pl.Cache.Window, pl.Cache.OptimizerOnHost)
+				name := fmt.Sprintf("%T/train=%v/%s", c, train, engine.PlaceText(blocksOf(pl)))
+				if isPaged(pl) {
+					name += fmt.Sprintf("/%s-%d-host=%v", cacheOf(pl).Policy, cacheOf(pl).Window, cacheOf(pl).OptimizerOnHost)
 				}
 				t.Run(name, func(t *testing.T) { checkHybrid(t, c, train, pl, want, batches) })
 			}
@@ -167,7 +167,7 @@ func checkHybrid(t *testing.T, c models.Config, train bool, pl engine.Placement,
 	if got.lastUp == 0 || got.lastDn == 0 {
 		t.Errorf("no activations crossed: %d up, %d down", got.lastUp, got.lastDn)
 	}
-	if pl.Paged { // the dry run counts an epoch in steady state
+	if isPaged(pl) { // the dry run counts an epoch in steady state
 		checkCopies(t, c, train, pl)
 		return
 	}
@@ -203,7 +203,7 @@ func TestAttentionReportPlacement(t *testing.T) {
 	}
 	place := make([]engine.Where, len(m.Blocks))
 	place[0], place[1] = engine.OnHost, engine.OnHost
-	pl := engine.Placement{Blocks: place}
+	pl := engine.Hybrid{Blocks: place}
 	if got, want := engine.PlaceText(place), fmt.Sprintf("host:0-1,cuda:2-%d", len(m.Blocks)-1); got != want {
 		t.Errorf("PlaceText %q, want %q", got, want)
 	}
@@ -220,7 +220,7 @@ func TestAttentionReportPlacement(t *testing.T) {
 			t.Errorf("train=%v: %d bytes up and %d down per batch, want %d each (%d activations of %d bytes)",
 				train, r.lastUp, r.lastDn, crossings*activation, crossings, activation)
 		}
-		fp, all := s.Footprint(pl, 1<<40), s.Footprint(engine.Placement{}, 1<<40)
+		fp, all := s.Footprint(pl, 1<<40), s.Footprint(engine.Resident{}, 1<<40)
 		if fp.Device >= all.Device || fp.Host == 0 {
 			t.Errorf("train=%v: footprint %+v, all on the device %+v", train, fp, all)
 		}

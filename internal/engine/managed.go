@@ -6,7 +6,112 @@ import (
 
 	"gpuz/internal/cache"
 	"gpuz/internal/device"
+	"gpuz/internal/units"
 )
+
+// Managed keeps every block resident in one region of managed (unified)
+// memory, run as the resident placement runs, the pages migrating between
+// host and device as a kernel touches them (cache.Pages: the least
+// recently touched page out first) when the device's free memory cannot
+// hold them all.
+type Managed struct {
+	// PageSize is the unit of migration, a power of two of at least
+	// cache.MinPageSize.
+	PageSize int64
+	// AdviseHost keeps the pages that do not fit the device's free memory
+	// in host memory (their preferred location), the kernels reading and
+	// writing them there across the bus instead of migrating them: the
+	// Windows driver's fallback. The pages that fit migrate once and stay.
+	AdviseHost bool
+}
+
+// Validate reports a page size that cannot be used.
+func (m Managed) Validate() error { return cache.CheckPageSize(m.PageSize) }
+
+// Usable reports why dev cannot run a managed placement: its Caps have
+// no managed memory, or that memory cannot be oversubscribed.
+func (Managed) Usable(dev device.Device) error {
+	mm := dev.Caps().Managed
+	if mm == nil {
+		return errors.New(dev.Name() + " cannot allocate managed memory")
+	}
+	return mm.ManagedSupport()
+}
+
+// Describe is the pages the device holds resident of the region's and
+// their size: recorded "40/76 pages of 2 MiB" (", rest on the host" after
+// it when the rest stays there), Long "managed, 40/76 pages of 2 MiB",
+// Short "40/76×2 MiB" (", host").
+func (m Managed) Describe(fp Footprint, _ int, form Form) string {
+	switch form {
+	case Short:
+		s := fmt.Sprintf("%d/%d×%s", fp.Window, fp.Pages, units.Bytes(m.PageSize))
+		if m.AdviseHost {
+			s += ", host"
+		}
+		return s
+	case Long:
+		return "managed, " + managedText(fp.Window, fp.Pages, m.PageSize, m.AdviseHost)
+	}
+	return managedText(fp.Window, fp.Pages, m.PageSize, m.AdviseHost)
+}
+
+// managedText is "40/76 pages of 2 MiB", AdviseHostText after it when the
+// rest stays in host memory.
+func managedText(resident, pages int, pageSize int64, adviseHost bool) string {
+	s := fmt.Sprintf("%d/%d pages of %s", resident, pages, units.Bytes(pageSize))
+	if adviseHost {
+		s += AdviseHostText
+	}
+	return s
+}
+
+// AdviseHostText ends a managed placement's recorded text when the pages
+// that do not fit stay on the host (--managed-advise host).
+const AdviseHostText = ", rest on the host"
+
+// Paging reports false: the driver migrates pages, no cache pages blocks.
+func (Managed) Paging() (cache.Config, bool) { return cache.Config{}, false }
+
+// PageBytes is the page size.
+func (m Managed) PageBytes() int64 { return m.PageSize }
+
+func (m Managed) bind(sc *Schedule) (bound, error) {
+	sd, err := sc.sides(nil)
+	if err != nil {
+		return nil, err
+	}
+	return &managedPlan{sc: sc, pl: m, sd: sd}, nil
+}
+
+// managedPlan is a managed placement bound to a schedule.
+type managedPlan struct {
+	sc *Schedule
+	pl Managed
+	sd sides // every value on the device
+}
+
+func (mp *managedPlan) sides() sides { return mp.sd }
+
+func (mp *managedPlan) timeline(int) ([]StepMemory, error) { return nil, ErrNoTimeline }
+
+// managedRun is a managed placement's hooks: before each step and update
+// the pages it touches migrate; nothing is staged or paged out.
+type managedRun struct {
+	stays
+	mp *managedPages
+}
+
+func (r managedRun) beforeStep(si int) (bool, error) { return false, r.mp.touchStep(si) }
+
+func (r managedRun) update(u update, st stepper) error {
+	if err := r.mp.touchUpdate(u.block); err != nil {
+		return err
+	}
+	return st.update(u.block)
+}
+
+func (r managedRun) window() int { return r.mp.Capacity() }
 
 // managedAlign is the alignment of every buffer in a managed region, in
 // bytes: cudaMalloc's.
@@ -66,7 +171,7 @@ func (sc *Schedule) managedLayout() managedLayout {
 			m.value[i] = slots[v.slot]
 		}
 	}
-	for b, l := range sc.layouts(Placement{}) {
+	for b, l := range sc.layouts(everyBlock) {
 		m.area[b] = next(l.elems)
 	}
 	m.scratch = next(sc.scratchFor(func(int) bool { return true }))
@@ -100,12 +205,12 @@ type managedPages struct {
 
 // newManagedPages returns the page residency of a managed placement on a
 // device that holds capacity pages, with m migrating.
-func newManagedPages(sc *Schedule, pl Placement, capacity int, m cache.PageMover) (*managedPages, error) {
+func newManagedPages(sc *Schedule, pl Managed, capacity int, m cache.PageMover) (*managedPages, error) {
 	pages, err := cache.NewPages(capacity, m)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	mp := &managedPages{Pages: pages, sched: sc, layout: sc.managedLayout(), layouts: sc.layouts(pl), pageSize: pl.PageSize,
+	mp := &managedPages{Pages: pages, sched: sc, layout: sc.managedLayout(), layouts: sc.layouts(everyBlock), pageSize: pl.PageSize,
 		access: func(int64, int64) error { return nil }}
 	if pl.AdviseHost {
 		pages.PreferHost(capacity)
@@ -140,9 +245,9 @@ func (mp *managedPages) touchValue(v int) error {
 	return mp.touch(mp.layout.span(mp.sched, mp.layouts, v))
 }
 
-// step records the touches of compute step si: its arguments, then its
-// output.
-func (mp *managedPages) step(si int) error {
+// touchStep records the touches of compute step si: its arguments, then
+// its output.
+func (mp *managedPages) touchStep(si int) error {
 	s := mp.sched.steps[si]
 	for _, a := range s.args {
 		if err := mp.touchValue(a); err != nil {
@@ -157,9 +262,9 @@ func (mp *managedPages) step(si int) error {
 	return mp.touchValue(s.out)
 }
 
-// update records the touches of block b's update: each parameter's
+// touchUpdate records the touches of block b's update: each parameter's
 // gradient, the parameter and its two moments.
-func (mp *managedPages) update(b int) error {
+func (mp *managedPages) touchUpdate(b int) error {
 	sc, l := mp.sched, mp.layouts[b]
 	for j, i := range l.params {
 		if err := mp.touchValue(sc.grads[i]); err != nil {
@@ -204,27 +309,27 @@ func (d *deviceMigrator) MigrateOut(page int) error {
 	return d.dev.Migrate(d.region, int64(page)*d.mp.pageSize, d.mp.pageBytes(page), false)
 }
 
-// loadManaged allocates a managed placement's one region and binds every
-// value to its place in it (managedLayout), with a page residency of the
-// pages the device's free memory holds.
-func (prog *Program) loadManaged() error {
-	sc := prog.sched
-	dev, ok := prog.dev.(device.ManagedMemory)
-	if !ok {
-		return fmt.Errorf("engine: %s cannot allocate managed memory", prog.dev.Name())
+// load allocates a managed placement's one region and binds every value
+// to its place in it (managedLayout), with a page residency of the pages
+// the device's free memory holds.
+func (mpl *managedPlan) load(prog *Program) (placed, error) {
+	sc, pl := mpl.sc, mpl.pl
+	dev := prog.dev.Caps().Managed
+	if dev == nil {
+		return nil, fmt.Errorf("engine: %s cannot allocate managed memory", prog.dev.Name())
 	}
 	free, total, err := prog.dev.MemInfo()
 	if err != nil {
-		return fmt.Errorf("engine: sizing the managed residency: %w", err)
+		return nil, fmt.Errorf("engine: sizing the managed residency: %w", err)
 	}
 	layout := sc.managedLayout()
-	capacity := layout.capacity(prog.place.PageSize, free)
+	capacity := layout.capacity(pl.PageSize, free)
 	if capacity < 1 { // not one page fits: out of memory, as any mode
-		return &device.OutOfMemoryError{Device: prog.dev.Name(), Requested: prog.place.PageSize, Free: free, Total: total}
+		return nil, &device.OutOfMemoryError{Device: prog.dev.Name(), Requested: pl.PageSize, Free: free, Total: total}
 	}
 	region, err := dev.AllocManaged(int(layout.total / 4))
 	if err != nil {
-		return fmt.Errorf("engine: allocating managed memory: %w", err)
+		return nil, fmt.Errorf("engine: allocating managed memory: %w", err)
 	}
 	prog.owned = append(prog.owned, region)
 	view := func(off int64, elems int) device.Buffer { return prog.dev.View(region, int(off/4), elems) }
@@ -234,11 +339,11 @@ func (prog *Program) loadManaged() error {
 		}
 		if v.kind == kindSeed {
 			if err := prog.dev.Upload(prog.buffers[i], []float32{1}); err != nil {
-				return fmt.Errorf("engine: setting the gradient seed: %w", err)
+				return nil, fmt.Errorf("engine: setting the gradient seed: %w", err)
 			}
 		}
 	}
-	prog.layouts = sc.layouts(prog.place)
+	prog.layouts = sc.layouts(everyBlock)
 	for b, l := range prog.layouts {
 		prog.bind(b, view(layout.area[b], l.elems))
 	}
@@ -246,43 +351,33 @@ func (prog *Program) loadManaged() error {
 		prog.scratch16[0] = view(layout.scratch, n)
 	}
 	mig := &deviceMigrator{dev: dev, region: region}
-	if mig.mp, err = newManagedPages(sc, prog.place, capacity, mig); err != nil {
-		return err
+	if mig.mp, err = newManagedPages(sc, pl, capacity, mig); err != nil {
+		return nil, err
 	}
-	if prog.place.AdviseHost {
+	if pl.AdviseHost {
 		mig.mp.access = func(off, n int64) error { return dev.Access(region, off, n) }
-		from := int64(capacity) * prog.place.PageSize
+		from := int64(capacity) * pl.PageSize
 		if err := dev.AdviseHost(region, from, layout.total-from); err != nil {
-			return fmt.Errorf("engine: advising the host for managed memory: %w", err)
+			return nil, fmt.Errorf("engine: advising the host for managed memory: %w", err)
 		}
 	}
-	prog.managed = mig.mp
-	return nil
+	return managedRun{mp: mig.mp}, nil
 }
 
-// managedFootprint is what a managed placement needs: on the device the
-// pages its free memory holds, at most the whole region (Window of its
-// Pages, of BlockBytes each), and in host memory the rest of the region,
-// where managed memory lives until it migrates.
-func (sc *Schedule) managedFootprint(pl Placement, deviceFree int64) Footprint {
-	m := sc.managedLayout()
+// footprint is what a managed placement needs: on the device the pages
+// its free memory holds, at most the whole region (Window of its Pages,
+// of BlockBytes each), and in host memory the rest of the region, where
+// managed memory lives until it migrates.
+func (mpl *managedPlan) footprint(deviceFree int64) Footprint {
+	pl, m := mpl.pl, mpl.sc.managedLayout()
 	capacity := m.capacity(pl.PageSize, deviceFree)
 	resident := min(m.total, int64(capacity)*pl.PageSize)
 	return Footprint{Window: capacity, Device: resident, Host: m.total - resident,
 		BlockBytes: pl.PageSize, Pages: m.pages(pl.PageSize)}
 }
 
-// Pages returns the pages of a managed placement's region: what the
-// device holds when nothing migrates.
-func (sc *Schedule) Pages(pl Placement) int {
-	if !pl.Managed {
-		return 0
-	}
-	return sc.managedLayout().pages(pl.PageSize)
-}
-
-// pageCounter is the managed dry run's stepper and page mover: it walks
-// the page touches a Program makes and counts the migrations.
+// pageCounter is the managed dry run's page mover: it counts the
+// migrations of the page touches a Program makes.
 type pageCounter struct {
 	*managedPages
 	n Copies
@@ -300,25 +395,27 @@ func (k *pageCounter) MigrateOut(page int) error {
 	return nil
 }
 
-func (k *pageCounter) execute(si int, _ bool) error { return k.step(si) }
-func (k *pageCounter) update(b int) error           { return k.managedPages.update(b) }
-func (k *pageCounter) hostUpdate(int) error {
-	return errors.New("engine: a host update under a managed placement")
-}
+// idle is the dry runs' stepper where the hooks do all the counting: it
+// runs nothing.
+type idle struct{}
 
-// managedCopies counts the migrations of one epoch of batches Runs in
-// steady state (the second after Load) on a device holding capacity pages.
-func (sc *Schedule) managedCopies(pl Placement, capacity, batches int) (Copies, error) {
+func (idle) execute(int, bool) error { return nil }
+func (idle) update(int) error        { return nil }
+
+// moves counts the migrations of one epoch of batches Runs in steady
+// state (the second after Load) on a device holding capacity pages.
+func (mpl *managedPlan) moves(capacity, batches int) (Copies, error) {
 	k := &pageCounter{}
 	var err error
-	if k.managedPages, err = newManagedPages(sc, pl, capacity, k); err != nil {
+	if k.managedPages, err = newManagedPages(mpl.sc, mpl.pl, capacity, k); err != nil {
 		return Copies{}, err
 	}
 	k.access = func(_, n int64) error { k.n.RemoteBytes += n; return nil }
+	hooks := managedRun{mp: k.managedPages}
 	for range 2 { // the second epoch is counted
 		k.n = Copies{}
 		for range batches {
-			if err := sc.walk(nil, k); err != nil {
+			if err := mpl.sc.walk(hooks, idle{}); err != nil {
 				return Copies{}, err
 			}
 		}

@@ -28,7 +28,7 @@ func TestManagedMatchesResident(t *testing.T) {
 		for _, train := range []bool{true, false} {
 			for _, advise := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%T/train=%v/advise-host=%v", c, train, advise), func(t *testing.T) {
-					checkManaged(t, c, train, engine.Placement{Managed: true, PageSize: page, AdviseHost: advise})
+					checkManaged(t, c, train, engine.Managed{PageSize: page, AdviseHost: advise})
 				})
 			}
 		}
@@ -38,13 +38,13 @@ func TestManagedMatchesResident(t *testing.T) {
 // checkManaged runs two epochs of c under the managed placement pl on a
 // device that holds a third of its pages, and resident, and compares them
 // (see TestManagedMatchesResident).
-func checkManaged(t *testing.T, c models.Config, train bool, pl engine.Placement) {
+func checkManaged(t *testing.T, c models.Config, train bool, pl engine.Managed) {
 	feed := models.FeedOf(c)
 	perEpoch := feed.Samples / feed.Batch
 	resident := device.NewSim(1<<40, nil)
 	defer resident.Close()
-	want, s, m := runPlaced(t, c, train, resident, engine.Placement{}, 2*perEpoch)
-	capacity := int64(s.Pages(pl)) / 3 * pl.PageSize
+	want, s, m := runPlaced(t, c, train, resident, engine.Resident{}, 2*perEpoch)
+	capacity := int64(s.Footprint(pl, 0).Pages) / 3 * pl.PageSize
 	dev := device.NewSim(capacity, nil)
 	defer dev.Close()
 	got, _, _ := runPlaced(t, c, train, dev, pl, 2*perEpoch)
@@ -61,8 +61,8 @@ func checkManaged(t *testing.T, c models.Config, train bool, pl engine.Placement
 	if got.peak > capacity || got.peak > fp.Device {
 		t.Errorf("peak %d bytes: capacity %d, footprint %d", got.peak, capacity, fp.Device)
 	}
-	if got.window != fp.Window || fp.Window != s.Pages(pl)/3 {
-		t.Errorf("%d pages resident at most, footprint %d, want a third of %d", got.window, fp.Window, s.Pages(pl))
+	if got.window != fp.Window || fp.Window != fp.Pages/3 {
+		t.Errorf("%d pages resident at most, footprint %d, want a third of %d", got.window, fp.Window, fp.Pages)
 	}
 	dry, err := s.Copies(pl, got.window, perEpoch, []*gorgonia.Node{m.Input, m.Target})
 	if err != nil {
@@ -92,16 +92,16 @@ func TestManagedFitsMigratesNothing(t *testing.T) {
 	for _, c := range smallConfigs(t) {
 		feed := models.FeedOf(c)
 		perEpoch := feed.Samples / feed.Batch
-		pl := engine.Placement{Managed: true, PageSize: 2 << 20}
+		pl := engine.Managed{PageSize: 2 << 20}
 		dev, resident := device.NewSim(1<<30, nil), device.NewSim(1<<30, nil)
 		got, s, _ := runPlaced(t, c, true, dev, pl, 2*perEpoch)
-		want, _, _ := runPlaced(t, c, true, resident, engine.Placement{}, 2*perEpoch)
+		want, _, _ := runPlaced(t, c, true, resident, engine.Resident{}, 2*perEpoch)
 		second := func(r hybridRun) int64 { return r.stats[2*perEpoch].UploadBytes - r.stats[perEpoch].UploadBytes }
 		if second(got) != second(want) {
 			t.Errorf("%T: %d bytes up in the second epoch, the cuda mode's %d", c, second(got), second(want))
 		}
-		if fp := s.Footprint(pl, 1<<30); fp.Window != s.Pages(pl) {
-			t.Errorf("%T: %d of %d pages resident", c, fp.Window, s.Pages(pl))
+		if fp := s.Footprint(pl, 1<<30); fp.Window != fp.Pages {
+			t.Errorf("%T: %d of %d pages resident", c, fp.Window, fp.Pages)
 		}
 		dev.Close()
 		resident.Close()

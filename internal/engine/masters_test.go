@@ -25,11 +25,11 @@ func TestCloseFreesHostMasters(t *testing.T) {
 	}
 	dev := device.NewSim(1<<30, nil)
 	defer dev.Close()
-	prog, err := sched.Load(dev, Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 1, OptimizerOnHost: true}})
+	prog, err := sched.Load(dev, Paged{Cache: cache.Config{Policy: cache.Auto, Window: 1, OptimizerOnHost: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	masters := prog.res.masters
+	masters := prog.placed.(*residency).masters
 	if want := 3 * len(blocks); len(masters) != want { // a master per block, the moments of its weight and its bias
 		t.Fatalf("%d host buffers, want %d", len(masters), want)
 	}

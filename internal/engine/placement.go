@@ -1,112 +1,176 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
 	"gpuz/internal/cache"
+	"gpuz/internal/device"
 )
 
 // Placement says where a program keeps its blocks' parameters, optimizer
-// state and saved activations.
-type Placement struct {
-	// Paged keeps every block's master copy in host memory and only a
-	// window of blocks on the device (cache mode), as Cache says.
-	// Otherwise every block stays resident (cuda and cpu modes).
-	Paged bool
-	// Cache is the paged blocks' policy, window and optimizer place. Its
-	// window is raised to the schedule's MinWindow and capped at the number
-	// of paged blocks.
-	Cache cache.Config
-	// Blocks, when set, says per block (as Spec.Blocks) where the placement
-	// keeps and computes it: a hybrid placement when some block is OnHost.
-	// A Paged placement with Blocks pages only the blocks placed InCache,
-	// the others staying resident on their side. Nil keeps every block on
-	// the device, resident or (Paged) paged.
-	Blocks []Where
-	// Managed keeps every block resident in managed (unified) memory, run
-	// as the resident placement runs, the pages migrating between host
-	// and device as a kernel touches them (cache.Pages: the least
-	// recently touched page out first) when the device's free memory
-	// cannot hold them all. PageSize is the unit of migration, a power
-	// of two of at least cache.MinPageSize.
-	Managed  bool
-	PageSize int64
-	// AdviseHost, with Managed, keeps the pages that do not fit the
-	// device's free memory in host memory (their preferred location), the
-	// kernels reading and writing them there across the bus instead of
-	// migrating them: the Windows driver's fallback. The pages that fit
-	// migrate once and stay.
-	AdviseHost bool
+// state and saved activations, and what a Run does to keep them there.
+// Each way of running implements it in its own file: Resident (every
+// block resident on the device: the cuda and cpu modes), Paged (a window
+// of blocks on the device, the rest in host memory: the cache mode),
+// Hybrid (each block on the device, on the host or paged) and Managed
+// (one region of managed memory that the driver pages). A Program and
+// the dry runs (Schedule.Footprint, Copies, Timeline) ask the placement
+// alone, so a new way of running is one more implementation.
+type Placement interface {
+	// Validate reports a placement that cannot be used.
+	Validate() error
+	// Usable reports why dev cannot hold the placement, nil when it can.
+	Usable(dev device.Device) error
+	// Describe says in a few words where the placement keeps the blocks
+	// of a schedule of blocks blocks whose footprint is fp, in the form
+	// asked for.
+	Describe(fp Footprint, blocks int, form Form) string
+	// Paging returns the cache configuration of a placement that pages
+	// blocks through a window of device slots; false when it pages none.
+	Paging() (cache.Config, bool)
+	// PageBytes is the unit of migration of a placement whose pages the
+	// driver migrates (managed memory); 0 for the others.
+	PageBytes() int64
+
+	// bind lays the placement out over a schedule; an error for a
+	// placement that does not fit the schedule (a hybrid placement
+	// naming another number of blocks, a step reading both sides).
+	bind(sc *Schedule) (bound, error)
 }
 
-// Validate reports a placement that cannot be used.
-func (pl Placement) Validate() error {
-	if pl.AdviseHost && !pl.Managed {
-		return errors.New("advising the host is a managed placement's option")
-	}
-	if pl.Managed {
-		switch {
-		case pl.Paged || pl.Blocks != nil:
-			return errors.New("a managed placement keeps every block resident in managed memory: no cache policy, no per-block placement")
+// Form is the length of a placement's description.
+type Form int
+
+// The forms of Placement.Describe.
+const (
+	// Recorded is a run's record of its placement: "" for a resident
+	// one, "window 3/12" (the policy and the window of the blocks) for a
+	// paged one, the blocks' places for a hybrid one, "40/76 pages of
+	// 2 MiB" for a managed one.
+	Recorded Form = iota
+	// Long is the plan's wide table's: "all blocks resident", "window
+	// policy, 3/12 blocks, optimizer on host".
+	Long
+	// Short is the plan's narrow table's: "resident", "window 3/12".
+	Short
+)
+
+// bound is a placement laid out over a schedule: what the engine asks of
+// it, in Footprint, Load, Copies and Timeline.
+type bound interface {
+	// sides is where every step runs and every value lives.
+	sides() sides
+	// footprint is what the placement needs (Schedule.Footprint).
+	footprint(deviceFree int64) Footprint
+	// load allocates what a Program keeps under the placement and binds
+	// its values; it returns the hooks the Program's Runs call.
+	load(prog *Program) (placed, error)
+	// moves counts the copies the placement makes in one steady-state
+	// epoch of batches Runs beyond the inputs and the crossings (the
+	// blocks paged, the pages migrated), on a window of window blocks or
+	// pages.
+	moves(window, batches int) (Copies, error)
+	// timeline is Schedule.Timeline's.
+	timeline(window int) ([]StepMemory, error)
+}
+
+// placed is a placement loaded in a Program: the hooks a Run calls
+// around its steps and updates (runHooks, which the dry runs walk too),
+// and what reading, setting and closing the Program ask of it.
+type placed interface {
+	runHooks
+	// stage returns the buffer a step writes saved value v into when v's
+	// block is paged out; unstage copies it from there to the block's
+	// master.
+	stage(v int) device.Buffer
+	unstage(v int, staged device.Buffer) error
+	// setParam sets parameter value v where the placement keeps it
+	// apart from its device buffer, reporting whether it did; readParam
+	// reads a parameter that has no device buffer now.
+	setParam(v int, data []float32) (bool, error)
+	readParam(v int) ([]float32, error)
+	// window is the blocks (or pages) resident at most.
+	window() int
+	// free releases what the placement holds apart from the Program's
+	// buffers.
+	free()
+}
+
+// runHooks is what a placement does around one Run's compute steps and
+// updates: a paged placement's pager makes each step's blocks resident,
+// a managed placement touches the pages a kernel reads and writes, a
+// resident placement does nothing. Schedule.walk calls them.
+type runHooks interface {
+	// begin starts a Run.
+	begin()
+	// beforeStep prepares compute step si; staged says that its output
+	// is a saved value of a paged-out block, written through staging.
+	beforeStep(si int) (staged bool, err error)
+	// executed marks step si done.
+	executed(si int)
+	// update runs update u through st.
+	update(u update, st stepper) error
+	// afterStep follows step si and its updates.
+	afterStep(si int) error
+}
+
+// stepper does the work of a Run that walk goes through.
+type stepper interface {
+	// execute runs compute step si; staged says that its output is a
+	// saved value of a paged-out block, written through the staging
+	// buffer.
+	execute(si int, staged bool) error
+	// update clips and updates block b where it lives.
+	update(b int) error
+}
+
+// walk goes through one Run of the schedule: every compute step, with the
+// updates that follow it, under a placement's hooks. A Program and the
+// dry runs both walk, so that they make the same decisions.
+func (sc *Schedule) walk(h runHooks, st stepper) error {
+	next := 0 // next update to run
+	h.begin()
+	for si := range sc.steps {
+		staged, err := h.beforeStep(si)
+		if err != nil {
+			return err
 		}
-		return cache.CheckPageSize(pl.PageSize)
-	}
-	cached := slices.Contains(pl.Blocks, InCache)
-	if cached && !pl.Paged {
-		return fmt.Errorf("placement %s pages blocks but names no cache policy", PlaceText(pl.Blocks))
-	}
-	if pl.Paged && pl.Blocks != nil && !cached {
-		return fmt.Errorf("%s policy: placement %s pages no block (want some cache: blocks)", pl.Cache.Policy, PlaceText(pl.Blocks))
-	}
-	if !pl.Paged {
-		return nil
-	}
-	return pl.Cache.Validate()
-}
-
-// momentsInArea reports whether Adam's moments of block b sit in its area
-// and travel with it: resident blocks and the paged ones under a policy
-// that pages them (window-paged, auto with the optimizer on the device).
-// Under the window policy a paged block's moments are resident on the
-// device apart from the areas, and with the optimizer on the host they
-// stay in host memory.
-func (pl Placement) momentsInArea(b int) bool {
-	return !pl.pagedBlock(b) || pl.Cache.Moments() == cache.MomentsWithBlock
-}
-
-// momentsResident reports whether a paged placement keeps block b's Adam
-// moments on the device for the whole run, outside the window (the window
-// policy).
-func (pl Placement) momentsResident(b int) bool {
-	return pl.pagedBlock(b) && pl.Cache.Moments() == cache.MomentsOnDevice
-}
-
-// pagedBlocks counts the blocks the cache of pl pages.
-func (sc *Schedule) pagedBlocks(pl Placement) int {
-	n := 0
-	for b := range sc.spec.Blocks {
-		if pl.pagedBlock(b) {
-			n++
+		if err := st.execute(si, staged); err != nil {
+			return err
 		}
-	}
-	return n
-}
-
-// pagedNeeds returns, per step, the blocks of sc.needs that pl pages: what
-// the cache makes resident.
-func (sc *Schedule) pagedNeeds(pl Placement) [][]int {
-	out := make([][]int, len(sc.needs))
-	for si, need := range sc.needs {
-		for _, b := range need {
-			if pl.pagedBlock(b) {
-				out[si] = append(out[si], b)
+		h.executed(si)
+		for ; next < len(sc.updates) && sc.updates[next].after == si; next++ {
+			if err := h.update(sc.updates[next], st); err != nil {
+				return err
 			}
 		}
+		if err := h.afterStep(si); err != nil {
+			return err
+		}
 	}
-	return out
+	return nil
 }
+
+// stays is the hooks of a placement that keeps every block where it was
+// loaded: a Run runs each step and update as they come.
+type stays struct{ blocks int }
+
+func (stays) begin()                                {}
+func (stays) beforeStep(int) (bool, error)          { return false, nil }
+func (stays) executed(int)                          {}
+func (stays) update(u update, st stepper) error     { return st.update(u.block) }
+func (stays) afterStep(int) error                   { return nil }
+func (stays) stage(int) device.Buffer               { return nil }
+func (stays) setParam(int, []float32) (bool, error) { return false, nil }
+func (s stays) window() int                         { return s.blocks }
+func (stays) free()                                 {}
+func (stays) unstage(v int, _ device.Buffer) error  { return errNotPaged }
+func (stays) readParam(v int) ([]float32, error)    { return nil, errNotPaged }
+
+// errNotPaged is what a placement that pages nothing says when asked for
+// a paged-out value: a bug in the engine.
+var errNotPaged = fmt.Errorf("engine: the placement pages no block")
 
 // layout is where each member of a block sits in the block's area, in
 // elements from the area's start.
@@ -142,8 +206,8 @@ func (sc *Schedule) offsetInArea(ls []layout, v int) int {
 }
 
 // layouts lays out every block's area: parameters, then their moments when
-// they travel with the block, then saved activations.
-func (sc *Schedule) layouts(pl Placement) []layout {
+// they travel with the block (momentsInArea), then saved activations.
+func (sc *Schedule) layouts(momentsInArea func(b int) bool) []layout {
 	out := make([]layout, len(sc.spec.Blocks))
 	for i, pv := range sc.params {
 		b := sc.values[pv].block
@@ -155,7 +219,7 @@ func (sc *Schedule) layouts(pl Placement) []layout {
 			l.offsets = append(l.offsets, l.elems)
 			l.elems += sc.values[sc.params[i]].elems
 		}
-		if sc.spec.Train && pl.momentsInArea(b) {
+		if sc.spec.Train && momentsInArea(b) {
 			for _, i := range l.params {
 				n := sc.count(sc.params[i])
 				l.moments = append(l.moments, [2]int{l.elems, l.elems + n})
@@ -174,6 +238,10 @@ func (sc *Schedule) layouts(pl Placement) []layout {
 	return out
 }
 
+// everyBlock is a layout's momentsInArea where every block's moments
+// travel with it.
+func everyBlock(int) bool { return true }
+
 // Footprint is the memory a placement of a schedule needs, in bytes.
 type Footprint struct {
 	Window int   // blocks resident at most
@@ -189,65 +257,26 @@ type Footprint struct {
 }
 
 // Footprint computes what pl needs, before anything is allocated. For an
-// auto policy with no fixed window, deviceFree sizes the window.
+// auto policy with no fixed window, deviceFree sizes the window. A
+// placement that does not fit the schedule (Load reports why) is counted
+// as if every block were resident.
 func (sc *Schedule) Footprint(pl Placement, deviceFree int64) Footprint {
-	if pl.Managed {
-		return sc.managedFootprint(pl, deviceFree)
+	b, err := pl.bind(sc)
+	if err != nil {
+		b, _ = Resident{}.bind(sc) // binds every schedule
 	}
-	b := sc.Bytes()
-	ls := sc.layouts(pl)
-	var all, largest int64
-	for _, l := range ls {
-		all += 4 * int64(l.elems)
-		largest = max(largest, 4*int64(l.elems))
-	}
-	s, err := sc.sides(pl)
-	if err != nil { // Load reports it; with no sides, all on the device
-		return Footprint{Window: len(ls), Device: all + b.Inputs + b.Arena, BlockBytes: largest}
-	}
-	// The resident blocks' areas, the arenas, inputs and crossing copies,
-	// each on its side; the paged blocks' areas count below.
-	resident := slices.Clone(ls)
-	var paged, slot, optimizer int64
-	for blk, l := range ls {
-		if !pl.pagedBlock(blk) {
-			continue
-		}
-		resident[blk].elems = 0
-		paged += 4 * int64(l.elems)
-		slot = max(slot, 4*int64(l.elems))
-		for _, i := range l.params {
-			optimizer += 4 * int64(sc.stateElems(i))
-		}
-	}
-	dev, host := sc.sideBytes(s, resident)
-	if !pl.Paged {
-		return Footprint{Window: len(ls), Device: dev, Host: host, BlockBytes: largest}
-	}
-	fixed := dev + 4*int64(sc.largestSaved()) // the staging buffer
-	if sc.spec.Train && pl.Cache.Moments() == cache.MomentsOnDevice {
-		fixed += optimizer // the paged blocks' moments, resident for the run
-	}
-	window := sc.window(pl, deviceFree, fixed, slot)
-	f := Footprint{Window: window, Device: int64(window)*slot + fixed, Host: host + paged, BlockBytes: slot}
-	if sc.spec.Train && pl.Cache.Moments() == cache.MomentsOnHost {
-		f.Host += optimizer
-	}
-	return f
+	return b.footprint(deviceFree)
 }
 
-// givenWindow is a paged placement's window of window blocks as Load
-// makes it: raised to the most paged blocks one step needs and capped at
-// the paged blocks; an error for a window of no block.
-func (sc *Schedule) givenWindow(pl Placement, window int) (int, error) {
-	if window <= 0 {
-		return 0, fmt.Errorf("engine: a window of %d blocks", window)
+// bindValid validates pl and binds it to the schedule, the errors
+// wrapped as the engine's.
+func (sc *Schedule) bindValid(pl Placement) (bound, error) {
+	if err := pl.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
 	}
-	return min(max(window, sc.cacheRun(pl).MinWindow()), sc.pagedBlocks(pl)), nil
-}
-
-// window returns the number of resident blocks of a paged placement: at
-// least the most paged blocks one step needs, at most the paged blocks.
-func (sc *Schedule) window(pl Placement, deviceFree, fixed, slotBytes int64) int {
-	return pl.Cache.Slots(deviceFree, fixed, slotBytes, sc.cacheRun(pl).MinWindow(), sc.pagedBlocks(pl))
+	b, err := pl.bind(sc)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	return b, nil
 }

@@ -104,7 +104,7 @@ func runOp(t *testing.T, tc opCase, prec levers.Precision) (float32, [][]float32
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := sc.Load(device.NewHost(), Placement{})
+	prog, err := sc.Load(device.NewHost(), Resident{})
 	if err != nil {
 		t.Fatal(err)
 	}

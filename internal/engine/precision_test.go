@@ -91,7 +91,7 @@ func TestLossScaleMoves(t *testing.T) {
 // halves; at a scale that fits, the next step updates them.
 func TestFP16OverflowSkipsTheStep(t *testing.T) {
 	sc := compilePrecision(t, handModels[0], levers.FP16)
-	prog, err := sc.Load(device.NewHost(), Placement{})
+	prog, err := sc.Load(device.NewHost(), Resident{})
 	if err != nil {
 		t.Fatal(err)
 	}

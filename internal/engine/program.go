@@ -26,14 +26,14 @@ type boundStep struct {
 }
 
 // Program is a Schedule loaded on a device: every buffer it needs is allocated
-// once, and each Run reuses them. A paged program also keeps every block's
-// master copy in host memory and moves blocks in and out of a window of
-// device slots as its placement's policy decides.
+// once, and each Run reuses them. What its placement keeps apart from the
+// buffers (a paged placement's host masters and window, a managed one's
+// pages) is the placement's: the Program calls its hooks.
 type Program struct {
 	sched   *Schedule
 	dev     device.Device
 	k       device.Kernels
-	place   Placement
+	placed  placed          // the placement's hooks
 	buffers []device.Buffer // per value: its own buffer, a view of its slot or its block's area, nil while paged out
 	moments [][2]device.Buffer
 	// masters holds each 16-bit parameter's float32 master where its
@@ -62,9 +62,6 @@ type Program struct {
 	adamSteps []int // Adam steps taken, per block
 	scratch   []float32
 	layouts   []layout
-	res       *residency // nil when every block stays resident
-	// managed is a managed placement's page residency, nil otherwise.
-	managed *managedPages
 	// gradSquares holds each parameter's gradient's sum of squares,
 	// computed right after the gradient, while it is still in cache.
 	gradSquares []float64
@@ -73,15 +70,12 @@ type Program struct {
 // Load allocates the schedule's memory on dev for a placement. On error,
 // including the device running out of memory, nothing stays allocated.
 func (sc *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err error) {
-	if err := pl.Validate(); err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
-	}
-	sides, err := sc.sides(pl)
+	bd, err := sc.bindValid(pl)
 	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, err
 	}
 	host := device.NewHost()
-	prog = &Program{sched: sc, dev: dev, k: dev.Kernels(), place: pl, host: host, hk: host.Kernels(), sides: sides,
+	prog = &Program{sched: sc, dev: dev, k: dev.Kernels(), placed: stays{}, host: host, hk: host.Kernels(), sides: bd.sides(),
 		buffers: make([]device.Buffer, len(sc.values)), mirrors: make([]device.Buffer, len(sc.values)), moments: make([][2]device.Buffer, len(sc.params)),
 		masters: make([]device.Buffer, len(sc.params)), loss: newLossScale(), seedScale: 1,
 		adamSteps: make([]int, len(sc.spec.Blocks)), scratch: make([]float32, 1),
@@ -92,80 +86,9 @@ func (sc *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err er
 			loading.Close()
 		}
 	}()
-	if pl.Managed {
-		if err := prog.loadManaged(); err != nil {
-			return nil, err
-		}
-		return prog.bindSteps()
-	}
-	for i, v := range sc.values {
-		if v.kind != kindInput && v.kind != kindSeed {
-			continue
-		}
-		if prog.buffers[i], err = prog.allocOn(sides.valueHost[i], v.elems); err != nil {
-			return nil, fmt.Errorf("engine: allocating %s: %w", v.node.Name(), err)
-		}
-		if v.kind == kindSeed {
-			if err := prog.on(sides.valueHost[i]).Upload(prog.buffers[i], []float32{1}); err != nil {
-				return nil, fmt.Errorf("engine: setting the gradient seed: %w", err)
-			}
-		}
-	}
-	var slots [2][]device.Buffer // each side's arena
-	for side, sizes := range sides.slots {
-		for _, n := range sizes {
-			buf, err := prog.allocOn(side == 1, n)
-			if err != nil {
-				return nil, fmt.Errorf("engine: allocating activations: %w", err)
-			}
-			slots[side] = append(slots[side], buf)
-		}
-	}
-	for side := range prog.scratch16 {
-		n := sc.scratchFor(func(si int) bool { return sides.stepHost[si] == (side == 1) })
-		if n == 0 {
-			continue
-		}
-		if prog.scratch16[side], err = prog.allocOn(side == 1, n); err != nil {
-			return nil, fmt.Errorf("engine: allocating the 16-bit conversions' scratch: %w", err)
-		}
-	}
-	for i, v := range sc.values {
-		if v.kind == kindTemporary {
-			side := 0
-			if sides.valueHost[i] {
-				side = 1
-			}
-			prog.buffers[i] = prog.on(side == 1).View(slots[side][sides.slot[i]], 0, v.elems)
-		}
-	}
-	for i, v := range sc.values {
-		if sides.mirrored[i] {
-			if prog.mirrors[i], err = prog.allocOn(!sides.valueHost[i], v.elems); err != nil {
-				return nil, fmt.Errorf("engine: allocating the copy of %s: %w", v.node.Name(), err)
-			}
-		}
-	}
-	prog.layouts = sc.layouts(pl)
-	if sc.spec.Train {
-		if err := prog.allocMoments(); err != nil {
-			return nil, err
-		}
-	}
-	for b, l := range prog.layouts {
-		if pl.pagedBlock(b) {
-			continue
-		}
-		area, err := prog.allocOn(sides.blockHost[b], l.elems)
-		if err != nil {
-			return nil, fmt.Errorf("engine: allocating block %s: %w", sc.spec.Blocks[b].Name, err)
-		}
-		prog.bind(b, area)
-	}
-	if pl.Paged {
-		if prog.res, err = prog.newResidency(); err != nil {
-			return nil, err
-		}
+	if prog.placed, err = bd.load(prog); err != nil {
+		prog.placed = stays{}
+		return nil, err
 	}
 	return prog.bindSteps()
 }
@@ -183,30 +106,6 @@ func (prog *Program) bindSteps() (*Program, error) {
 		prog.steps[i] = b
 	}
 	return prog, nil
-}
-
-// allocMoments allocates the Adam moments of every parameter of a block
-// that the placement keeps resident on the device apart from its area, for
-// the whole run (a paged block under the window policy: DictCache's
-// optimizers create their state on the GPU and it never moves). Alloc
-// zeroes them, as Adam starts.
-func (prog *Program) allocMoments() error {
-	sc := prog.sched
-	for i, pv := range sc.params {
-		if !prog.place.momentsResident(sc.values[pv].block) {
-			continue
-		}
-		n := sc.count(pv)
-		buf, err := prog.alloc(sc.stateElems(i))
-		if err != nil {
-			return fmt.Errorf("engine: allocating the optimizer state of %s: %w", sc.values[pv].node.Name(), err)
-		}
-		prog.moments[i] = [2]device.Buffer{prog.dev.View(buf, 0, n), prog.dev.View(buf, n, n)}
-		if sc.values[pv].half {
-			prog.masters[i] = prog.dev.View(buf, 2*n, n)
-		}
-	}
-	return nil
 }
 
 // alloc allocates a buffer that Close frees.
@@ -277,8 +176,7 @@ func (prog *Program) unbind(b int) {
 	}
 }
 
-// Close frees the program's device memory and a paged program's host
-// masters.
+// Close frees the program's memory and what its placement holds.
 func (prog *Program) Close() {
 	for _, b := range prog.owned {
 		prog.dev.Free(b)
@@ -286,9 +184,7 @@ func (prog *Program) Close() {
 	for _, b := range prog.hostOwned {
 		prog.host.Free(b)
 	}
-	if prog.res != nil {
-		prog.res.free()
-	}
+	prog.placed.free()
 	prog.owned, prog.hostOwned = nil, nil
 }
 
@@ -298,8 +194,8 @@ func (prog *Program) SetInput(n *gorgonia.Node, data []float32) error {
 	if !ok || prog.sched.values[i].kind == kindTemporary || prog.sched.values[i].kind == kindSeed {
 		return fmt.Errorf("engine: %s is not an input or parameter of the program", n.Name())
 	}
-	if v := prog.sched.values[i]; prog.res != nil && v.kind == kindParam && prog.place.pagedBlock(v.block) {
-		if err := prog.res.setParam(i, data); err != nil {
+	if set, err := prog.placed.setParam(i, data); set || err != nil {
+		if err != nil {
 			return fmt.Errorf("engine: setting %s: %w", n.Name(), err)
 		}
 		return nil
@@ -339,7 +235,7 @@ func (prog *Program) Read(n *gorgonia.Node) ([]float32, error) {
 		return nil, fmt.Errorf("engine: %s is not an input or parameter of the program", n.Name())
 	}
 	if prog.buffers[i] == nil { // a paged-out parameter: its host master is current
-		return prog.res.readParam(i)
+		return prog.placed.readParam(i)
 	}
 	if m := prog.masterOf(i); m != nil { // a 16-bit parameter's float32 master
 		out := make([]float32, prog.sched.count(i))
@@ -393,15 +289,11 @@ func (prog *Program) download(i int) ([]float32, error) {
 // training, the backward pass with each block's update as soon as its
 // gradients are final. It returns the output scalar.
 func (prog *Program) Run() (float32, error) {
-	var c *pager
-	if prog.res != nil {
-		c = prog.res.pager
-	}
 	if err := prog.scaleSeed(); err != nil {
 		return 0, err
 	}
 	prog.overflowed = false
-	if err := prog.sched.walk(c, programSteps{prog}); err != nil {
+	if err := prog.sched.walk(prog.placed, programSteps{prog}); err != nil {
 		return 0, err
 	}
 	if prog.scalesLoss() {
@@ -413,79 +305,6 @@ func (prog *Program) Run() (float32, error) {
 	return prog.scratch[0], nil
 }
 
-// stepper does the work of a Run that walk goes through.
-type stepper interface {
-	// execute runs compute step si; staged says that its output is a saved
-	// value of a paged-out block, written through the staging buffer.
-	execute(si int, staged bool) error
-	// update clips and updates block b on the device.
-	update(b int) error
-	// hostUpdate copies block b's gradients to the host and updates its
-	// master there (the optimizer on the host).
-	hostUpdate(b int) error
-}
-
-// walk goes through one Run of the schedule: every compute step, with
-// the updates that follow it, under a paged placement's pager (nil when
-// every block is resident), whose cache makes each step's blocks resident
-// before it and may load ahead after it. A Program and the dry run of
-// Copies both walk, so that they make the same decisions.
-func (sc *Schedule) walk(c *pager, st stepper) error {
-	next := 0 // next update to run
-	if c != nil {
-		c.done = -1
-	}
-	for si, s := range sc.steps {
-		staged := false
-		if c != nil {
-			if err := c.Before(si); err != nil {
-				return err
-			}
-			staged = c.pagedOut(s.out)
-		}
-		if err := st.execute(si, staged); err != nil {
-			return err
-		}
-		if c != nil {
-			c.done = si
-		}
-		for ; next < len(sc.updates) && sc.updates[next].after == si; next++ {
-			if err := sc.walkUpdate(c, st, sc.updates[next]); err != nil {
-				return err
-			}
-		}
-		if c != nil {
-			if err := c.After(si); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// walkUpdate runs update u of block b: a block the cache does not page on
-// its side; a paged one on the host when the placement keeps the
-// optimizer there, dropping the now stale device copy, otherwise on the
-// device, with the block made resident first and marked changed.
-func (sc *Schedule) walkUpdate(c *pager, st stepper, u update) error {
-	b := u.block
-	if c != nil && !c.place.pagedBlock(b) {
-		return st.update(b)
-	}
-	if c != nil && c.place.Cache.OptimizerOnHost {
-		if err := st.hostUpdate(b); err != nil {
-			return err
-		}
-		return c.Drop(b)
-	}
-	if c != nil {
-		if err := c.Update(b, u.after); err != nil {
-			return err
-		}
-	}
-	return st.update(b)
-}
-
 // programSteps is a Program's stepper: it runs the kernels and copies.
 type programSteps struct{ prog *Program }
 
@@ -494,11 +313,6 @@ type programSteps struct{ prog *Program }
 func (ps programSteps) execute(si int, staged bool) error {
 	prog := ps.prog
 	s := prog.steps[si]
-	if prog.managed != nil {
-		if err := prog.managed.step(si); err != nil {
-			return err
-		}
-	}
 	if err := prog.execute(si, staged); err != nil {
 		return err
 	}
@@ -513,18 +327,8 @@ func (ps programSteps) execute(si int, staged bool) error {
 	return nil
 }
 
-// update runs block b's update, its pages touched first under a managed
-// placement.
-func (ps programSteps) update(b int) error {
-	if ps.prog.managed != nil {
-		if err := ps.prog.managed.update(b); err != nil {
-			return err
-		}
-	}
-	return ps.prog.update(b)
-}
-
-func (ps programSteps) hostUpdate(b int) error { return ps.prog.res.updateOnHost(b) }
+// update runs block b's update.
+func (ps programSteps) update(b int) error { return ps.prog.update(b) }
 
 // kernelsOn returns the host's kernels when onHost is set, else the
 // device's.
@@ -554,7 +358,7 @@ func (prog *Program) execute(si int, staged bool) error {
 	case sd.after[si]: // staged too: copied from the mirror to the staging buffer
 		out = prog.mirrors[s.out]
 	case staged:
-		out = prog.res.stageOutput(s.out)
+		out = prog.placed.stage(s.out)
 	}
 	args := s.argBuffers
 	for j, a := range s.args {
@@ -601,13 +405,13 @@ func (prog *Program) execute(si int, staged bool) error {
 	case staged && sd.after[si]:
 		// Computed on the host for a paged-out block on the device: the
 		// crossing upload goes to the staging buffer, on to the master.
-		stage := prog.res.stageOutput(s.out)
+		stage := prog.placed.stage(s.out)
 		if err := prog.dev.Upload(stage, device.Floats(out)); err != nil {
 			return fmt.Errorf("engine: copying %s to the device: %w", prog.sched.values[s.out].node.Name(), err)
 		}
-		return prog.res.unstage(s.out, stage)
+		return prog.placed.unstage(s.out, stage)
 	case staged:
-		return prog.res.unstage(s.out, out)
+		return prog.placed.unstage(s.out, out)
 	case sd.after[si]:
 		return prog.crossCopy(s.out, false)
 	}
@@ -647,13 +451,6 @@ func (prog *Program) update(b int) error {
 	return nil
 }
 
-// Window returns the number of blocks the program keeps resident at most.
-func (prog *Program) Window() int {
-	if prog.managed != nil {
-		return prog.managed.Capacity()
-	}
-	if prog.res == nil {
-		return len(prog.layouts)
-	}
-	return prog.res.Window()
-}
+// Window returns the number of blocks (a managed placement: pages) the
+// program keeps resident at most.
+func (prog *Program) Window() int { return prog.placed.window() }

@@ -139,7 +139,7 @@ func TestRecomputeCopiesByHand(t *testing.T) {
 		{cache.Auto, Copies{UploadBytes: 1984, DownloadBytes: 1512, OverlapBytes: 1984, Count: 2 * (25 + 20)}},
 	}
 	for _, tc := range cases {
-		pl := Placement{Paged: true, Cache: cache.Config{Policy: tc.policy, Window: 1}}
+		pl := Paged{Cache: cache.Config{Policy: tc.policy, Window: 1}}
 		c, err := sc.Copies(pl, 1, 2, []*gorgonia.Node{})
 		if err != nil {
 			t.Fatal(err)

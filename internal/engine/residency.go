@@ -40,74 +40,91 @@ type residency struct {
 // values in the blocks. The same pager, driven by the same walk, runs a
 // Program (residency copies the blocks) and the dry run of
 // Schedule.Copies (copyCounter counts them), so the counted copies are the
-// ones a program makes.
+// ones a program makes. It is the walk's runHooks.
 type pager struct {
 	*cache.Cache
+	plan    *blockPlan
 	sched   *Schedule
-	place   Placement
 	layouts []layout
 	done    int // last step executed in this Run, -1 before the first
+	// updateOnHost updates a paged block on the host, when the policy
+	// keeps the optimizer there.
+	updateOnHost func(b int) error
 }
 
-// newPager returns an empty window of the given slots over the blocks pl
-// pages, laid out as layouts, with m carrying out the cache's decisions.
-func newPager(sc *Schedule, pl Placement, layouts []layout, window int, m cache.Mover) (*pager, error) {
-	c, err := cache.New(pl.Cache, sc.cacheRun(pl), window, m)
+// newPager returns an empty window of the given slots over the blocks bp
+// pages, with m carrying out the cache's decisions and onHost updating a
+// block on the host.
+func (bp *blockPlan) newPager(window int, m cache.Mover, onHost func(b int) error) (*pager, error) {
+	c, err := cache.New(bp.cache, bp.cacheRun(), window, m)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	return &pager{Cache: c, sched: sc, place: pl, layouts: layouts, done: -1}, nil
+	return &pager{Cache: c, plan: bp, sched: bp.sc, layouts: bp.ls, done: -1, updateOnHost: onHost}, nil
 }
 
-// cacheRun describes one Run to the cache of pl: per step the blocks it
-// pages among those the step needs (the others are resident), the paged
-// blocks' updates and the passes' orders of the paged blocks.
-func (sc *Schedule) cacheRun(pl Placement) cache.Run {
-	run := cache.Run{Blocks: len(sc.spec.Blocks), Steps: make([]cache.Step, len(sc.steps))}
-	for si, need := range sc.pagedNeeds(pl) {
-		run.Steps[si] = cache.Step{Needs: need, Backward: sc.steps[si].backward}
+func (c *pager) begin() { c.done = -1 }
+
+// beforeStep makes step si's paged blocks resident; its output is staged
+// when it is a saved value of a paged-out block.
+func (c *pager) beforeStep(si int) (bool, error) {
+	if err := c.Before(si); err != nil {
+		return false, err
 	}
-	for _, u := range sc.updates {
-		if pl.pagedBlock(u.block) {
-			run.Updates = append(run.Updates, cache.Update{Block: u.block, After: u.after})
-		}
-	}
-	for pass, order := range sc.order {
-		for _, b := range order {
-			if pl.pagedBlock(b) {
-				run.Order[pass] = append(run.Order[pass], b)
-			}
-		}
-	}
-	return run
+	return c.pagedOut(c.sched.steps[si].out), nil
 }
+
+func (c *pager) executed(si int) { c.done = si }
+
+// update runs update u of block b: a block the cache does not page on its
+// side; a paged one on the host when the policy keeps the optimizer
+// there, dropping the now stale device copy, otherwise on the device,
+// with the block made resident first and marked changed.
+func (c *pager) update(u update, st stepper) error {
+	b := u.block
+	if !c.plan.paged(b) {
+		return st.update(b)
+	}
+	if c.plan.cache.OptimizerOnHost {
+		if err := c.updateOnHost(b); err != nil {
+			return err
+		}
+		return c.Drop(b)
+	}
+	if err := c.Update(b, u.after); err != nil {
+		return err
+	}
+	return st.update(b)
+}
+
+func (c *pager) afterStep(si int) error { return c.After(si) }
 
 // newResidency sizes the window, allocates its slots on the device and the
 // master copies on the host. On error the host memory it took is freed;
 // the device slots are the program's, which Close frees.
-func (prog *Program) newResidency() (res *residency, err error) {
-	sc := prog.sched
+func (bp *blockPlan) newResidency(prog *Program) (res *residency, err error) {
+	sc := bp.sc
 	free, _, err := prog.dev.MemInfo()
 	if err != nil {
 		return nil, fmt.Errorf("engine: sizing the cache window: %w", err)
 	}
 	largest := 0
-	for b, l := range prog.layouts {
-		if prog.place.pagedBlock(b) {
+	for b, l := range bp.ls {
+		if bp.paged(b) {
 			largest = max(largest, l.elems)
 		}
 	}
 	// The arena, the inputs and the resident blocks are already allocated:
 	// free is what is left for the window.
 	staging := sc.largestSaved()
-	window := sc.window(prog.place, free-4*int64(staging), 0, 4*int64(largest))
-	r := &residency{prog: prog, host: make([][]float32, len(prog.layouts))}
+	window := bp.windowFor(free-4*int64(staging), 0, 4*int64(largest))
+	r := &residency{prog: prog, host: make([][]float32, len(bp.ls))}
 	defer func() {
 		if err != nil {
 			r.free()
 		}
 	}()
-	if r.pager, err = newPager(sc, prog.place, prog.layouts, window, r); err != nil {
+	if r.pager, err = bp.newPager(window, r, r.updateOnHost); err != nil {
 		return nil, err
 	}
 	for i := range r.Window() {
@@ -122,18 +139,18 @@ func (prog *Program) newResidency() (res *residency, err error) {
 			return nil, fmt.Errorf("engine: allocating the staging buffer: %w", err)
 		}
 	}
-	for blk, l := range prog.layouts {
-		if prog.place.pagedBlock(blk) {
+	for blk, l := range bp.ls {
+		if bp.paged(blk) {
 			if r.host[blk], err = r.hostAlloc(l.elems); err != nil {
 				return nil, fmt.Errorf("engine: allocating block %s's host master: %w", sc.spec.Blocks[blk].Name, err)
 			}
 		}
 	}
-	if sc.spec.Train && prog.place.Cache.OptimizerOnHost {
+	if sc.spec.Train && bp.cache.OptimizerOnHost {
 		r.hostMoments = make([][2][]float32, len(sc.params))
 		r.hostMasters = make([][]float32, len(sc.params))
 		for i, pv := range sc.params {
-			if n := sc.count(pv); prog.place.pagedBlock(sc.values[pv].block) {
+			if n := sc.count(pv); bp.paged(sc.values[pv].block) {
 				state, err := r.hostAlloc(sc.stateElems(i))
 				if err != nil {
 					return nil, fmt.Errorf("engine: allocating the host optimizer state of %s: %w", sc.values[pv].node.Name(), err)
@@ -147,6 +164,9 @@ func (prog *Program) newResidency() (res *residency, err error) {
 	}
 	return r, nil
 }
+
+// window is the blocks the window holds.
+func (r *residency) window() int { return r.Window() }
 
 // hostAlloc returns n zeroed floats of host memory that free releases.
 func (r *residency) hostAlloc(n int) ([]float32, error) {
@@ -173,9 +193,19 @@ func (r *residency) paramPlace(valueIndex int) (block, offset int) {
 	return sc.values[valueIndex].block, sc.offsetInArea(r.prog.layouts, valueIndex)
 }
 
-// setParam writes a parameter's master copy, and its device copy when the
-// block is resident.
-func (r *residency) setParam(valueIndex int, data []float32) error {
+// setParam writes a paged parameter's master copy, and its device copy
+// when the block is resident; it reports false for the other values.
+func (r *residency) setParam(valueIndex int, data []float32) (bool, error) {
+	sc := r.prog.sched
+	if v := sc.values[valueIndex]; v.kind != kindParam || !r.plan.paged(v.block) {
+		return false, nil
+	}
+	return true, r.setMaster(valueIndex, data)
+}
+
+// setMaster writes parameter valueIndex's master copy, and its device copy
+// when the block is resident.
+func (r *residency) setMaster(valueIndex int, data []float32) error {
 	sc := r.prog.sched
 	b, off := r.paramPlace(valueIndex)
 	if n := sc.count(valueIndex); len(data) != n {
@@ -251,7 +281,7 @@ func (c *pager) live(v int) bool {
 // buffer.
 func (c *pager) pagedOut(v int) bool {
 	val := c.sched.values[v]
-	return val.kind == kindSaved && c.place.pagedBlock(val.block) && !c.Resident(val.block)
+	return val.kind == kindSaved && c.plan.paged(val.block) && !c.Resident(val.block)
 }
 
 // member is one piece of a block's area that a copy moves: parameter
@@ -391,9 +421,9 @@ func (r *residency) updateOnHost(b int) error {
 	return nil
 }
 
-// stageOutput returns the buffer a step writes a saved value into when the
+// stage returns the buffer a step writes a saved value into when the
 // value's block is paged out: a view of the staging buffer.
-func (r *residency) stageOutput(v int) device.Buffer {
+func (r *residency) stage(v int) device.Buffer {
 	return r.prog.dev.View(r.staging, 0, r.prog.sched.values[v].elems)
 }
 

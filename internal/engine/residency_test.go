@@ -86,25 +86,25 @@ func trainSmall(t *testing.T, m smallLinear, pl Placement, steps int, train bool
 func TestPagedMatchesResident(t *testing.T) {
 	m := smallLinear{batch: 2, dim: 5, layers: 8, perBlock: 2} // 4 blocks
 	for _, train := range []bool{true, false} {
-		want := trainSmall(t, m, Placement{}, 3, train)
+		want := trainSmall(t, m, Resident{}, 3, train)
 		for _, pl := range []Placement{
-			{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 2}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 3}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 9}},
-			{Paged: true, Cache: cache.Config{Policy: cache.WindowPaged, Window: 1}},
-			{Paged: true, Cache: cache.Config{Policy: cache.WindowPaged, Window: 3}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 1}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 2}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 3}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Auto}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 2, OptimizerOnHost: true}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 1, OptimizerOnHost: true}},
+			Paged{Cache: cache.Config{Policy: cache.Window, Window: 1}},
+			Paged{Cache: cache.Config{Policy: cache.Window, Window: 2}},
+			Paged{Cache: cache.Config{Policy: cache.Window, Window: 3}},
+			Paged{Cache: cache.Config{Policy: cache.Window, Window: 9}},
+			Paged{Cache: cache.Config{Policy: cache.WindowPaged, Window: 1}},
+			Paged{Cache: cache.Config{Policy: cache.WindowPaged, Window: 3}},
+			Paged{Cache: cache.Config{Policy: cache.Auto, Window: 1}},
+			Paged{Cache: cache.Config{Policy: cache.Auto, Window: 2}},
+			Paged{Cache: cache.Config{Policy: cache.Auto, Window: 3}},
+			Paged{Cache: cache.Config{Policy: cache.Auto}},
+			Paged{Cache: cache.Config{Policy: cache.Auto, Window: 2, OptimizerOnHost: true}},
+			Paged{Cache: cache.Config{Policy: cache.Auto, Window: 1, OptimizerOnHost: true}},
 		} {
-			if !train && pl.Cache.OptimizerOnHost {
+			if !train && cacheOf(pl).OptimizerOnHost {
 				continue
 			}
-			t.Run(fmt.Sprintf("train=%v/%s-%d/host-optimizer=%v", train, pl.Cache.Policy, pl.Cache.Window, pl.Cache.OptimizerOnHost), func(t *testing.T) {
+			t.Run(fmt.Sprintf("train=%v/%s-%d/host-optimizer=%v", train, cacheOf(pl).Policy, cacheOf(pl).Window, cacheOf(pl).OptimizerOnHost), func(t *testing.T) {
 				got := trainSmall(t, m, pl, 3, train)
 				for i := range want.losses {
 					if got.losses[i] != want.losses[i] {
@@ -191,7 +191,7 @@ func TestWindowTransfersByHand(t *testing.T) {
 		{"paged train 1", cache.WindowPaged, 1, 1, true, 5*720 + 40 + 40 + 160 + 120, 40 + 840 + 40 + 880 + 720 + 720 + 4, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := trainSmall(t, m, Placement{Paged: true, Cache: cache.Config{Policy: tc.policy, Window: tc.window}}, tc.runs, tc.train)
+			got := trainSmall(t, m, Paged{Cache: cache.Config{Policy: tc.policy, Window: tc.window}}, tc.runs, tc.train)
 			if got.window != tc.effectiveWindow {
 				t.Errorf("window %d, want %d", got.window, tc.effectiveWindow)
 			}
@@ -218,8 +218,8 @@ func TestLoadOutOfMemoryFreesEverything(t *testing.T) {
 		capacity int64
 		pl       Placement
 	}{
-		{"resident", 2000, Placement{}},
-		{"paged window 1", 1000, Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}}},
+		{"resident", 2000, Resident{}},
+		{"paged window 1", 1000, Paged{Cache: cache.Config{Policy: cache.Window, Window: 1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dev := device.NewSim(tc.capacity, nil)
@@ -242,12 +242,12 @@ func TestFootprintIsMeasuredPeak(t *testing.T) {
 	m := smallLinear{batch: 2, dim: 5, layers: 6, perBlock: 2}
 	for _, train := range []bool{true, false} {
 		for _, pl := range []Placement{
-			{},
-			{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 2}},
-			{Paged: true, Cache: cache.Config{Policy: cache.WindowPaged, Window: 2}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 2}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Auto, OptimizerOnHost: train}},
+			Resident{},
+			Paged{Cache: cache.Config{Policy: cache.Window, Window: 1}},
+			Paged{Cache: cache.Config{Policy: cache.Window, Window: 2}},
+			Paged{Cache: cache.Config{Policy: cache.WindowPaged, Window: 2}},
+			Paged{Cache: cache.Config{Policy: cache.Auto, Window: 2}},
+			Paged{Cache: cache.Config{Policy: cache.Auto, OptimizerOnHost: train}},
 		} {
 			_, x, target, loss, blocks, _, _ := m.buildProject()
 			sched, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: train,
@@ -290,8 +290,8 @@ func TestAutoCopiesNoMoreThanWindow(t *testing.T) {
 	m := smallLinear{batch: 2, dim: 5, layers: 12, perBlock: 1} // 12 blocks
 	for _, train := range []bool{true, false} {
 		for window := 1; window <= 12; window++ {
-			win := trainSmall(t, m, Placement{Paged: true, Cache: cache.Config{Policy: cache.WindowPaged, Window: window}}, 3, train)
-			auto := trainSmall(t, m, Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: window}}, 3, train)
+			win := trainSmall(t, m, Paged{Cache: cache.Config{Policy: cache.WindowPaged, Window: window}}, 3, train)
+			auto := trainSmall(t, m, Paged{Cache: cache.Config{Policy: cache.Auto, Window: window}}, 3, train)
 			if auto.uploads > win.uploads {
 				t.Errorf("train=%v window %d: auto copied %d B up, the window-paged policy %d B", train, window, auto.uploads, win.uploads)
 			}
@@ -306,4 +306,16 @@ func TestAutoCopiesNoMoreThanWindow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// cacheOf is pl's cache configuration, the zero one when it pages nothing.
+func cacheOf(pl Placement) cache.Config {
+	c, _ := pl.Paging()
+	return c
+}
+
+// isPaged reports whether pl pages some block.
+func isPaged(pl Placement) bool {
+	_, ok := pl.Paging()
+	return ok
 }

@@ -252,32 +252,32 @@ func runTied(t *testing.T, train bool, pl Placement) tiedRun {
 // sum of its two gradients, after the last step that needs it).
 func TestTiedWeightPagedMatchesResident(t *testing.T) {
 	for _, train := range []bool{true, false} {
-		want := runTied(t, train, Placement{})
+		want := runTied(t, train, Resident{})
 		for _, pl := range []Placement{
-			{},
-			{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 2}},
-			{Paged: true, Cache: cache.Config{Policy: cache.WindowPaged, Window: 1}},
-			{Paged: true, Cache: cache.Config{Policy: cache.WindowPaged, Window: 2}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Auto}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 1}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 2}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 1, OptimizerOnHost: true}},
-			{Paged: true, Cache: cache.Config{Policy: cache.Auto, Window: 2, OptimizerOnHost: true}},
+			Resident{},
+			Paged{Cache: cache.Config{Policy: cache.Window, Window: 1}},
+			Paged{Cache: cache.Config{Policy: cache.Window, Window: 2}},
+			Paged{Cache: cache.Config{Policy: cache.WindowPaged, Window: 1}},
+			Paged{Cache: cache.Config{Policy: cache.WindowPaged, Window: 2}},
+			Paged{Cache: cache.Config{Policy: cache.Auto}},
+			Paged{Cache: cache.Config{Policy: cache.Auto, Window: 1}},
+			Paged{Cache: cache.Config{Policy: cache.Auto, Window: 2}},
+			Paged{Cache: cache.Config{Policy: cache.Auto, Window: 1, OptimizerOnHost: true}},
+			Paged{Cache: cache.Config{Policy: cache.Auto, Window: 2, OptimizerOnHost: true}},
 		} {
-			if !train && pl.Cache.OptimizerOnHost {
+			if !train && cacheOf(pl).OptimizerOnHost {
 				continue
 			}
-			t.Run(fmt.Sprintf("train=%v/paged=%v-%s-%d-host=%v", train, pl.Paged, pl.Cache.Policy, pl.Cache.Window, pl.Cache.OptimizerOnHost), func(t *testing.T) {
+			t.Run(fmt.Sprintf("train=%v/paged=%v-%s-%d-host=%v", train, isPaged(pl), cacheOf(pl).Policy, cacheOf(pl).Window, cacheOf(pl).OptimizerOnHost), func(t *testing.T) {
 				got := runTied(t, train, pl)
 				if got.up != got.dryUp || got.down != got.dryDown {
 					t.Errorf("the run copied %d B up, %d down; the dry run counts %d up, %d down", got.up, got.down, got.dryUp, got.dryDown)
 				}
-				if pl.Cache.Policy != cache.Auto && got.overlap != 0 {
+				if cacheOf(pl).Policy != cache.Auto && got.overlap != 0 {
 					t.Errorf("%d B overlap without the auto policy's prefetch", got.overlap)
 				}
 				// A window smaller than the 3 blocks pages every batch.
-				if pl.Paged && pl.Cache.Window > 0 && pl.Cache.Window < 3 && got.up <= want.up {
+				if isPaged(pl) && cacheOf(pl).Window > 0 && cacheOf(pl).Window < 3 && got.up <= want.up {
 					t.Errorf("paged, %d B up, no more than resident's %d", got.up, want.up)
 				}
 				if !slices.Equal(got.losses, want.losses) {

@@ -85,6 +85,10 @@ func (ph Phase) String() string {
 	return fmt.Sprintf("phase(%d)", int(ph))
 }
 
+// ErrNoTimeline is Timeline's error for a placement whose memory has no
+// timeline: a managed placement's pages migrate as kernels touch them.
+var ErrNoTimeline = errors.New("engine: a managed placement's pages migrate as kernels touch them: it has no timeline")
+
 // StepMemory is the device memory of a placement at one point of a Run,
 // by what holds it: during a compute step (its arguments and output live)
 // or during a block's update (what lived during the step it follows).
@@ -121,22 +125,21 @@ func (m StepMemory) InUse() int64 { return m.Total() - m.Bytes[Idle] }
 // are steps like any other. A managed placement has no timeline: its
 // pages migrate as kernels touch them.
 func (sc *Schedule) Timeline(pl Placement, window int) ([]StepMemory, error) {
-	if pl.Managed {
-		return nil, errors.New("engine: a managed placement's pages migrate as kernels touch them: it has no timeline")
-	}
-	if err := pl.Validate(); err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
-	}
-	s, err := sc.sides(pl)
+	bd, err := sc.bindValid(pl)
 	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, err
 	}
+	return bd.timeline(window)
+}
+
+// timeline is Timeline's for a placement of blocks.
+func (bp *blockPlan) timeline(window int) ([]StepMemory, error) {
+	sc, s := bp.sc, bp.sd
 	var fixed [numCategories]int64 // held at every point whatever lives
-	ls := sc.layouts(pl)
 	var slotElems int
-	onDevice := func(b int) bool { return !s.blockHost[b] && !pl.pagedBlock(b) }
-	for b, l := range ls {
-		if pl.pagedBlock(b) {
+	onDevice := func(b int) bool { return !s.blockHost[b] && !bp.paged(b) }
+	for b, l := range bp.ls {
+		if bp.paged(b) {
 			slotElems = max(slotElems, l.elems)
 		}
 		if !onDevice(b) {
@@ -151,14 +154,15 @@ func (sc *Schedule) Timeline(pl Placement, window int) ([]StepMemory, error) {
 			}
 		}
 	}
-	if pl.Paged {
-		if window, err = sc.givenWindow(pl, window); err != nil {
+	if bp.pagesAny() {
+		var err error
+		if window, err = bp.givenWindow(window); err != nil {
 			return nil, err
 		}
 		fixed[PagingSlots] = 4 * (int64(window)*int64(slotElems) + int64(sc.largestSaved()))
-		if sc.spec.Train && pl.Cache.Moments() == cache.MomentsOnDevice {
+		if sc.spec.Train && bp.cache.Moments() == cache.MomentsOnDevice {
 			for i, pv := range sc.params {
-				if pl.pagedBlock(sc.values[pv].block) {
+				if bp.paged(sc.values[pv].block) {
 					fixed[OptimizerState] += 4 * int64(sc.stateElems(i))
 				}
 			}

@@ -27,14 +27,14 @@ func TestTimelineTotalIsFootprint(t *testing.T) {
 		for _, lever := range schedules {
 			train := lever.train
 			m, s := compileLever(t, c, train, lever.r)
-			pls := []engine.Placement{{}}
+			pls := []engine.Placement{engine.Resident{}}
 			for _, cc := range cache.Choices(1, train) {
-				pls = append(pls, engine.Placement{Paged: true, Cache: cc})
+				pls = append(pls, engine.Paged{Cache: cc})
 			}
-			pls = append(pls, engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 3}})
+			pls = append(pls, engine.Paged{Cache: cache.Config{Policy: cache.Window, Window: 3}})
 			pls = append(pls, hybridPlacements(len(m.Blocks), train)...)
 			for _, pl := range pls {
-				name := fmt.Sprintf("%T/train=%v/recompute=%s/paged=%v-%s-%d-host=%v/%s", c, train, lever.r, pl.Paged, pl.Cache.Policy, pl.Cache.Window, pl.Cache.OptimizerOnHost, engine.PlaceText(pl.Blocks))
+				name := fmt.Sprintf("%T/train=%v/recompute=%s/paged=%v-%s-%d-host=%v/%s", c, train, lever.r, isPaged(pl), cacheOf(pl).Policy, cacheOf(pl).Window, cacheOf(pl).OptimizerOnHost, engine.PlaceText(blocksOf(pl)))
 				t.Run(name, func(t *testing.T) { checkTimeline(t, s, pl, free) })
 			}
 		}
@@ -73,7 +73,7 @@ func checkTimeline(t *testing.T, s *engine.Schedule, pl engine.Placement, free i
 	if peak != fp.Device {
 		t.Errorf("timeline's peak %d, device need %d", peak, fp.Device)
 	}
-	if pl.Paged || pl.Blocks != nil {
+	if isPaged(pl) || blocksOf(pl) != nil {
 		return
 	}
 	b := s.Bytes()

@@ -16,7 +16,7 @@ func loadOnHost(t *testing.T, spec engine.Spec) *engine.Program {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := plan.Load(device.NewHost(), engine.Placement{})
+	prog, err := plan.Load(device.NewHost(), engine.Resident{})
 	if err != nil {
 		t.Fatal(err)
 	}

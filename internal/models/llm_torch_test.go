@@ -138,7 +138,7 @@ func trainForTorch(t *testing.T, config string, attention levers.Attention, seq,
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := plan.Load(device.NewHost(), engine.Placement{})
+	prog, err := plan.Load(device.NewHost(), engine.Resident{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func PlanPicture(p bench.MemoryPlan) (MemoryPicture, error) {
 			continue
 		}
 		panel := MemoryPanel{
-			Title: fmt.Sprintf("%s, %s, recompute %s on %s: needs %s", m.Mode, placementText(m.Placement, m.Footprint, p.Blocks, true),
+			Title: fmt.Sprintf("%s, %s, recompute %s on %s: needs %s", m.Mode, m.Placement.Describe(m.Footprint, p.Blocks, engine.Short),
 				m.Recompute, m.Device, units.Bytes(m.Footprint.Device)),
 			Bands:    make([][]int64, len(cats)),
 			Capacity: m.DeviceTotal, Free: m.DeviceFree, Take: p.Header.TakeBytes, Need: m.Footprint.Device,

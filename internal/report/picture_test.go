@@ -52,7 +52,7 @@ func TestPlanPictureIsThePlan(t *testing.T) {
 		}
 		var rows []bench.ModePlan
 		for _, m := range p.Modes {
-			if m.Placement.Managed {
+			if m.Placement.PageBytes() > 0 {
 				if m.Timeline != nil {
 					t.Errorf("%s: a managed row has a timeline", task)
 				}

@@ -193,46 +193,13 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 	})
 }
 
-// placementText describes a placement in a few words: "all blocks
-// resident", "window policy, 3/12 blocks", "auto policy, 12/12 blocks,
-// optimizer on host"; short, it says "resident", "window 3/12", "auto
-// 12/12, opt. on host". A hybrid placement is its blocks' places, with
-// its cache blocks' policy and window: "host:0-1,cache:2-13, window
-// policy, window 3". A managed one is its resident pages of the region's
-// and their size: "managed, 40/76 pages of 2 MiB resident", short
-// "40/76×2 MiB".
-func placementText(pl engine.Placement, fp engine.Footprint, blocks int, short bool) string {
-	window := fp.Window
-	switch {
-	case pl.Managed && short && pl.AdviseHost:
-		return fmt.Sprintf("%d/%d×%s, host", window, fp.Pages, units.Bytes(pl.PageSize))
-	case pl.Managed && short:
-		return fmt.Sprintf("%d/%d×%s", window, fp.Pages, units.Bytes(pl.PageSize))
-	case pl.Managed:
-		return "managed, " + engine.ManagedText(window, fp.Pages, pl.PageSize, pl.AdviseHost)
-	case pl.Blocks != nil && !pl.Paged:
-		return engine.PlaceText(pl.Blocks)
-	case pl.Blocks != nil: // the cache blocks' policy and window
-		s := fmt.Sprintf("%s, %s policy, window %d", engine.PlaceText(pl.Blocks), pl.Cache.Policy, window)
-		if pl.Cache.OptimizerOnHost {
-			s += ", opt. on host"
-		}
-		return s
-	case !pl.Paged && short:
-		return "resident"
-	case !pl.Paged:
-		return "all blocks resident"
+// tableForm is the placement's description in a plan's table: Long in
+// the wide one, Short in the narrow one.
+func tableForm(wide bool) engine.Form {
+	if wide {
+		return engine.Long
 	}
-	s := fmt.Sprintf("%s policy, %d/%d blocks", pl.Cache.Policy, window, blocks)
-	if short {
-		s = fmt.Sprintf("%s %d/%d", pl.Cache.Policy, window, blocks)
-	}
-	if pl.Cache.OptimizerOnHost && short {
-		s += ", opt. on host"
-	} else if pl.Cache.OptimizerOnHost {
-		s += ", optimizer on host"
-	}
-	return s
+	return engine.Short
 }
 
 // planTable builds the plan's table: one row per mode and cache policy.
@@ -288,7 +255,7 @@ func planTable(p bench.MemoryPlan, wide bool) table {
 		if shown {
 			row = append(row, m.Recompute.String())
 		}
-		row = append(row, placementText(m.Placement, fp, p.Blocks, !wide))
+		row = append(row, m.Placement.Describe(fp, p.Blocks, tableForm(wide)))
 		switch {
 		case m.Device == "" && wide:
 			row = append(row, na, na, na, na, na, na, m.Status.String())
@@ -388,7 +355,7 @@ func copiesTable(p bench.MemoryPlan, wide bool) table {
 		if shown {
 			row = append(row, m.Recompute.String())
 		}
-		row = append(row, placementText(m.Placement, m.Footprint, p.Blocks, !wide))
+		row = append(row, m.Placement.Describe(m.Footprint, p.Blocks, tableForm(wide)))
 		switch {
 		case !m.Mode.Copies(): // the host copies nothing between devices
 			row = append(row, na, na, na)
@@ -415,7 +382,8 @@ func copiesTable(p bench.MemoryPlan, wide bool) table {
 	}
 	note := "host↔device copies of an epoch after the first"
 	if slices.ContainsFunc(p.Modes, func(m bench.ModePlan) bool {
-		return m.Device != "" && m.Placement.Paged && m.Placement.Cache.Policy == cache.Auto
+		c, paged := m.Placement.Paging()
+		return m.Device != "" && paged && c.Policy == cache.Auto
 	}) {
 		note += "; the auto policy's prefetch uploads may overlap compute on a device with a copy stream"
 	}
@@ -533,14 +501,15 @@ func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
 		doc.jsonFigures = doc.Schedules[0].jsonFigures
 	}
 	for _, m := range p.Modes {
+		c, paged := m.Placement.Paging()
 		var copies *jsonCopies
 		if m.Device != "" {
-			c := m.Copies
-			copies = &jsonCopies{UploadBytes: c.UploadBytes, DownloadBytes: c.DownloadBytes, SyncBytes: c.SyncBytes(), OverlapBytes: c.OverlapBytes, Count: c.Count, RemoteBytes: c.RemoteBytes}
+			n := m.Copies
+			copies = &jsonCopies{UploadBytes: n.UploadBytes, DownloadBytes: n.DownloadBytes, SyncBytes: n.SyncBytes(), OverlapBytes: n.OverlapBytes, Count: n.Count, RemoteBytes: n.RemoteBytes}
 		}
 		doc.Modes = append(doc.Modes, jsonModePlan{CopiesPerEpoch: copies, Prediction: toJSONPrediction(m.Prediction),
-			Mode: string(m.Mode), Recompute: m.Recompute.String(), Paged: m.Placement.Paged, Policy: string(m.Placement.Cache.Policy), OptimizerOnHost: m.Placement.Cache.OptimizerOnHost,
-			Window: m.Footprint.Window, PageBytes: m.Placement.PageSize, Pages: m.Footprint.Pages, Device: m.Device, DeviceBytes: m.Footprint.Device,
+			Mode: string(m.Mode), Recompute: m.Recompute.String(), Paged: paged, Policy: string(c.Policy), OptimizerOnHost: c.OptimizerOnHost,
+			Window: m.Footprint.Window, PageBytes: m.Placement.PageBytes(), Pages: m.Footprint.Pages, Device: m.Device, DeviceBytes: m.Footprint.Device,
 			DeviceFree: m.DeviceFree, DeviceTotal: m.DeviceTotal,
 			FitsDevice: m.FitsDevice, HostBytes: m.HostNeed, HostAvailable: m.HostAvailable, FitsHost: m.FitsHost,
 			Status: m.Status.String(),
@@ -566,7 +535,8 @@ var planCSVColumns = []string{
 func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
 	var recs [][]string
 	for _, m := range p.Modes {
-		row := []string{string(m.Mode), strconv.FormatBool(m.Placement.Paged), string(m.Placement.Cache.Policy), "", strconv.FormatBool(m.Placement.Cache.OptimizerOnHost), m.Device}
+		c, paged := m.Placement.Paging()
+		row := []string{string(m.Mode), strconv.FormatBool(paged), string(c.Policy), "", strconv.FormatBool(c.OptimizerOnHost), m.Device}
 		if m.Device == "" {
 			row = append(row, "", "", "", "", "", "", "", "", "", "")
 		} else {
@@ -580,8 +550,8 @@ func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
 		row = append(row, string(m.Status.Kind), m.Status.Reason)
 		row = append(row, predictionCSV(m.Prediction)...)
 		page, pages := "", ""
-		if m.Placement.Managed {
-			page, pages = strconv.FormatInt(m.Placement.PageSize, 10), strconv.Itoa(m.Footprint.Pages)
+		if size := m.Placement.PageBytes(); size > 0 {
+			page, pages = strconv.FormatInt(size, 10), strconv.Itoa(m.Footprint.Pages)
 		}
 		sp, _ := p.Schedule(m.Recompute)
 		recs = append(recs, append(row, page, pages, m.Recompute.String(), strconv.FormatInt(sp.Bytes.Saved, 10),

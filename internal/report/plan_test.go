@@ -28,24 +28,24 @@ var linearPlan = bench.MemoryPlan{
 		Work:      linearWork,
 	}},
 	Modes: []bench.ModePlan{
-		{Mode: bench.ModeCUDA, Device: "sim:8GiB", Footprint: engine.Footprint{Window: 12, Device: 5_981_520_004, BlockBytes: 485_000_000},
+		{Mode: bench.ModeCUDA, Device: "sim:8GiB", Placement: engine.Resident{}, Footprint: engine.Footprint{Window: 12, Device: 5_981_520_004, BlockBytes: 485_000_000},
 			DeviceFree: 4 << 30, HostAvailable: 22 << 30, HostNeed: 5_981_520_004, FitsDevice: false, FitsHost: true, Status: bench.Status{Kind: bench.StatusOK},
 			Copies: engine.Copies{UploadBytes: 960_000, DownloadBytes: 8, Count: 6}},
-		{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 3}},
+		{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: engine.Paged{Cache: cache.Config{Policy: cache.Window, Window: 3}},
 			Footprint:  engine.Footprint{Window: 3, Device: 1_616_040_004, Host: 5_820_480_000, BlockBytes: 485_000_000},
 			DeviceFree: 4 << 30, HostAvailable: 22 << 30, HostNeed: 7_436_520_004, FitsDevice: true, FitsHost: true, Status: bench.Status{Kind: bench.StatusOK},
 			Copies: engine.Copies{UploadBytes: 17_376_960_000, DownloadBytes: 17_376_000_008, Count: 5054}},
-		{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Auto, OptimizerOnHost: true}},
+		{Mode: bench.ModeCache, Device: "sim:8GiB", Placement: engine.Paged{Cache: cache.Config{Policy: cache.Auto, OptimizerOnHost: true}},
 			Footprint:  engine.Footprint{Window: 12, Device: 2_100_000_000, Host: 9_662_400_000, BlockBytes: 165_000_000},
 			DeviceFree: 4 << 30, HostAvailable: 22 << 30, HostNeed: 11_762_400_000, FitsDevice: true, FitsHost: true, Status: bench.Status{Kind: bench.StatusOK},
 			Copies: engine.Copies{UploadBytes: 3_842_880_000, DownloadBytes: 3_841_920_008, OverlapBytes: 3_521_760_000, Count: 966}},
 		// The managed region (5.57 GiB, 2853 pages of 2 MiB), 2048 of them
 		// resident on the 4 GiB free.
-		{Mode: bench.ModeManaged, Device: "sim:8GiB", Placement: engine.Placement{Managed: true, PageSize: 2 << 20},
+		{Mode: bench.ModeManaged, Device: "sim:8GiB", Placement: engine.Managed{PageSize: 2 << 20},
 			Footprint:  engine.Footprint{Window: 2048, Device: 4 << 30, Host: 1_686_552_836, BlockBytes: 2 << 20, Pages: 2853},
 			DeviceFree: 4 << 30, HostAvailable: 22 << 30, HostNeed: 5_981_520_004, FitsDevice: true, FitsHost: true, Status: bench.Status{Kind: bench.StatusOK},
 			Copies: engine.Copies{UploadBytes: 12_000_000_000, DownloadBytes: 11_999_000_008, Count: 11_400}},
-		{Mode: bench.ModeCPU, Device: "host", Footprint: engine.Footprint{Window: 12, Device: 5_981_520_004},
+		{Mode: bench.ModeCPU, Device: "host", Placement: engine.Resident{}, Footprint: engine.Footprint{Window: 12, Device: 5_981_520_004},
 			DeviceFree: 22 << 30, HostAvailable: 22 << 30, HostNeed: 5_981_520_004, FitsDevice: true, FitsHost: true, Status: bench.Status{Kind: bench.StatusOK},
 			Copies: engine.Copies{UploadBytes: 960_000, DownloadBytes: 8, Count: 6}},
 	},
@@ -99,7 +99,7 @@ var bf16Plan = func() bench.MemoryPlan {
 	p.Modes = nil
 	for _, m := range linearPlan.Modes[:2] {
 		m.Footprint.Device, m.HostNeed = 960_960_004, 960_960_004
-		if m.Placement.Paged {
+		if _, paged := m.Placement.Paging(); paged {
 			m.Footprint.Device = 240_240_004
 		}
 		m.FitsDevice = m.Footprint.Device <= m.DeviceFree

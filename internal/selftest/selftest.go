@@ -362,8 +362,8 @@ func trainOn(w workload, dev device.Device, pl engine.Placement) ([]float32, err
 // cache and managed must equal cuda bit for bit.
 func Training(dev device.Device) []Check {
 	var checks []Check
-	m := dev.Caps().Managed
-	managed := m != nil && m.ManagedSupport() == nil
+	managedPages := engine.Managed{PageSize: 64 << 10}
+	managed := managedPages.Usable(dev) == nil
 	for _, w := range workloads() {
 		ch := Check{Kind: "training", Name: w.name + " cuda vs cpu", Tolerance: TrainRelTol}
 		// others run on dev under other placements and must equal cuda.
@@ -372,13 +372,13 @@ func Training(dev device.Device) []Check {
 			place engine.Placement
 		}
 		others := []placed{
-			{Check{Kind: "training", Name: w.name + " cache vs cuda"}, engine.Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}}},
+			{Check{Kind: "training", Name: w.name + " cache vs cuda"}, engine.Paged{Cache: cache.Config{Policy: cache.Window, Window: 1}}},
 		}
 		if managed {
-			others = append(others, placed{Check{Kind: "training", Name: w.name + " managed vs cuda"}, engine.Placement{Managed: true, PageSize: 64 << 10}})
+			others = append(others, placed{Check{Kind: "training", Name: w.name + " managed vs cuda"}, managedPages})
 		}
 		host := device.NewHost()
-		want, err := trainOn(w, host, engine.Placement{})
+		want, err := trainOn(w, host, engine.Resident{})
 		_ = host.Close()
 		if err != nil {
 			ch.Problem = "host: " + err.Error()
@@ -389,7 +389,7 @@ func Training(dev device.Device) []Check {
 			}
 			continue
 		}
-		got, err := trainOn(w, dev, engine.Placement{})
+		got, err := trainOn(w, dev, engine.Resident{})
 		if err != nil {
 			ch.Problem = err.Error()
 		} else {
