@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# compare-runs.sh OLD_BIN NEW_BIN [--quick] [--keep DIR]
+# compare-runs.sh OLD_BIN NEW_BIN [--quick] [--scale SCALE] [--keep DIR]
 #
 # Checks that a refactoring left gpuz's results as they were: runs the same
 # small runs and plans with two gpuz binaries (build them from the two
@@ -18,20 +18,27 @@
 # available memory, which moves between two runs, left out) and as the
 # text table (its host columns blanked).
 #
-# --quick runs linear and llm only. --keep DIR keeps the outputs there
+# --scale demo runs at demo scale instead (on sim:4GiB; some modes may not
+# fit there, and their rows are compared as they are). --quick runs linear
+# and llm only. --keep DIR keeps the outputs there
 # (default: a temporary directory, removed). Exit status 0 when everything
 # is equal, 1 when something differs (the diffs are printed), 2 on bad use.
 # Needs python3.
 set -euo pipefail
 
-usage() { echo "usage: $0 OLD_BIN NEW_BIN [--quick] [--keep DIR]" >&2; exit 2; }
+usage() { echo "usage: $0 OLD_BIN NEW_BIN [--quick] [--scale small|demo] [--keep DIR]" >&2; exit 2; }
 [[ $# -ge 2 ]] || usage
 old=$(realpath "$1") new=$(realpath "$2")
 shift 2
-quick=0 keep=""
+quick=0 keep="" scale=small
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--quick) quick=1 ;;
+	--scale)
+		scale=${2:?--scale needs small or demo}
+		[[ $scale == small || $scale == demo ]] || usage
+		shift
+		;;
 	--keep) keep=${2:?--keep needs a directory}; shift ;;
 	*) usage ;;
 	esac
@@ -50,19 +57,17 @@ fi
 workloads=(linear resnet attention llm)
 [[ $quick == 1 ]] && workloads=(linear llm)
 
-# flags of each workload beyond --scale small, and its hybrid placement
-# (a block on the host, some resident on the device, some paged).
+# flags of each workload beyond --scale.
 flags_of() {
 	case "$1" in
 	llm) echo "--layers 2 --seq-len 32" ;;
 	esac
 }
-place_of() {
-	case "$1" in
-	linear) echo "host:0,cuda:1,cache:2" ;;
-	resnet) echo "host:0,cuda:1-2,cache:3-5" ;;
-	*) echo "host:0,cuda:1,cache:2-3" ;;
-	esac
+place_of() { # WORKLOAD FLAGS...: a block on the host, one resident on the device, the rest paged
+	local n
+	n=$("$new" plan "$@" train cuda --device sim:1GiB | sed -n '1s/.*: \([0-9]*\) blocks.*/\1/p')
+	[[ -n $n && $n -ge 3 ]] || { echo "$0: cannot count the blocks of $1" >&2; exit 2; }
+	echo "host:0,cuda:1,cache:2-$((n - 1))"
 }
 
 # normalize KIND FILE: the file less what differs between two runs.
@@ -151,13 +156,15 @@ modes=cuda,cache,hybrid,managed,cpu
 for w in "${workloads[@]}"; do
 	read -ra extra <<<"$(flags_of "$w")" || true
 	for task in train eval; do
-		common=(--scale small --device sim:1GiB --epochs 2 "${extra[@]}")
-		place=(--place "$(place_of "$w")")
+		device=sim:1GiB
+		[[ $scale == demo ]] && device=sim:4GiB
+		common=(--scale "$scale" --device "$device" --epochs 2 "${extra[@]}")
+		place=(--place "$(place_of "$w" --scale "$scale" "${extra[@]}")")
 		check "run-$w-$task" "$w" "$task" "$modes" "${common[@]}" "${place[@]}"
 		check "run-$w-$task-paged" "$w" "$task" cache "${common[@]}" --policy window-paged
 		check "run-$w-$task-auto" "$w" "$task" cache "${common[@]}" --policy auto --optimizer-on device,host
 		check "run-$w-$task-advise" "$w" "$task" managed "${common[@]}" --managed-advise host
-		check "run-$w-$task-cpu" "$w" "$task" cpu --scale small --device cpu --epochs 2 "${extra[@]}"
+		check "run-$w-$task-cpu" "$w" "$task" cpu --scale "$scale" --device cpu --epochs 2 "${extra[@]}"
 		check "plan-$w-$task" plan "$w" "$task" "$modes" "${common[@]}" "${place[@]}"
 		plantext "plantext-$w-$task" plan "$w" "$task" "$modes" "${common[@]}" "${place[@]}"
 	done
