@@ -152,11 +152,19 @@ func (c Config) Pageable() bool {
 // raised to least (the most blocks one step needs) and capped at most (the
 // blocks paged).
 func (c Config) Slots(free, fixed, slotBytes int64, least, most int) int {
+	return c.SlotsBy(free, fixed, func(w int) int64 { return int64(w) * slotBytes }, least, most)
+}
+
+// SlotsBy is Slots for slots of unequal sizes: a window of w blocks takes
+// bytes(w) bytes, which grows with w. A policy that sizes its window keeps
+// the most blocks, up to most, whose bytes free holds beyond fixed (at
+// least one).
+func (c Config) SlotsBy(free, fixed int64, bytes func(w int) int64, least, most int) int {
 	w := c.Window
 	if t, _ := lookup(c.Policy); t.sizesWindow && w == 0 {
 		w = 1
-		if slotBytes > 0 && free > fixed {
-			w = int((free - fixed) / slotBytes)
+		for w < most && free > fixed && bytes(1) > 0 && bytes(w+1) <= free-fixed {
+			w++
 		}
 	}
 	return min(max(w, least), most)

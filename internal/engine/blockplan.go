@@ -113,9 +113,55 @@ func (bp *blockPlan) givenWindow(window int) (int, error) {
 }
 
 // windowFor returns the number of resident paged blocks: at least the most
-// paged blocks one step needs, at most the paged blocks.
-func (bp *blockPlan) windowFor(deviceFree, fixed, slotBytes int64) int {
-	return bp.cache.Slots(deviceFree, fixed, slotBytes, bp.cacheRun().MinWindow(), bp.pagedBlocks())
+// paged blocks one step needs, at most the paged blocks; a policy that
+// sizes its window takes as many as deviceFree holds beyond fixed.
+func (bp *blockPlan) windowFor(deviceFree, fixed int64) int {
+	return bp.cache.SlotsBy(deviceFree, fixed, bp.slotBytes, bp.cacheRun().MinWindow(), bp.pagedBlocks())
+}
+
+// slotAreas returns the elements of each device buffer that a window of
+// window paged blocks keeps them in. A slot holds any block when every
+// slot is the size of the largest paged area (DictCache's window of
+// equal blocks); where the paged blocks differ in size and it takes
+// less memory, each size of area gets its own slots, as many as blocks of
+// that size can be resident at once (the window, or the blocks of that
+// size when fewer), so that a window over one large block (a tied
+// embedding) and many small ones holds one large slot, not a window of
+// them. The list is sorted by size, largest first; uniform reports the
+// first kind.
+func (bp *blockPlan) slotAreas(window int) (areas []int, uniform bool) {
+	count := map[int]int{} // paged blocks per area size
+	largest := 0
+	for b, l := range bp.ls {
+		if bp.paged(b) {
+			count[l.elems]++
+			largest = max(largest, l.elems)
+		}
+	}
+	var sized []int
+	var sizedElems, uniformElems int64
+	for elems, n := range count {
+		for range min(n, window) {
+			sized = append(sized, elems)
+		}
+		sizedElems += int64(min(n, window)) * int64(elems)
+	}
+	uniformElems = int64(window) * int64(largest)
+	if sizedElems >= uniformElems {
+		return slices.Repeat([]int{largest}, window), true
+	}
+	slices.SortFunc(sized, func(a, b int) int { return b - a })
+	return sized, false
+}
+
+// slotBytes is the bytes of the slots of a window of window blocks.
+func (bp *blockPlan) slotBytes(window int) int64 {
+	areas, _ := bp.slotAreas(window)
+	var n int64
+	for _, a := range areas {
+		n += 4 * int64(a)
+	}
+	return n
 }
 
 func (bp *blockPlan) sides() sides { return bp.sd }
@@ -148,12 +194,12 @@ func (bp *blockPlan) footprint(deviceFree int64) Footprint {
 	if !bp.pagesAny() {
 		return Footprint{Window: len(bp.ls), Device: dev, Host: host, BlockBytes: largest}
 	}
-	fixed := dev + 4*int64(sc.largestSaved()) // the staging buffer
+	fixed := dev + 4*int64(sc.largestStaged(bp.paged)) // the staging buffer
 	if sc.spec.Train && bp.cache.Moments() == cache.MomentsOnDevice {
 		fixed += optimizer // the paged blocks' moments, resident for the run
 	}
-	window := bp.windowFor(deviceFree, fixed, slot)
-	f := Footprint{Window: window, Device: int64(window)*slot + fixed, Host: host + paged, BlockBytes: slot}
+	window := bp.windowFor(deviceFree, fixed)
+	f := Footprint{Window: window, Device: bp.slotBytes(window) + fixed, Host: host + paged, BlockBytes: slot}
 	if sc.spec.Train && bp.cache.Moments() == cache.MomentsOnHost {
 		f.Host += optimizer
 	}

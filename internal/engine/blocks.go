@@ -90,11 +90,16 @@ func (sc *Schedule) assignOwners() {
 	}
 }
 
-// largestSaved returns the elements of the largest saved value.
-func (sc *Schedule) largestSaved() int {
+// largestStaged returns the elements of the largest saved value of a block
+// that paged(block) says is paged and that its step may write while the
+// block is paged out: one whose step does not need its block (a block's
+// input, computed by the block before it). A step that needs the value's
+// block runs with the block resident, so its outputs never pass through
+// the staging buffer.
+func (sc *Schedule) largestStaged(paged func(b int) bool) int {
 	n := 0
 	for _, v := range sc.values {
-		if v.kind == kindSaved {
+		if v.kind == kindSaved && paged(v.block) && !slices.Contains(sc.needs[v.produced], v.block) {
 			n = max(n, v.elems)
 		}
 	}

@@ -250,7 +250,7 @@ type Footprint struct {
 	// optimizer state; under a hybrid placement, the host blocks' areas
 	// and the arena, inputs and copies of crossing activations on the host.
 	Host       int64
-	BlockBytes int64 // the largest block area: what one window slot holds
+	BlockBytes int64 // the largest block area: what the largest window slot holds
 	// Pages is a managed placement's region in pages of BlockBytes, of
 	// which Window are resident at most; 0 for the others.
 	Pages int

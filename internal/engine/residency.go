@@ -16,7 +16,15 @@ import (
 type residency struct {
 	*pager
 	prog  *Program
-	areas []device.Buffer // each slot's device memory
+	areas []device.Buffer // each slot's device memory (blockPlan.slotAreas)
+	// uniform says that every slot holds any block, so that a block goes
+	// to the slot its cache puts it in; otherwise a block goes to a free
+	// slot of its area's size. areaOf is each resident block's slot,
+	// inUse whether a slot holds a block.
+	uniform bool
+	sizes   []int // each slot's elements
+	areaOf  []int
+	inUse   []bool
 	host  [][]float32     // each block's master area
 	// masters holds the host memory behind host and hostMoments, which
 	// free hands back (large ones are mappings marked for huge pages:
@@ -108,17 +116,11 @@ func (bp *blockPlan) newResidency(prog *Program) (res *residency, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: sizing the cache window: %w", err)
 	}
-	largest := 0
-	for b, l := range bp.ls {
-		if bp.paged(b) {
-			largest = max(largest, l.elems)
-		}
-	}
 	// The arena, the inputs and the resident blocks are already allocated:
 	// free is what is left for the window.
-	staging := sc.largestSaved()
-	window := bp.windowFor(free-4*int64(staging), 0, 4*int64(largest))
-	r := &residency{prog: prog, host: make([][]float32, len(bp.ls))}
+	staging := sc.largestStaged(bp.paged)
+	window := bp.windowFor(free-4*int64(staging), 0)
+	r := &residency{prog: prog, host: make([][]float32, len(bp.ls)), areaOf: slices.Repeat([]int{-1}, len(bp.ls))}
 	defer func() {
 		if err != nil {
 			r.free()
@@ -127,10 +129,12 @@ func (bp *blockPlan) newResidency(prog *Program) (res *residency, err error) {
 	if r.pager, err = bp.newPager(window, r, r.updateOnHost); err != nil {
 		return nil, err
 	}
-	for i := range r.Window() {
-		area, err := prog.alloc(largest)
+	sizes, uniform := bp.slotAreas(r.Window())
+	r.uniform, r.sizes, r.inUse = uniform, sizes, make([]bool, len(sizes))
+	for i, n := range sizes {
+		area, err := prog.alloc(n)
 		if err != nil {
-			return nil, fmt.Errorf("engine: allocating cache slot %d of %d: %w", i+1, window, err)
+			return nil, fmt.Errorf("engine: allocating cache slot %d of %d: %w", i+1, len(sizes), err)
 		}
 		r.areas = append(r.areas, area)
 	}
@@ -324,9 +328,24 @@ func (c *pager) moves(b int, params bool, move func(off, n int, m member) error)
 	return nil
 }
 
-// Load binds block b to slot's device memory and uploads its master.
+// Load binds block b to a slot's device memory (the cache's slot, or a
+// free one of its size) and uploads its master.
 func (r *residency) Load(b, slot int, _ bool) error {
-	r.prog.bind(b, r.prog.dev.View(r.areas[slot], 0, r.prog.layouts[b].elems))
+	elems := r.prog.layouts[b].elems
+	if !r.uniform {
+		slot = -1
+		for i, n := range r.sizes {
+			if !r.inUse[i] && n == elems {
+				slot = i
+				break
+			}
+		}
+		if slot < 0 { // slotAreas keeps a slot of each size for every block of it the window holds
+			return fmt.Errorf("engine: no free cache slot of %d elements for block %s", elems, r.prog.sched.spec.Blocks[b].Name)
+		}
+	}
+	r.areaOf[b], r.inUse[slot] = slot, true
+	r.prog.bind(b, r.prog.dev.View(r.areas[slot], 0, elems))
 	return r.copyArea(b, true, true)
 }
 
@@ -337,6 +356,7 @@ func (r *residency) Evict(b int, writeParams bool) error {
 		return err
 	}
 	r.prog.unbind(b)
+	r.inUse[r.areaOf[b]], r.areaOf[b] = false, -1
 	return nil
 }
 

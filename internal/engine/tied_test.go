@@ -165,13 +165,15 @@ func btoi(b bool) int {
 
 // tiedRun is what two epochs of two batches of the tied model leave: each
 // batch's loss, the final parameters, the bytes the device copied in the
-// second epoch and those Schedule.Copies counts for it.
+// second epoch and those Schedule.Copies counts for it, and the device's
+// peak with the footprint's device bytes (the device holds exactly them).
 type tiedRun struct {
 	losses         []float32
 	params         [][]float32
 	up, down       int64
 	dryUp, dryDown int64
 	overlap        int64
+	peak, need     int64
 }
 
 // runTied trains or evaluates the tied model on a simulated device under
@@ -184,7 +186,8 @@ func runTied(t *testing.T, train bool, pl Placement) tiedRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := device.NewSim(1<<40, nil)
+	r := tiedRun{need: p.Footprint(pl, 1<<40).Device}
+	dev := device.NewSim(r.need, nil)
 	defer dev.Close()
 	prog, err := p.Load(dev, pl)
 	if err != nil {
@@ -212,7 +215,6 @@ func runTied(t *testing.T, train bool, pl Placement) tiedRun {
 	random(blocks[2].Params[0], 1)                                // the norm's gain
 	random(blocks[2].Params[1], 0)                                // and shift
 	batches := [][2][]float32{{{1, 4}, {2, 5}}, {{3, 0}, {1, 1}}} // ids, targets
-	var r tiedRun
 	var before device.Stats
 	for epoch := range 2 {
 		before = dev.Stats()
@@ -227,7 +229,7 @@ func runTied(t *testing.T, train bool, pl Placement) tiedRun {
 		}
 	}
 	after := dev.Stats()
-	r.up, r.down = after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes
+	r.up, r.down, r.peak = after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes, after.PeakBytes
 	c, err := p.Copies(pl, prog.Window(), len(batches), inputs[:2])
 	if err != nil {
 		t.Fatal(err)
@@ -276,6 +278,9 @@ func TestTiedWeightPagedMatchesResident(t *testing.T) {
 				if cacheOf(pl).Policy != cache.Auto && got.overlap != 0 {
 					t.Errorf("%d B overlap without the auto policy's prefetch", got.overlap)
 				}
+				if got.peak != got.need {
+					t.Errorf("peak %d B, footprint %d B", got.peak, got.need)
+				}
 				// A window smaller than the 3 blocks pages every batch.
 				if isPaged(pl) && cacheOf(pl).Window > 0 && cacheOf(pl).Window < 3 && got.up <= want.up {
 					t.Errorf("paged, %d B up, no more than resident's %d", got.up, want.up)
@@ -289,6 +294,57 @@ func TestTiedWeightPagedMatchesResident(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestUnevenBlocksSlots: the staging buffer is sized by the saved values
+// a step can write while their block is out; the tied model's blocks
+// differ in size, so a
+// window over them keeps a slot of each block's size where that takes
+// less than a window of the largest (a slot of each size for every block
+// of it the window can hold), and a window of all three keeps exactly
+// their areas; the runs of TestTiedWeightPagedMatchesResident then peak at
+// that footprint, on a device holding no more.
+func TestUnevenBlocksSlots(t *testing.T) {
+	for _, train := range []bool{true, false} {
+		inputs, blocks, loss := tiedModel.build()
+		sc, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Train: train, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The staging buffer holds the largest saved value written while
+		// its block may be out: the layer's input e (2×4), which the
+		// embedding step computes without the layer; not the logits (2×6),
+		// which embed keeps and computes with embed resident.
+		if got, want := sc.largestStaged(everyBlock), btoi(train)*batch*dim; got != want { // evaluation saves nothing
+			t.Errorf("train=%v: staging of %d elements, want %d", train, got, want)
+		}
+		for _, c := range cache.Choices(1, train) {
+			bd, err := Paged{Cache: c}.bind(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bp := bd.(*blockPlan)
+			var own []int
+			largest := 0
+			for _, l := range bp.ls {
+				own = append(own, l.elems)
+				largest = max(largest, l.elems)
+			}
+			slices.SortFunc(own, func(a, b int) int { return b - a })
+			if own[0] == own[len(own)-1] {
+				t.Fatalf("the tied model's areas are equal (%v): no uneven blocks to test", own)
+			}
+			if got, uniform := bp.slotAreas(3); uniform || !slices.Equal(got, own) {
+				t.Errorf("train=%v %s: a window of 3 keeps slots %v (uniform %v), want the areas %v", train, c.Policy, got, uniform, own)
+			}
+			if got, _ := bp.slotAreas(1); !slices.Equal(got, []int{largest}) {
+				t.Errorf("train=%v %s: a window of 1 keeps slots %v, want one of the largest area %d", train, c.Policy, got, largest)
+			}
+			if bp.slotBytes(2) > 2*4*int64(largest) {
+				t.Errorf("train=%v %s: a window of 2 takes %d B, more than two of the largest area's %d B", train, c.Policy, bp.slotBytes(2), 4*largest)
+			}
 		}
 	}
 }

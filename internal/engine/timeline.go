@@ -136,12 +136,8 @@ func (sc *Schedule) Timeline(pl Placement, window int) ([]StepMemory, error) {
 func (bp *blockPlan) timeline(window int) ([]StepMemory, error) {
 	sc, s := bp.sc, bp.sd
 	var fixed [numCategories]int64 // held at every point whatever lives
-	var slotElems int
 	onDevice := func(b int) bool { return !s.blockHost[b] && !bp.paged(b) }
 	for b, l := range bp.ls {
-		if bp.paged(b) {
-			slotElems = max(slotElems, l.elems)
-		}
 		if !onDevice(b) {
 			continue
 		}
@@ -159,7 +155,7 @@ func (bp *blockPlan) timeline(window int) ([]StepMemory, error) {
 		if window, err = bp.givenWindow(window); err != nil {
 			return nil, err
 		}
-		fixed[PagingSlots] = 4 * (int64(window)*int64(slotElems) + int64(sc.largestSaved()))
+		fixed[PagingSlots] = bp.slotBytes(window) + 4*int64(sc.largestStaged(bp.paged))
 		if sc.spec.Train && bp.cache.Moments() == cache.MomentsOnDevice {
 			for i, pv := range sc.params {
 				if bp.paged(sc.values[pv].block) {
