@@ -25,7 +25,7 @@ type residency struct {
 	sizes   []int // each slot's elements
 	areaOf  []int
 	inUse   []bool
-	host  [][]float32     // each block's master area
+	host    [][]float32 // each block's master area
 	// masters holds the host memory behind host and hostMoments, which
 	// free hands back (large ones are mappings marked for huge pages:
 	// package hugemem).
