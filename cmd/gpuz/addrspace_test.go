@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -44,13 +45,20 @@ func TestAddressSpaceLimit(t *testing.T) {
 		limit int64 // KiB
 		args  []string
 		code  int
-		want  string // in the one line on stderr
+		want  string   // in the one line on stderr
+		rows  []string // patterns of lines on stdout (regexp, each line's spaces squeezed)
 	}{
-		{"version", 1_900_000, []string{"version"}, exitFailure, "gpuz needs at least"},
-		{"plot", 1_900_000, []string{"plot", results, "-o", filepath.Join(dir, "r.png")}, exitFailure, "gpuz needs at least"},
-		{"small run", 1_900_000, []string{"linear", "train", "cpu", "--scale", "small"}, exitFailure, "gpuz needs at least"},
-		{"full run", headroom + 1<<20, []string{"linear", "train", "cpu"}, exitFailure, "this run needs"},
-		{"small run at the headroom", headroom + 64<<10, []string{"linear", "train", "cpu", "--scale", "small"}, exitOK, ""},
+		{"version", 1_900_000, []string{"version"}, exitFailure, "gpuz needs at least", nil},
+		{"plot", 1_900_000, []string{"plot", results, "-o", filepath.Join(dir, "r.png")}, exitFailure, "gpuz needs at least", nil},
+		{"small run", 1_900_000, []string{"linear", "train", "cpu", "--scale", "small"}, exitFailure, "gpuz needs at least", nil},
+		{"full run", headroom + 1<<20, []string{"linear", "train", "cpu"}, exitFailure, "this run needs", nil},
+		{"small run at the headroom", headroom + 64<<10, []string{"linear", "train", "cpu", "--scale", "small"}, exitOK, "", nil},
+		// A managed page larger than the device (issue 36 item 6): that
+		// mode's OOM row, the cpu mode run, as without a limit; the
+		// address-space plan failed on the engine's "holds 0 pages".
+		{"managed page beyond the device", headroom + 1<<20,
+			[]string{"linear", "train", "managed,cpu", "--scale", "small", "--device", "sim:64MiB", "--managed-page", "128MiB"}, exitIncomplete, "",
+			[]string{`^\[1\] managed: OOM: needs 128 MiB, 64\.0 MiB of 64\.0 MiB free$`, `^cpu host .* ok$`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := exec.Command(sh, append([]string{"-c", fmt.Sprintf(`ulimit -v %d && exec "$@"`, tt.limit), "sh", gpuzBinary}, tt.args...)...)
@@ -80,6 +88,15 @@ func TestAddressSpaceLimit(t *testing.T) {
 			if code := exitCode(err); code != tt.code || (tt.want != "" && (len(lines) != 1 || !strings.Contains(lines[0], tt.want))) {
 				t.Errorf("ulimit -v %d; gpuz %s: status %d, stderr:\n%.1500s\nwant status %d and one line with %q",
 					tt.limit, strings.Join(tt.args, " "), code, stderr.String(), tt.code, tt.want)
+			}
+			var squeezed []string
+			for _, l := range strings.Split(stdout.String(), "\n") {
+				squeezed = append(squeezed, strings.Join(strings.Fields(l), " "))
+			}
+			for _, row := range tt.rows {
+				if !regexp.MustCompile("(?m)" + row).MatchString(strings.Join(squeezed, "\n")) {
+					t.Errorf("ulimit -v %d; gpuz %s: stdout has no %q:\n%s", tt.limit, strings.Join(tt.args, " "), row, stdout.String())
+				}
 			}
 		})
 	}

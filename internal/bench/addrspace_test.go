@@ -3,6 +3,9 @@ package bench
 import (
 	"runtime"
 	"testing"
+
+	"gpuz/internal/device"
+	"gpuz/internal/engine"
 )
 
 // TestRuntimeHeadroom checks the headroom's arithmetic: the base, a BLAS
@@ -40,5 +43,59 @@ func TestAddressSpaceNeed(t *testing.T) {
 	got, err := AddressSpaceNeed(opts)
 	if want := largest + RuntimeHeadroom(opts.Threads); err != nil || got != want || largest == sum {
 		t.Errorf("AddressSpaceNeed = %d, %v; want %d (largest of %d modes, %d, plus headroom)", got, err, want, len(p.Modes), largest)
+	}
+}
+
+// TestManagedPageBeyondDevice plans a managed mode whose page is larger
+// than the device's free memory (issue 36 item 6): it is a row that does
+// not fit, needing the page, with no copies counted, not an error from
+// the engine's page residency ("a device that holds 0 pages cannot run a
+// kernel") that failed the address-space check of every run under
+// `ulimit -v`, and `gpuz plan`. A page that fits is planned as before.
+func TestManagedPageBeyondDevice(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		device    int64 // the simulated device's bytes
+		page      int64
+		fits      bool
+		deviceFit int64 // the footprint's device bytes when it does not fit
+	}{
+		{"page twice the device", 64 << 20, 128 << 20, false, 128 << 20},
+		{"the default 2 MiB page on 1 MiB", 1 << 20, 2 << 20, false, 2 << 20},
+		{"page the whole device", 4 << 20, 4 << 20, true, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := smallLinearRun(t, TaskTrain, ModeManaged, ModeCPU)
+			opts.NewGPU = func() (device.Device, error) { return device.NewSim(tt.device, nil), nil }
+			opts.ManagedPage = tt.page
+			if _, err := AddressSpaceNeed(opts); err != nil {
+				t.Fatalf("AddressSpaceNeed: %v", err)
+			}
+			p, err := PlanMemory(opts, PlanOptions{})
+			if err != nil {
+				t.Fatalf("PlanMemory: %v", err)
+			}
+			mp := p.Modes[0]
+			if mp.Mode != ModeManaged || mp.FitsDevice != tt.fits {
+				t.Fatalf("%s row: fits the device %v, want %v", mp.Mode, mp.FitsDevice, tt.fits)
+			}
+			if !tt.fits && (mp.Footprint.Device != tt.deviceFit || mp.Copies != (engine.Copies{}) || mp.Footprint.Window != 0) {
+				t.Errorf("a page that does not fit: device need %d, copies %+v, window %d; want %d, none, 0",
+					mp.Footprint.Device, mp.Copies, mp.Footprint.Window, tt.deviceFit)
+			}
+			if tt.fits && mp.Copies.Count == 0 {
+				t.Errorf("a page that fits: no copies counted")
+			}
+			planner, err := NewPlanner(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer planner.Close()
+			_, free, _ := planner.GPU()
+			fp, err := planner.Plan(ModeManaged, opts.Config, free, true)
+			if err != nil || fp.FitsDevice != tt.fits {
+				t.Errorf("Planner.Plan: fits the device %v, %v; want %v", fp.FitsDevice, err, tt.fits)
+			}
+		})
 	}
 }
