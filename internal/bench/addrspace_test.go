@@ -11,7 +11,8 @@ import (
 // TestRuntimeHeadroom checks the headroom's arithmetic: the base, a BLAS
 // thread per CPU at least, and a GOMAXPROCS share; more threads add.
 func TestRuntimeHeadroom(t *testing.T) {
-	n, p := int64(runtime.NumCPU()), int64(runtime.GOMAXPROCS(0))
+	n := int64(runtime.NumCPU())
+	procs := procsHeadroom(runtime.GOMAXPROCS(0), runtime.NumCPU())
 	for _, tt := range []struct {
 		threads int
 		blas    int64
@@ -20,9 +21,36 @@ func TestRuntimeHeadroom(t *testing.T) {
 		{1, n},
 		{int(n) + 6, n + 6},
 	} {
-		want := int64(headroomBase) + tt.blas*headroomPerThread + p*headroomPerP
+		want := int64(headroomBase) + tt.blas*headroomPerThread + procs
 		if got := RuntimeHeadroom(tt.threads); got != want {
 			t.Errorf("RuntimeHeadroom(%d) = %d, want %d", tt.threads, got, want)
+		}
+	}
+}
+
+// TestProcsHeadroom checks what GOMAXPROCS processors cost, by hand: 64
+// MiB each up to glibc's cap of 8 malloc arenas per CPU, then 8 MiB for
+// each quarter of the rest (the GC's dedicated mark workers' stacks).
+// Issue 36 item 7: at 64 MiB a processor, GOMAXPROCS=1000 claimed 64.6
+// GiB on 2 CPUs and refused under 8 GB a run that peaks at 4.6 GB.
+func TestProcsHeadroom(t *testing.T) {
+	const mib = 1 << 20
+	for _, tt := range []struct {
+		procs, cpus int
+		want        int64
+	}{
+		{1, 2, 64 * mib},
+		{2, 2, 128 * mib},
+		{16, 2, 1024 * mib},              // the arenas' cap on 2 CPUs
+		{17, 2, 1024*mib + 8*mib},        // one past: a quarter rounds up
+		{20, 2, 1024*mib + 8*mib},        // four past: one worker
+		{21, 2, 1024*mib + 16*mib},       // five past: two
+		{1000, 2, 1024*mib + 246*8*mib},  // 984 past: 246 workers, 2.92 GiB in all
+		{1000, 16, 8192*mib + 218*8*mib}, // 128 arenas, 872 past
+		{8, 1, 512 * mib},
+	} {
+		if got := procsHeadroom(tt.procs, tt.cpus); got != tt.want {
+			t.Errorf("procsHeadroom(%d processors, %d CPUs) = %d MiB, want %d MiB", tt.procs, tt.cpus, got/mib, tt.want/mib)
 		}
 	}
 }
