@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 
 	"gpuz/internal/bench"
@@ -22,30 +24,38 @@ func addressSpaceLimit() (int64, bool) {
 }
 
 // checkStartAddressSpace refuses to start under an address-space limit
-// below what the Go runtime and the BLAS's threads need on this machine
-// (bench.RuntimeHeadroom): the runtime cannot recover from a thread or an
-// arena it fails to map, and would abort with a goroutine dump or spin in
-// a GC pause, so the check comes first, in main.
-func checkStartAddressSpace() error {
+// below what the Go runtime with procs processors (GOMAXPROCS) and the
+// BLAS's threads need on this machine (bench.RuntimeHeadroomWith): the
+// runtime cannot recover from a thread or an arena it fails to map, and
+// would abort with a goroutine dump or spin in a GC pause, so the check
+// comes first, in main.
+func checkStartAddressSpace(procs int) error {
 	limit, ok := addressSpaceLimit()
-	return addressSpaceError(limit, ok, 0, bench.RuntimeHeadroom(0), runtime.NumCPU())
+	return addressSpaceError(limit, ok, 0, bench.RuntimeHeadroomWith(0, procs), runtime.NumCPU(), procs)
 }
 
 // addressSpaceError is the one-line error for an address-space limit
 // (limited: there is one) below a need of workload bytes for the run's
-// largest mode and headroom for the runtime and threads BLAS threads, or
-// nil when it fits.
-func addressSpaceError(limit int64, limited bool, workload, headroom int64, threads int) error {
+// largest mode and headroom for the runtime with procs processors
+// (GOMAXPROCS) and threads BLAS threads, or nil when it fits. A
+// GOMAXPROCS above the CPUs, which only adds the runtime's threads, is
+// named with the advice to lower it.
+func addressSpaceError(limit int64, limited bool, workload, headroom int64, threads, procs int) error {
 	if !limited || limit >= workload+headroom {
 		return nil
 	}
 	blas := max(threads, runtime.NumCPU())
-	if workload == 0 {
-		return fmt.Errorf("the address-space limit (ulimit -v) is %s; gpuz needs at least %s here for the Go runtime and %d BLAS threads; raise the limit",
-			units.Bytes(limit), units.Bytes(headroom), blas)
+	runtimeText, advice := "the Go runtime", "raise the limit"
+	if procs > runtime.NumCPU() {
+		runtimeText = fmt.Sprintf("the Go runtime with GOMAXPROCS=%d", procs)
+		advice = fmt.Sprintf("raise the limit, or lower GOMAXPROCS (this machine has %d CPUs)", runtime.NumCPU())
 	}
-	return fmt.Errorf("the address-space limit (ulimit -v) is %s; this run needs %s: %s for its largest mode's host memory and %s for the Go runtime and %d BLAS threads; raise the limit, or run less (--scale small, fewer --threads)",
-		units.Bytes(limit), units.Bytes(workload+headroom), units.Bytes(workload), units.Bytes(headroom), blas)
+	if workload == 0 {
+		return fmt.Errorf("the address-space limit (ulimit -v) is %s; gpuz needs at least %s here for %s and %d BLAS threads; %s",
+			units.Bytes(limit), units.Bytes(headroom), runtimeText, blas, advice)
+	}
+	return fmt.Errorf("the address-space limit (ulimit -v) is %s; this run needs %s: %s for its largest mode's host memory and %s for %s and %d BLAS threads; %s, or run less (--scale small, fewer --threads)",
+		units.Bytes(limit), units.Bytes(workload+headroom), units.Bytes(workload), units.Bytes(headroom), runtimeText, blas, advice)
 }
 
 // checkRunAddressSpace refuses, before anything runs, a run whose planned
@@ -73,5 +83,25 @@ func checkRunAddressSpace(ctx context.Context, configs ...bench.Options) error {
 		}
 	}
 	headroom := bench.RuntimeHeadroom(threads)
-	return addressSpaceError(limit, true, need-headroom, headroom, threads)
+	return addressSpaceError(limit, true, need-headroom, headroom, threads, runtime.GOMAXPROCS(0))
+}
+
+// restoreGOMAXPROCS gives back the GOMAXPROCS that the constructor of
+// gomaxprocs_cgo.go lowered to the CPUs' count before the runtime
+// started (under an address-space limit, a GOMAXPROCS above the CPUs):
+// it sets the variable back, so that a re-execution and the children see
+// the user's value, and returns the processors to run with, which main
+// sets once checkStartAddressSpace has found room for them. Without a
+// lowered value it returns the runtime's GOMAXPROCS and false.
+func restoreGOMAXPROCS() (int, bool) {
+	s, lowered := loweredGOMAXPROCS()
+	if !lowered {
+		return runtime.GOMAXPROCS(0), false
+	}
+	n, err := strconv.ParseInt(s, 10, 32) // as the runtime reads it
+	if err != nil || n < 1 {
+		return runtime.GOMAXPROCS(0), false
+	}
+	_ = os.Setenv("GOMAXPROCS", s)
+	return int(n), true
 }

@@ -54,8 +54,8 @@ type CalibrateOptions struct {
 	Rounds int
 	// measure, when set, replaces measuring the device: it returns the
 	// device's profile before fitting and the kernel and copy samples
-	// (tests give synthetic ones).
-	measure func(dev device.Device, threads int) (perfmodel.Profile, []perfmodel.Sample, error)
+	// (tests give synthetic ones), stopping when ctx is done.
+	measure func(ctx context.Context, dev device.Device, threads int) (perfmodel.Profile, []perfmodel.Sample, error)
 	// heldOut, when set, replaces the held-out workload runs.
 	heldOut func(ctx context.Context, o *CalibrateOptions, spec string, before perfmodel.Profile) ([]perfmodel.Sample, error)
 }
@@ -149,14 +149,20 @@ func calibrateRun(ctx context.Context, o *CalibrateOptions) error {
 	var rounds, held [][]perfmodel.Sample
 	for r := range o.Rounds {
 		fmt.Fprintf(o.IO.ErrOut, "calibrating %s, round %d of %d: timing the ops and copies…\n", dev.Name(), r+1, o.Rounds)
-		before, samples, err := measure(dev, o.Threads)
+		before, samples, err := measure(ctx, dev, o.Threads)
 		if err != nil {
-			return fmt.Errorf("calibrating %s: %w", dev.Name(), err)
+			return calibrationStopped(ctx, path, fmt.Errorf("calibrating %s: %w", dev.Name(), err))
+		}
+		if ctx.Err() != nil {
+			return calibrationStopped(ctx, path, nil)
 		}
 		fmt.Fprintf(o.IO.ErrOut, "calibrating %s, round %d of %d: small workload runs held out of the fit…\n", dev.Name(), r+1, o.Rounds)
 		runs, err := heldOut(ctx, o, spec, before)
 		if err != nil {
-			return fmt.Errorf("calibrating %s: held-out runs: %w", dev.Name(), err)
+			return calibrationStopped(ctx, path, fmt.Errorf("calibrating %s: held-out runs: %w", dev.Name(), err))
+		}
+		if ctx.Err() != nil {
+			return calibrationStopped(ctx, path, nil)
 		}
 		befores, rounds, held = append(befores, before), append(rounds, samples), append(held, runs)
 	}
@@ -189,6 +195,18 @@ func calibrateRun(ctx context.Context, o *CalibrateOptions) error {
 	return nil
 }
 
+// calibrationStopped is err, or where ctx is done (a signal stopped the
+// calibration: its measuring, a held-out run) the one line that says so
+// in err's place, whose chain (the held-out run "skipped: run
+// interrupted", the context's error) says nothing more: main prints it
+// after "stopped by SIGINT: ".
+func calibrationStopped(ctx context.Context, path string, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	return fmt.Errorf("calibration not finished; %s not written", path)
+}
+
 // calibratedDevice opens the device --device names for calibration and
 // returns it with the spec that opens it again (for the held-out runs):
 // auto is the first CUDA GPU when there is one, else the host. A
@@ -213,14 +231,15 @@ func calibratedDevice(spec string) (device.Device, string, error) {
 // measureForCalibration returns dev's profile from its measured rates
 // (perfmodel.HostProfile for the host, perfmodel.Measured for a GPU: the
 // model before fitting) and its op and copy samples (calibration.Samples,
-// on threads host threads).
-func measureForCalibration(dev device.Device, threads int) (perfmodel.Profile, []perfmodel.Sample, error) {
+// on threads host threads), stopping between its timings when ctx is
+// done.
+func measureForCalibration(ctx context.Context, dev device.Device, threads int) (perfmodel.Profile, []perfmodel.Sample, error) {
 	_, host := dev.(*device.Host)
 	n := calibrateGemmSize
 	if !host {
 		n = 4096
 	}
-	info, err := device.Measure(dev, n)
+	info, err := device.MeasureContext(ctx, dev, n)
 	if err != nil {
 		return perfmodel.Profile{}, nil, err
 	}
@@ -233,7 +252,7 @@ func measureForCalibration(dev device.Device, threads int) (perfmodel.Profile, [
 		p = perfmodel.Measured(strings.ReplaceAll(dev.Name(), ":", "-"), info.Total, info.GemmFLOPS, info.Bandwidth,
 			info.UploadPinned, info.DownloadPinned, info.UploadPageable, info.DownloadPageable)
 	}
-	samples, err := calibration.Samples(dev, calibrateTarget, threads)
+	samples, err := calibration.Samples(ctx, dev, calibrateTarget, threads)
 	return p, samples, err
 }
 

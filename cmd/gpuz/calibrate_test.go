@@ -37,7 +37,7 @@ func timedOn(p perfmodel.Profile, samples []perfmodel.Sample) []perfmodel.Sample
 // bound by memory), element-wise kernels (one bound by compute) and copies,
 // and the profile before fitting at the default efficiency and the host's
 // cost per kernel.
-func syntheticCalibration(device.Device, int) (perfmodel.Profile, []perfmodel.Sample, error) {
+func syntheticCalibration(context.Context, device.Device, int) (perfmodel.Profile, []perfmodel.Sample, error) {
 	before := calibrationTruth
 	before.Fitted, before.KernelOverhead = nil, perfmodel.HostKernelOverhead
 	k := func(name string, launches, flops, bytes int64) perfmodel.Sample {
@@ -63,9 +63,9 @@ func syntheticHeldOut(context.Context, *CalibrateOptions, string, perfmodel.Prof
 
 // slowed returns measure and heldOut as in a round where the machine is
 // busy: every time doubled (and the rates before fitting halved).
-func slowed(measure func(device.Device, int) (perfmodel.Profile, []perfmodel.Sample, error),
+func slowed(measure func(context.Context, device.Device, int) (perfmodel.Profile, []perfmodel.Sample, error),
 	heldOut func(context.Context, *CalibrateOptions, string, perfmodel.Profile) ([]perfmodel.Sample, error)) (
-	func(device.Device, int) (perfmodel.Profile, []perfmodel.Sample, error),
+	func(context.Context, device.Device, int) (perfmodel.Profile, []perfmodel.Sample, error),
 	func(context.Context, *CalibrateOptions, string, perfmodel.Profile) ([]perfmodel.Sample, error)) {
 	double := func(samples []perfmodel.Sample) []perfmodel.Sample {
 		for i := range samples {
@@ -73,8 +73,8 @@ func slowed(measure func(device.Device, int) (perfmodel.Profile, []perfmodel.Sam
 		}
 		return samples
 	}
-	return func(d device.Device, threads int) (perfmodel.Profile, []perfmodel.Sample, error) {
-			p, samples, err := measure(d, threads)
+	return func(ctx context.Context, d device.Device, threads int) (perfmodel.Profile, []perfmodel.Sample, error) {
+			p, samples, err := measure(ctx, d, threads)
 			p.FP32, p.MemBandwidth, p.PageableH2D = p.FP32/2, p.MemBandwidth/2, p.PageableH2D/2
 			return p, double(samples), err
 		}, func(ctx context.Context, o *CalibrateOptions, spec string, before perfmodel.Profile) ([]perfmodel.Sample, error) {
@@ -96,12 +96,12 @@ func TestCalibrateWritesTheFittedProfile(t *testing.T) {
 	round := 0
 	busyMeasure, busyHeldOut := slowed(syntheticCalibration, syntheticHeldOut)
 	o := &CalibrateOptions{IO: newIOStreams(&out, &errOut), Device: "cpu", Output: path, Threads: 1, Rounds: 3,
-		measure: func(d device.Device, threads int) (perfmodel.Profile, []perfmodel.Sample, error) {
+		measure: func(ctx context.Context, d device.Device, threads int) (perfmodel.Profile, []perfmodel.Sample, error) {
 			round++
 			if round == 2 {
-				return busyMeasure(d, threads)
+				return busyMeasure(ctx, d, threads)
 			}
-			return syntheticCalibration(d, threads)
+			return syntheticCalibration(ctx, d, threads)
 		},
 		heldOut: func(ctx context.Context, o *CalibrateOptions, spec string, before perfmodel.Profile) ([]perfmodel.Sample, error) {
 			if round == 2 {

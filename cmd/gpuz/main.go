@@ -87,6 +87,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -98,10 +99,14 @@ import (
 
 func main() {
 	started := time.Now()
+	procs, lowered := restoreGOMAXPROCS()
 	reexecForBLAS()
-	if err := checkStartAddressSpace(); err != nil {
+	if err := checkStartAddressSpace(procs); err != nil {
 		fmt.Fprintf(os.Stderr, "gpuz: %v\n", err)
 		os.Exit(exitFailure)
+	}
+	if lowered {
+		runtime.GOMAXPROCS(procs)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	stopSignals := cancelOnSignal(cancel, os.Stderr)

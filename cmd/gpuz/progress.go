@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"sync"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -83,4 +85,121 @@ func (p *modeProgress) clear() {
 		_ = p.bar.Clear()
 	}
 	p.bar = nil
+}
+
+// setupNotes says, on a standard error that is not a terminal (a log, a
+// pipe: where no progress line is drawn), what a run's setup is doing
+// when a phase lasts: a phase still going after the delay gets one line,
+// "cuda: setup: drawing the initial parameters and uploading them…", so
+// that a full-scale run (seconds to a minute of allocating, faulting in
+// and initialising before its first epoch line) is not silent. Phases
+// shorter than the delay print nothing, so a quick run's log is as it
+// was. A nil *setupNotes notes nothing (on a terminal).
+type setupNotes struct {
+	w     io.Writer
+	after time.Duration // 0: at once, as the phase starts
+	// mu serialises the notes, written from a timer's goroutine, with the
+	// run's own lines (guard runs each event's handler under it), and gen
+	// tells a note whose phase has ended since its timer fired.
+	mu    sync.Mutex
+	gen   int
+	timer *time.Timer
+}
+
+// defaultSetupNoteDelay is how long a setup phase runs before its line.
+const defaultSetupNoteDelay = time.Second
+
+// newSetupNotes returns the notes on w after a phase has lasted after (0:
+// defaultSetupNoteDelay, less than 0: at once), or nil when w is a
+// terminal.
+func newSetupNotes(w io.Writer, tty bool, after time.Duration) *setupNotes {
+	if tty {
+		return nil
+	}
+	switch {
+	case after == 0:
+		after = defaultSetupNoteDelay
+	case after < 0:
+		after = 0
+	}
+	return &setupNotes{w: w, after: after}
+}
+
+// guard returns handle, run under the notes' lock and told each event
+// first: an event ends the phase noted before it, and a setup phase's
+// event starts its note's delay.
+func (n *setupNotes) guard(handle func(bench.Event)) func(bench.Event) {
+	if n == nil {
+		return handle
+	}
+	return func(e bench.Event) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		n.gen++
+		if n.timer != nil {
+			n.timer.Stop()
+			n.timer = nil
+		}
+		if e.Phase != "" {
+			line := setupNote(e.Mode, e.Device, e.Phase)
+			if n.after == 0 {
+				fmt.Fprintln(n.w, line)
+			} else {
+				gen := n.gen
+				n.timer = time.AfterFunc(n.after, func() {
+					n.mu.Lock()
+					defer n.mu.Unlock()
+					if gen == n.gen {
+						fmt.Fprintln(n.w, line)
+					}
+				})
+			}
+		}
+		handle(e)
+	}
+}
+
+// stop ends the notes: the run is over.
+func (n *setupNotes) stop() {
+	if n == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.gen++
+	if n.timer != nil {
+		n.timer.Stop()
+		n.timer = nil
+	}
+}
+
+// setupNote is the line for a setup phase of mode on device (mode "": the
+// run's own).
+func setupNote(mode bench.Mode, device string, phase bench.PhaseName) string {
+	var what string
+	switch phase {
+	case bench.PhaseBuild:
+		what = "compiling the model's schedule"
+		if mode == "" {
+			what = "building the model"
+		}
+	case bench.PhaseData:
+		what = "generating the data set from the seed"
+	case bench.PhaseMeasure:
+		what = "measuring " + device + " for the predictions"
+	case bench.PhaseReserve:
+		what = "reserving its memory on " + device
+	case bench.PhaseLoad:
+		what = "allocating its buffers on " + device + " and faulting the memory in"
+	case bench.PhaseInit:
+		what = "drawing the initial parameters and uploading them"
+	case bench.PhasePredict:
+		what = "predicting an epoch on its profile"
+	default:
+		what = string(phase)
+	}
+	if mode == "" {
+		return "setup: " + what + "…"
+	}
+	return string(mode) + ": setup: " + what + "…"
 }

@@ -287,8 +287,11 @@ func sweepRun(ctx context.Context, o *WorkloadOptions) error {
 	headerShown := false
 	takeVaries := slices.ContainsFunc(so.Configs, func(c bench.SweepConfig) bool { return c.TakeBytes != so.Configs[0].TakeBytes })
 	var epochs, batches int
-	so.Progress = func(e bench.Event) {
+	notes := newSetupNotes(o.IO.ErrOut, o.IO.ErrTTY, o.setupNoteAfter)
+	defer notes.stop()
+	so.Progress = notes.guard(func(e bench.Event) {
 		switch {
+		case e.Phase != "": // noted by notes
 		case e.Sweep != nil:
 			progress.clear()
 			c := so.Configs[e.Sweep.Index].Options
@@ -317,9 +320,10 @@ func sweepRun(ctx context.Context, o *WorkloadOptions) error {
 		case e.Epoch == nil:
 			progress.start(e.Mode, epochs, batches)
 		}
-	}
+	})
 	return o.measure(ctx, out, "sweeping", progress, func() (outputs, error) {
 		res, err := bench.Sweep(ctx, so)
+		notes.stop()
 		return outputsOf("sweep", res, report.WriteSweep, report.WriteSweepJSON, report.WriteSweepBenchfmt, sweepIncomplete), err
 	})
 }

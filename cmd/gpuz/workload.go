@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -115,6 +116,10 @@ type WorkloadOptions struct {
 	// modelName names the llm workload's model in the run ("" for the
 	// others): resolveModel sets it with the workload.
 	modelName string
+	// setupNoteAfter is how long a setup phase lasts before a standard
+	// error that is not a terminal says what it is doing (setupNotes):
+	// 0 is defaultSetupNoteDelay, less than 0 at once (tests).
+	setupNoteAfter time.Duration
 }
 
 // newWorkloadCmd builds "gpuz NAME train|eval [MODES]", or with planOnly
@@ -566,9 +571,12 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 	out := o.human()
 	// The progress line goes to standard error when it is a terminal.
 	progress := newModeProgress(o.IO.ErrOut, o.IO.ErrTTY)
-	opts.Progress = func(e bench.Event) {
+	notes := newSetupNotes(o.IO.ErrOut, o.IO.ErrTTY, o.setupNoteAfter)
+	defer notes.stop()
+	opts.Progress = notes.guard(func(e bench.Event) {
 		switch {
 		case e.Sweep != nil: // the one configuration of a run with --take
+		case e.Phase != "": // noted by notes
 		case e.Header != nil:
 			report.WriteHeader(out, *e.Header)
 		case e.Batch != nil:
@@ -583,9 +591,10 @@ func workloadRun(ctx context.Context, o *WorkloadOptions) error {
 		default:
 			progress.around(func() { report.WriteEpoch(out, opts.Task, *e.Epoch, e.Warmup, e.Device) })
 		}
-	}
+	})
 	return o.measure(ctx, out, "running", progress, func() (outputs, error) {
 		res, err := o.runHolding(ctx, opts)
+		notes.stop()
 		return outputsOf("results", res, report.WriteResults, report.WriteJSON, report.WriteBenchfmt, incomplete), err
 	})
 }

@@ -19,13 +19,24 @@ import (
 // worked (below it, results alternate: the runtime falls back to smaller
 // reservations where the layout allows): 2000 MiB with 2 BLAS threads and
 // GOMAXPROCS 2; 2300 MiB with GOMAXPROCS 8 (about 50 MiB a P); 2850 MiB
-// with 8 BLAS threads (about 140 MiB a thread). `gpuz version` and
-// `gpuz plot` needed 1750 MiB. The headroom below is those figures with
-// a margin of 12 % or more at each point measured.
+// with 8 BLAS threads (about 140 MiB a thread); 2740 MiB with GOMAXPROCS
+// 64, 3130 MiB with 256 and 4680 MiB with 1000. `gpuz version` and
+// `gpuz plot` needed 1750 MiB (GOMAXPROCS 2 to 64), 3010 MiB (256) and
+// 4530 MiB (1000). The headroom below is those figures with a margin of
+// 9 % or more at each point measured.
+//
+// What a processor costs levels off: a thread that allocates from C gets
+// a malloc arena of its own (64 MiB reserved), but glibc makes at most 8
+// per CPU, and past them what grows is the threads' stacks. The garbage
+// collector starts a quarter of GOMAXPROCS as dedicated mark workers,
+// each on a thread with the 8 MiB stack a cgo binary's threads get
+// (measured: 257 threads at GOMAXPROCS 1000, 73 at 256, on 2 CPUs).
 const (
 	headroomBase      = 1792 << 20 // 1.75 GiB
 	headroomPerThread = 160 << 20  // a BLAS thread
-	headroomPerP      = 64 << 20   // a GOMAXPROCS processor
+	headroomPerP      = 64 << 20   // a GOMAXPROCS processor, up to the malloc arenas' cap
+	arenasPerCPU      = 8          // glibc's cap on malloc arenas, per CPU (64-bit)
+	markWorkerStack   = 8 << 20    // the stack of a mark worker's thread
 )
 
 // RuntimeHeadroom is the address space a gpuz process needs besides its
@@ -33,8 +44,23 @@ const (
 // when it loads, so never fewer than runtime.NumCPU) and the runtime's
 // GOMAXPROCS.
 func RuntimeHeadroom(threads int) int64 {
-	blas := max(threads, runtime.NumCPU())
-	return headroomBase + int64(blas)*headroomPerThread + int64(runtime.GOMAXPROCS(0))*headroomPerP
+	return RuntimeHeadroomWith(threads, runtime.GOMAXPROCS(0))
+}
+
+// RuntimeHeadroomWith is RuntimeHeadroom with procs processors
+// (GOMAXPROCS) rather than the runtime's present setting.
+func RuntimeHeadroomWith(threads, procs int) int64 {
+	cpus := runtime.NumCPU()
+	blas := max(threads, cpus)
+	return headroomBase + int64(blas)*headroomPerThread + procsHeadroom(procs, cpus)
+}
+
+// procsHeadroom is what procs processors cost on cpus CPUs: an arena and
+// a thread each up to glibc's cap on arenas, and past it a mark worker's
+// stack for each quarter of a processor (rounded up).
+func procsHeadroom(procs, cpus int) int64 {
+	arenas := min(procs, arenasPerCPU*cpus)
+	return int64(arenas)*headroomPerP + int64((procs-arenas+3)/4)*markWorkerStack
 }
 
 // AddressSpaceNeed is the address space a run of opts needs: the largest

@@ -105,12 +105,20 @@ const DefaultLR = hostmath.DefaultLR
 func DefaultAdam() hostmath.Adam { return hostmath.DefaultAdam() }
 
 // Event is a step of a run's progress: a sweep's configuration starting
-// (Sweep set), the run starting (Header set), a mode starting (Epoch,
-// Batch, End and Sweep nil), a batch done (Batch set), an
-// epoch done (Epoch set) or a mode ended (End set).
+// (Sweep set), a setup phase starting (Phase set), the run starting
+// (Header set), a mode starting (Epoch, Batch, End and Sweep nil, Phase
+// empty), a batch done (Batch set), an epoch done (Epoch set) or a mode
+// ended (End set).
 type Event struct {
 	Header *Header
-	Mode   Mode
+	// Phase is the setup phase that starts, so that a reader can say what
+	// a long setup is doing: the run's own (PhaseBuild, PhaseData, Mode
+	// empty) before its header, and each mode's after its start (those of
+	// PhaseBuild, PhaseMeasure, PhaseReserve, PhaseLoad, PhaseInit, which
+	// the uploads of the initial values interleave with, and
+	// PhasePredict that it has), in the order of ModeResult.Setup.
+	Phase PhaseName
+	Mode  Mode
 	// Device is the mode's device; empty for a mode that got none, such
 	// as one unavailable in this build.
 	Device string
@@ -148,6 +156,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if opts.measured == nil {
 		opts.measured = newMeasuredProfiles(measureGemmN)
 	}
+	opts.startPhase("", "", PhaseBuild)
 	built := time.Now()
 	model, err := opts.workload().Build()
 	if err != nil {
@@ -157,6 +166,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if res, short := opts.dataShortfall(model, threads); short {
 		return res, nil
 	}
+	opts.startPhase("", "", PhaseData)
 	generated := time.Now()
 	data := opts.Workload.Data(opts.Seed)
 	setup = append(setup, Phase{PhaseData, time.Since(generated)})
@@ -263,6 +273,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 	}
 	defer releaseHostMemory()
 
+	opts.startPhase(mode, r.Device, PhaseBuild)
 	building := time.Now()
 	model, sched, err := opts.compile()
 	if err != nil {
@@ -274,6 +285,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 	// loaded, so that the measurement neither finds the memory taken nor
 	// counts in the mode's peak.
 	if caps.ComputeCapability != "" && opts.measured != nil {
+		opts.startPhase(mode, r.Device, PhaseMeasure)
 		measuring := time.Now()
 		opts.measured.of(dev)
 		dev.ResetPeak()
@@ -290,6 +302,9 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 		r.Status = Status{Kind: StatusSkipped, Reason: reason}
 		return r
 	}
+	if caps.Reserver != nil {
+		opts.startPhase(mode, r.Device, PhaseReserve)
+	}
 	reserving := time.Now()
 	release, refused := reserveAhead(caps.Reserver, fp.Device)
 	if refused != nil {
@@ -300,6 +315,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 	if caps.Reserver != nil {
 		r.phase(PhaseReserve, reserving)
 	}
+	opts.startPhase(mode, r.Device, PhaseLoad)
 	loading := time.Now()
 	prog, err := sched.Load(dev, placement)
 	if err != nil {
@@ -321,6 +337,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 	r.phase(PhaseLoad, loading)
 	// The initial values are drawn and uploaded parameter by parameter:
 	// the uploads are timed as they go, the drawing is the rest.
+	opts.startPhase(mode, r.Device, PhaseInit)
 	initialising, upload := time.Now(), time.Duration(0)
 	err = model.InitParams(opts.Seed, func(param *gorgonia.Node, values []float32) error {
 		uploading := time.Now()
@@ -335,6 +352,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 
 	batches := opts.Samples / opts.Batch
 	if p, ok := opts.profileFor(mode, dev, caps); ok {
+		opts.startPhase(mode, r.Device, PhasePredict)
 		predicting := time.Now()
 		copies, err := sched.Copies(placement, prog.Window(), batches, []*gorgonia.Node{model.Input, model.Target})
 		if err != nil {
@@ -406,6 +424,14 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 	r.PeakDeviceBytes = dev.Stats().PeakBytes
 	r.Status = Status{Kind: StatusOK}
 	return r
+}
+
+// startPhase reports that setup phase name of mode on device starts
+// (mode "" for the run's own).
+func (opts Options) startPhase(mode Mode, device string, name PhaseName) {
+	if opts.Progress != nil {
+		opts.Progress(Event{Mode: mode, Device: device, Phase: name})
+	}
 }
 
 // phase appends to r's setup the phase name, which began at start and has

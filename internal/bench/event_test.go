@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"gpuz/internal/cache"
 	"gpuz/internal/device"
 )
 
@@ -107,5 +108,57 @@ func TestSweepEventConfig(t *testing.T) {
 	// batches, its epoch and its end.
 	if len(res.Rows) != 3 || len(counts) != 3 || counts[0] < 5 || counts[0] != counts[1] || counts[1] != counts[2] {
 		t.Errorf("%d rows, events per configuration %v; want 3 alike, each at least 5", len(res.Rows), counts)
+	}
+}
+
+// TestSetupPhaseEvents checks that a run reports each setup phase as it
+// starts (issue 36 item 20: what a long setup is doing): the run's own,
+// build then data, before its header; each mode's after its start event
+// and before its first batch, in the order of its ModeResult.Setup (less
+// the phases with no start of their own: open, compile and the uploads,
+// which interleave with init).
+func TestSetupPhaseEvents(t *testing.T) {
+	for _, mode := range []Mode{ModeCPU, ModeCUDA, ModeCache} {
+		t.Run(string(mode), func(t *testing.T) {
+			opts := smallLinearRun(t, TaskTrain, mode)
+			opts.Cache = cache.Config{Policy: cache.Window, Window: 2}
+			var own, phases []PhaseName
+			header, started, batched := false, false, false
+			opts.Progress = func(e Event) {
+				switch {
+				case e.Phase != "" && e.Mode == "":
+					if header {
+						t.Errorf("run phase %s after the header", e.Phase)
+					}
+					own = append(own, e.Phase)
+				case e.Phase != "":
+					if !started || batched || e.Mode != mode {
+						t.Errorf("%s phase %s: mode started %v, batches begun %v", e.Mode, e.Phase, started, batched)
+					}
+					phases = append(phases, e.Phase)
+				case e.Header != nil:
+					header = true
+				case e.Batch != nil:
+					batched = true
+				case e.Epoch == nil && e.End == nil:
+					started = true
+				}
+			}
+			res := run(t, opts)
+			if st := res.Modes[0].Status; st.Kind != StatusOK {
+				t.Fatalf("%s: %s", mode, st)
+			}
+			var want []PhaseName
+			for _, p := range res.Modes[0].Setup {
+				switch p.Name {
+				case PhaseOpen, PhaseCompile, PhaseKernelCache, PhaseUpload:
+				default:
+					want = append(want, p.Name)
+				}
+			}
+			if fmt.Sprint(own) != fmt.Sprint([]PhaseName{PhaseBuild, PhaseData}) || fmt.Sprint(phases) != fmt.Sprint(want) || len(want) < 3 {
+				t.Errorf("phase events: run %v, %s %v; want [build data], %v (its Setup %v)", own, mode, phases, want, res.Modes[0].Setup)
+			}
+		})
 	}
 }

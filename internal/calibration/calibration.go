@@ -9,6 +9,7 @@
 package calibration
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -35,11 +36,22 @@ type launcher interface {
 // Each sample repeats its launch or copy until one run takes about target
 // and keeps the fastest of three runs (device.Best), each ended by waiting for the device;
 // a kernel sample counts its op as the engine's Schedule.Work does (the
-// op's name without parameters, one launch, the op's Cost).
-func Samples(dev device.Device, target time.Duration, threads int) ([]perfmodel.Sample, error) {
+// op's name without parameters, one launch, the op's Cost). When ctx is
+// done it stops before the next sample (each takes a few times target)
+// and returns ctx's error.
+func Samples(ctx context.Context, dev device.Device, target time.Duration, threads int) ([]perfmodel.Sample, error) {
 	hostmath.SetThreads(threads)
+	stopped := func() error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("timing the ops and copies: %w", err)
+		}
+		return nil
+	}
 	var samples []perfmodel.Sample
 	for _, c := range Cases() {
+		if err := stopped(); err != nil {
+			return nil, err
+		}
 		s, err := timeOp(dev, c, target)
 		if err != nil {
 			return nil, err
@@ -47,6 +59,9 @@ func Samples(dev device.Device, target time.Duration, threads int) ([]perfmodel.
 		samples = append(samples, s)
 	}
 	for _, n := range CopySizes {
+		if err := stopped(); err != nil {
+			return nil, err
+		}
 		copies, err := timeCopies(dev, n, target)
 		if err != nil {
 			return nil, err

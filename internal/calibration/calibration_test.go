@@ -1,6 +1,8 @@
 package calibration
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -49,7 +51,7 @@ func TestSamplesOnTheHost(t *testing.T) {
 	}
 	host := device.NewHost()
 	defer host.Close()
-	samples, err := Samples(host, time.Nanosecond, 1)
+	samples, err := Samples(context.Background(), host, time.Nanosecond, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,4 +79,53 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// cancellingDevice is a device that cancels a context at its cancelAt-th
+// allocation (0: never) and counts its allocations.
+type cancellingDevice struct {
+	device.Device
+	allocs, cancelAt int
+	cancel           context.CancelFunc
+}
+
+func (d *cancellingDevice) Alloc(n int) (device.Buffer, error) {
+	d.allocs++
+	if d.allocs == d.cancelAt {
+		d.cancel()
+	}
+	return d.Device.Alloc(n)
+}
+
+// TestSamplesStop checks that Samples stops at the next sample once its
+// context is done, returning the context's error and no samples: gpuz
+// calibrate timed every case (1.6 to 3.8 s) before a signal was acted on
+// (issue 36 item 16).
+func TestSamplesStop(t *testing.T) {
+	first := len(Cases()[0].Shapes) + 1 // the first case's arguments and output
+	for _, tt := range []struct {
+		name     string
+		before   bool // the context done before Samples starts
+		cancelAt int  // else done at this allocation
+		allocs   int  // the allocations made
+	}{
+		{"done before", true, 0, 0},
+		{"done during the first case", false, 1, first},
+		{"done at the first case's output", false, first, first},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			host := device.NewHost()
+			defer host.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			dev := &cancellingDevice{Device: host, cancelAt: tt.cancelAt, cancel: cancel}
+			if tt.before {
+				cancel()
+			}
+			samples, err := Samples(ctx, dev, time.Nanosecond, 1)
+			if !errors.Is(err, context.Canceled) || samples != nil || dev.allocs != tt.allocs {
+				t.Errorf("Samples: %d samples, %v, %d allocations; want none, context.Canceled, %d allocations", len(samples), err, dev.allocs, tt.allocs)
+			}
+		})
+	}
 }

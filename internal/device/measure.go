@@ -1,6 +1,7 @@
 package device
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -37,30 +38,48 @@ const copyBytes = 64 << 20
 // Measure reads a device's memory and times its copies of 64 MiB (best of
 // three) and an n×n×n SGEMM (best of three after a warm-up).
 func Measure(dev Device, n int) (Info, error) {
-	return measure(dev, n, copyBytes)
+	return MeasureContext(context.Background(), dev, n)
 }
 
-// measure is Measure with copies of the given size in bytes.
-func measure(dev Device, n, copySize int) (Info, error) {
+// MeasureContext is Measure stopping when ctx is done: between its
+// timings (each a fraction of a second; the first copies, which fault the
+// buffers in, the longest), it returns ctx's error.
+func MeasureContext(ctx context.Context, dev Device, n int) (Info, error) {
+	return measure(ctx, dev, n, copyBytes)
+}
+
+// measure is MeasureContext with copies of the given size in bytes.
+func measure(ctx context.Context, dev Device, n, copySize int) (Info, error) {
 	caps := dev.Caps()
 	info := Info{Name: dev.Name(), GemmSize: n, Capability: caps.ComputeCapability}
 	var err error
 	if info.Free, info.Total, err = dev.MemInfo(); err != nil {
 		return info, fmt.Errorf("reading free memory: %w", err)
 	}
-	if caps.Pinned != nil {
-		if info.UploadPinned, info.DownloadPinned, err = caps.Pinned.PinnedCopyRates(copySize); err != nil {
-			return info, fmt.Errorf("measuring pinned copies: %w", err)
+	steps := []func() error{
+		func() error {
+			if caps.Pinned == nil {
+				return nil
+			}
+			if info.UploadPinned, info.DownloadPinned, err = caps.Pinned.PinnedCopyRates(copySize); err != nil {
+				return fmt.Errorf("measuring pinned copies: %w", err)
+			}
+			return nil
+		},
+		func() (err error) {
+			info.UploadPageable, info.DownloadPageable, err = pageableRates(dev, copySize)
+			return err
+		},
+		func() (err error) { info.GemmFLOPS, err = gemmRate(dev, n); return err },
+		func() (err error) { info.Bandwidth, err = bandwidth(dev, copySize); return err },
+	}
+	for _, step := range steps {
+		if err := ctx.Err(); err != nil {
+			return info, fmt.Errorf("measuring %s: %w", dev.Name(), err)
 		}
-	}
-	if info.UploadPageable, info.DownloadPageable, err = pageableRates(dev, copySize); err != nil {
-		return info, err
-	}
-	if info.GemmFLOPS, err = gemmRate(dev, n); err != nil {
-		return info, err
-	}
-	if info.Bandwidth, err = bandwidth(dev, copySize); err != nil {
-		return info, err
+		if err := step(); err != nil {
+			return info, err
+		}
 	}
 	return info, nil
 }

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestMeasure(t *testing.T) {
 		{dev: NewSim(1<<20, nil), wantFreeTotals: true},
 		{dev: gpuLike{Host: NewHost()}, capability: "8.6", pinned: true},
 	} {
-		info, err := measure(tt.dev, n, bytes)
+		info, err := measure(context.Background(), tt.dev, n, bytes)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.dev.Name(), err)
 		}
@@ -69,9 +70,22 @@ func TestMeasureErrors(t *testing.T) {
 		{NewSim(1024, nil), 8, "measuring copies"}, // 4096 bytes do not fit
 		{NewSim(8192, nil), 32, "measuring GEMM"},  // the copies fit, the third 32×32 matrix does not
 	} {
-		_, err := measure(tt.dev, tt.n, 4096)
+		_, err := measure(context.Background(), tt.dev, tt.n, 4096)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v, want one with %q", tt.dev.Name(), err, tt.want)
 		}
+	}
+}
+
+// TestMeasureContextStops checks that a measurement whose context is done
+// times nothing and returns the context's error: gpuz calibrate's first
+// measurement (a second, faulting its 64 MiB buffers in) kept a signal
+// waiting (issue 36 item 16).
+func TestMeasureContextStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	info, err := MeasureContext(ctx, NewSim(256<<20, nil), 64)
+	if !errors.Is(err, context.Canceled) || info.UploadPageable != 0 || info.GemmFLOPS != 0 || info.Bandwidth != 0 {
+		t.Errorf("MeasureContext with its context done: %+v, %v; want nothing timed and context.Canceled", info, err)
 	}
 }
