@@ -76,14 +76,25 @@ static void gpuz_adam_avx512(float *p, const float *g, float *m, float *v, size_
 	gpuz_adam_scalar(p + i, g + i, m + i, v + i, n - i, c);
 }
 
+// The loops gpuz_adam_f32 can run: the widest the CPU has, or one named
+// (the tests run each the CPU can).
+enum { GPUZ_ADAM_WIDEST, GPUZ_ADAM_SCALAR, GPUZ_ADAM_AVX2, GPUZ_ADAM_AVX512 };
+
 static void gpuz_adam_f32(float *p, const float *g, float *m, float *v, size_t n,
-                          gpuz_adam_constants c) {
+                          gpuz_adam_constants c, int path) {
 	GPUZ_FLUSH_SUBNORMALS();
-	if (__builtin_cpu_supports("avx512f")) {
+	if (path == GPUZ_ADAM_WIDEST)
+		path = __builtin_cpu_supports("avx512f") ? GPUZ_ADAM_AVX512
+		       : __builtin_cpu_supports("avx2") ? GPUZ_ADAM_AVX2
+		                                         : GPUZ_ADAM_SCALAR;
+	switch (path) {
+	case GPUZ_ADAM_AVX512:
 		gpuz_adam_avx512(p, g, m, v, n, &c);
-	} else if (__builtin_cpu_supports("avx2")) {
+		break;
+	case GPUZ_ADAM_AVX2:
 		gpuz_adam_avx2(p, g, m, v, n, &c);
-	} else {
+		break;
+	default:
 		gpuz_adam_scalar(p, g, m, v, n, &c);
 	}
 }

@@ -11,9 +11,10 @@ import (
 // float32 (the AVX-512 kernel where the CPU has it), with a naive product
 // for every triangle, with operands read straight and transposed, alpha
 // not 1 and beta 0 or not (the kernel takes the terms in blocks with beta
-// 0), and sizes that leave partial row blocks (12), column
-// panels (32) and BLAS blocks (attentionBlock). Only the entries the
-// triangle promises are compared; with beta ≠ 0 c's old values count.
+// 0), and sizes that leave partial row blocks (6 rows), column panels (64)
+// and BLAS blocks (attentionBlock), among them sizes one past a panel or a
+// block, whose last row or column lies on the diagonal. Only the entries
+// the triangle promises are compared; with beta ≠ 0 c's old values count.
 // Tolerances: float64 sums in another order differ by about 1e-15
 // relative; float32 by about 1e-6 over a few hundred terms.
 func TestTriGemm(t *testing.T) {
@@ -32,6 +33,15 @@ func TestTriGemm(t *testing.T) {
 		{triAUpper, size{300, 64, 300}},
 		{triC, size{37, 37, 13}},
 		{triC, size{300, 300, 64}},
+		// One past a multiple of the kernel's panel (64 columns) and of
+		// the BLAS path's block (attentionBlock, 128 rows): the last
+		// panel's or block's one row or column lies on the diagonal.
+		{triC, size{65, 65, 7}},
+		{triC, size{129, 129, 5}},
+		{triALower, size{65, 9, 65}},
+		{triALower, size{129, 9, 129}},
+		{triAUpper, size{65, 9, 65}},
+		{triAUpper, size{129, 9, 129}},
 	} {
 		for _, tb := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
 			for _, beta := range []float64{-0.4, 0} {

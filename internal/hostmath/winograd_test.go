@@ -36,6 +36,13 @@ func TestConv2dWinograd(t *testing.T) {
 		{1, 2, 5, 64, 11, 0},
 		{2, 1, 3, 65, 2, 3},
 		{1, 2, 9, 70, 9, 4},
+		// A tile past the first whose 36 input columns end one to two
+		// past the row (32t − pad + 34 or 35 = in_w): the read must stop
+		// at the row's end, the rest taken as the padding's zeros.
+		{1, 2, 5, 65, 3, 2},
+		{1, 2, 4, 64, 2, 3},
+		{1, 1, 4, 96, 2, 2},
+		{1, 1, 5, 96, 4, 3},
 		{1, 13, 4, 100, 10, 2}, // two chunks of input channels
 		{1, 25, 3, 40, 8, 2},   // three chunks
 		{1, 2, 6, 80, 3, 6},    // padding beyond the kernel's reach
