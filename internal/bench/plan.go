@@ -227,17 +227,13 @@ func (opts Options) planMode(mp ModePlan, dev device.Device, sched *engine.Sched
 func (opts Options) sizeMode(mp *ModePlan, dev device.Device, sched *engine.Schedule, dataBytes int64, batches int, fed []*gorgonia.Node) error {
 	mp.Footprint = sched.Footprint(mp.Placement, mp.DeviceFree)
 	mp.FitsDevice = mp.Footprint.Device <= mp.DeviceFree
-	// A managed placement whose free memory holds not one page needs the
-	// page it does not have (a run of it is OOM, needing the page), and
-	// it has no residency whose copies could be counted.
-	noPage := mp.Placement.Managed && mp.Footprint.Window < 1
-	if noPage {
-		mp.Footprint.Device, mp.FitsDevice = mp.Placement.PageSize, false
-	}
 	caps := dev.Caps()
 	mp.HostNeed = dataBytes + hostNeed(caps, mp.Footprint)
 	mp.FitsHost = mp.HostNeed <= mp.HostAvailable
-	if fed == nil || noPage || mp.Placement.Validate() != nil {
+	// A placement that holds nothing resident (a managed region of which
+	// the free memory holds not one page) has no residency whose copies
+	// could be counted.
+	if fed == nil || mp.Footprint.Window < 1 || mp.Placement.Validate() != nil {
 		return nil
 	}
 	copies, err := sched.Copies(mp.Placement, mp.Footprint.Window, batches, fed)

@@ -367,13 +367,19 @@ func (mpl *managedPlan) load(prog *Program) (placed, error) {
 // footprint is what a managed placement needs: on the device the pages
 // its free memory holds, at most the whole region (Window of its Pages,
 // of BlockBytes each), and in host memory the rest of the region, where
-// managed memory lives until it migrates.
+// managed memory lives until it migrates. When the free memory holds not
+// one page, it needs the page it does not have (a run of it is out of
+// memory, needing the page) and holds none (Window 0).
 func (mpl *managedPlan) footprint(deviceFree int64) Footprint {
 	pl, m := mpl.pl, mpl.sc.managedLayout()
 	capacity := m.capacity(pl.PageSize, deviceFree)
 	resident := min(m.total, int64(capacity)*pl.PageSize)
-	return Footprint{Window: capacity, Device: resident, Host: m.total - resident,
+	f := Footprint{Window: capacity, Device: resident, Host: m.total - resident,
 		BlockBytes: pl.PageSize, Pages: m.pages(pl.PageSize)}
+	if capacity < 1 {
+		f.Device = pl.PageSize
+	}
+	return f
 }
 
 // pageCounter is the managed dry run's page mover: it counts the
