@@ -74,7 +74,7 @@ func (c LLMConfig) loraLayers() (all, def []string) {
 // LoRAOf returns the LoRA setting of c, a Config, and whether its
 // workload takes LoRA at all.
 func LoRAOf(c any) (levers.LoRA, bool) {
-	a, ok := c.(adaptable)
+	a, ok := c.(loraConfig)
 	if !ok {
 		return levers.LoRA{}, false
 	}
@@ -84,7 +84,7 @@ func LoRAOf(c any) (levers.LoRA, bool) {
 // LoRATargets returns the layers c's LoRA adapts, resolved (the default
 // or all-linear named), nil when it is off or the workload takes none.
 func LoRATargets(c any) []string {
-	a, ok := c.(adaptable)
+	a, ok := c.(loraConfig)
 	if !ok || !a.lora().On() {
 		return nil
 	}
