@@ -9,10 +9,13 @@ import (
 	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
+	"gpuz/internal/levers"
 	"gpuz/internal/models"
 )
 
-// smallConfigs are the three workloads at the small scale.
+// smallConfigs are the three workloads at the small scale, and linear
+// and attention with LoRA (frozen weights in every block; attention's
+// head and embedding wholly frozen, read-only to the cache).
 func smallConfigs(t *testing.T) []models.Config {
 	t.Helper()
 	var out []models.Config
@@ -22,6 +25,9 @@ func smallConfigs(t *testing.T) []models.Config {
 			t.Fatal(err)
 		}
 		out = append(out, c)
+	}
+	for i, l := range map[int]levers.LoRA{0: {Rank: 4}, 2: {Rank: 2, Alpha: 8, Targets: levers.AllLinear}} {
+		out = append(out, out[i].(interface{ WithLoRA(levers.LoRA) models.Config }).WithLoRA(l))
 	}
 	return out
 }

@@ -171,3 +171,44 @@ func TestFrozenPassesTheGradient(t *testing.T) {
 // newInitRNG is the random stream trainSmall draws the initial
 // parameters from.
 func newInitRNG() *rand.Rand { return rand.New(rand.NewPCG(21, 22)) }
+
+// TestFrozenNeverWrittenBack counts, by hand, what freezing saves the
+// window policy: 3 blocks of 2 layers Linear(5→5) at batch 2 in a window
+// of 1, over three Runs. Each Run evicts block 1 twice with write-back (at
+// F2 and at B0: F0 loads 0; F1 evicts 0, loads 1; F2 evicts 1, loads 2;
+// B2 hits; B1 evicts 2, loads 1; B0 evicts 1, loads 0). An activation is
+// 10 floats (40 B); a layer's parameters 30 (120 B). Layer l computes
+// z_l = Linear(h_{l−1}), h_l = LeakyReLU(z_l); h_{l−1} is saved only for
+// layer l's weight gradient, which a frozen layer has none of.
+//
+//   - Block 1 wholly frozen (layers 2 and 3), read-only: neither
+//     write-back copies its 240 B of parameters (2·240 per Run), and h1
+//     and h2 are not saved: h1's staged download when block 0 computes it
+//     (40), h1 and h2's write-back at F2 (80), and their uploads with the
+//     block at F1 (h1, 40) and B1 (80) are gone: 600 B down, 120 up per
+//     Run.
+//   - Layer 3 frozen, layer 2 trained: block 1 is still written back, but
+//     without layer 3's 120 B (2·120 per Run), and h2 is not saved: its
+//     write-back at F2 (40) and its upload at B1 (40) are gone: 280 B
+//     down, 40 up per Run.
+func TestFrozenNeverWrittenBack(t *testing.T) {
+	pl := Placement{Paged: true, Cache: cache.Config{Policy: cache.Window, Window: 1}}
+	trained := trainSmall(t, smallLinear{batch: 2, dim: 5, layers: 6, perBlock: 2}, pl, 3, true)
+	for _, tc := range []struct {
+		frozen   []int
+		down, up int64
+	}{
+		{frozen: []int{2, 3}, down: 3 * 600, up: 3 * 120},
+		{frozen: []int{3}, down: 3 * 280, up: 3 * 40},
+	} {
+		t.Run(fmt.Sprint(tc.frozen), func(t *testing.T) {
+			frozen := trainSmall(t, smallLinear{batch: 2, dim: 5, layers: 6, perBlock: 2, frozen: tc.frozen}, pl, 3, true)
+			if d := trained.downloads - frozen.downloads; d != tc.down {
+				t.Errorf("downloads %d trained, %d frozen: %d B saved, want %d", trained.downloads, frozen.downloads, d, tc.down)
+			}
+			if d := trained.uploads - frozen.uploads; d != tc.up {
+				t.Errorf("uploads %d trained, %d frozen: %d B saved, want %d", trained.uploads, frozen.uploads, d, tc.up)
+			}
+		})
+	}
+}

@@ -72,6 +72,14 @@ func (sc *Schedule) cacheRun(pl Placement) cache.Run {
 			run.Updates = append(run.Updates, cache.Update{Block: u.block, After: u.after})
 		}
 	}
+	for b, blk := range sc.spec.Blocks {
+		if !blk.Trained() { // every parameter frozen: never written back
+			if run.ReadOnly == nil {
+				run.ReadOnly = make([]bool, len(sc.spec.Blocks))
+			}
+			run.ReadOnly[b] = true
+		}
+	}
 	for pass, order := range sc.order {
 		for _, b := range order {
 			if pl.pagedBlock(b) {

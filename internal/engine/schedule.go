@@ -512,3 +512,7 @@ func (sc *Schedule) GradientBytes() int64 {
 
 // Steps returns the number of compute steps.
 func (sc *Schedule) Steps() int { return len(sc.steps) }
+
+// Updates returns the number of optimizer updates a Run makes: when
+// training, one per block with trained parameters; none otherwise.
+func (sc *Schedule) Updates() int { return len(sc.updates) }
