@@ -47,6 +47,16 @@ func planKinds(p bench.MemoryPlan) []planKind {
 			kinds[i].cells = append(kinds[i].cells, units.Bytes(n))
 		}
 	}
+	if slices.ContainsFunc(p.Schedules, func(sp bench.SchedulePlan) bool { return sp.Bytes.Frozen > 0 }) {
+		// LoRA: the trained parameters (the adapters) and the frozen ones apart.
+		frozen := planKind{name: "frozen parameters", note: "the model's own: no gradient, optimizer state or write-back"}
+		for _, sp := range p.Schedules {
+			frozen.cells = append(frozen.cells, units.Bytes(sp.Bytes.Frozen))
+		}
+		kinds[0].name = "trained parameters"
+		kinds[0].note = units.Count(p.Header.Trained) + " parameters: LoRA's adapters"
+		kinds = slices.Insert(kinds, 1, frozen)
+	}
 	if !recomputeShown(p) {
 		return kinds
 	}
@@ -117,6 +127,9 @@ func planTitle(p bench.MemoryPlan) string {
 	}
 	if h.Attention != "" {
 		scale += ", " + h.Attention + " attention"
+	}
+	if h.LoRA != "" {
+		scale += ", LoRA " + h.LoRA
 	}
 	return fmt.Sprintf("Memory plan of gpuz %s %s (%s): %d blocks, batch %d", h.Model, h.Task, scale, p.Blocks, h.Batch)
 }
@@ -479,11 +492,14 @@ type (
 	}
 	jsonPlanBytes struct {
 		Parameters int64 `json:"parameters"`
-		Gradients  int64 `json:"gradients"`
-		Optimizer  int64 `json:"optimizer"`
-		Saved      int64 `json:"saved_activations"`
-		Arena      int64 `json:"arena"`
-		Inputs     int64 `json:"inputs"`
+		// Frozen is the frozen parameters (LoRA's base weights), absent
+		// when none: Parameters is then the trained ones alone.
+		Frozen    int64 `json:"frozen_parameters,omitempty"`
+		Gradients int64 `json:"gradients"`
+		Optimizer int64 `json:"optimizer"`
+		Saved     int64 `json:"saved_activations"`
+		Arena     int64 `json:"arena"`
+		Inputs    int64 `json:"inputs"`
 	}
 	jsonModePlan struct {
 		Mode            string `json:"mode"`
@@ -522,7 +538,7 @@ func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
 	for _, sp := range p.Schedules {
 		b := sp.Bytes
 		js := jsonSchedule{Recompute: sp.Recompute.String(), jsonFigures: jsonFigures{MinWindow: sp.MinWindow,
-			Bytes: jsonPlanBytes{Parameters: b.Parameters, Gradients: sp.Gradients, Optimizer: b.Optimizer, Saved: b.Saved, Arena: b.Arena, Inputs: b.Inputs},
+			Bytes: jsonPlanBytes{Parameters: b.Parameters, Frozen: b.Frozen, Gradients: sp.Gradients, Optimizer: b.Optimizer, Saved: b.Saved, Arena: b.Arena, Inputs: b.Inputs},
 			Work:  jsonWork{Launches: sp.Work.Launches, FLOPs: sp.Work.FLOPs, Bytes: sp.Work.Bytes, Kernels: []jsonKernelWork{}}}}
 		for _, k := range sp.Work.Kernels {
 			js.Work.Kernels = append(js.Work.Kernels, jsonKernelWork(k))

@@ -26,6 +26,9 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	}
 	fmt.Fprintf(&b, ": %s in batches of %d\n", plural(int64(h.Samples), "sample"), h.Batch)
 	fmt.Fprintf(&b, "data: %s   model: %s parameters, %s\n", units.Bytes(h.DataBytes), units.Count(h.Params), units.Bytes(h.ParamBytes))
+	if h.LoRA != "" {
+		fmt.Fprintf(&b, "lora: %s: %s parameters trained (the adapters), the model's own frozen\n", h.LoRA, units.Count(h.Trained))
+	}
 
 	var host []string
 	if h.BLAS != "" {
