@@ -221,9 +221,9 @@ type Header struct {
 	// Trained is the number of parameters training changes: Params, or
 	// LoRA's adapters alone.
 	Trained int64
-	Batch      int
-	Samples    int
-	BLAS       string // host BLAS in use
+	Batch   int
+	Samples int
+	BLAS    string // host BLAS in use
 	// Threads is the host threads in force for the BLAS and the
 	// element-wise kernels: ThreadsRequested, or fewer where the BLAS
 	// accepts fewer, which ThreadsWarning then says.

@@ -27,7 +27,9 @@ func smallConfigs(t *testing.T) []models.Config {
 		out = append(out, c)
 	}
 	for i, l := range map[int]levers.LoRA{0: {Rank: 4}, 2: {Rank: 2, Alpha: 8, Targets: levers.AllLinear}} {
-		out = append(out, out[i].(interface{ WithLoRA(levers.LoRA) models.Config }).WithLoRA(l))
+		out = append(out, out[i].(interface {
+			WithLoRA(levers.LoRA) models.Config
+		}).WithLoRA(l))
 	}
 	return out
 }
