@@ -19,6 +19,7 @@ import (
 	"gpuz/internal/cache"
 	"gpuz/internal/engine"
 	"gpuz/internal/levers"
+	"gpuz/internal/units"
 )
 
 // DefaultMarginPercent is the share of the device's free memory (after
@@ -375,22 +376,9 @@ func (c Candidate) String() string {
 		s += ", " + string(c.Attention) + " attention"
 	}
 	if c.LoRA.On() {
-		s += fmt.Sprintf(", LoRA R=%d (%s trained)", c.LoRA.Rank, count(c.Trained))
+		s += fmt.Sprintf(", LoRA R=%d (%s trained)", c.LoRA.Rank, units.Count(c.Trained))
 	}
 	return s
-}
-
-// count writes n in three digits with a unit: 1.70M, 512k, 96.
-func count(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.3gG", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.3gM", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.3gk", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
 }
 
 // dimension is one axis of the search: each value sets its part of a
