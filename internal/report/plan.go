@@ -574,11 +574,12 @@ var planCSVColumns = []string{
 	"copies_upload_bytes", "copies_download_bytes", "copies_overlap_bytes", "copies_count",
 	"status", "reason", "predicted_profile", "predicted_s", "bound_s", "limiter", "page_bytes", "pages",
 	"recompute", "saved_activation_bytes", "flops_per_epoch", "take_bytes",
+	"lora_rank", "trained_param_bytes", "frozen_param_bytes",
 }
 
 // writePlanCSV writes one CSV row per mode and cache policy under a
 // heading row, sizes in bytes; the device's figures are empty for a mode
-// that was not planned.
+// that was not planned, LoRA's rank for a run without LoRA.
 func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
 	var recs [][]string
 	for _, m := range p.Modes {
@@ -600,8 +601,13 @@ func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
 			page, pages = strconv.FormatInt(m.Placement.PageSize, 10), strconv.Itoa(m.Footprint.Pages)
 		}
 		sp, _ := p.Schedule(m.Recompute)
+		lora := ""
+		if p.Header.LoRARank > 0 {
+			lora = strconv.Itoa(p.Header.LoRARank)
+		}
 		recs = append(recs, append(row, page, pages, m.Recompute.String(), strconv.FormatInt(sp.Bytes.Saved, 10),
-			strconv.FormatInt(int64(p.Batches)*sp.Work.FLOPs, 10), strconv.FormatInt(p.Header.TakeBytes, 10)))
+			strconv.FormatInt(int64(p.Batches)*sp.Work.FLOPs, 10), strconv.FormatInt(p.Header.TakeBytes, 10),
+			lora, strconv.FormatInt(sp.Bytes.Parameters, 10), strconv.FormatInt(sp.Bytes.Frozen, 10)))
 	}
 	return writeCSV(w, planCSVColumns, recs)
 }
