@@ -79,10 +79,6 @@ func (l LoRA) TargetList() ([]string, error) {
 	return out, nil
 }
 
-// Setting returns the rank as the benchmark names and tables write it:
-// "16", or "0" when off.
-func (l LoRA) Setting() string { return strconv.Itoa(l.Rank) }
-
 // String describes the setting: "off", or "R=16 α=16 q_proj,v_proj" with
 // the targets when they are given.
 func (l LoRA) String() string {
