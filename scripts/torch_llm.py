@@ -9,6 +9,10 @@ MistralForCausalLM and GPT2LMHeadModel), with no dependency but torch.
         does (one Adam per block, each block's gradient norm clipped), and
         compare the losses, the first step's gradients and the final
         weights. Exit status 1 on a difference beyond float32 rounding.
+        A dump with "lora" (internal/models' TestLoRAMatchesTorch) adds
+        PEFT's adapters to its targets, y = x·Wᵀ + (α/R)·(x·Aᵀ)·Bᵀ with
+        A and B from the dump, freezes every other weight and trains the
+        adapters alone.
     torch_llm.py peak CONFIG.json --seq-len S --batch B [--layers N]
                  [--task train|eval] [--json FILE]
         On a CUDA GPU: torch.cuda.max_memory_allocated() over two steps
@@ -168,12 +172,31 @@ def load(torch, s, init, layers):
     return P
 
 
+def load_lora(torch, dump, P):
+    """PEFT's adapters from gpuz's initial values (the same names and
+    layout: lora_A [R, in], lora_B [out, R]); the model's own weights
+    frozen. Returns the scale α/R and the target layers, or (None, ())
+    for a dump without LoRA."""
+    lora = dump.get("lora")
+    if not lora:
+        return None, ()
+    for name, values in dump["init"].items():
+        if ".lora_" in name:
+            P.add(name, torch.tensor(values, dtype=torch.float32).reshape(dump["shapes"][name]))
+    for name, t in P.p.items():
+        t.requires_grad_(".lora_" in name)
+    return lora["alpha"] / lora["rank"], tuple(lora["targets"])
+
+
 def gpuz_names(s, P):
     """For each gpuz parameter name, the transformers tensors it joins (rows
-    in order)."""
+    in order); the adapters keep their names."""
     out = {}
     for name in P.p:
         joined = name
+        if ".lora_" in name:
+            out[name] = [name]
+            continue
         for part, fused in (("q_proj", "qkv_proj"), ("k_proj", "qkv_proj"), ("v_proj", "qkv_proj"),
                             ("gate_proj", "gate_up_proj"), ("up_proj", "gate_up_proj")):
             if f".{part}." in name:
@@ -205,13 +228,21 @@ def repeat_kv(x, n):
     return x[:, :, None].expand(B, KV, n, S, hd).reshape(B, KV * n, S, hd)
 
 
-def forward(torch, s, P, ids, layers, seq, checkpoint=False, kept=None):
+def forward(torch, s, P, ids, layers, seq, checkpoint=False, kept=None, lora=(None, ())):
     """The logits [batch·seq, vocab] of ids [batch, seq]. With checkpoint,
     each decoder layer runs under torch.utils.checkpoint, and kept (a
     function), if given, is called with each layer's input, which the
-    checkpoint holds for its re-run."""
+    checkpoint holds for its re-run. lora is load_lora's (scale, targets):
+    each target layer pre (named by its last part) adds
+    scale·(x·Aᵀ)·Bᵀ, as PEFT's Linear does."""
     F = torch.nn.functional
     p = P.p
+    scale, targets = lora
+
+    def adapted(y, x, pre):
+        if pre.rsplit(".", 1)[-1] not in targets:
+            return y
+        return y + scale * F.linear(F.linear(x, p[pre + ".lora_A.weight"]), p[pre + ".lora_B.weight"])
     B = ids.shape[0]
     d, hd, H, KV = s["hidden"], s["head_dim"], s["heads"], s["kv"]
     mask = torch.full((seq, seq), float("-inf")).triu(1)
@@ -250,22 +281,25 @@ def forward(torch, s, P, ids, layers, seq, checkpoint=False, kept=None):
                 at("ln_1")
                 h = F.layer_norm(x, (d,), p[pre + "ln_1.weight"], p[pre + "ln_1.bias"], s["eps"])
                 at("c_attn")
-                qkv = torch.addmm(p[pre + "attn.c_attn.bias"], h.reshape(-1, d), p[pre + "attn.c_attn.weight"])
+                qkv = adapted(torch.addmm(p[pre + "attn.c_attn.bias"], h.reshape(-1, d), p[pre + "attn.c_attn.weight"]),
+                              h.reshape(-1, d), pre + "attn.c_attn")
                 q, k, v = qkv.reshape(B, seq, 3 * d).split(d, dim=2)
                 split = lambda t: t.reshape(B, seq, H, hd).transpose(1, 2)
                 a = attention(split(q), split(k), split(v))
                 at("attn.c_proj")
-                a = torch.addmm(p[pre + "attn.c_proj.bias"], a.reshape(-1, d), p[pre + "attn.c_proj.weight"])
+                a = adapted(torch.addmm(p[pre + "attn.c_proj.bias"], a.reshape(-1, d), p[pre + "attn.c_proj.weight"]),
+                            a.reshape(-1, d), pre + "attn.c_proj")
                 at("residual")
                 x = x + a.reshape(B, seq, d)
                 at("ln_2")
                 h = F.layer_norm(x, (d,), p[pre + "ln_2.weight"], p[pre + "ln_2.bias"], s["eps"])
                 at("c_fc")
-                f_ = torch.addmm(p[pre + "mlp.c_fc.bias"], h.reshape(-1, d), p[pre + "mlp.c_fc.weight"])
+                f_ = adapted(torch.addmm(p[pre + "mlp.c_fc.bias"], h.reshape(-1, d), p[pre + "mlp.c_fc.weight"]),
+                             h.reshape(-1, d), pre + "mlp.c_fc")
                 at("gelu_new")
                 f_ = 0.5 * f_ * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (f_ + 0.044715 * torch.pow(f_, 3.0))))
                 at("mlp.c_proj")
-                f_ = torch.addmm(p[pre + "mlp.c_proj.bias"], f_, p[pre + "mlp.c_proj.weight"])
+                f_ = adapted(torch.addmm(p[pre + "mlp.c_proj.bias"], f_, p[pre + "mlp.c_proj.weight"]), f_, pre + "mlp.c_proj")
                 at("residual")
                 return x + f_.reshape(B, seq, d)
             return f
@@ -301,7 +335,7 @@ def forward(torch, s, P, ids, layers, seq, checkpoint=False, kept=None):
         return w * n
 
     def lin(x, pre):
-        return F.linear(x, p[pre + ".weight"], p.get(pre + ".bias"))
+        return adapted(F.linear(x, p[pre + ".weight"], p.get(pre + ".bias")), x, pre)
 
     at("embed_tokens", "embed")
     x = F.embedding(ids, p["model.embed_tokens.weight"])
@@ -380,17 +414,20 @@ def check(path):
     seq, batch = dump["seq_len"], dump["batch"]
     layers = s["layers"]
     P = load(torch, s, dump["init"], layers)
+    lora = load_lora(torch, dump, P)
     joins = gpuz_names(s, P)
+    if lora[0] is not None:  # only the adapters are trained and compared
+        joins = {g: names for g, names in joins.items() if ".lora_" in g}
     ids = torch.tensor(dump["ids"], dtype=torch.float32).long().reshape(batch, seq)
     targets = torch.tensor(dump["targets"], dtype=torch.float32).long().reshape(-1)
     # gpuz's blocks, in transformers' names.
-    blocks = [[n for g in b["params"] for n in joins[g]] for b in dump["blocks"]]
+    blocks = [[n for g in b["params"] for n in joins[g]] for b in dump["blocks"] if b["params"]]
     opts = [torch.optim.Adam([P.p[n] for n in b], lr=dump["lr"], eps=dump["eps"]) for b in blocks]
     losses, grads = [], []
     for step in range(2):
         for o in opts:
             o.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(forward(torch, s, P, ids, layers, seq), targets)
+        loss = torch.nn.functional.cross_entropy(forward(torch, s, P, ids, layers, seq, lora=lora), targets)
         loss.backward()
         losses.append(loss.item())
         grads.append({g: torch.cat([P.p[n].grad.flatten() for n in names]) for g, names in joins.items()})
@@ -417,6 +454,8 @@ def check(path):
             if e > (1e-5, 1e-4)[step]:
                 bad.append(f"gradient of {g} at step {step + 1}: relative error {e:.3g}")
         tg = grads[0][g]
+        if not tg.any():  # LoRA's A, whose first gradient is 0 (B is): its second
+            tg = grads[1][g]
         # Adam's first steps move each weight by about lr·sign(gradient):
         # where a gradient is at the level of float32 rounding (a key's
         # bias, whose exact gradient is 0, as softmax ignores a shift of

@@ -19,8 +19,9 @@ trained with cross-entropy to predict each token's id, in 14 blocks (the
 head, the embedding and each layer), each with its gradient norm clipped to
 1 and its own Adam. MODES is a comma list of cuda (or gpu), cache and cpu;
 the default is all three.`,
-	flags: func(fs *pflag.FlagSet, lists *listFlags, _ *WorkloadOptions) {
+	flags: func(fs *pflag.FlagSet, lists *listFlags, o *WorkloadOptions) {
 		addAttentionFlag(lists, fs, levers.AttentionEager)
+		addLoRAFlags(lists, fs, o, "in_proj, out_proj and ff (each decoder layer's)", "in_proj")
 	},
 	example: `  gpuz attention train cuda,cache,cpu
   gpuz attention train cpu --scale small

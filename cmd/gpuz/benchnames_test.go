@@ -41,6 +41,7 @@ func TestSweepBenchNamesMatchPlainRuns(t *testing.T) {
 	}{
 		{"--precision", "fp32,bf16", []string{"fp32", "bf16"}},
 		{"--recompute", "none,blocks", []string{"none", "blocks"}},
+		{"--lora", "0,4", []string{"0", "4"}},
 	} {
 		t.Run(tc.flag, func(t *testing.T) {
 			runTo := func(value, name string) map[string]bool {

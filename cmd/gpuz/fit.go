@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/fit"
+	"gpuz/internal/levers"
 	"gpuz/internal/perfmodel"
 	"gpuz/internal/report"
 )
@@ -123,6 +125,45 @@ func newFitWorkloadCmd(ios *IOStreams, def workloadDef, runF func(context.Contex
 	return sub
 }
 
+// loraSettings takes --lora's ranks out of the options: fit ranks every
+// rank given together (--lora 0,16: full fine-tuning and LoRA), each with
+// --lora-alpha and --lora-targets, so the workload is searched without
+// LoRA of its own and each row names its own. Each setting is checked
+// against the workload (a target it lacks is a usage error); nil when no
+// --lora is given.
+func (o *FitOptions) loraSettings() ([]levers.LoRA, error) {
+	base := o.LoRA
+	values := []string{strconv.Itoa(base.Rank)}
+	if i := slices.IndexFunc(o.Sweep, func(f SweepFlag) bool { return f.Flag == "lora" }); i >= 0 {
+		values = o.Sweep[i].Values
+		o.Sweep = slices.Delete(o.Sweep, i, i+1)
+	} else if base == (levers.LoRA{}) {
+		return nil, nil
+	}
+	var out []levers.LoRA
+	for _, v := range values {
+		rank, err := parseWhole(v)
+		if err != nil {
+			return nil, usagef("--lora: invalid argument %q (%w)", v, err)
+		}
+		l := base
+		l.Rank = rank
+		if rank == 0 {
+			l = levers.LoRA{} // full fine-tuning: alpha and targets do not apply
+		}
+		w, err := o.Workload.WithLoRA(l)
+		if err != nil {
+			return nil, usage(err)
+		}
+		if _, _, err := w.Configure(o.Scale, o.Sizes); err != nil {
+			return nil, usage(err)
+		}
+		out = append(out, l)
+	}
+	o.LoRA = levers.LoRA{}
+	return out, nil
+}
+
 // refuseSearched refuses a flag that chooses what fit searches.
 func refuseSearched(fs *pflag.FlagSet) error {
 	for _, name := range fitSearched {
@@ -154,6 +195,10 @@ func (o *FitOptions) validate() error {
 // when a recommended configuration did not complete; a --cpuprofile that
 // cannot be written is joined to it (status 1 where nothing else failed).
 func fitRun(ctx context.Context, o *FitOptions) (err error) {
+	loras, err := o.loraSettings()
+	if err != nil {
+		return err
+	}
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -181,7 +226,7 @@ func fitRun(ctx context.Context, o *FitOptions) (err error) {
 			return err
 		}
 	}
-	fopts := fit.Options{Bench: opts, TakeBytes: take, MarginPercent: o.Margin, Command: o.commandLine}
+	fopts := fit.Options{Bench: opts, TakeBytes: take, MarginPercent: o.Margin, Command: o.commandLine, LoRA: loras}
 	var res fit.Result
 	if !untilDone(ctx, func() { res, err = fit.Search(fopts) }) {
 		return errInterrupted
@@ -286,6 +331,15 @@ func (o *FitOptions) commandLine(c fit.Candidate) string {
 	}
 	if c.Attention != "" {
 		words = append(words, "--attention", string(c.Attention))
+	}
+	if c.LoRA.On() {
+		words = append(words, "--lora", strconv.Itoa(c.LoRA.Rank))
+		if c.LoRA.Alpha != 0 {
+			words = append(words, "--lora-alpha", strconv.FormatFloat(c.LoRA.Alpha, 'g', -1, 64))
+		}
+		if c.LoRA.Targets != "" {
+			words = append(words, "--lora-targets", shellWord(c.LoRA.Targets))
+		}
 	}
 	if o.Scale != "" && o.Scale != "full" {
 		words = append(words, "--scale", o.Scale)

@@ -1,6 +1,10 @@
 package main
 
-import "gpuz/internal/models"
+import (
+	"github.com/spf13/pflag"
+
+	"gpuz/internal/models"
+)
 
 // linearWorkload is gpuz linear.
 var linearWorkload = workloadDef{
@@ -13,4 +17,7 @@ gradient norm clipped to 1 and its own Adam. MODES is a comma list of cuda
 	example: `  gpuz linear train cuda,cache,cpu
   gpuz linear train cpu --scale small
   gpuz linear eval cpu --epochs 3 --threads 2`,
+	flags: func(fs *pflag.FlagSet, lists *listFlags, o *WorkloadOptions) {
+		addLoRAFlags(lists, fs, o, "layer (every Linear layer)", "layer")
+	},
 }

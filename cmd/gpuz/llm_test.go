@@ -68,3 +68,53 @@ func TestModelName(t *testing.T) {
 		}
 	}
 }
+
+// TestLoRAPlanOnTheLaptop is issue 35's case: Llama-3.2-1B fine-tuned in
+// bf16 at a sequence of 1024 on an 8 GiB laptop GPU. With --lora 16 the
+// cuda mode's need is under the card's capacity where full fine-tuning's
+// is not, and the window policy's copies per epoch (3 of 18 blocks) are
+// about half of full fine-tuning's: each miss writes the window back, and
+// a LoRA block's write-back is its adapters and live activations, not its
+// frozen weights (the loads are the same).
+func TestLoRAPlanOnTheLaptop(t *testing.T) {
+	type plan struct {
+		Modes []struct {
+			Mode           string `json:"mode"`
+			Policy         string `json:"policy"`
+			DeviceBytes    int64  `json:"device_bytes"`
+			DeviceTotal    int64  `json:"device_total"`
+			CopiesPerEpoch *struct {
+				Up   int64 `json:"upload_bytes"`
+				Down int64 `json:"download_bytes"`
+			} `json:"copies_per_epoch"`
+		} `json:"modes"`
+	}
+	run := func(lora string) (cudaFits bool, windowCopies int64) {
+		out, err := exec.Command(gpuzBinary, "plan", "llm", "train", "cuda,cache", "--model", "llama-3.2-1b", "--lora", lora,
+			"--precision", "bf16", "--seq-len", "1024", "--batch", "1", "--device", "sim:rtx4060-laptop", "--format", "json").Output()
+		if err != nil {
+			t.Fatalf("--lora %s: %v: %s", lora, err, out)
+		}
+		var p plan
+		if err := json.Unmarshal(out, &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range p.Modes {
+			switch {
+			case m.Mode == "cuda":
+				cudaFits = m.DeviceBytes <= m.DeviceTotal
+			case m.Mode == "cache" && m.Policy == "window":
+				windowCopies = m.CopiesPerEpoch.Up + m.CopiesPerEpoch.Down
+			}
+		}
+		return cudaFits, windowCopies
+	}
+	loraFits, loraCopies := run("16")
+	fullFits, fullCopies := run("0")
+	if !loraFits || fullFits {
+		t.Errorf("cuda fits the card: %v with LoRA, %v without; want only with", loraFits, fullFits)
+	}
+	if r := float64(loraCopies) / float64(fullCopies); r < 0.4 || r > 0.6 {
+		t.Errorf("window copies per epoch %d with LoRA, %d without: %.2f of them, want about half", loraCopies, fullCopies, r)
+	}
+}

@@ -46,6 +46,12 @@ func TestBadInput(t *testing.T) {
 		want string // in the error line
 	}{
 		{"unknown model", "lineer train", "unknown command \"lineer\""},
+		{"negative lora", "linear train cpu --lora -1", "--lora must be 0 (off) or a rank from 1 to 65536, got -1"},
+		{"lora target the model lacks", "llm train cpu --lora 16 --lora-targets c_attn", "--lora-targets: the model has no linear layer \"c_attn\""},
+		{"lora on resnet", "resnet train cpu --lora 16", "unknown flag: --lora"},
+		{"lora alpha without a rank", "linear train cpu --lora-alpha 8", "--lora-alpha and --lora-targets need --lora R"},
+		{"lora empty target", "plan linear train --lora 16 --lora-targets layer,,x", "--lora-targets \"layer,,x\" has an empty name"},
+		{"fit lora target the model lacks", "fit llm train --lora 0,16 --lora-targets c_attn", "--lora-targets: the model has no linear layer \"c_attn\""},
 		{"unknown task", "linear fit", "unknown task \"fit\""},
 		{"missing task", "linear", "missing task"},
 		{"unknown mode", "linear train cuda,tpu", "unknown mode \"tpu\""},

@@ -138,6 +138,12 @@ func (o *WorkloadOptions) set(flag, value string) error {
 			return fmt.Errorf("--attention: %w", err)
 		}
 		o.Attention = a
+	case "lora":
+		n, err := parseWhole(value)
+		if err != nil {
+			return fmt.Errorf("--lora: invalid argument %q (%w)", value, err)
+		}
+		o.LoRA.Rank = n
 	case "take":
 		o.Take = value
 	default:

@@ -108,6 +108,9 @@ type WorkloadOptions struct {
 	// Attention is --attention of the workloads with attention layers:
 	// eager or fused; "" is the workload's default.
 	Attention levers.Attention
+	// LoRA is --lora, --lora-alpha and --lora-targets of the workloads
+	// with linear layers to adapt; the zero value is off.
+	LoRA levers.LoRA
 	// Model is the llm workload's --model: a preset, a config.json or a
 	// directory holding one; "" for the other workloads.
 	Model string
@@ -456,6 +459,9 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 	w, err := o.Workload.WithAttention(o.Attention)
 	if err != nil {
 		return bench.Options{}, usagef("--attention: %w", err)
+	}
+	if w, err = w.WithLoRA(o.LoRA); err != nil {
+		return bench.Options{}, usage(err)
 	}
 	cfg, scale, err := w.Configure(o.Scale, o.Sizes)
 	if err != nil {

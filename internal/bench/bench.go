@@ -11,6 +11,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -194,17 +195,21 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 
 // workload is the workload to build: opts.Workload, its attention set to
 // opts.Attention where that is given and the workload has attention
-// layers.
+// layers, and its LoRA to opts.LoRA where that is given and the workload
+// has linear layers to adapt.
 func (opts Options) workload() Workload {
-	if opts.Attention == "" {
-		return opts.Workload
-	}
-	if w, ok := opts.Workload.(interface {
+	w := opts.Workload
+	if a, ok := w.(interface {
 		WithAttention(levers.Attention) models.Config
-	}); ok {
-		return w.WithAttention(opts.Attention)
+	}); ok && opts.Attention != "" {
+		w = a.WithAttention(opts.Attention)
 	}
-	return opts.Workload
+	if l, ok := w.(interface {
+		WithLoRA(levers.LoRA) models.Config
+	}); ok && opts.LoRA != (levers.LoRA{}) {
+		w = l.WithLoRA(opts.LoRA)
+	}
+	return w
 }
 
 // header describes the run of a built model on its data, with the threads
@@ -225,6 +230,10 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 	if a, ok := models.AttentionOf(opts.workload()); ok {
 		h.Attention = string(a)
 	}
+	if l, ok := models.LoRAOf(opts.workload()); ok && l.On() {
+		l.Targets = strings.Join(models.LoRATargets(opts.workload()), ",")
+		h.LoRA, h.LoRARank = l.String(), l.Rank
+	}
 	h.ThreadsRequested, h.ThreadsWarning = opts.Threads, threads.warning
 	h.CPUVector, h.BLASWarning = hostmath.CPUVector(), hostmath.BLASWarning()
 	h.Env = sysinfo.Collect()
@@ -238,6 +247,7 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 	}
 	h.Params = model.ParamCount()
 	h.ParamBytes = 4 * h.Params
+	h.Trained = model.TrainedCount()
 	h.DataBytes = 4 * int64(len(data.Values)+len(data.Targets))
 	return h
 }

@@ -10,6 +10,7 @@ import (
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/hfconfig"
+	"gpuz/internal/levers"
 	"gpuz/internal/models"
 )
 
@@ -35,6 +36,12 @@ func smallWorkloads(t *testing.T) map[string]Options {
 		"attention": {ModelName: "attention", Workload: attention, Samples: attention.Samples, Batch: attention.Batch},
 		"llm-llama": {ModelName: "llm", Workload: llama, Samples: llama.Samples, Batch: llama.Batch},
 		"llm-gpt2":  {ModelName: "llm", Workload: gpt2, Samples: gpt2.Samples, Batch: gpt2.Batch},
+		// LoRA on every linear layer: frozen weights in every layer's
+		// block, the embedding's and the head's blocks read-only (the
+		// precision tests run it in bf16 and fp16: frozen weights in 16
+		// bits with no master).
+		"llm-llama-lora": {ModelName: "llm", Workload: llama, Samples: llama.Samples, Batch: llama.Batch,
+			Config: Config{LoRA: levers.LoRA{Rank: 2, Alpha: 4, Targets: levers.AllLinear}}},
 	}
 }
 

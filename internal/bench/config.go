@@ -40,6 +40,11 @@ type Config struct {
 	// or fused; "" keeps the workload's own setting (its default, or what
 	// its config says). A workload without attention layers ignores it.
 	Attention levers.Attention
+	// LoRA is low-rank adaptation (--lora, --lora-alpha, --lora-targets):
+	// the adapters trained, every other weight frozen; the zero value
+	// keeps the workload's own setting. A workload without linear layers
+	// to adapt takes only the zero value (models.Workload.WithLoRA).
+	LoRA levers.LoRA
 }
 
 // modeRow is what a mode needs and how it places the model.

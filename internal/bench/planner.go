@@ -37,11 +37,12 @@ type leverKey struct {
 	recompute levers.Recompute
 	precision levers.Precision
 	attention levers.Attention // "": the workload's own
+	lora      levers.LoRA      // the zero value: the workload's own
 }
 
 // keyOf is cfg's lever settings, "" read as the default.
 func keyOf(cfg Config) leverKey {
-	return leverKey{cfg.Recompute.Setting(), cfg.Precision.Setting(), cfg.Attention}
+	return leverKey{cfg.Recompute.Setting(), cfg.Precision.Setting(), cfg.Attention, cfg.LoRA}
 }
 
 // defaultKey is the levers' defaults: no recompute, fp32.
@@ -61,7 +62,7 @@ type compiled struct {
 func NewPlanner(opts Options) (*Planner, error) {
 	threads := opts.applyThreads()
 	p := &Planner{opts: opts, compiled: map[leverKey]compiled{}}
-	p.opts.Recompute, p.opts.Precision, p.opts.Attention = "", "", ""
+	p.opts.Recompute, p.opts.Precision, p.opts.Attention, p.opts.LoRA = "", "", "", levers.LoRA{}
 	c, err := p.schedule(defaultKey)
 	if err != nil {
 		return nil, err
@@ -126,10 +127,10 @@ func (p *Planner) schedule(k leverKey) (compiled, error) {
 		return c, nil
 	}
 	opts := p.opts
-	opts.Recompute, opts.Precision, opts.Attention = k.recompute, k.precision, k.attention
+	opts.Recompute, opts.Precision, opts.Attention, opts.LoRA = k.recompute, k.precision, k.attention, k.lora
 	model, sched, err := opts.compile()
 	if err != nil {
-		return compiled{}, fmt.Errorf("compiling with recompute %s, precision %s, attention %q: %w", k.recompute, k.precision, k.attention, err)
+		return compiled{}, fmt.Errorf("compiling with recompute %s, precision %s, attention %q, LoRA %s: %w", k.recompute, k.precision, k.attention, k.lora, err)
 	}
 	p.compiled[k] = compiled{model, sched}
 	return p.compiled[k], nil
@@ -150,6 +151,16 @@ func (p *Planner) Footprint(mode Mode, cfg Config, deviceFree int64) (engine.Pla
 		return nil, engine.Footprint{}, err
 	}
 	return pl, c.sched.Footprint(pl, deviceFree), nil
+}
+
+// Trained returns the number of parameters training changes under cfg's
+// levers: every parameter, or LoRA's adapters alone.
+func (p *Planner) Trained(cfg Config) (int64, error) {
+	c, err := p.schedule(keyOf(cfg))
+	if err != nil {
+		return 0, err
+	}
+	return c.model.TrainedCount(), nil
 }
 
 // Plan plans mode under cfg as PlanMemory plans a mode, less the memory

@@ -216,11 +216,14 @@ type Header struct {
 	Task       Task
 	Scale      string // "full", "small" or "custom"
 	DataBytes  int64  // bytes of input and target data
-	Params     int64  // number of trainable parameters
-	ParamBytes int64  // bytes of trainable parameters
-	Batch      int
-	Samples    int
-	BLAS       string // host BLAS in use
+	Params     int64  // number of parameters, trained and frozen
+	ParamBytes int64  // bytes of the parameters in float32
+	// Trained is the number of parameters training changes: Params, or
+	// LoRA's adapters alone.
+	Trained int64
+	Batch   int
+	Samples int
+	BLAS    string // host BLAS in use
 	// Threads is the host threads in force for the BLAS and the
 	// element-wise kernels: ThreadsRequested, or fewer where the BLAS
 	// accepts fewer, which ThreadsWarning then says.
@@ -247,6 +250,11 @@ type Header struct {
 	// Attention is how the model computes attention (--attention):
 	// "eager" or "fused"; "" for a workload without attention layers.
 	Attention string
+	// LoRA is the run's LoRA (--lora) as levers.LoRA.String writes it,
+	// its targets resolved: "R=16 α=16 q_proj,v_proj"; "" when off.
+	// LoRARank is its rank, 0 when off.
+	LoRA     string
+	LoRARank int
 	// HalfProducts names the path the host's (and the simulated GPU's)
 	// 16-bit products take under a 16-bit precision: "AVX512_BF16 kernel",
 	// "convert + gpuz AVX-512 SGEMM (…)", "convert + OpenBLAS 0.3.21

@@ -44,7 +44,14 @@ type Run struct {
 	// paged blocks in the order the pass first needs them, an update
 	// counting as a need of the backward pass.
 	Order [2][]int
+	// ReadOnly marks the blocks whose parameters nothing changes (every
+	// one frozen, as LoRA freezes a block without adapters): they have no
+	// update, and no policy writes their parameters back; nil when none.
+	ReadOnly []bool
 }
+
+// readOnly reports whether block b's parameters never change.
+func (r Run) readOnly(b int) bool { return b < len(r.ReadOnly) && r.ReadOnly[b] }
 
 // MinWindow returns the most blocks one step needs, at least 1: the
 // smallest window that can run.
@@ -109,6 +116,11 @@ func New(cfg Config, run Run, window int, m Mover) (*Cache, error) {
 	}
 	if window < run.MinWindow() {
 		return nil, fmt.Errorf("cache: a window of %d blocks cannot hold the %d blocks one step needs", window, run.MinWindow())
+	}
+	for _, u := range run.Updates {
+		if run.readOnly(u.Block) {
+			return nil, fmt.Errorf("cache: block %d is read-only but updated", u.Block)
+		}
 	}
 	t, _ := lookup(cfg.Policy)
 	c := &Cache{cfg: cfg, run: run, rule: t.newRule(run), mover: m,

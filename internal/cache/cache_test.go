@@ -272,6 +272,65 @@ var traceCases = []traceCase{
 			"U1: evict 1", "U0: evict 0",
 		},
 	},
+	{
+		// Window, train, a chain of 3 in a window of 1 whose blocks 0 and
+		// 2 are read-only (every parameter frozen, as LoRA leaves the
+		// embedding and the head): only block 1 is updated (after B1).
+		// Each miss writes the window back and loads the missed block
+		// alone (a window of 1 takes no successor), as in the cases
+		// above, but a read-only block is let go without write-back: of
+		// the 5 evictions of a Run only block 1's 2 write back, where
+		// every block trained writes back all 5. Run 2 starts with 0
+		// resident (left by B0).
+		name: "window never writes a read-only block back", cfg: Config{Policy: Window, Window: 1},
+		run: readOnlyChain(3, 0, 2), window: 1, runs: 2,
+		want: []string{
+			"F0: load 0@0", "F1: evict 0, load 1@0", "F2: evict 1 wb, load 2@0", "B1: evict 2, load 1@0", "B0: evict 1 wb, load 0@0",
+			"--",
+			"F1: evict 0, load 1@0", "F2: evict 1 wb, load 2@0", "B1: evict 2, load 1@0", "B0: evict 1 wb, load 0@0",
+		},
+	},
+	{
+		// Auto, the same run in a window of 2: a block is written back
+		// only if it changed, so read-only blocks never are, as without
+		// the mark. Run 1: F0 misses; 1 ahead; after F1, 0 (next needed
+		// at B0, step 5) is farther than 1 (B1, step 4): dropped for 2.
+		// After B2 the coming need is 0 at B0 (1 is resident for B1), and
+		// 2, with no update to wait for, is not needed again this Run:
+		// dropped for 0, one step earlier than a trained block 2 could
+		// be (after its update). Run 2: after F0, 1 is resident; 2 (F2)
+		// is nearer than 0 (B0): 0 is dropped for it; after B2, as in
+		// Run 1.
+		name: "auto with read-only blocks", cfg: Config{Policy: Auto, Window: 2},
+		run: readOnlyChain(3, 0, 2), window: 2, runs: 2,
+		want: []string{
+			"F0: load 0@0", "+F0: load 1@1 ahead", "+F1: evict 0, load 2@0 ahead", "+B2: evict 2, load 0@0 ahead",
+			"--",
+			"+F0: evict 0, load 2@0 ahead", "+B2: evict 2, load 0@0 ahead",
+		},
+	},
+}
+
+// readOnlyChain is chain(n, true) with the blocks readOnly lists marked
+// read-only and their updates left out.
+func readOnlyChain(n int, readOnly ...int) Run {
+	run := chain(n, true)
+	run.ReadOnly = make([]bool, n)
+	for _, b := range readOnly {
+		run.ReadOnly[b] = true
+	}
+	run.Updates = slices.DeleteFunc(run.Updates, func(u Update) bool { return run.ReadOnly[u.Block] })
+	return run
+}
+
+// TestReadOnlyUpdated checks that a read-only block with an update is
+// refused: its update's write-back would be lost.
+func TestReadOnlyUpdated(t *testing.T) {
+	run := chain(3, true)
+	run.ReadOnly = []bool{false, true, false}
+	if _, err := New(Config{Policy: Window, Window: 1}, run, 1, newRecorder(t, 1)); err == nil {
+		t.Error("a read-only block's update accepted")
+	}
 }
 
 func TestTraces(t *testing.T) {

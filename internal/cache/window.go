@@ -88,13 +88,13 @@ func pass(backward bool) int {
 }
 
 // replaceWindow is DictCache's miss: write the whole window back (every
-// block's parameters, as its .to(cpu) copies them changed or not), then
-// load the needed blocks and then the successors, in order, up to the
-// window's size.
+// block's parameters, as its .to(cpu) copies them changed or not, but a
+// read-only block's, which cannot have changed), then load the needed
+// blocks and then the successors, in order, up to the window's size.
 func (c *Cache) replaceWindow(needs, successors []int) error {
 	for _, b := range c.slots {
 		if b >= 0 {
-			if err := c.evict(b, true); err != nil {
+			if err := c.evict(b, !c.run.readOnly(b)); err != nil {
 				return err
 			}
 		}

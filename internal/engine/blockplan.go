@@ -92,6 +92,14 @@ func (bp *blockPlan) cacheRun() cache.Run {
 			run.Updates = append(run.Updates, cache.Update{Block: u.block, After: u.after})
 		}
 	}
+	for b, blk := range sc.spec.Blocks {
+		if !blk.Trained() { // every parameter frozen: never written back
+			if run.ReadOnly == nil {
+				run.ReadOnly = make([]bool, len(sc.spec.Blocks))
+			}
+			run.ReadOnly[b] = true
+		}
+	}
 	for pass, order := range sc.order {
 		for _, b := range order {
 			if bp.paged(b) {
@@ -291,7 +299,7 @@ func (bp *blockPlan) load(prog *Program) (placed, error) {
 func (bp *blockPlan) allocMoments(prog *Program) error {
 	sc := bp.sc
 	for i, pv := range sc.params {
-		if !bp.momentsResident(sc.values[pv].block) {
+		if !bp.momentsResident(sc.values[pv].block) || sc.values[pv].frozen {
 			continue
 		}
 		n := sc.count(pv)

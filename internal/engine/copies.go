@@ -104,12 +104,12 @@ func (k *copyCounter) download(elems int) {
 
 // Load counts block b's upload.
 func (k *copyCounter) Load(b, _ int, ahead bool) error {
-	return k.moves(b, true, func(_, n int, _ member) error { k.upload(n, ahead); return nil })
+	return k.moves(b, true, true, func(_, n int, _ member) error { k.upload(n, ahead); return nil })
 }
 
 // Evict counts block b's write-back.
 func (k *copyCounter) Evict(b int, writeParams bool) error {
-	return k.moves(b, writeParams, func(_, n int, _ member) error { k.download(n); return nil })
+	return k.moves(b, writeParams, false, func(_, n int, _ member) error { k.download(n); return nil })
 }
 
 // execute counts a staged output's download to its block's master.
@@ -126,7 +126,9 @@ func (k *copyCounter) update(int) error { return nil }
 // hostUpdate counts the download of each of block b's gradients.
 func (k *copyCounter) hostUpdate(b int) error {
 	for _, i := range k.layouts[b].params {
-		k.download(k.sched.values[k.sched.grads[i]].elems)
+		if g := k.sched.grads[i]; g >= 0 {
+			k.download(k.sched.values[g].elems)
+		}
 	}
 	return nil
 }

@@ -9,10 +9,16 @@ import (
 	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
+	"gpuz/internal/hfconfig"
+	"gpuz/internal/levers"
 	"gpuz/internal/models"
 )
 
-// smallConfigs are the three workloads at the small scale.
+// smallConfigs are the three workloads at the small scale, linear and
+// attention with LoRA (frozen weights in every block; attention's head
+// and embedding wholly frozen, read-only to the cache), and a tiny Llama
+// with LoRA on every linear layer (q, k, v, gate and up are parts of
+// packed layers, their B placed by constant inputs).
 func smallConfigs(t *testing.T) []models.Config {
 	t.Helper()
 	var out []models.Config
@@ -23,7 +29,23 @@ func smallConfigs(t *testing.T) []models.Config {
 		}
 		out = append(out, c)
 	}
-	return out
+	type adaptable interface {
+		WithLoRA(levers.LoRA) models.Config
+	}
+	out = append(out, out[0].(adaptable).WithLoRA(levers.LoRA{Rank: 4}),
+		out[2].(adaptable).WithLoRA(levers.LoRA{Rank: 2, Alpha: 8, Targets: levers.AllLinear}))
+	// Its vocabulary makes the managed tests' third of its pages more
+	// than none; its attention is eager, as the timeline test's saved
+	// activations assume every one computed before the backward pass
+	// (fused attention's log-sum-exp is computed in it).
+	cfg, err := hfconfig.Parse([]byte(`{"model_type": "llama", "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+		"num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1024, "max_position_embeddings": 32,
+		"rms_norm_eps": 1e-5, "tie_word_embeddings": true, "hidden_act": "silu"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, &models.LLMConfig{Model: hfconfig.Model{Config: cfg, Name: "tiny"}, Layers: 2, SeqLen: 6, Attention: levers.AttentionEager,
+		LoRA: levers.LoRA{Rank: 2, Targets: levers.AllLinear}, Feed: models.Feed{Samples: 4, Batch: 2, Epochs: 2}})
 }
 
 // TestCopiesMatchARun checks the dry run against the copies a simulated

@@ -67,7 +67,7 @@ func (r *copyRecorder) add(k copyKind, b int, bytes int64) {
 func (r *copyRecorder) Load(b, _ int, _ bool) error {
 	var weights, saved int64
 	r.onDevice[b] = nil
-	err := r.moves(b, true, func(_, n int, m member) error {
+	err := r.moves(b, true, true, func(_, n int, m member) error {
 		switch {
 		case m.saved >= 0:
 			saved += 4 * int64(n)
@@ -86,7 +86,7 @@ func (r *copyRecorder) Load(b, _ int, _ bool) error {
 
 func (r *copyRecorder) Evict(b int, writeParams bool) error {
 	var weights, saved, dropped int64
-	err := r.moves(b, writeParams, func(_, n int, m member) error {
+	err := r.moves(b, writeParams, false, func(_, n int, m member) error {
 		switch {
 		case m.saved >= 0:
 			saved += 4 * int64(n)

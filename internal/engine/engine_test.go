@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gorgonia.org/gorgonia"
@@ -18,6 +19,9 @@ import (
 // enough for gorgonia's TapeMachine.
 type smallLinear struct {
 	batch, dim, layers, perBlock int
+	// frozen lists the layers whose weight and bias are frozen
+	// (Block.Frozen).
+	frozen []int
 }
 
 // layerParams holds one layer's initial weights [out, in] and bias.
@@ -52,7 +56,11 @@ func (m smallLinear) buildProject() (g *gorgonia.ExprGraph, x, target, loss *gor
 		if l%m.perBlock == 0 {
 			blocks = append(blocks, Block{Name: fmt.Sprint("block", l/m.perBlock)})
 		}
-		blocks[len(blocks)-1].Params = append(blocks[len(blocks)-1].Params, w, b)
+		if blk := &blocks[len(blocks)-1]; slices.Contains(m.frozen, l) {
+			blk.Frozen = append(blk.Frozen, w, b)
+		} else {
+			blk.Params = append(blk.Params, w, b)
+		}
 		h = gorgonia.Must(ops.Apply(ops.Linear{}, h, w, b))
 		h = gorgonia.Must(ops.Apply(ops.LeakyReLU{Slope: ops.DefaultLeakySlope}, h))
 	}

@@ -267,6 +267,9 @@ func (mp *managedPages) touchStep(si int) error {
 func (mp *managedPages) touchUpdate(b int) error {
 	sc, l := mp.sched, mp.layouts[b]
 	for j, i := range l.params {
+		if sc.grads[i] < 0 { // frozen: the update reads nothing of it
+			continue
+		}
 		if err := mp.touchValue(sc.grads[i]); err != nil {
 			return err
 		}

@@ -221,6 +221,11 @@ func (sc *Schedule) layouts(momentsInArea func(b int) bool) []layout {
 		}
 		if sc.spec.Train && momentsInArea(b) {
 			for _, i := range l.params {
+				if sc.values[sc.params[i]].frozen { // no state: -1 offsets
+					l.moments = append(l.moments, [2]int{-1, -1})
+					l.masters = append(l.masters, -1)
+					continue
+				}
 				n := sc.count(sc.params[i])
 				l.moments = append(l.moments, [2]int{l.elems, l.elems + n})
 				l.masters = append(l.masters, -1)

@@ -97,7 +97,8 @@ func (sc *Schedule) count(v int) int { return max(sc.values[v].shape.TotalSize()
 
 // assignPrecision decides which values a 16-bit precision stores in 16
 // bits, after automatic mixed precision's rules, and sizes their storage:
-// a parameter whose every reader is a product (levers.CastLower); a
+// a parameter whose every reader is a product (levers.CastLower), trained
+// or frozen (a frozen one has no float32 master: stateElems); a
 // product's result; a promoting op's result when all its inputs are 16-bit.
 // Inputs, the gradient seed, the reductions' results and every other value
 // stay float32. It runs once the steps are final (after recompute) and
@@ -147,9 +148,12 @@ func (sc *Schedule) setHalf(v int) {
 // stateElems returns the float32 elements of parameter i's (of params)
 // optimizer state: Adam's two moments and, for a 16-bit parameter, its
 // float32 master, which the update changes and rounds into the 16-bit copy
-// the steps read.
+// the steps read; none for a frozen parameter.
 func (sc *Schedule) stateElems(i int) int {
 	pv := sc.params[i]
+	if sc.values[pv].frozen { // nothing updates it: no moments, no master
+		return 0
+	}
 	if sc.values[pv].half {
 		return 3 * sc.count(pv)
 	}
@@ -206,7 +210,7 @@ func (sc *Schedule) updateScratchElems() int {
 		return 0
 	}
 	for _, g := range sc.grads {
-		if sc.values[g].half {
+		if g >= 0 && sc.values[g].half {
 			n = max(n, sc.count(g))
 		}
 	}

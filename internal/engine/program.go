@@ -148,7 +148,7 @@ func (prog *Program) bind(b int, area device.Buffer) {
 	for j, i := range l.params {
 		pv := sc.params[i]
 		prog.buffers[pv] = d.View(area, l.offsets[j], sc.values[pv].elems)
-		if l.moments != nil {
+		if l.moments != nil && l.moments[j][0] >= 0 {
 			n := sc.count(pv)
 			prog.moments[i] = [2]device.Buffer{d.View(area, l.moments[j][0], n), d.View(area, l.moments[j][1], n)}
 			if l.masters[j] >= 0 {
@@ -257,6 +257,9 @@ func (prog *Program) Gradient(n *gorgonia.Node) ([]float32, error) {
 	}
 	for i, pv := range prog.sched.params {
 		if prog.sched.values[pv].node == n {
+			if prog.sched.grads[i] < 0 {
+				return nil, fmt.Errorf("engine: %s is frozen: it has no gradient", n.Name())
+			}
 			g, err := prog.download(prog.sched.grads[i])
 			if err == nil && prog.scalesLoss() { // the scaled loss's: unscaled
 				for j := range g {
@@ -425,7 +428,7 @@ func (prog *Program) update(b int) error {
 	var sumSquares float64
 	members := prog.layouts[b].params
 	for _, i := range members {
-		sumSquares += prog.gradSquares[i]
+		sumSquares += prog.gradSquares[i] // 0 for a frozen parameter
 	}
 	scale, ok := prog.gradScale(sumSquares)
 	if !ok {
@@ -435,6 +438,9 @@ func (prog *Program) update(b int) error {
 	onHost := prog.sides.blockHost[b]
 	k := prog.kernelsOn(onHost)
 	for _, i := range members {
+		if sc.grads[i] < 0 { // frozen
+			continue
+		}
 		param, grad := prog.buffers[sc.params[i]], prog.buffers[sc.grads[i]]
 		c := prog.converter(onHost)
 		if sc.values[sc.grads[i]].half {

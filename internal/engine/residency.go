@@ -154,7 +154,7 @@ func (bp *blockPlan) newResidency(prog *Program) (res *residency, err error) {
 		r.hostMoments = make([][2][]float32, len(sc.params))
 		r.hostMasters = make([][]float32, len(sc.params))
 		for i, pv := range sc.params {
-			if n := sc.count(pv); bp.paged(sc.values[pv].block) {
+			if n := sc.count(pv); bp.paged(sc.values[pv].block) && !sc.values[pv].frozen {
 				state, err := r.hostAlloc(sc.stateElems(i))
 				if err != nil {
 					return nil, fmt.Errorf("engine: allocating the host optimizer state of %s: %w", sc.values[pv].node.Name(), err)
@@ -296,11 +296,16 @@ type member struct{ param, moment, saved int }
 
 // moves calls move for each member of block b that a copy moves, with its
 // offset and elements in the block's area: the parameters and their
-// moments when params is set, and the saved values that are live.
-func (c *pager) moves(b int, params bool, move func(off, n int, m member) error) error {
+// moments when params is set (the frozen parameters only when frozen is
+// set too: a load copies them, a write-back never does, as nothing changes
+// them), and the saved values that are live.
+func (c *pager) moves(b int, params, frozen bool, move func(off, n int, m member) error) error {
 	sc, l := c.sched, c.layouts[b]
 	if params {
 		for j, i := range l.params {
+			if sc.values[sc.params[i]].frozen && !frozen {
+				continue
+			}
 			if err := move(l.offsets[j], sc.values[sc.params[i]].elems, member{param: i, moment: -1, saved: -1}); err != nil {
 				return err
 			}
@@ -365,7 +370,7 @@ func (r *residency) Evict(b int, writeParams bool) error {
 func (r *residency) copyArea(b int, toDevice, params bool) error {
 	prog, sc := r.prog, r.prog.sched
 	host := r.host[b]
-	err := r.moves(b, params, func(off, n int, m member) error {
+	err := r.moves(b, params, toDevice, func(off, n int, m member) error {
 		var buf device.Buffer
 		switch {
 		case m.saved >= 0:
@@ -395,15 +400,20 @@ func (r *residency) copyArea(b int, toDevice, params bool) error {
 func (r *residency) updateOnHost(b int) error {
 	prog, sc, l := r.prog, r.prog.sched, r.prog.layouts[b]
 	total := 0
-	for _, i := range l.params {
-		total += sc.count(sc.grads[i])
+	var trained []int // the block's trained parameters, and their places in l.params
+	var at []int
+	for j, i := range l.params {
+		if sc.grads[i] >= 0 {
+			trained, at = append(trained, i), append(at, j)
+			total += sc.count(sc.grads[i])
+		}
 	}
 	if cap(r.gradHost) < total {
 		r.gradHost = make([]float32, total)
 	}
-	grads := make([][]float32, len(l.params))
+	grads := make([][]float32, len(trained))
 	sumSquares, off := 0.0, 0
-	for j, i := range l.params {
+	for j, i := range trained {
 		g := sc.grads[i]
 		n := sc.count(g)
 		grads[j] = r.gradHost[off : off+n]
@@ -428,9 +438,9 @@ func (r *residency) updateOnHost(b int) error {
 		return nil
 	}
 	prog.adamSteps[b]++
-	for j, i := range l.params {
+	for j, i := range trained {
 		pv := sc.params[i]
-		params := r.host[b][l.offsets[j] : l.offsets[j]+sc.values[pv].elems]
+		params := r.host[b][l.offsets[at[j]] : l.offsets[at[j]]+sc.values[pv].elems]
 		if sc.values[pv].half {
 			hostmath.AdamStep(sc.spec.Optimizer, r.hostMasters[i], grads[j], r.hostMoments[i][0], r.hostMoments[i][1], scale, prog.adamSteps[b])
 			packHalf(sc.format(), params, r.hostMasters[i])

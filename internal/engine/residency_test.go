@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"testing"
 
 	"gorgonia.org/gorgonia"
@@ -26,7 +25,7 @@ type trainResult struct {
 // trainSmall trains the small linear model for steps steps under a placement.
 func trainSmall(t *testing.T, m smallLinear, pl Placement, steps int, train bool) trainResult {
 	t.Helper()
-	init := m.init(rand.New(rand.NewPCG(21, 22)))
+	init := m.init(newInitRNG())
 	xData := make([]float32, m.batch*m.dim)
 	for i := range xData {
 		xData[i] = float32(i%7) / 7

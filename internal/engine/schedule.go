@@ -28,7 +28,17 @@ import (
 type Block struct {
 	Name   string
 	Params []*gorgonia.Node
+	// Frozen holds the block's frozen parameters (LoRA's base weights):
+	// the steps read them as any parameter, but no gradient is computed
+	// for them (the gradient still flows through them to earlier values),
+	// no optimizer state is kept and no update changes them. Under a
+	// 16-bit precision they are stored as its other parameters are, with
+	// no float32 master (precision.go: assignPrecision, stateElems).
+	Frozen []*gorgonia.Node
 }
+
+// Trained reports whether the block has parameters that training changes.
+func (b Block) Trained() bool { return len(b.Params) > 0 }
 
 // Spec says what to compile.
 type Spec struct {
@@ -83,7 +93,9 @@ type value struct {
 	// half says the value is stored in 16 bits, in the format of the
 	// spec's precision.
 	half bool
-	slot int // arena slot, for temporaries
+	// frozen marks a frozen parameter (Block.Frozen).
+	frozen bool
+	slot   int // arena slot, for temporaries
 	// block owns the value: for parameters their block, for saved values
 	// the block they travel with; -1 otherwise.
 	block int
@@ -139,9 +151,11 @@ type Schedule struct {
 	// gradOf maps a gradient's value index to its parameter's index in
 	// params.
 	gradOf map[int]int
-	output int   // value index of the output
-	grads  []int // value index of each parameter's gradient, in paramOrder
-	params []int // value indices of parameters, block by block
+	output int // value index of the output
+	// grads holds the value index of each parameter's gradient, in the
+	// order of params; -1 for a frozen parameter, which has none.
+	grads  []int
+	params []int // value indices of parameters, block by block, each block's trained ones first
 }
 
 // Compile turns the graph around spec.Output into a Schedule. With spec.Train it
@@ -154,13 +168,18 @@ func Compile(spec Spec) (*Schedule, error) {
 	g := spec.Output.Graph()
 	sc := &Schedule{spec: spec, index: map[*gorgonia.Node]int{}}
 
-	var params gorgonia.Nodes
+	var params gorgonia.Nodes // the trained ones, which gradients are derived for
 	for b, blk := range spec.Blocks {
-		for _, n := range blk.Params {
+		for j, n := range slices.Concat(blk.Params, blk.Frozen) {
 			if _, dup := sc.index[n]; dup {
 				return nil, fmt.Errorf("engine: parameter %s is in more than one block", n.Name())
 			}
-			sc.params = append(sc.params, sc.addValue(n, kindParam, b))
+			v := sc.addValue(n, kindParam, b)
+			sc.params = append(sc.params, v)
+			if j >= len(blk.Params) {
+				sc.values[v].frozen = true
+				continue
+			}
 			params = append(params, n)
 		}
 	}
@@ -176,6 +195,9 @@ func Compile(spec Spec) (*Schedule, error) {
 	if spec.Train {
 		seed := gorgonia.NewScalar(g, spec.Output.Dtype(), gorgonia.WithName("gpuz.seed"))
 		sc.addValue(seed, kindSeed, -1)
+		if len(params) == 0 {
+			return nil, errors.New("engine: training with every parameter frozen")
+		}
 		var err error
 		if grads, err = gorgonia.Backpropagate(gorgonia.Nodes{spec.Output}, gorgonia.Nodes{seed}, params); err != nil {
 			return nil, fmt.Errorf("engine: deriving gradients: %w", err)
@@ -222,9 +244,17 @@ func Compile(spec Spec) (*Schedule, error) {
 	}
 	sc.output = sc.index[spec.Output]
 	sc.gradOf = map[int]int{}
-	for i, gn := range grads {
-		sc.grads = append(sc.grads, sc.index[gn])
-		sc.gradOf[sc.index[gn]] = i
+	if spec.Train {
+		for i, pv := range sc.params {
+			if sc.values[pv].frozen {
+				sc.grads = append(sc.grads, -1)
+				continue
+			}
+			gv := sc.index[grads[0]]
+			grads = grads[1:]
+			sc.grads = append(sc.grads, gv)
+			sc.gradOf[gv] = i
+		}
 	}
 	if err := spec.Recompute.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
@@ -305,7 +335,9 @@ func (sc *Schedule) scheduleUpdates() {
 	last := make([]int, len(sc.spec.Blocks))
 	gradBlock := map[int]int{}
 	for i, gv := range sc.grads {
-		gradBlock[gv] = sc.values[sc.params[i]].block
+		if gv >= 0 {
+			gradBlock[gv] = sc.values[sc.params[i]].block
+		}
 	}
 	for si, s := range sc.steps {
 		for _, b := range s.reads {
@@ -316,7 +348,9 @@ func (sc *Schedule) scheduleUpdates() {
 		}
 	}
 	for b, after := range last {
-		sc.updates = append(sc.updates, update{block: b, after: after})
+		if sc.spec.Blocks[b].Trained() { // a wholly frozen block has no update
+			sc.updates = append(sc.updates, update{block: b, after: after})
+		}
 	}
 	slices.SortStableFunc(sc.updates, func(a, b update) int { return a.after - b.after })
 }
@@ -333,6 +367,9 @@ func (sc *Schedule) computeLastUse() {
 		}
 	}
 	for i, gv := range sc.grads {
+		if gv < 0 {
+			continue
+		}
 		sc.values[gv].lastUse = max(sc.values[gv].lastUse, sc.updateStep(sc.values[sc.params[i]].block))
 		if sc.spec.RetainGradients {
 			sc.values[gv].lastUse = end
@@ -414,7 +451,8 @@ func (sc *Schedule) updateStep(b int) int {
 
 // Bytes is the memory a schedule needs with every block resident, by kind.
 type Bytes struct {
-	Parameters int64 // every block's parameters
+	Parameters int64 // every block's trained parameters
+	Frozen     int64 // every block's frozen parameters (Block.Frozen)
 	// Optimizer is Adam's two moments per parameter when training, with
 	// the float32 master of each 16-bit parameter.
 	Optimizer int64
@@ -427,7 +465,9 @@ type Bytes struct {
 }
 
 // Total is the sum of all kinds.
-func (b Bytes) Total() int64 { return b.Parameters + b.Optimizer + b.Saved + b.Inputs + b.Arena }
+func (b Bytes) Total() int64 {
+	return b.Parameters + b.Frozen + b.Optimizer + b.Saved + b.Inputs + b.Arena
+}
 
 // Bytes returns the memory the schedule needs, known before allocating any.
 func (sc *Schedule) Bytes() Bytes {
@@ -435,6 +475,10 @@ func (sc *Schedule) Bytes() Bytes {
 	for _, v := range sc.values {
 		switch v.kind {
 		case kindParam:
+			if v.frozen {
+				b.Frozen += 4 * int64(v.elems)
+				break
+			}
 			b.Parameters += 4 * int64(v.elems)
 		case kindSaved:
 			b.Saved += 4 * int64(v.elems)
@@ -459,10 +503,16 @@ func (sc *Schedule) Bytes() Bytes {
 func (sc *Schedule) GradientBytes() int64 {
 	var n int64
 	for _, g := range sc.grads {
-		n += 4 * int64(sc.values[g].elems)
+		if g >= 0 {
+			n += 4 * int64(sc.values[g].elems)
+		}
 	}
 	return n
 }
 
 // Steps returns the number of compute steps.
 func (sc *Schedule) Steps() int { return len(sc.steps) }
+
+// Updates returns the number of optimizer updates a Run makes: when
+// training, one per block with trained parameters; none otherwise.
+func (sc *Schedule) Updates() int { return len(sc.updates) }

@@ -47,10 +47,7 @@ func checkTimeline(t *testing.T, s *engine.Schedule, pl engine.Placement, free i
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := s.Steps() // and an update per block when training
-	if tl[len(tl)-1].Phase == engine.Update || s.Bytes().Optimizer > 0 {
-		want += s.Blocks()
-	}
+	want := s.Steps() + s.Updates() // an update per block with trained parameters when training
 	if len(tl) != want {
 		t.Errorf("%d points, want %d (steps and updates)", len(tl), want)
 	}
@@ -77,8 +74,8 @@ func checkTimeline(t *testing.T, s *engine.Schedule, pl engine.Placement, free i
 		return
 	}
 	b := s.Bytes()
-	if got := tl[0].Bytes[engine.Weights]; got != b.Parameters {
-		t.Errorf("weights %d bytes, parameters %d", got, b.Parameters)
+	if got := tl[0].Bytes[engine.Weights]; got != b.Parameters+b.Frozen {
+		t.Errorf("weights %d bytes, parameters %d trained and %d frozen", got, b.Parameters, b.Frozen)
 	}
 	if firstBackward >= 0 {
 		if got := tl[firstBackward].Bytes[engine.SavedActivations]; got != b.Saved {

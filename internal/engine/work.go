@@ -124,6 +124,9 @@ func (sc *Schedule) Work() Work {
 		return w
 	}
 	for _, g := range sc.grads {
+		if g < 0 { // frozen
+			continue
+		}
 		n := int64(sc.count(g))
 		w.add(KernelSumSquares, 1, device.Cost{FLOPs: 2 * n, ReadBytes: 4 * n}, false)
 		if sc.values[g].half { // widened first
@@ -131,6 +134,9 @@ func (sc *Schedule) Work() Work {
 		}
 	}
 	for i, pv := range sc.params {
+		if sc.grads[i] < 0 { // frozen: no update
+			continue
+		}
 		n := int64(sc.count(pv))
 		// p, g, m and v read; p, m and v written.
 		w.add(KernelAdam, 1, device.Cost{FLOPs: adamFLOPs * n, ReadBytes: 16 * n, WriteBytes: 12 * n}, false)

@@ -19,6 +19,7 @@ import (
 	"gpuz/internal/cache"
 	"gpuz/internal/engine"
 	"gpuz/internal/levers"
+	"gpuz/internal/units"
 )
 
 // DefaultMarginPercent is the share of the device's free memory (after
@@ -41,6 +42,11 @@ type Options struct {
 	// Command, when set, returns the command line that runs a candidate,
 	// for Entry.Command: the command line's syntax is the caller's.
 	Command func(Candidate) string
+	// LoRA lists the LoRA settings to rank together (--lora 0,16: full
+	// fine-tuning and LoRA at rank 16); nil is the workload's own. LoRA
+	// decides what is trained, so it is the user's choice: the search
+	// never adds a setting.
+	LoRA []levers.LoRA
 }
 
 // Validate reports options no search can use.
@@ -59,6 +65,9 @@ func (o Options) Validate() error {
 type Candidate struct {
 	Mode bench.Mode
 	bench.Config
+	// Trained is the parameters training changes under Config.LoRA when
+	// it is on (its adapters), 0 otherwise: the search fills it.
+	Trained int64
 }
 
 // Entry is a candidate planned: what it needs, its copies and prediction
@@ -168,7 +177,13 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 	train := opts.Bench.Task == bench.TaskTrain
 	var all []Entry
 	attention := levers.Attention(p.Header().Attention) // "" without attention layers
-	for _, c := range Candidates(p.Blocks(), p.MinWindow(), train, hasGPU, attention) {
+	for _, c := range Candidates(p.Blocks(), p.MinWindow(), train, hasGPU, attention, opts.LoRA...) {
+		if c.LoRA.On() {
+			var err error
+			if c.Trained, err = p.Trained(c.Config); err != nil {
+				return Result{}, fmt.Errorf("planning %s: %w", c, err)
+			}
+		}
 		e, err := plan(p, c, res.Budget)
 		if err != nil {
 			return Result{}, fmt.Errorf("planning %s: %w", c, err)
@@ -360,6 +375,9 @@ func (c Candidate) String() string {
 	if c.Attention != "" {
 		s += ", " + string(c.Attention) + " attention"
 	}
+	if c.LoRA.On() {
+		s += fmt.Sprintf(", LoRA R=%d (%s trained)", c.LoRA.Rank, units.Count(c.Trained))
+	}
 	return s
 }
 
@@ -388,11 +406,24 @@ func cross(dims ...dimension) []Candidate {
 // blocks blocks whose steps need at most minWindow resident: the cross
 // product of the placements and each lever's values (recompute, the
 // precision, and for a workload whose attention is computed as attention
-// says, the other way too; "" for a workload without attention layers).
-// Adding a lever is one more dimension here, and one more entry of
-// leverDefaults.
-func Candidates(blocks, minWindow int, train, gpu bool, attention levers.Attention) []Candidate {
-	return cross(placements(blocks, minWindow, train, gpu), recomputes(train), precisions(), attentions(attention))
+// says, the other way too; "" for a workload without attention layers),
+// and each LoRA setting of loras (none: the workload's own). Adding a
+// lever is one more dimension here, and one more entry of leverDefaults.
+func Candidates(blocks, minWindow int, train, gpu bool, attention levers.Attention, loras ...levers.LoRA) []Candidate {
+	return cross(loraSettings(loras), placements(blocks, minWindow, train, gpu), recomputes(train), precisions(), attentions(attention))
+}
+
+// loraSettings is LoRA's dimension: the settings the user gave, or the
+// workload's own (the zero value).
+func loraSettings(loras []levers.LoRA) dimension {
+	d := dimension{func(*Candidate) {}}
+	if len(loras) > 0 {
+		d = nil
+	}
+	for _, l := range loras {
+		d = append(d, func(c *Candidate) { c.LoRA = l })
+	}
+	return d
 }
 
 // placements is the placement dimension: cuda; cache under each policy,

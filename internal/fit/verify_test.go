@@ -2,14 +2,17 @@ package fit
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"gpuz/internal/bench"
 	"gpuz/internal/device"
+	"gpuz/internal/levers"
 	"gpuz/internal/models"
 	"gpuz/internal/perfmodel"
+	"gpuz/internal/units"
 )
 
 // options returns the search options of a workload at a scale on
@@ -123,5 +126,52 @@ func BenchmarkSearch(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSearchRanksLoRA searches the small linear workload with --lora 0,4:
+// every candidate is planned under both settings (twice the candidates of
+// one), each LoRA entry names its trained parameters, the adapters'
+// R·(in + out) per layer, and needs no more of the device than its twin
+// that trains every weight.
+func TestSearchRanksLoRA(t *testing.T) {
+	opts := options(t, models.Linear, models.ScaleSmall, bench.TaskTrain)
+	one, err := Search(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lora := levers.LoRA{Rank: 4}
+	opts.LoRA = []levers.LoRA{{}, lora}
+	r, err := Search(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Searched != 2*one.Searched {
+		t.Errorf("%d candidates searched, want twice %d", r.Searched, one.Searched)
+	}
+	c := opts.Bench.Workload.(*models.LinearConfig)
+	trained := int64(c.Blocks * c.LayersPerBlock * lora.Rank * 2 * c.Dims)
+	full := map[string]Entry{}
+	for _, e := range append(r.Ranked, r.Unranked...) {
+		if !e.LoRA.On() {
+			full[e.String()] = e
+		}
+	}
+	n := 0
+	for _, e := range append(r.Ranked, r.Unranked...) {
+		if !e.LoRA.On() {
+			continue
+		}
+		n++
+		suffix := fmt.Sprintf(", LoRA R=4 (%s trained)", units.Count(trained))
+		if e.Trained != trained || !strings.HasSuffix(e.String(), suffix) {
+			t.Errorf("%s: %d trained, want %d named %q", e.Candidate, e.Trained, trained, suffix)
+		}
+		if twin, ok := full[strings.TrimSuffix(e.String(), suffix)]; ok && e.Mode != bench.ModeManaged && e.Plan.Footprint.Device > twin.Plan.Footprint.Device {
+			t.Errorf("%s needs %d of the device, more than %s's %d", e.Candidate, e.Plan.Footprint.Device, twin.Candidate, twin.Plan.Footprint.Device)
+		}
+	}
+	if n == 0 {
+		t.Error("no LoRA entry")
 	}
 }

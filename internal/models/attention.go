@@ -25,6 +25,9 @@ type AttentionConfig struct {
 	// Attention is eager (the default: the probabilities kept, as the
 	// reference) or fused (levers.Attention).
 	Attention levers.Attention
+	// LoRA adapts the decoder layers' linear layers (levers.LoRA); the
+	// zero value is off.
+	LoRA levers.LoRA
 	// Feed sizes the data set and the run, as in every workload.
 	Feed
 }
@@ -50,6 +53,9 @@ func (c AttentionConfig) Validate() error { return validate(&c, c.check) }
 
 // check is Validate's checks particular to the workload.
 func (c AttentionConfig) check() error {
+	if err := checkLoRA(c); err != nil {
+		return err
+	}
 	switch {
 	case c.DModel%c.Heads != 0:
 		return fmt.Errorf("--d-model (%d) must be divisible by --heads (%d)", c.DModel, c.Heads)
@@ -110,9 +116,13 @@ func (c AttentionConfig) Build() (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedding: %w", err)
 	}
+	ad, err := newAdapters(c, m)
+	if err != nil {
+		return nil, err
+	}
 	for l := 1; l <= c.Layers; l++ {
 		block := engine.Block{Name: fmt.Sprintf("layer%d", l)}
-		if x, err = c.decoderLayer(m, &block, x); err != nil {
+		if x, err = c.decoderLayer(m, ad, &block, x); err != nil {
 			return nil, fmt.Errorf("%s: %w", block.Name, err)
 		}
 		m.Blocks = append(m.Blocks, block)
@@ -130,7 +140,10 @@ func (c AttentionConfig) Build() (*Model, error) {
 //
 //	x = LayerNorm(x + out_proj(Attention(in_proj(x))))
 //	x = LayerNorm(x + Linear(x))
-func (c AttentionConfig) decoderLayer(m *Model, block *engine.Block, x *gorgonia.Node) (*gorgonia.Node, error) {
+//
+// LoRA's adapters (ad, nil when off) add to in_proj, out_proj and ff as
+// its targets say.
+func (c AttentionConfig) decoderLayer(m *Model, ad *adapters, block *engine.Block, x *gorgonia.Node) (*gorgonia.Node, error) {
 	d := c.DModel
 	p := func(name string, init func(*rand.Rand, []float32), shape ...int) *gorgonia.Node {
 		return m.param(block, block.Name+"."+name, init, shape...)
@@ -154,6 +167,9 @@ func (c AttentionConfig) decoderLayer(m *Model, block *engine.Block, x *gorgonia
 	if err != nil {
 		return nil, fmt.Errorf("in_proj: %w", err)
 	}
+	if qkv, err = ad.adapt(block, block.Name+".attn.in_proj", "in_proj", x, qkv, 0, 3*d); err != nil {
+		return nil, err
+	}
 	mixed, err := attentionOps(c.attention(), attn, qkv)
 	if err != nil {
 		return nil, fmt.Errorf("attention: %w", err)
@@ -162,12 +178,18 @@ func (c AttentionConfig) decoderLayer(m *Model, block *engine.Block, x *gorgonia
 	if err != nil {
 		return nil, fmt.Errorf("out_proj: %w", err)
 	}
+	if a, err = ad.adapt(block, block.Name+".attn.out_proj", "out_proj", mixed, a, 0, d); err != nil {
+		return nil, err
+	}
 	if x, err = residualNorm(ln, x, a, norm1W, norm1B); err != nil {
 		return nil, fmt.Errorf("norm1: %w", err)
 	}
 	f, err := ops.Apply(ops.Linear{}, x, ffW, ffB)
 	if err != nil {
 		return nil, fmt.Errorf("ff: %w", err)
+	}
+	if f, err = ad.adapt(block, block.Name+".ff", "ff", x, f, 0, d); err != nil {
+		return nil, err
 	}
 	if x, err = residualNorm(ln, x, f, norm2W, norm2B); err != nil {
 		return nil, fmt.Errorf("norm2: %w", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"gpuz/internal/engine"
+	"gpuz/internal/levers"
 	"gpuz/internal/ops"
 )
 
@@ -13,6 +14,9 @@ import (
 // reproduce its input under MSE.
 type LinearConfig struct {
 	Blocks, LayersPerBlock, Dims int
+	// LoRA adapts the layers (levers.LoRA: their one kind is "layer");
+	// the zero value is off.
+	LoRA levers.LoRA
 	// Feed sizes the data set and the run, as in every workload.
 	Feed
 }
@@ -31,6 +35,9 @@ func (c LinearConfig) Validate() error { return validate(&c, c.check) }
 // check is Validate's checks particular to the workload.
 func (c LinearConfig) check() error {
 	if err := divides(c.Samples, c.Batch); err != nil {
+		return err
+	}
+	if err := checkLoRA(c); err != nil {
 		return err
 	}
 	layers, ok := product(maxLinearLayers, c.Blocks, c.LayersPerBlock)
@@ -57,6 +64,10 @@ func (c LinearConfig) Build() (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	ad, err := newAdapters(c, m)
+	if err != nil {
+		return nil, err
+	}
 	bound := fanInBound(c.Dims)
 	h := m.Input
 	for b := range c.Blocks {
@@ -65,8 +76,12 @@ func (c LinearConfig) Build() (*Model, error) {
 			name := fmt.Sprintf("block%d.layer%d", b, l)
 			w := m.param(&block, name+".weight", uniform(bound), c.Dims, c.Dims)
 			bias := m.param(&block, name+".bias", uniform(bound), c.Dims)
-			if h, err = ops.Apply(ops.Linear{}, h, w, bias); err != nil {
+			x := h
+			if h, err = ops.Apply(ops.Linear{}, x, w, bias); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			if h, err = ad.adapt(&block, name, "layer", x, h, 0, c.Dims); err != nil {
+				return nil, err
 			}
 			if h, err = ops.Apply(ops.LeakyReLU{Slope: ops.DefaultLeakySlope}, h); err != nil {
 				return nil, fmt.Errorf("%s activation: %w", name, err)

@@ -41,6 +41,10 @@ type LLMConfig struct {
 	// Attention is fused (the default, as transformers' default
 	// scaled_dot_product_attention) or eager (levers.Attention).
 	Attention levers.Attention
+	// LoRA adapts the decoder layers' linear layers (levers.LoRA: the
+	// targets are named as transformers names the modules, q_proj and
+	// v_proj by default, c_attn for GPT-2); the zero value is off.
+	LoRA levers.LoRA
 	// Feed sizes the data set and the run, as in every workload.
 	Feed
 }
@@ -101,6 +105,9 @@ func (c LLMConfig) check() error {
 	if err := c.Attention.Validate(); err != nil {
 		return err
 	}
+	if err := checkLoRA(c); err != nil {
+		return err
+	}
 	qkv := (cfg.Heads + 2*cfg.KVHeads) * cfg.HeadDim
 	extents := []extent{
 		{"the embedding, vocab × hidden", []int{cfg.Vocab, cfg.Hidden}},
@@ -130,7 +137,11 @@ func (c LLMConfig) Build() (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &llmBuilder{LLMConfig: c, cfg: c.Model.Config, m: m}
+	ad, err := newAdapters(c, m)
+	if err != nil {
+		return nil, err
+	}
+	b := &llmBuilder{LLMConfig: c, cfg: c.Model.Config, m: m, ad: ad}
 	var logits *gorgonia.Node
 	if c.Model.Arch == hfconfig.ArchGPT2 {
 		logits = b.gpt2()
@@ -151,6 +162,8 @@ type llmBuilder struct {
 	LLMConfig
 	cfg hfconfig.Config
 	m   *Model
+	// ad adds LoRA's adapters, nil when it is off.
+	ad *adapters
 	// where names the block being built, for errors.
 	where string
 	err   error
@@ -178,6 +191,20 @@ func (b *llmBuilder) linear(what string, x, w, bias *gorgonia.Node) *gorgonia.No
 		return b.apply(what, ops.Projection{}, x, w)
 	}
 	return b.apply(what, ops.Linear{}, x, w, bias)
+}
+
+// adapt adds LoRA's adapter of the layer name (of kind kind) on input x
+// to its output y, over y's columns [off, off+n) (adapters.adapt); y
+// itself when the layer is no target.
+func (b *llmBuilder) adapt(block *engine.Block, name, kind string, x, y *gorgonia.Node, off, n int) *gorgonia.Node {
+	if b.err != nil {
+		return nil
+	}
+	out, err := b.ad.adapt(block, name, kind, x, y, off, n)
+	if err != nil {
+		b.err = fmt.Errorf("%s%w", b.where, err)
+	}
+	return out
 }
 
 // attention adds the causal attention of the packed queries, keys and
@@ -263,12 +290,24 @@ func (b *llmBuilder) llama() *gorgonia.Node {
 		downW := p("mlp.down_proj.weight", normal02, d, cfg.Intermediate)
 		downB := bias(cfg.MLPBias, "mlp.down_proj.bias", d)
 
+		prefix := fmt.Sprintf("model.layers.%d.", l-1)
+		q, kv := cfg.Heads*hd, cfg.KVHeads*hd
 		h := b.apply("input_layernorm", norm, x, inNorm)
-		qkv := b.apply("rotary embedding", rope, b.linear("qkv_proj", h, qkvW, qkvB), cosN, sinN)
-		x = b.apply("residual", ops.Add{}, x, b.linear("o_proj", b.attention(attn, qkv), oW, oB))
+		qkv := b.linear("qkv_proj", h, qkvW, qkvB)
+		qkv = b.adapt(block, prefix+"self_attn.q_proj", "q_proj", h, qkv, 0, q)
+		qkv = b.adapt(block, prefix+"self_attn.k_proj", "k_proj", h, qkv, q, kv)
+		qkv = b.adapt(block, prefix+"self_attn.v_proj", "v_proj", h, qkv, q+kv, kv)
+		qkv = b.apply("rotary embedding", rope, qkv, cosN, sinN)
+		mixed := b.attention(attn, qkv)
+		o := b.adapt(block, prefix+"self_attn.o_proj", "o_proj", mixed, b.linear("o_proj", mixed, oW, oB), 0, d)
+		x = b.apply("residual", ops.Add{}, x, o)
 		h = b.apply("post_attention_layernorm", norm, x, postNorm)
-		act := b.apply("silu(gate) ⊙ up", ops.SwiGLU{}, b.linear("gate_up_proj", h, guW, guB))
-		x = b.apply("residual", ops.Add{}, x, b.linear("down_proj", act, downW, downB))
+		gu := b.linear("gate_up_proj", h, guW, guB)
+		gu = b.adapt(block, prefix+"mlp.gate_proj", "gate_proj", h, gu, 0, cfg.Intermediate)
+		gu = b.adapt(block, prefix+"mlp.up_proj", "up_proj", h, gu, cfg.Intermediate, cfg.Intermediate)
+		act := b.apply("silu(gate) ⊙ up", ops.SwiGLU{}, gu)
+		down := b.adapt(block, prefix+"mlp.down_proj", "down_proj", act, b.linear("down_proj", act, downW, downB), 0, d)
+		x = b.apply("residual", ops.Add{}, x, down)
 		m.Blocks = append(m.Blocks, *block)
 	}
 	return b.head(x, embedW, func(x *gorgonia.Node, p paramAdder) *gorgonia.Node {
@@ -306,12 +345,17 @@ func (b *llmBuilder) gpt2() *gorgonia.Node {
 		fcW, fcB := p("mlp.c_fc.weight", normal02, d, cfg.Intermediate), p("mlp.c_fc.bias", constant(0), cfg.Intermediate)
 		outW, outB := p("mlp.c_proj.weight", residual, cfg.Intermediate, d), p("mlp.c_proj.bias", constant(0), d)
 
+		prefix := fmt.Sprintf("h.%d.", l-1)
 		h := b.apply("ln_1", ln, x, ln1W, ln1B)
-		mixed := b.attention(attn, b.apply("c_attn", ops.Conv1D{}, h, attnW, attnB))
-		x = b.apply("residual", ops.Add{}, x, b.apply("attn.c_proj", ops.Conv1D{}, mixed, projW, projB))
+		qkv := b.adapt(block, prefix+"attn.c_attn", "c_attn", h, b.apply("c_attn", ops.Conv1D{}, h, attnW, attnB), 0, 3*d)
+		mixed := b.attention(attn, qkv)
+		proj := b.adapt(block, prefix+"attn.c_proj", "c_proj", mixed, b.apply("attn.c_proj", ops.Conv1D{}, mixed, projW, projB), 0, d)
+		x = b.apply("residual", ops.Add{}, x, proj)
 		h = b.apply("ln_2", ln, x, ln2W, ln2B)
-		f := b.apply("gelu_new", ops.GELUTanh{}, b.apply("c_fc", ops.Conv1D{}, h, fcW, fcB))
-		x = b.apply("residual", ops.Add{}, x, b.apply("mlp.c_proj", ops.Conv1D{}, f, outW, outB))
+		fc := b.adapt(block, prefix+"mlp.c_fc", "c_fc", h, b.apply("c_fc", ops.Conv1D{}, h, fcW, fcB), 0, cfg.Intermediate)
+		f := b.apply("gelu_new", ops.GELUTanh{}, fc)
+		out := b.adapt(block, prefix+"mlp.c_proj", "c_proj", f, b.apply("mlp.c_proj", ops.Conv1D{}, f, outW, outB), 0, d)
+		x = b.apply("residual", ops.Add{}, x, out)
 		m.Blocks = append(m.Blocks, *block)
 	}
 	return b.head(x, wte, func(x *gorgonia.Node, p paramAdder) *gorgonia.Node {

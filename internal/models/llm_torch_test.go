@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"gorgonia.org/gorgonia"
@@ -69,6 +70,17 @@ type torchDump struct {
 	Grads   map[string][]float32 `json:"grads"`  // at the first step
 	Grads2  map[string][]float32 `json:"grads2"` // at the second
 	Final   map[string][]float32 `json:"final"`  // after the second
+	// LoRA is the adapters' setting, nil without LoRA: the blocks then
+	// list the adapters alone, and Init holds the frozen weights too.
+	LoRA *torchLoRA `json:"lora,omitempty"`
+}
+
+// torchLoRA is LoRA's setting as torch_llm.py applies it: the rank, α
+// and the target layers, resolved.
+type torchLoRA struct {
+	Rank    int      `json:"rank"`
+	Alpha   float64  `json:"alpha"`
+	Targets []string `json:"targets"`
 }
 
 type torchBlock struct {
@@ -96,32 +108,62 @@ func TestLLMMatchesTorch(t *testing.T) {
 	for _, tc := range tinyLLMs {
 		for _, attention := range levers.Attentions() {
 			t.Run(tc.name+"/"+string(attention), func(t *testing.T) {
-				dump := trainForTorch(t, tc.config, attention, 7, 2)
-				path := filepath.Join(t.TempDir(), "dump.json")
-				data, err := json.Marshal(dump)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, data, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				out, err := exec.Command(python, script, "check", path).CombinedOutput()
-				t.Logf("%s", out)
-				if err != nil {
-					t.Fatalf("torch_llm.py check: %v", err)
-				}
+				checkWithTorch(t, python, script, trainForTorch(t, tc.config, attention, levers.LoRA{}, 7, 2))
 			})
 		}
 	}
 }
 
+// TestLoRAMatchesTorch trains tiny configurations of both families with
+// LoRA two steps on the host, and has torch_llm.py train the same
+// adapters on the same frozen weights (PEFT's formula written out): the
+// losses, the adapters' gradients and their values after two steps agree
+// to float32 rounding. The cases cover the default targets (q_proj and
+// v_proj, parts of gpuz's packed qkv_proj; GPT-2's c_attn) and every
+// linear layer at α/R = 2. GPUZ_TORCH_PYTHON as TestLLMMatchesTorch.
+func TestLoRAMatchesTorch(t *testing.T) {
+	python := os.Getenv("GPUZ_TORCH_PYTHON")
+	if python == "" {
+		t.Skip("GPUZ_TORCH_PYTHON is not set: the PyTorch agreement runs in CI (.ci/run) and with GPUZ_TORCH_PYTHON=/usr/bin/python3")
+	}
+	script, err := filepath.Abs("../../scripts/torch_llm.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range tinyLLMs {
+		for _, l := range []levers.LoRA{{Rank: 4}, {Rank: 3, Alpha: 6, Targets: levers.AllLinear}} {
+			t.Run(tc.name+"/"+l.String(), func(t *testing.T) {
+				checkWithTorch(t, python, script, trainForTorch(t, tc.config, levers.AttentionFused, l, 7, 2))
+			})
+		}
+	}
+}
+
+// checkWithTorch writes dump and runs torch_llm.py check on it.
+func checkWithTorch(t *testing.T, python, script string, dump torchDump) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "dump.json")
+	data, err := json.Marshal(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(python, script, "check", path).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("torch_llm.py check: %v", err)
+	}
+}
+
 // trainForTorch builds the tiny model of config with its attention eager
-// or fused, trains it two steps on its first batch with gradients kept,
-// and returns the dump.
-func trainForTorch(t *testing.T, config string, attention levers.Attention, seq, batch int) torchDump {
+// or fused and LoRA as lora says, trains it two steps on its first batch
+// with gradients kept, and returns the dump.
+func trainForTorch(t *testing.T, config string, attention levers.Attention, lora levers.LoRA, seq, batch int) torchDump {
 	t.Helper()
 	c := tinyLLM(t, config, seq, batch)
-	c.Attention = attention
+	c.Attention, c.LoRA = attention, lora
 	m, err := c.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -156,13 +198,17 @@ func trainForTorch(t *testing.T, config string, attention levers.Attention, seq,
 	if err := prog.SetInput(m.Target, d.Targets); err != nil {
 		t.Fatal(err)
 	}
-	var params []*gorgonia.Node
+	if lora.On() {
+		d.LoRA = &torchLoRA{Rank: lora.Rank, Alpha: lora.Scale() * float64(lora.Rank), Targets: LoRATargets(c)}
+	}
+	var params, frozen []*gorgonia.Node
 	for _, b := range m.Blocks {
-		tb := torchBlock{Name: b.Name}
+		tb := torchBlock{Name: b.Name, Params: []string{}}
 		for _, p := range b.Params {
 			tb.Params = append(tb.Params, p.Name())
 			params = append(params, p)
 		}
+		frozen = append(frozen, b.Frozen...)
 		d.Blocks = append(d.Blocks, tb)
 	}
 	read := func(into map[string][]float32, get func(*gorgonia.Node) ([]float32, error)) {
@@ -175,8 +221,15 @@ func trainForTorch(t *testing.T, config string, attention levers.Attention, seq,
 		}
 	}
 	read(d.Init, prog.Read)
-	for _, p := range params {
+	for _, p := range slices.Concat(params, frozen) {
 		d.Shapes[p.Name()] = p.Shape().Clone()
+	}
+	for _, p := range frozen {
+		v, err := prog.Read(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Init[p.Name()] = v
 	}
 	for step := range 2 {
 		loss, err := prog.Run()

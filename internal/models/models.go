@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 
 	"gorgonia.org/gorgonia"
@@ -43,6 +44,12 @@ type Model struct {
 	Constants []Constant
 	// init fills a parameter with its initial values, drawn from rng.
 	init map[*gorgonia.Node]func(rng *rand.Rand, dst []float32)
+	// dtype is the parameters' and inputs' element type: float32, but for
+	// a float64 gradient check.
+	dtype tensor.Dtype
+	// adapters lists LoRA's adapters in the order they were added: the
+	// blocks' trained parameters when LoRA is on (lora.go).
+	adapters []*gorgonia.Node
 }
 
 // Constant is an input node with its fixed values.
@@ -65,7 +72,11 @@ func newModel(c interface{ Validate() error }, input string, shape ...int) (*Mod
 
 // tensor adds a float32 tensor of the given shape to the graph.
 func (m *Model) tensor(name string, shape ...int) *gorgonia.Node {
-	return gorgonia.NewTensor(m.Graph, tensor.Float32, len(shape), gorgonia.WithShape(shape...), gorgonia.WithName(name))
+	dt := tensor.Float32
+	if m.dtype != (tensor.Dtype{}) {
+		dt = m.dtype
+	}
+	return gorgonia.NewTensor(m.Graph, dt, len(shape), gorgonia.WithShape(shape...), gorgonia.WithName(name))
 }
 
 // param adds a float32 parameter of the given shape, with its initialiser,
@@ -81,6 +92,7 @@ func (m *Model) param(block *engine.Block, name string, init func(*rand.Rand, []
 // loss op applied to out and the target, and the mean of out that
 // evaluation accumulates.
 func (m *Model) withOutput(out *gorgonia.Node, loss ops.Spec) (*Model, error) {
+	m.freezeBase()
 	m.Output = out
 	var err error
 	if m.Loss, err = ops.Apply(loss, out, m.Target); err != nil {
@@ -133,10 +145,8 @@ func initBatch(largest int) int {
 // held.
 func (m *Model) InitParams(seed uint64, set func(param *gorgonia.Node, values []float32) error) error {
 	largest := 0
-	for _, b := range m.Blocks {
-		for _, p := range b.Params {
-			largest = max(largest, p.Shape().TotalSize())
-		}
+	for _, p := range m.paramOrder() {
+		largest = max(largest, p.Shape().TotalSize())
 	}
 	return m.initParams(seed, initBatch(largest), set)
 }
@@ -144,10 +154,7 @@ func (m *Model) InitParams(seed uint64, set func(param *gorgonia.Node, values []
 // initParams is InitParams drawing batches of at most batchFloats values
 // beside the largest parameter.
 func (m *Model) initParams(seed uint64, batchFloats int, set func(param *gorgonia.Node, values []float32) error) error {
-	var params []*gorgonia.Node
-	for _, b := range m.Blocks {
-		params = append(params, b.Params...)
-	}
+	params := m.paramOrder()
 	var buf []float32
 	for first := 0; first < len(params); {
 		// The batch: params[first:last], at least one.
@@ -189,8 +196,34 @@ func (m *Model) initParams(seed uint64, batchFloats int, set func(param *gorgoni
 	return nil
 }
 
-// ParamCount returns the number of trainable parameters.
+// paramOrder returns every parameter in the order InitParams draws them:
+// the model's own, block by block as declared, then LoRA's adapters, so
+// that a parameter's random stream (its position) is the same with LoRA
+// as without.
+func (m *Model) paramOrder() []*gorgonia.Node {
+	var params []*gorgonia.Node
+	for _, b := range m.Blocks {
+		for _, p := range slices.Concat(b.Params, b.Frozen) {
+			if !slices.Contains(m.adapters, p) {
+				params = append(params, p)
+			}
+		}
+	}
+	return append(params, m.adapters...)
+}
+
+// ParamCount returns the number of parameters, trained and frozen.
 func (m *Model) ParamCount() int64 {
+	var n int64
+	for _, p := range m.paramOrder() {
+		n += int64(p.Shape().TotalSize())
+	}
+	return n
+}
+
+// TrainedCount returns the number of parameters that training changes:
+// every parameter, or LoRA's adapters alone when it is on.
+func (m *Model) TrainedCount() int64 {
 	var n int64
 	for _, b := range m.Blocks {
 		for _, p := range b.Params {

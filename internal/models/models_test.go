@@ -732,7 +732,7 @@ func TestDecoderLayerMatchesTapeMachine(t *testing.T) {
 	inputBlock := engine.Block{Name: "input"}
 	x := m.param(&inputBlock, "x", nil, tokens, d)
 	layer := engine.Block{Name: "layer1"}
-	h, err := c.decoderLayer(m, &layer, x)
+	h, err := c.decoderLayer(m, nil, &layer, x)
 	if err != nil {
 		t.Fatal(err)
 	}

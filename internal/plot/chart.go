@@ -196,6 +196,9 @@ func buildSweep(doc results.Doc) (Chart, error) {
 	if slices.Contains(doc.Parameters, "precision") {
 		h.Precision = ""
 	}
+	if slices.Contains(doc.Parameters, "lora") {
+		h.LoRARank = 0
+	}
 	c := Chart{
 		Title:  title(h, devices(modes)),
 		XLabel: sweepAxes[xParam],
@@ -343,6 +346,9 @@ func title(h results.Header, devs []string) string {
 	}
 	if p := levers.Precision(h.Precision); p.Half() {
 		what += ", " + p.String()
+	}
+	if h.LoRARank > 0 {
+		what += fmt.Sprintf(", LoRA R=%d", h.LoRARank)
 	}
 	return fmt.Sprintf("%s, on %s\ngpuz %s", what, dev, rev)
 }

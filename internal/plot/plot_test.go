@@ -297,6 +297,8 @@ func TestTitle(t *testing.T) {
 		{results.Header{Model: "resnet", Task: "train", Scale: "demo", Recompute: "blocks", Precision: "fp16"}, []string{"sim:8GiB"},
 			"resnet train, demo scale, recompute blocks, fp16, on sim:8GiB\ngpuz revision unknown"},
 		{results.Header{Model: "resnet", Task: "eval", Recompute: "blocks"}, nil, "resnet eval, on host\ngpuz revision unknown"},
+		{results.Header{Model: "llm llama-3.2-1b", Task: "train", Precision: "bf16", LoRA: "R=16 α=16 q_proj,v_proj", LoRARank: 16}, []string{"sim:rtx4060-laptop"},
+			"llm llama-3.2-1b train, bf16, LoRA R=16, on sim:rtx4060-laptop\ngpuz revision unknown"},
 	} {
 		if got := title(tc.h, tc.devs); got != tc.want {
 			t.Errorf("title %q, want %q", got, tc.want)

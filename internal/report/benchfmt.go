@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -122,6 +123,9 @@ func benchName(h bench.Header, m bench.ModeResult) string {
 	}
 	if h.Attention != "" {
 		part("attention", h.Attention)
+	}
+	if h.LoRARank > 0 {
+		part("lora", strconv.Itoa(h.LoRARank))
 	}
 	if p := precisionOf(h); p.Half() {
 		part("precision", p.String())

@@ -181,7 +181,8 @@ func (f *RunFile) addJSONRun(doc results.Run, suffix, where string) error {
 	if err := checkEpochs(doc.Modes); err != nil {
 		return fmt.Errorf("%s: %s%w", f.Name, where, err)
 	}
-	h := bench.Header{Model: doc.Header.Model, Task: bench.Task(doc.Header.Task), Scale: doc.Header.Scale, Recompute: doc.Header.Recompute, Precision: doc.Header.Precision, Attention: doc.Header.Attention}
+	h := bench.Header{Model: doc.Header.Model, Task: bench.Task(doc.Header.Task), Scale: doc.Header.Scale, Recompute: doc.Header.Recompute, Precision: doc.Header.Precision, Attention: doc.Header.Attention,
+		LoRA: doc.Header.LoRA, LoRARank: doc.Header.LoRARank}
 	for _, m := range doc.Modes {
 		name := benchName(h, bench.ModeResult{Mode: bench.Mode(m.Mode), Device: m.Device, Placement: m.Placement}) + suffix
 		for _, e := range m.Epochs {

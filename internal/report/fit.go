@@ -174,7 +174,7 @@ func fitTable(r fit.Result) (table, []string) {
 var fitCSVColumns = append([]string{
 	"rank", "mode", "configuration", "policy", "window", "optimizer_on_host", "place", "managed_advise_host", "recompute",
 	"device", "device_need_bytes", "host_need_bytes", "copies_upload_bytes", "copies_download_bytes",
-}, append(predictionCSVColumns, "command", "precision")...)
+}, append(predictionCSVColumns, "command", "precision", "lora_rank", "trained_params")...)
 
 // writeFitCSV writes one row per configuration that fits, the ranked ones
 // first (rank from 1; 0 unranked).
@@ -189,7 +189,11 @@ func writeFitCSV(w io.Writer, r fit.Result) error {
 			strconv.FormatBool(e.Cache.OptimizerOnHost), e.PlaceText(), strconv.FormatBool(e.ManagedAdviseHost), e.Recompute.String(),
 			e.Plan.Device, strconv.FormatInt(e.Plan.Footprint.Device, 10), strconv.FormatInt(e.Plan.HostNeed, 10),
 			strconv.FormatInt(e.Plan.Copies.UploadBytes, 10), strconv.FormatInt(e.Plan.Copies.DownloadBytes, 10)}
-		recs = append(recs, append(append(rec, predictionCSV(e.Plan.Prediction)...), e.Command, e.Precision.String()))
+		lora, trained := "", ""
+		if e.LoRA.On() {
+			lora, trained = strconv.Itoa(e.LoRA.Rank), strconv.FormatInt(e.Trained, 10)
+		}
+		recs = append(recs, append(append(rec, predictionCSV(e.Plan.Prediction)...), e.Command, e.Precision.String(), lora, trained))
 	}
 	for i, e := range r.Ranked {
 		add(i+1, e)
@@ -238,6 +242,10 @@ type (
 		CopiesPerEpoch    jsonCopies          `json:"copies_per_epoch"`
 		Prediction        *results.Prediction `json:"prediction,omitempty"`
 		Command           string              `json:"command"`
+		// LoRARank and TrainedParams are a LoRA configuration's rank and
+		// trained parameters (its adapters); absent without LoRA.
+		LoRARank      int   `json:"lora_rank,omitempty"`
+		TrainedParams int64 `json:"trained_params,omitempty"`
 	}
 )
 
@@ -262,7 +270,7 @@ func writeFitJSON(w io.Writer, r fit.Result, v *fit.Verification) error {
 			DeviceBytes: e.Plan.Footprint.Device, HostBytes: e.Plan.HostNeed,
 			CopiesPerEpoch: jsonCopies{UploadBytes: c.UploadBytes, DownloadBytes: c.DownloadBytes, SyncBytes: c.SyncBytes(),
 				OverlapBytes: c.OverlapBytes, Count: c.Count, RemoteBytes: c.RemoteBytes},
-			Prediction: toJSONPrediction(e.Plan.Prediction), Command: e.Command})
+			Prediction: toJSONPrediction(e.Plan.Prediction), Command: e.Command, LoRARank: e.LoRA.Rank, TrainedParams: e.Trained})
 	}
 	for i, e := range r.Ranked {
 		add(i+1, e)

@@ -27,6 +27,9 @@ func toJSONHeader(h bench.Header) results.Header {
 	if h.ThreadsWarning != "" {
 		j.ThreadsRequested, j.ThreadsWarning = h.ThreadsRequested, h.ThreadsWarning
 	}
+	if h.LoRA != "" {
+		j.LoRA, j.LoRARank, j.TrainedParams = h.LoRA, h.LoRARank, h.Trained
+	}
 	return j
 }
 

@@ -47,6 +47,16 @@ func planKinds(p bench.MemoryPlan) []planKind {
 			kinds[i].cells = append(kinds[i].cells, units.Bytes(n))
 		}
 	}
+	if slices.ContainsFunc(p.Schedules, func(sp bench.SchedulePlan) bool { return sp.Bytes.Frozen > 0 }) {
+		// LoRA: the trained parameters (the adapters) and the frozen ones apart.
+		frozen := planKind{name: "frozen parameters", note: "the model's own: no gradient, optimizer state or write-back"}
+		for _, sp := range p.Schedules {
+			frozen.cells = append(frozen.cells, units.Bytes(sp.Bytes.Frozen))
+		}
+		kinds[0].name = "trained parameters"
+		kinds[0].note = units.Count(p.Header.Trained) + " parameters: LoRA's adapters"
+		kinds = slices.Insert(kinds, 1, frozen)
+	}
 	if !recomputeShown(p) {
 		return kinds
 	}
@@ -117,6 +127,9 @@ func planTitle(p bench.MemoryPlan) string {
 	}
 	if h.Attention != "" {
 		scale += ", " + h.Attention + " attention"
+	}
+	if h.LoRA != "" {
+		scale += ", LoRA " + h.LoRA
 	}
 	return fmt.Sprintf("Memory plan of gpuz %s %s (%s): %d blocks, batch %d", h.Model, h.Task, scale, p.Blocks, h.Batch)
 }
@@ -447,11 +460,14 @@ type (
 	}
 	jsonPlanBytes struct {
 		Parameters int64 `json:"parameters"`
-		Gradients  int64 `json:"gradients"`
-		Optimizer  int64 `json:"optimizer"`
-		Saved      int64 `json:"saved_activations"`
-		Arena      int64 `json:"arena"`
-		Inputs     int64 `json:"inputs"`
+		// Frozen is the frozen parameters (LoRA's base weights), absent
+		// when none: Parameters is then the trained ones alone.
+		Frozen    int64 `json:"frozen_parameters,omitempty"`
+		Gradients int64 `json:"gradients"`
+		Optimizer int64 `json:"optimizer"`
+		Saved     int64 `json:"saved_activations"`
+		Arena     int64 `json:"arena"`
+		Inputs    int64 `json:"inputs"`
 	}
 	jsonModePlan struct {
 		Mode            string `json:"mode"`
@@ -490,7 +506,7 @@ func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
 	for _, sp := range p.Schedules {
 		b := sp.Bytes
 		js := jsonSchedule{Recompute: sp.Recompute.String(), jsonFigures: jsonFigures{MinWindow: sp.MinWindow,
-			Bytes: jsonPlanBytes{Parameters: b.Parameters, Gradients: sp.Gradients, Optimizer: b.Optimizer, Saved: b.Saved, Arena: b.Arena, Inputs: b.Inputs},
+			Bytes: jsonPlanBytes{Parameters: b.Parameters, Frozen: b.Frozen, Gradients: sp.Gradients, Optimizer: b.Optimizer, Saved: b.Saved, Arena: b.Arena, Inputs: b.Inputs},
 			Work:  jsonWork{Launches: sp.Work.Launches, FLOPs: sp.Work.FLOPs, Bytes: sp.Work.Bytes, Kernels: []jsonKernelWork{}}}}
 		for _, k := range sp.Work.Kernels {
 			js.Work.Kernels = append(js.Work.Kernels, jsonKernelWork(k))
@@ -527,11 +543,12 @@ var planCSVColumns = []string{
 	"copies_upload_bytes", "copies_download_bytes", "copies_overlap_bytes", "copies_count",
 	"status", "reason", "predicted_profile", "predicted_s", "bound_s", "limiter", "page_bytes", "pages",
 	"recompute", "saved_activation_bytes", "flops_per_epoch", "take_bytes",
+	"lora_rank", "trained_param_bytes", "frozen_param_bytes",
 }
 
 // writePlanCSV writes one CSV row per mode and cache policy under a
 // heading row, sizes in bytes; the device's figures are empty for a mode
-// that was not planned.
+// that was not planned, LoRA's rank for a run without LoRA.
 func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
 	var recs [][]string
 	for _, m := range p.Modes {
@@ -554,8 +571,13 @@ func writePlanCSV(w io.Writer, p bench.MemoryPlan) error {
 			page, pages = strconv.FormatInt(size, 10), strconv.Itoa(m.Footprint.Pages)
 		}
 		sp, _ := p.Schedule(m.Recompute)
+		lora := ""
+		if p.Header.LoRARank > 0 {
+			lora = strconv.Itoa(p.Header.LoRARank)
+		}
 		recs = append(recs, append(row, page, pages, m.Recompute.String(), strconv.FormatInt(sp.Bytes.Saved, 10),
-			strconv.FormatInt(int64(p.Batches)*sp.Work.FLOPs, 10), strconv.FormatInt(p.Header.TakeBytes, 10)))
+			strconv.FormatInt(int64(p.Batches)*sp.Work.FLOPs, 10), strconv.FormatInt(p.Header.TakeBytes, 10),
+			lora, strconv.FormatInt(sp.Bytes.Parameters, 10), strconv.FormatInt(sp.Bytes.Frozen, 10)))
 	}
 	return writeCSV(w, planCSVColumns, recs)
 }

@@ -292,9 +292,9 @@ func settingsSuffix(ss []bench.Setting) string {
 }
 
 // headerSettings are the sweep settings that a run's header records and
-// benchName names (as recompute, precision and attention parts, each only
+// benchName names (as recompute, precision, attention and lora parts, each only
 // where it is not the default), so that settingsSuffix leaves them out.
-var headerSettings = map[string]bool{"recompute": true, "precision": true, "attention": true}
+var headerSettings = map[string]bool{"recompute": true, "precision": true, "attention": true, "lora": true}
 
 // namePart is a setting's value as a name part: "-" for an empty one.
 func namePart(v string) string {

@@ -26,6 +26,12 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	}
 	fmt.Fprintf(&b, ": %s in batches of %d\n", plural(int64(h.Samples), "sample"), h.Batch)
 	fmt.Fprintf(&b, "data: %s   model: %s parameters, %s\n", units.Bytes(h.DataBytes), units.Count(h.Params), units.Bytes(h.ParamBytes))
+	switch {
+	case h.LoRA != "" && h.Task == bench.TaskEval:
+		fmt.Fprintf(&b, "lora: %s: %s adapter parameters beside the model's own\n", h.LoRA, units.Count(h.Trained))
+	case h.LoRA != "":
+		fmt.Fprintf(&b, "lora: %s: %s parameters trained (the adapters), the model's own frozen\n", h.LoRA, units.Count(h.Trained))
+	}
 
 	var host []string
 	if h.BLAS != "" {

@@ -89,6 +89,12 @@ type (
 		// Attention is how the model computed attention: eager or fused;
 		// absent for a workload without attention layers.
 		Attention string `json:"attention,omitempty"`
+		// LoRA is the run's LoRA, "R=16 α=16 q_proj,v_proj" with its
+		// targets, LoRARank its rank and TrainedParams the parameters
+		// it trains (the adapters); all three absent when LoRA is off.
+		LoRA          string `json:"lora,omitempty"`
+		LoRARank      int    `json:"lora_rank,omitempty"`
+		TrainedParams int64  `json:"trained_params,omitempty"`
 		// HalfProducts names the host's 16-bit product path under a
 		// 16-bit precision (bench.Header.HalfProducts); absent under fp32.
 		HalfProducts string `json:"half_products,omitempty"`
