@@ -47,8 +47,10 @@ func TestLedgerEntryBound(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), fmt.Sprint(MaxLedgerEntries)) {
 			t.Errorf("%d entries: %v, want the ledger refused naming the bound", n, err)
 		}
-		if took := time.Since(start); took > time.Second {
-			t.Errorf("%d entries: refused after %v, want at once", n, took)
+		// A generous ceiling: refused by the bound, not after parsing
+		// every entry, but never a figure a loaded machine reaches.
+		if took := time.Since(start); took > 30*time.Second {
+			t.Errorf("%d entries: refused after %v", n, took)
 		}
 	}
 	// A file of a few huge lines is refused by its size, before it is read
