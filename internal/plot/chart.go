@@ -10,6 +10,7 @@ import (
 	"gpuz/internal/levers"
 	"gpuz/internal/report"
 	"gpuz/internal/results"
+	"gpuz/internal/termsafe"
 )
 
 // Chart is what a plot shows, in the chart's units: times in Unit (s or
@@ -161,7 +162,7 @@ func sweepXParam(params []string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("a sweep over %s: gpuz plot draws sweeps over take or win_size", strings.Join(params, ", "))
+	return "", fmt.Errorf("a sweep over %s: gpuz plot draws sweeps over take or win_size", termsafe.String(strings.Join(params, ", ")))
 }
 
 // CheckSweep says whether a sweep over params (snake_case, as its JSON
@@ -292,11 +293,11 @@ func sweepX(param string, r results.Row, perUnit float64) (float64, error) {
 	}
 	s, ok := r.Settings[param]
 	if !ok {
-		return 0, fmt.Errorf("no setting of %s", param)
+		return 0, fmt.Errorf("no setting of %s", termsafe.String(param))
 	}
 	x, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-		return 0, fmt.Errorf("%s=%q is not a number", param, s)
+		return 0, fmt.Errorf("%s=%q is not a number", termsafe.String(param), s)
 	}
 	return x, nil
 }
