@@ -113,18 +113,30 @@ func TestSignalsStopRun(t *testing.T) {
 	}
 }
 
-// TestSecondSignalExitsAtOnce sends SIGINT twice to a run at full scale,
-// whose epochs are long: the second exits at once with 130.
+// TestSecondSignalExitsAtOnce sends SIGINT to a run at full scale, whose
+// setup and epochs are long, until it exits: the first stops the run after
+// its current step, a second, sent while that step goes on, exits at once
+// with 130 and says so. Signals sent together can merge into one, so the
+// test goes on sending (every 100 ms) instead of sleeping once and hoping
+// the first was taken; the ceiling is a generous minute.
 func TestSecondSignalExitsAtOnce(t *testing.T) {
 	cmd, out, stderr := startBinary(t, "linear", "train", "cpu", "--threads", "1")
 	readUntil(t, out, "== cpu on host ==")
-	for range 2 {
-		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-			t.Fatal(err)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			if cmd.Process.Signal(syscall.SIGINT) != nil {
+				return // exited
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if code, _ := waitExit(t, cmd, out, 5*time.Second); code != 130 {
+	}()
+	if code, _ := waitExit(t, cmd, out, time.Minute); code != 130 {
 		t.Errorf("status %d after two SIGINTs, want 130; stderr: %s", code, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "SIGINT again: exiting at once") {
@@ -268,7 +280,7 @@ func TestLedgerFaultStatus(t *testing.T) {
 		name   string
 		ledger string // "corrupt" or "locked"
 		args   []string
-		signal bool // SIGINT after a second, while the lock is awaited
+		signal bool // SIGINT once the command says it waits for the lock
 		code   int
 		stderr string // in the one line on stderr
 	}{
@@ -302,18 +314,26 @@ func TestLedgerFaultStatus(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
+			var stdout, stderr bytes.Buffer
+			var errOut io.Writer = &stderr
 			if tt.signal {
+				// The signal comes once the command says it waits for
+				// the lock (an event: its line), within the minute the
+				// wait is allowed here.
 				ledgerLockTimeout = time.Minute
 				defer func() { ledgerLockTimeout = 500 * time.Millisecond }()
-				time.AfterFunc(time.Second, func() { cancel(&signalError{syscall.SIGINT}) })
+				errOut = writerFunc(func(p []byte) (int, error) {
+					if strings.Contains(string(p), "waiting for the simulated device's ledger") {
+						defer cancel(&signalError{syscall.SIGINT})
+					}
+					return stderr.Write(p)
+				})
 			}
 			args := tt.args
 			if args[0] != "take-mem" {
 				args = append(append([]string(nil), args...), small...)
 			}
-			var stdout, stderr bytes.Buffer
-			start := time.Now()
-			code := run(ctx, args, &stdout, &stderr)
+			code := run(ctx, args, &stdout, errOut)
 			lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
 			last := lines[len(lines)-1]
 			if code != tt.code || (tt.stderr != "" && !strings.Contains(last, tt.stderr)) || strings.Contains(stderr.String(), "--device:") {
@@ -321,9 +341,6 @@ func TestLedgerFaultStatus(t *testing.T) {
 			}
 			if tt.code == exitFailure && !strings.Contains(last, path) {
 				t.Errorf("gpuz %s: stderr %q does not name the ledger %s", strings.Join(args, " "), last, path)
-			}
-			if took := time.Since(start); took > 20*time.Second {
-				t.Errorf("gpuz %s took %v", strings.Join(args, " "), took)
 			}
 		})
 	}

@@ -27,6 +27,9 @@ type TakeMemOptions struct {
 	// List lists the simulated device's holders instead of holding
 	// memory (Amount is then empty).
 	List bool
+	// afterFunc arms the --for timer: time.AfterFunc when nil (tests
+	// see when it is armed).
+	afterFunc func(time.Duration, func()) *time.Timer
 }
 
 // newTakeMemCmd builds gpuz take-mem; runF, when not nil, is called instead
@@ -198,7 +201,11 @@ func takeMemRun(ctx context.Context, o *TakeMemOptions) error {
 				fmt.Fprintf(stdout, "releasing after %v or on Ctrl-C\n", o.For)
 				// Armed after the lines: whoever reads "holding" sees
 				// the memory held for at least --for from then on.
-				timer = time.AfterFunc(o.For, release)
+				afterFunc := o.afterFunc
+				if afterFunc == nil {
+					afterFunc = time.AfterFunc
+				}
+				timer = afterFunc(o.For, release)
 			} else {
 				fmt.Fprintln(stdout, "releasing on Ctrl-C")
 			}

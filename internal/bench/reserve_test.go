@@ -52,7 +52,7 @@ func TestModeReservesFootprintAhead(t *testing.T) {
 		t.Fatalf("first mode: %s %s", first.Status.Kind, first.Status.Reason)
 	}
 	want := "needs " + units.Bytes(fp) + ", " + units.Bytes(capacity-fp) + " of"
-	heldBy := fmt.Sprintf("; held by pid %d (", os.Getpid())
+	heldBy := fmt.Sprintf("; held by this process (pid %d)", os.Getpid())
 	if second.Status.Kind != StatusOOM || !strings.HasPrefix(second.Status.Reason, want) || !strings.Contains(second.Status.Reason, heldBy) {
 		t.Errorf("second mode while the first runs: %s %q, want oom %q… %q…", second.Status.Kind, second.Status.Reason, want, heldBy)
 	}

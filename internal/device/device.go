@@ -9,6 +9,7 @@ package device
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -99,7 +100,8 @@ const maxHeldBy = 3
 
 // HeldBy names the holders of the memory that is not free, as "held by pid
 // 4242 (alice): 1.00 GiB, …", the first maxHeldBy then how many more;
-// empty when there are none.
+// empty when there are none. A holder that is this process (a run's own
+// --take) is "this process (pid 4242)", not named as if it were another.
 func (e *OutOfMemoryError) HeldBy() string {
 	if len(e.Holders) == 0 {
 		return ""
@@ -109,6 +111,10 @@ func (e *OutOfMemoryError) HeldBy() string {
 	for i, h := range e.Holders[:min(len(e.Holders), maxHeldBy)] {
 		if i > 0 {
 			b.WriteString(", ")
+		}
+		if h.PID == os.Getpid() {
+			fmt.Fprintf(&b, "this process (pid %d): %s", h.PID, units.Bytes(h.Bytes))
+			continue
 		}
 		fmt.Fprintf(&b, "pid %d (%s): %s", h.PID, h.User, units.Bytes(h.Bytes))
 	}

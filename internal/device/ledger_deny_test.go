@@ -47,8 +47,10 @@ func TestLedgerEntryBound(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), fmt.Sprint(MaxLedgerEntries)) {
 			t.Errorf("%d entries: %v, want the ledger refused naming the bound", n, err)
 		}
-		if took := time.Since(start); took > time.Second {
-			t.Errorf("%d entries: refused after %v, want at once", n, took)
+		// A generous ceiling: refused by the bound, not after parsing
+		// every entry, but never a figure a loaded machine reaches.
+		if took := time.Since(start); took > 30*time.Second {
+			t.Errorf("%d entries: refused after %v", n, took)
 		}
 	}
 	// A file of a few huge lines is refused by its size, before it is read
@@ -90,24 +92,29 @@ func TestSimOOMNamesHolders(t *testing.T) {
 	}
 }
 
-// TestHeldBy names at most maxHeldBy holders, then how many more.
+// TestHeldBy names at most maxHeldBy holders, then how many more; this
+// process, as a run's own --take, is "this process" (issue 36 item 21: a
+// sweep's note named it as if it were another, "held by pid 9885 (root)").
 func TestHeldBy(t *testing.T) {
 	var hs []LedgerEntry
 	for i := range 5 {
 		hs = append(hs, LedgerEntry{PID: 10 + i, User: "u", Bytes: 1 << 20})
 	}
+	self := LedgerEntry{PID: os.Getpid(), User: "u", Bytes: 2 << 20}
 	for _, tt := range []struct {
-		n    int
-		want string
+		holders []LedgerEntry
+		want    string
 	}{
-		{0, ""},
-		{1, "held by pid 10 (u): 1.00 MiB"},
-		{3, "held by pid 10 (u): 1.00 MiB, pid 11 (u): 1.00 MiB, pid 12 (u): 1.00 MiB"},
-		{5, "held by pid 10 (u): 1.00 MiB, pid 11 (u): 1.00 MiB, pid 12 (u): 1.00 MiB and 2 more (gpuz take-mem --list)"},
+		{nil, ""},
+		{hs[:1], "held by pid 10 (u): 1.00 MiB"},
+		{hs[:3], "held by pid 10 (u): 1.00 MiB, pid 11 (u): 1.00 MiB, pid 12 (u): 1.00 MiB"},
+		{hs, "held by pid 10 (u): 1.00 MiB, pid 11 (u): 1.00 MiB, pid 12 (u): 1.00 MiB and 2 more (gpuz take-mem --list)"},
+		{[]LedgerEntry{self}, fmt.Sprintf("held by this process (pid %d): 2.00 MiB", os.Getpid())},
+		{[]LedgerEntry{hs[0], self}, fmt.Sprintf("held by pid 10 (u): 1.00 MiB, this process (pid %d): 2.00 MiB", os.Getpid())},
 	} {
-		e := OutOfMemoryError{Holders: hs[:tt.n]}
+		e := OutOfMemoryError{Holders: tt.holders}
 		if got := e.HeldBy(); got != tt.want {
-			t.Errorf("%d holders: HeldBy() = %q, want %q", tt.n, got, tt.want)
+			t.Errorf("%d holders: HeldBy() = %q, want %q", len(tt.holders), got, tt.want)
 		}
 	}
 }

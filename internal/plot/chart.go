@@ -10,11 +10,13 @@ import (
 	"gpuz/internal/levers"
 	"gpuz/internal/report"
 	"gpuz/internal/results"
+	"gpuz/internal/termsafe"
 )
 
 // Chart is what a plot shows, in the chart's units: times in Unit (s or
-// ms), free device memory in GiB, windows in blocks. A run's chart has Bars;
-// a sweep's has Lines and Bands.
+// ms), free device memory in GiB (in MiB where no row's reaches 1 GiB),
+// windows in blocks. A run's chart has Bars; a sweep's has Lines and
+// Bands.
 type Chart struct {
 	// Title names the workload, task, scale, device and gpuz revision.
 	Title string
@@ -160,7 +162,7 @@ func sweepXParam(params []string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("a sweep over %s: gpuz plot draws sweeps over take or win_size", strings.Join(params, ", "))
+	return "", fmt.Errorf("a sweep over %s: gpuz plot draws sweeps over take or win_size", termsafe.String(strings.Join(params, ", ")))
 }
 
 // CheckSweep says whether a sweep over params (snake_case, as its JSON
@@ -203,12 +205,25 @@ func buildSweep(doc results.Doc) (Chart, error) {
 		Title:  title(h, devices(modes)),
 		XLabel: sweepAxes[xParam],
 	}
+	// Free memory is drawn in GiB where a row's reaches 1 GiB, else in
+	// MiB: a 256 MiB device's axis read 0.05, 0.15… GiB.
+	perUnit := 1.0
+	if xParam == "take" {
+		var top int64
+		for _, r := range doc.Rows {
+			top = max(top, freeBytes(r))
+		}
+		perUnit = gib
+		if top < gib {
+			perUnit, c.XLabel = 1<<20, "free device memory (MiB)"
+		}
+	}
 	lines := map[string]*Line{}
 	var lineOrder []string
 	cpu := map[string][]float64{}
 	var cpuOrder []string
 	for i, r := range doc.Rows {
-		x, err := sweepX(xParam, r)
+		x, err := sweepX(xParam, r, perUnit)
 		if err != nil {
 			return Chart{}, fmt.Errorf("sweep row %d: %w", i, err)
 		}
@@ -264,8 +279,6 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// sweepX is a row's position on the x axis: the device's free memory in
-// GiB for take, the window in blocks for win_size.
 // freeBytes is the device's free memory of a sweep's row, 0 where the
 // document says none (null: the run had no GPU device).
 func freeBytes(r results.Row) int64 {
@@ -275,17 +288,19 @@ func freeBytes(r results.Row) int64 {
 	return *r.DeviceFreeBytes
 }
 
-func sweepX(param string, r results.Row) (float64, error) {
+// sweepX is a row's position on the x axis: the device's free memory in
+// units of perUnit bytes for take, the window in blocks for win_size.
+func sweepX(param string, r results.Row, perUnit float64) (float64, error) {
 	if param == "take" {
-		return float64(freeBytes(r)) / gib, nil
+		return float64(freeBytes(r)) / perUnit, nil
 	}
 	s, ok := r.Settings[param]
 	if !ok {
-		return 0, fmt.Errorf("no setting of %s", param)
+		return 0, fmt.Errorf("no setting of %s", termsafe.String(param))
 	}
 	x, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-		return 0, fmt.Errorf("%s=%q is not a number", param, s)
+		return 0, fmt.Errorf("%s=%q is not a number", termsafe.String(param), s)
 	}
 	return x, nil
 }

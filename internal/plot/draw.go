@@ -46,10 +46,11 @@ const (
 	height = 5 * vg.Inch
 )
 
-// Render draws c and writes it to w in format f. A sweep's legend goes to
-// the right of the axes, where it hides no line, band or failed point.
+// Render draws c and writes it to w in format f, its texts' control
+// characters escaped (Chart.escaped). A sweep's legend goes to the right
+// of the axes, where it hides no line, band or failed point.
 func Render(w io.Writer, c Chart, f Format) error {
-	p, err := c.plot()
+	p, err := c.escaped().plot()
 	if err != nil {
 		return fmt.Errorf("drawing the plot: %w", err)
 	}

@@ -27,7 +27,9 @@ var idleColor = color.Gray{Y: 0xdd}
 // grey on top, so that the stack's top is the device need), the device's
 // capacity and its free memory (less --take) as lines, and the peak of
 // the memory in use marked. The legend is drawn once, right of the panels.
+// The texts' control characters are escaped (escapedPicture).
 func RenderMemory(w io.Writer, pic report.MemoryPicture, f Format) error {
+	pic = escapedPicture(pic)
 	if len(pic.Panels) == 0 {
 		return fmt.Errorf("drawing the memory picture: no panel")
 	}

@@ -305,3 +305,48 @@ func TestTitle(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepFreeMemoryUnit draws the take sweep's fixture (4 GiB free at
+// most) and the same sweep with every row's free memory scaled to a 256
+// MiB device: the first in GiB, the second in MiB (issue 36 item 21: a
+// 256 MiB device's axis read 0.05, 0.15… GiB). The unit follows the
+// largest free memory of the rows: exactly 1 GiB is still drawn in GiB.
+func TestSweepFreeMemoryUnit(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		scale float64 // of every row's free memory (4 GiB at most)
+		label string
+		top   float64 // the rightmost point, in the axis's unit
+	}{
+		{"4 GiB", 1, "free device memory (GiB)", 4},
+		{"1 GiB", 1.0 / 4, "free device memory (GiB)", 1},
+		{"256 MiB", 1.0 / 16, "free device memory (MiB)", 256},
+		{"just under 1 GiB", (1<<30 - 1<<20) / float64(4<<30), "free device memory (MiB)", 1023},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, err := ReadFile(filepath.Join("testdata", "take_sweep.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range doc.Rows {
+				if f := doc.Rows[i].DeviceFreeBytes; f != nil {
+					scaled := int64(float64(*f) * tt.scale)
+					doc.Rows[i].DeviceFreeBytes = &scaled
+				}
+			}
+			c, err := Build(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var top float64
+			for _, l := range c.Lines {
+				for _, p := range l.Points {
+					top = max(top, p.X)
+				}
+			}
+			if c.XLabel != tt.label || !near(top, tt.top) {
+				t.Errorf("x label %q, rightmost point %g; want %q and %g", c.XLabel, top, tt.label, tt.top)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"gpuz/internal/report"
 	"gpuz/internal/results"
+	"gpuz/internal/termsafe"
 )
 
 // timedSeconds returns the seconds of the mode's timed (not warm-up) epochs.
@@ -60,19 +61,20 @@ func checkEpochs(modes []results.Mode) error {
 	for _, m := range modes {
 		for i, e := range m.Epochs {
 			if err := results.CheckEpochSeconds(e.Seconds); err != nil {
-				return fmt.Errorf("mode %s, epoch %d: %w", m.Mode, i, err)
+				return fmt.Errorf("mode %s, epoch %d: %w", termsafe.String(m.Mode), i, err)
 			}
 		}
 	}
 	return nil
 }
 
-// rowLabel names a sweep's row by its settings in the order of params:
+// rowLabel names a sweep's row by its settings in the order of params,
+// their control characters escaped (they come from the file):
 // "take=8 win_size=3".
 func rowLabel(r results.Row, params []string) string {
 	parts := make([]string, len(params))
 	for i, p := range params {
 		parts[i] = p + "=" + r.Settings[p]
 	}
-	return strings.Join(parts, " ")
+	return termsafe.String(strings.Join(parts, " "))
 }

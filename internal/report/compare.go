@@ -201,7 +201,7 @@ func checkEpochs(modes []results.Mode) error {
 	for _, m := range modes {
 		for i, e := range m.Epochs {
 			if err := results.CheckEpochSeconds(e.Seconds); err != nil {
-				return fmt.Errorf("mode %s, epoch %d: %w", m.Mode, i, err)
+				return fmt.Errorf("mode %s, epoch %d: %w", termsafe.String(m.Mode), i, err)
 			}
 		}
 	}

@@ -130,11 +130,12 @@ func (t table) writeMarkdown(b *strings.Builder) {
 
 // wrap breaks s into lines of at most limit columns at spaces, the lines
 // after the first indented by four spaces. A word longer than a line is
-// left whole.
+// left whole, and a number is never parted from its unit ("192 MiB",
+// "3.5 s": valueWords).
 func wrap(s string, limit int) []string {
 	var lines []string
 	cur := ""
-	for _, word := range strings.Fields(s) {
+	for _, word := range valueWords(strings.Fields(s)) {
 		switch {
 		case cur == "":
 			cur = word
@@ -146,6 +147,37 @@ func wrap(s string, limit int) []string {
 		}
 	}
 	return append(lines, cur)
+}
+
+// valueWords joins each unit word (a byte or time unit, as package units
+// writes them) to the number before it, with its space, so that wrap
+// keeps the value whole.
+func valueWords(words []string) []string {
+	var out []string
+	for _, w := range words {
+		if n := len(out); n > 0 && isUnit(w) && endsInDigit(out[n-1]) {
+			out[n-1] += " " + w
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// isUnit reports whether word, less trailing punctuation, is a unit of
+// bytes, of a rate of bytes or of time.
+func isUnit(word string) bool {
+	switch strings.TrimRight(word, ",;:.)]") {
+	case "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "kB", "KB", "MB", "GB", "TB",
+		"B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s", "s", "ms", "µs", "ns":
+		return true
+	}
+	return false
+}
+
+// endsInDigit reports whether word's last character is a decimal digit.
+func endsInDigit(word string) bool {
+	return word != "" && word[len(word)-1] >= '0' && word[len(word)-1] <= '9'
 }
 
 // sig formats v with n significant digits, without an exponent, keeping
