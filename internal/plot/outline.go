@@ -15,10 +15,12 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// newCanvas returns the canvas a picture of w × h is drawn on in format
-// f: for SVG an outlined canvas, for PNG gonum's image canvas, which
-// draws its text with the font gonum laid it out with.
-func newCanvas(w, h vg.Length, f Format) (vg.CanvasWriterTo, error) {
+// NewCanvas returns the canvas a picture of w × h is drawn on in format
+// f: for SVG one that draws each string as the outlines of its glyphs
+// (outlined), for PNG gonum's image canvas, which draws its text in the
+// font gonum laid it out with. Pictures drawn with gonum's plot outside
+// this package (scripts/crossover) use it too.
+func NewCanvas(w, h vg.Length, f Format) (vg.CanvasWriterTo, error) {
 	if f == FormatSVG {
 		return outlined{vgsvg.New(w, h)}, nil
 	}

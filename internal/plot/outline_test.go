@@ -46,7 +46,7 @@ func TestSVGTextRendersAsLaidOut(t *testing.T) {
 	face := font.DefaultCache.Lookup(gplot.DefaultFont, 12)
 	for _, s := range []string{"free device memory (GiB)", "cache auto policy, 2 blocks (mean, 95% CI)", "WAVE 1.29 MiB"} {
 		t.Run(s, func(t *testing.T) {
-			c, err := newCanvas(400, 50, FormatSVG)
+			c, err := NewCanvas(400, 50, FormatSVG)
 			if err != nil {
 				t.Fatal(err)
 			}
