@@ -180,6 +180,7 @@ func TestBadInput(t *testing.T) {
 		{"fit unknown model", "fit lineer train", "unknown model \"lineer\""},
 		{"fit missing model", "fit", "missing model"},
 		{"fit margin over 100", "fit linear train --margin 150", "--margin must be a percentage from 0 up to (not including) 100, got 150"},
+		{"fit margin of 100", "fit linear train --margin 100", "--margin must be a percentage from 0 up to (not including) 100, got 100"},
 		{"fit negative margin", "fit linear train --margin -1", "--margin must be a percentage"},
 		{"fit NaN margin", "fit linear train --margin NaN", "--margin must be a finite number, got NaN"},
 		{"fit negative verify", "fit linear train --verify -1", "--verify must not be negative, got -1"},

@@ -76,19 +76,7 @@ const MinTauPoints = 4
 // the runs' events, as bench.Sweep's.
 func Verify(ctx context.Context, opts Options, r Result, k int, progress func(bench.Event)) (Verification, error) {
 	checks := picks(r, k)
-	configs := make([]bench.SweepConfig, len(checks))
-	for i, c := range checks {
-		o := opts.Bench
-		o.Modes, o.Config = []bench.Mode{c.Mode}, c.Config
-		configs[i] = bench.SweepConfig{Options: o, Settings: []bench.Setting{{Name: "configuration", Value: c.Candidate.String()}}}
-		switch c.Mode {
-		case bench.ModeCPU:
-		case bench.ModeManaged:
-			configs[i].TakeBytes = opts.TakeBytes + max(r.DeviceFree-r.Budget, 0)
-		default:
-			configs[i].TakeBytes = opts.TakeBytes
-		}
-	}
+	configs := runConfigs(opts, r, checks)
 	s, err := bench.Sweep(ctx, bench.SweepOptions{Parameters: []string{"configuration"}, Configs: configs, Progress: progress})
 	if err != nil {
 		return Verification{}, err
@@ -103,9 +91,7 @@ func Verify(ctx context.Context, opts Options, r Result, k int, progress func(be
 		c.Run = row.Result.Modes[0]
 		c.Measured = median(c.Run.Timed())
 		c.Simulated = c.Run.Simulated
-		if c.Simulated && c.Mode != bench.ModeCPU && c.Run.Status.Kind == bench.StatusOK {
-			c.PeakChecked, c.PeakMatches = true, c.Run.PeakDeviceBytes == c.Plan.Footprint.Device
-		}
+		c.PeakChecked, c.PeakMatches = c.checkPeak()
 		if c.Measured > 0 && c.Predicted() > 0 {
 			predicted, measured = append(predicted, c.Predicted()), append(measured, c.Measured.Seconds())
 		}
@@ -113,6 +99,37 @@ func Verify(ctx context.Context, opts Options, r Result, k int, progress func(be
 	}
 	v.Tau, v.TauPoints = kendall(predicted, measured), len(predicted)
 	return v, nil
+}
+
+// runConfigs returns the run of each check: its mode alone with its
+// configuration, holding opts.TakeBytes on the device (the managed mode
+// the margin too, see Verify; the cpu mode, which has no device, nothing).
+func runConfigs(opts Options, r Result, checks []Check) []bench.SweepConfig {
+	configs := make([]bench.SweepConfig, len(checks))
+	for i, c := range checks {
+		o := opts.Bench
+		o.Modes, o.Config = []bench.Mode{c.Mode}, c.Config
+		configs[i] = bench.SweepConfig{Options: o, Settings: []bench.Setting{{Name: "configuration", Value: c.Candidate.String()}}}
+		switch c.Mode {
+		case bench.ModeCPU:
+		case bench.ModeManaged:
+			configs[i].TakeBytes = opts.TakeBytes + max(r.DeviceFree-r.Budget, 0)
+		default:
+			configs[i].TakeBytes = opts.TakeBytes
+		}
+	}
+	return configs
+}
+
+// checkPeak says whether c's peak is compared with its plan (a placement
+// on the simulated device that completed) and whether it is the plan's
+// device need exactly: a peak below the plan fails as one above it does,
+// as the plan is then wrong all the same.
+func (c Check) checkPeak() (checked, matches bool) {
+	if !c.Simulated || c.Mode == bench.ModeCPU || c.Run.Status.Kind != bench.StatusOK {
+		return false, false
+	}
+	return true, c.Run.PeakDeviceBytes == c.Plan.Footprint.Device
 }
 
 // kendall is Kendall's τ of x and y, NaN from fewer than MinTauPoints

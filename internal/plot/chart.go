@@ -232,10 +232,15 @@ func buildSweep(doc results.Doc) (Chart, error) {
 			t := timedSeconds(m)
 			label := strings.TrimSpace(m.Mode + " " + others)
 			if m.Mode == "cpu" {
-				if _, ok := cpu[label]; !ok && len(t) > 0 {
-					cpuOrder = append(cpuOrder, label)
+				// A row without timed cpu epochs adds nothing, and must
+				// not enter the label: a later row's epochs would then
+				// find it seen and make no band.
+				if len(t) > 0 {
+					if _, ok := cpu[label]; !ok {
+						cpuOrder = append(cpuOrder, label)
+					}
+					cpu[label] = append(cpu[label], t...)
 				}
-				cpu[label] = append(cpu[label], t...)
 				continue
 			}
 			l, ok := lines[label]

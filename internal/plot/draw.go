@@ -54,7 +54,7 @@ func Render(w io.Writer, c Chart, f Format) error {
 	if err != nil {
 		return fmt.Errorf("drawing the plot: %w", err)
 	}
-	cw, err := draw.NewFormattedCanvas(width, height, string(f))
+	cw, err := NewCanvas(width, height, f)
 	if err != nil {
 		return fmt.Errorf("drawing the plot as %s: %w", f, err)
 	}

@@ -34,7 +34,7 @@ func RenderMemory(w io.Writer, pic report.MemoryPicture, f Format) error {
 		return fmt.Errorf("drawing the memory picture: no panel")
 	}
 	scale, unit := memoryUnit(pic)
-	cw, err := draw.NewFormattedCanvas(width, panelHeight*vg.Length(len(pic.Panels))+vg.Points(30), string(f))
+	cw, err := NewCanvas(width, panelHeight*vg.Length(len(pic.Panels))+vg.Points(30), f)
 	if err != nil {
 		return fmt.Errorf("drawing the memory picture as %s: %w", f, err)
 	}

@@ -68,13 +68,17 @@ func TestBandOutline(t *testing.T) {
 	}
 }
 
-// svgStructure lists what an SVG draws, without coordinates: each text,
-// and each path as its fill or stroke with its number of vertices.
+// svgStructure lists what an SVG draws, without coordinates: each text
+// (its glyphs' outlines, the path after it, left out), and each other
+// path as its fill or stroke with its number of vertices. A text drawn as
+// an SVG <text> rather than as outlines fails the test.
 func svgStructure(t *testing.T, svg []byte) string {
 	t.Helper()
 	var b strings.Builder
 	dec := xml.NewDecoder(bytes.NewReader(svg))
-	inText := false
+	// A string is a transparent <text> followed by its glyphs' outlines
+	// (a path; none for blanks): the text stands for both.
+	inText, glyphsNext := false, false
 	for {
 		tok, err := dec.Token()
 		if err == io.EOF {
@@ -95,8 +99,15 @@ func svgStructure(t *testing.T, svg []byte) string {
 			}
 			switch el.Name.Local {
 			case "text":
-				inText = true
+				inText = attr("fill-opacity") == "0"
+				if !inText {
+					t.Errorf("a <text> element drawn as text, not as outlines")
+				}
 			case "path":
+				if glyphsNext {
+					glyphsNext = false
+					continue
+				}
 				style := attr("style")
 				if i := strings.Index(style, ";stroke-width"); i >= 0 {
 					style = style[:i]
@@ -106,6 +117,7 @@ func svgStructure(t *testing.T, svg []byte) string {
 		case xml.CharData:
 			if inText {
 				fmt.Fprintf(&b, "text %q\n", string(el))
+				glyphsNext = strings.TrimSpace(string(el)) != ""
 			}
 		case xml.EndElement:
 			inText = false

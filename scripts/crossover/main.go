@@ -19,11 +19,13 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	vgdraw "gonum.org/v1/plot/vg/draw"
 
 	"gpuz/internal/bench"
 	"gpuz/internal/device"
 	"gpuz/internal/models"
 	"gpuz/internal/perfmodel"
+	gpuzplot "gpuz/internal/plot"
 )
 
 // widths are the --dims planned, from the iris-sized 16 to the reference's
@@ -146,9 +148,11 @@ func draw(out string, cuda, cpu plotter.XYs, cross float64, crosses bool) error 
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	w, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, "svg")
+	// gpuz's SVG canvas draws the text as outlines (docs/output.md).
+	c, err := gpuzplot.NewCanvas(8*vg.Inch, 5*vg.Inch, gpuzplot.FormatSVG)
 	if err == nil {
-		_, err = w.WriteTo(tmp)
+		p.Draw(vgdraw.New(c))
+		_, err = c.WriteTo(tmp)
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
