@@ -3,6 +3,8 @@ package engine
 import (
 	"slices"
 	"testing"
+
+	"gorgonia.org/gorgonia"
 )
 
 // TestScheduleUpdatesWaitForReads: a block's update runs after the last
@@ -22,7 +24,10 @@ func TestScheduleUpdatesWaitForReads(t *testing.T) {
 		values[i].block = -1
 	}
 	values[0].block, values[2].block = 0, 1
-	sc := &Schedule{spec: Spec{Blocks: make([]Block, 2)}, values: values, params: []int{0, 2}, grads: []int{1, 3},
+	// Each block trains one parameter (a block with none, all frozen, has
+	// no update); the nodes themselves play no part.
+	blocks := []Block{{Params: make([]*gorgonia.Node, 1)}, {Params: make([]*gorgonia.Node, 1)}}
+	sc := &Schedule{spec: Spec{Blocks: blocks}, values: values, params: []int{0, 2}, grads: []int{1, 3},
 		steps: []step{
 			{out: 4, reads: []int{0}},
 			{out: 5, reads: []int{1}},
