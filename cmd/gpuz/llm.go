@@ -34,7 +34,7 @@ managed; the default is cuda,cache,cpu. docs/llm.md has the worked
 examples.`,
 	example: `  gpuz llm --list-models
   gpuz llm train cpu --model smollm2-135m --layers 2 --seq-len 64
-  gpuz llm train cuda,cache,cpu --model smollm2-135m --layers 4 --seq-len 128 --batch 2 --device sim:1GiB --win-size 1
+  gpuz llm train cuda,cache,cpu --model smollm2-135m --layers 4 --seq-len 128 --batch 2 --device sim:1GiB
   gpuz plan llm train cuda --model llama-3.2-1b --seq-len 1024 --batch 1 --device sim:rtx4060-laptop
   gpuz llm eval cpu --model gpt2 --layers 2 --scale small`,
 	flags: addLLMFlags,
