@@ -397,7 +397,7 @@ func TestInvariants(t *testing.T) {
 	for i := range 300 {
 		train := i%2 == 0
 		run := randomRun(rng, train)
-		for _, cfg := range Choices(0, train) {
+		for _, cfg := range Choices(1, train) {
 			window := run.MinWindow() + rng.IntN(run.Blocks)
 			cfg.Window = max(cfg.Window, min(window, 1+rng.IntN(run.Blocks)))
 			window = min(max(window, cfg.Window), run.Blocks)
@@ -408,6 +408,25 @@ func TestInvariants(t *testing.T) {
 					t.Logf("run %+v", run)
 				}
 			})
+		}
+	}
+}
+
+// TestChoices: a plan compares every policy at the window given, the
+// auto policy sizing its own; with no window given (0) only the policies
+// that size their window are planned, a window policy having none.
+func TestChoices(t *testing.T) {
+	for _, tt := range []struct {
+		window int
+		train  bool
+		want   []Config
+	}{
+		{3, false, []Config{{Policy: Window, Window: 3}, {Policy: WindowPaged, Window: 3}, {Policy: Auto}}},
+		{3, true, []Config{{Policy: Window, Window: 3}, {Policy: WindowPaged, Window: 3}, {Policy: Auto}, {Policy: Auto, OptimizerOnHost: true}}},
+		{0, true, []Config{{Policy: Auto}, {Policy: Auto, OptimizerOnHost: true}}},
+	} {
+		if got := Choices(tt.window, tt.train); !slices.Equal(got, tt.want) {
+			t.Errorf("Choices(%d, %v) = %+v, want %+v", tt.window, tt.train, got, tt.want)
 		}
 	}
 }

@@ -172,15 +172,19 @@ func (c Config) SlotsBy(free, fixed int64, bytes func(w int) int64, least, most 
 
 // Choices returns the configurations a plan compares, one per policy in
 // the order Policies lists them: each with window, or with a window sized
-// from free memory (0) where the policy sizes its own; then, when
-// hostOptimizer is set (training), each policy that can run the optimizer
-// on the host once more with it there.
+// from free memory (0) where the policy sizes its own; a policy that does
+// not size its window is left out when window is 0 (it has no window to
+// plan); then, when hostOptimizer is set (training), each policy that can
+// run the optimizer on the host once more with it there.
 func Choices(window int, hostOptimizer bool) []Config {
 	var out []Config
 	for _, t := range policies {
 		c := Config{Policy: t.name, Window: window}
-		if t.sizesWindow {
+		switch {
+		case t.sizesWindow:
 			c.Window = 0
+		case window < 1:
+			continue
 		}
 		out = append(out, c)
 	}
