@@ -34,6 +34,13 @@ var fusedCases = []fusedCase{
 // fusedInputs returns random qkv (the queries scaled by qScale) and an
 // output gradient for c.
 func fusedInputs(c fusedCase) (qkv, g []float64) {
+	qkv, g, _ = fusedInputsLSE(c)
+	return qkv, g
+}
+
+// fusedInputsLSE returns fusedInputs and a random gradient of the
+// log-sum-exps.
+func fusedInputsLSE(c fusedCase) (qkv, g, glse []float64) {
 	a := c.Attention
 	rng := rand.New(rand.NewPCG(uint64(a.Seq), uint64(a.Heads)))
 	rows := a.Batch * a.Seq
@@ -43,7 +50,22 @@ func fusedInputs(c fusedCase) (qkv, g []float64) {
 			qkv[r*a.QKVWidth()+j] *= c.qScale
 		}
 	}
-	return qkv, randomSlice(rng, rows*a.DModel())
+	g = randomSlice(rng, rows*a.DModel())
+	return qkv, g, randomSlice(rng, a.Batch*a.Heads*a.Seq)
+}
+
+// lseGrad is the gradient of Σ glse ⊙ lse with respect to qkv: a row's
+// log-sum-exp has its probabilities for gradient in its scores, so
+// dq_s = Scale·Σ_t glse_s·P_st·k_t and dk_t = Scale·Σ_s glse_s·P_st·q_s.
+func (n naiveAttention) lseGrad(qkv, glse []float64) []float64 {
+	p := n.probs(qkv)
+	dqkv := make([]float64, len(qkv))
+	n.eachTerm(func(b, h, s, t, j int) {
+		w := glse[(b*n.Heads+h)*n.Seq+s] * p[n.pi(b, h, s, t)] * n.Scale()
+		dqkv[n.qi(b, h, s, j)] += w * n.k(qkv, b, h, t, j)
+		dqkv[n.ki(b, h, t, j)] += w * n.q(qkv, b, h, s, j)
+	})
+	return dqkv
 }
 
 // lse is the log-sum-exp of every row of scaled scores, in float64.
@@ -101,16 +123,23 @@ func TestFusedAttention(t *testing.T) {
 	for _, c := range fusedCases {
 		t.Run(fmt.Sprintf("%+v/x%g", c.Attention, c.qScale), func(t *testing.T) {
 			a, n := c.Attention, naiveAttention{c.Attention}
-			qkv, g := fusedInputs(c)
+			qkv, g, glse := fusedInputsLSE(c)
 			wantOut, wantLSE, wantGrad := n.mix(n.probs(qkv), qkv), n.lse(qkv), n.grad(qkv, g)
+			wantFull := n.lseGrad(qkv, glse) // with the log-sum-exps' gradient
+			for i, v := range wantGrad {
+				wantFull[i] += v
+			}
 			rows := a.Batch * a.Seq
 
 			out, lse, dqkv := make([]float64, rows*a.DModel()), make([]float64, a.Batch*a.Heads*a.Seq), make([]float64, len(qkv))
 			FusedAttention(out, lse, qkv, a)
-			FusedAttentionGrad(dqkv, qkv, out, lse, g, a)
+			FusedAttentionGrad(dqkv, qkv, out, lse, g, nil, a)
 			near(t, "float64 output", out, wantOut, 1e-12)
 			near(t, "float64 lse", lse, wantLSE, 1e-12)
 			near(t, "float64 gradient", dqkv, wantGrad, 1e-12)
+			full := make([]float64, len(qkv))
+			FusedAttentionGrad(full, qkv, out, lse, g, glse, a)
+			near(t, "float64 gradient with the lse's", full, wantFull, 1e-12)
 
 			tol, gradTol := 2e-5, 1e-4
 			if c.qScale > 100 {
@@ -119,10 +148,13 @@ func TestFusedAttention(t *testing.T) {
 			q32, g32 := toFloat32(qkv), toFloat32(g)
 			out32, lse32, d32 := make([]float32, len(out)), make([]float32, len(lse)), make([]float32, len(qkv))
 			FusedAttention(out32, lse32, q32, a)
-			FusedAttentionGrad(d32, q32, out32, lse32, g32, a)
+			FusedAttentionGrad(d32, q32, out32, lse32, g32, nil, a)
 			near(t, "float32 output", out32, toFloat32(wantOut), tol)
 			near(t, "float32 lse", lse32, toFloat32(wantLSE), 1e-5)
 			near(t, "float32 gradient", d32, toFloat32(wantGrad), gradTol)
+			full32 := make([]float32, len(qkv))
+			FusedAttentionGrad(full32, q32, out32, lse32, g32, toFloat32(glse), a)
+			near(t, "float32 gradient with the lse's", full32, toFloat32(wantFull), gradTol)
 			for _, v := range out32 {
 				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 					t.Fatalf("float32 output has %g", v)
@@ -177,7 +209,7 @@ func TestFusedAttentionThreads(t *testing.T) {
 			SetThreads(threads)
 			out, lse, dqkv := make([]float32, a.Batch*a.Seq*a.DModel()), make([]float32, a.Batch*a.Heads*a.Seq), make([]float32, len(qkv))
 			FusedAttention(out, lse, qkv, a)
-			FusedAttentionGrad(dqkv, qkv, out, lse, g, a)
+			FusedAttentionGrad(dqkv, qkv, out, lse, g, nil, a)
 			if i == 0 {
 				first = [3][]float32{out, lse, dqkv}
 				continue
@@ -232,8 +264,8 @@ func BenchmarkFusedAttention(b *testing.B) {
 				AttentionMixValueGrad(dv, p, g, a)
 				AttentionProbsGrad(dqkv, qkv, p, dp, a)
 			}},
-			{"fused/backward", 4, true, func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, a) }},
-			{"go/backward", 4, false, func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, a) }},
+			{"fused/backward", 4, true, func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, nil, a) }},
+			{"go/backward", 4, false, func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, nil, a) }},
 		} {
 			if !k.useC && seq > 512 {
 				continue
