@@ -225,14 +225,16 @@ func TestFusedAttentionThreads(t *testing.T) {
 // attention (9 query heads of 64 sharing 3 key and value heads, causal) at
 // sequences of 512, 1024 and 2048, beside the eager kernels at the same
 // shape (as BenchmarkAttentionGQA runs them: the backward given the
-// probabilities) and, at 512, the Go fused kernels (go, what float32 runs
-// without AVX-512), so that one run interleaves them. Each counts the same
+// probabilities), the AVX2 fused kernels (avx2, what a CPU without
+// AVX-512 runs; where the CPU has AVX2) and, at 512, the Go fused kernels
+// (go, what float32 runs without AVX2), so that one run interleaves them.
+// fused is the CPU's best C kernels. Each counts the same
 // products (2 forward, 4 backward) so that the rates compare as times: the
 // fused backward's recomputed scores are a fifth product it does not
 // count.
 func BenchmarkFusedAttention(b *testing.B) {
-	cpu := fusedAttentionC
-	defer func() { fusedAttentionC = cpu }()
+	best := FusedAttentionVector()
+	defer SetFusedAttentionVector(best)
 	for _, seq := range []int{512, 1024, 2048} {
 		a := Attention{Batch: 1, Seq: seq, Heads: 9, HeadDim: 64, KVHeads: 3, Causal: true}
 		rng := rand.New(rand.NewPCG(1, 2))
@@ -252,26 +254,33 @@ func BenchmarkFusedAttention(b *testing.B) {
 		for _, k := range []struct {
 			name     string
 			products float64
-			useC     bool
+			vector   string // the fused kernels' (SetFusedAttentionVector)
 			run      func()
 		}{
-			{"eager/forward", 2, true, func() { eager(); AttentionProbs(p, qkv, a); AttentionMix(out, p, qkv, a) }},
-			{"fused/forward", 2, true, func() { FusedAttention(out, lse, qkv, a) }},
-			{"go/forward", 2, false, func() { FusedAttention(out, lse, qkv, a) }},
-			{"eager/backward", 4, true, func() {
+			{"eager/forward", 2, best, func() { eager(); AttentionProbs(p, qkv, a); AttentionMix(out, p, qkv, a) }},
+			{"fused/forward", 2, best, func() { FusedAttention(out, lse, qkv, a) }},
+			{"avx2/forward", 2, "AVX2", func() { FusedAttention(out, lse, qkv, a) }},
+			{"go/forward", 2, "Go", func() { FusedAttention(out, lse, qkv, a) }},
+			{"eager/backward", 4, best, func() {
 				eager()
 				AttentionMixProbsGrad(dp, g, qkv, a)
 				AttentionMixValueGrad(dv, p, g, a)
 				AttentionProbsGrad(dqkv, qkv, p, dp, a)
 			}},
-			{"fused/backward", 4, true, func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, nil, a) }},
-			{"go/backward", 4, false, func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, nil, a) }},
+			{"fused/backward", 4, best, func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, nil, a) }},
+			{"avx2/backward", 4, "AVX2", func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, nil, a) }},
+			{"go/backward", 4, "Go", func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, nil, a) }},
 		} {
-			if !k.useC && seq > 512 {
+			if k.vector == "Go" && seq > 512 {
 				continue
 			}
+			if _, err := SetFusedAttentionVector(k.vector); err != nil {
+				continue // no AVX2 on this CPU
+			}
 			b.Run(fmt.Sprintf("seq=%d/%s", seq, k.name), func(b *testing.B) {
-				fusedAttentionC = k.useC && cpu
+				if _, err := SetFusedAttentionVector(k.vector); err != nil {
+					b.Fatal(err)
+				}
 				clock := startCPU()
 				for b.Loop() {
 					k.run()
