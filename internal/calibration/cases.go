@@ -109,10 +109,9 @@ func Cases() []Case {
 		add(ops.AttentionMix{AttentionConfig: cfg}, probs, qkv)
 		add(ops.AttentionMixProbsGrad{AttentionConfig: cfg}, out, qkv)
 		add(ops.AttentionMixValueGrad{AttentionConfig: cfg}, probs, out)
-		lse := tensor.Shape{batch, heads, seq}
+		lse, packed := tensor.Shape{batch, heads, seq}, tensor.Shape{batch * seq, d + heads}
 		add(ops.FusedAttention{AttentionConfig: cfg}, qkv)
-		add(ops.FusedAttentionLSE{AttentionConfig: cfg}, qkv)
-		add(ops.FusedAttentionGrad{AttentionConfig: cfg}, qkv, out, lse, out)
+		add(ops.FusedAttentionGrad{AttentionConfig: cfg}, qkv, out, lse, packed)
 	}
 	for _, s := range layerNormShapes {
 		x, v := tensor.Shape{s[0], s[1]}, tensor.Shape{s[1]}

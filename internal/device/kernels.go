@@ -90,16 +90,24 @@ type Kernels interface {
 	// AttentionMixValueGrad sets dst to AttentionMix's gradient with
 	// respect to qkv given the output gradient g.
 	AttentionMixValueGrad(dst, p, g Buffer, a hostmath.Attention)
-	// FusedAttention sets out to the attention output of the packed qkv
-	// and lse to the log-sum-exp of every row of scores, computed block by
-	// block with an online softmax, never holding the probabilities (see
-	// hostmath.FusedAttention). Either of out and lse may be nil, and is
-	// then not written.
-	FusedAttention(out, lse, qkv Buffer, a hostmath.Attention)
-	// FusedAttentionGrad sets dst to the attention output's gradient with
-	// respect to qkv given the output out, the log-sum-exps lse and the
-	// output gradient g, recomputing the probabilities block by block.
-	FusedAttentionGrad(dst, qkv, out, lse, g Buffer, a hostmath.Attention)
+	// FusedAttention sets dst, packed (a.OutLen() elements of attention
+	// output [Batch·Seq, DModel()], then a.LSELen() log-sum-exps [Batch,
+	// Heads, Seq]), to the attention output of the packed qkv and the
+	// log-sum-exp of every row of scores, both from one pass computed
+	// block by block with an online softmax, never holding the
+	// probabilities (see hostmath.FusedAttention).
+	FusedAttention(dst, qkv Buffer, a hostmath.Attention)
+	// FusedAttentionGrad sets dst to the gradient with respect to qkv of
+	// the packed output given the output out, the log-sum-exps lse and
+	// the packed gradient gp (the output's, then the log-sum-exps'),
+	// recomputing the probabilities block by block.
+	FusedAttentionGrad(dst, qkv, out, lse, gp Buffer, a hostmath.Attention)
+	// FusedAttentionUnpack sets dst to the attention output (lse false) or
+	// the log-sum-exps (lse true) of FusedAttention's packed output.
+	FusedAttentionUnpack(dst, packed Buffer, lse bool, a hostmath.Attention)
+	// FusedAttentionPack sets dst, packed as FusedAttention's output, to
+	// the output gradient g followed by zeros for the log-sum-exps.
+	FusedAttentionPack(dst, g Buffer, a hostmath.Attention)
 	// SoftmaxCrossEntropy sets the one element of dst to the mean over the
 	// rows of logits of the cross-entropy with the integer class ids in
 	// targets; ids out of range are an error.
@@ -327,24 +335,42 @@ func (hostKernels) AttentionMixValueGrad(dst, p, g Buffer, a hostmath.Attention)
 	hostmath.AttentionMixValueGrad(Floats(dst), Floats(p), Floats(g), a)
 }
 
-// FusedAttention sets out (unless nil) to the attention output and lse
-// (unless nil) to the rows' log-sum-exps.
-func (hostKernels) FusedAttention(out, lse, qkv Buffer, a hostmath.Attention) {
-	hostmath.FusedAttention(floatsOrNil(out), floatsOrNil(lse), Floats(qkv), a)
+// FusedAttention sets dst to the attention output followed by the rows'
+// log-sum-exps.
+func (hostKernels) FusedAttention(dst, qkv Buffer, a hostmath.Attention) {
+	out, lse := unpack(Floats(dst), a)
+	hostmath.FusedAttention(out, lse, Floats(qkv), a)
 }
 
 // FusedAttentionGrad sets dst to the fused attention's gradient with
 // respect to qkv.
-func (hostKernels) FusedAttentionGrad(dst, qkv, out, lse, g Buffer, a hostmath.Attention) {
-	hostmath.FusedAttentionGrad(Floats(dst), Floats(qkv), Floats(out), Floats(lse), Floats(g), a)
+func (hostKernels) FusedAttentionGrad(dst, qkv, out, lse, gp Buffer, a hostmath.Attention) {
+	g, glse := unpack(Floats(gp), a)
+	hostmath.FusedAttentionGrad(Floats(dst), Floats(qkv), Floats(out), Floats(lse), g, glse, a)
 }
 
-// floatsOrNil is Floats of b, or nil for a nil b.
-func floatsOrNil(b Buffer) []float32 {
-	if b == nil {
-		return nil
+// FusedAttentionUnpack sets dst to the output or the log-sum-exps of
+// packed.
+func (hostKernels) FusedAttentionUnpack(dst, packed Buffer, lse bool, a hostmath.Attention) {
+	out, l := unpack(Floats(packed), a)
+	if lse {
+		out = l
 	}
-	return Floats(b)
+	copy(Floats(dst)[:len(out)], out)
+}
+
+// FusedAttentionPack sets dst to g followed by zeros.
+func (hostKernels) FusedAttentionPack(dst, g Buffer, a hostmath.Attention) {
+	out, lse := unpack(Floats(dst), a)
+	copy(out, Floats(g)[:len(out)])
+	clear(lse)
+}
+
+// unpack splits a packed fused attention value into its output and its
+// log-sum-exps.
+func unpack(packed []float32, a hostmath.Attention) (out, lse []float32) {
+	n := a.OutLen()
+	return packed[:n], packed[n : n+a.LSELen()]
 }
 
 // SoftmaxCrossEntropy sets dst[0] to the loss.

@@ -49,9 +49,9 @@ const (
 func (sc *Schedule) assignConversions() {
 	for si := range sc.steps {
 		s := &sc.steps[si]
-		lower := castOf(s.op) == levers.CastLower
+		lower := roundsInputs(castOf(s.op))
 		var direct []bool
-		if h, ok := s.op.(HalfLauncher); ok && lower {
+		if h, ok := s.op.(HalfLauncher); ok && castOf(s.op) == levers.CastLower {
 			direct = h.HalfOperands()
 		}
 		s.half16 = direct != nil
@@ -78,6 +78,10 @@ func castOf(op gorgonia.Op) levers.Cast {
 	}
 	return levers.CastPromote
 }
+
+// roundsInputs reports whether an op of class c reads its float32
+// arguments rounded to 16 bits: levers.CastLower and levers.CastLowerIn.
+func roundsInputs(c levers.Cast) bool { return c == levers.CastLower || c == levers.CastLowerIn }
 
 // format returns the 16-bit format of spec's precision; 0 for fp32.
 func (sc *Schedule) format() half.Format {
@@ -111,7 +115,7 @@ func (sc *Schedule) assignPrecision() {
 	// does is a product.
 	read, other := make([]bool, len(sc.values)), make([]bool, len(sc.values))
 	for _, s := range sc.steps {
-		lower := castOf(s.op) == levers.CastLower
+		lower := roundsInputs(castOf(s.op))
 		for _, a := range s.args {
 			read[a] = true
 			other[a] = other[a] || !lower

@@ -242,6 +242,7 @@ func Compile(spec Spec) (*Schedule, error) {
 		backward[n] = s.backward
 		sc.steps = append(sc.steps, s)
 	}
+	sc.hoistForwardSteps()
 	sc.output = sc.index[spec.Output]
 	sc.gradOf = map[int]int{}
 	if spec.Train {
@@ -273,6 +274,34 @@ func Compile(spec Spec) (*Schedule, error) {
 	sc.assignOwners()
 	sc.assignSlots()
 	return sc, nil
+}
+
+// hoistForwardSteps moves every forward step that the graph's order puts
+// among the backward steps to just after the last step that computes one
+// of its arguments: a value the gradient wiring derives from forward values
+// only (the fused attention's log-sum-exps, copied out of its packed
+// value) is then computed in the forward pass, and what it reads need not
+// outlive the forward pass for it. The order stays topological: the step's
+// arguments are computed before it, and its readers come after where it
+// was.
+func (sc *Schedule) hoistForwardSteps() {
+	steps := make([]step, 0, len(sc.steps))
+	inBackward := false
+	for _, s := range sc.steps {
+		if s.backward || !inBackward {
+			inBackward = inBackward || s.backward
+			steps = append(steps, s)
+			continue
+		}
+		at := 0
+		for i, done := range steps {
+			if slices.Contains(s.args, done.out) {
+				at = i + 1
+			}
+		}
+		steps = slices.Insert(steps, at, s)
+	}
+	sc.steps = steps
 }
 
 func (sc *Schedule) addValue(n *gorgonia.Node, kind valueKind, block int) int {

@@ -82,7 +82,7 @@ func TestKernelsFlushSubnormals(t *testing.T) {
 			}
 			out, lse, dqkv := make([]float32, len(g)), make([]float32, a.Seq), fill(len(qkv), 1)
 			FusedAttention(out, lse, qkv, a)
-			FusedAttentionGrad(dqkv, qkv, out, lse, g, a)
+			FusedAttentionGrad(dqkv, qkv, out, lse, g, nil, a)
 			for r := range a.Seq {
 				allZero(t, "dQ and dK", dqkv[r*ld:r*ld+2*dh])
 			}

@@ -1,6 +1,9 @@
 package hostmath
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // fusedBlock is the side of the blocks of queries and of keys in which
 // the fused attention kernels walk the scores: a block of scores is
@@ -18,8 +21,9 @@ const fusedBlock = 64
 // the diagonal skipped when a.Causal (FlashAttention, Dao et al., 2022).
 // Either out or lse may be nil, and is then not written; with out nil the
 // values are not read. Each element is computed in a fixed order whatever
-// the thread count. float32 on CPUs with AVX-512 runs the C kernel of
-// fusedattention.h, which holds each block of scores transposed.
+// the thread count. float32 on CPUs with AVX-512, or AVX2 and FMA, runs
+// the C kernels of fusedattention.h, which hold each block of scores
+// transposed (FusedAttentionVector names them).
 func FusedAttention[T Float](out, lse, qkv []T, a Attention) {
 	if q32, ok := any(qkv).([]float32); ok && fusedAttentionC {
 		fusedAttentionFloat32(any(out).([]float32), any(lse).([]float32), q32, a)
@@ -102,6 +106,47 @@ func FusedAttention[T Float](out, lse, qkv []T, a Attention) {
 	})
 }
 
+// FusedAttentionVector names the kernels that run the float32 fused
+// attention: "AVX-512" or "AVX2" (the C kernels of fusedattention.h in
+// that vector extension), or "Go" (the Go kernels, slower by an order of
+// magnitude: a CPU without AVX2 and FMA, or a purego build).
+func FusedAttentionVector() string {
+	for _, i := range fusedAttentionISAs {
+		if fusedAttentionC && i.isa == fusedAttentionISA {
+			return i.name
+		}
+	}
+	return "Go"
+}
+
+// SetFusedAttentionVector makes the float32 fused attention run the
+// kernels that FusedAttentionVector names v, which this CPU must run: so
+// tests check the AVX2 kernels, and the modes' agreement on them, on a CPU
+// with AVX-512. It returns the previous setting, for restoring it, and
+// must not be called while the kernels run.
+func SetFusedAttentionVector(v string) (previous string, err error) {
+	previous = FusedAttentionVector()
+	if v == "Go" {
+		fusedAttentionC = false
+		return previous, nil
+	}
+	for _, i := range fusedAttentionISAs {
+		if i.name == v && i.isa <= fusedAttentionBest {
+			fusedAttentionISA, fusedAttentionC = i.isa, true
+			return previous, nil
+		}
+	}
+	return previous, fmt.Errorf("hostmath: no %s fused attention kernels on this CPU in this build", v)
+}
+
+// OutLen is the elements of the attention output, [Batch·Seq, DModel()]:
+// where the log-sum-exps start in the packed value of the fused attention
+// op, which holds the output and then the log-sum-exps.
+func (a Attention) OutLen() int { return a.Batch * a.Seq * a.DModel() }
+
+// LSELen is the elements of the log-sum-exps, [Batch, Heads, Seq].
+func (a Attention) LSELen() int { return a.Batch * a.Heads * a.Seq }
+
 // blockEnd is the end of the keys that the queries before r1 see: r1 when
 // causal, Seq otherwise.
 func (a Attention) blockEnd(r1 int) int {
@@ -112,20 +157,24 @@ func (a Attention) blockEnd(r1 int) int {
 }
 
 // FusedAttentionGrad sets dqkv [Batch·Seq, QKVWidth()] to the gradient of
-// the attention output with respect to the packed qkv, given the output
-// out and the log-sum-exps lse that FusedAttention computed and the
-// output gradient g [Batch·Seq, DModel()]: D = rowsum(G ⊙ O) first, then
+// the attention output and log-sum-exps with respect to the packed qkv,
+// given the output out and the log-sum-exps lse that FusedAttention
+// computed, the output gradient g [Batch·Seq, DModel()] and the
+// log-sum-exps' gradient glse [Batch, Heads, Seq] (nil: zero; a row's
+// log-sum-exp has the row's probabilities for its gradient in the scores,
+// so glse enters as a shift of D): D = rowsum(G ⊙ O) − glse first, then
 // for every pair and every block of queries against every block of keys
 // (those above the diagonal skipped when causal) the probabilities
 // P = exp(Scale·Q·Kᵀ − lse) recomputed, dV += Pᵀ·G, dP = G·Vᵀ,
 // dS = P ⊙ (dP − D), dQ += Scale·dS·K and dK += Scale·dSᵀ·Q. The key and
 // value gradients of grouped-query attention are summed over the query
 // heads of each group in the order of the heads (see groupPart), so the
-// result does not depend on the thread count. float32 on CPUs with AVX-512
-// runs the C kernel of fusedattention.h.
-func FusedAttentionGrad[T Float](dqkv, qkv, out, lse, g []T, a Attention) {
+// result does not depend on the thread count. float32 on CPUs with AVX-512,
+// or AVX2 and FMA, runs the C kernels of fusedattention.h.
+func FusedAttentionGrad[T Float](dqkv, qkv, out, lse, g, glse []T, a Attention) {
 	if d32, ok := any(dqkv).([]float32); ok && fusedAttentionC {
-		fusedAttentionGradFloat32(d32, any(qkv).([]float32), any(out).([]float32), any(lse).([]float32), any(g).([]float32), a)
+		fusedAttentionGradFloat32(d32, any(qkv).([]float32), any(out).([]float32), any(lse).([]float32), any(g).([]float32),
+			any(glse).([]float32), a)
 		return
 	}
 	ld, d, s, dh := a.QKVWidth(), a.DModel(), a.Seq, a.HeadDim
@@ -145,6 +194,9 @@ func FusedAttentionGrad[T Float](dqkv, qkv, out, lse, g []T, a Attention) {
 			var sum T
 			for j, gj := range gr {
 				sum += gj * or[j]
+			}
+			if glse != nil {
+				sum -= glse[i*s+r]
 			}
 			dd[r] = sum
 			clear(dqkv[at.q+r*ld : at.q+r*ld+dh])

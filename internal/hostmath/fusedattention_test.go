@@ -34,6 +34,13 @@ var fusedCases = []fusedCase{
 // fusedInputs returns random qkv (the queries scaled by qScale) and an
 // output gradient for c.
 func fusedInputs(c fusedCase) (qkv, g []float64) {
+	qkv, g, _ = fusedInputsLSE(c)
+	return qkv, g
+}
+
+// fusedInputsLSE returns fusedInputs and a random gradient of the
+// log-sum-exps.
+func fusedInputsLSE(c fusedCase) (qkv, g, glse []float64) {
 	a := c.Attention
 	rng := rand.New(rand.NewPCG(uint64(a.Seq), uint64(a.Heads)))
 	rows := a.Batch * a.Seq
@@ -43,7 +50,22 @@ func fusedInputs(c fusedCase) (qkv, g []float64) {
 			qkv[r*a.QKVWidth()+j] *= c.qScale
 		}
 	}
-	return qkv, randomSlice(rng, rows*a.DModel())
+	g = randomSlice(rng, rows*a.DModel())
+	return qkv, g, randomSlice(rng, a.Batch*a.Heads*a.Seq)
+}
+
+// lseGrad is the gradient of Σ glse ⊙ lse with respect to qkv: a row's
+// log-sum-exp has its probabilities for gradient in its scores, so
+// dq_s = Scale·Σ_t glse_s·P_st·k_t and dk_t = Scale·Σ_s glse_s·P_st·q_s.
+func (n naiveAttention) lseGrad(qkv, glse []float64) []float64 {
+	p := n.probs(qkv)
+	dqkv := make([]float64, len(qkv))
+	n.eachTerm(func(b, h, s, t, j int) {
+		w := glse[(b*n.Heads+h)*n.Seq+s] * p[n.pi(b, h, s, t)] * n.Scale()
+		dqkv[n.qi(b, h, s, j)] += w * n.k(qkv, b, h, t, j)
+		dqkv[n.ki(b, h, t, j)] += w * n.q(qkv, b, h, s, j)
+	})
+	return dqkv
 }
 
 // lse is the log-sum-exp of every row of scaled scores, in float64.
@@ -101,16 +123,23 @@ func TestFusedAttention(t *testing.T) {
 	for _, c := range fusedCases {
 		t.Run(fmt.Sprintf("%+v/x%g", c.Attention, c.qScale), func(t *testing.T) {
 			a, n := c.Attention, naiveAttention{c.Attention}
-			qkv, g := fusedInputs(c)
+			qkv, g, glse := fusedInputsLSE(c)
 			wantOut, wantLSE, wantGrad := n.mix(n.probs(qkv), qkv), n.lse(qkv), n.grad(qkv, g)
+			wantFull := n.lseGrad(qkv, glse) // with the log-sum-exps' gradient
+			for i, v := range wantGrad {
+				wantFull[i] += v
+			}
 			rows := a.Batch * a.Seq
 
 			out, lse, dqkv := make([]float64, rows*a.DModel()), make([]float64, a.Batch*a.Heads*a.Seq), make([]float64, len(qkv))
 			FusedAttention(out, lse, qkv, a)
-			FusedAttentionGrad(dqkv, qkv, out, lse, g, a)
+			FusedAttentionGrad(dqkv, qkv, out, lse, g, nil, a)
 			near(t, "float64 output", out, wantOut, 1e-12)
 			near(t, "float64 lse", lse, wantLSE, 1e-12)
 			near(t, "float64 gradient", dqkv, wantGrad, 1e-12)
+			full := make([]float64, len(qkv))
+			FusedAttentionGrad(full, qkv, out, lse, g, glse, a)
+			near(t, "float64 gradient with the lse's", full, wantFull, 1e-12)
 
 			tol, gradTol := 2e-5, 1e-4
 			if c.qScale > 100 {
@@ -119,10 +148,13 @@ func TestFusedAttention(t *testing.T) {
 			q32, g32 := toFloat32(qkv), toFloat32(g)
 			out32, lse32, d32 := make([]float32, len(out)), make([]float32, len(lse)), make([]float32, len(qkv))
 			FusedAttention(out32, lse32, q32, a)
-			FusedAttentionGrad(d32, q32, out32, lse32, g32, a)
+			FusedAttentionGrad(d32, q32, out32, lse32, g32, nil, a)
 			near(t, "float32 output", out32, toFloat32(wantOut), tol)
 			near(t, "float32 lse", lse32, toFloat32(wantLSE), 1e-5)
 			near(t, "float32 gradient", d32, toFloat32(wantGrad), gradTol)
+			full32 := make([]float32, len(qkv))
+			FusedAttentionGrad(full32, q32, out32, lse32, g32, toFloat32(glse), a)
+			near(t, "float32 gradient with the lse's", full32, toFloat32(wantFull), gradTol)
 			for _, v := range out32 {
 				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 					t.Fatalf("float32 output has %g", v)
@@ -177,7 +209,7 @@ func TestFusedAttentionThreads(t *testing.T) {
 			SetThreads(threads)
 			out, lse, dqkv := make([]float32, a.Batch*a.Seq*a.DModel()), make([]float32, a.Batch*a.Heads*a.Seq), make([]float32, len(qkv))
 			FusedAttention(out, lse, qkv, a)
-			FusedAttentionGrad(dqkv, qkv, out, lse, g, a)
+			FusedAttentionGrad(dqkv, qkv, out, lse, g, nil, a)
 			if i == 0 {
 				first = [3][]float32{out, lse, dqkv}
 				continue
@@ -193,14 +225,16 @@ func TestFusedAttentionThreads(t *testing.T) {
 // attention (9 query heads of 64 sharing 3 key and value heads, causal) at
 // sequences of 512, 1024 and 2048, beside the eager kernels at the same
 // shape (as BenchmarkAttentionGQA runs them: the backward given the
-// probabilities) and, at 512, the Go fused kernels (go, what float32 runs
-// without AVX-512), so that one run interleaves them. Each counts the same
+// probabilities), the AVX2 fused kernels (avx2, what a CPU without
+// AVX-512 runs; where the CPU has AVX2) and, at 512, the Go fused kernels
+// (go, what float32 runs without AVX2), so that one run interleaves them.
+// fused is the CPU's best C kernels. Each counts the same
 // products (2 forward, 4 backward) so that the rates compare as times: the
 // fused backward's recomputed scores are a fifth product it does not
 // count.
 func BenchmarkFusedAttention(b *testing.B) {
-	cpu := fusedAttentionC
-	defer func() { fusedAttentionC = cpu }()
+	best := FusedAttentionVector()
+	defer SetFusedAttentionVector(best)
 	for _, seq := range []int{512, 1024, 2048} {
 		a := Attention{Batch: 1, Seq: seq, Heads: 9, HeadDim: 64, KVHeads: 3, Causal: true}
 		rng := rand.New(rand.NewPCG(1, 2))
@@ -220,26 +254,33 @@ func BenchmarkFusedAttention(b *testing.B) {
 		for _, k := range []struct {
 			name     string
 			products float64
-			useC     bool
+			vector   string // the fused kernels' (SetFusedAttentionVector)
 			run      func()
 		}{
-			{"eager/forward", 2, true, func() { eager(); AttentionProbs(p, qkv, a); AttentionMix(out, p, qkv, a) }},
-			{"fused/forward", 2, true, func() { FusedAttention(out, lse, qkv, a) }},
-			{"go/forward", 2, false, func() { FusedAttention(out, lse, qkv, a) }},
-			{"eager/backward", 4, true, func() {
+			{"eager/forward", 2, best, func() { eager(); AttentionProbs(p, qkv, a); AttentionMix(out, p, qkv, a) }},
+			{"fused/forward", 2, best, func() { FusedAttention(out, lse, qkv, a) }},
+			{"avx2/forward", 2, "AVX2", func() { FusedAttention(out, lse, qkv, a) }},
+			{"go/forward", 2, "Go", func() { FusedAttention(out, lse, qkv, a) }},
+			{"eager/backward", 4, best, func() {
 				eager()
 				AttentionMixProbsGrad(dp, g, qkv, a)
 				AttentionMixValueGrad(dv, p, g, a)
 				AttentionProbsGrad(dqkv, qkv, p, dp, a)
 			}},
-			{"fused/backward", 4, true, func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, a) }},
-			{"go/backward", 4, false, func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, a) }},
+			{"fused/backward", 4, best, func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, nil, a) }},
+			{"avx2/backward", 4, "AVX2", func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, nil, a) }},
+			{"go/backward", 4, "Go", func() { FusedAttentionGrad(dqkv, qkv, out, lse, g, nil, a) }},
 		} {
-			if !k.useC && seq > 512 {
+			if k.vector == "Go" && seq > 512 {
 				continue
 			}
+			if _, err := SetFusedAttentionVector(k.vector); err != nil {
+				continue // no AVX2 on this CPU
+			}
 			b.Run(fmt.Sprintf("seq=%d/%s", seq, k.name), func(b *testing.B) {
-				fusedAttentionC = k.useC && cpu
+				if _, err := SetFusedAttentionVector(k.vector); err != nil {
+					b.Fatal(err)
+				}
 				clock := startCPU()
 				for b.Loop() {
 					k.run()

@@ -63,6 +63,11 @@ const (
 	// (softmax, layer norm, the losses, sums and norms: autocast's fp32
 	// list).
 	CastFP32
+	// CastLowerIn rounds every floating-point input to 16 bits, as
+	// CastLower does, but stores a float32 result: a product whose result
+	// holds sums that 16 bits would spoil (the fused attention's packed
+	// output, whose log-sum-exps the backward pass exponentiates).
+	CastLowerIn
 )
 
 // String names the class as autocast's documentation does.
@@ -70,6 +75,8 @@ func (c Cast) String() string {
 	switch c {
 	case CastLower:
 		return "lower"
+	case CastLowerIn:
+		return "lower, float32 result"
 	case CastFP32:
 		return "fp32"
 	default:

@@ -65,12 +65,12 @@ func (w Workload) WithAttention(a levers.Attention) (Workload, error) {
 }
 
 // attentionOps adds the attention of the packed queries, keys and values
-// qkv as setting says, heads merged: fused (one op, which keeps only its
-// output and, in training, the rows' log-sum-exp), or eager (the heads'
-// probabilities, kept, then their mix of the values).
+// qkv as setting says, heads merged: fused (one pass that gives the
+// output and the rows' log-sum-exps, of which training keeps only those),
+// or eager (the heads' probabilities, kept, then their mix of the values).
 func attentionOps(setting levers.Attention, attn ops.AttentionConfig, qkv *gorgonia.Node) (*gorgonia.Node, error) {
 	if setting.Fused() {
-		return ops.Apply(ops.FusedAttention{AttentionConfig: attn}, qkv)
+		return ops.FusedAttentionOutput(attn, qkv)
 	}
 	probs, err := ops.Apply(ops.AttentionProbs{AttentionConfig: attn}, qkv)
 	if err != nil {

@@ -59,9 +59,10 @@ func (c AttentionConfig) attention(rows, d int) (hostmath.Attention, error) {
 }
 
 // read returns the kernels' description for the inputs of an attention op
-// whose shapes are in and whose kinds, "qkv", "out" or "probs", are names:
-// the input named "qkv", or else "out", fixes the sizes, and every input
-// must have the shape of its kind at those sizes.
+// whose shapes are in and whose kinds, "qkv", "out", "packed" (the fused
+// attention's value) or "probs", are names: the input named "qkv", or else
+// "out", or else "packed", fixes the sizes, and every input must have the
+// shape of its kind at those sizes.
 func (c AttentionConfig) read(in []tensor.Shape, names ...string) (hostmath.Attention, error) {
 	var a hostmath.Attention
 	var err error
@@ -70,10 +71,15 @@ func (c AttentionConfig) read(in []tensor.Shape, names ...string) (hostmath.Atte
 			return a, fmt.Errorf("qkv shape %v is not [tokens, (heads + 2·kv heads)·head dim] for %+v", s, c)
 		}
 		a, err = c.attention(in[i][0], in[i][1]/c.qkvHeads()*c.Heads)
-	} else if s := in[slices.Index(names, "out")]; len(s) != 2 {
-		return a, fmt.Errorf("attention output shape %v is not [tokens, d]", s)
+	} else if i := slices.Index(names, "out"); i >= 0 {
+		if s := in[i]; len(s) != 2 {
+			return a, fmt.Errorf("attention output shape %v is not [tokens, d]", s)
+		}
+		a, err = c.attention(in[i][0], in[i][1])
+	} else if s := in[slices.Index(names, "packed")]; len(s) != 2 || s[1] <= c.Heads {
+		return a, fmt.Errorf("packed fused attention shape %v is not [tokens, d + heads] for %+v", s, c)
 	} else {
-		a, err = c.attention(s[0], s[1])
+		a, err = c.attention(s[0], s[1]-c.Heads)
 	}
 	if err != nil {
 		return a, err
@@ -87,14 +93,17 @@ func (c AttentionConfig) read(in []tensor.Shape, names ...string) (hostmath.Atte
 }
 
 // attentionShape is the shape of the packed queries, keys and values
-// ("qkv"), of the attention output ("out") or of the probabilities
-// ("probs") for the sizes a.
+// ("qkv"), of the attention output ("out"), of the fused attention's
+// packed value ("packed") or of the probabilities ("probs") for the
+// sizes a.
 func attentionShape(name string, a hostmath.Attention) tensor.Shape {
 	switch name {
 	case "qkv":
 		return qkvShape(a)
 	case "out":
 		return outShape(a)
+	case "packed":
+		return packedShape(a)
 	}
 	return probsShape(a)
 }

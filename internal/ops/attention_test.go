@@ -55,6 +55,8 @@ var attentionGradCases = []gradCase{
 	{name: "FusedAttention 130 positions", op: FusedAttention{AttentionConfig: long}, shapes: []tensor.Shape{{130, 6}}},
 	{name: "FusedAttention GQA causal", op: FusedAttention{AttentionConfig: gqaCausal}, shapes: []tensor.Shape{{5, 30}}},
 	{name: "FusedAttention GQA full", op: FusedAttention{AttentionConfig: gqaFull}, shapes: []tensor.Shape{{6, 24}}},
+	{name: "FusedAttentionOut", op: FusedAttentionOut{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 6}}},
+	{name: "FusedAttentionOut GQA", op: FusedAttentionOut{AttentionConfig: gqaCausal}, shapes: []tensor.Shape{{5, 24}}},
 	{name: "SoftmaxCrossEntropy", op: SoftmaxCrossEntropy{}, shapes: []tensor.Shape{{6, 5}, {2, 3}}, fixed: map[int][]float64{1: ids}},
 }
 
@@ -77,11 +79,13 @@ var attentionLaunchCases = []launchCase{
 	{name: "AttentionMixProbsGrad GQA", op: AttentionMixProbsGrad{AttentionConfig: gqaFull}, shapes: []tensor.Shape{{6, 12}, {6, 24}}},
 	{name: "AttentionMixValueGrad GQA", op: AttentionMixValueGrad{AttentionConfig: gqaCausal}, shapes: []tensor.Shape{{1, 6, 5, 5}, {5, 18}}},
 	{name: "FusedAttention", op: FusedAttention{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 12}}},
-	{name: "FusedAttentionLSE", op: FusedAttentionLSE{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 12}}},
-	{name: "FusedAttentionGrad", op: FusedAttentionGrad{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 12}, {6, 4}, {2, 2, 3}, {6, 4}}},
+	{name: "FusedAttentionOut", op: FusedAttentionOut{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 6}}},
+	{name: "FusedAttentionLSE", op: FusedAttentionLSE{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 6}}},
+	{name: "FusedAttentionPack", op: FusedAttentionPack{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 4}}},
+	{name: "FusedAttentionGrad", op: FusedAttentionGrad{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 12}, {6, 4}, {2, 2, 3}, {6, 6}}},
 	{name: "FusedAttention GQA", op: FusedAttention{AttentionConfig: gqaFull}, shapes: []tensor.Shape{{6, 24}}},
-	{name: "FusedAttentionLSE GQA", op: FusedAttentionLSE{AttentionConfig: gqaCausal}, shapes: []tensor.Shape{{5, 30}}},
-	{name: "FusedAttentionGrad GQA", op: FusedAttentionGrad{AttentionConfig: gqaCausal}, shapes: []tensor.Shape{{5, 30}, {5, 18}, {1, 6, 5}, {5, 18}}},
+	{name: "FusedAttentionLSE GQA", op: FusedAttentionLSE{AttentionConfig: gqaCausal}, shapes: []tensor.Shape{{5, 24}}},
+	{name: "FusedAttentionGrad GQA", op: FusedAttentionGrad{AttentionConfig: gqaCausal}, shapes: []tensor.Shape{{5, 30}, {5, 18}, {1, 6, 5}, {5, 24}}},
 	{name: "SoftmaxCrossEntropy", op: SoftmaxCrossEntropy{}, shapes: []tensor.Shape{{6, 5}, {2, 3}}, fixed: map[int][]float32{1: ids32()}},
 	{name: "SoftmaxCrossEntropyGrad", op: SoftmaxCrossEntropyGrad{}, shapes: []tensor.Shape{{6, 5}, {2, 3}, {}}, fixed: map[int][]float32{1: ids32()}},
 }

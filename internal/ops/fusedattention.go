@@ -11,66 +11,94 @@ import (
 	"gpuz/internal/levers"
 )
 
-// FusedAttention is the attention output computed without the
-// probabilities (FlashAttention, Dao et al., 2022): from qkv [tokens, 3d]
-// (or [tokens, d + 2·kd] with grouped-query heads) to [tokens, d], the
-// output AttentionMix(AttentionProbs(qkv), qkv) gives, up to the order of
-// its sums. It replaces the two eager ops in a model:
+// FusedAttention is the attention computed without the probabilities
+// (FlashAttention, Dao et al., 2022), in one pass that gives both what the
+// rest of the model reads and what the gradient needs: from qkv [tokens,
+// 3d] (or [tokens, d + 2·kd] with grouped-query heads) to a packed value
+// [tokens, d + Heads] holding the attention output [tokens, d] (heads
+// merged, what AttentionMix(AttentionProbs(qkv), qkv) gives, up to the
+// order of its sums) followed by the log-sum-exp of every row of scaled
+// scores [tokens/SeqLen, Heads, SeqLen] (the shape sizes the value; the
+// elements are the output's, then the log-sum-exps', as
+// hostmath.Attention's OutLen and LSELen split them). It replaces the two
+// eager ops in a model, through FusedAttentionOutput:
 //
 //	qkv = Linear(x, in_proj_weight, in_proj_bias)   [tokens, 3d]
-//	a   = FusedAttention(qkv)                        [tokens, d], heads merged
+//	a   = FusedAttentionOutput(qkv)                  [tokens, d], heads merged
 //	y   = Linear(a, out_proj.weight, out_proj.bias)
 //
-// Its gradient reads qkv, the output and one log-sum-exp per row of scores
-// (FusedAttentionLSE), and recomputes the probabilities block by block
-// (FusedAttentionGrad), so training keeps B·H·S values for the attention
-// where the eager ops keep the B·H·S² probabilities.
-//
-// An op has one output, so the log-sum-exps are a value of their own,
-// made by FusedAttentionLSE from qkv in the forward pass when the
-// gradient is wired (in training only). We chose that over one op whose
-// output packs the attention output and the log-sum-exps: the out
-// projection reads the output as [tokens, d], so a packed value would
-// need a copy of the output beside it, saved for the out projection's
-// weight gradient, and then the packed value, read by the backward pass,
-// would be saved too, the output twice. With two values the saved bytes
-// are the output and the log-sum-exps, nothing more; the price is the
-// scores computed once more in the forward pass of training (the online
-// maxima and sums without the values' product: a third more attention
-// work forward, counted in FusedAttentionLSE's cost).
+// An op has one output, so the log-sum-exps travel in the packed value,
+// and FusedAttentionOut and FusedAttentionLSE copy the two parts out of
+// it. Its gradient reads qkv, the output a (the same node as the model's:
+// gorgonia merges equal nodes), the log-sum-exps (FusedAttentionLSE, a
+// forward step in training only) and the packed gradient, and recomputes
+// the probabilities block by block (FusedAttentionGrad). The packed value
+// itself is read by forward steps only, so the engine keeps it no longer
+// than the layer's forward pass: training saves qkv, the output and the
+// log-sum-exps, B·H·S values for the attention where the eager ops save
+// the B·H·S² probabilities, and the scores are computed twice per step
+// (the forward and the backward's recomputation), not three times.
 type FusedAttention struct{ AttentionConfig }
 
-// FusedAttentionLSE is the log-sum-exp of every row of scaled scores,
-// log Σ_t exp(q_s·k_t/√(d/Heads)) over the row's unmasked keys: from qkv
-// to [tokens/SeqLen, Heads, SeqLen]. It is what FusedAttention's gradient
-// needs of the softmax: the probabilities are exp(score − lse).
+// FusedAttentionOut is the attention output, [tokens, d], copied out of
+// FusedAttention's packed value.
+type FusedAttentionOut struct{ AttentionConfig }
+
+// FusedAttentionLSE is the log-sum-exps, [tokens/SeqLen, Heads, SeqLen],
+// copied out of FusedAttention's packed value: log Σ_t
+// exp(q_s·k_t/√(d/Heads)) over each row's unmasked keys, what the gradient
+// needs of the softmax (the probabilities are exp(score − lse)). Nothing
+// differentiates through it: FusedAttention's gradient makes it.
 type FusedAttentionLSE struct{ AttentionConfig }
 
+// FusedAttentionPack is FusedAttentionOut's gradient: the output gradient
+// g [tokens, d] packed as FusedAttention's value, followed by zeros for
+// the log-sum-exps, which FusedAttentionOut does not read.
+type FusedAttentionPack struct{ AttentionConfig }
+
 // FusedAttentionGrad is the gradient of FusedAttention with respect to
-// qkv, given qkv, the output out, the log-sum-exps lse and the output
-// gradient g: the query, key and value gradients, a key or value head's
-// summed over the query heads of its group.
+// qkv, given qkv, the output out, the log-sum-exps lse and the packed
+// gradient gp (the output's, then the log-sum-exps'): the query, key and
+// value gradients, a key or value head's summed over the query heads of
+// its group.
 type FusedAttentionGrad struct{ AttentionConfig }
 
+// FusedAttentionOutput applies FusedAttention to qkv and returns its
+// attention output (FusedAttentionOut of the packed value).
+func FusedAttentionOutput(c AttentionConfig, qkv *gorgonia.Node) (*gorgonia.Node, error) {
+	packed, err := Apply(FusedAttention{c}, qkv)
+	if err != nil {
+		return nil, err
+	}
+	return Apply(FusedAttentionOut{c}, packed)
+}
+
 func (FusedAttention) signature() []int     { return []int{2, 2} }
+func (FusedAttentionOut) signature() []int  { return []int{2, 2} }
 func (FusedAttentionLSE) signature() []int  { return []int{2, 3} }
+func (FusedAttentionPack) signature() []int { return []int{2, 2} }
 func (FusedAttentionGrad) signature() []int { return []int{2, 2, 3, 2, 2} }
 
 func (op FusedAttention) sizes(in []tensor.Shape) (hostmath.Attention, error) {
 	return op.read(in, "qkv")
 }
 
+func (op FusedAttentionOut) sizes(in []tensor.Shape) (hostmath.Attention, error) {
+	return op.read(in, "packed")
+}
+
 func (op FusedAttentionLSE) sizes(in []tensor.Shape) (hostmath.Attention, error) {
-	return op.read(in, "qkv")
+	return op.read(in, "packed")
+}
+
+func (op FusedAttentionPack) sizes(in []tensor.Shape) (hostmath.Attention, error) {
+	return op.read(in, "out")
 }
 
 // sizes: the log-sum-exps must be [batch, heads, seq] at qkv's sizes.
 func (op FusedAttentionGrad) sizes(in []tensor.Shape) (hostmath.Attention, error) {
-	a, err := op.read(in[:2], "qkv", "out")
+	a, err := op.read([]tensor.Shape{in[0], in[1], in[3]}, "qkv", "out", "packed")
 	if err != nil {
-		return a, err
-	}
-	if _, err := op.read([]tensor.Shape{in[0], in[3]}, "qkv", "out"); err != nil {
 		return a, err
 	}
 	if !in[2].Eq(lseShape(a)) {
@@ -81,7 +109,17 @@ func (op FusedAttentionGrad) sizes(in []tensor.Shape) (hostmath.Attention, error
 
 func lseShape(a hostmath.Attention) tensor.Shape { return tensor.Shape{a.Batch, a.Heads, a.Seq} }
 
+// packedShape is the shape of FusedAttention's value: a row per token of
+// d + Heads elements, as many as the output and the log-sum-exps.
+func packedShape(a hostmath.Attention) tensor.Shape {
+	return tensor.Shape{a.Batch * a.Seq, a.DModel() + a.Heads}
+}
+
 func (op FusedAttention) shape(in []tensor.Shape) (tensor.Shape, error) {
+	return shapeBy(op.sizes, in, packedShape)
+}
+
+func (op FusedAttentionOut) shape(in []tensor.Shape) (tensor.Shape, error) {
 	return shapeBy(op.sizes, in, outShape)
 }
 
@@ -89,24 +127,39 @@ func (op FusedAttentionLSE) shape(in []tensor.Shape) (tensor.Shape, error) {
 	return shapeBy(op.sizes, in, lseShape)
 }
 
+func (op FusedAttentionPack) shape(in []tensor.Shape) (tensor.Shape, error) {
+	return shapeBy(op.sizes, in, packedShape)
+}
+
 func (op FusedAttentionGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
 	return shapeBy(op.sizes, in, qkvShape)
 }
 
-// kernel: the fused kernel with the log-sum-exps not written.
 func (op FusedAttention) kernel() kernel {
-	return call1(op.sizes, fusedOut[float32], fusedOut[float64],
-		func(k device.Kernels, out, qkv device.Buffer, a hostmath.Attention) {
-			k.FusedAttention(out, nil, qkv, a)
+	return call1(op.sizes, fusedPacked[float32], fusedPacked[float64],
+		func(k device.Kernels, packed, qkv device.Buffer, a hostmath.Attention) {
+			k.FusedAttention(packed, qkv, a)
 		})
 }
 
-// kernel: the fused kernel with the output not written (nor the values
-// read).
+func (op FusedAttentionOut) kernel() kernel {
+	return call1(op.sizes, unpackPart[float32](false), unpackPart[float64](false),
+		func(k device.Kernels, out, packed device.Buffer, a hostmath.Attention) {
+			k.FusedAttentionUnpack(out, packed, false, a)
+		})
+}
+
 func (op FusedAttentionLSE) kernel() kernel {
-	return call1(op.sizes, fusedLSE[float32], fusedLSE[float64],
-		func(k device.Kernels, lse, qkv device.Buffer, a hostmath.Attention) {
-			k.FusedAttention(nil, lse, qkv, a)
+	return call1(op.sizes, unpackPart[float32](true), unpackPart[float64](true),
+		func(k device.Kernels, lse, packed device.Buffer, a hostmath.Attention) {
+			k.FusedAttentionUnpack(lse, packed, true, a)
+		})
+}
+
+func (op FusedAttentionPack) kernel() kernel {
+	return call1(op.sizes, packGrad[float32], packGrad[float64],
+		func(k device.Kernels, packed, g device.Buffer, a hostmath.Attention) {
+			k.FusedAttentionPack(packed, g, a)
 		})
 }
 
@@ -116,46 +169,84 @@ func (op FusedAttentionGrad) kernel() kernel {
 	})
 }
 
-func fusedOut[T hostmath.Float](out, qkv []T, a hostmath.Attention) {
-	hostmath.FusedAttention(out, nil, qkv, a)
+// fusedPacked is FusedAttention's host math: the output and the
+// log-sum-exps in one pass, into the two parts of packed.
+func fusedPacked[T hostmath.Float](packed, qkv []T, a hostmath.Attention) {
+	hostmath.FusedAttention(packed[:a.OutLen()], packed[a.OutLen():], qkv, a)
 }
 
-func fusedLSE[T hostmath.Float](lse, qkv []T, a hostmath.Attention) {
-	hostmath.FusedAttention(nil, lse, qkv, a)
+// unpackPart is the host math of FusedAttentionOut (lse false) and
+// FusedAttentionLSE (lse true).
+func unpackPart[T hostmath.Float](lse bool) func(dst, packed []T, a hostmath.Attention) {
+	return func(dst, packed []T, a hostmath.Attention) {
+		if lse {
+			copy(dst, packed[a.OutLen():])
+		} else {
+			copy(dst, packed[:a.OutLen()])
+		}
+	}
+}
+
+func packGrad[T hostmath.Float](packed, g []T, a hostmath.Attention) {
+	copy(packed, g[:a.OutLen()])
+	clear(packed[a.OutLen():])
 }
 
 func fusedGrad[T hostmath.Float](h hostArgs[T], a hostmath.Attention) {
-	hostmath.FusedAttentionGrad(h.out, h.in[0], h.in[1], h.in[2], h.in[3], a)
+	gp := h.in[3]
+	hostmath.FusedAttentionGrad(h.out, h.in[0], h.in[1], h.in[2], gp[:a.OutLen()], gp[a.OutLen():], a)
 }
 
-// grads: qkv's gradient from qkv, the output, the log-sum-exps (a forward
-// value of their own, see FusedAttention) and the output's gradient. The
-// log-sum-exps depend on qkv only, so the engine computes them in the
-// forward pass and keeps them with the output for the backward pass.
+// grads: qkv's gradient from qkv, the output, the log-sum-exps and the
+// packed gradient. The output is FusedAttentionOut of the packed value,
+// the node the model reads (gorgonia returns the node it has for the
+// same op on the same input), and the log-sum-exps FusedAttentionLSE of
+// it: both depend on forward values only, so the engine computes them in
+// the forward pass and keeps them for the backward pass.
 func (op FusedAttention) grads() []grad {
-	return []grad{func(inputs gorgonia.Nodes, output, g *gorgonia.Node) (*gorgonia.Node, error) {
-		lse, err := Apply(FusedAttentionLSE(op), inputs[0])
+	return []grad{func(inputs gorgonia.Nodes, packed, gp *gorgonia.Node) (*gorgonia.Node, error) {
+		out, err := Apply(FusedAttentionOut(op), packed)
 		if err != nil {
 			return nil, err
 		}
-		return Apply(FusedAttentionGrad(op), inputs[0], output, lse, g)
+		lse, err := Apply(FusedAttentionLSE(op), packed)
+		if err != nil {
+			return nil, err
+		}
+		return Apply(FusedAttentionGrad(op), inputs[0], out, lse, gp)
 	}}
 }
 
+func (op FusedAttentionOut) grads() []grad { return []grad{gradOf(FusedAttentionPack(op), gArg)} }
+
 // cost: the scores Q·Kᵀ and P·V (2·B·H·S²·hd multiply-adds each, half
 // when causal) and about 5 operations per score (scale, maximum,
-// exponential, sum, the rescale of the running sum).
+// exponential, sum, the rescale of the running sum); the log-sum-exps
+// come with the running maxima and sums.
 func (op FusedAttention) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 	return sizedCost(op.sizes, in, func(a hostmath.Attention) device.Cost {
 		return stream(in, out, 4*products(a)+5*scores(a))
 	})
 }
 
-// cost: the scores again, and their maxima, exponentials and sums.
+// cost: the output's part of the packed value read and written.
+func (op FusedAttentionOut) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return copyCost(out)
+}
+
+// cost: the log-sum-exps' part of the packed value read and written.
 func (op FusedAttentionLSE) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
-	return sizedCost(op.sizes, in, func(a hostmath.Attention) device.Cost {
-		return stream(in, out, 2*products(a)+4*scores(a))
-	})
+	return copyCost(out)
+}
+
+// cost: g read, the packed value written.
+func (op FusedAttentionPack) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return stream(in, out, 0)
+}
+
+// copyCost is the cost of copying a value of shape s.
+func copyCost(s tensor.Shape) device.Cost {
+	return device.Cost{ReadBytes: bytesOf(s), WriteBytes: bytesOf(s)}
 }
 
 // cost: the recomputed scores Q·Kᵀ (the recomputation), dV += Pᵀ·dO,
@@ -177,14 +268,18 @@ func scores(a hostmath.Attention) int64 {
 	return probs(a)
 }
 
-// Under 16-bit precision the output is a product's, as AttentionMix's:
+// Under 16-bit precision the attention is a product's, as AttentionMix's:
 // operands rounded to 16 bits (exactly, when qkv is stored in 16 bits),
-// running sums in float32, the output stored in 16 bits.
-func (FusedAttention) cast() levers.Cast { return levers.CastLower }
+// running sums in float32; but the packed value holds the log-sum-exps,
+// which 16 bits would spoil (a log-sum-exp rounded to 16 bits scales the
+// recomputed probabilities by up to 2^-8 of its magnitude in the
+// exponent), so it is stored in float32 (levers.CastLowerIn), and
+// FusedAttentionOut stores the output in 16 bits, as a product's result.
+func (FusedAttention) cast() levers.Cast    { return levers.CastLowerIn }
+func (FusedAttentionOut) cast() levers.Cast { return levers.CastLower }
 
-// The log-sum-exps and the gradient, which reads them, stay in float32
-// (autocast's fp32 class, as AttentionProbs and its gradient): a
-// log-sum-exp rounded to 16 bits would scale the recomputed probabilities
-// by up to 2^-8 of its magnitude in the exponent.
+// The log-sum-exps and the gradients, which read them, stay in float32
+// (autocast's fp32 class, as AttentionProbs and its gradient).
 func (FusedAttentionLSE) cast() levers.Cast  { return levers.CastFP32 }
+func (FusedAttentionPack) cast() levers.Cast { return levers.CastFP32 }
 func (FusedAttentionGrad) cast() levers.Cast { return levers.CastFP32 }

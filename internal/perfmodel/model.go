@@ -138,7 +138,7 @@ func KernelClasses() []KernelClass {
 		{Name: ClassConvolutions, Kernels: []string{"Conv2d", "Conv2dInputGrad", "Conv2dWeightGrad"}},
 		{Name: ClassAttention, Kernels: []string{"AttentionProbs", "AttentionProbsGrad", "AttentionMix",
 			"AttentionMixProbsGrad", "AttentionMixValueGrad"}},
-		{Name: ClassFusedAttention, Kernels: []string{"FusedAttention", "FusedAttentionLSE", "FusedAttentionGrad"}},
+		{Name: ClassFusedAttention, Kernels: []string{"FusedAttention", "FusedAttentionGrad"}},
 		{Name: ClassNormalisation, Kernels: []string{"LayerNorm", "LayerNormInputGrad", "LayerNormWeightGrad",
 			"RMSNorm", "RMSNormInputGrad", "RMSNormWeightGrad"}},
 	}
@@ -161,7 +161,8 @@ const (
 // ops and activations (Add, LeakyReLU, GELUTanh, SwiGLU, Rotary's
 // rotations and their gradients), the bias and position-table gradients
 // (row sums), the lookups (Embedding, and TokenEmbedding, a gather that
-// computes nothing) with their gradient, the losses, and the engine's own
+// computes nothing) with their gradient, the losses, the copies in and out
+// of the fused attention's packed value, and the engine's own
 // kernels (engine.KernelGradientSum, KernelSumSquares, KernelAdam and
 // KernelConvert). They reach Efficiency's Elementwise and Bandwidth
 // fractions and cost the profile's KernelOverhead. The list is what
@@ -171,7 +172,8 @@ func ElementwiseKernels() []string {
 	return []string{"Add", "LeakyReLU", "LeakyReLUGrad", "GELUTanh", "GELUTanhGrad", "SwiGLU", "SwiGLUGrad",
 		"Rotary", "RotaryGrad", "LinearBiasGrad", "Conv2dBiasGrad", "AddPositions", "PositionsGrad",
 		"Embedding", "EmbeddingGrad", "TokenEmbedding", "SoftmaxCrossEntropy", "SoftmaxCrossEntropyGrad",
-		"MSE", "MSEGrad", "Mean", "MeanGrad", "GradientSum", "SumSquares", "AdamStep", "Convert16"}
+		"MSE", "MSEGrad", "Mean", "MeanGrad", "GradientSum", "SumSquares", "AdamStep", "Convert16",
+		"FusedAttentionOut", "FusedAttentionLSE", "FusedAttentionPack"}
 }
 
 // ClassOf returns the class of the kernel called name (compared without

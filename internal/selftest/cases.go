@@ -303,24 +303,25 @@ func Cases() []Case {
 }
 
 // fusedAttentionCases are the fused attention kernels' cases for a: the
-// output and the log-sum-exps together, each alone (the other buffer
-// left as it was, zero), and the gradient from the host's output and
-// log-sum-exps of the same qkv, so that the recomputed probabilities are
-// those of a softmax.
+// packed output and log-sum-exps, the gradient from the host's output and
+// log-sum-exps of the same qkv (so that the recomputed probabilities are
+// those of a softmax) and a random packed gradient (the log-sum-exps'
+// included), and the copies in and out of the packed value.
 func fusedAttentionCases(a hostmath.Attention, suffix string) []Case {
-	qkv, o, rows := a.Batch*a.Seq*a.QKVWidth(), a.Batch*a.Seq*a.DModel(), a.Batch*a.Heads*a.Seq
-	forward := func(r *rand.Rand) [][]float32 { return bufs(zeros(o), zeros(rows), randn(r, qkv)) }
+	qkv, o, rows := a.Batch*a.Seq*a.QKVWidth(), a.OutLen(), a.LSELen()
 	return []Case{
-		{Name: "FusedAttention" + suffix, Bufs: forward,
-			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.FusedAttention(b[0], b[1], b[2], a) })},
-		{Name: "FusedAttention/out" + suffix, Bufs: forward,
-			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.FusedAttention(b[0], nil, b[2], a) })},
-		{Name: "FusedAttention/lse" + suffix, Bufs: forward,
-			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.FusedAttention(nil, b[1], b[2], a) })},
+		{Name: "FusedAttention" + suffix, Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(o+rows), randn(r, qkv)) },
+			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.FusedAttention(b[0], b[1], a) })},
 		{Name: "FusedAttentionGrad" + suffix, Bufs: func(r *rand.Rand) [][]float32 {
 			x, out, lse := randn(r, qkv), make([]float32, o), make([]float32, rows)
 			hostmath.FusedAttention(out, lse, x, a)
-			return bufs(zeros(qkv), x, out, lse, randn(r, o))
+			return bufs(zeros(qkv), x, out, lse, randn(r, o+rows))
 		}, Call: noValue(func(k device.Kernels, b []device.Buffer) { k.FusedAttentionGrad(b[0], b[1], b[2], b[3], b[4], a) })},
+		{Name: "FusedAttentionUnpack/out" + suffix, Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(o), randn(r, o+rows)) },
+			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.FusedAttentionUnpack(b[0], b[1], false, a) })},
+		{Name: "FusedAttentionUnpack/lse" + suffix, Bufs: func(r *rand.Rand) [][]float32 { return bufs(zeros(rows), randn(r, o+rows)) },
+			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.FusedAttentionUnpack(b[0], b[1], true, a) })},
+		{Name: "FusedAttentionPack" + suffix, Bufs: func(r *rand.Rand) [][]float32 { return bufs(randn(r, o+rows), randn(r, o)) },
+			Call: noValue(func(k device.Kernels, b []device.Buffer) { k.FusedAttentionPack(b[0], b[1], a) })},
 	}
 }

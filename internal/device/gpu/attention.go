@@ -58,29 +58,48 @@ func (k Dispatcher) AttentionMixValueGrad(dst, p, g device.Buffer, a hostmath.At
 	k.each("attn_mix_value_grad", dst.Len(), Pointer(ptr(dst)), Pointer(ptr(p)), Pointer(ptr(g)), Int(a.Batch), Int(a.Seq), Int(a.Heads), Int(a.NumKVHeads()), Int(a.HeadDim), causal(a))
 }
 
-// ptrOrNull is b's device pointer, or 0 (the kernels' null) for a nil b.
-func ptrOrNull(b device.Buffer) uintptr {
-	if b == nil {
-		return 0
-	}
-	return ptr(b)
-}
-
-// FusedAttention sets out (unless nil) to the attention output and lse
-// (unless nil) to the rows' log-sum-exps: one thread per query row, its
-// online softmax over blocks of keys (fusedattention.cu).
-func (k Dispatcher) FusedAttention(out, lse, qkv device.Buffer, a hostmath.Attention) {
-	k.each("fused_attn", a.Batch*a.Heads*a.Seq, Pointer(ptrOrNull(out)), Pointer(ptrOrNull(lse)), Pointer(ptr(qkv)),
+// FusedAttention sets dst to the attention output followed by the rows'
+// log-sum-exps: one thread per query row, its online softmax over blocks
+// of keys (fusedattention.cu).
+func (k Dispatcher) FusedAttention(dst, qkv device.Buffer, a hostmath.Attention) {
+	out, lse := packedParts(dst, a)
+	k.each("fused_attn", a.Batch*a.Heads*a.Seq, Pointer(out), Pointer(lse), Pointer(ptr(qkv)),
 		Int(a.Batch), Int(a.Seq), Int(a.Heads), Int(a.NumKVHeads()), Int(a.HeadDim), causal(a), Float(float32(a.Scale())))
 }
 
 // FusedAttentionGrad sets dst to the fused attention's gradient with
-// respect to qkv: one thread per query row for the query columns, one per
-// element of the key and value columns, which adds its group's query
-// heads in order.
-func (k Dispatcher) FusedAttentionGrad(dst, qkv, out, lse, g device.Buffer, a hostmath.Attention) {
+// respect to qkv given the packed gradient gp: one thread per query row
+// for the query columns, one per element of the key and value columns,
+// which adds its group's query heads in order.
+func (k Dispatcher) FusedAttentionGrad(dst, qkv, out, lse, gp device.Buffer, a hostmath.Attention) {
+	g, gl := packedParts(gp, a)
 	k.each("fused_attn_grad_q", a.Batch*a.Heads*a.Seq, Pointer(ptr(dst)), Pointer(ptr(qkv)), Pointer(ptr(out)), Pointer(ptr(lse)),
-		Pointer(ptr(g)), Int(a.Batch), Int(a.Seq), Int(a.Heads), Int(a.NumKVHeads()), Int(a.HeadDim), causal(a), Float(float32(a.Scale())))
+		Pointer(g), Pointer(gl), Int(a.Batch), Int(a.Seq), Int(a.Heads), Int(a.NumKVHeads()), Int(a.HeadDim), causal(a),
+		Float(float32(a.Scale())))
 	k.each("fused_attn_grad_kv", a.Batch*a.Seq*a.KVWidth(), Pointer(ptr(dst)), Pointer(ptr(qkv)), Pointer(ptr(out)), Pointer(ptr(lse)),
-		Pointer(ptr(g)), Int(a.Batch), Int(a.Seq), Int(a.Heads), Int(a.NumKVHeads()), Int(a.HeadDim), causal(a), Float(float32(a.Scale())))
+		Pointer(g), Pointer(gl), Int(a.Batch), Int(a.Seq), Int(a.Heads), Int(a.NumKVHeads()), Int(a.HeadDim), causal(a),
+		Float(float32(a.Scale())))
+}
+
+// FusedAttentionUnpack copies the output or the log-sum-exps out of the
+// packed value.
+func (k Dispatcher) FusedAttentionUnpack(dst, packed device.Buffer, lse bool, a hostmath.Attention) {
+	src, n := ptr(packed), a.OutLen()
+	if lse {
+		src, n = src+uintptr(4*a.OutLen()), a.LSELen()
+	}
+	k.each("copy_floats", n, Pointer(ptr(dst)), Pointer(src), Long(n))
+}
+
+// FusedAttentionPack sets dst to g followed by zeros.
+func (k Dispatcher) FusedAttentionPack(dst, g device.Buffer, a hostmath.Attention) {
+	out, lse := packedParts(dst, a)
+	k.each("copy_floats", a.OutLen(), Pointer(out), Pointer(ptr(g)), Long(a.OutLen()))
+	k.each("fill_value", a.LSELen(), Pointer(lse), Long(a.LSELen()), Float(0))
+}
+
+// packedParts is the device pointers of a packed fused attention value's
+// output and log-sum-exps.
+func packedParts(b device.Buffer, a hostmath.Attention) (out, lse uintptr) {
+	return ptr(b), ptr(b) + uintptr(4*a.OutLen())
 }

@@ -68,6 +68,11 @@ GPUZ_KERNEL adam(float *p, const float *g, float *m, float *v, long long n, floa
 	}
 }
 
+// copy_floats sets dst[i] = src[i].
+GPUZ_KERNEL copy_floats(float *dst, const float *src, long long n) {
+	GPUZ_FOR(i, n) { dst[i] = src[i]; }
+}
+
 // fill_value sets dst[i] = v.
 GPUZ_KERNEL fill_value(float *dst, long long n, float v) {
 	GPUZ_FOR(i, n) { dst[i] = v; }

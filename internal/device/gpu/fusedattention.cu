@@ -86,7 +86,7 @@ GPUZ_KERNEL fused_attn(float *o, float *lse, const float *qkv, int batch, int se
 
 // fused_ds is dS[s, t]·scale for query head h at row s and key t, with
 // p set to P[s, t] = exp(scale·q_s·k_t − lse_s): scale·P·(g_s·v_t − D_s),
-// D_s = g_s·o_s.
+// D_s = g_s·o_s − gl_s, gl the log-sum-exps' gradient.
 GPUZ_DEVICE float fused_ds(float *p, const float *q, const float *kt, const float *vt, const float *g, float lse_s,
 		float dd, int dh, float scale) {
 	float dot = 0;
@@ -112,8 +112,11 @@ GPUZ_DEVICE float fused_dot(const float *a, const float *b, int dh) {
 }
 
 // fused_attn_grad_q sets the query columns of dqkv: for every (sequence,
-// query head, row s), dq_s = Σ_t dS[s, t]·scale·k_t over the row's keys.
-GPUZ_KERNEL fused_attn_grad_q(float *dqkv, const float *qkv, const float *o, const float *lse, const float *g, int batch,
+// query head, row s), dq_s = Σ_t dS[s, t]·scale·k_t over the row's keys,
+// given the output gradient g and the log-sum-exps' gradient gl, which
+// shifts D_s = g_s·o_s − gl_s (the same index as lse).
+GPUZ_KERNEL fused_attn_grad_q(float *dqkv, const float *qkv, const float *o, const float *lse, const float *g,
+		const float *gl, int batch,
 		int seq, int heads, int kv_heads, int dh, int causal, float scale) {
 	long long d = (long long)heads * dh, kd = (long long)kv_heads * dh, ld = d + 2 * kd;
 	long long n = (long long)batch * heads * seq;
@@ -123,7 +126,7 @@ GPUZ_KERNEL fused_attn_grad_q(float *dqkv, const float *qkv, const float *o, con
 		const float *q = qkv + (b * seq + s) * ld + h * dh;
 		const float *k = qkv + b * seq * ld + d + kv_of(h, heads, kv_heads) * dh;
 		const float *gs = g + (b * seq + s) * d + h * dh;
-		float dd = fused_dot(gs, o + (b * seq + s) * d + h * dh, dh);
+		float dd = fused_dot(gs, o + (b * seq + s) * d + h * dh, dh) - gl[i];
 		float *dq = dqkv + (b * seq + s) * ld + h * dh;
 		for (int j = 0; j < dh; j++) {
 			dq[j] = 0;
@@ -144,7 +147,8 @@ GPUZ_KERNEL fused_attn_grad_q(float *dqkv, const float *qkv, const float *o, con
 // dS_h[s, t]·q_h,s[j] and dv = Σ_h Σ_s P_h[s, t]·g_h,s[j] over the rows s
 // that see key t and the query heads h of the group, each head's sum
 // taken over s first and added to the previous heads' in their order.
-GPUZ_KERNEL fused_attn_grad_kv(float *dqkv, const float *qkv, const float *o, const float *lse, const float *g, int batch,
+GPUZ_KERNEL fused_attn_grad_kv(float *dqkv, const float *qkv, const float *o, const float *lse, const float *g,
+		const float *gl, int batch,
 		int seq, int heads, int kv_heads, int dh, int causal, float scale) {
 	long long d = (long long)heads * dh, kd = (long long)kv_heads * dh, ld = d + 2 * kd;
 	long long n = (long long)batch * seq * kd;
@@ -161,7 +165,7 @@ GPUZ_KERNEL fused_attn_grad_kv(float *dqkv, const float *qkv, const float *o, co
 			for (int s = causal ? t : 0; s < seq; s++) {
 				const float *q = qkv + (b * seq + s) * ld + h * dh;
 				const float *gs = g + (b * seq + s) * d + h * dh;
-				float dd = fused_dot(gs, o + (b * seq + s) * d + h * dh, dh);
+				float dd = fused_dot(gs, o + (b * seq + s) * d + h * dh, dh) - gl[(b * heads + h) * seq + s];
 				float p;
 				float ds = fused_ds(&p, q, kt, vt, gs, lse[(b * heads + h) * seq + s], dd, dh, scale);
 				hk += ds * q[j];

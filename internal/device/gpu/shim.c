@@ -86,6 +86,7 @@ static double f64(uint64_t bits) {
 // One thunk per kernel: the call with each argument read as its kind.
 #define KERNELS(X) \
 	X(fill_scalar, "pplf", fill_scalar(P(0), P(1), L(2), F(3))) \
+	X(copy_floats, "ppl", copy_floats(P(0), P(1), L(2))) \
 	X(fill_value, "plf", fill_value(P(0), L(1), F(2))) \
 	X(add, "pppl", add(P(0), P(1), P(2), L(3))) \
 	X(to_bf16, "ppl", to_bf16(P(0), P(1), L(2))) \
@@ -124,8 +125,8 @@ static double f64(uint64_t bits) {
 	X(attn_row_dot, "ppplii", attn_row_dot(P(0), P(1), P(2), L(3), I(4), I(5))) \
 	X(attn_probs_grad, "pppppiiiiiif", attn_probs_grad(P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8), I(9), I(10), F(11))) \
 	X(fused_attn, "pppiiiiiif", fused_attn(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8), F(9))) \
-	X(fused_attn_grad_q, "pppppiiiiiif", fused_attn_grad_q(P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8), I(9), I(10), F(11))) \
-	X(fused_attn_grad_kv, "pppppiiiiiif", fused_attn_grad_kv(P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8), I(9), I(10), F(11))) \
+	X(fused_attn_grad_q, "ppppppiiiiiif", fused_attn_grad_q(P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), I(9), I(10), I(11), F(12))) \
+	X(fused_attn_grad_kv, "ppppppiiiiiif", fused_attn_grad_kv(P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), I(9), I(10), I(11), F(12))) \
 	X(rms_norm, "pppid", rms_norm(P(0), P(1), P(2), I(3), D(4))) \
 	X(rms_norm_input_grad, "ppppid", rms_norm_input_grad(P(0), P(1), P(2), P(3), I(4), D(5))) \
 	X(rms_stats, "ppid", rms_stats(P(0), P(1), I(2), D(3))) \
