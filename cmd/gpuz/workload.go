@@ -236,26 +236,19 @@ func parseTask(s string) (bench.Task, error) {
 	return "", fmt.Errorf("unknown task %q (want train or eval)", s)
 }
 
-// modeWords are the words of a list of modes: each mode's name, and gpu
-// for cuda.
-var modeWords = map[string]bench.Mode{
-	"cuda": bench.ModeCUDA, "gpu": bench.ModeCUDA, "cache": bench.ModeCache, "cpu": bench.ModeCPU, "hybrid": bench.ModeHybrid,
-	"managed": bench.ModeManaged,
-}
-
-// parseModes reads a comma list of modes: cuda (or gpu), cache, cpu,
-// hybrid, managed, each at most once.
+// parseModes reads a comma list of modes (bench.ParseMode: cuda or gpu,
+// cache, cpu, hybrid, managed), each at most once.
 func parseModes(s string) ([]bench.Mode, error) {
 	var modes []bench.Mode
 	seen := map[bench.Mode]bool{}
 	for _, word := range strings.Split(s, ",") {
 		word = strings.TrimSpace(word)
-		m, ok := modeWords[word]
+		m, ok := bench.ParseMode(word)
 		switch {
 		case word == "":
 			return nil, fmt.Errorf("empty mode in %q (want a comma list of cuda, cache, cpu)", s)
 		case !ok:
-			return nil, fmt.Errorf("unknown mode %q (want cuda, cache, cpu, hybrid or managed)", word)
+			return nil, fmt.Errorf("unknown mode %q (want %s)", word, modeList())
 		}
 		if seen[m] {
 			return nil, fmt.Errorf("mode %s given twice in %q", m, s)
@@ -264,6 +257,16 @@ func parseModes(s string) ([]bench.Mode, error) {
 		modes = append(modes, m)
 	}
 	return modes, nil
+}
+
+// modeList names every mode as a list in words: "cuda, cache, cpu,
+// hybrid or managed".
+func modeList() string {
+	names := make([]string, 0, len(bench.Modes()))
+	for _, m := range bench.Modes() {
+		names = append(names, string(m))
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // finiteFloatFlags rejects a float flag set to infinity or NaN, which

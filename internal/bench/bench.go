@@ -503,7 +503,7 @@ func diverged(v float32) bool {
 // modes), or nil and the reason the mode cannot run: no GPU given, or one
 // that cannot hold the placement (Placement.Usable).
 func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Status) {
-	row, ok := modes[mode]
+	row, ok := rowOf(mode)
 	if !ok {
 		return nil, nil, Status{Kind: StatusFailed, Reason: fmt.Sprintf("unknown mode %q", mode)}
 	}

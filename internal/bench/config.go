@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"slices"
+
 	"gpuz/internal/cache"
 	"gpuz/internal/engine"
 	"gpuz/internal/levers"
@@ -49,6 +51,7 @@ type Config struct {
 
 // modeRow is what a mode needs and how it places the model.
 type modeRow struct {
+	mode Mode
 	// gpu says that the mode runs on the GPU device (Options.NewGPU);
 	// otherwise it runs on the host.
 	gpu bool
@@ -56,14 +59,42 @@ type modeRow struct {
 	place func(Config) engine.Placement
 }
 
-// modes is every mode's row: a new mode is one more row here and its
-// placement in package engine.
-var modes = map[Mode]modeRow{
-	ModeCUDA:    {gpu: true, place: func(Config) engine.Placement { return engine.Resident{} }},
-	ModeCache:   {gpu: true, place: func(c Config) engine.Placement { return engine.Paged{Cache: c.Cache} }},
-	ModeHybrid:  {gpu: true, place: func(c Config) engine.Placement { return engine.Hybrid{Blocks: c.Place, Cache: c.Cache} }},
-	ModeManaged: {gpu: true, place: Config.managedPlacement},
-	ModeCPU:     {gpu: false, place: func(Config) engine.Placement { return engine.Resident{} }},
+// modes is every mode's row, in the order the command line lists them: a
+// new mode is one more row here and its placement in package engine.
+var modes = []modeRow{
+	{mode: ModeCUDA, gpu: true, place: func(Config) engine.Placement { return engine.Resident{} }},
+	{mode: ModeCache, gpu: true, place: func(c Config) engine.Placement { return engine.Paged{Cache: c.Cache} }},
+	{mode: ModeCPU, gpu: false, place: func(Config) engine.Placement { return engine.Resident{} }},
+	{mode: ModeHybrid, gpu: true, place: func(c Config) engine.Placement { return engine.Hybrid{Blocks: c.Place, Cache: c.Cache} }},
+	{mode: ModeManaged, gpu: true, place: Config.managedPlacement},
+}
+
+// rowOf returns mode's row, false for a mode the table does not have.
+func rowOf(mode Mode) (modeRow, bool) {
+	i := slices.IndexFunc(modes, func(r modeRow) bool { return r.mode == mode })
+	if i < 0 {
+		return modeRow{}, false
+	}
+	return modes[i], true
+}
+
+// Modes returns every mode, in the table's order.
+func Modes() []Mode {
+	out := make([]Mode, len(modes))
+	for i, r := range modes {
+		out[i] = r.mode
+	}
+	return out
+}
+
+// ParseMode reads a mode's name, or gpu for cuda; false for a word that
+// names no mode.
+func ParseMode(word string) (Mode, bool) {
+	if word == "gpu" {
+		return ModeCUDA, true
+	}
+	_, ok := rowOf(Mode(word))
+	return Mode(word), ok
 }
 
 // managedPlacement is the managed mode's placement: every block resident

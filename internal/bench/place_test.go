@@ -28,11 +28,11 @@ func TestParsePlace(t *testing.T) {
 	if err != nil || !slices.Equal(got, []engine.Where{engine.OnHost, engine.OnDevice, engine.InCache, engine.InCache}) {
 		t.Errorf("with cache blocks: %v, %v", got, err)
 	}
-	pl := modes[ModeHybrid].place(Config{Place: got, Cache: cache.Config{Policy: cache.Window, Window: 1}})
+	pl := hybridRow(t).place(Config{Place: got, Cache: cache.Config{Policy: cache.Window, Window: 1}})
 	if c, paged := pl.Paging(); !paged || c.Policy != cache.Window || c.Window != 1 || pl.Validate() != nil {
 		t.Errorf("hybrid placement with cache blocks %+v", pl)
 	}
-	if _, paged := modes[ModeHybrid].place(Config{Place: got[:2]}).Paging(); paged {
+	if _, paged := hybridRow(t).place(Config{Place: got[:2]}).Paging(); paged {
 		t.Errorf("hybrid placement without cache blocks %+v pages", pl)
 	}
 	for _, tt := range []struct{ in, err string }{
@@ -56,4 +56,14 @@ func TestParsePlace(t *testing.T) {
 			t.Errorf("%q: error %v, want one saying %q", tt.in, err, tt.err)
 		}
 	}
+}
+
+// hybridRow is the hybrid mode's row of the modes table.
+func hybridRow(t *testing.T) modeRow {
+	t.Helper()
+	r, ok := rowOf(ModeHybrid)
+	if !ok {
+		t.Fatal("the modes table has no hybrid row")
+	}
+	return r
 }

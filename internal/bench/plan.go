@@ -157,7 +157,7 @@ func PlanMemory(opts Options, po PlanOptions) (MemoryPlan, error) {
 	}
 	for _, mode := range opts.Modes {
 		var placements []engine.Placement
-		if row, ok := modes[mode]; ok {
+		if row, ok := rowOf(mode); ok {
 			placements = []engine.Placement{row.place(opts.Config)}
 		}
 		if mode == ModeCache { // every policy, side by side

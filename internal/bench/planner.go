@@ -210,7 +210,7 @@ func (p *Planner) Plan(mode Mode, cfg Config, deviceFree int64, predict bool) (M
 // placementOf is the placement a run of mode under cfg loads, as deviceFor
 // gives it; an error for a configuration that cannot be loaded.
 func placementOf(mode Mode, cfg Config) (engine.Placement, error) {
-	row, ok := modes[mode]
+	row, ok := rowOf(mode)
 	if !ok {
 		return nil, fmt.Errorf("unknown mode %q", mode)
 	}
