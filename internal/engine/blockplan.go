@@ -308,7 +308,7 @@ func (bp *blockPlan) allocMoments(prog *Program) error {
 			return fmt.Errorf("engine: allocating the optimizer state of %s: %w", sc.values[pv].node.Name(), err)
 		}
 		prog.moments[i] = [2]device.Buffer{prog.dev.View(buf, 0, n), prog.dev.View(buf, n, n)}
-		if sc.values[pv].half {
+		if sc.values[pv].store.narrow() {
 			prog.masters[i] = prog.dev.View(buf, 2*n, n)
 		}
 	}

@@ -229,7 +229,7 @@ func (sc *Schedule) layouts(momentsInArea func(b int) bool) []layout {
 				n := sc.count(sc.params[i])
 				l.moments = append(l.moments, [2]int{l.elems, l.elems + n})
 				l.masters = append(l.masters, -1)
-				if sc.values[sc.params[i]].half {
+				if sc.values[sc.params[i]].store.narrow() {
 					l.masters[len(l.masters)-1] = l.elems + 2*n
 				}
 				l.elems += sc.stateElems(i)

@@ -58,11 +58,11 @@ func (sc *Schedule) assignConversions() {
 		s.convs = make([]argConversion, len(s.args))
 		for j, a := range s.args {
 			switch {
-			case direct != nil && direct[j] && sc.values[a].half:
+			case direct != nil && direct[j] && sc.values[a].store.narrow():
 				s.convs[j] = asIs
 			case direct != nil && direct[j]:
 				s.convs[j] = narrowed
-			case sc.values[a].half:
+			case sc.values[a].store.narrow():
 				s.convs[j] = widened
 			case lower:
 				s.convs[j] = roundedIn
@@ -133,7 +133,7 @@ func (sc *Schedule) assignPrecision() {
 		case levers.CastPromote:
 			all := true
 			for _, a := range s.args {
-				all = all && sc.values[a].half
+				all = all && sc.values[a].store.narrow()
 			}
 			if all {
 				sc.setHalf(s.out)
@@ -143,10 +143,38 @@ func (sc *Schedule) assignPrecision() {
 	sc.assignConversions()
 }
 
+// storage is how a value's elements sit in its buffer's float32-sized
+// words. A narrower storage is read through a widening to float32 and
+// written through a rounding from it (the converter); a value's bytes, and
+// so every slot, area, copy and page, follow its words. A 4-bit frozen
+// base (QLoRA) would be one more storage: its words and its conversions.
+type storage uint8
+
+// The storages.
+const (
+	// float32s stores a float32 an element.
+	float32s storage = iota
+	// sixteenBits stores 16 bits an element, two to a word, in the spec's
+	// precision's format (bf16 or fp16).
+	sixteenBits
+)
+
+// words returns the float32-sized words n elements take.
+func (s storage) words(n int) int {
+	if s == sixteenBits {
+		return half.Words(n)
+	}
+	return n
+}
+
+// narrow reports whether the storage is narrower than float32: read
+// widened, written rounded.
+func (s storage) narrow() bool { return s != float32s }
+
 // setHalf stores value v in 16 bits.
 func (sc *Schedule) setHalf(v int) {
-	sc.values[v].half = true
-	sc.values[v].elems = half.Words(sc.count(v))
+	sc.values[v].store = sixteenBits
+	sc.values[v].elems = sixteenBits.words(sc.count(v))
 }
 
 // stateElems returns the float32 elements of parameter i's (of params)
@@ -158,7 +186,7 @@ func (sc *Schedule) stateElems(i int) int {
 	if sc.values[pv].frozen { // nothing updates it: no moments, no master
 		return 0
 	}
-	if sc.values[pv].half {
+	if sc.values[pv].store.narrow() {
 		return 3 * sc.count(pv)
 	}
 	return 2 * sc.count(pv)
@@ -184,7 +212,7 @@ func (sc *Schedule) scratchElems(si int) int {
 			n += sc.count(a) + half.Words(sc.count(a))
 		}
 	}
-	if sc.values[s.out].half {
+	if sc.values[s.out].store.narrow() {
 		n += sc.count(s.out)
 	}
 	return n
@@ -214,7 +242,7 @@ func (sc *Schedule) updateScratchElems() int {
 		return 0
 	}
 	for _, g := range sc.grads {
-		if g >= 0 && sc.values[g].half {
+		if g >= 0 && sc.values[g].store.narrow() {
 			n = max(n, sc.count(g))
 		}
 	}
@@ -465,7 +493,7 @@ func (sc *Schedule) stepCost16(si int, c device.Cost) (device.Cost, conversions,
 			add(widenCost(n))
 		}
 	}
-	if sc.values[s.out].half {
+	if sc.values[s.out].store.narrow() {
 		add(narrowCost(int64(sc.count(s.out))))
 	}
 	if !s.half16 {

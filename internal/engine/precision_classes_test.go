@@ -22,7 +22,7 @@ func halfFlags(sc *Schedule) string {
 			name = "+"
 		}
 		flag := "f"
-		if sc.values[s.out].half {
+		if sc.values[s.out].store.narrow() {
 			flag = "h"
 		}
 		out = append(out, name+":"+flag)
@@ -63,7 +63,7 @@ func TestPrecisionClassesByHand(t *testing.T) {
 	// 16-bit copy, and rounds the float32 bias it reads through its own
 	// launch's float32 path.
 	for _, v := range tied.values {
-		if v.node.Name() == "embed.w" && v.half {
+		if v.node.Name() == "embed.w" && v.store.narrow() {
 			t.Error("the tied weight, read by the lookup and the head, is 16-bit")
 		}
 	}
@@ -76,7 +76,7 @@ func TestPrecisionClassesByHand(t *testing.T) {
 	for _, s := range resnet.steps {
 		if isGradientSum(s.op) {
 			sums++
-			if !resnet.values[s.out].half {
+			if !resnet.values[s.out].store.narrow() {
 				t.Errorf("resnet: a gradient sum of 16-bit terms is float32")
 			}
 		}

@@ -27,22 +27,22 @@ func TestAssignPrecisionByHand(t *testing.T) {
 	sc := compilePrecision(t, handModels[2], levers.BF16)
 	want := map[string]bool{"head.w": true, "head.b": true, "layer1.w": true, "layer1.b": true, "embed.w": false, "ids": false, "target": false, "positions": false}
 	for _, v := range sc.values {
-		if w, ok := want[v.node.Name()]; ok && v.half != w {
-			t.Errorf("%s: 16-bit %v, want %v", v.node.Name(), v.half, w)
+		if w, ok := want[v.node.Name()]; ok && v.store.narrow() != w {
+			t.Errorf("%s: 16-bit %v, want %v", v.node.Name(), v.store.narrow(), w)
 		}
 	}
-	if v := sc.values[sc.output]; v.half {
+	if v := sc.values[sc.output]; v.store.narrow() {
 		t.Error("the loss is stored in 16 bits")
 	}
 	for _, s := range sc.steps {
 		out := sc.values[s.out]
 		switch s.op.String() {
 		case "Linear", "LinearWeightGrad", "LinearInputGrad":
-			if !out.half {
+			if !out.store.narrow() {
 				t.Errorf("%v's result is float32", s.op)
 			}
 		case "LinearBiasGrad", "SoftmaxCrossEntropy", "SoftmaxCrossEntropyGrad", "Embedding", "EmbeddingGrad":
-			if out.half {
+			if out.store.narrow() {
 				t.Errorf("%v's result is 16-bit", s.op)
 			}
 		}

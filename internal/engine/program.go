@@ -201,7 +201,7 @@ func (prog *Program) SetInput(n *gorgonia.Node, data []float32) error {
 		return nil
 	}
 	d := prog.on(prog.sides.valueHost[i])
-	if v := prog.sched.values[i]; v.half {
+	if v := prog.sched.values[i]; v.store.narrow() {
 		if len(data) != prog.sched.count(i) {
 			return fmt.Errorf("engine: setting %s: %d values for %d elements", n.Name(), len(data), prog.sched.count(i))
 		}
@@ -280,7 +280,7 @@ func (prog *Program) download(i int) ([]float32, error) {
 	if err := prog.on(prog.sides.valueHost[i]).Download(words, prog.buffers[i]); err != nil {
 		return nil, fmt.Errorf("engine: reading %s: %w", v.node.Name(), err)
 	}
-	if !v.half {
+	if !v.store.narrow() {
 		return words, nil
 	}
 	out := make([]float32, prog.sched.count(i))
@@ -322,7 +322,7 @@ func (ps programSteps) execute(si int, staged bool) error {
 	if i, ok := prog.sched.gradOf[s.out]; ok && prog.sched.spec.Train {
 		onHost := prog.sides.valueHost[s.out]
 		g := prog.buffers[s.out]
-		if prog.sched.values[s.out].half { // the sum of the stored, rounded values
+		if prog.sched.values[s.out].store.narrow() { // the sum of the stored, rounded values
 			g = prog.converter(onHost).widen(g, prog.sched.count(s.out))
 		}
 		prog.gradSquares[i] = prog.kernelsOn(onHost).SumSquares(g)
@@ -384,7 +384,7 @@ func (prog *Program) execute(si int, staged bool) error {
 				args[j] = c.round(args[j], sc.count(a))
 			}
 		}
-		if sc.values[s.out].half {
+		if sc.values[s.out].store.narrow() {
 			rounded, out = out, c.take(sc.count(s.out))
 		}
 	}
@@ -443,7 +443,7 @@ func (prog *Program) update(b int) error {
 		}
 		param, grad := prog.buffers[sc.params[i]], prog.buffers[sc.grads[i]]
 		c := prog.converter(onHost)
-		if sc.values[sc.grads[i]].half {
+		if sc.values[sc.grads[i]].store.narrow() {
 			grad = c.widen(grad, sc.count(sc.grads[i]))
 		}
 		if m := prog.masters[i]; m != nil {

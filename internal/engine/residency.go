@@ -160,7 +160,7 @@ func (bp *blockPlan) newResidency(prog *Program) (res *residency, err error) {
 					return nil, fmt.Errorf("engine: allocating the host optimizer state of %s: %w", sc.values[pv].node.Name(), err)
 				}
 				r.hostMoments[i] = [2][]float32{state[:n:n], state[n : 2*n : 2*n]}
-				if sc.values[pv].half {
+				if sc.values[pv].store.narrow() {
 					r.hostMasters[i] = state[2*n:]
 				}
 			}
@@ -215,7 +215,7 @@ func (r *residency) setMaster(valueIndex int, data []float32) error {
 	if n := sc.count(valueIndex); len(data) != n {
 		return fmt.Errorf("%d values for a parameter of %d", len(data), n)
 	}
-	if i := sc.paramIndex(valueIndex); sc.values[valueIndex].half {
+	if i := sc.paramIndex(valueIndex); sc.values[valueIndex].store.narrow() {
 		if m := r.prog.masters[i]; m != nil { // resident on the device with the moments
 			if err := r.prog.dev.Upload(m, data); err != nil {
 				return err
@@ -242,7 +242,7 @@ func (r *residency) readParam(valueIndex int) ([]float32, error) {
 	sc := r.prog.sched
 	b, off := r.paramPlace(valueIndex)
 	v := sc.values[valueIndex]
-	if !v.half {
+	if !v.store.narrow() {
 		return append([]float32(nil), r.host[b][off:off+v.elems]...), nil
 	}
 	i, n := sc.paramIndex(valueIndex), sc.count(valueIndex)
@@ -419,7 +419,7 @@ func (r *residency) updateOnHost(b int) error {
 		grads[j] = r.gradHost[off : off+n]
 		off += n
 		into := grads[j]
-		if sc.values[g].half { // copied as stored, widened here
+		if sc.values[g].store.narrow() { // copied as stored, widened here
 			if cap(r.wideHost) < sc.values[g].elems {
 				r.wideHost = make([]float32, sc.values[g].elems)
 			}
@@ -428,7 +428,7 @@ func (r *residency) updateOnHost(b int) error {
 		if err := prog.dev.Download(into, prog.buffers[g]); err != nil {
 			return fmt.Errorf("engine: copying block %s's gradients: %w", sc.spec.Blocks[b].Name, err)
 		}
-		if sc.values[g].half {
+		if sc.values[g].store.narrow() {
 			unpackHalf(sc.format(), grads[j], into)
 		}
 		sumSquares += hostmath.SumSquares(grads[j])
@@ -441,7 +441,7 @@ func (r *residency) updateOnHost(b int) error {
 	for j, i := range trained {
 		pv := sc.params[i]
 		params := r.host[b][l.offsets[at[j]] : l.offsets[at[j]]+sc.values[pv].elems]
-		if sc.values[pv].half {
+		if sc.values[pv].store.narrow() {
 			hostmath.AdamStep(sc.spec.Optimizer, r.hostMasters[i], grads[j], r.hostMoments[i][0], r.hostMoments[i][1], scale, prog.adamSteps[b])
 			packHalf(sc.format(), params, r.hostMasters[i])
 			continue

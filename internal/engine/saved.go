@@ -44,7 +44,7 @@ func (sc *Schedule) SavedValues() []SavedValue {
 		}
 		out = append(out, SavedValue{
 			Block: sc.spec.Blocks[v.block].Name, Op: opName(s.op), Shape: slices.Clone([]int(v.shape)),
-			Half: v.half, Bytes: 4 * int64(v.elems), ReadBy: readBy[s.out],
+			Half: v.store.narrow(), Bytes: 4 * int64(v.elems), ReadBy: readBy[s.out],
 		})
 	}
 	return out

@@ -88,11 +88,11 @@ type value struct {
 	kind  valueKind
 	shape tensor.Shape
 	// elems is the value's storage in float32-sized words: its number of
-	// elements, or half as many (rounded up) when half is set.
+	// elements, or fewer (store.words) when it is stored narrower.
 	elems int
-	// half says the value is stored in 16 bits, in the format of the
-	// spec's precision.
-	half bool
+	// store is how the value's elements sit in its words: float32, or 16
+	// bits in the format of the spec's precision.
+	store storage
 	// frozen marks a frozen parameter (Block.Frozen).
 	frozen bool
 	slot   int // arena slot, for temporaries

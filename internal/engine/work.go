@@ -129,7 +129,7 @@ func (sc *Schedule) Work() Work {
 		}
 		n := int64(sc.count(g))
 		w.add(KernelSumSquares, 1, device.Cost{FLOPs: 2 * n, ReadBytes: 4 * n}, false)
-		if sc.values[g].half { // widened first
+		if sc.values[g].store.narrow() { // widened first
 			w.add(KernelConvert, 1, widenCost(n), false)
 		}
 	}
@@ -140,10 +140,10 @@ func (sc *Schedule) Work() Work {
 		n := int64(sc.count(pv))
 		// p, g, m and v read; p, m and v written.
 		w.add(KernelAdam, 1, device.Cost{FLOPs: adamFLOPs * n, ReadBytes: 16 * n, WriteBytes: 12 * n}, false)
-		if sc.values[pv].half { // the master rounded into the 16-bit copy
+		if sc.values[pv].store.narrow() { // the master rounded into the 16-bit copy
 			w.add(KernelConvert, 1, narrowCost(n), false)
 		}
-		if g := sc.grads[i]; sc.values[g].half { // the gradient widened for the update
+		if g := sc.grads[i]; sc.values[g].store.narrow() { // the gradient widened for the update
 			w.add(KernelConvert, 1, widenCost(n), false)
 		}
 	}
