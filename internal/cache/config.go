@@ -147,19 +147,12 @@ func (c Config) Pageable() bool {
 }
 
 // Slots returns the blocks a cache keeps resident at once: the
-// configuration's window or, when the policy sizes it (window 0), as many
-// slots of slotBytes as free bytes hold beyond fixed (at least one);
-// raised to least (the most blocks one step needs) and capped at most (the
-// blocks paged).
-func (c Config) Slots(free, fixed, slotBytes int64, least, most int) int {
-	return c.SlotsBy(free, fixed, func(w int) int64 { return int64(w) * slotBytes }, least, most)
-}
-
-// SlotsBy is Slots for slots of unequal sizes: a window of w blocks takes
-// bytes(w) bytes, which grows with w. A policy that sizes its window keeps
-// the most blocks, up to most, whose bytes free holds beyond fixed (at
-// least one).
-func (c Config) SlotsBy(free, fixed int64, bytes func(w int) int64, least, most int) int {
+// configuration's window or, when the policy sizes it (window 0), the most
+// blocks, up to most, whose slots free bytes hold beyond fixed (at least
+// one), a window of w blocks taking bytes(w) bytes (growing with w: slots
+// need not be of one size); raised to least (the most blocks one step
+// needs) and capped at most (the blocks paged).
+func (c Config) Slots(free, fixed int64, bytes func(w int) int64, least, most int) int {
 	w := c.Window
 	if t, _ := lookup(c.Policy); t.sizesWindow && w == 0 {
 		w = 1

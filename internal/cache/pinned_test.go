@@ -183,7 +183,8 @@ func TestSlots(t *testing.T) {
 		{"window raised to a step's need", Config{Policy: Window, Window: 1}, 0, 0, 100, 2, 20, 2},
 		{"window capped at the blocks paged", Config{Policy: WindowPaged, Window: 9}, 0, 0, 100, 1, 3, 3},
 	} {
-		if got := tc.cfg.Slots(tc.free, tc.fixed, tc.slot, tc.least, tc.most); got != tc.slots {
+		perSlot := func(w int) int64 { return int64(w) * tc.slot }
+		if got := tc.cfg.Slots(tc.free, tc.fixed, perSlot, tc.least, tc.most); got != tc.slots {
 			t.Errorf("%s: %d slots, want %d", tc.name, got, tc.slots)
 		}
 	}

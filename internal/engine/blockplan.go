@@ -124,7 +124,7 @@ func (bp *blockPlan) givenWindow(window int) (int, error) {
 // paged blocks one step needs, at most the paged blocks; a policy that
 // sizes its window takes as many as deviceFree holds beyond fixed.
 func (bp *blockPlan) windowFor(deviceFree, fixed int64) int {
-	return bp.cache.SlotsBy(deviceFree, fixed, bp.slotBytes, bp.cacheRun().MinWindow(), bp.pagedBlocks())
+	return bp.cache.Slots(deviceFree, fixed, bp.slotBytes, bp.cacheRun().MinWindow(), bp.pagedBlocks())
 }
 
 // slotAreas returns the elements of each device buffer that a window of

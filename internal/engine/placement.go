@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -170,7 +171,7 @@ func (stays) readParam(v int) ([]float32, error)    { return nil, errNotPaged }
 
 // errNotPaged is what a placement that pages nothing says when asked for
 // a paged-out value: a bug in the engine.
-var errNotPaged = fmt.Errorf("engine: the placement pages no block")
+var errNotPaged = errors.New("engine: the placement pages no block")
 
 // layout is where each member of a block sits in the block's area, in
 // elements from the area's start.
