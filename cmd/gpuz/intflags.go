@@ -64,6 +64,50 @@ func (v decimalValue) Set(s string) error {
 	return v.Value.Set(d)
 }
 
+// errNotDecimalFloat is the error for a float flag's value that is not a
+// number in decimal digits with an optional fraction and exponent.
+var errNotDecimalFloat = errors.New("want a decimal number (digits, an optional fraction and exponent, as 1e-4 or 0.5)")
+
+// decimalFloat checks that s is a number written in decimal: an optional
+// sign, digits with an optional fraction (at least one digit in all), and
+// an optional exponent of decimal digits. Go's other float literals
+// (0x1p3, 1_0e-4) are errNotDecimalFloat: strconv reads 1_0e-4 as 1e-3
+// and 0x1p3 as 8. The words inf, infinity and nan pass, so that the check
+// of finite values (finiteFloatFlags) names them.
+func decimalFloat(s string) error {
+	rest := strings.TrimLeft(s, "+-")
+	switch strings.ToLower(rest) {
+	case "inf", "infinity", "nan":
+		return nil
+	}
+	if len(s)-len(rest) > 1 {
+		return errNotDecimalFloat
+	}
+	mantissa, exp, hasExp := strings.Cut(strings.ToLower(rest), "e")
+	whole, frac, _ := strings.Cut(mantissa, ".")
+	digits := func(d string) bool { return strings.Trim(d, "0123456789") == "" }
+	if whole+frac == "" || !digits(whole) || !digits(frac) {
+		return errNotDecimalFloat
+	}
+	if hasExp {
+		if e := strings.TrimLeft(exp, "+-"); e == "" || len(exp)-len(e) > 1 || !digits(e) {
+			return errNotDecimalFloat
+		}
+	}
+	return nil
+}
+
+// decimalFloatValue is a float flag's value read in decimal (decimalFloat).
+type decimalFloatValue struct{ pflag.Value }
+
+// Set checks that s is a decimal number and sets the wrapped value to it.
+func (v decimalFloatValue) Set(s string) error {
+	if err := decimalFloat(s); err != nil {
+		return err
+	}
+	return v.Value.Set(s)
+}
+
 // integerTypes are the pflag value types that decimalFlags makes decimal.
 var integerTypes = map[string]bool{
 	"int": true, "int8": true, "int16": true, "int32": true, "int64": true,
@@ -72,12 +116,20 @@ var integerTypes = map[string]bool{
 
 // decimalFlags makes every integer flag of cmd and of the commands under
 // it read decimal digits (decimalValue), as the list flags do: pflag reads
-// Go literals, where --warmup 010 is 8 and --seed 0x10 is 16. A flag added
-// later is covered too.
+// Go literals, where --warmup 010 is 8 and --seed 0x10 is 16. Every float
+// flag reads decimal numbers (decimalFloatValue): --lr 1_0e-4 was 1e-3.
+// A flag added later is covered too.
 func decimalFlags(cmd *cobra.Command) {
 	wrap := func(f *pflag.Flag) {
-		if _, done := f.Value.(decimalValue); !done && integerTypes[f.Value.Type()] {
+		switch f.Value.(type) {
+		case decimalValue, decimalFloatValue:
+			return
+		}
+		switch t := f.Value.Type(); {
+		case integerTypes[t]:
 			f.Value = decimalValue{f.Value}
+		case t == "float32" || t == "float64":
+			f.Value = decimalFloatValue{f.Value}
 		}
 	}
 	cmd.Flags().VisitAll(wrap)

@@ -13,7 +13,9 @@ import (
 // a leading zero is still decimal (010 is 10, not octal 8), and Go's other
 // literals (0x10, 0o10, 0b1, 1_0) are refused with one line, status 2.
 // Single-value flags read Go literals before (--threads 011 was 9, --seed
-// 1_0 was 10) while list flags read decimals.
+// 1_0 was 10) while list flags read decimals. Float flags (--lr,
+// --margin, --lora-alpha) read decimal numbers: --lr 1_0e-4 was 1e-3 and
+// 0x1p3 was 8.
 func TestIntegerFlagsDecimal(t *testing.T) {
 	plan := []string{"plan", "linear", "train", "cpu", "--scale", "small"}
 	fit := []string{"fit", "linear", "train", "--scale", "small", "--device", "sim:64MiB", "--host-profile", "cpu-i7-13700h"}
@@ -37,6 +39,15 @@ func TestIntegerFlagsDecimal(t *testing.T) {
 		{"hex list", with(plan, "--epochs", "0x10"), exitUsage, `invalid argument "0x10"`},
 		{"underscore list", with(plan, "--dims", "1_0,20"), exitUsage, `invalid argument "1_0"`},
 		{"hex in a sweep", with(plan, "--epochs", "2,0x3"), exitUsage, `invalid argument "0x3"`},
+		{"underscore lr", with(plan, "--lr", "1_0e-4"), exitUsage, `invalid argument "1_0e-4"`},
+		{"hex float lr", with(plan, "--lr", "0x1p3"), exitUsage, `invalid argument "0x1p3"`},
+		{"two signs lr", with(plan, "--lr", "--1e-3"), exitUsage, `invalid argument "--1e-3"`},
+		{"empty exponent lr", with(plan, "--lr", "1e"), exitUsage, `invalid argument "1e"`},
+		{"lone point lr", with(plan, "--lr", "."), exitUsage, `invalid argument "."`},
+		{"decimal forms run", with(plan, "--lr", "+.5E-3"), exitOK, ""},
+		{"point forms run", with(plan, "--lr", "5."), exitOK, ""},
+		{"hex margin", with(fit, "--margin", "0x10"), exitUsage, `invalid argument "0x10"`},
+		{"underscore lora alpha", with(plan, "--lora", "2", "--lora-alpha", "1_6"), exitUsage, `invalid argument "1_6"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -120,7 +120,8 @@ func TestLLMMatchesTorch(t *testing.T) {
 // losses, the adapters' gradients and their values after two steps agree
 // to float32 rounding. The cases cover the default targets (q_proj and
 // v_proj, parts of gpuz's packed qkv_proj; GPT-2's c_attn) and every
-// linear layer at α/R = 2. GPUZ_TORCH_PYTHON as TestLLMMatchesTorch.
+// linear layer at α/R = 2, and α/R = 1/2 (a scale below 1 dropped or
+// inverted fails there only). GPUZ_TORCH_PYTHON as TestLLMMatchesTorch.
 func TestLoRAMatchesTorch(t *testing.T) {
 	python := os.Getenv("GPUZ_TORCH_PYTHON")
 	if python == "" {
@@ -131,7 +132,7 @@ func TestLoRAMatchesTorch(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range tinyLLMs {
-		for _, l := range []levers.LoRA{{Rank: 4}, {Rank: 3, Alpha: 6, Targets: levers.AllLinear}} {
+		for _, l := range []levers.LoRA{{Rank: 4}, {Rank: 4, Alpha: 2}, {Rank: 3, Alpha: 6, Targets: levers.AllLinear}} {
 			t.Run(tc.name+"/"+l.String(), func(t *testing.T) {
 				checkWithTorch(t, python, script, trainForTorch(t, tc.config, levers.AttentionFused, l, 7, 2))
 			})
