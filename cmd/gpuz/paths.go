@@ -85,6 +85,9 @@ func checkOutputs(outs ...outputFile) error {
 // checkOutput checks one output path (absolute) and returns its FileInfo
 // when the file exists.
 func checkOutput(flag, path string) (fs.FileInfo, error) {
+	if err := checkLinks(path); err != nil {
+		return nil, usagef("%s: %w", flag, err)
+	}
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.IsDir():
@@ -166,6 +169,9 @@ type atomicFile struct {
 // less the umask, as os.Create does; a replaced file keeps its mode (not
 // its owner, nor its other hard links, which keep the old contents).
 func createAtomic(path string) (*atomicFile, error) {
+	if err := checkLinks(path); err != nil {
+		return nil, err
+	}
 	target := path
 	if resolved, err := filepath.EvalSymlinks(path); err == nil {
 		target = resolved
