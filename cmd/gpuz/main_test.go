@@ -86,6 +86,7 @@ func TestBadInput(t *testing.T) {
 		{"managed page below 4KiB", "linear train managed --managed-page 2KiB", "want a power of two of at least 4KiB"},
 		{"managed page not a size", "linear train managed --managed-page big", "--managed-page \"big\""},
 		{"unknown managed advice", "linear train managed --managed-advise gpu", "unknown --managed-advise \"gpu\" (want none or host)"},
+		{"llm model a device", "llm train cpu --model /dev/null", "--model: /dev/null is a device, not a regular file"},
 		{"llm empty model", "llm train cpu --model ''", "--model: empty (want a preset, a config.json or a directory holding one"},
 		{"llm unknown preset", "llm train cpu --model nosuch", "--model: nosuch: neither a file, a directory nor a preset (presets: gpt2, smollm2-135m"},
 		{"llm malformed config", "llm train cpu --model testdata/llm/malformed.json", "testdata/llm/malformed.json: malformed JSON"},

@@ -73,8 +73,8 @@ func parseSpan(span string) (lo, hi int, err error) {
 		i += min(1, len(span))
 		from, to, isRange = span[:i], span[i+1:], true
 	}
-	if lo, err = strconv.Atoi(from); err != nil {
-		return 0, 0, fmt.Errorf("block %q is not a number", from)
+	if lo, err = parseBlock(from); err != nil {
+		return 0, 0, err
 	}
 	if !isRange {
 		return lo, lo, nil
@@ -82,8 +82,21 @@ func parseSpan(span string) (lo, hi int, err error) {
 	if to == "" {
 		return 0, 0, errors.New("the range has no last block")
 	}
-	if hi, err = strconv.Atoi(to); err != nil {
-		return 0, 0, fmt.Errorf("block %q is not a number", to)
+	if hi, err = parseBlock(to); err != nil {
+		return 0, 0, err
 	}
 	return lo, hi, nil
+}
+
+// parseBlock reads one block number: "is not a number" for what is not
+// one, "is out of range" for digits too large for an int.
+func parseBlock(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("block %q is out of range", s)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("block %q is not a number", s)
+	}
+	return n, nil
 }

@@ -51,6 +51,9 @@ func TestParsePlace(t *testing.T) {
 		{"host:0--1", "block -1 is negative"},
 		{"host:3-", `"host:3-": the range has no last block`},
 		{"host:-", `"host:-": block "-" is not a number`},
+		// Digits too large for an int said "is not a number".
+		{"host:0-18446744073709551615", `block "18446744073709551615" is out of range`},
+		{"host:99999999999999999999", `block "99999999999999999999" is out of range`},
 	} {
 		if _, err := ParsePlace(tt.in, 4); err == nil || !strings.Contains(err.Error(), tt.err) {
 			t.Errorf("%q: error %v, want one saying %q", tt.in, err, tt.err)

@@ -40,12 +40,14 @@ type stEntry struct {
 
 // openRegular opens path for reading only if it is a regular file (after
 // symbolic links: a Hugging Face cache's snapshots link to blobs), without
-// blocking on a FIFO (filekind.Open), naming the file by its base name as
-// this package's messages do. It returns the file and its size.
+// blocking on a FIFO (filekind.Open); what is not a regular file is named
+// by its whole path and its kind ("/dev/null is a device, not a regular
+// file"). It returns the file and its size.
 func openRegular(path string) (*os.File, int64, error) {
 	f, fi, err := filekind.Open(path)
 	if nr, ok := filekind.IsNotRegular(err); ok {
-		return nil, 0, fmt.Errorf("%s is not a regular file (%v)", filepath.Base(path), nr.Mode.Type())
+		// The whole path: a device's base name ("null") says nothing.
+		return nil, 0, &filekind.NotRegularError{Path: path, Mode: nr.Mode}
 	}
 	if err != nil {
 		return nil, 0, err

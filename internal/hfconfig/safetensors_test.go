@@ -165,18 +165,18 @@ func TestCheckSafetensors(t *testing.T) {
 			if err := syscall.Mkfifo(filepath.Join(dir, "model.safetensors"), 0o644); err != nil {
 				t.Skipf("mkfifo: %v", err)
 			}
-		}, "model.safetensors is not a regular file"},
+		}, "model.safetensors is a named pipe, not a regular file"},
 		{"a FIFO named by the index", func(t *testing.T, dir string) {
 			if err := syscall.Mkfifo(filepath.Join(dir, "model-00001-of-00001.safetensors"), 0o644); err != nil {
 				t.Skipf("mkfifo: %v", err)
 			}
 			writeIndex(t, dir, map[string]string{"model.norm.weight": "model-00001-of-00001.safetensors"})
-		}, "is not a regular file"},
+		}, "model-00001-of-00001.safetensors is a named pipe, not a regular file"},
 		{"a FIFO as the index", func(t *testing.T, dir string) {
 			if err := syscall.Mkfifo(filepath.Join(dir, IndexFile), 0o644); err != nil {
 				t.Skipf("mkfifo: %v", err)
 			}
-		}, IndexFile + " is not a regular file"},
+		}, IndexFile + " is a named pipe, not a regular file"},
 		{"dot-dot in weight_map", func(t *testing.T, dir string) {
 			writeST(t, filepath.Join(dir, "model.safetensors"), want)
 			writeIndex(t, dir, map[string]string{"model.norm.weight": ".."})
