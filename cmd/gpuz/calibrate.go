@@ -121,7 +121,7 @@ func calibrateRun(ctx context.Context, o *CalibrateOptions) error {
 		return err
 	}
 	defer dev.Close()
-	_, host := dev.(*device.Host)
+	host := dev.Caps().Kind == device.KindHost
 	path := o.Output
 	if path == "" && !host {
 		return usagef("calibrating %s: give the profile file with -o (the default file is the host's)", dev.Name())
@@ -234,7 +234,7 @@ func calibratedDevice(spec string) (device.Device, string, error) {
 // on threads host threads), stopping between its timings when ctx is
 // done.
 func measureForCalibration(ctx context.Context, dev device.Device, threads int) (perfmodel.Profile, []perfmodel.Sample, error) {
-	_, host := dev.(*device.Host)
+	host := dev.Caps().Kind == device.KindHost
 	n := calibrateGemmSize
 	if !host {
 		n = 4096
