@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -121,7 +120,7 @@ func calibrateRun(ctx context.Context, o *CalibrateOptions) error {
 		return err
 	}
 	defer dev.Close()
-	_, host := dev.(*device.Host)
+	host := dev.Caps().Kind == device.KindHost
 	path := o.Output
 	if path == "" && !host {
 		return usagef("calibrating %s: give the profile file with -o (the default file is the host's)", dev.Name())
@@ -166,8 +165,11 @@ func calibrateRun(ctx context.Context, o *CalibrateOptions) error {
 		}
 		befores, rounds, held = append(befores, before), append(rounds, samples), append(held, runs)
 	}
-	before := medianProfile(befores)
-	samples, err := medianSamples(rounds)
+	before, err := calibration.MedianProfile(befores)
+	if err != nil {
+		return fmt.Errorf("calibrating %s: %w", dev.Name(), err)
+	}
+	samples, err := calibration.MedianSamples(rounds)
 	if err != nil {
 		return fmt.Errorf("calibrating %s: %w", dev.Name(), err)
 	}
@@ -234,7 +236,7 @@ func calibratedDevice(spec string) (device.Device, string, error) {
 // on threads host threads), stopping between its timings when ctx is
 // done.
 func measureForCalibration(ctx context.Context, dev device.Device, threads int) (perfmodel.Profile, []perfmodel.Sample, error) {
-	_, host := dev.(*device.Host)
+	host := dev.Caps().Kind == device.KindHost
 	n := calibrateGemmSize
 	if !host {
 		n = 4096
@@ -254,69 +256,6 @@ func measureForCalibration(ctx context.Context, dev device.Device, threads int) 
 	}
 	samples, err := calibration.Samples(ctx, dev, calibrateTarget, threads)
 	return p, samples, err
-}
-
-// medianProfile returns the first profile with each measured rate (FP32,
-// memory bandwidth, copy rates) the median of the profiles': the model
-// before fitting, less moved by a busy moment of a shared machine than one
-// measurement.
-func medianProfile(profiles []perfmodel.Profile) perfmodel.Profile {
-	p := profiles[0]
-	for _, f := range []func(*perfmodel.Profile) *float64{
-		func(q *perfmodel.Profile) *float64 { return &q.FP32 },
-		func(q *perfmodel.Profile) *float64 { return &q.MemBandwidth },
-		func(q *perfmodel.Profile) *float64 { return &q.PinnedH2D },
-		func(q *perfmodel.Profile) *float64 { return &q.PinnedD2H },
-		func(q *perfmodel.Profile) *float64 { return &q.PageableH2D },
-		func(q *perfmodel.Profile) *float64 { return &q.PageableD2H },
-	} {
-		vs := make([]float64, len(profiles))
-		for i := range profiles {
-			vs[i] = *f(&profiles[i])
-		}
-		*f(&p) = median(vs)
-	}
-	return p
-}
-
-// medianSamples returns, for each sample of the rounds (each round times
-// the same kernels and copies, in the same order, repeated as often as its
-// own timing sized them), the round's sample whose time per launch or
-// per copy is the median (the lower middle one for an even count).
-func medianSamples(rounds [][]perfmodel.Sample) ([]perfmodel.Sample, error) {
-	out := make([]perfmodel.Sample, len(rounds[0]))
-	for i := range out {
-		var of []perfmodel.Sample
-		for r, samples := range rounds {
-			if len(samples) != len(out) {
-				return nil, fmt.Errorf("round %d timed %d samples, round 1 %d", r+1, len(samples), len(out))
-			}
-			of = append(of, samples[i])
-		}
-		slices.SortFunc(of, func(a, b perfmodel.Sample) int { return cmp.Compare(perUnit(a), perUnit(b)) })
-		out[i] = of[(len(of)-1)/2]
-	}
-	return out, nil
-}
-
-// perUnit is a sample's time per launch of its kernels, or per copy.
-func perUnit(s perfmodel.Sample) float64 {
-	n := s.Copies.Count
-	for _, k := range s.Kernels {
-		n += k.Launches
-	}
-	return s.Time.Seconds() / float64(max(n, 1))
-}
-
-// median returns the median of vs (the mean of the middle two for an even
-// count); vs is sorted.
-func median(vs []float64) float64 {
-	slices.Sort(vs)
-	n := len(vs)
-	if n%2 == 0 {
-		return (vs[n/2-1] + vs[n/2]) / 2
-	}
-	return vs[n/2]
 }
 
 // heldOutRun is a small workload run that calibration checks the fit on.

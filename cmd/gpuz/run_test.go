@@ -132,15 +132,21 @@ func TestDevicesProfiles(t *testing.T) {
 	}
 }
 
-// TestSelftestRunOnSim self-tests the simulated device: every check
-// passes, after the note that they are equal by construction.
-func TestSelftestRunOnSim(t *testing.T) {
-	ios, out, _ := testIO()
-	if err := selftestRun(context.Background(), &SelftestOptions{IO: ios, Device: "sim:1GiB"}); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	if !strings.HasPrefix(out.String(), "note: sim:1GiB runs the host kernels") {
-		t.Errorf("output does not start with the note:\n%.300s", out)
+// TestSelftestRunNotes self-tests the simulated device and the host:
+// every check passes, after the note, for each, that they are equal by
+// construction.
+func TestSelftestRunNotes(t *testing.T) {
+	for _, tt := range []struct{ device, note string }{
+		{"sim:1GiB", "note: sim:1GiB runs the host kernels"},
+		{"cpu", "note: cpu is the host itself; every check is equal by construction\n"},
+	} {
+		ios, out, _ := testIO()
+		if err := selftestRun(context.Background(), &SelftestOptions{IO: ios, Device: tt.device}); err != nil {
+			t.Fatalf("--device %s: %v\n%s", tt.device, err, out)
+		}
+		if !strings.HasPrefix(out.String(), tt.note) {
+			t.Errorf("--device %s: output does not start with the note %q:\n%.300s", tt.device, tt.note, out)
+		}
 	}
 }
 

@@ -58,10 +58,11 @@ func selftestRun(ctx context.Context, opts *SelftestOptions) error {
 		return usagef("--device: %w", err)
 	}
 	defer dev.Close()
-	if dev.Caps().Simulated {
+	caps := dev.Caps()
+	if caps.Simulated {
 		fmt.Fprintf(stdout, simSelftestNote, dev.Name())
 	}
-	if _, ok := dev.(*device.Host); ok {
+	if caps.Kind == device.KindHost {
 		fmt.Fprintf(stdout, "note: cpu is the host itself; every check is equal by construction\n")
 	}
 	r := selftest.Result{Device: dev.Name()}

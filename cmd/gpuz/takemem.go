@@ -250,28 +250,28 @@ func takeMemList(ctx context.Context, o *TakeMemOptions) error {
 		return usagef("--device: %w", err)
 	}
 	defer dev.Close()
-	sim, ok := dev.(*device.Sim)
-	if !ok {
+	if dev.Caps().Kind != device.KindSim {
 		return usagef("--list lists the simulated device's holders; --device %s is not a simulated device", o.Device)
 	}
 	entries, err := ledger.Entries()
 	if err != nil {
-		return fmt.Errorf("listing the holders of %s: %w", sim.Name(), err)
+		return fmt.Errorf("listing the holders of %s: %w", dev.Name(), err)
 	}
 	var held int64
 	for _, e := range entries {
 		held += min(e.Bytes, math.MaxInt64-held) // saturating: entries are not negative
 	}
-	free := units.Bytes(max(sim.Capacity()-held, 0)) + " of " + units.Bytes(sim.Capacity()) + " free"
+	capacity := dev.Stats().TotalBytes // a simulated device's capacity, held in its meter
+	free := units.Bytes(max(capacity-held, 0)) + " of " + units.Bytes(capacity) + " free"
 	w := o.IO.Out
 	switch len(entries) {
 	case 0:
-		fmt.Fprintf(w, "ledger %s: no holders; %s has %s\n", ledger.Path(), sim.Name(), free)
+		fmt.Fprintf(w, "ledger %s: no holders; %s has %s\n", ledger.Path(), dev.Name(), free)
 		return nil
 	case 1:
-		fmt.Fprintf(w, "ledger %s: 1 holder, %s held; %s has %s\n", ledger.Path(), units.Bytes(held), sim.Name(), free)
+		fmt.Fprintf(w, "ledger %s: 1 holder, %s held; %s has %s\n", ledger.Path(), units.Bytes(held), dev.Name(), free)
 	default:
-		fmt.Fprintf(w, "ledger %s: %d holders, %s held; %s has %s\n", ledger.Path(), len(entries), units.Bytes(held), sim.Name(), free)
+		fmt.Fprintf(w, "ledger %s: %d holders, %s held; %s has %s\n", ledger.Path(), len(entries), units.Bytes(held), dev.Name(), free)
 	}
 	for _, e := range entries {
 		label := ""

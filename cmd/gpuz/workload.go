@@ -398,7 +398,7 @@ func (o *WorkloadOptions) gpu(ctx context.Context) (func() (device.Device, error
 		return nil, "", "", usagef("--device: %w", err)
 	}
 	name := dev.Name()
-	_, host := dev.(*device.Host)
+	host := dev.Caps().Kind == device.KindHost
 	// Reading the free memory reads the simulated device's ledger: a
 	// ledger that cannot be used is reported here, before anything runs.
 	if used {

@@ -37,6 +37,12 @@ func TestParse(t *testing.T) {
 		if sim, ok := dev.(*Sim); ok != (tt.capacity > 0) || (ok && (sim.Capacity() != tt.capacity || sim.ledger == nil)) {
 			t.Errorf("Parse(%q) = %T %+v, want a simulated device of %d bytes on the ledger: %v", tt.spec, dev, dev, tt.capacity, ok)
 		}
+		// Its kind is named by the word of the spec that opened it (auto
+		// here: a simulated device).
+		word, _, _ := strings.Cut(strings.Replace(tt.spec, "auto", "sim", 1), ":")
+		if got := dev.Caps().Kind.String(); got != word {
+			t.Errorf("Parse(%q).Caps().Kind = %s, want %s", tt.spec, got, word)
+		}
 	}
 }
 

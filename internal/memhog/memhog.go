@@ -64,12 +64,6 @@ type Event struct {
 	Duration time.Duration
 }
 
-// Reserver is a device that can take memory without backing it with host
-// memory, as the simulated device can (device.Sim.Reserve).
-type Reserver interface {
-	Reserve(bytes int64) (release func(), err error)
-}
-
 // Hold takes bytes of dev's memory and holds it until ctx is done, then
 // releases it and returns nil. It reports Holding once the memory is held,
 // then BusyPass after each busy pass, then Released; report may be nil. If
@@ -79,8 +73,8 @@ type Reserver interface {
 // it took, reports nothing and returns ctx's error: taking gigabytes of
 // host memory takes seconds.
 //
-// On a device that is a Reserver (the simulated device) the memory is
-// reserved, not allocated: the device and every process sharing its ledger
+// On a device that holds memory unallocated (its Caps().Holder: the
+// simulated device) the memory is reserved, not allocated: the device and every process sharing its ledger
 // count it as taken, but the host's memory is not consumed. Elsewhere it is
 // allocated as Linear(2000→2000) layers, each weights and bias, plus one
 // buffer for what does not fill a layer, and every element is written, so
@@ -108,8 +102,9 @@ func Hold(ctx context.Context, dev device.Device, bytes int64, busy bool, report
 		return fmt.Errorf("memhog: busy passes need at least %d bytes held (one Linear(%d→%d) layer and its input and output), got %d",
 			BusyMinBytes, LayerDims, LayerDims, bytes)
 	}
-	if _, reserves := dev.(Reserver); !reserves {
-		// A Reserver checks and takes in one step, and its error names
+	holder := dev.Caps().Holder
+	if holder == nil {
+		// A Holder checks and takes in one step, and its error names
 		// whoever holds the rest; elsewhere a request that cannot fit is
 		// refused before anything is allocated.
 		free, total, err := dev.MemInfo()
@@ -120,7 +115,7 @@ func Hold(ctx context.Context, dev device.Device, bytes int64, busy bool, report
 			return &device.OutOfMemoryError{Device: dev.Name(), Requested: bytes, Free: free, Total: total}
 		}
 	}
-	h := &holding{dev: dev}
+	h := &holding{dev: dev, holder: holder}
 	if err := h.take(ctx, bytes, busy); err != nil {
 		held := h.held
 		h.release()
@@ -165,7 +160,10 @@ func (h *holding) wait(ctx context.Context, busy bool, report func(Event)) {
 
 // holding is the memory Hold holds.
 type holding struct {
-	dev      device.Device
+	dev device.Device
+	// holder holds memory on dev without allocating it (dev's
+	// Caps().Holder); nil where memory is taken by allocating it.
+	holder   device.MemoryHolder
 	held     int64
 	buffers  []device.Buffer
 	releases []func()
@@ -193,14 +191,14 @@ func (h *holding) take(ctx context.Context, bytes int64, busy bool) error {
 			return err
 		}
 	}
-	if r, ok := h.dev.(Reserver); ok {
+	if h.holder != nil {
 		if busy {
 			if err := h.allocLayer(); err != nil {
 				return err
 			}
 			h.passes = max(1, int(bytes/BlocksBytes(1)))
 		}
-		release, err := r.Reserve(bytes - h.held)
+		release, err := h.holder.Reserve(bytes - h.held)
 		if err != nil {
 			return err
 		}

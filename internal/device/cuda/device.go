@@ -171,15 +171,17 @@ func Open(index int) (d *Device, err error) {
 	return d, nil
 }
 
-// Caps says what the GPU can do: its compute capability, its kernels'
-// compile (how long Open took to compile them with NVRTC or to read them
-// from the kernel cache, gpu.CachedPTX, and which), its description
-// (Describe), managed memory (managed.go) and pinned copies
-// (PinnedCopyRates). It is not simulated, has no profile of its own and
-// reserves nothing ahead: its real allocations are the truth.
+// Caps says that the device is a CUDA GPU and what it can do: its
+// compute capability, its kernels' compile (how long Open took to compile
+// them with NVRTC or to read them from the kernel cache, gpu.CachedPTX,
+// and which), its description (Describe), managed memory (managed.go) and
+// pinned copies (PinnedCopyRates). It is not simulated, has no profile of
+// its own and reserves and holds nothing ahead: its real allocations are
+// the truth.
 func (d *Device) Caps() device.Caps {
 	compile := d.compile
 	return device.Caps{
+		Kind:              device.KindCUDA,
 		ComputeCapability: fmt.Sprintf("%d.%d", d.major, d.minor),
 		Compile:           &compile,
 		Description:       d.Describe(),

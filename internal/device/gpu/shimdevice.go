@@ -116,10 +116,11 @@ func (d *ShimDevice) MemInfo() (free, total int64, err error) {
 // ResetPeak starts a new peak: PeakBytes becomes what is held now.
 func (d *ShimDevice) ResetPeak() { d.meter.ResetPeak() }
 
-// Caps says that the shim is simulated in host memory (its times are the
-// CPU's) and has managed memory (shimmanaged.go).
+// Caps says that the shim runs the CUDA kernels (its kind is cuda),
+// simulated in host memory (its times are the CPU's), and has managed
+// memory (shimmanaged.go).
 func (d *ShimDevice) Caps() device.Caps {
-	return device.Caps{Simulated: true, HostMemory: true, Managed: d}
+	return device.Caps{Kind: device.KindCUDA, Simulated: true, HostMemory: true, Managed: d}
 }
 
 // Kernels returns the CUDA kernels on the shim.
