@@ -34,7 +34,7 @@ PREFIX ?= $(HOME)/.local
 BINDIR ?= $(PREFIX)/bin
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build install run test test-purego bench smoke docs clean cuda test-cuda dist-cuda
+.PHONY: help deps build install run test test-purego bench smoke docs generate clean cuda test-cuda dist-cuda
 
 help:
 	@echo "targets:"
@@ -49,6 +49,9 @@ help:
 	@echo "  bench        go test benchmarks of ./internal/... (-benchtime 3x)"
 	@echo "  smoke        build, then scripts/smoke.sh $(BIN)"
 	@echo "  docs         regenerate docs/usage/, one page per command, from the commands' help (make test fails when it is stale)"
+	@echo "  generate     go generate ./...: the CPU shim's kernel table (internal/device/gpu/shimthunks.h) from the .cu"
+	@echo "               sources, the performance model's ops by class (internal/perfmodel/opclasses.go) from the ops'"
+	@echo "               class methods (make test fails when either is stale)"
 	@echo "  cuda         build the GPU binary bin/gpuz-cuda (-tags gpuzcuda; needs the CUDA 11 or 12 headers and libraries,"
 	@echo "               the system's or those make test-cuda fetched; CUDA=$(CUDA) picks the fetched version: 11.8, 12.4,"
 	@echo "               or 13, which compiles against 12.4's headers and links to load CUDA 13's cuBLAS and NVRTC)"
@@ -126,6 +129,17 @@ smoke: build
 # this target rewrites them.
 docs: deps
 	$(GO) test -count=1 -run '^TestUsageDocs$$' ./cmd/gpuz -update
+
+# Two files are generated, each by a test of the package that declares what
+# it lists, and go test ./... fails when either is stale:
+# internal/device/gpu/shimthunks.h, the CPU shim's includes and kernel
+# table, from the .cu sources' GPUZ_KERNEL declarations (its test builds
+# without cgo, so that a header stale enough to keep the shim from
+# compiling can still be rewritten), and internal/perfmodel/opclasses.go,
+# the ops of each class of the performance model, from the ops' class
+# methods.
+generate: deps
+	$(GO) generate ./...
 
 # The GPU build's tag is gpuzcuda, not cuda: gorgonia's own package compiles
 # its cuDNN engine under the cuda tag, and cuDNN is not available here.

@@ -5,6 +5,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/perfmodel"
 )
 
 // DefaultLeakySlope is the negative slope of PyTorch's nn.LeakyReLU.
@@ -67,3 +68,8 @@ func (LeakyReLU) cost(in []tensor.Shape, out tensor.Shape) device.Cost { return 
 func (LeakyReLUGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 	return perElement(in, out, 1)
 }
+
+// Element-wise in the performance model: memory-bound or nearly
+// (perfmodel.ClassElementwise).
+func (LeakyReLU) class() string     { return perfmodel.ClassElementwise }
+func (LeakyReLUGrad) class() string { return perfmodel.ClassElementwise }

@@ -5,6 +5,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/perfmodel"
 )
 
 // Add is the element-wise sum of two tensors of one shape: the residual
@@ -30,3 +31,7 @@ func (Add) launch(d launchArgs) error {
 
 // cost: one addition per element, both inputs read.
 func (Add) cost(in []tensor.Shape, out tensor.Shape) device.Cost { return perElement(in, out, 1) }
+
+// Element-wise in the performance model: memory-bound or nearly
+// (perfmodel.ClassElementwise).
+func (Add) class() string { return perfmodel.ClassElementwise }

@@ -9,6 +9,7 @@ import (
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
+	"gpuz/internal/perfmodel"
 )
 
 // AttentionConfig is what the attention ops share: multi-head scaled
@@ -289,3 +290,11 @@ func (AttentionMixValueGrad) cast() levers.Cast { return levers.CastLower }
 // (autocast's fp32 list: softmax, layer norm, the losses, sums).
 func (AttentionProbs) cast() levers.Cast     { return levers.CastFP32 }
 func (AttentionProbsGrad) cast() levers.Cast { return levers.CastFP32 }
+
+// The attention kernels in the performance model: a product and a
+// softmax per head, hand-written (perfmodel.ClassAttention).
+func (AttentionProbs) class() string        { return perfmodel.ClassAttention }
+func (AttentionProbsGrad) class() string    { return perfmodel.ClassAttention }
+func (AttentionMix) class() string          { return perfmodel.ClassAttention }
+func (AttentionMixProbsGrad) class() string { return perfmodel.ClassAttention }
+func (AttentionMixValueGrad) class() string { return perfmodel.ClassAttention }

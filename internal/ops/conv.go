@@ -8,6 +8,7 @@ import (
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
+	"gpuz/internal/perfmodel"
 )
 
 // Conv2d is PyTorch's nn.Conv2d with stride 1, a square kernel, Pad zeros
@@ -211,3 +212,13 @@ func (Conv2dWeightGrad) cast() levers.Cast { return levers.CastLower }
 // The reductions, under 16-bit precision: read and stored in float32
 // (autocast's fp32 list: softmax, layer norm, the losses, sums).
 func (Conv2dBiasGrad) cast() levers.Cast { return levers.CastFP32 }
+
+// The convolutions in the performance model: im2col and a GEMM
+// (perfmodel.ClassConvolutions).
+func (Conv2d) class() string           { return perfmodel.ClassConvolutions }
+func (Conv2dInputGrad) class() string  { return perfmodel.ClassConvolutions }
+func (Conv2dWeightGrad) class() string { return perfmodel.ClassConvolutions }
+
+// Element-wise in the performance model: memory-bound or nearly
+// (perfmodel.ClassElementwise).
+func (Conv2dBiasGrad) class() string { return perfmodel.ClassElementwise }

@@ -8,6 +8,7 @@ import (
 	"gpuz/internal/device"
 	"gpuz/internal/half"
 	"gpuz/internal/levers"
+	"gpuz/internal/perfmodel"
 )
 
 // Conv1D is GPT-2's Conv1D (transformers' pytorch_utils.Conv1D), the affine
@@ -100,3 +101,8 @@ func (op Conv1DWeightGrad) cost(in []tensor.Shape, _ tensor.Shape) device.Cost {
 func (Conv1D) cast() levers.Cast           { return levers.CastLower }
 func (Conv1DInputGrad) cast() levers.Cast  { return levers.CastLower }
 func (Conv1DWeightGrad) cast() levers.Cast { return levers.CastLower }
+
+// The products in the performance model: a GEMM (perfmodel.ClassProducts).
+func (Conv1D) class() string           { return perfmodel.ClassProducts }
+func (Conv1DInputGrad) class() string  { return perfmodel.ClassProducts }
+func (Conv1DWeightGrad) class() string { return perfmodel.ClassProducts }

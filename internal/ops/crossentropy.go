@@ -8,6 +8,7 @@ import (
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
+	"gpuz/internal/perfmodel"
 )
 
 // SoftmaxCrossEntropy is PyTorch's F.cross_entropy with integer targets and
@@ -92,3 +93,8 @@ func (SoftmaxCrossEntropyGrad) cost(in []tensor.Shape, out tensor.Shape) device.
 // (autocast's fp32 list: softmax, layer norm, the losses, sums).
 func (SoftmaxCrossEntropy) cast() levers.Cast     { return levers.CastFP32 }
 func (SoftmaxCrossEntropyGrad) cast() levers.Cast { return levers.CastFP32 }
+
+// Element-wise in the performance model: memory-bound or nearly
+// (perfmodel.ClassElementwise).
+func (SoftmaxCrossEntropy) class() string     { return perfmodel.ClassElementwise }
+func (SoftmaxCrossEntropyGrad) class() string { return perfmodel.ClassElementwise }

@@ -8,6 +8,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/perfmodel"
 )
 
 // Embedding is PyTorch's nn.Embedding followed by the addition of fixed
@@ -90,3 +91,8 @@ func (EmbeddingGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 	g := bytesOf(in[1])
 	return device.Cost{FLOPs: elemsOf(in[1]), ReadBytes: bytesOf(in...) + g, WriteBytes: bytesOf(out) + g}
 }
+
+// Element-wise in the performance model: memory-bound or nearly
+// (perfmodel.ClassElementwise).
+func (Embedding) class() string     { return perfmodel.ClassElementwise }
+func (EmbeddingGrad) class() string { return perfmodel.ClassElementwise }

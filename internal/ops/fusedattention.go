@@ -9,6 +9,7 @@ import (
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
+	"gpuz/internal/perfmodel"
 )
 
 // FusedAttention is the attention computed without the probabilities
@@ -283,3 +284,14 @@ func (FusedAttentionOut) cast() levers.Cast { return levers.CastLower }
 func (FusedAttentionLSE) cast() levers.Cast  { return levers.CastFP32 }
 func (FusedAttentionPack) cast() levers.Cast { return levers.CastFP32 }
 func (FusedAttentionGrad) cast() levers.Cast { return levers.CastFP32 }
+
+// The fused attention's own kernels in the performance model
+// (perfmodel.ClassFusedAttention).
+func (FusedAttention) class() string     { return perfmodel.ClassFusedAttention }
+func (FusedAttentionGrad) class() string { return perfmodel.ClassFusedAttention }
+
+// Element-wise in the performance model: memory-bound or nearly
+// (perfmodel.ClassElementwise).
+func (FusedAttentionOut) class() string  { return perfmodel.ClassElementwise }
+func (FusedAttentionLSE) class() string  { return perfmodel.ClassElementwise }
+func (FusedAttentionPack) class() string { return perfmodel.ClassElementwise }

@@ -5,6 +5,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/perfmodel"
 )
 
 // GELUTanh is the tanh form of GELU, element-wise, on a tensor of any
@@ -67,3 +68,8 @@ func (GELUTanh) cost(in []tensor.Shape, out tensor.Shape) device.Cost { return p
 func (GELUTanhGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 	return perElement(in, out, 20)
 }
+
+// Element-wise in the performance model: memory-bound or nearly
+// (perfmodel.ClassElementwise).
+func (GELUTanh) class() string     { return perfmodel.ClassElementwise }
+func (GELUTanhGrad) class() string { return perfmodel.ClassElementwise }

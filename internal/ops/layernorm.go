@@ -8,6 +8,7 @@ import (
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
+	"gpuz/internal/perfmodel"
 )
 
 // DefaultLayerNormEps is the ε of PyTorch's nn.LayerNorm.
@@ -103,3 +104,9 @@ func (LayerNormWeightGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost
 func (LayerNorm) cast() levers.Cast           { return levers.CastFP32 }
 func (LayerNormInputGrad) cast() levers.Cast  { return levers.CastFP32 }
 func (LayerNormWeightGrad) cast() levers.Cast { return levers.CastFP32 }
+
+// The normalisations in the performance model: row reductions
+// (perfmodel.ClassNormalisation).
+func (LayerNorm) class() string           { return perfmodel.ClassNormalisation }
+func (LayerNormInputGrad) class() string  { return perfmodel.ClassNormalisation }
+func (LayerNormWeightGrad) class() string { return perfmodel.ClassNormalisation }

@@ -9,6 +9,7 @@ import (
 	"gpuz/internal/half"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
+	"gpuz/internal/perfmodel"
 )
 
 // Linear is the affine layer y = x·Wᵀ + b of PyTorch's nn.Linear: inputs x
@@ -281,3 +282,12 @@ func (LinearWeightGrad) cast() levers.Cast { return levers.CastLower }
 // The reductions, under 16-bit precision: read and stored in float32
 // (autocast's fp32 list: softmax, layer norm, the losses, sums).
 func (LinearBiasGrad) cast() levers.Cast { return levers.CastFP32 }
+
+// The products in the performance model: a GEMM (perfmodel.ClassProducts).
+func (Linear) class() string           { return perfmodel.ClassProducts }
+func (LinearInputGrad) class() string  { return perfmodel.ClassProducts }
+func (LinearWeightGrad) class() string { return perfmodel.ClassProducts }
+
+// Element-wise in the performance model: memory-bound or nearly
+// (perfmodel.ClassElementwise).
+func (LinearBiasGrad) class() string { return perfmodel.ClassElementwise }

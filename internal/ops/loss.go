@@ -6,6 +6,7 @@ import (
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
+	"gpuz/internal/perfmodel"
 )
 
 // MSE is the mean squared error between a prediction and a target of the
@@ -143,3 +144,10 @@ func (MSE) cast() levers.Cast      { return levers.CastFP32 }
 func (MSEGrad) cast() levers.Cast  { return levers.CastFP32 }
 func (Mean) cast() levers.Cast     { return levers.CastFP32 }
 func (MeanGrad) cast() levers.Cast { return levers.CastFP32 }
+
+// Element-wise in the performance model: memory-bound or nearly
+// (perfmodel.ClassElementwise).
+func (MSE) class() string      { return perfmodel.ClassElementwise }
+func (MSEGrad) class() string  { return perfmodel.ClassElementwise }
+func (Mean) class() string     { return perfmodel.ClassElementwise }
+func (MeanGrad) class() string { return perfmodel.ClassElementwise }

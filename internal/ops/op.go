@@ -16,6 +16,10 @@ import (
 	"gpuz/internal/levers"
 )
 
+// internal/perfmodel/opclasses.go lists the ops by the class their specs
+// declare (Spec.class); TestOpClasses writes it.
+//go:generate go test -count=1 -run TestOpClasses . -update
+
 // Spec is what is particular to one op; New makes it a gorgonia op. Its
 // type is a struct of the op's parameters, which name it and are part of
 // its hash. Only the types of this package implement it.
@@ -33,6 +37,12 @@ type Spec interface {
 	// cost is the work of one launch on inputs of shapes in with output
 	// shape out (see op.Cost).
 	cost(in []tensor.Shape, out tensor.Shape) device.Cost
+	// class is the op's kernel class in the performance model: one of
+	// perfmodel's class names (perfmodel.ClassProducts, …,
+	// perfmodel.ClassElementwise), returned as a constant. It is written
+	// only here: internal/perfmodel/opclasses.go is generated from these
+	// methods (TestOpClasses, make generate).
+	class() string
 }
 
 // differentiable is a Spec of a forward op, whose gorgonia op is an SDOp.

@@ -9,6 +9,7 @@ import (
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
+	"gpuz/internal/perfmodel"
 )
 
 // AddPositions adds learned absolute positions (GPT-2's wpe): given x
@@ -104,3 +105,8 @@ func (PositionsGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 // Under 16-bit precision the gradient is a sum, as LinearBiasGrad's:
 // float32 (autocast's fp32 list); AddPositions promotes, as Add does.
 func (PositionsGrad) cast() levers.Cast { return levers.CastFP32 }
+
+// Element-wise in the performance model: memory-bound or nearly
+// (perfmodel.ClassElementwise).
+func (AddPositions) class() string  { return perfmodel.ClassElementwise }
+func (PositionsGrad) class() string { return perfmodel.ClassElementwise }

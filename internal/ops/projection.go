@@ -7,6 +7,7 @@ import (
 	"gpuz/internal/half"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
+	"gpuz/internal/perfmodel"
 )
 
 // Projection is nn.Linear without a bias, y = x·Wᵀ, as the Llama family's
@@ -55,3 +56,6 @@ func (Projection) cost(in []tensor.Shape, _ tensor.Shape) device.Cost {
 // in float32, the result stored in 16 bits (autocast's lower-precision
 // list), as Linear.
 func (Projection) cast() levers.Cast { return levers.CastLower }
+
+// The products in the performance model: a GEMM (perfmodel.ClassProducts).
+func (Projection) class() string { return perfmodel.ClassProducts }

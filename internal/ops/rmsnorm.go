@@ -8,6 +8,7 @@ import (
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
+	"gpuz/internal/perfmodel"
 )
 
 // DefaultRMSNormEps is the ε of transformers' LlamaRMSNorm; models read
@@ -106,3 +107,9 @@ func (RMSNormWeightGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 func (RMSNorm) cast() levers.Cast           { return levers.CastFP32 }
 func (RMSNormInputGrad) cast() levers.Cast  { return levers.CastFP32 }
 func (RMSNormWeightGrad) cast() levers.Cast { return levers.CastFP32 }
+
+// The normalisations in the performance model: row reductions
+// (perfmodel.ClassNormalisation).
+func (RMSNorm) class() string           { return perfmodel.ClassNormalisation }
+func (RMSNormInputGrad) class() string  { return perfmodel.ClassNormalisation }
+func (RMSNormWeightGrad) class() string { return perfmodel.ClassNormalisation }

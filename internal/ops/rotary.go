@@ -8,6 +8,7 @@ import (
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
+	"gpuz/internal/perfmodel"
 )
 
 // Rotary is the rotary position embedding of the Llama family
@@ -105,3 +106,8 @@ func rotaryCost(size func([]tensor.Shape) (hostmath.RotaryShape, error), in []te
 // the tables are not rounded to 16 bits.
 func (Rotary) cast() levers.Cast     { return levers.CastFP32 }
 func (RotaryGrad) cast() levers.Cast { return levers.CastFP32 }
+
+// Element-wise in the performance model: memory-bound or nearly
+// (perfmodel.ClassElementwise).
+func (Rotary) class() string     { return perfmodel.ClassElementwise }
+func (RotaryGrad) class() string { return perfmodel.ClassElementwise }

@@ -8,6 +8,7 @@ import (
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
+	"gpuz/internal/perfmodel"
 )
 
 // SwiGLU is the gated MLP's activation of the Llama family on a packed
@@ -75,3 +76,8 @@ func (SwiGLUGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 // storage widened.
 func (SwiGLU) cast() levers.Cast     { return levers.CastPromote }
 func (SwiGLUGrad) cast() levers.Cast { return levers.CastPromote }
+
+// Element-wise in the performance model: memory-bound or nearly
+// (perfmodel.ClassElementwise).
+func (SwiGLU) class() string     { return perfmodel.ClassElementwise }
+func (SwiGLUGrad) class() string { return perfmodel.ClassElementwise }

@@ -7,6 +7,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/perfmodel"
 )
 
 // TokenEmbedding is PyTorch's nn.Embedding: given token ids [batch, seq]
@@ -49,3 +50,7 @@ func (TokenEmbedding) grads() []grad { return []grad{nil, embeddingWeightGrad} }
 func (TokenEmbedding) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 	return device.Cost{ReadBytes: bytesOf(in[0], out), WriteBytes: bytesOf(out)}
 }
+
+// Element-wise in the performance model: memory-bound or nearly
+// (perfmodel.ClassElementwise).
+func (TokenEmbedding) class() string { return perfmodel.ClassElementwise }

@@ -74,6 +74,23 @@ func TestClassesAreDisjoint(t *testing.T) {
 	}
 }
 
+// TestOpClassesAreKnown: every class that an op's spec declares (the
+// generated opClasses) is one of KernelClasses or the element-wise class,
+// so that no op's kernels fall out of ClassOf.
+func TestOpClassesAreKnown(t *testing.T) {
+	for class, kernels := range opClasses {
+		known := class == ClassElementwise || slices.ContainsFunc(KernelClasses(), func(c KernelClass) bool { return c.Name == class })
+		if !known || len(kernels) == 0 {
+			t.Errorf("ops declare class %q for %v, which the model does not know", class, kernels)
+		}
+		for _, k := range kernels {
+			if got, _ := ClassOf(k); got != class {
+				t.Errorf("ClassOf(%s) = %q, its op declares %q", k, got, class)
+			}
+		}
+	}
+}
+
 // TestFittedClassesGainNewKernels: a profile fitted before the products
 // and normalisation classes grew (its classes name Linear's and
 // LayerNorm's kernels only) prices Projection, Conv1D and RMSNorm at its

@@ -128,19 +128,19 @@ type KernelClass struct {
 // gradients), the convolutions (im2col and a GEMM), the attention kernels
 // (a product and a softmax per head, hand-written; grouped-query attention
 // runs the same kernels), the fused attention's (the same products block by
-// block with an online softmax, in other kernels: a class of their own) and the normalisations (row reductions:
-// LayerNorm and RMSNorm, with their gradients). Every other kernel keeps
-// Efficiency's own factors: the element-wise class (ElementwiseKernels).
+// block with an online softmax, in other kernels: a class of their own) and
+// the normalisations (row reductions: LayerNorm and RMSNorm, with their
+// gradients). Every other kernel keeps Efficiency's own factors: the
+// element-wise class (ElementwiseKernels). The classes are written here;
+// their kernels are each op's (its spec's class method in package ops,
+// generated into opClasses) and, for the products, the bare Gemm.
 func KernelClasses() []KernelClass {
 	return []KernelClass{
-		{Name: ClassProducts, Kernels: []string{"Gemm", "Linear", "LinearInputGrad", "LinearWeightGrad",
-			"Projection", "Conv1D", "Conv1DInputGrad", "Conv1DWeightGrad"}},
-		{Name: ClassConvolutions, Kernels: []string{"Conv2d", "Conv2dInputGrad", "Conv2dWeightGrad"}},
-		{Name: ClassAttention, Kernels: []string{"AttentionProbs", "AttentionProbsGrad", "AttentionMix",
-			"AttentionMixProbsGrad", "AttentionMixValueGrad"}},
-		{Name: ClassFusedAttention, Kernels: []string{"FusedAttention", "FusedAttentionGrad"}},
-		{Name: ClassNormalisation, Kernels: []string{"LayerNorm", "LayerNormInputGrad", "LayerNormWeightGrad",
-			"RMSNorm", "RMSNormInputGrad", "RMSNormWeightGrad"}},
+		{Name: ClassProducts, Kernels: slices.Concat([]string{"Gemm"}, opClasses[ClassProducts])},
+		{Name: ClassConvolutions, Kernels: slices.Clone(opClasses[ClassConvolutions])},
+		{Name: ClassAttention, Kernels: slices.Clone(opClasses[ClassAttention])},
+		{Name: ClassFusedAttention, Kernels: slices.Clone(opClasses[ClassFusedAttention])},
+		{Name: ClassNormalisation, Kernels: slices.Clone(opClasses[ClassNormalisation])},
 	}
 }
 
@@ -157,23 +157,35 @@ const (
 )
 
 // ElementwiseKernels are the kernels of the workloads that are in no
-// class of KernelClasses, each memory-bound or nearly: the element-wise
-// ops and activations (Add, LeakyReLU, GELUTanh, SwiGLU, Rotary's
-// rotations and their gradients), the bias and position-table gradients
-// (row sums), the lookups (Embedding, and TokenEmbedding, a gather that
-// computes nothing) with their gradient, the losses, the copies in and out
-// of the fused attention's packed value, and the engine's own
-// kernels (engine.KernelGradientSum, KernelSumSquares, KernelAdam and
-// KernelConvert). They reach Efficiency's Elementwise and Bandwidth
-// fractions and cost the profile's KernelOverhead. The list is what
-// ClassOf knows: the model prices any kernel outside the classes the
-// same, listed or not.
+// class of KernelClasses, each memory-bound or nearly: the ops whose spec
+// declares the element-wise class (opClasses: the element-wise ops and
+// activations, Add, LeakyReLU, GELUTanh, SwiGLU, Rotary's rotations and
+// their gradients; the bias and position-table gradients, row sums; the
+// lookups, Embedding, and TokenEmbedding, a gather that computes nothing,
+// with their gradient; the losses; the copies in and out of the fused
+// attention's packed value) and the engine's own kernels (engineKernels).
+// They reach Efficiency's Elementwise and Bandwidth fractions and cost the
+// profile's KernelOverhead. The list is what ClassOf knows: the model
+// prices any kernel outside the classes the same, listed or not.
 func ElementwiseKernels() []string {
-	return []string{"Add", "LeakyReLU", "LeakyReLUGrad", "GELUTanh", "GELUTanhGrad", "SwiGLU", "SwiGLUGrad",
-		"Rotary", "RotaryGrad", "LinearBiasGrad", "Conv2dBiasGrad", "AddPositions", "PositionsGrad",
-		"Embedding", "EmbeddingGrad", "TokenEmbedding", "SoftmaxCrossEntropy", "SoftmaxCrossEntropyGrad",
-		"MSE", "MSEGrad", "Mean", "MeanGrad", "GradientSum", "SumSquares", "AdamStep", "Convert16",
-		"FusedAttentionOut", "FusedAttentionLSE", "FusedAttentionPack"}
+	return slices.Concat(opClasses[ClassElementwise], engineKernels)
+}
+
+// engineKernels are the names under which the engine counts its own
+// kernels (engine.KernelGradientSum, KernelSumSquares, KernelAdam and
+// KernelConvert), all element-wise.
+var engineKernels = []string{"GradientSum", "SumSquares", "AdamStep", "Convert16"}
+
+// denseKernels are the kernels that run as an SGEMM on a GPU: the
+// products' and the convolutions' (DefaultEfficiency.DenseKernels).
+func denseKernels() []string {
+	var dense []string
+	for _, c := range KernelClasses() {
+		if c.Name == ClassProducts || c.Name == ClassConvolutions {
+			dense = append(dense, c.Kernels...)
+		}
+	}
+	return dense
 }
 
 // ClassOf returns the class of the kernel called name (compared without
@@ -257,9 +269,7 @@ var DefaultEfficiency = Efficiency{
 	Bandwidth:    0.8,
 	Copy:         0.9,
 	CopyOverhead: 10 * time.Microsecond,
-	DenseKernels: []string{"Gemm", "Linear", "LinearInputGrad", "LinearWeightGrad",
-		"Projection", "Conv1D", "Conv1DInputGrad", "Conv1DWeightGrad",
-		"Conv2d", "Conv2dInputGrad", "Conv2dWeightGrad"},
+	DenseKernels: denseKernels(),
 }
 
 // Limiters are the values of Prediction.Limiter.

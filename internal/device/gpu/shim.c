@@ -1,4 +1,4 @@
-//go:build !gpuzcuda
+//go:build !gpuzcuda && cgo
 
 // The CPU shim: gpuz's CUDA C kernels compiled by gcc and run with one fiber
 // per GPU thread, so that __syncthreads is a real barrier.
@@ -14,18 +14,7 @@
 #include <ucontext.h>
 
 #include "shim.h"
-#include "prologue.cuh"
-#include "elementwise.cu"
-#include "reduce.cu"
-#include "half.cu"
-#include "softmax.cu"
-#include "layernorm.cu"
-#include "embedding.cu"
-#include "gpt2.cu"
-#include "conv.cu"
-#include "attention.cu"
-#include "fusedattention.cu"
-#include "llama.cu"
+#include "shimthunks.h" // the kernel sources and KERNELS, generated (make generate)
 
 enum { RUNNABLE, AT_BARRIER, DONE };
 
@@ -83,58 +72,8 @@ static double f64(uint64_t bits) {
 #define F(i) f32(a[i])
 #define D(i) f64(a[i])
 
-// One thunk per kernel: the call with each argument read as its kind.
-#define KERNELS(X) \
-	X(fill_scalar, "pplf", fill_scalar(P(0), P(1), L(2), F(3))) \
-	X(copy_floats, "ppl", copy_floats(P(0), P(1), L(2))) \
-	X(fill_value, "plf", fill_value(P(0), L(1), F(2))) \
-	X(add, "pppl", add(P(0), P(1), P(2), L(3))) \
-	X(to_bf16, "ppl", to_bf16(P(0), P(1), L(2))) \
-	X(from_bf16, "ppl", from_bf16(P(0), P(1), L(2))) \
-	X(to_fp16, "ppl", to_fp16(P(0), P(1), L(2))) \
-	X(from_fp16, "ppl", from_fp16(P(0), P(1), L(2))) \
-	X(leaky_relu, "pplf", leaky_relu(P(0), P(1), L(2), F(3))) \
-	X(leaky_relu_grad, "ppplf", leaky_relu_grad(P(0), P(1), P(2), L(3), F(4))) \
-	X(add_row_vector, "ppli", add_row_vector(P(0), P(1), L(2), I(3))) \
-	X(add_channel_bias, "pplli", add_channel_bias(P(0), P(1), L(2), L(3), I(4))) \
-	X(sum_rows, "ppii", sum_rows(P(0), P(1), I(2), I(3))) \
-	X(mse_grad, "ppppl", mse_grad(P(0), P(1), P(2), P(3), L(4))) \
-	X(adam, "pppplffffffff", adam(P(0), P(1), P(2), P(3), L(4), F(5), F(6), F(7), F(8), F(9), F(10), F(11), F(12))) \
-	X(reduce_partial, "ppplli", reduce_partial(P(0), P(1), P(2), L(3), L(4), I(5))) \
-	X(reduce_final, "pppid", reduce_final(P(0), P(1), P(2), I(3), D(4))) \
-	X(xent_rows, "pppi", xent_rows(P(0), P(1), P(2), I(3))) \
-	X(xent_grad, "ppppii", xent_grad(P(0), P(1), P(2), P(3), I(4), I(5))) \
-	X(layer_norm, "ppppid", layer_norm(P(0), P(1), P(2), P(3), I(4), D(5))) \
-	X(layer_norm_input_grad, "ppppid", layer_norm_input_grad(P(0), P(1), P(2), P(3), I(4), D(5))) \
-	X(row_stats, "ppid", row_stats(P(0), P(1), I(2), D(3))) \
-	X(layer_norm_weight_grad, "ppppii", layer_norm_weight_grad(P(0), P(1), P(2), P(3), I(4), I(5))) \
-	X(embedding, "pppplii", embedding(P(0), P(1), P(2), P(3), L(4), I(5), I(6))) \
-	X(embedding_grad, "ppppli", embedding_grad(P(0), P(1), P(2), P(3), L(4), I(5))) \
-	X(gelu_tanh, "ppl", gelu_tanh(P(0), P(1), L(2))) \
-	X(gelu_tanh_grad, "pppl", gelu_tanh_grad(P(0), P(1), P(2), L(3))) \
-	X(token_embedding, "pppli", token_embedding(P(0), P(1), P(2), L(3), I(4))) \
-	X(add_positions, "ppplii", add_positions(P(0), P(1), P(2), L(3), I(4), I(5))) \
-	X(positions_grad, "ppllii", positions_grad(P(0), P(1), L(2), L(3), I(4), I(5))) \
-	X(im2col, "ppiiiiiiii", im2col(P(0), P(1), I(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9))) \
-	X(flip_weights, "ppiii", flip_weights(P(0), P(1), I(2), I(3), I(4))) \
-	X(bias_grad, "ppiil", bias_grad(P(0), P(1), I(2), I(3), L(4))) \
-	X(attn_probs, "ppiiiiif", attn_probs(P(0), P(1), I(2), I(3), I(4), I(5), I(6), F(7))) \
-	X(attn_mix, "pppiiiiii", attn_mix(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8))) \
-	X(attn_mix_probs_grad, "pppiiiiii", attn_mix_probs_grad(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8))) \
-	X(attn_mix_value_grad, "pppiiiiii", attn_mix_value_grad(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8))) \
-	X(attn_row_dot, "ppplii", attn_row_dot(P(0), P(1), P(2), L(3), I(4), I(5))) \
-	X(attn_probs_grad, "pppppiiiiiif", attn_probs_grad(P(0), P(1), P(2), P(3), P(4), I(5), I(6), I(7), I(8), I(9), I(10), F(11))) \
-	X(fused_attn, "pppiiiiiif", fused_attn(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8), F(9))) \
-	X(fused_attn_grad_q, "ppppppiiiiiif", fused_attn_grad_q(P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), I(9), I(10), I(11), F(12))) \
-	X(fused_attn_grad_kv, "ppppppiiiiiif", fused_attn_grad_kv(P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), I(9), I(10), I(11), F(12))) \
-	X(rms_norm, "pppid", rms_norm(P(0), P(1), P(2), I(3), D(4))) \
-	X(rms_norm_input_grad, "ppppid", rms_norm_input_grad(P(0), P(1), P(2), P(3), I(4), D(5))) \
-	X(rms_stats, "ppid", rms_stats(P(0), P(1), I(2), D(3))) \
-	X(rms_norm_weight_grad, "ppppii", rms_norm_weight_grad(P(0), P(1), P(2), P(3), I(4), I(5))) \
-	X(rotary, "ppppliiiii", rotary(P(0), P(1), P(2), P(3), L(4), I(5), I(6), I(7), I(8), I(9))) \
-	X(swiglu, "ppli", swiglu(P(0), P(1), L(2), I(3))) \
-	X(swiglu_grad, "pppli", swiglu_grad(P(0), P(1), P(2), L(3), I(4)))
-
+// One thunk per kernel of KERNELS (shimthunks.h): the call with each
+// argument read as its kind.
 #define THUNK(name, kinds, call) \
 	static void thunk_##name(const uint64_t *a) { call; }
 KERNELS(THUNK)

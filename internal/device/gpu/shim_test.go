@@ -1,4 +1,4 @@
-//go:build !gpuzcuda
+//go:build !gpuzcuda && cgo
 
 package gpu
 

@@ -10,23 +10,46 @@ import (
 // parameters in order: p pointer, i int32, l int64, f float32, d float64.
 // It is read from the kernels' declarations in the embedded sources when
 // the package is initialised, so a kernel's parameters are written down
-// once, in its .cu file. The shim checks every launch against it and the
-// NVRTC test checks it against the parameters of the compiled PTX.
-var Signatures = mustParseSignatures()
+// once, in its .cu file. The shim's thunks are generated from it
+// (shimthunks.h), the shim checks every launch against it and the NVRTC
+// test checks it against the parameters of the compiled PTX.
+var Signatures = signaturesOf(declarations)
 
-// mustParseSignatures parses the embedded sources; they are part of the
+// declaration is one kernel of the sources: its name and its parameters'
+// kinds.
+type declaration struct{ name, kinds string }
+
+// declarations are the kernels of the sources in the order they are
+// compiled (sourceFiles, then each file's in the order it declares them).
+var declarations = mustParseDeclarations()
+
+// mustParseDeclarations parses the embedded sources; they are part of the
 // binary, so a declaration it cannot read is a bug of the sources that
 // every test of the package reports.
-func mustParseSignatures() map[string]string {
-	sigs := map[string]string{}
+func mustParseDeclarations() []declaration {
+	var all []declaration
 	for _, f := range sourceFiles {
 		data, err := sources.ReadFile(f)
 		if err != nil {
 			panic("gpu: embedded kernel source missing: " + f) // the embed pattern guarantees it
 		}
-		if err := parseSignatures(string(data), sigs); err != nil {
+		decls, err := parseSignatures(string(data))
+		if err != nil {
 			panic(fmt.Sprintf("gpu: %s: %v", f, err))
 		}
+		all = append(all, decls...)
+	}
+	if len(signaturesOf(all)) != len(all) {
+		panic("gpu: a kernel is declared in two .cu files")
+	}
+	return all
+}
+
+// signaturesOf maps each kernel of decls to its kinds.
+func signaturesOf(decls []declaration) map[string]string {
+	sigs := make(map[string]string, len(decls))
+	for _, d := range decls {
+		sigs[d.name] = d.kinds
 	}
 	return sigs
 }
@@ -55,23 +78,26 @@ var scalarKinds = map[string]byte{
 // kind.
 var qualifiers = map[string]bool{"const": true, "volatile": true, "__restrict__": true, "restrict": true, "signed": true}
 
-// parseSignatures adds the kernels declared in src, a .cu source, to sigs:
-// each name with the kinds of its parameters.
-func parseSignatures(src string, sigs map[string]string) error {
+// parseSignatures returns the kernels declared in src, a .cu source, in
+// order: each name with the kinds of its parameters.
+func parseSignatures(src string) ([]declaration, error) {
 	src = commentRE.ReplaceAllString(src, "")
 	src = directiveRE.ReplaceAllString(src, "")
+	var decls []declaration
+	seen := map[string]bool{}
 	for _, m := range kernelRE.FindAllStringSubmatch(src, -1) {
 		name := m[1]
-		if _, dup := sigs[name]; dup {
-			return fmt.Errorf("kernel %s declared twice", name)
+		if seen[name] {
+			return nil, fmt.Errorf("kernel %s declared twice", name)
 		}
+		seen[name] = true
 		kinds, err := paramKinds(m[2])
 		if err != nil {
-			return fmt.Errorf("kernel %s: %w", name, err)
+			return nil, fmt.Errorf("kernel %s: %w", name, err)
 		}
-		sigs[name] = kinds
+		decls = append(decls, declaration{name, kinds})
 	}
-	return nil
+	return decls, nil
 }
 
 // paramKinds returns the kinds of a C parameter list such as

@@ -4,16 +4,36 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"io/fs"
+	"slices"
 	"strings"
 )
+
+// shimthunks.h is generated from the sources by TestShimThunks, built
+// without cgo so that it runs while a stale header keeps the shim from
+// compiling.
+//go:generate env CGO_ENABLED=0 go test -tags purego -count=1 -run TestShimThunks . -update
 
 //go:embed prologue.cuh *.cu
 var sources embed.FS
 
-// sourceFiles are the kernel files in the order they are compiled, the
-// prologue first.
-var sourceFiles = []string{"prologue.cuh", "elementwise.cu", "reduce.cu", "softmax.cu", "layernorm.cu", "embedding.cu", "gpt2.cu", "conv.cu", "attention.cu", "fusedattention.cu", "half.cu",
-	"llama.cu"}
+// sourceFiles are the kernel files in the order they are compiled: the
+// prologue, then every .cu file of the package in name order, so that a
+// new file is compiled (by NVRTC, and by gcc in the shim, whose
+// shimthunks.h is generated from the same list) without a list to edit. A
+// .cu file may use what the prologue and the files before it define
+// (fusedattention.cu reads attention.cu's kv_of and limit).
+var sourceFiles = append([]string{"prologue.cuh"}, cuFiles()...)
+
+// cuFiles returns the names of the embedded .cu files, sorted.
+func cuFiles() []string {
+	names, err := fs.Glob(sources, "*.cu")
+	if err != nil {
+		panic("gpu: " + err.Error()) // only a malformed pattern fails
+	}
+	slices.Sort(names)
+	return names
+}
 
 // Source returns the CUDA C of every kernel as one translation unit, as
 // NVRTC compiles it.
