@@ -7,16 +7,23 @@ import "fmt"
 // GPT-2 sequence longer than n_positions (wpe has that many rows) and a
 // sliding window shorter than the sequence (gpuz attends to the whole
 // causal prefix). It warns, one line each, of what gpuz computes exactly
-// but the user may not expect: a sliding window that cannot matter at this
-// length, dropout the file declares and gpuz does not apply, and a RoPE
-// model run past max_position_embeddings.
+// but the user may not expect: sizes the file leaves out that take
+// transformers' defaults (Defaulted), a sliding window that cannot matter
+// at this length, dropout the file declares and gpuz does not apply, and a
+// RoPE model run past max_position_embeddings.
 func (c Config) Check(seqLen int) (warnings []string, err error) {
 	if seqLen <= 0 {
 		return nil, fmt.Errorf("the sequence length must be positive, got %d", seqLen)
 	}
-	k := keysOf(c.Arch)
-	if c.Arch == ArchGPT2 && seqLen > c.MaxPositions {
-		return nil, fmt.Errorf("the sequence length %d is beyond %s %d: GPT-2 learns one position embedding per position", seqLen, k.maxPos, c.MaxPositions)
+	if c.Arch == nil {
+		return nil, c.Validate()
+	}
+	maxPos := c.Arch.keys.maxPos
+	if c.Arch.Positions == Learned && seqLen > c.MaxPositions {
+		return nil, fmt.Errorf("the sequence length %d is beyond %s %d: %s learns one position embedding per position", seqLen, maxPos, c.MaxPositions, c.Arch.Name)
+	}
+	if c.Defaulted != "" {
+		warnings = append(warnings, "the config leaves out sizes that transformers fills in; gpuz takes the same defaults: "+c.Defaulted)
 	}
 	if c.SlidingWindow > 0 {
 		if c.SlidingWindow < seqLen {
@@ -27,8 +34,8 @@ func (c Config) Check(seqLen int) (warnings []string, err error) {
 	if c.Dropout > 0 {
 		warnings = append(warnings, fmt.Sprintf("the config declares dropout %g; gpuz trains without dropout", c.Dropout))
 	}
-	if c.Arch == ArchLlama && seqLen > c.MaxPositions {
-		warnings = append(warnings, fmt.Sprintf("the sequence length %d is beyond %s %d: rotary positions past the trained range", seqLen, k.maxPos, c.MaxPositions))
+	if c.Arch.Positions == Rotary && seqLen > c.MaxPositions {
+		warnings = append(warnings, fmt.Sprintf("the sequence length %d is beyond %s %d: rotary positions past the trained range", seqLen, maxPos, c.MaxPositions))
 	}
 	return warnings, nil
 }

@@ -17,18 +17,6 @@ import (
 	"strings"
 )
 
-// Arch is the computation a config describes.
-type Arch string
-
-const (
-	// ArchLlama is model_type llama, mistral or qwen2: RMSNorm, rotary
-	// position embeddings, a SwiGLU MLP and grouped-query attention.
-	ArchLlama Arch = "llama"
-	// ArchGPT2 is model_type gpt2: LayerNorm, learned positions, GELU in
-	// its tanh form and Conv1D weights stored [in, out].
-	ArchGPT2 Arch = "gpt2"
-)
-
 // Activation names a Config's Act takes.
 const (
 	ActSiLU     = "silu"      // the Llama family's SwiGLU gate
@@ -47,7 +35,7 @@ const MaxLayers = 1 << 16
 // a config.json describes.
 type Config struct {
 	ModelType     string       // as the file declares it
-	Arch          Arch         // the computation
+	Arch          *Arch        // the computation: ArchLlama or ArchGPT2
 	Hidden        int          // hidden_size / n_embd
 	Intermediate  int          // intermediate_size / n_inner (GPT-2: 4·n_embd when null)
 	Layers        int          // num_hidden_layers / n_layer
@@ -70,6 +58,12 @@ type Config struct {
 	// out, as transformers defaults them; the llama family's
 	// attention_dropout); gpuz runs without dropout.
 	Dropout float64
+	// Defaulted lists the fields the file leaves out that transformers'
+	// config class fills in with a default and that set a size (or, for
+	// Mistral and Qwen2, the key-value heads and the sliding window), as
+	// "key value" pairs joined by ", "; gpuz takes the same defaults and
+	// Check warns of them. Empty when the file gives them all.
+	Defaulted string
 }
 
 // RopeScaling is rope_scaling; Type "llama3" is the one implemented.
@@ -79,33 +73,21 @@ type RopeScaling struct {
 	OriginalMaxPositions                  int     // original_max_position_embeddings
 }
 
-// keys are the names a config.json of one Arch gives the sizes, for error
-// messages: the fields as the file spells them.
-type keys struct {
-	hidden, intermediate, layers, heads, maxPos, eps string
-}
-
-// keysOf returns the file's names of the sizes for arch.
-func keysOf(arch Arch) keys {
-	if arch == ArchGPT2 {
-		return keys{"n_embd", "n_inner", "n_layer", "n_head", "n_positions", "layer_norm_epsilon"}
+// modelTypeNamed returns the row of modelTypes for mt.
+func modelTypeNamed(mt string) (*modelType, bool) {
+	for i := range modelTypes {
+		if modelTypes[i].name == mt {
+			return &modelTypes[i], true
+		}
 	}
-	return keys{"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "max_position_embeddings", "rms_norm_eps"}
+	return nil, false
 }
 
-// archOf maps the model types gpuz builds to their computation.
-var archOf = map[string]Arch{
-	"llama":   ArchLlama,
-	"mistral": ArchLlama,
-	"qwen2":   ArchLlama,
-	"gpt2":    ArchGPT2,
-}
-
-// supportedTypes lists archOf's model types, sorted, for error messages.
+// supportedTypes lists modelTypes' names, sorted, for error messages.
 func supportedTypes() string {
 	var ts []string
-	for t := range archOf {
-		ts = append(ts, t)
+	for _, t := range modelTypes {
+		ts = append(ts, t.name)
 	}
 	slices.Sort(ts)
 	return strings.Join(ts, ", ")
@@ -127,6 +109,13 @@ func (o object) raw(key string) json.RawMessage {
 // has reports whether key is present and not null.
 func (o object) has(key string) bool { return o.raw(key) != nil }
 
+// absent reports whether key is not in the object at all: transformers
+// then takes its config class's default, where a null passes None.
+func (o object) absent(key string) bool {
+	_, ok := o[key]
+	return !ok
+}
+
 // intField reads key as an integer: def when absent or null. A number
 // with a fraction or exponent, or a value beyond int64, is an error.
 func (o object) intField(key string, def int) (int, error) {
@@ -146,14 +135,6 @@ func (o object) intField(key string, def int) (int, error) {
 		return 0, fmt.Errorf("%s must be an integer, got %s", key, n)
 	}
 	return int(i), nil
-}
-
-// requiredInt reads key as an integer that the file must give.
-func (o object) requiredInt(key string) (int, error) {
-	if !o.has(key) {
-		return 0, fmt.Errorf("%s is missing", key)
-	}
-	return o.intField(key, 0)
 }
 
 // floatField reads key as a finite number: def when absent or null.
@@ -196,10 +177,12 @@ func (o object) stringField(key, def string) (string, error) {
 }
 
 // reader reads fields of one object in turn and keeps the first error, so
-// that a parser reads as a list of fields.
+// that a parser reads as a list of fields. It notes the defaults it takes
+// that Config.Defaulted lists.
 type reader struct {
-	o   object
-	err error
+	o         object
+	err       error
+	defaulted []string
 }
 
 func (r *reader) int(key string, def int) int {
@@ -208,13 +191,27 @@ func (r *reader) int(key string, def int) int {
 	return v
 }
 
-func (r *reader) required(key string) int {
+// size reads a size: def, noted, when the file leaves key out, as
+// transformers' config class fills it in; a null is refused (transformers
+// would build with None).
+func (r *reader) size(key string, def int) int {
 	if r.err != nil {
 		return 0
 	}
-	v, err := r.o.requiredInt(key)
-	r.keep(err)
-	return v
+	if r.o.absent(key) {
+		r.note(key, def)
+		return def
+	}
+	if !r.o.has(key) {
+		r.keep(fmt.Errorf("%s is null: it must be given, or left out for transformers' default %d", key, def))
+		return 0
+	}
+	return r.int(key, 0)
+}
+
+// note records that key took transformers' default v.
+func (r *reader) note(key string, v int) {
+	r.defaulted = append(r.defaulted, fmt.Sprintf("%s %d", key, v))
 }
 
 func (r *reader) float(key string, def float64) float64 {
@@ -244,8 +241,10 @@ func (r *reader) keep(err error) {
 // Parse reads one config.json and returns its Config, validated. Fields
 // that do not change the computation (torch_dtype, token ids,
 // architectures, use_cache, initializer_range…) are ignored; fields that
-// change it in ways gpuz does not build are refused. Errors are one line
-// and name the field as the file spells it.
+// change it in ways gpuz does not build are refused; a size the file
+// leaves out takes the default of transformers' config class for its
+// model_type (Config.Defaulted lists them). Errors are one line and name
+// the field as the file spells it.
 func Parse(data []byte) (Config, error) {
 	var o object
 	if err := json.Unmarshal(data, &o); err != nil {
@@ -261,146 +260,153 @@ func Parse(data []byte) (Config, error) {
 	if mt == "" {
 		return Config{}, fmt.Errorf("model_type is missing (supported: %s)", supportedTypes())
 	}
-	arch, ok := archOf[mt]
+	t, ok := modelTypeNamed(mt)
 	if !ok {
 		return Config{}, fmt.Errorf("model_type %q is not supported (supported: %s)", mt, supportedTypes())
 	}
-	var c Config
-	if arch == ArchGPT2 {
-		c, err = parseGPT2(o)
-	} else {
-		c, err = parseLlama(o, mt)
-	}
+	c, err := t.parse(o)
 	if err != nil {
 		return Config{}, err
 	}
-	c.ModelType, c.Arch = mt, arch
+	c.ModelType, c.Arch = mt, t.arch
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
 	return c, nil
 }
 
-// parseGPT2 reads a gpt2 config.json.
-func parseGPT2(o object) (Config, error) {
+// parse reads a config.json of model_type t: the keys its Arch names,
+// with t's defaults.
+func (t *modelType) parse(o object) (Config, error) {
+	a, k := t.arch, t.arch.keys
 	r := &reader{o: o}
 	var c Config
-	c.Vocab = r.required("vocab_size")
-	c.MaxPositions = r.required("n_positions")
-	c.Hidden = r.required("n_embd")
-	c.Layers = r.required("n_layer")
-	c.Heads = r.required("n_head")
-	c.Intermediate = r.int("n_inner", 0)
-	c.NormEps = r.float("layer_norm_epsilon", 1e-5)
-	c.TieEmbeddings = r.bool("tie_word_embeddings", true)
-	act := r.string("activation_function", "gelu_new")
-	for _, k := range []string{"resid_pdrop", "embd_pdrop", "attn_pdrop"} {
-		c.Dropout = max(c.Dropout, r.float(k, 0.1))
+	c.Vocab = r.size(k.vocab, t.sizes.vocab)
+	c.MaxPositions = r.size(k.maxPos, t.sizes.maxPos)
+	c.Hidden = r.size(k.hidden, t.sizes.hidden)
+	if a.innerFromHidden == 0 {
+		c.Intermediate = r.size(k.intermediate, t.sizes.intermediate)
+	} else {
+		c.Intermediate = r.int(k.intermediate, 0)
 	}
-	// Flags that change the computation, with the value gpuz builds.
-	for _, f := range []struct {
-		key  string
-		want bool
-	}{
-		{"scale_attn_weights", true},
-		{"scale_attn_by_inverse_layer_idx", false},
-		{"reorder_and_upcast_attn", false},
-		{"add_cross_attention", false},
-	} {
+	c.Layers = r.size(k.layers, t.sizes.layers)
+	c.Heads = r.size(k.heads, t.sizes.heads)
+	c.KVHeads = c.Heads
+	if k.kvHeads != "" {
+		c.KVHeads = r.int(k.kvHeads, c.Heads) // null: the heads, as transformers' None
+		if r.o.absent(k.kvHeads) && t.kvHeads != 0 {
+			c.KVHeads = t.kvHeads
+			r.note(k.kvHeads, t.kvHeads)
+		}
+	}
+	c.NormEps = r.float(k.eps, t.eps)
+	c.TieEmbeddings = r.bool(k.tie, t.tie)
+	if a.Positions == Rotary {
+		c.RopeTheta = r.float(k.ropeTheta, t.ropeTheta)
+	}
+	for _, key := range a.dropoutKeys {
+		c.Dropout = max(c.Dropout, r.float(key, a.dropoutDefault))
+	}
+	act := r.string(a.act.key, a.act.def)
+	c.QKVBias, c.OutBias, c.MLPBias = r.bias(t.qkvBias), r.bias(t.outBias), r.bias(t.mlpBias)
+	c.SlidingWindow = r.window(t.window, c.Layers)
+	for _, f := range a.fixed {
 		if v := r.bool(f.key, f.want); r.err == nil && v != f.want {
-			return Config{}, fmt.Errorf("%s %v is not supported: gpuz builds GPT-2 with %s %v", f.key, v, f.key, f.want)
+			return Config{}, fmt.Errorf("%s %v is not supported: gpuz builds %s with %s %v", f.key, v, a.Name, f.key, f.want)
+		}
+	}
+	for _, key := range a.positive {
+		if r.int(key, 1) < 1 && r.err == nil {
+			return Config{}, fmt.Errorf("%s must be positive", key)
 		}
 	}
 	if r.err != nil {
 		return Config{}, r.err
 	}
-	switch act {
-	case "gelu_new", "gelu_pytorch_tanh":
-		c.Act = ActGELUTanh
-	case "gelu":
-		return Config{}, fmt.Errorf("activation_function %q is GELU's erf form, which gpuz does not build (supported: gelu_new, gelu_pytorch_tanh)", act)
-	default:
-		return Config{}, fmt.Errorf("activation_function %q is not supported (supported: gelu_new, gelu_pytorch_tanh)", act)
+	if err := a.act.check(act); err != nil {
+		return Config{}, err
 	}
-	if !o.has("n_inner") {
-		if c.Hidden > math.MaxInt64/4 {
-			return Config{}, fmt.Errorf("n_embd %d is too large: 4·n_embd overflows int64", c.Hidden)
+	c.Act = a.Act
+	if a.innerFromHidden != 0 && !o.has(k.intermediate) {
+		if c.Hidden > math.MaxInt64/a.innerFromHidden {
+			return Config{}, fmt.Errorf("%s %d is too large: %d·%s overflows int64", k.hidden, c.Hidden, a.innerFromHidden, k.hidden)
 		}
-		c.Intermediate = 4 * c.Hidden
+		c.Intermediate = a.innerFromHidden * c.Hidden
 	}
-	if c.Heads <= 0 {
-		return Config{}, fmt.Errorf("n_head must be positive, got %d", c.Heads)
-	}
-	if c.Hidden%c.Heads != 0 {
-		return Config{}, fmt.Errorf("n_head %d does not divide n_embd %d", c.Heads, c.Hidden)
-	}
-	c.KVHeads, c.HeadDim = c.Heads, c.Hidden/c.Heads
-	return c, nil
-}
-
-// parseLlama reads a llama, mistral or qwen2 config.json.
-func parseLlama(o object, mt string) (Config, error) {
-	r := &reader{o: o}
-	var c Config
-	c.Vocab = r.required("vocab_size")
-	c.MaxPositions = r.required("max_position_embeddings")
-	c.Hidden = r.required("hidden_size")
-	c.Intermediate = r.required("intermediate_size")
-	c.Layers = r.required("num_hidden_layers")
-	c.Heads = r.required("num_attention_heads")
-	c.KVHeads = r.int("num_key_value_heads", c.Heads)
-	c.NormEps = r.float("rms_norm_eps", 1e-6)
-	c.RopeTheta = r.float("rope_theta", 10000)
-	c.TieEmbeddings = r.bool("tie_word_embeddings", false)
-	c.Dropout = r.float("attention_dropout", 0)
-	act := r.string("hidden_act", "silu")
-	switch mt {
-	case "qwen2":
-		c.QKVBias = true
-		window := r.int("sliding_window", 0)
-		if r.bool("use_sliding_window", false) && r.int("max_window_layers", c.Layers) < c.Layers {
-			c.SlidingWindow = window
-		}
-	case "mistral":
-		c.QKVBias = r.bool("attention_bias", false)
-		c.OutBias = c.QKVBias
-		c.SlidingWindow = r.int("sliding_window", 0)
-	default:
-		c.QKVBias = r.bool("attention_bias", false)
-		c.OutBias = c.QKVBias
-		c.MLPBias = r.bool("mlp_bias", false)
-	}
-	if r.int("pretraining_tp", 1) < 1 && r.err == nil {
-		return Config{}, fmt.Errorf("pretraining_tp must be positive")
-	}
-	if r.err != nil {
-		return Config{}, r.err
-	}
-	if act != "silu" {
-		return Config{}, fmt.Errorf("hidden_act %q is not supported (supported: silu)", act)
-	}
-	c.Act = ActSiLU
-	if o.has("head_dim") {
-		hd, err := o.intField("head_dim", 0)
+	if k.headDim != "" && o.has(k.headDim) {
+		hd, err := o.intField(k.headDim, 0)
 		if err != nil {
 			return Config{}, err
 		}
 		c.HeadDim = hd
 	} else {
 		if c.Heads <= 0 {
-			return Config{}, fmt.Errorf("num_attention_heads must be positive, got %d", c.Heads)
+			return Config{}, fmt.Errorf("%s must be positive, got %d", k.heads, c.Heads)
 		}
 		if c.Hidden%c.Heads != 0 {
-			return Config{}, fmt.Errorf("num_attention_heads %d does not divide hidden_size %d (and head_dim is absent)", c.Heads, c.Hidden)
+			also := ""
+			if k.headDim != "" {
+				also = fmt.Sprintf(" (and %s is absent)", k.headDim)
+			}
+			return Config{}, fmt.Errorf("%s %d does not divide %s %d%s", k.heads, c.Heads, k.hidden, c.Hidden, also)
 		}
 		c.HeadDim = c.Hidden / c.Heads
 	}
-	rs, err := parseRopeScaling(o.raw("rope_scaling"))
-	if err != nil {
-		return Config{}, err
+	if a.Positions == Rotary {
+		rs, err := parseRopeScaling(o.raw(k.ropeScaling))
+		if err != nil {
+			return Config{}, err
+		}
+		c.RopeScaling = rs
 	}
-	c.RopeScaling = rs
+	c.Defaulted = strings.Join(r.defaulted, ", ")
 	return c, nil
+}
+
+// bias reads a projection's bias as rule gives it.
+func (r *reader) bias(rule biasRule) bool {
+	if rule.key == "" {
+		return rule.always
+	}
+	return r.bool(rule.key, false)
+}
+
+// window reads a model_type's sliding window as w gives it for a model of
+// layers layers: 0 when none is in effect. A size the file leaves out is
+// w's default (noted when it is in effect); a null one is none.
+func (r *reader) window(w windowRule, layers int) int {
+	if w.key == "" {
+		return 0
+	}
+	on := w.enable == "" || r.bool(w.enable, false)
+	size := r.int(w.key, 0)
+	if on && w.fullLayers != "" {
+		full := r.int(w.fullLayers, w.fullLayersDefault)
+		if r.o.absent(w.fullLayers) {
+			r.note(w.fullLayers, full)
+		}
+		on = full < layers
+	}
+	if !on {
+		return 0
+	}
+	if r.o.absent(w.key) {
+		size = w.def
+		r.note(w.key, size)
+	}
+	return size
+}
+
+// check refuses an activation the file names that gpuz does not build.
+func (k actKey) check(act string) error {
+	supported := strings.Join(k.supported, ", ")
+	if why, ok := k.refused[act]; ok {
+		return fmt.Errorf("%s %q %s (supported: %s)", k.key, act, why, supported)
+	}
+	if !slices.Contains(k.supported, act) {
+		return fmt.Errorf("%s %q is not supported (supported: %s)", k.key, act, supported)
+	}
+	return nil
 }
 
 // parseRopeScaling reads rope_scaling (nil when absent or null). The type
@@ -452,19 +458,21 @@ func parseRopeScaling(v json.RawMessage) (*RopeScaling, error) {
 // fit int64. Errors are one line and name the field as a config.json of
 // the Config's architecture spells it.
 func (c Config) Validate() error {
-	if c.Arch != ArchLlama && c.Arch != ArchGPT2 {
-		return fmt.Errorf("architecture %q is not supported (supported: %s, %s)", c.Arch, ArchLlama, ArchGPT2)
+	a := c.Arch
+	if a == nil {
+		var names []string
+		for _, a := range archs {
+			names = append(names, a.Name)
+		}
+		return fmt.Errorf("architecture \"\" is not supported (supported: %s)", strings.Join(names, ", "))
 	}
-	k := keysOf(c.Arch)
-	kv, hd := "num_key_value_heads", "head_dim"
-	if c.Arch == ArchGPT2 {
-		kv, hd = k.heads, k.hidden+"/"+k.heads
-	}
+	k := a.keys
+	kv, hd := a.kvKeys()
 	for _, f := range []struct {
 		key string
 		v   int
 	}{
-		{"vocab_size", c.Vocab}, {k.maxPos, c.MaxPositions}, {k.hidden, c.Hidden},
+		{k.vocab, c.Vocab}, {k.maxPos, c.MaxPositions}, {k.hidden, c.Hidden},
 		{k.intermediate, c.Intermediate}, {k.layers, c.Layers}, {k.heads, c.Heads},
 		{kv, c.KVHeads}, {hd, c.HeadDim},
 	} {
@@ -473,7 +481,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.Vocab > MaxVocab {
-		return fmt.Errorf("vocab_size %d is beyond 2^24 = %d: token ids must be exact in float32", c.Vocab, MaxVocab)
+		return fmt.Errorf("%s %d is beyond 2^24 = %d: token ids must be exact in float32", k.vocab, c.Vocab, MaxVocab)
 	}
 	if c.Layers > MaxLayers {
 		return fmt.Errorf("%s %d is beyond %d", k.layers, c.Layers, MaxLayers)
@@ -490,29 +498,26 @@ func (c Config) Validate() error {
 	if c.SlidingWindow < 0 {
 		return fmt.Errorf("sliding_window must not be negative, got %d", c.SlidingWindow)
 	}
-	switch c.Arch {
-	case ArchGPT2:
-		if c.Act != ActGELUTanh {
-			return fmt.Errorf("activation_function %q is not supported (supported: gelu_new, gelu_pytorch_tanh)", c.Act)
-		}
-		if c.KVHeads != c.Heads || c.HeadDim*c.Heads != c.Hidden {
-			return fmt.Errorf("n_head %d and n_embd %d do not agree with %d key-value heads of %d", c.Heads, c.Hidden, c.KVHeads, c.HeadDim)
-		}
+	if c.Act != a.Act {
+		return fmt.Errorf("%s %q is not supported (supported: %s)", a.act.key, c.Act, strings.Join(a.act.supported, ", "))
+	}
+	if k.kvHeads == "" && (c.KVHeads != c.Heads || c.HeadDim*c.Heads != c.Hidden) {
+		return fmt.Errorf("%s %d and %s %d do not agree with %d key-value heads of %d", k.heads, c.Heads, k.hidden, c.Hidden, c.KVHeads, c.HeadDim)
+	}
+	if a.Biases == AllBiases && (c.QKVBias || c.OutBias || c.MLPBias) {
+		return fmt.Errorf("%s's biases are always there: QKVBias, OutBias and MLPBias must be false", a.Name)
+	}
+	switch a.Positions {
+	case Learned:
 		if c.RopeScaling != nil {
-			return fmt.Errorf("rope_scaling is not a GPT-2 field")
+			return fmt.Errorf("rope_scaling is not a %s field", a.Name)
 		}
-		if c.QKVBias || c.OutBias || c.MLPBias {
-			return fmt.Errorf("GPT-2's biases are always there: QKVBias, OutBias and MLPBias must be false")
-		}
-	case ArchLlama:
-		if c.Act != ActSiLU {
-			return fmt.Errorf("hidden_act %q is not supported (supported: silu)", c.Act)
-		}
+	case Rotary:
 		if c.HeadDim%2 != 0 {
-			return fmt.Errorf("head_dim %d is odd: rotary embeddings pair its halves", c.HeadDim)
+			return fmt.Errorf("%s %d is odd: rotary embeddings pair its halves", hd, c.HeadDim)
 		}
 		if !(c.RopeTheta > 0) || math.IsInf(c.RopeTheta, 0) {
-			return fmt.Errorf("rope_theta must be positive, got %g", c.RopeTheta)
+			return fmt.Errorf("%s must be positive, got %g", k.ropeTheta, c.RopeTheta)
 		}
 		if err := c.RopeScaling.validate(); err != nil {
 			return err
@@ -522,6 +527,16 @@ func (c Config) Validate() error {
 		return err
 	}
 	return nil
+}
+
+// kvKeys returns how a config.json of a names the key-value heads and the
+// head width, for messages: GPT-2 has neither key, and both follow from
+// its heads and width.
+func (a *Arch) kvKeys() (kv, hd string) {
+	if a.keys.kvHeads == "" {
+		return a.keys.heads, a.keys.hidden + "/" + a.keys.heads
+	}
+	return a.keys.kvHeads, a.keys.headDim
 }
 
 // validate checks llama3 scaling's parameters as transformers'

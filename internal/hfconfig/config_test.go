@@ -165,9 +165,8 @@ func TestParseRefuses(t *testing.T) {
 	}{
 		{"unknown model_type", llamaJSON, map[string]string{"model_type": `"falcon"`}, `model_type "falcon" is not supported (supported: gpt2, llama, mistral, qwen2)`},
 		{"no model_type", llamaJSON, map[string]string{"model_type": ""}, "model_type is missing"},
-		{"missing hidden_size", llamaJSON, map[string]string{"hidden_size": ""}, "hidden_size is missing"},
-		{"missing n_layer", gpt2JSON, map[string]string{"n_layer": ""}, "n_layer is missing"},
-		{"null vocab_size", llamaJSON, map[string]string{"vocab_size": "null"}, "vocab_size is missing"},
+		{"null vocab_size", llamaJSON, map[string]string{"vocab_size": "null"}, "vocab_size is null"},
+		{"null n_layer", gpt2JSON, map[string]string{"n_layer": "null"}, "n_layer is null"},
 		{"zero layers", llamaJSON, map[string]string{"num_hidden_layers": "0"}, "num_hidden_layers must be positive"},
 		{"negative intermediate", llamaJSON, map[string]string{"intermediate_size": "-4"}, "intermediate_size must be positive"},
 		{"zero n_embd", gpt2JSON, map[string]string{"n_embd": "0"}, "n_embd must be positive"},

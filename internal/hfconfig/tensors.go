@@ -15,7 +15,7 @@ type Tensor struct {
 // layout is a Config's parameters: the tensors before the layers, one
 // layer's (names with the layer's prefix left out) and the tensors after.
 type layout struct {
-	prefix      string // the layers' prefix: "model.layers." or "h."
+	prefix      string // the layers' prefix (Modules.Layers)
 	before      []Tensor
 	layer       []Tensor
 	after       []Tensor
@@ -55,12 +55,129 @@ func numel(t Tensor) (int64, error) {
 	return n, nil
 }
 
-// linear returns a Linear's tensors (transformers' nn.Linear: weight [out,
-// in], then its bias when it has one).
-func linear(name string, out, in int, bias bool) []Tensor {
-	ts := []Tensor{{name + ".weight", []int{out, in}}}
-	if bias {
-		ts = append(ts, Tensor{name + ".bias", []int{out}})
+// Projection is one linear module of a decoder layer as a Config sizes
+// it: the module gpuz builds, its widths and bias, and transformers'
+// modules among its output columns.
+type Projection struct {
+	Name    string // the module gpuz builds, e.g. "self_attn.qkv_proj"
+	In, Out int    // its input width and its (packed) output width
+	Bias    bool
+	// Parts are transformers' modules among the output columns, in
+	// order; one part, the module itself, when transformers has it so.
+	Parts []Part
+}
+
+// Part is one of transformers' modules among a Projection's columns
+// [Off, Off+Width).
+type Part struct {
+	Name       string
+	Off, Width int
+}
+
+// WeightShape is the shape transformers stores a linear weight in, for a
+// module of in inputs and out outputs.
+func (a *Arch) WeightShape(in, out int) []int {
+	if a.Weights == Conv1DWeights {
+		return []int{in, out}
+	}
+	return []int{out, in}
+}
+
+// LinearModules returns transformers' linear modules of a decoder layer
+// of a, in the order the layer computes them (the parts of a packed
+// module in its order): the modules LoRA may adapt.
+func (a *Arch) LinearModules() []string {
+	var names []string
+	for _, m := range []Module{a.Modules.QKV, {Name: a.Modules.Out}, a.Modules.Up, {Name: a.Modules.Down}} {
+		if m.Parts == nil {
+			names = append(names, m.Name)
+		}
+		names = append(names, m.Parts...)
+	}
+	return names
+}
+
+// GroupedKV reports whether a's config gives key-value heads of their own
+// (grouped-query attention); GPT-2's are its heads.
+func (a *Arch) GroupedKV() bool { return a.keys.kvHeads != "" }
+
+// Projection returns c's module of role r (QKV, Out, Up or Down) for a
+// Config that Validate accepts.
+func (c Config) Projection(r Role) Projection {
+	p, _ := c.projection(r)
+	return p
+}
+
+// projection returns c's module of role r, or an error when a width
+// overflows. It assumes the sizes are positive.
+func (c Config) projection(r Role) (Projection, error) {
+	a, m := c.Arch, c.Arch.Modules
+	q, err := mul(int64(c.Heads), int64(c.HeadDim), a.keys.heads+"·head width")
+	if err != nil {
+		return Projection{}, err
+	}
+	kv, err := mul(int64(c.KVHeads), int64(c.HeadDim), "key-value heads·head width")
+	if err != nil {
+		return Projection{}, err
+	}
+	d, inter := int64(c.Hidden), int64(c.Intermediate)
+	var mod Module
+	var in int64
+	var widths []int64 // the output's segments, one per part when parted
+	var bias bool
+	switch r {
+	case QKV:
+		mod, in, widths, bias = m.QKV, d, []int64{q, kv, kv}, c.QKVBias
+	case Out:
+		mod, in, widths, bias = Module{Name: m.Out}, q, []int64{d}, c.OutBias
+	case Up:
+		mod, in, widths, bias = m.Up, d, []int64{inter}, c.MLPBias
+		if a.MLP == GatedSiLU {
+			widths = []int64{inter, inter}
+		}
+	case Down:
+		mod, in, widths, bias = Module{Name: m.Down}, inter, []int64{d}, c.MLPBias
+	default:
+		return Projection{}, fmt.Errorf("role %d is not a linear module", r)
+	}
+	p := Projection{Name: mod.Name, Bias: bias || a.Biases == AllBiases}
+	var out int64
+	for i, w := range widths {
+		if mod.Parts != nil {
+			p.Parts = append(p.Parts, Part{Name: mod.Parts[i], Off: int(out), Width: int(w)})
+		}
+		if out, err = add(out, w, mod.Name+"'s width"); err != nil {
+			return Projection{}, err
+		}
+	}
+	if in > math.MaxInt || out > math.MaxInt {
+		return Projection{}, errOverflow(mod.Name + "'s size")
+	}
+	p.In, p.Out = int(in), int(out)
+	if mod.Parts == nil {
+		p.Parts = []Part{{Name: mod.Name, Width: p.Out}}
+	}
+	return p, nil
+}
+
+// norm returns the tensors of a norm named name of width d: its weight,
+// and LayerNorm's bias.
+func (a *Arch) norm(name string, d int) []Tensor {
+	ts := []Tensor{{name + ".weight", []int{d}}}
+	if a.Norm == LayerNorm {
+		ts = append(ts, Tensor{name + ".bias", []int{d}})
+	}
+	return ts
+}
+
+// tensors returns the tensors of transformers' modules of p.
+func (a *Arch) tensors(p Projection) []Tensor {
+	var ts []Tensor
+	for _, part := range p.Parts {
+		ts = append(ts, Tensor{part.Name + ".weight", a.WeightShape(p.In, part.Width)})
+		if p.Bias {
+			ts = append(ts, Tensor{part.Name + ".bias", []int{part.Width}})
+		}
 	}
 	return ts
 }
@@ -69,55 +186,33 @@ func linear(name string, out, in int, bias bool) []Tensor {
 // error when a size or the total overflows int64. It assumes the sizes are
 // positive (Validate checks them before calling it).
 func (c Config) layout() (layout, error) {
-	d, v, inter := c.Hidden, c.Vocab, c.Intermediate
-	q, err := mul(int64(c.Heads), int64(c.HeadDim), "num_attention_heads·head_dim")
-	if err != nil {
-		return layout{}, err
+	if c.Arch == nil {
+		return layout{}, fmt.Errorf("the config has no architecture")
 	}
-	kv, err := mul(int64(c.KVHeads), int64(c.HeadDim), "num_key_value_heads·head_dim")
-	if err != nil {
-		return layout{}, err
+	a, m := c.Arch, c.Arch.Modules
+	d, v := c.Hidden, c.Vocab
+	l := layout{prefix: m.Layers}
+	l.before = []Tensor{{m.Embed + ".weight", []int{v, d}}}
+	if a.Positions == Learned {
+		l.before = append(l.before, Tensor{m.Positions + ".weight", []int{c.MaxPositions, d}})
 	}
-	three, err := mul(3, int64(d), "3·n_embd")
-	if err != nil {
-		return layout{}, err
-	}
-	if q > math.MaxInt || kv > math.MaxInt || three > math.MaxInt {
-		return layout{}, errOverflow("a projection's size")
-	}
-	var l layout
-	switch c.Arch {
-	case ArchGPT2:
-		l.prefix = "h."
-		l.before = []Tensor{{"wte.weight", []int{v, d}}, {"wpe.weight", []int{c.MaxPositions, d}}}
-		l.layer = []Tensor{
-			{"ln_1.weight", []int{d}}, {"ln_1.bias", []int{d}},
-			{"attn.c_attn.weight", []int{d, int(three)}}, {"attn.c_attn.bias", []int{int(three)}},
-			{"attn.c_proj.weight", []int{d, d}}, {"attn.c_proj.bias", []int{d}},
-			{"ln_2.weight", []int{d}}, {"ln_2.bias", []int{d}},
-			{"mlp.c_fc.weight", []int{d, inter}}, {"mlp.c_fc.bias", []int{inter}},
-			{"mlp.c_proj.weight", []int{inter, d}}, {"mlp.c_proj.bias", []int{d}},
+	for _, r := range a.stateOrder {
+		switch r {
+		case AttnNorm:
+			l.layer = append(l.layer, a.norm(m.AttnNorm, d)...)
+		case MLPNorm:
+			l.layer = append(l.layer, a.norm(m.MLPNorm, d)...)
+		default:
+			p, err := c.projection(r)
+			if err != nil {
+				return layout{}, err
+			}
+			l.layer = append(l.layer, a.tensors(p)...)
 		}
-		l.after = []Tensor{{"ln_f.weight", []int{d}}, {"ln_f.bias", []int{d}}}
-	default:
-		l.prefix = "model.layers."
-		l.before = []Tensor{{"model.embed_tokens.weight", []int{v, d}}}
-		for _, ts := range [][]Tensor{
-			linear("self_attn.q_proj", int(q), d, c.QKVBias),
-			linear("self_attn.k_proj", int(kv), d, c.QKVBias),
-			linear("self_attn.v_proj", int(kv), d, c.QKVBias),
-			linear("self_attn.o_proj", d, int(q), c.OutBias),
-			linear("mlp.gate_proj", inter, d, c.MLPBias),
-			linear("mlp.up_proj", inter, d, c.MLPBias),
-			linear("mlp.down_proj", d, inter, c.MLPBias),
-			{{"input_layernorm.weight", []int{d}}, {"post_attention_layernorm.weight", []int{d}}},
-		} {
-			l.layer = append(l.layer, ts...)
-		}
-		l.after = []Tensor{{"model.norm.weight", []int{d}}}
 	}
+	l.after = a.norm(m.FinalNorm, d)
 	if !c.TieEmbeddings {
-		l.after = append(l.after, Tensor{"lm_head.weight", []int{v, d}})
+		l.after = append(l.after, Tensor{m.Head + ".weight", []int{v, d}})
 	}
 	for _, t := range l.layer {
 		n, err := numel(t)
@@ -157,11 +252,12 @@ func (c Config) paramCount() (int64, error) {
 // Tensors returns every parameter of c with its Hugging Face name and
 // shape, in the order of transformers' state_dict (for the Llama family,
 // each layer's attention projections, then its MLP, then its two norms);
-// lm_head.weight is left out when the embeddings are tied. GPT-2's weights
-// are Conv1D's, [in, out]. It returns nil for a Config that Validate
-// refuses for its sizes.
+// the head's weight is left out when the embeddings are tied. GPT-2's
+// weights are Conv1D's, [in, out]. The names and the order are the
+// Arch's (family.go). It returns nil for a Config that Validate refuses
+// for its sizes.
 func (c Config) Tensors() []Tensor {
-	if c.Layers < 0 || c.Layers > MaxLayers {
+	if c.Arch == nil || c.Layers < 0 || c.Layers > MaxLayers {
 		return nil
 	}
 	l, err := c.layout()
@@ -197,9 +293,9 @@ func (c Config) ParamCount() int64 {
 // exceeds original_max_position_embeddings/low_freq_factor divided by
 // factor, those under original_max_position_embeddings/high_freq_factor
 // kept, and the band between interpolated smoothly). It returns nil for
-// GPT-2, which has learned positions.
+// learned positions (GPT-2).
 func (c Config) RopeInvFreq() []float32 {
-	if c.Arch != ArchLlama || c.HeadDim <= 0 {
+	if c.Arch == nil || c.Arch.Positions != Rotary || c.HeadDim <= 0 {
 		return nil
 	}
 	dim := c.HeadDim

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 
 	"gorgonia.org/gorgonia"
 
@@ -82,7 +84,7 @@ func (c LLMConfig) Validate() error { return validate(&c, c.check) }
 // check is Validate's checks particular to the workload.
 func (c LLMConfig) check() error {
 	cfg := c.Model.Config
-	if cfg.Arch == "" {
+	if cfg.Arch == nil {
 		return errors.New("no model: give --model (gpuz llm --list-models lists the presets)")
 	}
 	if err := cfg.Validate(); err != nil {
@@ -141,13 +143,8 @@ func (c LLMConfig) Build() (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &llmBuilder{LLMConfig: c, cfg: c.Model.Config, m: m, ad: ad}
-	var logits *gorgonia.Node
-	if c.Model.Arch == hfconfig.ArchGPT2 {
-		logits = b.gpt2()
-	} else {
-		logits = b.llama()
-	}
+	b := &llmBuilder{LLMConfig: c, cfg: c.Model.Config, arch: c.Model.Arch, m: m, ad: ad}
+	logits := b.decoder()
 	if b.err != nil {
 		return nil, b.err
 	}
@@ -160,8 +157,9 @@ func (c LLMConfig) Build() (*Model, error) {
 // formula; Build returns the error.
 type llmBuilder struct {
 	LLMConfig
-	cfg hfconfig.Config
-	m   *Model
+	cfg  hfconfig.Config
+	arch *hfconfig.Arch // cfg's: the ops and the names
+	m    *Model
 	// ad adds LoRA's adapters, nil when it is off.
 	ad *adapters
 	// where names the block being built, for errors.
@@ -185,9 +183,13 @@ func (b *llmBuilder) apply(what string, spec ops.Spec, inputs ...*gorgonia.Node)
 	return n
 }
 
-// linear adds x·Wᵀ, plus bias when it is not nil.
+// linear adds the linear module's product: x·Wᵀ (plus bias when it is
+// not nil) for nn.Linear's weights, x·W + bias for Conv1D's.
 func (b *llmBuilder) linear(what string, x, w, bias *gorgonia.Node) *gorgonia.Node {
-	if bias == nil {
+	switch {
+	case b.arch.Weights == hfconfig.Conv1DWeights:
+		return b.apply(what, ops.Conv1D{}, x, w, bias)
+	case bias == nil:
 		return b.apply(what, ops.Projection{}, x, w)
 	}
 	return b.apply(what, ops.Linear{}, x, w, bias)
@@ -234,133 +236,145 @@ func (b *llmBuilder) block(name, prefix string) (*engine.Block, paramAdder) {
 	}
 }
 
-// head adds the final block: its norm (normalise, given the block's
-// parameter adder) and the product with the output weight, the
-// embedding's table when tied (it stays the embed block's: see
-// LLMConfig), else lm_head's own; it returns the logits.
-func (b *llmBuilder) head(x, embedW *gorgonia.Node, normalise func(x *gorgonia.Node, p paramAdder) *gorgonia.Node) *gorgonia.Node {
-	head, p := b.block("head", "")
-	x = normalise(x, p)
-	w := embedW
-	if !b.cfg.TieEmbeddings {
-		w = p("lm_head.weight", normal02, b.cfg.Vocab, b.cfg.Hidden)
+// normParams adds the parameters of the norm named name: its weight and,
+// for LayerNorm, its bias.
+func (b *llmBuilder) normParams(p paramAdder, name string) []*gorgonia.Node {
+	d := b.cfg.Hidden
+	w := []*gorgonia.Node{p(name+".weight", constant(1), d)}
+	if b.arch.Norm == hfconfig.LayerNorm {
+		w = append(w, p(name+".bias", constant(0), d))
 	}
-	b.m.Blocks = append(b.m.Blocks, *head)
-	return b.apply("lm_head", ops.Projection{}, x, w)
+	return w
 }
 
-// llama builds the Llama family's graph (llama, mistral, qwen2) and
-// returns its logits:
-//
-//	x = embed_tokens(ids)
-//	per layer: x = x + o_proj(attention(rope(qkv_proj(rmsnorm(x)))))
-//	           x = x + down_proj(silu(gate) ⊙ up), gate|up = gate_up_proj(rmsnorm(x))
-//	logits = lm_head(rmsnorm(x))   (embed_tokens' weight when tied)
-func (b *llmBuilder) llama() *gorgonia.Node {
-	cfg, m := b.cfg, b.m
-	d, hd := cfg.Hidden, cfg.HeadDim
-	embed, p := b.block("embed", "")
-	embedW := p("model.embed_tokens.weight", normal02, cfg.Vocab, d)
-	m.Blocks = append(m.Blocks, *embed)
-	x := b.apply("embed_tokens", ops.TokenEmbedding{}, m.Input, embedW)
-
-	cos, sin := RotaryTables(cfg.RopeInvFreq(), b.SeqLen)
-	cosN, sinN := m.tensor("rope.cos", b.SeqLen, hd/2), m.tensor("rope.sin", b.SeqLen, hd/2)
-	m.Constants = append(m.Constants, Constant{Node: cosN, Values: cos}, Constant{Node: sinN, Values: sin})
-	attn := ops.AttentionConfig{Heads: cfg.Heads, KVHeads: cfg.KVHeads, SeqLen: b.SeqLen, Causal: true}
-	rope := ops.Rotary{Heads: cfg.Heads + cfg.KVHeads, HeadDim: hd, SeqLen: b.SeqLen}
-	norm := ops.RMSNorm{Eps: cfg.NormEps}
-	qkvRows := (cfg.Heads + 2*cfg.KVHeads) * hd
-	for l := 1; l <= b.Layers; l++ {
-		block, p := b.block(fmt.Sprintf("layer%d", l), fmt.Sprintf("model.layers.%d.", l-1))
-		bias := func(on bool, name string, n int) *gorgonia.Node {
-			if !on {
-				return nil
-			}
-			return p(name, constant(0), n)
-		}
-		inNorm := p("input_layernorm.weight", constant(1), d)
-		qkvW := p("self_attn.qkv_proj.weight", normal02, qkvRows, d)
-		qkvB := bias(cfg.QKVBias, "self_attn.qkv_proj.bias", qkvRows)
-		oW := p("self_attn.o_proj.weight", normal02, d, cfg.Heads*hd)
-		oB := bias(cfg.OutBias, "self_attn.o_proj.bias", d)
-		postNorm := p("post_attention_layernorm.weight", constant(1), d)
-		guW := p("mlp.gate_up_proj.weight", normal02, 2*cfg.Intermediate, d)
-		guB := bias(cfg.MLPBias, "mlp.gate_up_proj.bias", 2*cfg.Intermediate)
-		downW := p("mlp.down_proj.weight", normal02, d, cfg.Intermediate)
-		downB := bias(cfg.MLPBias, "mlp.down_proj.bias", d)
-
-		prefix := fmt.Sprintf("model.layers.%d.", l-1)
-		q, kv := cfg.Heads*hd, cfg.KVHeads*hd
-		h := b.apply("input_layernorm", norm, x, inNorm)
-		qkv := b.linear("qkv_proj", h, qkvW, qkvB)
-		qkv = b.adapt(block, prefix+"self_attn.q_proj", "q_proj", h, qkv, 0, q)
-		qkv = b.adapt(block, prefix+"self_attn.k_proj", "k_proj", h, qkv, q, kv)
-		qkv = b.adapt(block, prefix+"self_attn.v_proj", "v_proj", h, qkv, q+kv, kv)
-		qkv = b.apply("rotary embedding", rope, qkv, cosN, sinN)
-		mixed := b.attention(attn, qkv)
-		o := b.adapt(block, prefix+"self_attn.o_proj", "o_proj", mixed, b.linear("o_proj", mixed, oW, oB), 0, d)
-		x = b.apply("residual", ops.Add{}, x, o)
-		h = b.apply("post_attention_layernorm", norm, x, postNorm)
-		gu := b.linear("gate_up_proj", h, guW, guB)
-		gu = b.adapt(block, prefix+"mlp.gate_proj", "gate_proj", h, gu, 0, cfg.Intermediate)
-		gu = b.adapt(block, prefix+"mlp.up_proj", "up_proj", h, gu, cfg.Intermediate, cfg.Intermediate)
-		act := b.apply("silu(gate) ⊙ up", ops.SwiGLU{}, gu)
-		down := b.adapt(block, prefix+"mlp.down_proj", "down_proj", act, b.linear("down_proj", act, downW, downB), 0, d)
-		x = b.apply("residual", ops.Add{}, x, down)
-		m.Blocks = append(m.Blocks, *block)
+// norm adds the norm of x with the parameters w (normParams).
+func (b *llmBuilder) norm(what string, x *gorgonia.Node, w []*gorgonia.Node) *gorgonia.Node {
+	if b.arch.Norm == hfconfig.LayerNorm {
+		return b.apply(what, ops.LayerNorm{Eps: b.cfg.NormEps}, append([]*gorgonia.Node{x}, w...)...)
 	}
-	return b.head(x, embedW, func(x *gorgonia.Node, p paramAdder) *gorgonia.Node {
-		return b.apply("norm", norm, x, p("model.norm.weight", constant(1), d))
-	})
+	return b.apply(what, ops.RMSNorm{Eps: b.cfg.NormEps}, append([]*gorgonia.Node{x}, w...)...)
 }
 
-// gpt2 builds GPT-2's graph and returns its logits:
+// projection is one linear module of a layer: its size and names
+// (hfconfig.Projection), its weight and bias.
+type projection struct {
+	hfconfig.Projection
+	w, bias *gorgonia.Node
+}
+
+// projParams adds the parameters of c's module of role r: its weight,
+// drawn from init, and its bias when it has one.
+func (b *llmBuilder) projParams(p paramAdder, r hfconfig.Role, init func(*rand.Rand, []float32)) projection {
+	pr := projection{Projection: b.cfg.Projection(r)}
+	pr.w = p(pr.Name+".weight", init, b.arch.WeightShape(pr.In, pr.Out)...)
+	if pr.Bias {
+		pr.bias = p(pr.Name+".bias", constant(0), pr.Out)
+	}
+	return pr
+}
+
+// project adds the module pr on x and LoRA's adapters of its parts (each
+// transformers' module among its columns), in the layer's block; prefix
+// is the layer's name prefix.
+func (b *llmBuilder) project(block *engine.Block, prefix string, pr projection, x *gorgonia.Node) *gorgonia.Node {
+	y := b.linear(pr.Name, x, pr.w, pr.bias)
+	for _, part := range pr.Parts {
+		y = b.adapt(block, prefix+part.Name, kind(part.Name), x, y, part.Off, part.Width)
+	}
+	return y
+}
+
+// kind is a module's last name component, as LoRA's targets name it
+// (PEFT's suffix match): "q_proj" of "self_attn.q_proj".
+func kind(module string) string {
+	return module[strings.LastIndexByte(module, '.')+1:]
+}
+
+// decoder builds the graph the family's Arch describes and returns its
+// logits (for the Llama family, then GPT-2):
 //
-//	x = wte(ids) + wpe(positions)
-//	per layer: x = x + c_proj(attention(c_attn(ln_1(x))))
-//	           x = x + mlp.c_proj(gelu_new(c_fc(ln_2(x))))
-//	logits = ln_f(x)·wteᵀ   (lm_head's own weight when untied)
-func (b *llmBuilder) gpt2() *gorgonia.Node {
-	cfg, m := b.cfg, b.m
-	d := cfg.Hidden
-	// transformers' GPT2 initialisation: N(0, 0.02²) weights, zero biases,
-	// and the residual projections' weights scaled by 1/√(2·n_layer).
-	residual := normal(0.02 / math.Sqrt(2*float64(cfg.Layers)))
+//	x = embed_tokens(ids)                       x = wte(ids) + wpe(positions)
+//	per layer: h = norm(x)                       (rmsnorm; ln_1: LayerNorm)
+//	           x = x + o_proj(attention(rope(qkv_proj(h))))      (no rope: c_attn, c_proj)
+//	           h = norm(x)
+//	           x = x + down_proj(silu(gate) ⊙ up), gate|up = gate_up_proj(h)
+//	                                             (x + c_proj(gelu_new(c_fc(h))))
+//	logits = lm_head(norm(x))   (the embedding's weight when tied)
+//
+// Each parameter is named as the Arch names its module, with weights
+// drawn as transformers initialises them: N(0, 0.02²), norms' weights 1,
+// biases 0, the learned positions N(0, 0.01²), and for GPT-2 the residual
+// projections' weights scaled by 1/√(2·n_layer).
+func (b *llmBuilder) decoder() *gorgonia.Node {
+	cfg, a, m := b.cfg, b.arch, b.m
+	mods := a.Modules
 	embed, p := b.block("embed", "")
-	wte := p("wte.weight", normal02, cfg.Vocab, d)
-	wpe := p("wpe.weight", normal(0.01), cfg.MaxPositions, d)
+	embedW := p(mods.Embed+".weight", normal02, cfg.Vocab, cfg.Hidden)
+	var posW *gorgonia.Node
+	if a.Positions == hfconfig.Learned {
+		posW = p(mods.Positions+".weight", normal(0.01), cfg.MaxPositions, cfg.Hidden)
+	}
 	m.Blocks = append(m.Blocks, *embed)
-	x := b.apply("wte", ops.TokenEmbedding{}, m.Input, wte)
-	x = b.apply("wpe", ops.AddPositions{SeqLen: b.SeqLen}, x, wpe)
+	x := b.apply(mods.Embed, ops.TokenEmbedding{}, m.Input, embedW)
+	if posW != nil {
+		x = b.apply(mods.Positions, ops.AddPositions{SeqLen: b.SeqLen}, x, posW)
+	}
 
 	attn := ops.AttentionConfig{Heads: cfg.Heads, SeqLen: b.SeqLen, Causal: true}
-	ln := ops.LayerNorm{Eps: cfg.NormEps}
+	if a.GroupedKV() {
+		attn.KVHeads = cfg.KVHeads
+	}
+	var rotate func(qkv *gorgonia.Node) *gorgonia.Node
+	if a.Positions == hfconfig.Rotary {
+		hd := cfg.HeadDim
+		cos, sin := RotaryTables(cfg.RopeInvFreq(), b.SeqLen)
+		cosN, sinN := m.tensor("rope.cos", b.SeqLen, hd/2), m.tensor("rope.sin", b.SeqLen, hd/2)
+		m.Constants = append(m.Constants, Constant{Node: cosN, Values: cos}, Constant{Node: sinN, Values: sin})
+		rope := ops.Rotary{Heads: cfg.Heads + cfg.KVHeads, HeadDim: hd, SeqLen: b.SeqLen}
+		rotate = func(qkv *gorgonia.Node) *gorgonia.Node { return b.apply("rotary embedding", rope, qkv, cosN, sinN) }
+	}
+	residual := normal02
+	if a.ScaledResidualInit {
+		residual = normal(0.02 / math.Sqrt(2*float64(cfg.Layers)))
+	}
 	for l := 1; l <= b.Layers; l++ {
-		block, p := b.block(fmt.Sprintf("layer%d", l), fmt.Sprintf("h.%d.", l-1))
-		ln1W, ln1B := p("ln_1.weight", constant(1), d), p("ln_1.bias", constant(0), d)
-		attnW, attnB := p("attn.c_attn.weight", normal02, d, 3*d), p("attn.c_attn.bias", constant(0), 3*d)
-		projW, projB := p("attn.c_proj.weight", residual, d, d), p("attn.c_proj.bias", constant(0), d)
-		ln2W, ln2B := p("ln_2.weight", constant(1), d), p("ln_2.bias", constant(0), d)
-		fcW, fcB := p("mlp.c_fc.weight", normal02, d, cfg.Intermediate), p("mlp.c_fc.bias", constant(0), cfg.Intermediate)
-		outW, outB := p("mlp.c_proj.weight", residual, cfg.Intermediate, d), p("mlp.c_proj.bias", constant(0), d)
+		prefix := mods.Layers + strconv.Itoa(l-1) + "."
+		block, p := b.block(fmt.Sprintf("layer%d", l), prefix)
+		attnNorm := b.normParams(p, mods.AttnNorm)
+		qkvP := b.projParams(p, hfconfig.QKV, normal02)
+		outP := b.projParams(p, hfconfig.Out, residual)
+		mlpNorm := b.normParams(p, mods.MLPNorm)
+		upP := b.projParams(p, hfconfig.Up, normal02)
+		downP := b.projParams(p, hfconfig.Down, residual)
 
-		prefix := fmt.Sprintf("h.%d.", l-1)
-		h := b.apply("ln_1", ln, x, ln1W, ln1B)
-		qkv := b.adapt(block, prefix+"attn.c_attn", "c_attn", h, b.apply("c_attn", ops.Conv1D{}, h, attnW, attnB), 0, 3*d)
+		h := b.norm(mods.AttnNorm, x, attnNorm)
+		qkv := b.project(block, prefix, qkvP, h)
+		if rotate != nil {
+			qkv = rotate(qkv)
+		}
 		mixed := b.attention(attn, qkv)
-		proj := b.adapt(block, prefix+"attn.c_proj", "c_proj", mixed, b.apply("attn.c_proj", ops.Conv1D{}, mixed, projW, projB), 0, d)
-		x = b.apply("residual", ops.Add{}, x, proj)
-		h = b.apply("ln_2", ln, x, ln2W, ln2B)
-		fc := b.adapt(block, prefix+"mlp.c_fc", "c_fc", h, b.apply("c_fc", ops.Conv1D{}, h, fcW, fcB), 0, cfg.Intermediate)
-		f := b.apply("gelu_new", ops.GELUTanh{}, fc)
-		out := b.adapt(block, prefix+"mlp.c_proj", "c_proj", f, b.apply("mlp.c_proj", ops.Conv1D{}, f, outW, outB), 0, d)
-		x = b.apply("residual", ops.Add{}, x, out)
+		x = b.apply("residual", ops.Add{}, x, b.project(block, prefix, outP, mixed))
+		h = b.norm(mods.MLPNorm, x, mlpNorm)
+		up := b.project(block, prefix, upP, h)
+		var act *gorgonia.Node
+		switch a.MLP {
+		case hfconfig.GatedSiLU:
+			act = b.apply("silu(gate) ⊙ up", ops.SwiGLU{}, up)
+		case hfconfig.GELUTanh:
+			act = b.apply("gelu_tanh", ops.GELUTanh{}, up)
+		}
+		x = b.apply("residual", ops.Add{}, x, b.project(block, prefix, downP, act))
 		m.Blocks = append(m.Blocks, *block)
 	}
-	return b.head(x, wte, func(x *gorgonia.Node, p paramAdder) *gorgonia.Node {
-		return b.apply("ln_f", ln, x, p("ln_f.weight", constant(1), d), p("ln_f.bias", constant(0), d))
-	})
+
+	head, p := b.block("head", "")
+	x = b.norm(mods.FinalNorm, x, b.normParams(p, mods.FinalNorm))
+	w := embedW
+	if !cfg.TieEmbeddings {
+		w = p(mods.Head+".weight", normal02, cfg.Vocab, cfg.Hidden)
+	}
+	b.m.Blocks = append(b.m.Blocks, *head)
+	return b.apply(mods.Head, ops.Projection{}, x, w)
 }
 
 // RotaryTables returns the rotary embedding's cos and sin tables

@@ -60,15 +60,20 @@ func (AttentionConfig) loraLayers() (all, def []string) {
 }
 
 // The llm workload's linear layers are named as transformers names the
-// modules, and the defaults are PEFT's for the architecture: q_proj and
-// v_proj for the Llama family, c_attn for GPT-2 (whose c_proj names both
-// the attention's and the MLP's output projections, as PEFT's suffix
-// match takes it).
+// modules, by their last component as PEFT's suffix match takes them
+// (GPT-2's c_proj names both the attention's and the MLP's output
+// projections), and the defaults are PEFT's for the family
+// (hfconfig.Arch.LoRADefault).
 func (c LLMConfig) loraLayers() (all, def []string) {
-	if c.Model.Arch == "gpt2" {
-		return []string{"c_attn", "c_proj", "c_fc"}, []string{"c_attn"}
+	if c.Model.Arch == nil {
+		return nil, nil
 	}
-	return []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}, []string{"q_proj", "v_proj"}
+	for _, m := range c.Model.Arch.LinearModules() {
+		if k := kind(m); !slices.Contains(all, k) {
+			all = append(all, k)
+		}
+	}
+	return all, slices.Clone(c.Model.Arch.LoRADefault)
 }
 
 // LoRAOf returns the LoRA setting of c, a Config, and whether its
