@@ -17,6 +17,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"gpuz/internal/termsafe"
 )
 
 // Version is the version of the format gpuz writes. It changes when a
@@ -309,6 +311,21 @@ func CheckEpochSeconds(s float64) error {
 		return fmt.Errorf("epoch time %g s is negative", s)
 	case s > MaxEpochSeconds:
 		return fmt.Errorf("epoch time %g s is beyond %g s (about 32 years), the most gpuz reads", s, MaxEpochSeconds)
+	}
+	return nil
+}
+
+// CheckEpochs checks every epoch time of r's modes, the warm-up's included
+// (CheckEpochSeconds); the error names the mode, its control characters
+// escaped (it comes from a file), and the epoch, counted from 0 as the
+// epoch lines count them.
+func (r Run) CheckEpochs() error {
+	for _, m := range r.Modes {
+		for i, e := range m.Epochs {
+			if err := CheckEpochSeconds(e.Seconds); err != nil {
+				return fmt.Errorf("mode %s, epoch %d: %w", termsafe.String(m.Mode), i, err)
+			}
+		}
 	}
 	return nil
 }
