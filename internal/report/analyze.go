@@ -10,6 +10,7 @@ import (
 	"golang.org/x/perf/benchmath"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/results"
 	"gpuz/internal/units"
 )
 
@@ -448,7 +449,7 @@ func (a *analysis) runNotes() []string {
 		lines = append(lines, "peak RSS of this process: "+units.Bytes(a.r.PeakRSSBytes))
 	}
 	if h.StartToFirstEpoch > 0 {
-		note := "process start to the first epoch: " + units.Seconds(h.StartToFirstEpoch)
+		note := "process start to the first epoch: " + units.Seconds(results.Duration(h.StartToFirstEpoch))
 		if a.wide && len(h.Setup) > 0 {
 			note += " (the run's own setup: " + phasesText(h.Setup) + ")"
 		}
@@ -511,8 +512,8 @@ func setupNotes(fs []figures) []string {
 func phasesText(phases []bench.Phase) string {
 	parts := make([]string, len(phases))
 	for i, p := range phases {
-		u := timeUnitFor([]float64{p.Duration.Seconds()})
-		parts[i] = string(p.Name) + " " + u.format(p.Duration.Seconds()) + " " + u.name
+		u := timeUnitFor([]float64{p.Seconds})
+		parts[i] = p.Name + " " + u.format(p.Seconds) + " " + u.name
 	}
 	return strings.Join(parts, ", ")
 }

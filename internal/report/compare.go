@@ -181,10 +181,8 @@ func (f *RunFile) addJSONRun(doc results.Run, suffix, where string) error {
 	if err := doc.CheckEpochs(); err != nil {
 		return fmt.Errorf("%s: %s%w", f.Name, where, err)
 	}
-	h := bench.Header{Model: doc.Header.Model, Task: bench.Task(doc.Header.Task), Scale: doc.Header.Scale, Recompute: doc.Header.Recompute, Precision: doc.Header.Precision, Attention: doc.Header.Attention,
-		LoRA: doc.Header.LoRA, LoRARank: doc.Header.LoRARank}
 	for _, m := range doc.Modes {
-		name := benchName(h, bench.ModeResult{Mode: bench.Mode(m.Mode), Device: m.Device, Placement: m.Placement}) + suffix
+		name := benchName(doc.Header, bench.ModeResult{Mode: bench.Mode(m.Mode), Device: m.Device, Placement: m.Placement}) + suffix
 		for _, e := range m.Epochs {
 			if !e.Warmup {
 				f.add(name, e.Seconds)
