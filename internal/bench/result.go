@@ -143,7 +143,7 @@ func (r ModeResult) SkippedSteps() int {
 // PhaseName.
 type Phase = results.Phase
 
-// phase is the setup phase name that took d.
+// phase is the setup phase named name, which took d.
 func phase(name PhaseName, d time.Duration) Phase {
 	return Phase{Name: string(name), Seconds: d.Seconds()}
 }
