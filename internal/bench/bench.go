@@ -163,14 +163,14 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	setup := []Phase{{PhaseBuild, time.Since(built)}}
+	setup := []Phase{phase(PhaseBuild, time.Since(built))}
 	if res, short := opts.dataShortfall(model, threads); short {
 		return res, nil
 	}
 	opts.startPhase("", "", PhaseData)
 	generated := time.Now()
 	data := opts.Workload.Data(opts.Seed)
-	setup = append(setup, Phase{PhaseData, time.Since(generated)})
+	setup = append(setup, phase(PhaseData, time.Since(generated)))
 	res := Result{Header: opts.header(model, data, threads)}
 	res.Header.Setup = setup
 	if opts.Progress != nil {
@@ -217,7 +217,7 @@ func (opts Options) workload() Workload {
 func (opts Options) header(model *models.Model, data models.Data, threads threadCount) Header {
 	h := Header{
 		Model:     opts.ModelName,
-		Task:      opts.Task,
+		Task:      string(opts.Task),
 		Scale:     opts.Scale,
 		Batch:     opts.Batch,
 		Samples:   opts.Samples,
@@ -234,11 +234,14 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 		l.Targets = strings.Join(models.LoRATargets(opts.workload()), ",")
 		h.LoRA, h.LoRARank = l.String(), l.Rank
 	}
-	h.ThreadsRequested, h.ThreadsWarning = opts.Threads, threads.warning
+	if threads.warning != "" {
+		h.ThreadsRequested, h.ThreadsWarning = opts.Threads, threads.warning
+	}
 	h.CPUVector, h.BLASWarning = hostmath.CPUVector(), hostmath.BLASWarning()
-	h.Env = sysinfo.Collect()
-	h.Env.BLAS, h.Env.Threads, h.Env.CommandLine, h.Env.Seed = h.BLAS, h.Threads, opts.CommandLine, opts.Seed
-	h.Env.HugePages = hugemem.Status()
+	env := sysinfo.Collect()
+	env.BLAS, env.Threads, env.CommandLine, env.Seed = h.BLAS, h.Threads, opts.CommandLine, opts.Seed
+	env.HugePages = hugemem.Status()
+	h.Env = EnvDoc(env)
 	switch opts.Precision {
 	case levers.BF16:
 		h.HalfProducts = hostmath.BF16Path()
@@ -247,7 +250,9 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 	}
 	h.Params = model.ParamCount()
 	h.ParamBytes = 4 * h.Params
-	h.Trained = model.TrainedCount()
+	if h.LoRA != "" {
+		h.TrainedParams = model.TrainedCount()
+	}
 	h.DataBytes = 4 * int64(len(data.Values)+len(data.Targets))
 	return h
 }
@@ -256,8 +261,8 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 // it returns so that the next mode finds the memory free, timing its setup
 // phase by phase (ModeResult.Setup). What the device can do comes from its
 // Caps, read once: the first GPU device that describes itself
-// (device.Caps.Description) fills h.Env.GPU, and the first epoch of the
-// run h.StartToFirstEpoch.
+// (device.Caps.Description) fills h.Env.GPU (where h has an environment),
+// and the first epoch of the run h.StartToFirstEpoch.
 func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *Header) (r ModeResult) {
 	r = ModeResult{Mode: mode, Warmup: opts.Warmup}
 	opening := time.Now()
@@ -268,14 +273,13 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 	}
 	caps := dev.Caps()
 	r.Setup = openPhases(caps, time.Since(opening))
-	env := &h.Env
 	defer func() {
 		if err := dev.Close(); err != nil && r.Status.Kind == StatusOK {
 			r.Status = Status{Kind: StatusFailed, Reason: err.Error()}
 		}
 	}()
 	r.Device, r.Simulated = dev.Name(), caps.Simulated
-	if caps.Description != nil && mode != ModeCPU && env.GPU == nil {
+	if env := h.Env; env != nil && caps.Description != nil && mode != ModeCPU && env.GPU == nil {
 		env.GPU = caps.Description
 	}
 	if opts.Progress != nil {
@@ -358,7 +362,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 		r.Status = errorStatus(err)
 		return r
 	}
-	r.Setup = append(r.Setup, Phase{PhaseInit, time.Since(initialising) - upload}, Phase{PhaseUpload, upload})
+	r.Setup = append(r.Setup, phase(PhaseInit, time.Since(initialising)-upload), phase(PhaseUpload, upload))
 
 	batches := opts.Samples / opts.Batch
 	if p, ok := opts.profileFor(mode, dev, caps); ok {
@@ -377,7 +381,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 		before := dev.Stats()
 		start := time.Now()
 		if h.StartToFirstEpoch == 0 && !opts.ProcessStart.IsZero() {
-			h.StartToFirstEpoch = start.Sub(opts.ProcessStart)
+			h.StartToFirstEpoch = start.Sub(opts.ProcessStart).Seconds()
 		}
 		// sum adds each batch's value weighted by its samples, so that the
 		// epoch's value is the mean over samples whatever the batch size.
@@ -447,7 +451,7 @@ func (opts Options) startPhase(mode Mode, device string, name PhaseName) {
 // phase appends to r's setup the phase name, which began at start and has
 // just ended.
 func (r *ModeResult) phase(name PhaseName, start time.Time) {
-	r.Setup = append(r.Setup, Phase{name, time.Since(start)})
+	r.Setup = append(r.Setup, phase(name, time.Since(start)))
 }
 
 // openPhases are the setup phases of opening a device of caps, which took
@@ -456,13 +460,13 @@ func (r *ModeResult) phase(name PhaseName, start time.Time) {
 func openPhases(caps device.Caps, d time.Duration) []Phase {
 	c := caps.Compile
 	if c == nil {
-		return []Phase{{PhaseOpen, d}}
+		return []Phase{phase(PhaseOpen, d)}
 	}
 	name := PhaseCompile
 	if c.Cached {
 		name = PhaseKernelCache
 	}
-	return []Phase{{name, c.Duration}, {PhaseOpen, d - c.Duration}}
+	return []Phase{phase(name, c.Duration), phase(PhaseOpen, d-c.Duration)}
 }
 
 // reserveAhead reserves a mode's planned device footprint before it loads,

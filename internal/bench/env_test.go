@@ -13,7 +13,7 @@ func TestRunRecordsEnv(t *testing.T) {
 	if env.CommandLine != opts.CommandLine || env.Seed != 7 || env.Threads != 1 || env.BLAS == "" {
 		t.Errorf("env command line %q, seed %d, threads %d, BLAS %q", env.CommandLine, env.Seed, env.Threads, env.BLAS)
 	}
-	if env.Start.IsZero() || env.GoVersion == "" || env.Revision == "" || env.Cores <= 0 {
+	if env.Start == "" || env.GoVersion == "" || env.Revision == "" || env.Cores <= 0 {
 		t.Errorf("env lacks the build or the machine: %+v", env)
 	}
 	if env.GPU["name"] != "sim:64MiB" || env.GPU["kind"] == "" {

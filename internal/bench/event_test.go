@@ -150,10 +150,10 @@ func TestSetupPhaseEvents(t *testing.T) {
 			}
 			var want []PhaseName
 			for _, p := range res.Modes[0].Setup {
-				switch p.Name {
+				switch name := PhaseName(p.Name); name {
 				case PhaseOpen, PhaseCompile, PhaseKernelCache, PhaseUpload:
 				default:
-					want = append(want, p.Name)
+					want = append(want, name)
 				}
 			}
 			if fmt.Sprint(own) != fmt.Sprint([]PhaseName{PhaseBuild, PhaseData}) || fmt.Sprint(phases) != fmt.Sprint(want) || len(want) < 3 {

@@ -3,7 +3,7 @@ package bench
 import (
 	"time"
 
-	"gpuz/internal/sysinfo"
+	"gpuz/internal/results"
 )
 
 // Mode names a placement of the model: every block on the GPU ("cuda"),
@@ -139,10 +139,13 @@ func (r ModeResult) SkippedSteps() int {
 }
 
 // Phase is a step of a run's setup before its first epoch, timed as it
-// ran.
-type Phase struct {
-	Name     PhaseName
-	Duration time.Duration
+// ran, as the results document holds it (results.Phase): its name is a
+// PhaseName.
+type Phase = results.Phase
+
+// phase is the setup phase named name, which took d.
+func phase(name PhaseName, d time.Duration) Phase {
+	return Phase{Name: string(name), Seconds: d.Seconds()}
 }
 
 // PhaseName names a step of a run's setup.
@@ -197,7 +200,7 @@ const (
 func SetupTime(phases []Phase) time.Duration {
 	var d time.Duration
 	for _, p := range phases {
-		d += p.Duration
+		d += p.Duration()
 	}
 	return d
 }
@@ -210,74 +213,9 @@ func (r ModeResult) Timed() []Epoch {
 	return r.Epochs[r.Warmup:]
 }
 
-// Header describes the run as a whole.
-type Header struct {
-	Model      string // "linear", "resnet", "attention"
-	Task       Task
-	Scale      string // "full", "small" or "custom"
-	DataBytes  int64  // bytes of input and target data
-	Params     int64  // number of parameters, trained and frozen
-	ParamBytes int64  // bytes of the parameters in float32
-	// Trained is the number of parameters training changes: Params, or
-	// LoRA's adapters alone.
-	Trained int64
-	Batch   int
-	Samples int
-	BLAS    string // host BLAS in use
-	// Threads is the host threads in force for the BLAS and the
-	// element-wise kernels: ThreadsRequested, or fewer where the BLAS
-	// accepts fewer, which ThreadsWarning then says.
-	Threads          int
-	ThreadsRequested int
-	ThreadsWarning   string
-	// CPUVector is the widest vector extension of the host CPU
-	// (hostmath.CPUVector); BLASWarning says when OPENBLAS_CORETYPE
-	// forces the BLAS to narrower kernels than it ("" otherwise).
-	CPUVector   string
-	BLASWarning string
-	// GPU names the device of the cuda and cache modes; empty when they
-	// have none.
-	GPU string
-	// TakeBytes is the memory held on GPU's device throughout the run
-	// (--take, as gpuz take-mem would in a second shell); 0 when none.
-	TakeBytes int64
-	// Recompute is the run's recompute lever (--recompute), which every
-	// mode applies: "none" or "blocks".
-	Recompute string
-	// Precision is the run's storage precision (--precision), which every
-	// mode applies: "fp32", "bf16" or "fp16".
-	Precision string
-	// Attention is how the model computes attention (--attention):
-	// "eager" or "fused"; "" for a workload without attention layers.
-	Attention string
-	// LoRA is the run's LoRA (--lora) as levers.LoRA.String writes it,
-	// its targets resolved: "R=16 α=16 q_proj,v_proj"; "" when off.
-	// LoRARank is its rank, 0 when off.
-	LoRA     string
-	LoRARank int
-	// HalfProducts names the path the host's (and the simulated GPU's)
-	// 16-bit products take under a 16-bit precision: "AVX512_BF16 kernel",
-	// "convert + gpuz AVX-512 SGEMM (…)", "convert + OpenBLAS 0.3.21
-	// (Haswell kernels)", …; empty under fp32. A CUDA GPU runs
-	// them through cuBLAS's GemmEx.
-	HalfProducts string
-	// Setup is the run's own setup before any mode's, in order: the
-	// model built for the sizes above (PhaseBuild) and the data generated
-	// (PhaseData).
-	Setup []Phase
-	// StartToFirstEpoch is the time from the process's start
-	// (Options.ProcessStart) to the start of the run's first epoch,
-	// warm-up or timed, of the first mode that ran one: the process's
-	// start-up and the command's (flags, outputs, the device probe),
-	// Setup, and the setup of every mode up to that epoch (each mode's
-	// Setup, the modes before it that stopped included). Zero when no
-	// process start was given or no mode ran an epoch.
-	StartToFirstEpoch time.Duration
-	// Env is the environment of the run: the build, the machine, the GPU's
-	// description (filled when a mode opens the GPU), the start time, the
-	// command line and the seed.
-	Env sysinfo.Env
-}
+// Header describes the run as a whole, as the results document holds it
+// (results.Header): Options.header fills it as the run starts.
+type Header = results.Header
 
 // Result is a whole run: the header and one result per requested mode, in
 // the order requested.

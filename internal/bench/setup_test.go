@@ -8,6 +8,7 @@ import (
 	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/perfmodel"
+	"gpuz/internal/results"
 )
 
 // compilingSim is a simulated GPU whose caps say it compiled its kernels
@@ -114,7 +115,7 @@ func TestSetupPhases(t *testing.T) {
 			switch {
 			case tt.noStart && h.StartToFirstEpoch != 0:
 				t.Errorf("StartToFirstEpoch %v without a process start, want 0", h.StartToFirstEpoch)
-			case !tt.noStart && h.StartToFirstEpoch < before:
+			case !tt.noStart && results.Duration(h.StartToFirstEpoch) < before:
 				t.Errorf("StartToFirstEpoch %v, less than the setup before it, %v", h.StartToFirstEpoch, before)
 			}
 		})
@@ -132,7 +133,7 @@ func (e errorString) Error() string { return string(e) }
 func phaseNames(phases []Phase) []PhaseName {
 	var names []PhaseName
 	for _, p := range phases {
-		names = append(names, p.Name)
+		names = append(names, PhaseName(p.Name))
 	}
 	return names
 }
@@ -141,8 +142,8 @@ func phaseNames(phases []Phase) []PhaseName {
 func checkDurations(t *testing.T, what string, phases []Phase) {
 	t.Helper()
 	for _, p := range phases {
-		if p.Duration < 0 {
-			t.Errorf("%s: phase %s took %v", what, p.Name, p.Duration)
+		if p.Seconds < 0 {
+			t.Errorf("%s: phase %s took %v", what, p.Name, p.Duration())
 		}
 	}
 }
@@ -163,7 +164,7 @@ func TestSweepStartToFirstEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(res.Rows) != 2 || res.Rows[0].Result.Header.StartToFirstEpoch <= 0 || res.Rows[1].Result.Header.StartToFirstEpoch != 0 {
-		var got []time.Duration
+		var got []float64
 		for _, r := range res.Rows {
 			got = append(got, r.Result.Header.StartToFirstEpoch)
 		}

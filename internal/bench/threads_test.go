@@ -29,8 +29,8 @@ func TestHeaderReportsThreadsInForce(t *testing.T) {
 	if plan, err = PlanMemory(opts, PlanOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if h := plan.Header; h.Threads != 2 || h.ThreadsWarning != "" {
-		t.Errorf("2 threads accepted: header %d threads, warning %q; want 2 and none", h.Threads, h.ThreadsWarning)
+	if h := plan.Header; h.Threads != 2 || h.ThreadsWarning != "" || h.ThreadsRequested != 0 {
+		t.Errorf("2 threads accepted: header %d threads (requested %d), warning %q; want 2, none requested apart and no warning", h.Threads, h.ThreadsRequested, h.ThreadsWarning)
 	}
 }
 
@@ -42,5 +42,25 @@ func TestRunHeaderThreads(t *testing.T) {
 	res := run(t, opts)
 	if res.Header.Threads != 1 || res.Header.ThreadsWarning != "" {
 		t.Errorf("header %d threads, warning %q; want 1 and none", res.Header.Threads, res.Header.ThreadsWarning)
+	}
+}
+
+// TestHeaderTrainedParams: under LoRA the header names the parameters
+// training changes (the adapters, fewer than the model's); without LoRA it
+// has none apart, as training changes them all (the document then omits
+// trained_params).
+func TestHeaderTrainedParams(t *testing.T) {
+	for _, name := range []string{"llm-llama", "llm-llama-lora"} {
+		opts := smallWorkloads(t)[name]
+		opts.Task, opts.Modes, opts.Threads = TaskTrain, []Mode{ModeCPU}, 1
+		plan, err := PlanMemory(opts, PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := plan.Header
+		lora := h.LoRA != ""
+		if lora != (name == "llm-llama-lora") || lora && (h.TrainedParams <= 0 || h.TrainedParams >= h.Params) || !lora && h.TrainedParams != 0 {
+			t.Errorf("%s: header LoRA %q, %d trained of %d parameters", name, h.LoRA, h.TrainedParams, h.Params)
+		}
 	}
 }

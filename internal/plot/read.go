@@ -37,35 +37,22 @@ func ReadFile(path string) (results.Doc, error) {
 // Parse reads data, a gpuz JSON document named name in errors: a run's, as
 // --json writes it, or a sweep's. A document of another kind or of a newer
 // version than this gpuz writes is an error (results.Decode), and so is
-// an epoch time that results.CheckEpochSeconds refuses (negative, beyond its
+// an epoch time that results.Run.CheckEpochs refuses (negative, beyond its
 // maximum), named by its row, mode and epoch.
 func Parse(name string, data []byte) (results.Doc, error) {
 	var doc results.Doc
 	if err := results.Decode(name, data, &doc, "", results.SweepKind); err != nil {
 		return results.Doc{}, err
 	}
-	if err := checkEpochs(doc.Modes); err != nil {
+	if err := doc.CheckEpochs(); err != nil {
 		return results.Doc{}, fmt.Errorf("%s: %w", name, err)
 	}
 	for i, r := range doc.Rows {
-		if err := checkEpochs(r.Result.Modes); err != nil {
+		if err := r.Result.CheckEpochs(); err != nil {
 			return results.Doc{}, fmt.Errorf("%s: row %d (%s), %w", name, i, rowLabel(r, doc.Parameters), err)
 		}
 	}
 	return doc, nil
-}
-
-// checkEpochs checks every epoch time of modes, the warm-up's included;
-// the error names the mode and the epoch, counted from 0.
-func checkEpochs(modes []results.Mode) error {
-	for _, m := range modes {
-		for i, e := range m.Epochs {
-			if err := results.CheckEpochSeconds(e.Seconds); err != nil {
-				return fmt.Errorf("mode %s, epoch %d: %w", termsafe.String(m.Mode), i, err)
-			}
-		}
-	}
-	return nil
 }
 
 // rowLabel names a sweep's row by its settings in the order of params,

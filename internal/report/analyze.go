@@ -10,6 +10,7 @@ import (
 	"golang.org/x/perf/benchmath"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/results"
 	"gpuz/internal/units"
 )
 
@@ -136,60 +137,110 @@ const na = "-"
 // skipped column, the cold column moves to --wide, and so does the
 // speed-up when a predicted table's GPU rows are all simulated (it would
 // show only the cpu row's 1.00×).
+//
+// The table is built in steps, left to right: the columns that name a row
+// (identityColumns), the columns of times (timeColumns), those comparing
+// the times (comparisonColumns), the memory and copies (memoryColumns) and
+// the status (statusColumn); then the notes under it (tableNotes), after
+// the numbered notes the cells made.
 func analyzeTable(r bench.Result, wide bool) table {
-	fs := figuresOf(r)
-	var t table
-	var notes notes
-	predicted, realGPU, onlySim := false, false, true
-	for _, f := range fs {
-		predicted = predicted || f.pred != nil
-		realGPU = realGPU || f.realGPU()
+	a := newAnalysis(r, wide)
+	a.identityColumns()
+	a.timeColumns()
+	a.comparisonColumns()
+	a.memoryColumns()
+	a.statusColumn()
+	a.t.rows = a.cells
+	a.t.notes = append(a.tableNotes(), a.runNotes()...)
+	return a.t
+}
+
+// analysis is an Analyze table being built: the run, its figures, which
+// of the optional columns it shows, and the columns, cells and numbered
+// notes added so far.
+type analysis struct {
+	r    bench.Result
+	fs   []figures
+	wide bool
+	// predicted is whether any mode has a prediction, realGPU whether any
+	// is a real GPU's predicted row (figures.realGPU), onlySim whether
+	// every GPU row with a device ran on the simulated GPU, scaled whether
+	// the run is fp16 training, remote whether any mode accessed memory in
+	// place across the bus.
+	predicted, realGPU, onlySim, scaled, remote bool
+	// showCold and showSpeedup say whether the cold and speed-up columns
+	// fit the table (see analyzeTable).
+	showCold, showSpeedup bool
+	t                     table
+	cells                 [][]string // one row per mode
+	notes                 notes
+}
+
+// newAnalysis computes r's figures and decides which optional columns its
+// table shows.
+func newAnalysis(r bench.Result, wide bool) *analysis {
+	a := &analysis{r: r, fs: figuresOf(r), wide: wide, onlySim: true, scaled: lossScaled(r.Header)}
+	for _, f := range a.fs {
+		a.predicted = a.predicted || f.pred != nil
+		a.realGPU = a.realGPU || f.realGPU()
 		if f.m.Mode != bench.ModeCPU && f.m.Device != "" && !f.sim {
-			onlySim = false
+			a.onlySim = false
 		}
+		a.remote = a.remote || f.remote > 0
 	}
-	scaled := lossScaled(r.Header)
-	showCold := wide || (!predicted && !scaled)
-	showSpeedup := wide || !predicted || !onlySim
+	a.showCold = wide || (!a.predicted && !a.scaled)
+	a.showSpeedup = wide || !a.predicted || !a.onlySim
+	a.cells = make([][]string, len(a.fs))
+	return a
+}
 
-	// col adds a column of cells, one per mode.
-	cells := make([][]string, len(fs))
-	col := func(name string, left bool, cell func(f figures) string) {
-		t.columns = append(t.columns, column{name, left})
-		for i, f := range fs {
-			cells[i] = append(cells[i], cell(f))
-		}
+// col adds a column of cells, one per mode.
+func (a *analysis) col(name string, left bool, cell func(f figures) string) {
+	a.t.columns = append(a.t.columns, column{name, left})
+	for i, f := range a.fs {
+		a.cells[i] = append(a.cells[i], cell(f))
 	}
-	// timeCol adds a column of times in seconds, in the unit chosen from
-	// them; value reports whether the figure applies to a mode.
-	timeCol := func(name string, value func(f figures) (float64, bool), cell func(u timeUnit, f figures, v float64) string) {
-		var vs []float64
-		for _, f := range fs {
-			if v, ok := value(f); ok {
-				vs = append(vs, v)
-			}
-		}
-		u := timeUnitFor(vs)
-		col(name+" ("+u.name+")", false, func(f figures) string {
-			if v, ok := value(f); ok {
-				return cell(u, f, v)
-			}
-			return na
-		})
-	}
-	plain := func(u timeUnit, _ figures, v float64) string { return u.format(v) }
-	timed := func(get func(f figures) float64) func(f figures) (float64, bool) {
-		return func(f figures) (float64, bool) { return get(f), f.n > 0 }
-	}
+}
 
-	col("mode", true, func(f figures) string { return string(f.m.Mode) })
-	col("device", true, func(f figures) string {
+// timeCol adds a column of times in seconds, in the unit chosen from
+// them; value reports whether the figure applies to a mode.
+func (a *analysis) timeCol(name string, value func(f figures) (float64, bool), cell func(u timeUnit, f figures, v float64) string) {
+	var vs []float64
+	for _, f := range a.fs {
+		if v, ok := value(f); ok {
+			vs = append(vs, v)
+		}
+	}
+	u := timeUnitFor(vs)
+	a.col(name+" ("+u.name+")", false, func(f figures) string {
+		if v, ok := value(f); ok {
+			return cell(u, f, v)
+		}
+		return na
+	})
+}
+
+// plainTime is a time column's cell holding the time alone.
+func plainTime(u timeUnit, _ figures, v float64) string { return u.format(v) }
+
+// timedFigure is a time column's value for a figure of the timed epochs,
+// which applies to a mode with any.
+func timedFigure(get func(f figures) float64) func(f figures) (float64, bool) {
+	return func(f figures) (float64, bool) { return get(f), f.n > 0 }
+}
+
+// identityColumns adds the columns that say which mode a row is: the
+// mode, its device (shortened by default, its description in a note) with
+// the placement, and under wide the count of timed epochs.
+func (a *analysis) identityColumns() {
+	a.col("mode", true, func(f figures) string { return string(f.m.Mode) })
+	a.col("device", true, func(f figures) string {
 		if f.m.Device == "" {
 			return na
 		}
 		d := f.m.Device
-		if !wide {
-			d = notes.shortDevice(d)
+		if !a.wide {
+			d = a.notes.shortDevice(d)
 		}
 		if f.sim {
 			d += "†"
@@ -199,72 +250,93 @@ func analyzeTable(r bench.Result, wide bool) table {
 		}
 		return d
 	})
-	if wide {
-		col("epochs", false, func(f figures) string {
+	if a.wide {
+		a.col("epochs", false, func(f figures) string {
 			if !f.ran {
 				return na
 			}
 			return strconv.Itoa(f.n)
 		})
 	}
-	timeCol("mean", timed(func(f figures) float64 { return f.mean.Center }), func(u timeUnit, f figures, v float64) string {
+}
+
+// timeColumns adds the columns of times: the mean with its interval; under
+// wide the standard deviation, the median with its interval, the minimum
+// and maximum; the cold epoch where it fits; under wide the setup; and the
+// prediction (with its limiter under wide) when any mode has one.
+func (a *analysis) timeColumns() {
+	a.timeCol("mean", timedFigure(func(f figures) float64 { return f.mean.Center }), func(u timeUnit, f figures, v float64) string {
 		return u.format(v) + " ± " + spread(u, f.mean)
 	})
-	if wide {
-		timeCol("stddev", func(f figures) (float64, bool) { return f.stats.Stddev.Seconds(), f.n > 1 }, plain)
-		timeCol("median", timed(func(f figures) float64 { return f.median.Center }), func(u timeUnit, f figures, v float64) string {
+	if a.wide {
+		a.timeCol("stddev", func(f figures) (float64, bool) { return f.stats.Stddev.Seconds(), f.n > 1 }, plainTime)
+		a.timeCol("median", timedFigure(func(f figures) float64 { return f.median.Center }), func(u timeUnit, f figures, v float64) string {
 			return u.format(v) + " ± " + spread(u, f.median)
 		})
-		timeCol("min", timed(func(f figures) float64 { return f.stats.Min.Seconds() }), plain)
-		timeCol("max", timed(func(f figures) float64 { return f.stats.Max.Seconds() }), plain)
+		a.timeCol("min", timedFigure(func(f figures) float64 { return f.stats.Min.Seconds() }), plainTime)
+		a.timeCol("max", timedFigure(func(f figures) float64 { return f.stats.Max.Seconds() }), plainTime)
 	}
-	if showCold {
-		timeCol("cold", func(f figures) (float64, bool) { return f.cold, !math.IsNaN(f.cold) }, plain)
+	if a.showCold {
+		a.timeCol("cold", func(f figures) (float64, bool) { return f.cold, !math.IsNaN(f.cold) }, plainTime)
 	}
 	setup := false
-	for _, f := range fs {
+	for _, f := range a.fs {
 		setup = setup || len(f.m.Setup) > 0
 	}
-	if wide && setup {
-		timeCol("setup", func(f figures) (float64, bool) { return bench.SetupTime(f.m.Setup).Seconds(), len(f.m.Setup) > 0 }, plain)
+	if a.wide && setup {
+		a.timeCol("setup", func(f figures) (float64, bool) { return bench.SetupTime(f.m.Setup).Seconds(), len(f.m.Setup) > 0 }, plainTime)
 	}
-	if predicted {
-		timeCol("predicted", func(f figures) (float64, bool) {
-			if f.pred == nil {
-				return 0, false
-			}
-			return f.pred.Model.Seconds(), true
-		}, func(u timeUnit, f figures, _ float64) string { return predictedCell(u, f.pred) })
-		if wide {
-			col("limiter", true, func(f figures) string {
-				if f.pred == nil || f.pred.Limiter == "" {
-					return na
-				}
-				return f.pred.Limiter
-			})
+	if !a.predicted {
+		return
+	}
+	a.timeCol("predicted", func(f figures) (float64, bool) {
+		if f.pred == nil {
+			return 0, false
 		}
+		return f.pred.Model.Seconds(), true
+	}, func(u timeUnit, f figures, _ float64) string { return predictedCell(u, f.pred) })
+	if a.wide {
+		a.col("limiter", true, func(f figures) string {
+			if f.pred == nil || f.pred.Limiter == "" {
+				return na
+			}
+			return f.pred.Limiter
+		})
 	}
-	if realGPU {
-		col("eff.", false, func(f figures) string {
+}
+
+// comparisonColumns adds the columns that compare a mode's times: a real
+// GPU's efficiency against its prediction (a flagged median noted) and
+// the speed-up over the cpu, where it fits.
+func (a *analysis) comparisonColumns() {
+	if a.realGPU {
+		a.col("eff.", false, func(f figures) string {
 			if math.IsNaN(f.eff) {
 				return na
 			}
 			cell := fmt.Sprintf("%.0f%%", 100*f.eff)
 			if f.flag != "" {
-				cell += " " + notes.numbered(string(f.m.Mode), f.flag)
+				cell += " " + a.notes.numbered(string(f.m.Mode), f.flag)
 			}
 			return cell
 		})
 	}
-	if showSpeedup {
-		col("speed-up", false, func(f figures) string {
+	if a.showSpeedup {
+		a.col("speed-up", false, func(f figures) string {
 			if math.IsNaN(f.speedup) {
 				return na
 			}
 			return fmt.Sprintf("%.2f×", f.speedup)
 		})
 	}
-	col("peak mem", false, func(f figures) string {
+}
+
+// memoryColumns adds the peak device memory, the bytes copied per timed
+// epoch (each way and their rate under wide, their sum by default), those
+// accessed in place when any mode has some, and fp16 training's skipped
+// steps.
+func (a *analysis) memoryColumns() {
+	a.col("peak mem", false, func(f figures) string {
 		if !f.ran || f.m.PeakDeviceBytes <= 0 {
 			return na
 		}
@@ -278,98 +350,112 @@ func analyzeTable(r bench.Result, wide bool) table {
 			return units.Bytes(get(f))
 		}
 	}
-	if wide {
-		col("H→D/epoch", false, copied(func(f figures) int64 { return f.up }))
-		col("D→H/epoch", false, copied(func(f figures) int64 { return f.down }))
-		col("copy rate", false, func(f figures) string {
+	if a.wide {
+		a.col("H→D/epoch", false, copied(func(f figures) int64 { return f.up }))
+		a.col("D→H/epoch", false, copied(func(f figures) int64 { return f.down }))
+		a.col("copy rate", false, func(f figures) string {
 			if !f.copies || math.IsNaN(f.rate) {
 				return na
 			}
 			return byteRate(f.rate)
 		})
 	} else {
-		col("copied", false, copied(func(f figures) int64 { return f.up + f.down }))
+		a.col("copied", false, copied(func(f figures) int64 { return f.up + f.down }))
 	}
-	remote := false
-	for _, f := range fs {
-		remote = remote || f.remote > 0
+	if a.remote {
+		a.col("remote", false, copied(func(f figures) int64 { return f.remote }))
 	}
-	if remote {
-		col("remote", false, copied(func(f figures) int64 { return f.remote }))
+	if a.scaled {
+		a.col("skipped", false, func(f figures) string { return skippedCell(f) })
 	}
-	if scaled {
-		col("skipped", false, func(f figures) string { return skippedCell(f) })
-	}
-	col("status", true, func(f figures) string {
-		if wide {
+}
+
+// statusColumn adds the status: in full under wide, else its kind with the
+// reason in a numbered note.
+func (a *analysis) statusColumn() {
+	a.col("status", true, func(f figures) string {
+		if a.wide {
 			return f.m.Status.String()
 		}
-		return notes.status(f.m.Mode, f.m.Status)
+		return a.notes.status(f.m.Mode, f.m.Status)
 	})
-	t.rows = cells
+}
 
+// tableNotes are the notes on the table's columns, in order: the
+// intervals, the setup (wide), the units, the copies, the simulated GPU,
+// the predictions, what --wide would add, then the numbered notes the
+// cells made.
+func (a *analysis) tableNotes() []string {
 	first := "mean ± the half-width of its 95% confidence interval (Student's t)"
-	if showCold {
+	if a.showCold {
 		first += "; cold: mean of the warm-up epochs"
 	}
-	t.notes = append(t.notes, first)
-	for _, w := range meanWarnings(fs) {
-		t.notes = append(t.notes, "± ∞: "+w+" (timed epochs; raise --epochs)")
+	lines := []string{first}
+	for _, w := range meanWarnings(a.fs) {
+		lines = append(lines, "± ∞: "+w+" (timed epochs; raise --epochs)")
 	}
-	if wide {
-		t.notes = append(t.notes, setupNotes(fs)...)
-		t.notes = append(t.notes, "median ± the wider half of its 95% confidence interval, as benchstat computes it (golang.org/x/perf/benchmath)")
-		for _, w := range medianWarnings(fs) {
-			t.notes = append(t.notes, "median ± ∞: "+w+" (timed epochs; raise --epochs)")
+	if a.wide {
+		lines = append(lines, setupNotes(a.fs)...)
+		lines = append(lines, "median ± the wider half of its 95% confidence interval, as benchstat computes it (golang.org/x/perf/benchmath)")
+		for _, w := range medianWarnings(a.fs) {
+			lines = append(lines, "median ± ∞: "+w+" (timed epochs; raise --epochs)")
 		}
 	}
-	t.notes = append(t.notes, "sizes in binary units (1 KiB = 1024 B, MiB, GiB), rates in KiB/s, MiB/s, GiB/s")
-	if wide {
-		t.notes = append(t.notes, "H→D, D→H: bytes copied each way per timed epoch; copy rate: their sum over the copies' time")
+	lines = append(lines, "sizes in binary units (1 KiB = 1024 B, MiB, GiB), rates in KiB/s, MiB/s, GiB/s")
+	if a.wide {
+		lines = append(lines, "H→D, D→H: bytes copied each way per timed epoch; copy rate: their sum over the copies' time")
 	} else {
-		t.notes = append(t.notes, "copied: bytes copied host→device plus device→host per timed epoch")
+		lines = append(lines, "copied: bytes copied host→device plus device→host per timed epoch")
 	}
-	if remote {
-		t.notes = append(t.notes, "remote: bytes the kernels read and wrote in place across the bus per timed epoch (managed, --managed-advise host)")
+	if a.remote {
+		lines = append(lines, "remote: bytes the kernels read and wrote in place across the bus per timed epoch (managed, --managed-advise host)")
 	}
-	for _, f := range fs {
+	for _, f := range a.fs {
 		if f.sim {
-			t.notes = append(t.notes, "† simulated GPU: times are host times, not GPU times; no speed-up is shown for them")
+			lines = append(lines, "† simulated GPU: times are host times, not GPU times; no speed-up is shown for them")
 			break
 		}
 	}
-	modes, preds := make([]string, len(fs)), make([]*bench.Prediction, len(fs))
-	for i, f := range fs {
+	modes, preds := make([]string, len(a.fs)), make([]*bench.Prediction, len(a.fs))
+	for i, f := range a.fs {
 		modes[i], preds[i] = string(f.m.Mode), f.pred
 	}
 	if note := predictionNote(modes, preds); note != "" {
-		t.notes = append(t.notes, note)
+		lines = append(lines, note)
 	}
-	if realGPU {
-		t.notes = append(t.notes, "eff.: the bound over the measured median (100% would be the hardware's peak)")
+	if a.realGPU {
+		lines = append(lines, "eff.: the bound over the measured median (100% would be the hardware's peak)")
 	}
 	switch {
-	case !showCold && !showSpeedup:
-		t.notes = append(t.notes, "--wide also shows the cold (warm-up) epochs and the speed-up")
-	case !showCold:
-		t.notes = append(t.notes, "--wide also shows the cold (warm-up) epochs")
+	case !a.showCold && !a.showSpeedup:
+		lines = append(lines, "--wide also shows the cold (warm-up) epochs and the speed-up")
+	case !a.showCold:
+		lines = append(lines, "--wide also shows the cold (warm-up) epochs")
 	}
-	t.notes = append(t.notes, notes.lines...)
-	if recomputes(r.Header) {
-		t.notes = append(t.notes, "recompute "+r.Header.Recompute+": each block's forward ran again before its gradients, only block inputs kept")
+	return append(lines, a.notes.lines...)
+}
+
+// runNotes are the notes on the run as a whole: its recompute and
+// precision, the process's peak RSS, and the time from the process's
+// start to the first epoch (with the run's own setup under wide).
+func (a *analysis) runNotes() []string {
+	h := a.r.Header
+	var lines []string
+	if recomputes(h) {
+		lines = append(lines, "recompute "+h.Recompute+": each block's forward ran again before its gradients, only block inputs kept")
 	}
-	t.notes = append(t.notes, precisionNotes(r.Header, fs)...)
-	if r.PeakRSSBytes > 0 {
-		t.notes = append(t.notes, "peak RSS of this process: "+units.Bytes(r.PeakRSSBytes))
+	lines = append(lines, precisionNotes(h, a.fs)...)
+	if a.r.PeakRSSBytes > 0 {
+		lines = append(lines, "peak RSS of this process: "+units.Bytes(a.r.PeakRSSBytes))
 	}
-	if h := r.Header; h.StartToFirstEpoch > 0 {
-		note := "process start to the first epoch: " + units.Seconds(h.StartToFirstEpoch)
-		if wide && len(h.Setup) > 0 {
+	if h.StartToFirstEpoch > 0 {
+		note := "process start to the first epoch: " + units.Seconds(results.Duration(h.StartToFirstEpoch))
+		if a.wide && len(h.Setup) > 0 {
 			note += " (the run's own setup: " + phasesText(h.Setup) + ")"
 		}
-		t.notes = append(t.notes, note)
+		lines = append(lines, note)
 	}
-	return t
+	return lines
 }
 
 // skippedCell is a mode's fp16 training steps skipped over every epoch,
@@ -426,8 +512,8 @@ func setupNotes(fs []figures) []string {
 func phasesText(phases []bench.Phase) string {
 	parts := make([]string, len(phases))
 	for i, p := range phases {
-		u := timeUnitFor([]float64{p.Duration.Seconds()})
-		parts[i] = string(p.Name) + " " + u.format(p.Duration.Seconds()) + " " + u.name
+		u := timeUnitFor([]float64{p.Seconds})
+		parts[i] = p.Name + " " + u.format(p.Seconds) + " " + u.name
 	}
 	return strings.Join(parts, ", ")
 }

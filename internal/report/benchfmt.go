@@ -12,6 +12,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/engine"
+	"gpuz/internal/results"
 	"gpuz/internal/sysinfo"
 )
 
@@ -153,7 +154,7 @@ func benchValue(s string) string {
 // compares, go in the provenance line instead. An environment never
 // collected (a header built by hand) stands for this process's:
 // sysinfo.Collect.
-func fileConfig(e sysinfo.Env) [][2]string {
+func fileConfig(e *results.Env) [][2]string {
 	e = collected(e)
 	goos, goarch, ok := strings.Cut(e.OS, "/")
 	if !ok {
@@ -167,10 +168,10 @@ func fileConfig(e sysinfo.Env) [][2]string {
 }
 
 // collected is e, or this process's environment where e was never
-// collected.
-func collected(e sysinfo.Env) sysinfo.Env {
-	if e.Version == "" {
-		return sysinfo.Collect()
+// collected (nil).
+func collected(e *results.Env) *results.Env {
+	if e == nil {
+		return bench.EnvDoc(sysinfo.Collect())
 	}
 	return e
 }
@@ -180,15 +181,15 @@ func collected(e sysinfo.Env) sysinfo.Env {
 // time and the command line of the run. It is neither a configuration nor
 // a result line, so readers of the format (benchfmt, benchstat) skip it
 // and two builds' files still compare.
-func provenance(e sysinfo.Env) string {
+func provenance(e *results.Env) string {
 	e = collected(e)
 	rev := e.Revision
 	if e.Modified == "true" {
 		rev += ", modified"
 	}
-	line := fmt.Sprintf("# gpuz %s (revision %s)", e.Version, rev)
-	if !e.Start.IsZero() {
-		line += ", started " + e.Start.UTC().Format(time.RFC3339)
+	line := fmt.Sprintf("# gpuz %s (revision %s)", e.GpuzVersion, rev)
+	if start, err := time.Parse(time.RFC3339, e.Start); err == nil && !start.IsZero() {
+		line += ", started " + start.UTC().Format(time.RFC3339)
 	}
 	if e.CommandLine != "" {
 		line += ": " + e.CommandLine

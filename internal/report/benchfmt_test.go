@@ -98,9 +98,9 @@ func TestWriteBenchfmtReadsBack(t *testing.T) {
 // line, which readers skip: two builds' files must not differ in
 // configuration, or benchstat would not compare them.
 func TestBenchfmtConfigFromEnv(t *testing.T) {
-	e := testEnv
+	e := testEnv()
 	e.OS = "freebsd/arm64"
-	want := [][2]string{{"goos", "freebsd"}, {"goarch", "arm64"}, {"pkg", "gpuz"}, {"cpu", testEnv.CPU}}
+	want := [][2]string{{"goos", "freebsd"}, {"goarch", "arm64"}, {"pkg", "gpuz"}, {"cpu", testEnv().CPU}}
 	if got := fileConfig(e); !reflect.DeepEqual(got, want) {
 		t.Errorf("fileConfig = %q, want %q", got, want)
 	}
@@ -110,17 +110,17 @@ func TestBenchfmtConfigFromEnv(t *testing.T) {
 	}
 	text := written(t, func(w io.Writer) error { return WriteBenchfmt(w, withEnv(interruptedResult)) })
 	first, _, _ := strings.Cut(text, "\n")
-	for _, part := range []string{"# gpuz ", testEnv.Revision + ", modified", testEnv.CommandLine} {
+	for _, part := range []string{"# gpuz ", testEnv().Revision + ", modified", testEnv().CommandLine} {
 		if !strings.Contains(first, part) {
 			t.Errorf("provenance line %q lacks %q", first, part)
 		}
 	}
 	g := readBench(t, text)[0]
-	if g.GetConfig("cpu") != testEnv.CPU {
+	if g.GetConfig("cpu") != testEnv().CPU {
 		t.Errorf("written cpu %q, want the environment's", g.GetConfig("cpu"))
 	}
 	for _, c := range g.Config {
-		if strings.Contains(string(c.Value), testEnv.Revision) {
+		if strings.Contains(string(c.Value), testEnv().Revision) {
 			t.Errorf("configuration %s: %q names the revision: builds would not compare", c.Key, c.Value)
 		}
 	}
@@ -145,7 +145,7 @@ func TestBenchNameLevers(t *testing.T) {
 		{"recompute in eval is left out", bench.TaskEval, "blocks", "fp16", base + "eval/mode=cache/device=sim:8GiB/policy=window/window=3/precision=fp16/scale=full"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := bench.Header{Model: "linear", Task: tt.task, Scale: "full", Recompute: tt.recompute, Precision: tt.precision}
+			h := bench.Header{Model: "linear", Task: string(tt.task), Scale: "full", Recompute: tt.recompute, Precision: tt.precision}
 			if got := benchName(h, cache); got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}

@@ -151,7 +151,7 @@ func (f *RunFile) parseBenchfmt(data []byte) error {
 // sweep's, naming each mode as WriteBenchfmt would and, in a sweep, each
 // row's modes as WriteSweepBenchfmt would (the settings after the scale),
 // so that a sweep's JSON and its --bench-out name the same configurations.
-// An epoch time that results.CheckEpochSeconds refuses is an error naming the
+// An epoch time that results.Run.CheckEpochs refuses is an error naming the
 // file, the sweep's row, the mode and the epoch.
 func (f *RunFile) parseJSON(data []byte) error {
 	var doc results.Doc
@@ -178,30 +178,14 @@ func (f *RunFile) parseJSON(data []byte) error {
 // each configuration's name; where says where the run is in the file for
 // errors ("row 2 (take=8), " in a sweep).
 func (f *RunFile) addJSONRun(doc results.Run, suffix, where string) error {
-	if err := checkEpochs(doc.Modes); err != nil {
+	if err := doc.CheckEpochs(); err != nil {
 		return fmt.Errorf("%s: %s%w", f.Name, where, err)
 	}
-	h := bench.Header{Model: doc.Header.Model, Task: bench.Task(doc.Header.Task), Scale: doc.Header.Scale, Recompute: doc.Header.Recompute, Precision: doc.Header.Precision, Attention: doc.Header.Attention,
-		LoRA: doc.Header.LoRA, LoRARank: doc.Header.LoRARank}
 	for _, m := range doc.Modes {
-		name := benchName(h, bench.ModeResult{Mode: bench.Mode(m.Mode), Device: m.Device, Placement: m.Placement}) + suffix
+		name := benchName(doc.Header, bench.ModeResult{Mode: bench.Mode(m.Mode), Device: m.Device, Placement: m.Placement}) + suffix
 		for _, e := range m.Epochs {
 			if !e.Warmup {
 				f.add(name, e.Seconds)
-			}
-		}
-	}
-	return nil
-}
-
-// checkEpochs checks every epoch time of modes (results.CheckEpochSeconds), the
-// warm-up's included; the error names the mode and the epoch, counted from
-// 0 as the epoch lines count them.
-func checkEpochs(modes []results.Mode) error {
-	for _, m := range modes {
-		for i, e := range m.Epochs {
-			if err := results.CheckEpochSeconds(e.Seconds); err != nil {
-				return fmt.Errorf("mode %s, epoch %d: %w", termsafe.String(m.Mode), i, err)
 			}
 		}
 	}

@@ -254,7 +254,7 @@ type (
 // recommendation's reason, and every configuration that fits, ranked ones
 // first (the first is the one recommended).
 func writeFitJSON(w io.Writer, r fit.Result, v *fit.Verification) error {
-	doc := jsonFit{Version: results.Version, Kind: FitKind, Header: toJSONHeader(r.Header), Device: r.Device,
+	doc := jsonFit{Version: results.Version, Kind: FitKind, Header: r.Header, Device: r.Device,
 		DeviceFree: r.DeviceFree, Budget: r.Budget, TakeBytes: r.TakeBytes, MarginPercent: r.MarginPercent,
 		HostAvailable: r.HostAvailable, HostProfile: r.HostProfile, Searched: r.Searched, Reason: r.Reason(),
 		Entries: []jsonFitEntry{}}

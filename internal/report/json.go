@@ -6,41 +6,16 @@ import (
 	"math"
 
 	"gpuz/internal/bench"
-	"gpuz/internal/levers"
 	"gpuz/internal/results"
 )
 
-// toJSONHeader converts a run's header for the JSON documents.
-func toJSONHeader(h bench.Header) results.Header {
-	j := results.Header{
-		Model: h.Model, Task: string(h.Task), Scale: h.Scale,
-		DataBytes: h.DataBytes, Params: h.Params, ParamBytes: h.ParamBytes,
-		Batch: h.Batch, Samples: h.Samples, BLAS: h.BLAS, Threads: h.Threads, GPU: h.GPU,
-		CPUVector: h.CPUVector, BLASWarning: h.BLASWarning,
-		TakeBytes: h.TakeBytes, Recompute: levers.Recompute(h.Recompute).String(),
-		Precision: precisionOf(h).String(), Attention: h.Attention, HalfProducts: h.HalfProducts, Env: toJSONEnv(h.Env),
-		StartToFirstEpoch: h.StartToFirstEpoch.Seconds(),
+// setupList is a mode's setup phases as the document lists them: empty,
+// not null, for none.
+func setupList(phases []results.Phase) []results.Phase {
+	if phases == nil {
+		return []results.Phase{}
 	}
-	if len(h.Setup) > 0 {
-		j.Setup = toJSONPhases(h.Setup)
-	}
-	if h.ThreadsWarning != "" {
-		j.ThreadsRequested, j.ThreadsWarning = h.ThreadsRequested, h.ThreadsWarning
-	}
-	if h.LoRA != "" {
-		j.LoRA, j.LoRARank, j.TrainedParams = h.LoRA, h.LoRARank, h.Trained
-	}
-	return j
-}
-
-// toJSONPhases converts setup phases for the JSON documents: a list,
-// empty for none.
-func toJSONPhases(phases []bench.Phase) []results.Phase {
-	j := make([]results.Phase, len(phases))
-	for i, p := range phases {
-		j[i] = results.Phase{Name: string(p.Name), Seconds: p.Duration.Seconds()}
-	}
-	return j
+	return phases
 }
 
 // WriteJSON writes r as an indented JSON object for programs to read: the
@@ -65,7 +40,7 @@ func encodeJSON(w io.Writer, doc any) error {
 func toJSONResult(r bench.Result) results.Run {
 	doc := results.Run{
 		Version:      results.Version,
-		Header:       toJSONHeader(r.Header),
+		Header:       r.Header,
 		Modes:        make([]results.Mode, 0, len(r.Modes)),
 		PeakRSSBytes: r.PeakRSSBytes,
 	}
@@ -78,7 +53,7 @@ func toJSONResult(r bench.Result) results.Run {
 			Warmup:          m.Warmup,
 			Placement:       m.Placement,
 			PeakDeviceBytes: m.PeakDeviceBytes,
-			Setup:           toJSONPhases(m.Setup),
+			Setup:           setupList(m.Setup),
 			Epochs:          make([]results.Epoch, len(m.Epochs)),
 			Prediction:      toJSONPrediction(m.Prediction),
 			SkippedSteps:    m.SkippedSteps(),

@@ -30,10 +30,10 @@ func TestHeaderSaysLoRA(t *testing.T) {
 			line: "lora: R=16 α=16 q_proj,v_proj: 1.70M adapter parameters beside the model's own\n",
 			name: "/lora=16/", jsonLoRA: "R=16 α=16 q_proj,v_proj", jsonTrained: float64(1_703_936)},
 	} {
-		h := bench.Header{Model: "llm llama-3.2-1b", Task: tc.task, Scale: "custom", Params: 1_237_518_336, ParamBytes: 4 * 1_237_518_336,
-			Batch: 1, Samples: 8, LoRA: tc.lora, LoRARank: tc.rank, Trained: 1_237_518_336}
+		h := bench.Header{Model: "llm llama-3.2-1b", Task: string(tc.task), Scale: "custom", Params: 1_237_518_336, ParamBytes: 4 * 1_237_518_336,
+			Batch: 1, Samples: 8, LoRA: tc.lora, LoRARank: tc.rank}
 		if tc.lora != "" {
-			h.Trained = 1_703_936
+			h.TrainedParams = 1_703_936
 		}
 		text := written(t, func(w io.Writer) error { return WriteHeader(w, h) })
 		if tc.line == "" && strings.Contains(text, "lora:") || tc.line != "" && !strings.Contains(text, tc.line) {

@@ -38,7 +38,7 @@ func planKinds(p bench.MemoryPlan) []planKind {
 		{name: "arena", note: "activations, gradients and temporaries, by liveness"},
 		{name: "inputs", note: "one batch and its target"},
 	}
-	if p.Header.Task == bench.TaskTrain && precisionOf(p.Header).Half() {
+	if bench.Task(p.Header.Task) == bench.TaskTrain && precisionOf(p.Header).Half() {
 		kinds[2].note = "Adam's two moments and the fp32 master weights"
 	}
 	for _, sp := range p.Schedules {
@@ -54,7 +54,7 @@ func planKinds(p bench.MemoryPlan) []planKind {
 			frozen.cells = append(frozen.cells, units.Bytes(sp.Bytes.Frozen))
 		}
 		kinds[0].name = "trained parameters"
-		kinds[0].note = units.Count(p.Header.Trained) + " parameters: LoRA's adapters"
+		kinds[0].note = units.Count(p.Header.TrainedParams) + " parameters: LoRA's adapters"
 		kinds = slices.Insert(kinds, 1, frozen)
 	}
 	if !recomputeShown(p) {
@@ -106,7 +106,7 @@ func planNotes(p bench.MemoryPlan) []string {
 	if !recomputeShown(p) && len(p.Schedules) > 0 {
 		lines = append(lines, workText(p.Schedules[0].Work, p.Batches))
 	}
-	if p.Header.Task == bench.TaskEval && slices.ContainsFunc(p.Schedules, func(sp bench.SchedulePlan) bool { return sp.Recompute.On() }) {
+	if bench.Task(p.Header.Task) == bench.TaskEval && slices.ContainsFunc(p.Schedules, func(sp bench.SchedulePlan) bool { return sp.Recompute.On() }) {
 		lines = append(lines, "recompute applies to training: evaluating saves no activation, so blocks changes nothing")
 	}
 	if pr := precisionOf(p.Header); pr.Half() {
@@ -500,7 +500,7 @@ type (
 // WritePlanJSON writes the memory plan as one JSON document.
 func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
 	doc := jsonPlan{
-		Version: results.Version, Header: toJSONHeader(p.Header), Blocks: p.Blocks, Batches: p.Batches,
+		Version: results.Version, Header: p.Header, Blocks: p.Blocks, Batches: p.Batches,
 		Schedules: []jsonSchedule{}, Modes: []jsonModePlan{},
 	}
 	for _, sp := range p.Schedules {

@@ -92,7 +92,7 @@ func TestPlanGoldensFit(t *testing.T) {
 // activations stored in 16 bits, no gradients or optimizer state.
 var bf16Plan = func() bench.MemoryPlan {
 	p := linearPlan
-	p.Header.Task, p.Header.Precision = bench.TaskEval, "bf16"
+	p.Header.Task, p.Header.Precision = string(bench.TaskEval), "bf16"
 	sp := p.Schedules[0]
 	sp.Bytes.Parameters, sp.Bytes.Optimizer, sp.Bytes.Saved, sp.Bytes.Arena, sp.Gradients = 960_480_000, 0, 0, 240_000, 0
 	p.Schedules = []bench.SchedulePlan{sp}
@@ -152,7 +152,7 @@ var recomputePlan = func() bench.MemoryPlan {
 // and the note says so.
 var recomputeEval = func() bench.MemoryPlan {
 	p := recomputePlan
-	p.Header.Task = bench.TaskEval
+	p.Header.Task = string(bench.TaskEval)
 	p.Schedules = slices.Clone(p.Schedules)
 	p.Schedules[1] = p.Schedules[0]
 	p.Schedules[1].Recompute = levers.RecomputeBlocks
@@ -205,7 +205,7 @@ func TestPlanOptimizerNote(t *testing.T) {
 		{bench.TaskEval, "bf16", "Adam's two moments"},
 	} {
 		p := linearPlan
-		p.Header.Task, p.Header.Precision = tt.task, tt.precision
+		p.Header.Task, p.Header.Precision = string(tt.task), tt.precision
 		for _, k := range planKinds(p) {
 			if k.name == "optimizer state" && k.note != tt.want {
 				t.Errorf("%s %q: optimizer state's note %q, want %q", tt.task, tt.precision, k.note, tt.want)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/results"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -83,7 +84,8 @@ func withSkipped(es []bench.Epoch, skipped ...int) []bench.Epoch {
 func phases(pairs ...any) []bench.Phase {
 	var ps []bench.Phase
 	for i := 0; i+1 < len(pairs); i += 2 {
-		ps = append(ps, bench.Phase{Name: pairs[i].(bench.PhaseName), Duration: time.Duration(pairs[i+1].(float64) * float64(time.Second))})
+		d := time.Duration(pairs[i+1].(float64) * float64(time.Second))
+		ps = append(ps, bench.Phase{Name: string(pairs[i].(bench.PhaseName)), Seconds: d.Seconds()})
 	}
 	return ps
 }
@@ -91,15 +93,16 @@ func phases(pairs ...any) []bench.Phase {
 // withSetup returns h with the run's own setup phases and the time from the
 // process's start to its first epoch.
 func withSetup(h bench.Header, startToFirstEpoch time.Duration, setup []bench.Phase) bench.Header {
-	h.StartToFirstEpoch, h.Setup = startToFirstEpoch, setup
+	h.StartToFirstEpoch, h.Setup = startToFirstEpoch.Seconds(), setup
 	return h
 }
 
 // linearHeader describes the reference linear workload.
 var linearHeader = bench.Header{
-	Model: "linear", Task: bench.TaskTrain, Scale: "full",
+	Model: "linear", Task: string(bench.TaskTrain), Scale: "full",
 	DataBytes: 2 * 60 * 2000 * 4, Params: 480_240_000, ParamBytes: 4 * 480_240_000,
 	Batch: 30, Samples: 60, BLAS: "OpenBLAS 0.3.21", Threads: 2,
+	Recompute: "none", Precision: "fp32",
 }
 
 // Results that the golden-file tests render.
@@ -136,9 +139,10 @@ var (
 	// evalResult: the attention workload evaluated on a real GPU.
 	evalResult = bench.Result{
 		Header: bench.Header{
-			Model: "attention", Task: bench.TaskEval, Scale: "full",
+			Model: "attention", Task: string(bench.TaskEval), Scale: "full",
 			DataBytes: 2 * 60 * 512 * 8, Params: 39_000_000, ParamBytes: 4 * 39_000_000,
 			Batch: 30, Samples: 60, BLAS: "gonum", Threads: 16,
+			Recompute: "none", Precision: "fp32",
 		},
 		Modes: []bench.ModeResult{
 			{Mode: bench.ModeCUDA, Device: "cuda:0 (NVIDIA GeForce RTX 4060 Laptop GPU)", Epochs: epochs(1.92, 0.611, 0.608, 0.615, 0.609), Warmup: 1,
@@ -210,8 +214,8 @@ var (
 // directory's), device name (a profile file's) and CPU (from
 // /proc/cpuinfo) reach the terminal with their control characters escaped.
 func TestHeaderEscapesControls(t *testing.T) {
-	h := bench.Header{Model: "llm evil\x1b[2J", Task: bench.TaskTrain, GPU: "sim:x\a\u202e", TakeBytes: 1 << 20}
-	h.Env.Version, h.Env.CPU = "1", "cpu\x9b1m"
+	h := bench.Header{Model: "llm evil\x1b[2J", Task: string(bench.TaskTrain), GPU: "sim:x\a\u202e", TakeBytes: 1 << 20}
+	h.Env = &results.Env{GpuzVersion: "1", CPU: "cpu\x9b1m"}
 	var b strings.Builder
 	if err := WriteHeader(&b, h); err != nil {
 		t.Fatal(err)

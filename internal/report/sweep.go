@@ -238,7 +238,7 @@ func writeSweepCSV(w io.Writer, s bench.SweepResult) error {
 // run's JSON is (WriteJSON).
 func WriteSweepJSON(w io.Writer, s bench.SweepResult) error {
 	doc := results.Sweep{
-		Version: results.Version, Kind: results.SweepKind, Header: toJSONHeader(s.Header()),
+		Version: results.Version, Kind: results.SweepKind, Header: s.Header(),
 		Parameters: append([]string{}, s.Parameters...), Rows: make([]results.Row, 0, len(s.Rows)),
 	}
 	for _, row := range s.Rows {

@@ -15,7 +15,7 @@ import (
 // single --take used to appear only in the JSON's command line).
 func TestHeaderSaysWhatWasHeld(t *testing.T) {
 	h := bench.Header{
-		Model: "linear", Task: bench.TaskTrain, Scale: "demo",
+		Model: "linear", Task: string(bench.TaskTrain), Scale: "demo",
 		DataBytes: 4096, Params: 99_072, ParamBytes: 396_288,
 		Batch: 4, Samples: 8, BLAS: "OpenBLAS 0.3.21", Threads: 2, GPU: "sim:256MiB",
 	}

@@ -27,10 +27,10 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	fmt.Fprintf(&b, ": %s in batches of %d\n", plural(int64(h.Samples), "sample"), h.Batch)
 	fmt.Fprintf(&b, "data: %s   model: %s parameters, %s\n", units.Bytes(h.DataBytes), units.Count(h.Params), units.Bytes(h.ParamBytes))
 	switch {
-	case h.LoRA != "" && h.Task == bench.TaskEval:
-		fmt.Fprintf(&b, "lora: %s: %s adapter parameters beside the model's own\n", h.LoRA, units.Count(h.Trained))
+	case h.LoRA != "" && bench.Task(h.Task) == bench.TaskEval:
+		fmt.Fprintf(&b, "lora: %s: %s adapter parameters beside the model's own\n", h.LoRA, units.Count(h.TrainedParams))
 	case h.LoRA != "":
-		fmt.Fprintf(&b, "lora: %s: %s parameters trained (the adapters), the model's own frozen\n", h.LoRA, units.Count(h.Trained))
+		fmt.Fprintf(&b, "lora: %s: %s parameters trained (the adapters), the model's own frozen\n", h.LoRA, units.Count(h.TrainedParams))
 	}
 
 	var host []string
@@ -154,7 +154,7 @@ func precisionOf(h bench.Header) levers.Precision {
 // lossScaled reports whether the run of h scaled its loss dynamically:
 // fp16 training, which skips the steps whose scaled gradients overflow.
 func lossScaled(h bench.Header) bool {
-	return h.Task == bench.TaskTrain && precisionOf(h) == levers.FP16
+	return bench.Task(h.Task) == bench.TaskTrain && precisionOf(h) == levers.FP16
 }
 
 // precisionNote says what a run at the 16-bit precisions ps stored in 16
@@ -171,5 +171,5 @@ func precisionNote(ps ...levers.Precision) string {
 // recomputes reports whether the run of h recomputed activations: a
 // training run with --recompute other than none (evaluation saves none).
 func recomputes(h bench.Header) bool {
-	return h.Task == bench.TaskTrain && levers.Recompute(h.Recompute).On()
+	return bench.Task(h.Task) == bench.TaskTrain && levers.Recompute(h.Recompute).On()
 }

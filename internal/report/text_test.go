@@ -38,7 +38,7 @@ data: 938 KiB   model: 480M parameters, 1.79 GiB
 host: BLAS OpenBLAS 0.3.21, 2 threads
 `},
 		{"header/singular counts", header(bench.Header{
-			Model: "resnet", Task: bench.TaskEval, Scale: "small",
+			Model: "resnet", Task: string(bench.TaskEval), Scale: "small",
 			DataBytes: 512, Params: 950, ParamBytes: 3800,
 			Batch: 1, Samples: 1, BLAS: "gonum", Threads: 1,
 		}), `gpuz resnet eval (scale small): 1 sample in batches of 1
@@ -46,7 +46,7 @@ data: 512 B   model: 950 parameters, 3.71 KiB
 host: BLAS gonum, 1 thread
 `},
 		{"header/on a simulated GPU", header(bench.Header{
-			Model: "linear", Task: bench.TaskTrain, Scale: "small",
+			Model: "linear", Task: string(bench.TaskTrain), Scale: "small",
 			DataBytes: 4096, Params: 99_072, ParamBytes: 396_288,
 			Batch: 4, Samples: 8, BLAS: "OpenBLAS 0.3.21", Threads: 2, GPU: "sim:8GiB",
 		}), `gpuz linear train (scale small): 8 samples in batches of 4
@@ -71,7 +71,7 @@ host: BLAS OpenBLAS 0.3.21, 2 threads
 precision fp16: products and weights stored in 16 bits, softmax, layer norm and losses in fp32 (automatic mixed precision); the loss scaled as PyTorch's GradScaler does, skipping a step whose gradients overflow
 `},
 		{"header/unknown scale, BLAS and threads left out", header(bench.Header{
-			Model: "attention", Task: bench.TaskTrain,
+			Model: "attention", Task: string(bench.TaskTrain),
 			DataBytes: 491_520, Params: 39_000_000, ParamBytes: 156_000_000,
 			Batch: 30, Samples: 60,
 		}), `gpuz attention train: 60 samples in batches of 30

@@ -2,8 +2,10 @@
 // or a sweep writes, and that gpuz plot and gpuz compare read back. Its
 // types are the document's, field for field, for the writer and the
 // readers alike (as golang.org/x/perf's benchfmt shares one Result between
-// its reader and its writer): package report converts a run into a Run
-// or a Sweep and encodes it; a reader decodes a file into a Doc (Decode).
+// its reader and its writer): package bench fills a run's Header as it
+// starts (bench.Header is Header), package report converts the run's
+// modes and encodes a Run or a Sweep; a reader decodes a file into a Doc
+// (Decode).
 // Durations are in seconds, sizes in bytes, field names snake_case. The
 // plan's, fit's and verification's documents, which nothing reads back,
 // stay with report, and share Version, Header and Decode with these.
@@ -17,6 +19,9 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
+
+	"gpuz/internal/termsafe"
 )
 
 // Version is the version of the format gpuz writes. It changes when a
@@ -54,31 +59,38 @@ type (
 		Modes        []Mode `json:"modes"`
 		PeakRSSBytes int64  `json:"peak_rss_bytes"`
 	}
-	// Header is a run's header: the workload, its sizes, the host's
-	// threads and BLAS, the levers and the environment.
+	// Header describes a run as a whole (or a plan's run): the workload,
+	// its sizes, the host's threads and BLAS, the levers and the
+	// environment. bench fills it as the run starts; every document gpuz
+	// writes from a run or a plan holds it as it is.
 	Header struct {
-		Model      string `json:"model"`
-		Task       string `json:"task"`
-		Scale      string `json:"scale"`
-		DataBytes  int64  `json:"data_bytes"`
-		Params     int64  `json:"params"`
-		ParamBytes int64  `json:"param_bytes"`
+		Model      string `json:"model"`       // "linear", "resnet", "llm smollm2-135m", …
+		Task       string `json:"task"`        // bench.Task: "train" or "eval"
+		Scale      string `json:"scale"`       // "full", "small" or "custom"
+		DataBytes  int64  `json:"data_bytes"`  // bytes of input and target data
+		Params     int64  `json:"params"`      // number of parameters, trained and frozen
+		ParamBytes int64  `json:"param_bytes"` // bytes of the parameters in float32
 		Batch      int    `json:"batch"`
 		Samples    int    `json:"samples"`
-		BLAS       string `json:"blas"`
-		Threads    int    `json:"threads"` // in force
-		// ThreadsRequested is the count asked for, when the BLAS
-		// accepted fewer; ThreadsWarning says why.
+		BLAS       string `json:"blas"` // host BLAS in use
+		// Threads is the host threads in force for the BLAS and the
+		// element-wise kernels: the count asked for, or fewer where the
+		// BLAS accepts fewer; ThreadsRequested is then the count asked
+		// for and ThreadsWarning says why (both absent otherwise).
+		Threads          int    `json:"threads"`
 		ThreadsRequested int    `json:"threads_requested,omitempty"`
 		ThreadsWarning   string `json:"threads_warning,omitempty"`
-		// CPUVector is the host CPU's widest vector extension;
-		// BLASWarning says when OPENBLAS_CORETYPE forces narrower BLAS
-		// kernels.
+		// CPUVector is the host CPU's widest vector extension
+		// (hostmath.CPUVector); BLASWarning says when OPENBLAS_CORETYPE
+		// forces the BLAS to narrower kernels than it.
 		CPUVector   string `json:"cpu_vector,omitempty"`
 		BLASWarning string `json:"blas_warning,omitempty"`
-		GPU         string `json:"gpu"`
+		// GPU names the device of the GPU modes; empty when they have
+		// none.
+		GPU string `json:"gpu"`
 		// TakeBytes is the memory --take held on the GPU throughout
-		// the run; absent when none.
+		// the run (as gpuz take-mem would in a second shell); absent when
+		// none.
 		TakeBytes int64 `json:"take_bytes,omitempty"`
 		// Recompute is the recompute lever every mode ran with: none or
 		// blocks.
@@ -89,26 +101,37 @@ type (
 		// Attention is how the model computed attention: eager or fused;
 		// absent for a workload without attention layers.
 		Attention string `json:"attention,omitempty"`
-		// LoRA is the run's LoRA, "R=16 α=16 q_proj,v_proj" with its
-		// targets, LoRARank its rank and TrainedParams the parameters
-		// it trains (the adapters); all three absent when LoRA is off.
+		// LoRA is the run's LoRA as levers.LoRA.String writes it, its
+		// targets resolved: "R=16 α=16 q_proj,v_proj"; LoRARank its
+		// rank and TrainedParams the parameters training changes (the
+		// adapters); all three absent when LoRA is off (training then
+		// changes all Params).
 		LoRA          string `json:"lora,omitempty"`
 		LoRARank      int    `json:"lora_rank,omitempty"`
 		TrainedParams int64  `json:"trained_params,omitempty"`
-		// HalfProducts names the host's 16-bit product path under a
-		// 16-bit precision (bench.Header.HalfProducts); absent under fp32.
+		// HalfProducts names the path the host's (and the simulated
+		// GPU's) 16-bit products take under a 16-bit precision:
+		// "AVX512_BF16 kernel", "convert + OpenBLAS 0.3.21 (Haswell
+		// kernels)", …; absent under fp32. A CUDA GPU runs them through
+		// cuBLAS's GemmEx.
 		HalfProducts string `json:"half_products,omitempty"`
-		// Setup is the run's own setup phases before any mode's (the
-		// model built, the data generated), and StartToFirstEpoch the
-		// time from the process's start to the run's first epoch; both
-		// absent where not measured (a plan's header).
-		Setup             []Phase `json:"setup,omitempty"`
+		// Setup is the run's own setup before any mode's, in order: the
+		// model built and the data generated; absent where not measured
+		// (a plan's header).
+		Setup []Phase `json:"setup,omitempty"`
+		// StartToFirstEpoch is the seconds from the process's start to
+		// the start of the run's first epoch, warm-up or timed, of the
+		// first mode that ran one: the process's start-up and the
+		// command's, Setup, and the setup of every mode up to that epoch.
+		// Absent (0) when no process start was given or no mode ran an
+		// epoch.
 		StartToFirstEpoch float64 `json:"start_to_first_epoch_seconds,omitempty"`
-		// Env is where and how the run was measured; absent only from a
-		// header that was never collected.
+		// Env is where and how the run was measured; nil only for a
+		// header that was never collected (one built by hand).
 		Env *Env `json:"env,omitempty"`
 	}
-	// Phase is a setup phase: its name (bench.PhaseName) and time.
+	// Phase is a step of a run's setup, timed as it ran: its name
+	// (bench.PhaseName) and its time in seconds.
 	Phase struct {
 		Name    string  `json:"name"`
 		Seconds float64 `json:"seconds"`
@@ -312,3 +335,28 @@ func CheckEpochSeconds(s float64) error {
 	}
 	return nil
 }
+
+// CheckEpochs checks every epoch time of r's modes, the warm-up's included
+// (CheckEpochSeconds); the error names the mode, its control characters
+// escaped (it comes from a file), and the epoch, counted from 0 as the
+// epoch lines count them.
+func (r Run) CheckEpochs() error {
+	for _, m := range r.Modes {
+		for i, e := range m.Epochs {
+			if err := CheckEpochSeconds(e.Seconds); err != nil {
+				return fmt.Errorf("mode %s, epoch %d: %w", termsafe.String(m.Mode), i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Duration is a time the document holds in seconds, to the nearest
+// nanosecond: the time.Duration it was written from, for any time
+// shorter than about 100 days.
+func Duration(seconds float64) time.Duration {
+	return time.Duration(math.Round(seconds * float64(time.Second)))
+}
+
+// Duration is the phase's time (Duration).
+func (p Phase) Duration() time.Duration { return Duration(p.Seconds) }

@@ -67,3 +67,37 @@ func TestCheckEpochSeconds(t *testing.T) {
 		}
 	}
 }
+
+// TestRunCheckEpochs: the first epoch time CheckEpochSeconds refuses, a
+// warm-up's included, is named by its mode (escaped, as it comes from a
+// file) and its index; a run whose times are all times passes.
+func TestRunCheckEpochs(t *testing.T) {
+	mode := func(name string, seconds ...float64) Mode {
+		m := Mode{Mode: name}
+		for i, s := range seconds {
+			m.Epochs = append(m.Epochs, Epoch{Index: i, Warmup: i == 0, Seconds: s})
+		}
+		return m
+	}
+	for _, tt := range []struct {
+		name  string
+		modes []Mode
+		want  string // "" for none
+	}{
+		{"all times", []Mode{mode("cpu", 2, 1), mode("cuda", 0, MaxEpochSeconds)}, ""},
+		{"no modes", nil, ""},
+		{"warm-up negative", []Mode{mode("cpu", -1, 1)}, "mode cpu, epoch 0: epoch time -1 s is negative"},
+		{"second mode", []Mode{mode("cpu", 2, 1), mode("cache", 2, 1, 1e308)}, "mode cache, epoch 2: epoch time 1e+308 s is beyond"},
+		{"escaped mode", []Mode{mode("cu\x1bda", 2, -3)}, `mode cu\x1bda, epoch 1: epoch time -3 s is negative`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Run{Modes: tt.modes}.CheckEpochs()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("CheckEpochs() = %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.want)):
+				t.Errorf("CheckEpochs() = %v, want %q…", err, tt.want)
+			}
+		})
+	}
+}
