@@ -74,8 +74,9 @@ type Event struct {
 // host memory takes seconds.
 //
 // On a device that holds memory unallocated (its Caps().Holder: the
-// simulated device) the memory is reserved, not allocated: the device and every process sharing its ledger
-// count it as taken, but the host's memory is not consumed. Elsewhere it is
+// simulated device) the memory is reserved, not allocated: the device and
+// every process sharing its ledger count it as taken, but the host's
+// memory is not consumed. Elsewhere it is
 // allocated as Linear(2000→2000) layers, each weights and bias, plus one
 // buffer for what does not fill a layer, and every element is written, so
 // that on the host the pages are really taken and not only mapped.
