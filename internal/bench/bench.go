@@ -275,7 +275,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 		}
 	}()
 	r.Device, r.Simulated = dev.Name(), caps.Simulated
-	if caps.Description != nil && mode != ModeCPU && env.GPU == nil {
+	if caps.Description != nil && !mode.OnHost() && env.GPU == nil {
 		env.GPU = caps.Description
 	}
 	if opts.Progress != nil {

@@ -58,7 +58,7 @@ type figures struct {
 func figuresOf(r bench.Result) []figures {
 	ref := math.NaN()
 	for _, m := range r.Modes {
-		if m.Mode == bench.ModeCPU && m.Status.Kind == bench.StatusOK && len(m.Timed()) > 0 {
+		if m.Mode.OnHost() && m.Status.Kind == bench.StatusOK && len(m.Timed()) > 0 {
 			ref = meanCI(seconds(m.Timed())).Center
 			break
 		}
@@ -105,7 +105,7 @@ func figuresOf(r bench.Result) []figures {
 // realGPU reports whether f is a GPU mode's row measured on a real GPU
 // with a prediction: the rows whose measured time is compared with the
 // model's (an efficiency and a flag).
-func (f figures) realGPU() bool { return f.pred != nil && !f.sim && f.m.Mode != bench.ModeCPU }
+func (f figures) realGPU() bool { return f.pred != nil && !f.sim && !f.m.Mode.OnHost() }
 
 // na is the cell of a figure that does not apply.
 const na = "-"
@@ -144,7 +144,7 @@ func analyzeTable(r bench.Result, wide bool) table {
 	for _, f := range fs {
 		predicted = predicted || f.pred != nil
 		realGPU = realGPU || f.realGPU()
-		if f.m.Mode != bench.ModeCPU && f.m.Device != "" && !f.sim {
+		if !f.m.Mode.OnHost() && f.m.Device != "" && !f.sim {
 			onlySim = false
 		}
 	}
