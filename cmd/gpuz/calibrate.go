@@ -328,10 +328,7 @@ func (r heldOutRun) options(o *CalibrateOptions, spec string) (bench.Options, er
 	for k, v := range r.sizes {
 		sizes[k] = v
 	}
-	mode := bench.ModeCPU
-	if spec != "cpu" {
-		mode = bench.ModeCUDA
-	}
+	mode := bench.ResidentMode(spec != "cpu")
 	w := &WorkloadOptions{IO: o.IO, Workload: r.workload, Task: r.task, Modes: []bench.Mode{mode},
 		Scale: models.ScaleSmall, Sizes: sizes, Warmup: heldOutWarmup, LR: bench.DefaultLR, Seed: 1, Threads: o.Threads, Device: spec,
 		Cache: cache.Config{Policy: cache.Window, Window: 3}, Model: r.model}
@@ -342,7 +339,7 @@ func (r heldOutRun) options(o *CalibrateOptions, spec string) (bench.Options, er
 	if err != nil {
 		return bench.Options{}, err
 	}
-	if mode == bench.ModeCUDA {
+	if !mode.OnHost() {
 		opts.NewGPU = func() (device.Device, error) { d, _, err := device.Parse(spec, nil); return d, err }
 		opts.GPUName = spec
 	}

@@ -204,7 +204,7 @@ func fitRun(ctx context.Context, o *FitOptions) (err error) {
 	}
 	// The modes are fit's to choose; cuda and cpu open the device and
 	// the host as every mode needs them.
-	o.Modes = []bench.Mode{bench.ModeCUDA, bench.ModeCPU}
+	o.Modes = []bench.Mode{bench.ResidentMode(true), bench.ResidentMode(false)}
 	take, err := o.takeBytes()
 	if err != nil {
 		return usage(err)
@@ -310,19 +310,7 @@ func (o *FitOptions) commandLine(c fit.Candidate) string {
 	if o.Model != "" {
 		words = append(words, "--model", shellWord(o.Model))
 	}
-	switch c.Mode {
-	case bench.ModeCache:
-		words = append(words, "--policy", string(c.Cache.Policy), "--win-size", strconv.Itoa(c.Cache.Window))
-		if c.Cache.OptimizerOnHost {
-			words = append(words, "--optimizer-on", "host")
-		}
-	case bench.ModeHybrid:
-		words = append(words, "--place", c.PlaceText())
-	case bench.ModeManaged:
-		if c.ManagedAdviseHost {
-			words = append(words, "--managed-advise", "host")
-		}
-	}
+	words = append(words, c.Placement().Flags()...)
 	if c.Recompute.On() {
 		words = append(words, "--recompute", c.Recompute.String())
 	}
@@ -349,7 +337,7 @@ func (o *FitOptions) commandLine(c fit.Candidate) string {
 			words = append(words, "--"+s.Name, strconv.Itoa(n))
 		}
 	}
-	if c.Mode != bench.ModeCPU {
+	if !c.Mode.OnHost() {
 		if o.Device != "" && o.Device != "auto" {
 			words = append(words, "--device", o.Device)
 		}

@@ -79,16 +79,16 @@ type WorkloadOptions struct {
 	// --optimizer-on), as it reaches bench's run configuration and the
 	// engine's cache unchanged.
 	Cache cache.Config
-	// Place places each block of the hybrid mode on the GPU, on the host or
-	// in the GPU's cache (bench.ParsePlace).
-	Place string
+	// PlaceText places each block of the hybrid mode on the GPU, on the
+	// host or in the GPU's cache, as --place reads it (bench.ParsePlace).
+	PlaceText string
 	// Take is the device memory gpuz holds on the cuda and cache modes'
 	// device around the run, as take-mem reads it (N linear blocks or a
 	// size); "" or "0" holds nothing.
 	Take string
-	// ManagedPage is the managed mode's page, as --managed-page reads it
+	// ManagedPageText is the managed mode's page, as --managed-page reads it
 	// (a size: 2MiB, 64KiB).
-	ManagedPage string
+	ManagedPageText string
 	// ManagedAdvise is --managed-advise: none (pages migrate) or host
 	// (the pages that do not fit stay in host memory, read in place).
 	ManagedAdvise string
@@ -186,9 +186,9 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	lists.add(fs, "policy", "strings", string(cache.Window), "cache policy: window (DictCache's: Adam's state resident on the device, blocks paged), window-paged (Adam's state paged with its block) or auto; a comma list sweeps")
 	lists.add(fs, "win-size", "ints", "3", "blocks resident at once in cache mode (auto policy: 0 sizes it from free memory); 3 as DictCache's demos pass, the class's own default being 1; a comma list sweeps")
 	lists.add(fs, "optimizer-on", "strings", "device", "where cache mode runs the optimizer: device or host (auto policy); a comma list sweeps")
-	fs.StringVar(&opts.ManagedPage, "managed-page", "", "the managed mode's page, its unit of migration: a power of two from 4KiB (default 2MiB: the block NVIDIA's driver migrates)")
+	fs.StringVar(&opts.ManagedPageText, "managed-page", "", "the managed mode's page, its unit of migration: a power of two from 4KiB (default 2MiB: the block NVIDIA's driver migrates)")
 	fs.StringVar(&opts.ManagedAdvise, "managed-advise", "none", "the managed mode's advice: none (pages migrate to the GPU as kernels touch them, least recently used out first) or host (the pages that do not fit stay in host memory and kernels read them there across the bus, as the Windows driver's fallback)")
-	fs.StringVar(&opts.Place, "place", "", "the hybrid mode's placement: PLACE:N or PLACE:N-M, comma-separated, PLACE cuda (resident on the GPU), host (resident and computed on the host) or cache (paged through the GPU under --policy, --win-size and --optimizer-on), blocks counted from 0 as the model's, each placed once (e.g. host:0-1,cuda:2-13 or host:0-1,cache:2-13 for attention)")
+	fs.StringVar(&opts.PlaceText, "place", "", "the hybrid mode's placement: PLACE:N or PLACE:N-M, comma-separated, PLACE cuda (resident on the GPU), host (resident and computed on the host) or cache (paged through the GPU under --policy, --win-size and --optimizer-on), blocks counted from 0 as the model's, each placed once (e.g. host:0-1,cuda:2-13 or host:0-1,cache:2-13 for attention)")
 	lists.add(fs, "recompute", "strings", string(levers.RecomputeNone), "activations in training: none (keep every one the backward pass reads) or blocks (keep only each block's input and run the block's forward again before its gradients, as torch.utils.checkpoint per block); eval is unchanged; a comma list sweeps")
 	lists.add(fs, "precision", "strings", string(levers.FP32), "storage precision on the compute device: fp32, bf16 or fp16 (products' operands, results and weights in 16 bits as automatic mixed precision keeps them, softmax, layer norm and the losses in fp32; training keeps fp32 masters with Adam's moments, and fp16 scales the loss as PyTorch's GradScaler does, skipping a step whose gradients overflow); a comma list sweeps")
 	lists.add(fs, "take", "strings", "", "device memory to hold during the run, as take-mem's N blocks or SIZE (0: none); a comma list sweeps")
@@ -357,22 +357,22 @@ func (o *WorkloadOptions) format() report.Format {
 // place reads --place into opts.Place for the model cfg builds: the
 // hybrid mode needs it, and it applies to that mode only.
 func (o *WorkloadOptions) place(cfg models.Config, opts *bench.Options) error {
-	hybrid := slices.Contains(o.Modes, bench.ModeHybrid)
+	hybrid := slices.ContainsFunc(o.Modes, bench.Mode.PlacesBlocks)
 	switch {
-	case hybrid && o.Place == "":
+	case hybrid && o.PlaceText == "":
 		return errors.New("the hybrid mode needs --place (e.g. host:0,cuda:1-11)")
-	case !hybrid && o.Place != "":
+	case !hybrid && o.PlaceText != "":
 		return errors.New("--place places the hybrid mode's blocks; add hybrid to the modes")
 	case !hybrid:
 		return nil
-	case strings.Contains(o.Place, ";"):
+	case strings.Contains(o.PlaceText, ";"):
 		return errors.New("--place: a sweep over several placements is not supported yet")
 	}
 	m, err := cfg.Build()
 	if err != nil {
 		return fmt.Errorf("building the model to count its blocks: %w", err)
 	}
-	if opts.Place, err = bench.ParsePlace(o.Place, len(m.Blocks)); err != nil {
+	if opts.Place, err = bench.ParsePlace(o.PlaceText, len(m.Blocks)); err != nil {
 		return fmt.Errorf("--place: %w", err)
 	}
 	return nil
@@ -425,7 +425,7 @@ func (o *WorkloadOptions) gpu(ctx context.Context) (func() (device.Device, error
 // usesGPU reports whether the run uses the device of --device: a mode
 // other than cpu, or memory to take on it (--take, one value or a sweep).
 func (o *WorkloadOptions) usesGPU() bool {
-	if slices.ContainsFunc(o.Modes, func(m bench.Mode) bool { return m != bench.ModeCPU }) {
+	if slices.ContainsFunc(o.Modes, func(m bench.Mode) bool { return !m.OnHost() }) {
 		return true
 	}
 	if o.Take != "" && o.Take != "0" {
@@ -491,8 +491,8 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 		}
 	}
 	var page int64 // the default unless --managed-page is given
-	if o.ManagedPage != "" {
-		if page, err = parseManagedPage(o.ManagedPage); err != nil {
+	if o.ManagedPageText != "" {
+		if page, err = parseManagedPage(o.ManagedPageText); err != nil {
 			return bench.Options{}, usage(err)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"gpuz/internal/levers"
 	"gpuz/internal/models"
 	"gpuz/internal/perfmodel"
+	"gpuz/internal/results"
 	"gpuz/internal/sysinfo"
 	"gpuz/internal/units"
 )
@@ -261,8 +262,10 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 // it returns so that the next mode finds the memory free, timing its setup
 // phase by phase (ModeResult.Setup). What the device can do comes from its
 // Caps, read once: the first GPU device that describes itself
-// (device.Caps.Description) fills h.Env.GPU (where h has an environment),
-// and the first epoch of the run h.StartToFirstEpoch.
+// (device.Caps.Description) fills h.Env.GPU (where h has an environment), and the first epoch of the
+// run h.StartToFirstEpoch. Its steps, each stopping the run with a status
+// where it fails: build, size, reserve, load, initialise, predict, then
+// the epochs.
 func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *Header) (r ModeResult) {
 	r = ModeResult{Mode: mode, Warmup: opts.Warmup}
 	opening := time.Now()
@@ -271,173 +274,261 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 		r.Status = status
 		return r
 	}
-	caps := dev.Caps()
-	r.Setup = openPhases(caps, time.Since(opening))
+	m := &modeRun{opts: opts, mode: mode, r: &r, dev: dev, caps: dev.Caps(), placement: placement}
+	r.Setup = openPhases(m.caps, time.Since(opening))
 	defer func() {
 		if err := dev.Close(); err != nil && r.Status.Kind == StatusOK {
 			r.Status = Status{Kind: StatusFailed, Reason: err.Error()}
 		}
 	}()
-	r.Device, r.Simulated = dev.Name(), caps.Simulated
-	if env := h.Env; env != nil && caps.Description != nil && mode != ModeCPU && env.GPU == nil {
-		env.GPU = caps.Description
-	}
-	if opts.Progress != nil {
-		opts.Progress(Event{Mode: mode, Device: r.Device})
-	}
+	m.describeDevice(h.Env)
 	defer releaseHostMemory()
 
-	opts.startPhase(mode, r.Device, PhaseBuild)
-	building := time.Now()
-	model, sched, err := opts.compile()
-	if err != nil {
-		r.Status = Status{Kind: StatusFailed, Reason: err.Error()}
+	if !m.build() {
 		return r
 	}
-	r.phase(PhaseBuild, building)
-	// A real GPU is measured for its predictions before anything is
-	// loaded, so that the measurement neither finds the memory taken nor
-	// counts in the mode's peak.
-	if caps.ComputeCapability != "" && opts.measured != nil {
-		opts.startPhase(mode, r.Device, PhaseMeasure)
-		measuring := time.Now()
-		opts.measured.of(dev)
-		dev.ResetPeak()
-		r.phase(PhaseMeasure, measuring)
-	}
-	free, _, err := dev.MemInfo()
-	if err != nil {
-		r.Status = errorStatus(err)
+	fp, ok := m.size()
+	if !ok {
 		return r
 	}
-	fp := sched.Footprint(placement, free)
-	r.Placement = placement.Describe(fp, sched.Blocks(), engine.Recorded)
-	if reason := hostShortfall(caps, fp); reason != "" {
-		r.Status = Status{Kind: StatusSkipped, Reason: reason}
-		return r
-	}
-	if caps.Reserver != nil {
-		opts.startPhase(mode, r.Device, PhaseReserve)
-	}
-	reserving := time.Now()
-	release, refused := reserveAhead(caps.Reserver, fp.Device)
-	if refused != nil {
-		r.Status = *refused
+	release, ok := m.reserve(fp)
+	if !ok {
 		return r
 	}
 	defer release()
-	if caps.Reserver != nil {
-		r.phase(PhaseReserve, reserving)
+	if !m.load(fp) {
+		return r
 	}
-	opts.startPhase(mode, r.Device, PhaseLoad)
-	loading := time.Now()
-	prog, err := sched.Load(dev, placement)
+	defer m.prog.Close()
+	if !m.initialise() || !m.predict() {
+		return r
+	}
+	m.epochs(ctx, data, h)
+	return r
+}
+
+// modeRun is one mode's run as runMode's steps share it: the device and
+// its caps, the placement, and, as the steps make them, the model, its
+// schedule and its loaded program. Each step records in r, and reports
+// false where the run stops (r.Status says why).
+type modeRun struct {
+	opts      Options
+	mode      Mode
+	r         *ModeResult
+	dev       device.Device
+	caps      device.Caps
+	placement engine.Placement
+	model     *models.Model
+	sched     *engine.Schedule
+	prog      *engine.Program
+}
+
+// describeDevice records the device, fills env's GPU from the first GPU
+// device that describes itself, and reports that the mode starts on it.
+func (m *modeRun) describeDevice(env *results.Env) {
+	m.r.Device, m.r.Simulated = m.dev.Name(), m.caps.Simulated
+	if env != nil && m.caps.Description != nil && !m.mode.OnHost() && env.GPU == nil {
+		env.GPU = m.caps.Description
+	}
+	if m.opts.Progress != nil {
+		m.opts.Progress(Event{Mode: m.mode, Device: m.r.Device})
+	}
+}
+
+// fail stops the run with status.
+func (m *modeRun) fail(status Status) bool {
+	m.r.Status = status
+	return false
+}
+
+// build compiles the model and its schedule, and measures a real GPU for
+// its predictions before anything is loaded, so that the measurement
+// neither finds the memory taken nor counts in the mode's peak.
+func (m *modeRun) build() bool {
+	m.opts.startPhase(m.mode, m.r.Device, PhaseBuild)
+	building := time.Now()
+	var err error
+	if m.model, m.sched, err = m.opts.compile(); err != nil {
+		return m.fail(Status{Kind: StatusFailed, Reason: err.Error()})
+	}
+	m.r.phase(PhaseBuild, building)
+	if m.caps.ComputeCapability != "" && m.opts.measured != nil {
+		m.opts.startPhase(m.mode, m.r.Device, PhaseMeasure)
+		measuring := time.Now()
+		m.opts.measured.of(m.dev)
+		m.dev.ResetPeak()
+		m.r.phase(PhaseMeasure, measuring)
+	}
+	return true
+}
+
+// size computes the placement's footprint in the device's free memory
+// and records the placement; it stops a run the host cannot hold.
+func (m *modeRun) size() (engine.Footprint, bool) {
+	free, _, err := m.dev.MemInfo()
 	if err != nil {
-		r.Status = errorStatus(err)
+		return engine.Footprint{}, m.fail(errorStatus(err))
+	}
+	fp := m.sched.Footprint(m.placement, free)
+	m.r.Placement = m.placement.Describe(fp, m.sched.Blocks(), engine.Recorded)
+	if reason := hostShortfall(m.caps, fp); reason != "" {
+		return fp, m.fail(Status{Kind: StatusSkipped, Reason: reason})
+	}
+	return fp, true
+}
+
+// reserve reserves the footprint's device bytes ahead on a device that
+// reserves (device.Caps.Reserver), returning what releases them.
+func (m *modeRun) reserve(fp engine.Footprint) (release func(), ok bool) {
+	if m.caps.Reserver != nil {
+		m.opts.startPhase(m.mode, m.r.Device, PhaseReserve)
+	}
+	reserving := time.Now()
+	release, refused := reserveAhead(m.caps.Reserver, fp.Device)
+	if refused != nil {
+		return nil, m.fail(*refused)
+	}
+	if m.caps.Reserver != nil {
+		m.r.phase(PhaseReserve, reserving)
+	}
+	return release, true
+}
+
+// load loads the schedule under the placement; a device out of memory is
+// quoted with what is free once the load has released what it took.
+func (m *modeRun) load(fp engine.Footprint) bool {
+	m.opts.startPhase(m.mode, m.r.Device, PhaseLoad)
+	loading := time.Now()
+	var err error
+	if m.prog, err = m.sched.Load(m.dev, m.placement); err != nil {
+		status := errorStatus(err)
 		var oom *device.OutOfMemoryError
 		if errors.As(err, &oom) {
 			// Quote what is free now that the load failed (and released
 			// what it had taken), not what was free before it: another
 			// process may have taken memory meanwhile.
-			now, _, err := dev.MemInfo()
+			now, _, err := m.dev.MemInfo()
 			if err != nil {
 				now = oom.Free
 			}
-			r.Status.Reason = fmt.Sprintf("needs %s, %s of %s free", units.Bytes(max(fp.Device, oom.Requested)), units.Bytes(now), units.Bytes(oom.Total))
+			status.Reason = fmt.Sprintf("needs %s, %s of %s free", units.Bytes(max(fp.Device, oom.Requested)), units.Bytes(now), units.Bytes(oom.Total))
 		}
-		return r
+		return m.fail(status)
 	}
-	defer prog.Close()
-	r.phase(PhaseLoad, loading)
-	// The initial values are drawn and uploaded parameter by parameter:
-	// the uploads are timed as they go, the drawing is the rest.
-	opts.startPhase(mode, r.Device, PhaseInit)
+	m.r.phase(PhaseLoad, loading)
+	return true
+}
+
+// initialise draws and uploads the initial values parameter by
+// parameter: the uploads are timed as they go, the drawing is the rest.
+func (m *modeRun) initialise() bool {
+	m.opts.startPhase(m.mode, m.r.Device, PhaseInit)
 	initialising, upload := time.Now(), time.Duration(0)
-	err = model.InitParams(opts.Seed, func(param *gorgonia.Node, values []float32) error {
+	err := m.model.InitParams(m.opts.Seed, func(param *gorgonia.Node, values []float32) error {
 		uploading := time.Now()
 		defer func() { upload += time.Since(uploading) }()
-		return prog.SetInput(param, values)
+		return m.prog.SetInput(param, values)
 	})
 	if err != nil {
-		r.Status = errorStatus(err)
-		return r
+		return m.fail(errorStatus(err))
 	}
-	r.Setup = append(r.Setup, phase(PhaseInit, time.Since(initialising)-upload), phase(PhaseUpload, upload))
+	m.r.Setup = append(m.r.Setup, phase(PhaseInit, time.Since(initialising)-upload), phase(PhaseUpload, upload))
+	return true
+}
 
-	batches := opts.Samples / opts.Batch
-	if p, ok := opts.profileFor(mode, dev, caps); ok {
-		opts.startPhase(mode, r.Device, PhasePredict)
-		predicting := time.Now()
-		copies, err := sched.Copies(placement, prog.Window(), batches, []*gorgonia.Node{model.Input, model.Target})
+// predict predicts an epoch on the mode's profile, where it has one.
+func (m *modeRun) predict() bool {
+	p, ok := m.opts.profileFor(m.mode, m.dev, m.caps)
+	if !ok {
+		return true
+	}
+	m.opts.startPhase(m.mode, m.r.Device, PhasePredict)
+	predicting := time.Now()
+	batches := m.opts.Samples / m.opts.Batch
+	copies, err := m.sched.Copies(m.placement, m.prog.Window(), batches, []*gorgonia.Node{m.model.Input, m.model.Target})
+	if err != nil {
+		return m.fail(Status{Kind: StatusFailed, Reason: fmt.Sprintf("predicting on %s: %v", p.Name, err)})
+	}
+	pr := predictEpoch(m.sched.Work(), batches, copies, m.placement, p)
+	m.r.Prediction = &pr
+	m.r.phase(PhasePredict, predicting)
+	return true
+}
+
+// epochs runs every epoch over data, recording each, and the peak and
+// status at the end; h.StartToFirstEpoch is set at the first.
+func (m *modeRun) epochs(ctx context.Context, data models.Data, h *Header) {
+	for e := range m.opts.Epochs {
+		if h.StartToFirstEpoch == 0 && !m.opts.ProcessStart.IsZero() {
+			h.StartToFirstEpoch = time.Since(m.opts.ProcessStart).Seconds()
+		}
+		epoch, ok := m.epoch(ctx, data, e)
+		if !ok {
+			return
+		}
+		m.r.Epochs = append(m.r.Epochs, epoch)
+		if m.opts.Progress != nil {
+			m.opts.Progress(Event{Mode: m.mode, Device: m.r.Device, Epoch: &epoch, Warmup: e < m.opts.Warmup})
+		}
+	}
+	m.r.PeakDeviceBytes = m.dev.Stats().PeakBytes
+	m.r.Status = Status{Kind: StatusOK}
+}
+
+// epoch runs epoch e's batches: its value is the mean over samples, and
+// its copies the device's counts across it. It stops the run when ctx
+// is cancelled, a batch fails or the value diverges.
+func (m *modeRun) epoch(ctx context.Context, data models.Data, e int) (Epoch, bool) {
+	opts, prog, batches := m.opts, m.prog, m.opts.Samples/m.opts.Batch
+	before := m.dev.Stats()
+	start := time.Now()
+	// sum adds each batch's value weighted by its samples, so that the
+	// epoch's value is the mean over samples whatever the batch size.
+	sum, samples := 0.0, 0
+	skippedBefore := prog.LossScale().Skipped
+	for i := range batches {
+		if ctx.Err() != nil {
+			m.r.PeakDeviceBytes = m.dev.Stats().PeakBytes
+			return Epoch{}, m.fail(Status{Kind: StatusInterrupted, Reason: fmt.Sprintf("after %d of %d epochs", len(m.r.Epochs), opts.Epochs)})
+		}
+		v, err := m.batch(data, i)
 		if err != nil {
-			r.Status = Status{Kind: StatusFailed, Reason: fmt.Sprintf("predicting on %s: %v", p.Name, err)}
-			return r
+			return Epoch{}, m.fail(errorStatus(err))
 		}
-		pr := predictEpoch(sched.Work(), batches, copies, placement, p)
-		r.Prediction = &pr
-		r.phase(PhasePredict, predicting)
-	}
-	for e := range opts.Epochs {
-		before := dev.Stats()
-		start := time.Now()
-		if h.StartToFirstEpoch == 0 && !opts.ProcessStart.IsZero() {
-			h.StartToFirstEpoch = start.Sub(opts.ProcessStart).Seconds()
+		if opts.batchHook != nil {
+			v = opts.batchHook(m.mode, e, i, v)
 		}
-		// sum adds each batch's value weighted by its samples, so that the
-		// epoch's value is the mean over samples whatever the batch size.
-		sum, samples := 0.0, 0
-		skippedBefore := prog.LossScale().Skipped
-		for i := range batches {
-			if ctx.Err() != nil {
-				r.Status = Status{Kind: StatusInterrupted, Reason: fmt.Sprintf("after %d of %d epochs", len(r.Epochs), opts.Epochs)}
-				r.PeakDeviceBytes = dev.Stats().PeakBytes
-				return r
-			}
-			batch := data.Batch(i, opts.Batch)
-			if err := prog.SetInput(model.Input, batch); err != nil {
-				r.Status = errorStatus(err)
-				return r
-			}
-			if err := prog.SetInput(model.Target, data.TargetBatch(i, opts.Batch)); err != nil {
-				r.Status = errorStatus(err)
-				return r
-			}
-			v, err := prog.Run()
-			if err != nil {
-				r.Status = errorStatus(err)
-				return r
-			}
-			if opts.batchHook != nil {
-				v = opts.batchHook(mode, e, i, v)
-			}
-			if diverged(v) {
-				r.Status = Status{Kind: StatusDiverged, Reason: fmt.Sprintf("at epoch %d, batch %d", e, i)}
-				r.PeakDeviceBytes = dev.Stats().PeakBytes
-				return r
-			}
-			sum += float64(v) * float64(opts.Batch)
-			samples += opts.Batch
-			if opts.Progress != nil {
-				opts.Progress(Event{Mode: mode, Device: r.Device, Batch: &BatchDone{Epoch: e, Batch: i, Batches: batches, Epochs: opts.Epochs}})
-			}
+		if diverged(v) {
+			m.r.PeakDeviceBytes = m.dev.Stats().PeakBytes
+			return Epoch{}, m.fail(Status{Kind: StatusDiverged, Reason: fmt.Sprintf("at epoch %d, batch %d", e, i)})
 		}
-		value := sum / float64(samples)
-		epoch := Epoch{Index: e, Duration: time.Since(start), Value: value, SkippedSteps: prog.LossScale().Skipped - skippedBefore}
-		r.LossScale = prog.LossScale().Scale
-		if mode.Copies() {
-			after := dev.Stats()
-			epoch.UploadBytes, epoch.DownloadBytes = after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes
-			epoch.RemoteBytes = after.RemoteBytes - before.RemoteBytes
-			epoch.CopyTime = after.CopyTime - before.CopyTime
-		}
-		r.Epochs = append(r.Epochs, epoch)
+		sum += float64(v) * float64(opts.Batch)
+		samples += opts.Batch
 		if opts.Progress != nil {
-			opts.Progress(Event{Mode: mode, Device: r.Device, Epoch: &epoch, Warmup: e < opts.Warmup})
+			opts.Progress(Event{Mode: m.mode, Device: m.r.Device, Batch: &BatchDone{Epoch: e, Batch: i, Batches: batches, Epochs: opts.Epochs}})
 		}
 	}
-	r.PeakDeviceBytes = dev.Stats().PeakBytes
-	r.Status = Status{Kind: StatusOK}
-	return r
+	epoch := Epoch{Index: e, Duration: time.Since(start), Value: sum / float64(samples), SkippedSteps: prog.LossScale().Skipped - skippedBefore}
+	m.r.LossScale = prog.LossScale().Scale
+	if m.mode.Copies() {
+		after := m.dev.Stats()
+		epoch.UploadBytes, epoch.DownloadBytes = after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes
+		epoch.RemoteBytes = after.RemoteBytes - before.RemoteBytes
+		epoch.CopyTime = after.CopyTime - before.CopyTime
+	}
+	return epoch, true
+}
+
+// batch sets batch i of data as the program's input and target and runs
+// it, returning its loss or output value.
+func (m *modeRun) batch(data models.Data, i int) (float32, error) {
+	if err := m.prog.SetInput(m.model.Input, data.Batch(i, m.opts.Batch)); err != nil {
+		return 0, err
+	}
+	if err := m.prog.SetInput(m.model.Target, data.TargetBatch(i, m.opts.Batch)); err != nil {
+		return 0, err
+	}
+	return m.prog.Run()
 }
 
 // startPhase reports that setup phase name of mode on device starts

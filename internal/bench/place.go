@@ -26,15 +26,8 @@ func ParsePlace(s string, blocks int) ([]engine.Where, error) {
 		if !ok {
 			return nil, fmt.Errorf("%q: want PLACE:N or PLACE:N-M", part)
 		}
-		var w engine.Where
-		switch kind {
-		case "cuda":
-			w = engine.OnDevice
-		case "host":
-			w = engine.OnHost
-		case "cache":
-			w = engine.InCache
-		default:
+		w, ok := engine.ParseWhere(kind)
+		if !ok {
 			return nil, fmt.Errorf("%q: unknown place %q (want cuda, host or cache)", part, kind)
 		}
 		lo, hi, err := parseSpan(span)

@@ -8,7 +8,6 @@ import (
 
 	"gorgonia.org/gorgonia"
 
-	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/levers"
@@ -156,16 +155,7 @@ func PlanMemory(opts Options, po PlanOptions) (MemoryPlan, error) {
 		return MemoryPlan{}, fmt.Errorf("planning the host memory: %w", err)
 	}
 	for _, mode := range opts.Modes {
-		var placements []engine.Placement
-		if row, ok := rowOf(mode); ok {
-			placements = []engine.Placement{row.place(opts.Config)}
-		}
-		if mode == ModeCache { // every policy, side by side
-			placements = nil
-			for _, c := range cache.Choices(opts.Cache.Window, opts.Task == TaskTrain) {
-				placements = append(placements, engine.Paged{Cache: c})
-			}
-		}
+		placements := planPlacements(mode, opts.Config, opts.Task == TaskTrain)
 		dev, _, status := opts.deviceFor(mode)
 		for _, pl := range placements {
 			for si, sched := range schedules {

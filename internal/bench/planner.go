@@ -72,7 +72,7 @@ func NewPlanner(opts Options) (*Planner, error) {
 	if p.host, err = device.ReadHostLimit(); err != nil {
 		return nil, fmt.Errorf("planning the host memory: %w", err)
 	}
-	p.gpu, _, p.gpuStatus = opts.deviceFor(ModeCUDA)
+	p.gpu, _, p.gpuStatus = opts.deviceFor(ResidentMode(true))
 	if p.gpu == nil {
 		return p, nil
 	}
@@ -179,12 +179,12 @@ func (p *Planner) Plan(mode Mode, cfg Config, deviceFree int64, predict bool) (M
 		return ModePlan{}, err
 	}
 	dev, total := p.gpu, p.gpuTotal
-	if mode == ModeCPU {
+	if mode.OnHost() {
 		host := device.NewHost()
 		defer host.Close()
 		dev = host
 		if deviceFree, total, err = host.MemInfo(); err != nil {
-			return ModePlan{}, fmt.Errorf("cpu: %w", err)
+			return ModePlan{}, fmt.Errorf("%s: %w", mode, err)
 		}
 	}
 	mp := ModePlan{Mode: mode, Recompute: cfg.Recompute.Setting(), Precision: cfg.Precision.Setting(), Placement: pl, HostAvailable: p.host.Bytes, Status: p.gpuStatus}

@@ -53,10 +53,10 @@ func pageable(pl engine.Placement) bool {
 // (perfmodel.Measured from device.Measure: its SGEMM rate, memory
 // bandwidth and copy rates).
 func (opts Options) profileFor(mode Mode, dev device.Device, caps device.Caps) (perfmodel.Profile, bool) {
-	if mode == ModeHybrid { // the model predicts all work on one processor
+	if !mode.Predicted() {
 		return perfmodel.Profile{}, false
 	}
-	if mode == ModeCPU {
+	if mode.OnHost() {
 		if opts.HostProfile == nil {
 			return perfmodel.Profile{}, false
 		}

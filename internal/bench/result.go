@@ -6,34 +6,6 @@ import (
 	"gpuz/internal/results"
 )
 
-// Mode names a placement of the model: every block on the GPU ("cuda"),
-// blocks paged through a window on the GPU ("cache"), the host ("cpu"), or
-// each block on the GPU, on the host or paged through the GPU as
-// Options.Place says ("hybrid").
-type Mode string
-
-// The modes gpuz measures.
-const (
-	ModeCUDA  Mode = "cuda"
-	ModeCache Mode = "cache"
-	ModeCPU   Mode = "cpu"
-	// ModeHybrid keeps each block resident on the GPU or on the host, where
-	// it is computed (DictCache's dvs_nets), or pages it through the GPU
-	// under Options.Cache's policy, as Options.Place says.
-	ModeHybrid Mode = "hybrid"
-	// ModeManaged keeps every block resident in managed (unified) memory
-	// and runs as cuda does; when the device's free memory cannot hold it
-	// all, pages migrate between host and device as kernels touch them
-	// (the driver's paging, which the reference's Windows driver did by
-	// itself), instead of the run failing.
-	ModeManaged Mode = "managed"
-)
-
-// Copies reports whether copies between host and device apply to the
-// mode: not to cpu, whose device is the host itself, so its epochs record
-// no copies and tables show those figures as not applying.
-func (m Mode) Copies() bool { return m != ModeCPU }
-
 // Task says whether a run trains the model or only evaluates it.
 type Task string
 

@@ -46,6 +46,9 @@ func (Hybrid) Usable(device.Device) error { return nil }
 // "host:0-1,cache:2-13, window policy, window 3".
 func (h Hybrid) Describe(fp Footprint, _ int, form Form) string {
 	s := PlaceText(h.Blocks)
+	if form == Named {
+		return " " + s
+	}
 	if form == Recorded || !h.pages() {
 		return s
 	}
@@ -55,6 +58,30 @@ func (h Hybrid) Describe(fp Footprint, _ int, form Form) string {
 	}
 	return s
 }
+
+// Flags is --place and, when some block is paged, the cache blocks'
+// policy, window and optimizer place (Paged.Flags).
+func (h Hybrid) Flags() []string {
+	words := []string{"--place", PlaceText(h.Blocks)}
+	if h.pages() {
+		words = append(words, Paged{Cache: h.Cache}.Flags()...)
+	}
+	return words
+}
+
+// Settings is the blocks' places and, when some block is paged, the
+// cache blocks' policy, window and optimizer place.
+func (h Hybrid) Settings() Settings {
+	var s Settings
+	if h.pages() {
+		s = Paged{Cache: h.Cache}.Settings()
+	}
+	s.Blocks = PlaceText(h.Blocks)
+	return s
+}
+
+// Keys is none: the blocks' places are no key.
+func (Hybrid) Keys(string) [][2]string { return nil }
 
 // Paging returns the cache blocks' configuration, false when there are
 // none.
@@ -86,6 +113,17 @@ const (
 	// while it holds a window slot.
 	InCache
 )
+
+// ParseWhere reads the word the command line uses for a place (String),
+// false for a word that names none.
+func ParseWhere(word string) (Where, bool) {
+	for _, w := range []Where{OnDevice, OnHost, InCache} {
+		if w.String() == word {
+			return w, true
+		}
+	}
+	return 0, false
+}
 
 // String is the word the command line uses: "cuda", "host" or "cache".
 func (w Where) String() string {

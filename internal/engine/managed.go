@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"gpuz/internal/cache"
 	"gpuz/internal/device"
@@ -44,6 +46,11 @@ func (Managed) Usable(dev device.Device) error {
 // Short "40/76×2 MiB" (", host").
 func (m Managed) Describe(fp Footprint, _ int, form Form) string {
 	switch form {
+	case Named:
+		if m.AdviseHost {
+			return ", advise host"
+		}
+		return ""
 	case Short:
 		s := fmt.Sprintf("%d/%d×%s", fp.Window, fp.Pages, units.Bytes(m.PageSize))
 		if m.AdviseHost {
@@ -56,19 +63,46 @@ func (m Managed) Describe(fp Footprint, _ int, form Form) string {
 	return managedText(fp.Window, fp.Pages, m.PageSize, m.AdviseHost)
 }
 
-// managedText is "40/76 pages of 2 MiB", AdviseHostText after it when the
+// managedText is "40/76 pages of 2 MiB", adviseHostText after it when the
 // rest stays in host memory.
 func managedText(resident, pages int, pageSize int64, adviseHost bool) string {
 	s := fmt.Sprintf("%d/%d pages of %s", resident, pages, units.Bytes(pageSize))
 	if adviseHost {
-		s += AdviseHostText
+		s += adviseHostText
 	}
 	return s
 }
 
-// AdviseHostText ends a managed placement's recorded text when the pages
+// adviseHostText ends a managed placement's recorded text when the pages
 // that do not fit stay on the host (--managed-advise host).
-const AdviseHostText = ", rest on the host"
+const adviseHostText = ", rest on the host"
+
+// Flags is the page size where it is not cache.DefaultPageSize and the
+// advice where it is host: "--managed-page 65536 --managed-advise host".
+func (m Managed) Flags() []string {
+	var words []string
+	if m.PageSize != cache.DefaultPageSize {
+		words = append(words, "--managed-page", strconv.FormatInt(m.PageSize, 10))
+	}
+	if m.AdviseHost {
+		words = append(words, "--managed-advise", "host")
+	}
+	return words
+}
+
+// Settings is the advice.
+func (m Managed) Settings() Settings { return Settings{AdviseHost: m.AdviseHost} }
+
+// Keys reads the resident pages ("40/76") and the advice ("host", where
+// the record ends in adviseHostText) from the record.
+func (Managed) Keys(recorded string) [][2]string {
+	resident, _, _ := strings.Cut(recorded, " ")
+	keys := [][2]string{{"resident", resident}}
+	if strings.Contains(recorded, adviseHostText) {
+		keys = append(keys, [2]string{"advise", "host"})
+	}
+	return keys
+}
 
 // Paging reports false: the driver migrates pages, no cache pages blocks.
 func (Managed) Paging() (cache.Config, bool) { return cache.Config{}, false }

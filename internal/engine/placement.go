@@ -33,6 +33,18 @@ type Placement interface {
 	// PageBytes is the unit of migration of a placement whose pages the
 	// driver migrates (managed memory); 0 for the others.
 	PageBytes() int64
+	// Flags is the command line's words that give the placement after
+	// its mode's name ("--policy", "lru", "--win-size", "3"), its options
+	// at their defaults left out.
+	Flags() []string
+	// Settings is the placement's options as a fit's tables list them.
+	Settings() Settings
+	// Keys is the benchmark-format keys that tell a run under the
+	// placement apart, read from its record (what Describe wrote in the
+	// Recorded form, perhaps read back from a result file): policy and
+	// window for a paged placement, the resident pages and the advice for
+	// a managed one; none for the others.
+	Keys(recorded string) [][2]string
 
 	// bind lays the placement out over a schedule; an error for a
 	// placement that does not fit the schedule (a hybrid placement
@@ -55,7 +67,28 @@ const (
 	Long
 	// Short is the plan's narrow table's: "resident", "window 3/12".
 	Short
+	// Named is what follows the mode's name in a fit's candidate, from
+	// the placement's options alone (the footprint is not read), with
+	// its own separator: "" for a resident placement, " lru policy, 3
+	// blocks" for a paged one, " host:0-1,cuda:2-13" for a hybrid one,
+	// ", advise host" for a managed one.
+	Named
 )
+
+// Settings is a placement's options as a fit's tables list them, each
+// placement filling its own: the zero value for a resident placement.
+type Settings struct {
+	// Policy, Window and OptimizerOnHost are a paged placement's (and a
+	// hybrid placement's paged blocks').
+	Policy          cache.Policy
+	Window          int
+	OptimizerOnHost bool
+	// Blocks is a hybrid placement's blocks' places as --place reads
+	// them ("host:0-1,cuda:2-13").
+	Blocks string
+	// AdviseHost is a managed placement's --managed-advise host.
+	AdviseHost bool
+}
 
 // bound is a placement laid out over a schedule: what the engine asks of
 // it, in Footprint, Load, Copies and Timeline.

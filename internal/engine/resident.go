@@ -29,6 +29,15 @@ func (Resident) Describe(_ Footprint, _ int, form Form) string {
 	return ""
 }
 
+// Flags is none: a resident placement has no options.
+func (Resident) Flags() []string { return nil }
+
+// Settings is the zero value: a resident placement has no options.
+func (Resident) Settings() Settings { return Settings{} }
+
+// Keys is none: a resident placement records nothing.
+func (Resident) Keys(string) [][2]string { return nil }
+
 // Paging reports false: no block is paged.
 func (Resident) Paging() (cache.Config, bool) { return cache.Config{}, false }
 

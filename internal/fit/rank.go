@@ -29,11 +29,11 @@ func (c Candidate) ChangesResults() bool {
 
 // simpler orders two configurations by how simple they are to run and
 // trust, the simpler first: one that keeps the results before one that
-// changes them, then by mode (modeOrder: cuda, cpu, cache, managed,
-// hybrid), then without levers before with, then 32 bits before 16.
+// changes them, then by mode (bench.Mode.Simplicity, the modes
+// table's: cuda, cpu, cache, managed, hybrid), then without levers before with, then 32 bits before 16.
 func simpler(a, b Entry) int {
 	return cmp.Or(cmpBool(a.ChangesResults(), b.ChangesResults()),
-		cmp.Compare(modeOrder(a.Mode), modeOrder(b.Mode)),
+		cmp.Compare(a.Mode.Simplicity(), b.Mode.Simplicity()),
 		cmpBool(a.HasLevers(), b.HasLevers()),
 		cmpBool(a.Precision.Half(), b.Precision.Half()))
 }

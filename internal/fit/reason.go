@@ -79,10 +79,10 @@ func (r Result) Reason() string {
 		s = fmt.Sprintf("%sbest that fits: %s, predicted %s per epoch; %s is predicted %s, %s",
 			cuda, best.Candidate, duration(best.Plan.Prediction.Model), f.Candidate, duration(f.Plan.Prediction.Model), why)
 	}
-	if n := len(r.UnrankedOnDevice()); n > 0 && best.Mode == bench.ModeCPU {
+	if n := len(r.UnrankedOnDevice()); n > 0 && best.Mode.OnHost() {
 		return s + fmt.Sprintf("; %d configurations on %s fit but are unranked: %s", n, r.Device, r.unpredicted())
 	}
-	if best.Mode == bench.ModeCPU {
+	if best.Mode.OnHost() {
 		if dev, ok := r.fastestOnDevice(); ok {
 			p := dev.Plan.Prediction
 			part, what := decidingPart(p.Prediction)
@@ -90,10 +90,10 @@ func (r Result) Reason() string {
 		}
 		return s
 	}
-	if c := r.CUDA; c.Fits && best.Mode != bench.ModeCUDA && c.Plan.Prediction != nil {
+	if c := r.CUDA; c.Fits && best.Mode != c.Mode && c.Plan.Prediction != nil {
 		s += fmt.Sprintf(" against %s for cuda", duration(c.Plan.Prediction.Model))
 	}
-	if cpu, ok := r.ranked(bench.ModeCPU); ok {
+	if cpu, ok := r.ranked(bench.ResidentMode(false)); ok {
 		s += fmt.Sprintf(" (cpu: %s)", duration(cpu.Plan.Prediction.Model))
 	}
 	return s
@@ -105,7 +105,7 @@ func (r Result) Reason() string {
 func (r Result) UnrankedOnDevice() []Entry {
 	var out []Entry
 	for _, e := range r.Unranked {
-		if e.Mode != bench.ModeCPU && e.Mode != bench.ModeHybrid {
+		if !e.Mode.OnHost() && e.Mode.Predicted() {
 			out = append(out, e)
 		}
 	}
@@ -124,7 +124,7 @@ func (r Result) unpredicted() string {
 // than cpu.
 func (r Result) fastestOnDevice() (Entry, bool) {
 	for _, e := range r.Ranked {
-		if e.Mode != bench.ModeCPU {
+		if !e.Mode.OnHost() {
 			return e, true
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"slices"
 
 	"gpuz/internal/bench"
-	"gpuz/internal/cache"
 	"gpuz/internal/engine"
 	"gpuz/internal/levers"
 	"gpuz/internal/units"
@@ -197,23 +196,23 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 	all = dropUselessLevers(all)
 	for _, e := range all {
 		switch {
-		case e.Mode == bench.ModeCPU && !e.HasLevers():
+		case e.Mode.Resident() && e.Mode.OnHost() && !e.HasLevers():
 			res.CPU = e
-		case e.Mode == bench.ModeCUDA && !e.HasLevers():
+		case e.Mode.Resident() && !e.Mode.OnHost() && !e.HasLevers():
 			res.CUDA = e
 		}
-		// The managed mode's need is the free memory it is given, not a
+		// A migrating mode's need is the free memory it is given, not a
 		// least need: it is left out of the smallest.
-		if e.Mode != bench.ModeCPU && e.Mode != bench.ModeManaged && e.Plan.Status.Kind == bench.StatusOK &&
+		if !e.Mode.OnHost() && !e.Mode.Migrates() && e.Plan.Status.Kind == bench.StatusOK &&
 			(res.Smallest.Mode == "" || e.Plan.Footprint.Device < res.Smallest.Plan.Footprint.Device) {
 			res.Smallest = e
 		}
 		// A managed budget under one page fits the device in name only
 		// (plan).
-		onDevice := e.Plan.FitsDevice && (e.Mode != bench.ModeManaged || e.Plan.Footprint.Window >= 1)
-		if e.Mode != bench.ModeCPU && e.Plan.Status.Kind == bench.StatusOK && onDevice && !e.Plan.FitsHost &&
+		onDevice := e.Plan.FitsDevice && (!e.Mode.Migrates() || e.Plan.Footprint.Window >= 1)
+		if !e.Mode.OnHost() && e.Plan.Status.Kind == bench.StatusOK && onDevice && !e.Plan.FitsHost &&
 			(res.HostBound.Mode == "" || cmp.Or(cmp.Compare(e.Plan.HostNeed, res.HostBound.Plan.HostNeed),
-				cmpBool(e.Mode == bench.ModeManaged, res.HostBound.Mode == bench.ModeManaged),
+				cmpBool(e.Mode.Migrates(), res.HostBound.Mode.Migrates()),
 				cmp.Compare(e.Plan.Footprint.Device, res.HostBound.Plan.Footprint.Device)) < 0) {
 			res.HostBound = e
 		}
@@ -259,8 +258,8 @@ func plan(p *bench.Planner, c Candidate, budget int64) (Entry, error) {
 	if err != nil {
 		return e, err
 	}
-	e.Fits = mp.Status.Kind == bench.StatusOK && mp.FitsHost && (c.Mode == bench.ModeCPU || mp.FitsDevice)
-	if c.Mode == bench.ModeManaged && mp.Footprint.Window < 1 {
+	e.Fits = mp.Status.Kind == bench.StatusOK && mp.FitsHost && (c.Mode.OnHost() || mp.FitsDevice)
+	if c.Mode.Migrates() && mp.Footprint.Window < 1 {
 		e.Fits = false // a budget under one page holds no page: no kernel can run
 	}
 	if e.Fits {
@@ -352,20 +351,7 @@ func (c Candidate) HasLevers() bool {
 // policy, 4 blocks, optimizer on host", "hybrid host:0-2,cuda:3-11", "managed,
 // advise host", each followed by its levers ("recompute blocks", "bf16").
 func (c Candidate) String() string {
-	s := string(c.Mode)
-	switch c.Mode {
-	case bench.ModeCache:
-		s += fmt.Sprintf(" %s policy, %s", c.Cache.Policy, plural(c.Cache.Window, "block"))
-		if c.Cache.OptimizerOnHost {
-			s += ", optimizer on host"
-		}
-	case bench.ModeHybrid:
-		s += " " + c.PlaceText()
-	case bench.ModeManaged:
-		if c.ManagedAdviseHost {
-			s += ", advise host"
-		}
-	}
+	s := string(c.Mode) + c.Placement().Describe(engine.Footprint{}, 0, engine.Named)
 	if c.Recompute.On() {
 		s += ", recompute " + c.Recompute.String()
 	}
@@ -426,72 +412,15 @@ func loraSettings(loras []levers.LoRA) dimension {
 	return d
 }
 
-// placements is the placement dimension: cuda; cache under each policy,
-// each window from the least a step needs to every block, the optimizer on
-// the device or (where the policy allows and when training) the host;
-// hybrid, the blocks split at one boundary between the host and the
-// device; managed, migrating or with the host advised; and the cpu.
-// Without a device, the cpu only.
+// placements is the placement dimension: each mode's configurations as
+// its row of the modes table enumerates them (bench.Search), the host's
+// first; without a device, the host's only.
 func placements(blocks, minWindow int, train, gpu bool) dimension {
-	mode := func(m bench.Mode, set func(*bench.Config)) func(*Candidate) {
-		return func(c *Candidate) {
-			c.Mode = m
-			if set != nil {
-				set(&c.Config)
-			}
-		}
-	}
-	d := dimension{mode(bench.ModeCPU, nil)}
-	if !gpu {
-		return d
-	}
-	d = append(d, mode(bench.ModeCUDA, nil))
-	for _, policy := range cache.Policies() {
-		for _, onHost := range []bool{false, true} {
-			// Windows below the least a step needs load as that; the auto
-			// policy's window 0 (sized from free memory) is not searched:
-			// a run would size it from all the free memory, the margin
-			// included, so each window is searched explicitly instead.
-			for w := max(minWindow, 1); w <= blocks; w++ {
-				cc := cache.Config{Policy: policy, Window: w, OptimizerOnHost: onHost}
-				if cc.Validate() != nil || (onHost && !train) {
-					continue
-				}
-				d = append(d, mode(bench.ModeCache, func(c *bench.Config) { c.Cache = cc }))
-			}
-		}
-	}
-	for _, split := range splits(blocks) {
-		d = append(d, mode(bench.ModeHybrid, func(c *bench.Config) { c.Place = split }))
-	}
-	for _, host := range []bool{false, true} {
-		d = append(d, mode(bench.ModeManaged, func(c *bench.Config) { c.ManagedAdviseHost = host }))
+	var d dimension
+	for _, mc := range bench.Search(bench.Space{Blocks: blocks, MinWindow: minWindow, Train: train}, gpu) {
+		d = append(d, func(c *Candidate) { c.Mode, c.Config = mc.Mode, c.Placed(mc.Config) })
 	}
 	return d
-}
-
-// splits returns the hybrid placements the search plans: the first k
-// blocks on the host and the rest resident on the device, and the first k
-// on the device and the rest on the host, for k from 1 to blocks-1. Each
-// boundary between the sides costs one activation copied each way per
-// batch, so of the placements with k blocks on the host these have the
-// fewest copies (one boundary); 2(blocks-1) placements instead of
-// 2^blocks.
-func splits(blocks int) [][]engine.Where {
-	var out [][]engine.Where
-	for _, hostFirst := range []bool{true, false} {
-		for k := 1; k < blocks; k++ {
-			place := make([]engine.Where, blocks)
-			for b := range place {
-				place[b] = engine.OnDevice
-				if (b < k) == hostFirst {
-					place[b] = engine.OnHost
-				}
-			}
-			out = append(out, place)
-		}
-	}
-	return out
 }
 
 // recomputes is the recompute lever's dimension: every setting when
@@ -532,32 +461,17 @@ func attentions(def levers.Attention) dimension {
 	return d
 }
 
-// plural is "1 block", "4 blocks".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
 // Family is the candidate less its window: the configurations a table
 // shows once, at their fastest window.
 func (c Candidate) Family() Candidate {
-	c.Cache.Window = 0
+	c.Config = c.WithoutWindow()
 	return c
 }
 
+// Placement is the candidate's placement: its mode's under its
+// configuration.
+func (c Candidate) Placement() engine.Placement { return c.Mode.Placement(c.Config) }
+
 // PlaceText is a hybrid candidate's placement as --place reads it
 // ("host:0-2,cuda:3-11"), "" for the other modes.
-func (c Candidate) PlaceText() string {
-	if c.Mode != bench.ModeHybrid {
-		return ""
-	}
-	return engine.PlaceText(c.Place)
-}
-
-// modeOrder ranks the modes from the simplest to run: between two
-// configurations whose predictions tie, the simpler is recommended.
-func modeOrder(m bench.Mode) int {
-	return slices.Index([]bench.Mode{bench.ModeCUDA, bench.ModeCPU, bench.ModeCache, bench.ModeManaged, bench.ModeHybrid}, m)
-}
+func (c Candidate) PlaceText() string { return c.Placement().Settings().Blocks }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"gpuz/internal/bench"
-	"gpuz/internal/engine"
 	"gpuz/internal/levers"
 )
 
@@ -52,19 +51,6 @@ func TestCandidates(t *testing.T) {
 	// A workload with attention layers: its own attention and the other.
 	check("3 blocks, train, with attention", 3, 1, true, true, 2*3*2*(1+1+3*4+4+2))
 	check("no device, eval, with attention", 12, 1, false, false, 2*3)
-}
-
-// TestSplits lists the hybrid placements of three blocks: one boundary
-// each, the host first and then the device first.
-func TestSplits(t *testing.T) {
-	var got []string
-	for _, s := range splits(3) {
-		got = append(got, engine.PlaceText(s))
-	}
-	want := "host:0,cuda:1-2 host:0-1,cuda:2 cuda:0,host:1-2 cuda:0-1,host:2"
-	if strings.Join(got, " ") != want {
-		t.Errorf("splits(3) = %v, want %s", got, want)
-	}
 }
 
 // TestDropUselessLevers keeps a candidate that sets a lever only where

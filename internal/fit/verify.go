@@ -110,9 +110,9 @@ func runConfigs(opts Options, r Result, checks []Check) []bench.SweepConfig {
 		o := opts.Bench
 		o.Modes, o.Config = []bench.Mode{c.Mode}, c.Config
 		configs[i] = bench.SweepConfig{Options: o, Settings: []bench.Setting{{Name: "configuration", Value: c.Candidate.String()}}}
-		switch c.Mode {
-		case bench.ModeCPU:
-		case bench.ModeManaged:
+		switch {
+		case c.Mode.OnHost():
+		case c.Mode.Migrates():
 			configs[i].TakeBytes = opts.TakeBytes + max(r.DeviceFree-r.Budget, 0)
 		default:
 			configs[i].TakeBytes = opts.TakeBytes
@@ -126,7 +126,7 @@ func runConfigs(opts Options, r Result, checks []Check) []bench.SweepConfig {
 // device need exactly: a peak below the plan fails as one above it does,
 // as the plan is then wrong all the same.
 func (c Check) checkPeak() (checked, matches bool) {
-	if !c.Simulated || c.Mode == bench.ModeCPU || c.Run.Status.Kind != bench.StatusOK {
+	if !c.Simulated || c.Mode.OnHost() || c.Run.Status.Kind != bench.StatusOK {
 		return false, false
 	}
 	return true, c.Run.PeakDeviceBytes == c.Plan.Footprint.Device
@@ -154,12 +154,12 @@ func picks(r Result, k int) []Check {
 		if ranked {
 			c.Rank = i + 1
 		}
-		cpu = cpu || e.Mode == bench.ModeCPU
+		cpu = cpu || e.Mode.OnHost()
 		out = append(out, c)
 	}
 	if !cpu && r.CPU.Fits {
 		c := Check{Entry: r.CPU}
-		if i := slices.IndexFunc(r.Ranked, func(e Entry) bool { return e.Mode == bench.ModeCPU && !e.HasLevers() }); i >= 0 {
+		if i := slices.IndexFunc(r.Ranked, func(e Entry) bool { return e.Mode == r.CPU.Mode && !e.HasLevers() }); i >= 0 {
 			c.Rank = i + 1
 		}
 		out = append(out, c)

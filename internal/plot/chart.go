@@ -231,7 +231,7 @@ func buildSweep(doc results.Doc) (Chart, error) {
 		for _, m := range r.Result.Modes {
 			t := timedSeconds(m)
 			label := strings.TrimSpace(m.Mode + " " + others)
-			if m.Mode == "cpu" {
+			if report.OnHost(m.Mode) {
 				// A row without timed cpu epochs adds nothing, and must
 				// not enter the label: a later row's epochs would then
 				// find it seen and make no band.

@@ -59,7 +59,7 @@ type figures struct {
 func figuresOf(r bench.Result) []figures {
 	ref := math.NaN()
 	for _, m := range r.Modes {
-		if m.Mode == bench.ModeCPU && m.Status.Kind == bench.StatusOK && len(m.Timed()) > 0 {
+		if m.Mode.OnHost() && m.Status.Kind == bench.StatusOK && len(m.Timed()) > 0 {
 			ref = meanCI(seconds(m.Timed())).Center
 			break
 		}
@@ -106,7 +106,7 @@ func figuresOf(r bench.Result) []figures {
 // realGPU reports whether f is a GPU mode's row measured on a real GPU
 // with a prediction: the rows whose measured time is compared with the
 // model's (an efficiency and a flag).
-func (f figures) realGPU() bool { return f.pred != nil && !f.sim && f.m.Mode != bench.ModeCPU }
+func (f figures) realGPU() bool { return f.pred != nil && !f.sim && !f.m.Mode.OnHost() }
 
 // na is the cell of a figure that does not apply.
 const na = "-"
@@ -183,7 +183,7 @@ func newAnalysis(r bench.Result, wide bool) *analysis {
 	for _, f := range a.fs {
 		a.predicted = a.predicted || f.pred != nil
 		a.realGPU = a.realGPU || f.realGPU()
-		if f.m.Mode != bench.ModeCPU && f.m.Device != "" && !f.sim {
+		if !f.m.Mode.OnHost() && f.m.Device != "" && !f.sim {
 			a.onlySim = false
 		}
 		a.remote = a.remote || f.remote > 0

@@ -11,7 +11,6 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"gpuz/internal/bench"
-	"gpuz/internal/engine"
 	"gpuz/internal/results"
 	"gpuz/internal/sysinfo"
 )
@@ -108,16 +107,8 @@ func benchName(h bench.Header, m bench.ModeResult) string {
 	part("mode", string(m.Mode))
 	dev, _, _ := strings.Cut(strings.TrimSpace(m.Device), " ")
 	part("device", dev)
-	if m.Mode == bench.ModeManaged {
-		resident, _, _ := strings.Cut(m.Placement, " ")
-		part("resident", resident)
-		if strings.Contains(m.Placement, engine.AdviseHostText) {
-			part("advise", "host")
-		}
-	} else if policy, window, ok := strings.Cut(m.Placement, " "); ok {
-		window, _, _ = strings.Cut(window, "/")
-		part("policy", policy)
-		part("window", window)
+	for _, kv := range m.Mode.Placement(bench.Config{}).Keys(m.Placement) {
+		part(kv[0], kv[1])
 	}
 	if recomputes(h) {
 		part("recompute", h.Recompute)

@@ -86,7 +86,7 @@ func fitRows(r fit.Result) (rows []fit.Entry, ranks []int) {
 	shown := map[string]bool{}
 	for i, e := range r.Ranked {
 		family := e.Family().String()
-		if shown[family] || (len(rows) >= fitTop && e.Mode != bench.ModeCPU) {
+		if shown[family] || (len(rows) >= fitTop && !e.Mode.OnHost()) {
 			continue
 		}
 		shown[family] = true
@@ -95,10 +95,10 @@ func fitRows(r fit.Result) (rows []fit.Entry, ranks []int) {
 	for i, e := range r.Unranked {
 		family := e.Family().String()
 		switch {
-		case e.Mode == bench.ModeCPU,
+		case e.Mode.OnHost(),
 			len(r.Ranked) == 0 && i < fitTop,
 			// a device without a profile: each family once, as the ranked
-			e.Mode != bench.ModeHybrid && !shown[family] && len(rows) < 2*fitTop:
+			e.Mode.Predicted() && !shown[family] && len(rows) < 2*fitTop:
 			shown[family] = true
 			rows, ranks = append(rows, e), append(ranks, 0)
 		}
@@ -134,7 +134,7 @@ func fitTable(r fit.Result) (table, []string) {
 		} else if p != nil {
 			pred = predictedCell(u, p)
 		}
-		if e.Mode != bench.ModeCPU {
+		if !e.Mode.OnHost() {
 			dev = units.Bytes(e.Plan.Footprint.Device)
 		}
 		t.rows = append(t.rows, []string{rank, e.Candidate.String(), dev, units.Bytes(e.Plan.HostNeed), pred, limiter})
@@ -148,7 +148,7 @@ func fitTable(r fit.Result) (table, []string) {
 	}
 	hybrid, smallest := 0, fit.Entry{}
 	for _, e := range r.Unranked {
-		if e.Mode != bench.ModeHybrid {
+		if e.Mode.Predicted() {
 			continue
 		}
 		hybrid++
@@ -181,12 +181,12 @@ var fitCSVColumns = append([]string{
 func writeFitCSV(w io.Writer, r fit.Result) error {
 	var recs [][]string
 	add := func(rank int, e fit.Entry) {
-		window := ""
-		if e.Mode == bench.ModeCache {
-			window = strconv.Itoa(e.Cache.Window)
+		s, window := e.Placement().Settings(), ""
+		if s.Window > 0 {
+			window = strconv.Itoa(s.Window)
 		}
-		rec := []string{strconv.Itoa(rank), string(e.Mode), e.Candidate.String(), string(e.Cache.Policy), window,
-			strconv.FormatBool(e.Cache.OptimizerOnHost), e.PlaceText(), strconv.FormatBool(e.ManagedAdviseHost), e.Recompute.String(),
+		rec := []string{strconv.Itoa(rank), string(e.Mode), e.Candidate.String(), string(s.Policy), window,
+			strconv.FormatBool(s.OptimizerOnHost), s.Blocks, strconv.FormatBool(s.AdviseHost), e.Recompute.String(),
 			e.Plan.Device, strconv.FormatInt(e.Plan.Footprint.Device, 10), strconv.FormatInt(e.Plan.HostNeed, 10),
 			strconv.FormatInt(e.Plan.Copies.UploadBytes, 10), strconv.FormatInt(e.Plan.Copies.DownloadBytes, 10)}
 		lora, trained := "", ""
@@ -260,13 +260,10 @@ func writeFitJSON(w io.Writer, r fit.Result, v *fit.Verification) error {
 		Entries: []jsonFitEntry{}}
 	add := func(rank int, e fit.Entry) {
 		c := e.Plan.Copies
-		window := 0
-		if e.Mode == bench.ModeCache {
-			window = e.Cache.Window
-		}
+		s := e.Placement().Settings()
 		doc.Entries = append(doc.Entries, jsonFitEntry{Rank: rank, Mode: string(e.Mode), Configuration: e.Candidate.String(),
-			Policy: string(e.Cache.Policy), Window: window, OptimizerOnHost: e.Cache.OptimizerOnHost, Place: e.PlaceText(),
-			ManagedAdviseHost: e.ManagedAdviseHost, Recompute: e.Recompute.String(), Precision: e.Precision.String(),
+			Policy: string(s.Policy), Window: s.Window, OptimizerOnHost: s.OptimizerOnHost, Place: s.Blocks,
+			ManagedAdviseHost: s.AdviseHost, Recompute: e.Recompute.String(), Precision: e.Precision.String(),
 			DeviceBytes: e.Plan.Footprint.Device, HostBytes: e.Plan.HostNeed,
 			CopiesPerEpoch: jsonCopies{UploadBytes: c.UploadBytes, DownloadBytes: c.DownloadBytes, SyncBytes: c.SyncBytes(),
 				OverlapBytes: c.OverlapBytes, Count: c.Count, RemoteBytes: c.RemoteBytes},
@@ -325,7 +322,7 @@ func verifyTable(v fit.Verification) table {
 		}
 		if c.Measured > 0 {
 			meas = u.format(c.Measured.Seconds())
-			if c.Simulated && c.Mode != bench.ModeCPU {
+			if c.Simulated && !c.Mode.OnHost() {
 				meas += "†"
 				sim = true
 			}
@@ -333,7 +330,7 @@ func verifyTable(v fit.Verification) table {
 		if r := c.Ratio(); r == r {
 			ratio = sig(r, 3) + "×"
 		}
-		if c.Mode != bench.ModeCPU {
+		if !c.Mode.OnHost() {
 			peak, planned = units.Bytes(c.Run.PeakDeviceBytes), units.Bytes(c.Plan.Footprint.Device)
 		}
 		status := "ok"
