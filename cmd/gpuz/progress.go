@@ -135,11 +135,7 @@ func (n *setupNotes) guard(handle func(bench.Event)) func(bench.Event) {
 	return func(e bench.Event) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		n.gen++
-		if n.timer != nil {
-			n.timer.Stop()
-			n.timer = nil
-		}
+		n.cancel()
 		if e.Phase != "" {
 			line := setupNote(e.Mode, e.Device, e.Phase)
 			if n.after == 0 {
@@ -166,6 +162,12 @@ func (n *setupNotes) stop() {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.cancel()
+}
+
+// cancel drops the note waiting for its delay, if any, and makes a timer
+// that fires anyway print nothing; the caller holds n.mu.
+func (n *setupNotes) cancel() {
 	n.gen++
 	if n.timer != nil {
 		n.timer.Stop()

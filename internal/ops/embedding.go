@@ -67,16 +67,8 @@ func (op EmbeddingGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
 	return tensor.Shape{op.Vocab, g[1]}, nil
 }
 
-func (op EmbeddingGrad) kernel() kernel {
-	return kernel{hostOf(op, embeddingGradHost, embeddingGradHost), op.launch}
-}
-
-func embeddingGradHost[T hostmath.Float](_ EmbeddingGrad, h hostArgs[T]) error {
-	return hostmath.EmbeddingGrad(h.out, h.in[0], h.in[1])
-}
-
-func (EmbeddingGrad) launch(d launchArgs) error {
-	return d.k.EmbeddingGrad(d.out, d.args[0], d.args[1])
+func (EmbeddingGrad) kernel() kernel {
+	return checked2(hostmath.EmbeddingGrad, hostmath.EmbeddingGrad, device.Kernels.EmbeddingGrad)
 }
 
 // cost: a gather, which reads the ids, only the weight rows they name (one

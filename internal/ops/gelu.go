@@ -18,18 +18,8 @@ func (GELUTanh) signature() []int { return []int{0, 0} }
 
 func (GELUTanh) shape(in []tensor.Shape) (tensor.Shape, error) { return in[0], nil }
 
-func (op GELUTanh) kernel() kernel {
-	return kernel{hostOf(op, geluTanhHost, geluTanhHost), op.launch}
-}
-
-func geluTanhHost[T hostmath.Float](_ GELUTanh, h hostArgs[T]) error {
-	hostmath.GELUTanh(h.out, h.in[0])
-	return nil
-}
-
-func (GELUTanh) launch(d launchArgs) error {
-	d.k.GELUTanh(d.out, d.args[0])
-	return nil
+func (GELUTanh) kernel() kernel {
+	return plain1(hostmath.GELUTanh, hostmath.GELUTanh, device.Kernels.GELUTanh)
 }
 
 func (GELUTanh) grads() []grad { return []grad{gradOf(GELUTanhGrad{}, 0, gArg)} }

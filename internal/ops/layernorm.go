@@ -84,6 +84,12 @@ func (op LayerNormWeightGrad) kernel() kernel {
 		device.Kernels.LayerNormWeightGrad)
 }
 
+// The normalisations in the performance model: row reductions
+// (perfmodel.ClassNormalisation).
+func (LayerNorm) class() string           { return perfmodel.ClassNormalisation }
+func (LayerNormInputGrad) class() string  { return perfmodel.ClassNormalisation }
+func (LayerNormWeightGrad) class() string { return perfmodel.ClassNormalisation }
+
 // cost: about 8 operations per element (mean, variance, normalise, scale
 // and shift).
 func (LayerNorm) cost(in []tensor.Shape, out tensor.Shape) device.Cost { return perElement(in, out, 8) }
@@ -104,9 +110,3 @@ func (LayerNormWeightGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost
 func (LayerNorm) cast() levers.Cast           { return levers.CastFP32 }
 func (LayerNormInputGrad) cast() levers.Cast  { return levers.CastFP32 }
 func (LayerNormWeightGrad) cast() levers.Cast { return levers.CastFP32 }
-
-// The normalisations in the performance model: row reductions
-// (perfmodel.ClassNormalisation).
-func (LayerNorm) class() string           { return perfmodel.ClassNormalisation }
-func (LayerNormInputGrad) class() string  { return perfmodel.ClassNormalisation }
-func (LayerNormWeightGrad) class() string { return perfmodel.ClassNormalisation }

@@ -231,18 +231,8 @@ func biasShape(g tensor.Shape, dims int) (tensor.Shape, error) {
 	return tensor.Shape{g[1]}, nil
 }
 
-func (op LinearBiasGrad) kernel() kernel {
-	return kernel{hostOf(op, linearBiasGradHost, linearBiasGradHost), op.launch}
-}
-
-func linearBiasGradHost[T hostmath.Float](_ LinearBiasGrad, h hostArgs[T]) error {
-	hostmath.SumRows(h.out, h.in[0])
-	return nil
-}
-
-func (LinearBiasGrad) launch(d launchArgs) error {
-	d.k.SumRows(d.out, d.args[0])
-	return nil
+func (LinearBiasGrad) kernel() kernel {
+	return plain1(hostmath.SumRows, hostmath.SumRows, device.Kernels.SumRows)
 }
 
 // cost: the GEMM x·Wᵀ (2·batch·out·in operations, x and W read, y written),

@@ -424,6 +424,29 @@ func call3[P any](size func([]tensor.Shape) (P, error), f32 func(y, a, b, c []fl
 	})
 }
 
+// plain1 is the kernel of an op with one input and no parameters whose
+// host math and device kernel both take the output and the input, as
+// GELUTanh and SumRows do.
+func plain1(f32 func(y, a []float32), f64 func(y, a []float64), k func(device.Kernels, device.Buffer, device.Buffer)) kernel {
+	return call1(fixed(struct{}{}),
+		func(y, a []float32, _ struct{}) { f32(y, a) }, func(y, a []float64, _ struct{}) { f64(y, a) },
+		func(d device.Kernels, y, a device.Buffer, _ struct{}) { k(d, y, a) })
+}
+
+// checked2 is the kernel of an op with two inputs and no parameters whose
+// host math and device kernel both take the output and the inputs and
+// report an error (an index out of range: the embeddings).
+func checked2(f32 func(y, a, b []float32) error, f64 func(y, a, b []float64) error,
+	k func(device.Kernels, device.Buffer, device.Buffer, device.Buffer) error) kernel {
+	return kernel{
+		host: host{
+			f32: func(h hostArgs[float32]) error { return f32(h.out, h.in[0], h.in[1]) },
+			f64: func(h hostArgs[float64]) error { return f64(h.out, h.in[0], h.in[1]) },
+		},
+		launch: func(d launchArgs) error { return k(d.k, d.out, d.args[0], d.args[1]) },
+	}
+}
+
 // hostCall1, hostCall2 and hostCall3 are the host math of call1, call2
 // and call3 in one element type.
 func hostCall1[T hostmath.Float, P any](f func(y, a []T, p P)) func(hostArgs[T], P) {

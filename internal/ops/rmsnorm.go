@@ -86,6 +86,12 @@ func (op RMSNormWeightGrad) kernel() kernel {
 		device.Kernels.RMSNormWeightGrad)
 }
 
+// The normalisations in the performance model: row reductions
+// (perfmodel.ClassNormalisation).
+func (RMSNorm) class() string           { return perfmodel.ClassNormalisation }
+func (RMSNormInputGrad) class() string  { return perfmodel.ClassNormalisation }
+func (RMSNormWeightGrad) class() string { return perfmodel.ClassNormalisation }
+
 // cost: about 4 operations per element (square and add, normalise, scale).
 func (RMSNorm) cost(in []tensor.Shape, out tensor.Shape) device.Cost { return perElement(in, out, 4) }
 
@@ -107,9 +113,3 @@ func (RMSNormWeightGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 func (RMSNorm) cast() levers.Cast           { return levers.CastFP32 }
 func (RMSNormInputGrad) cast() levers.Cast  { return levers.CastFP32 }
 func (RMSNormWeightGrad) cast() levers.Cast { return levers.CastFP32 }
-
-// The normalisations in the performance model: row reductions
-// (perfmodel.ClassNormalisation).
-func (RMSNorm) class() string           { return perfmodel.ClassNormalisation }
-func (RMSNormInputGrad) class() string  { return perfmodel.ClassNormalisation }
-func (RMSNormWeightGrad) class() string { return perfmodel.ClassNormalisation }

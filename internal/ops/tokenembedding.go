@@ -29,16 +29,8 @@ func (TokenEmbedding) shape(in []tensor.Shape) (tensor.Shape, error) {
 	return tensor.Shape{ids[0] * ids[1], w[1]}, nil
 }
 
-func (op TokenEmbedding) kernel() kernel {
-	return kernel{hostOf(op, tokenEmbeddingHost, tokenEmbeddingHost), op.launch}
-}
-
-func tokenEmbeddingHost[T hostmath.Float](_ TokenEmbedding, h hostArgs[T]) error {
-	return hostmath.TokenEmbedding(h.out, h.in[0], h.in[1])
-}
-
-func (TokenEmbedding) launch(d launchArgs) error {
-	return d.k.TokenEmbedding(d.out, d.args[0], d.args[1])
+func (TokenEmbedding) kernel() kernel {
+	return checked2(hostmath.TokenEmbedding, hostmath.TokenEmbedding, device.Kernels.TokenEmbedding)
 }
 
 // grads: the ids are data; the weight's gradient is Embedding's
