@@ -86,6 +86,12 @@ func TestBadInput(t *testing.T) {
 		{"managed page below 4KiB", "linear train managed --managed-page 2KiB", "want a power of two of at least 4KiB"},
 		{"managed page not a size", "linear train managed --managed-page big", "--managed-page \"big\""},
 		{"unknown managed advice", "linear train managed --managed-advise gpu", "unknown --managed-advise \"gpu\" (want none or host)"},
+		// A zero or empty lever value is not the default (issue 44 item 3):
+		// α 0 ran with α = R and --lora-targets '' with the default targets.
+		{"lora alpha zero", "linear train cpu --lora 4 --lora-alpha 0", "--lora-alpha must be a positive number, got 0 (leave the flag out for the default α = R)"},
+		{"lora alpha minus zero", "linear train cpu --lora 4 --lora-alpha -0", "--lora-alpha must be a positive number, got -0"},
+		{"lora alpha zero in fit", "fit linear train --scale small --lora 4 --lora-alpha 0.0", "--lora-alpha must be a positive number, got 0"},
+		{"lora targets empty", "linear train cpu --lora 4 --lora-targets ''", "--lora-targets: empty (want a comma list of layers"},
 		{"llm model a device", "llm train cpu --model /dev/null", "--model: /dev/null is a device, not a regular file"},
 		{"llm empty model", "llm train cpu --model ''", "--model: empty (want a preset, a config.json or a directory holding one"},
 		{"llm unknown preset", "llm train cpu --model nosuch", "--model: nosuch: neither a file, a directory nor a preset (presets: gpt2, smollm2-135m"},

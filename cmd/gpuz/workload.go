@@ -728,7 +728,9 @@ func writeJSON(stdout io.Writer, path, what string, write func(io.Writer) error)
 }
 
 // emptyFlagError reports a string flag given an empty value where empty
-// names nothing (--format, --managed-page, --managed-advise), with the
+// names nothing (--format, --managed-page, --managed-advise,
+// --lora-targets), and --lora-alpha given 0 (the options' default, never
+// a value to give: issue 44 item 3), with the
 // error the flag's own check gives for it; "" in the options (callers of
 // the run function) stays the default.
 func emptyFlagError(fs *pflag.FlagSet) error {
@@ -742,10 +744,18 @@ func emptyFlagError(fs *pflag.FlagSet) error {
 		}},
 		{"managed-page", func(s string) error { _, err := parseManagedPage(s); return err }},
 		{"managed-advise", checkManagedAdvise},
+		{"lora-targets", func(string) error {
+			return errors.New("--lora-targets: empty (want a comma list of layers; leave the flag out for the default targets)")
+		}},
 	} {
 		if v, _ := fs.GetString(f.name); fs.Changed(f.name) && v == "" {
 			return f.check(v)
 		}
+	}
+	// α = 0 stands for R in the options, but given on the command line
+	// it is a scale of 0, not the default.
+	if a, err := fs.GetFloat64("lora-alpha"); err == nil && fs.Changed("lora-alpha") && a == 0 {
+		return fmt.Errorf("--lora-alpha must be a positive number, got %s (leave the flag out for the default α = R)", fs.Lookup("lora-alpha").Value.String())
 	}
 	return nil
 }
