@@ -162,7 +162,9 @@ const (
 // rotations and their gradients), the bias and position-table gradients
 // (row sums), the lookups (Embedding, and TokenEmbedding, a gather that
 // computes nothing) with their gradient, the losses, the copies in and out
-// of the fused attention's packed value, and the engine's own
+// of the fused attention's packed value, generation's key-value cache
+// (CacheWrite, a copy, and CacheAttend, whose decode reads the whole cache
+// for a few operations per element), and the engine's own
 // kernels (engine.KernelGradientSum, KernelSumSquares, KernelAdam and
 // KernelConvert). They reach Efficiency's Elementwise and Bandwidth
 // fractions and cost the profile's KernelOverhead. The list is what
@@ -173,7 +175,7 @@ func ElementwiseKernels() []string {
 		"Rotary", "RotaryGrad", "LinearBiasGrad", "Conv2dBiasGrad", "AddPositions", "PositionsGrad",
 		"Embedding", "EmbeddingGrad", "TokenEmbedding", "SoftmaxCrossEntropy", "SoftmaxCrossEntropyGrad",
 		"MSE", "MSEGrad", "Mean", "MeanGrad", "GradientSum", "SumSquares", "AdamStep", "Convert16",
-		"FusedAttentionOut", "FusedAttentionLSE", "FusedAttentionPack"}
+		"FusedAttentionOut", "FusedAttentionLSE", "FusedAttentionPack", "CacheWrite", "CacheAttend"}
 }
 
 // ClassOf returns the class of the kernel called name (compared without

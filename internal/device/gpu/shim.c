@@ -127,6 +127,8 @@ static double f64(uint64_t bits) {
 	X(fused_attn, "pppiiiiiif", fused_attn(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8), F(9))) \
 	X(fused_attn_grad_q, "ppppppiiiiiif", fused_attn_grad_q(P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), I(9), I(10), I(11), F(12))) \
 	X(fused_attn_grad_kv, "ppppppiiiiiif", fused_attn_grad_kv(P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), I(9), I(10), I(11), F(12))) \
+	X(cache_write, "pppiiiiii", cache_write(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8))) \
+	X(cache_attend, "ppppiiiiiif", cache_attend(P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7), I(8), I(9), F(10))) \
 	X(rms_norm, "pppid", rms_norm(P(0), P(1), P(2), I(3), D(4))) \
 	X(rms_norm_input_grad, "ppppid", rms_norm_input_grad(P(0), P(1), P(2), P(3), I(4), D(5))) \
 	X(rms_stats, "ppid", rms_stats(P(0), P(1), I(2), D(3))) \
