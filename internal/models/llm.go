@@ -164,9 +164,13 @@ type llmBuilder struct {
 	m   *Model
 	// ad adds LoRA's adapters, nil when it is off.
 	ad *adapters
-	// where names the block being built, for errors.
-	where string
-	err   error
+	// where names the block being built, for errors; current is it.
+	where   string
+	current *engine.Block
+	// pass is the generation pass being built (generate.go), nil for
+	// the training and evaluation graph.
+	pass *genPass
+	err  error
 }
 
 // normal02 is the weights' initialisation of transformers' decoders:
@@ -214,6 +218,9 @@ func (b *llmBuilder) attention(attn ops.AttentionConfig, qkv *gorgonia.Node) *go
 	if b.err != nil {
 		return nil
 	}
+	if b.pass != nil {
+		return b.pass.attend(b, attn, qkv)
+	}
 	out, err := attentionOps(b.LLMConfig.attention(), attn, qkv)
 	if err != nil {
 		b.err = fmt.Errorf("%sattention: %w", b.where, err)
@@ -228,8 +235,11 @@ type paramAdder func(name string, init func(*rand.Rand, []float32), shape ...int
 // named prefix + their name.
 func (b *llmBuilder) block(name, prefix string) (*engine.Block, paramAdder) {
 	block := &engine.Block{Name: name}
-	b.where = name + ": "
+	b.where, b.current = name+": ", block
 	return block, func(param string, init func(*rand.Rand, []float32), shape ...int) *gorgonia.Node {
+		if n := b.pass.shared(prefix + param); n != nil { // a later generation pass's
+			return n
+		}
 		return b.m.param(block, prefix+param, init, shape...)
 	}
 }
@@ -240,6 +250,7 @@ func (b *llmBuilder) block(name, prefix string) (*engine.Block, paramAdder) {
 // LLMConfig), else lm_head's own; it returns the logits.
 func (b *llmBuilder) head(x, embedW *gorgonia.Node, normalise func(x *gorgonia.Node, p paramAdder) *gorgonia.Node) *gorgonia.Node {
 	head, p := b.block("head", "")
+	x = b.pass.lastRows(b, x)
 	x = normalise(x, p)
 	w := embedW
 	if !b.cfg.TieEmbeddings {
@@ -264,11 +275,8 @@ func (b *llmBuilder) llama() *gorgonia.Node {
 	m.Blocks = append(m.Blocks, *embed)
 	x := b.apply("embed_tokens", ops.TokenEmbedding{}, m.Input, embedW)
 
-	cos, sin := RotaryTables(cfg.RopeInvFreq(), b.SeqLen)
-	cosN, sinN := m.tensor("rope.cos", b.SeqLen, hd/2), m.tensor("rope.sin", b.SeqLen, hd/2)
-	m.Constants = append(m.Constants, Constant{Node: cosN, Values: cos}, Constant{Node: sinN, Values: sin})
+	rotate := b.rotary()
 	attn := ops.AttentionConfig{Heads: cfg.Heads, KVHeads: cfg.KVHeads, SeqLen: b.SeqLen, Causal: true}
-	rope := ops.Rotary{Heads: cfg.Heads + cfg.KVHeads, HeadDim: hd, SeqLen: b.SeqLen}
 	norm := ops.RMSNorm{Eps: cfg.NormEps}
 	qkvRows := (cfg.Heads + 2*cfg.KVHeads) * hd
 	for l := 1; l <= b.Layers; l++ {
@@ -297,7 +305,7 @@ func (b *llmBuilder) llama() *gorgonia.Node {
 		qkv = b.adapt(block, prefix+"self_attn.q_proj", "q_proj", h, qkv, 0, q)
 		qkv = b.adapt(block, prefix+"self_attn.k_proj", "k_proj", h, qkv, q, kv)
 		qkv = b.adapt(block, prefix+"self_attn.v_proj", "v_proj", h, qkv, q+kv, kv)
-		qkv = b.apply("rotary embedding", rope, qkv, cosN, sinN)
+		qkv = rotate(qkv)
 		mixed := b.attention(attn, qkv)
 		o := b.adapt(block, prefix+"self_attn.o_proj", "o_proj", mixed, b.linear("o_proj", mixed, oW, oB), 0, d)
 		x = b.apply("residual", ops.Add{}, x, o)
@@ -313,6 +321,36 @@ func (b *llmBuilder) llama() *gorgonia.Node {
 	return b.head(x, embedW, func(x *gorgonia.Node, p paramAdder) *gorgonia.Node {
 		return b.apply("norm", norm, x, p("model.norm.weight", constant(1), d))
 	})
+}
+
+// rotary returns the rotary embedding of packed rows qkv, its tables
+// (RotaryTables) added to the model's constants: for positions 0 …
+// SeqLen−1, or in a generation pass the rows of the new tokens' positions
+// (genPass.rotaryTables).
+func (b *llmBuilder) rotary() func(qkv *gorgonia.Node) *gorgonia.Node {
+	cfg, m := b.cfg, b.m
+	hd := cfg.HeadDim
+	rows := b.SeqLen
+	var cosN, sinN *gorgonia.Node
+	if b.pass != nil {
+		cosN, sinN, rows = b.pass.rotaryTables(b)
+	} else {
+		cos, sin := RotaryTables(cfg.RopeInvFreq(), b.SeqLen)
+		cosN, sinN = m.tensor("rope.cos", b.SeqLen, hd/2), m.tensor("rope.sin", b.SeqLen, hd/2)
+		m.Constants = append(m.Constants, Constant{Node: cosN, Values: cos}, Constant{Node: sinN, Values: sin})
+	}
+	rope := ops.Rotary{Heads: cfg.Heads + cfg.KVHeads, HeadDim: hd, SeqLen: rows}
+	return func(qkv *gorgonia.Node) *gorgonia.Node { return b.apply("rotary embedding", rope, qkv, cosN, sinN) }
+}
+
+// positions adds GPT-2's learned positions wpe to x: row r of each
+// sequence's, or in a generation pass the rows of the new tokens'
+// positions (genPass.positions).
+func (b *llmBuilder) positions(x, wpe *gorgonia.Node) *gorgonia.Node {
+	if b.pass != nil {
+		return b.pass.positions(b, x, wpe)
+	}
+	return b.apply("wpe", ops.AddPositions{SeqLen: b.SeqLen}, x, wpe)
 }
 
 // gpt2 builds GPT-2's graph and returns its logits:
@@ -332,7 +370,7 @@ func (b *llmBuilder) gpt2() *gorgonia.Node {
 	wpe := p("wpe.weight", normal(0.01), cfg.MaxPositions, d)
 	m.Blocks = append(m.Blocks, *embed)
 	x := b.apply("wte", ops.TokenEmbedding{}, m.Input, wte)
-	x = b.apply("wpe", ops.AddPositions{SeqLen: b.SeqLen}, x, wpe)
+	x = b.positions(x, wpe)
 
 	attn := ops.AttentionConfig{Heads: cfg.Heads, SeqLen: b.SeqLen, Causal: true}
 	ln := ops.LayerNorm{Eps: cfg.NormEps}
