@@ -12,6 +12,7 @@ import (
 	"gpuz/internal/cache"
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
+	"gpuz/internal/levers"
 )
 
 // The generation's sizes in the tests: 2 sequences, a prompt of 5 tokens,
@@ -27,16 +28,19 @@ type generation struct {
 	logits [][]float32
 }
 
-// generate builds tiny config's generation, loads it on dev under pl,
-// initialises it from seed 1 and generates from a prompt drawn from seed 2.
-func generate(t *testing.T, config string, dev device.Device, pl engine.Placement) generation {
+// generate builds tiny config's generation, loads it on dev under pl at
+// the given precision, initialises it from seed 1 and generates from a
+// prompt drawn from seed 2.
+func generate(t *testing.T, config string, dev device.Device, pl engine.Placement, precision levers.Precision) generation {
 	t.Helper()
 	llm := tinyLLM(t, config, genContext, genBatch)
 	g, err := GenerateConfig{Model: llm.Model, Layers: llm.Layers, Batch: genBatch, Prompt: genPrompt, Context: genContext}.Build()
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := engine.Compile(g.Spec())
+	spec := g.Spec()
+	spec.Precision = precision
+	plan, err := engine.Compile(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +74,8 @@ func genPromptIDs(vocab int) []float32 {
 
 // forwardLogits runs the llm workload's forward pass, from seed 1's
 // weights, over each sequence's prompt and its generated tokens but the
-// last, and returns the logits [batch·seq, vocab].
-func forwardLogits(t *testing.T, config string, prompt []float32, tokens [][]int) ([]float32, int) {
+// last, at the given precision, and returns the logits [batch·seq, vocab].
+func forwardLogits(t *testing.T, config string, prompt []float32, tokens [][]int, precision levers.Precision) ([]float32, int) {
 	t.Helper()
 	seq := genPrompt + genTokens - 1
 	c := tinyLLM(t, config, seq, genBatch)
@@ -79,7 +83,7 @@ func forwardLogits(t *testing.T, config string, prompt []float32, tokens [][]int
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog := loadOnHost(t, engine.Spec{Inputs: m.Inputs(), Blocks: m.Blocks, Passes: []*gorgonia.Node{m.Output}})
+	prog := loadOnHost(t, engine.Spec{Inputs: m.Inputs(), Blocks: m.Blocks, Passes: []*gorgonia.Node{m.Output}, Precision: precision})
 	if err := m.InitParams(1, prog.SetInput); err != nil {
 		t.Fatal(err)
 	}
@@ -108,37 +112,51 @@ func forwardLogits(t *testing.T, config string, prompt []float32, tokens [][]int
 // that the logits of every generated position equal those of the llm
 // workload's forward pass over the same tokens, to float32 rounding (the
 // cache's attention sums in another order than the fused attention's),
-// and that the greedy tokens are the forward logits' argmax.
+// and that the greedy tokens are the forward logits' argmax; in bf16 the
+// logits equal to its rounding (both store them in 16 bits), where a tie
+// at bf16's resolution may pick another token than the argmax.
 func TestGenerationMatchesForward(t *testing.T) {
 	for _, tc := range tinyLLMs {
-		t.Run(tc.name, func(t *testing.T) {
-			got := generate(t, tc.config, device.NewHost(), engine.Resident{})
-			vocab := len(got.logits[0]) / genBatch
-			want, seq := forwardLogits(t, tc.config, genPromptIDs(vocab), got.tokens)
-			for i, logits := range got.logits {
-				for s := range genBatch {
-					row := want[(s*seq+genPrompt-1+i)*vocab:][:vocab]
-					if err := closeLogits(logits[s*vocab:(s+1)*vocab], row); err != nil {
-						t.Fatalf("generated token %d of sequence %d: %v", i, s, err)
-					}
-					if tok := argmax(row); got.tokens[s][i] != tok {
-						t.Errorf("generated token %d of sequence %d is %d, the forward pass's argmax %d", i, s, got.tokens[s][i], tok)
-					}
-				}
+		for _, precision := range []levers.Precision{levers.FP32, levers.BF16} {
+			t.Run(tc.name+"/"+string(precision), func(t *testing.T) {
+				checkMatchesForward(t, tc.config, precision)
+			})
+		}
+	}
+}
+
+// checkMatchesForward is TestGenerationMatchesForward for one config and
+// precision.
+func checkMatchesForward(t *testing.T, config string, precision levers.Precision) {
+	got := generate(t, config, device.NewHost(), engine.Resident{}, precision)
+	vocab := len(got.logits[0]) / genBatch
+	want, seq := forwardLogits(t, config, genPromptIDs(vocab), got.tokens, precision)
+	rel := 1e-5
+	if precision.Half() {
+		rel = 1.0 / 128 // two ulps of bf16 at the largest logit
+	}
+	for i, logits := range got.logits {
+		for s := range genBatch {
+			row := want[(s*seq+genPrompt-1+i)*vocab:][:vocab]
+			if err := closeLogits(logits[s*vocab:(s+1)*vocab], row, rel); err != nil {
+				t.Fatalf("generated token %d of sequence %d: %v", i, s, err)
 			}
-		})
+			if tok := argmax(row); got.tokens[s][i] != tok && !precision.Half() {
+				t.Errorf("generated token %d of sequence %d is %d, the forward pass's argmax %d", i, s, got.tokens[s][i], tok)
+			}
+		}
 	}
 }
 
 // closeLogits reports the first logit of got that differs from want's by
-// more than float32 rounding through the model: 1e-5 of want's largest
-// magnitude, plus 1e-6.
-func closeLogits(got, want []float32) error {
+// more than rounding through the model: rel of want's largest magnitude
+// (1e-5 in float32), plus 1e-6.
+func closeLogits(got, want []float32, rel float64) error {
 	var scale float64
 	for _, w := range want {
 		scale = max(scale, math.Abs(float64(w)))
 	}
-	tol := 1e-5*scale + 1e-6
+	tol := rel*scale + 1e-6
 	for j := range want {
 		if d := math.Abs(float64(got[j] - want[j])); d > tol || math.IsNaN(float64(got[j])) {
 			return fmt.Errorf("logit %d is %g, the forward pass's %g (tolerance %.3g)", j, got[j], want[j], tol)
@@ -155,7 +173,7 @@ func closeLogits(got, want []float32) error {
 func TestGenerationPlacements(t *testing.T) {
 	for _, tc := range tinyLLMs {
 		t.Run(tc.name, func(t *testing.T) {
-			want := generate(t, tc.config, device.NewHost(), engine.Resident{})
+			want := generate(t, tc.config, device.NewHost(), engine.Resident{}, levers.FP32)
 			n := tinyLLM(t, tc.config, genContext, genBatch).Layers + 2 // embed, the layers, head
 			mixed := slices.Repeat([]engine.Where{engine.InCache}, n)
 			mixed[0], mixed[n-1] = engine.OnHost, engine.OnDevice
@@ -168,7 +186,7 @@ func TestGenerationPlacements(t *testing.T) {
 				engine.Managed{PageSize: cache.MinPageSize},
 			} {
 				dev := device.NewSim(1<<30, nil)
-				got := generate(t, tc.config, dev, pl)
+				got := generate(t, tc.config, dev, pl, levers.FP32)
 				dev.Close()
 				if !slices.EqualFunc(got.tokens, want.tokens, slices.Equal) {
 					t.Errorf("%T%+v: tokens %v, on the host %v", pl, pl, got.tokens, want.tokens)
