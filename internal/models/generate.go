@@ -117,14 +117,9 @@ func (g *Generation) buildPass(shared *genShared, p *Pass) (*gorgonia.Node, erro
 	declared := len(m.Blocks)
 	pass := &genPass{genShared: shared, p: p, first: declared == 0}
 	b := &llmBuilder{LLMConfig: c.llm(p.Seq), cfg: c.Model.Config, m: m, pass: pass}
-	var logits *gorgonia.Node
-	if c.Model.Arch == hfconfig.ArchGPT2 {
-		logits = b.gpt2()
-	} else {
-		logits = b.llama()
-	}
-	if b.err != nil {
-		return nil, fmt.Errorf("generation, %d new tokens per sequence: %w", p.Seq, b.err)
+	logits, err := b.logits()
+	if err != nil {
+		return nil, fmt.Errorf("generation, %d new tokens per sequence: %w", p.Seq, err)
 	}
 	if !pass.first {
 		m.Blocks = m.Blocks[:declared]

@@ -142,16 +142,23 @@ func (c LLMConfig) Build() (*Model, error) {
 		return nil, err
 	}
 	b := &llmBuilder{LLMConfig: c, cfg: c.Model.Config, m: m, ad: ad}
+	logits, err := b.logits()
+	if err != nil {
+		return nil, err
+	}
+	return m.withOutput(logits, ops.SoftmaxCrossEntropy{})
+}
+
+// logits builds the model's graph, its family's, and returns its logits,
+// or the builder's first error.
+func (b *llmBuilder) logits() (*gorgonia.Node, error) {
 	var logits *gorgonia.Node
-	if c.Model.Arch == hfconfig.ArchGPT2 {
+	if b.cfg.Arch == hfconfig.ArchGPT2 {
 		logits = b.gpt2()
 	} else {
 		logits = b.llama()
 	}
-	if b.err != nil {
-		return nil, b.err
-	}
-	return m.withOutput(logits, ops.SoftmaxCrossEntropy{})
+	return logits, b.err
 }
 
 // llmBuilder builds one llm graph. Its methods that add ops keep the

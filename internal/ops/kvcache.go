@@ -120,23 +120,25 @@ func (op CacheAttend) launch(d launchArgs) error {
 	return d.k.CacheAttend(d.out, d.args[0], d.args[1], d.args[2], c)
 }
 
-// cacheStart reads the first new token's position off the positions.
-func cacheStart[T hostmath.Float](pos []T, c hostmath.KVCache) (int, error) {
+// cacheAt reads the cache's sizes off the shapes (size) and the first
+// new token's position off the positions, pos[0], which must be an
+// integer from which the new tokens fit the cache.
+func cacheAt[T hostmath.Float](size func([]tensor.Shape) (hostmath.KVCache, error), shapes []tensor.Shape, pos []T) (hostmath.KVCache, int, error) {
+	c, err := size(shapes)
+	if err != nil {
+		return c, 0, err
+	}
 	start := int(pos[0])
 	if T(start) != pos[0] {
-		return 0, fmt.Errorf("key-value cache: position %v is not an integer", pos[0])
+		return c, 0, fmt.Errorf("key-value cache: position %v is not an integer", pos[0])
 	}
-	return start, c.Validate(start)
+	return c, start, c.Validate(start)
 }
 
 // cacheWriteHost is CacheWrite's host math into a new cache: the input
 // cache copied, then the new positions written.
 func cacheWriteHost[T hostmath.Float](op CacheWrite, h hostArgs[T]) error {
-	c, err := op.size(h.shapes)
-	if err != nil {
-		return err
-	}
-	start, err := cacheStart(h.in[2], c)
+	c, start, err := cacheAt(op.size, h.shapes, h.in[2])
 	if err != nil {
 		return err
 	}
@@ -147,11 +149,7 @@ func cacheWriteHost[T hostmath.Float](op CacheWrite, h hostArgs[T]) error {
 }
 
 func cacheAttendHost[T hostmath.Float](op CacheAttend, h hostArgs[T]) error {
-	c, err := op.size(h.shapes)
-	if err != nil {
-		return err
-	}
-	start, err := cacheStart(h.in[2], c)
+	c, start, err := cacheAt(op.size, h.shapes, h.in[2])
 	if err != nil {
 		return err
 	}
