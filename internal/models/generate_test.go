@@ -201,3 +201,66 @@ func TestGenerationPlacements(t *testing.T) {
 		})
 	}
 }
+
+// TestGenerationCopiesAndPeak checks a plan's figures for generation on
+// the simulated device: the measured peak equals the footprint computed
+// before allocating (the caches counted in their blocks' areas), and the
+// copies of one prefill and one decode in steady state (the second
+// generation of two tokens) equal the dry run's (Schedule.Copies walks
+// each pass once), the caches' write-backs included.
+func TestGenerationCopiesAndPeak(t *testing.T) {
+	llm := tinyLLM(t, tinyLLMs[0].config, genContext, genBatch)
+	n := llm.Layers + 2
+	mixed := slices.Repeat([]engine.Where{engine.InCache}, n)
+	mixed[0], mixed[n-1] = engine.OnHost, engine.OnDevice
+	for _, pl := range []engine.Placement{
+		engine.Resident{},
+		engine.Paged{Cache: cache.Config{Policy: cache.Window, Window: 1}},
+		engine.Paged{Cache: cache.Config{Policy: cache.WindowPaged, Window: 2}},
+		engine.Paged{Cache: cache.Config{Policy: cache.Auto, Window: 2}},
+		engine.Hybrid{Blocks: mixed, Cache: cache.Config{Policy: cache.Auto, Window: 1}},
+	} {
+		g, err := GenerateConfig{Model: llm.Model, Layers: llm.Layers, Batch: genBatch, Prompt: genPrompt, Context: genContext}.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := engine.Compile(g.Spec())
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev := device.NewSim(1<<30, nil)
+		free, _, _ := dev.MemInfo()
+		fp := plan.Footprint(pl, free)
+		prog, err := plan.Load(dev, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.InitParams(1, prog.SetInput); err != nil {
+			t.Fatal(err)
+		}
+		var before device.Stats
+		for range 2 {
+			before = dev.Stats()
+			if _, err := g.Generate(prog, genPromptIDs(llm.Model.Vocab), 2, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		after := dev.Stats()
+		fed := []*gorgonia.Node{g.Prefill.IDs, g.Prefill.Positions, g.Decode.IDs, g.Decode.Positions}
+		copies, err := plan.Copies(pl, prog.Window(), 1, fed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if up, down := after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes; copies.UploadBytes != up || copies.DownloadBytes != down {
+			t.Errorf("%T%+v: dry run %d bytes up, %d down; the run copied %d up, %d down", pl, pl, copies.UploadBytes, copies.DownloadBytes, up, down)
+		}
+		if after.PeakBytes != fp.Device {
+			t.Errorf("%T%+v: measured peak %d bytes, footprint %d", pl, pl, after.PeakBytes, fp.Device)
+		}
+		if b := plan.Bytes(); b.State != int64(4*2*genBatch*llm.Model.KVHeads*genContext*llm.Model.HeadDim*llm.Layers) {
+			t.Errorf("state of %d bytes, want the caches' 2·batch·kv heads·context·head dim·layers floats", b.State)
+		}
+		prog.Close()
+		dev.Close()
+	}
+}
