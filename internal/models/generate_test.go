@@ -204,7 +204,8 @@ func TestGenerationPlacements(t *testing.T) {
 
 // TestGenerationCopiesAndPeak checks a plan's figures for generation on
 // the simulated device: the measured peak equals the footprint computed
-// before allocating (the caches counted in their blocks' areas), and the
+// before allocating (the caches counted in their blocks' areas) and every
+// point of the timeline (which walks each pass once) sums to it, and the
 // copies of one prefill and one decode in steady state (the second
 // generation of two tokens) equal the dry run's (Schedule.Copies walks
 // each pass once), the caches' write-backs included.
@@ -256,6 +257,16 @@ func TestGenerationCopiesAndPeak(t *testing.T) {
 		}
 		if after.PeakBytes != fp.Device {
 			t.Errorf("%T%+v: measured peak %d bytes, footprint %d", pl, pl, after.PeakBytes, fp.Device)
+		}
+		tl, err := plan.Timeline(pl, fp.Window)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pt := range tl {
+			if pt.Total() != fp.Device {
+				t.Errorf("%T%+v: the timeline's point at step %d holds %d bytes, the footprint %d", pl, pl, pt.Step, pt.Total(), fp.Device)
+				break
+			}
 		}
 		if b := plan.Bytes(); b.State != int64(4*2*genBatch*llm.Model.KVHeads*genContext*llm.Model.HeadDim*llm.Layers) {
 			t.Errorf("state of %d bytes, want the caches' 2·batch·kv heads·context·head dim·layers floats", b.State)
