@@ -211,3 +211,61 @@ func TestKVCacheValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheAttendFloat32C compares the float32 C kernels of kvcache.h, in
+// every instruction set this CPU runs, with the Go kernel, within the
+// fused attention's float32 tolerance (2e-5 of the largest magnitude; the
+// C kernels add each dot product in vector lanes and take softmax.h's
+// exponentials), over kvCases and contexts of several splits, in prefill,
+// decode, and chunks of several new tokens after the first; and checks
+// that each gives the same bits at 1, 2 and 5 threads.
+func TestCacheAttendFloat32C(t *testing.T) {
+	if !kvCacheC {
+		t.Skip("the C kernels do not run on this CPU or in this build")
+	}
+	defer SetThreads(Threads())
+	defer func(isa int) { kvCacheISA, kvCacheC = isa, true }(kvCacheISA)
+	cases := append([]KVCache{
+		{Attention{Batch: 1, Seq: 600, Heads: 9, HeadDim: 64, KVHeads: 3}, 600},
+		{Attention{Batch: 2, Seq: 300, Heads: 32, HeadDim: 20, KVHeads: 2}, 310},
+		{Attention{Batch: 1, Seq: 520, Heads: 4, HeadDim: 80, KVHeads: 4}, 530},
+	}, kvCases...)
+	for _, c := range cases {
+		rng := rand.New(rand.NewPCG(uint64(c.Seq), uint64(c.HeadDim)))
+		qkv := toFloat32(randomSlice(rng, c.Batch*c.Seq*c.QKVWidth()))
+		for _, ch := range append(chunkings(c.Seq), chunking{"chunks", []int{0, c.Seq / 3, c.Seq/3 + 1, c.Seq / 2}}) {
+			if !increasing(ch.starts, c.Seq) {
+				continue // too few positions for these chunks
+			}
+			t.Run(fmt.Sprintf("%+v/%s", c, ch.name), func(t *testing.T) {
+				SetThreads(1)
+				kvCacheC = false
+				want := cacheInChunks(qkv, c, ch.starts)
+				for _, impl := range kvCacheISAs {
+					if impl.isa > kvCacheBest {
+						continue
+					}
+					kvCacheISA, kvCacheC = impl.isa, true
+					SetThreads(1)
+					got := cacheInChunks(qkv, c, ch.starts)
+					near(t, impl.name, got, want, 2e-5)
+					for _, n := range []int{2, 5} {
+						SetThreads(n)
+						same(t, fmt.Sprintf("%s at %d threads", impl.name, n), cacheInChunks(qkv, c, ch.starts), got)
+					}
+				}
+			})
+		}
+	}
+}
+
+// increasing reports whether the first positions of chunks rise strictly
+// and stay below s.
+func increasing(starts []int, s int) bool {
+	for i := 1; i < len(starts); i++ {
+		if starts[i] <= starts[i-1] {
+			return false
+		}
+	}
+	return starts[len(starts)-1] < s
+}
