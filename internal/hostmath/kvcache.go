@@ -76,9 +76,42 @@ func CacheWrite[T Float](keys, values, qkv []T, c KVCache, start int) {
 // Scale() = 1/√HeadDim. CacheWrite must have written the new tokens' keys
 // and values first. The work is spread over the (sequence, key and value
 // head) pairs; each element is computed in a fixed order whatever the
-// thread count.
+// thread count. float32 on CPUs with AVX-512, or AVX2 and FMA, runs the C
+// kernels of kvcache.h, which read each key and value head's positions
+// once for all of its group's query heads in decode, in splits of kvSplit
+// positions spread over the threads.
 func CacheAttend[T Float](out, qkv, keys, values []T, c KVCache, start int) {
+	if q32, ok := any(qkv).([]float32); ok && kvCacheC {
+		cacheAttendFloat32(any(out).([]float32), q32, any(keys).([]float32), any(values).([]float32), c, start)
+		return
+	}
 	cacheAttendGo(out, qkv, keys, values, c, start)
+}
+
+// kvSplit is the positions of a split of the cache in the C kernels: a
+// decode step of one sequence has a task for each kvSplit positions of
+// each key and value head, enough to keep a few threads busy, and each
+// row's splits are merged in order, so the result does not depend on the
+// thread count.
+const kvSplit = 256
+
+// kvTasks calls body(i, scratch) for every i in [0, n), spread over the
+// kernels' threads (see shareTasks), each worker with its own scratch of
+// scratchLen elements.
+func kvTasks[T Float](n, scratchLen int, body func(i int, scratch []T)) {
+	workers := min(Threads(), n)
+	if workers <= 1 {
+		s := getScratch[T](&pairPool, scratchLen)
+		defer putScratch(&pairPool, s)
+		for i := range n {
+			body(i, *s)
+		}
+		return
+	}
+	shareTasks(workers, n, func() (func(int), func()) {
+		s := getScratch[T](&pairPool, scratchLen)
+		return func(i int) { body(i, *s) }, func() { putScratch(&pairPool, s) }
+	})
 }
 
 // cacheAttendGo is CacheAttend in Go: each query row's scores against its
@@ -88,7 +121,7 @@ func cacheAttendGo[T Float](out, qkv, keys, values []T, c KVCache, start int) {
 	ld, d, dh, g := c.QKVWidth(), c.DModel(), c.HeadDim, c.KVGroup()
 	scale := T(c.Scale())
 	kvHeads := c.NumKVHeads()
-	forEachPair[T](c.Batch*kvHeads, start+c.Seq, func(i int, scores []T) {
+	kvTasks[T](c.Batch*kvHeads, start+c.Seq, func(i int, scores []T) {
 		b, kv := i/kvHeads, i%kvHeads
 		base := c.head(b, kv)
 		for m := range g {
