@@ -37,6 +37,40 @@ MistralForCausalLM and GPT2LMHeadModel), with no dependency but torch.
         logits' mean. Prints one line per epoch and a summary; --json writes
         torch_reference.py's fields (epoch_seconds, median_seconds, params,
         threads, torch).
+    torch_llm.py generate DUMP.json [--check] [--top K] [--json FILE]
+    torch_llm.py generate CONFIG.json --prompt P --tokens N [--batch B]
+                 [--layers L] [--seed S] [--threads T] [--repeats R]
+                 [--check] [--top K] [--json FILE]
+        Greedy generation with a KV cache of its own, written plainly: per
+        decoder layer a key and a value tensor [batch, kv_heads, context,
+        head_dim] allocated for the whole context (prompt + tokens) up
+        front; the prompt in one pass (prefill) writing positions 0 … P−1,
+        then one token at a time, each the argmax of the last logits, fed
+        back at the next position. A DUMP (a JSON object with "config",
+        "init": gpuz-named weights as check's dump has them, "prompt": B
+        lists of P token ids, "tokens": N, and optionally "layers") gives
+        the weights and the prompt; a CONFIG (a Hugging Face config.json)
+        gives the shapes, the weights then drawn N(0, 0.02²) (norms at 1;
+        --init-std sets the 0.02) and the prompt uniform below the
+        vocabulary, from --seed. Prints
+        JSON: "ids", each sequence's N generated ids; "logits", for each
+        sequence each generated position's logits [B][N][vocab] (the row
+        whose argmax chose that token: the prompt's last position's, then
+        each fed token's), or with --top K only "top_ids" and "top_logits",
+        each position's K largest (a big vocabulary's rows are large);
+        "prefill_seconds" and "decode_seconds" (the median over --repeats
+        runs after a warm-up one, default 1 run; decode is the N−1 steps
+        that feed a token), "prefill_tokens_per_second" (B·P / prefill)
+        and "decode_tokens_per_second" (B·(N−1) / decode), "threads",
+        "torch". --check runs the forward pass of check and bench over
+        each sequence's prompt and generated tokens (less the last) in one
+        pass and compares its logits at the generated positions with the
+        decode's (relative error at most 2e-5; the ids must be those
+        logits' argmax): exit status 1 when they differ, and "check" in
+        the JSON says by how much. Weights of 0.02 make every attention
+        nearly uniform, blind to which key sits where: a check of the
+        cache's positions wants --init-std 0.3 or so (a key written one
+        position off then moves them by 0.1 to 0.7, against 3e-7).
 
 The Llama family (llama, mistral, qwen2): x = embed_tokens(ids); per layer
 x = x + o_proj(attn(rope(q, k), v)) on input_layernorm(x) (RMSNorm), then
@@ -482,8 +516,8 @@ def check(path):
     return 0
 
 
-def random_init(torch, s, layers, seed=1):
-    """gpuz-named parameters drawn N(0, 0.02²) (norms at 1), for runs
+def random_init(torch, s, layers, seed=1, std=0.02):
+    """gpuz-named parameters drawn N(0, std²) (norms at 1), for runs
     whose values do not matter (saved, count)."""
     g = torch.Generator().manual_seed(seed)
     d, hd, H, KV, I, V = s["hidden"], s["head_dim"], s["heads"], s["kv"], s["inter"], s["vocab"]
@@ -515,7 +549,7 @@ def random_init(torch, s, layers, seed=1):
                 shapes[pre + "mlp.down_proj.bias"] = [d]
     if not s["tie"]:
         shapes["lm_head.weight"] = [V, d]
-    return {n: (torch.randn(sh, generator=g) * 0.02).flatten().tolist() for n, sh in shapes.items()}
+    return {n: (torch.randn(sh, generator=g) * std).flatten().tolist() for n, sh in shapes.items()}
 
 
 def saved(argv):
@@ -742,6 +776,210 @@ def bench(argv):
     return 0
 
 
+class KVCacheModel:
+    """The model run a chunk of new tokens at a time against a KV cache of
+    its own: per decoder layer a key and a value tensor [batch, kv_heads,
+    context, head_dim], allocated up front and written in place at the new
+    tokens' positions, the new tokens' queries attending to the cache's
+    positions up to their own. Written plainly from forward's formulas,
+    so that --check compares two ways of computing the same logits."""
+
+    def __init__(self, torch, s, P, layers, batch, context):
+        self.torch, self.s, self.P, self.layers = torch, s, P, layers
+        shape = (batch, s["kv"], context, s["head_dim"])
+        self.keys = [torch.zeros(shape) for _ in range(layers)]
+        self.values = [torch.zeros(shape) for _ in range(layers)]
+        self.context = context
+        if s["arch"] != "gpt2":
+            # transformers' cos and sin of every position of the context,
+            # as forward computes them for its positions.
+            freqs = torch.outer(torch.arange(context, dtype=torch.int64).float(), inv_freq(torch, s))
+            emb = torch.cat((freqs, freqs), dim=-1)
+            self.cos, self.sin = emb.cos(), emb.sin()
+
+    def attend(self, i, q, k, v, start):
+        """Writes the new tokens' keys and values k, v [B, KV, n, hd] into
+        layer i's cache at positions start … start+n−1 and returns the
+        attention output [B, n, H·hd] of their queries q [B, H, n, hd]
+        against positions 0 … start+j for new token j."""
+        torch, F = self.torch, self.torch.nn.functional
+        B, H, n, hd = q.shape
+        end = start + n
+        self.keys[i][:, :, start:end] = k
+        self.values[i][:, :, start:end] = v
+        K, V = self.keys[i][:, :, :end], self.values[i][:, :, :end]
+        K, V = repeat_kv(K, H // K.shape[1]), repeat_kv(V, H // V.shape[1])
+        pos = torch.arange(end)[None, :]
+        mask = torch.zeros(n, end).masked_fill(pos > torch.arange(start, end)[:, None], float("-inf"))
+        scores = q @ K.transpose(2, 3) / math.sqrt(hd) + mask
+        probs = F.softmax(scores, dim=-1, dtype=torch.float32)
+        return (probs @ V).transpose(1, 2).reshape(B, n, H * hd)
+
+    def step(self, ids, start):
+        """The logits [B, n, vocab] of the new tokens ids [B, n] at
+        positions start … start+n−1, their keys and values written into
+        the cache."""
+        torch, F, s, p = self.torch, self.torch.nn.functional, self.s, self.P.p
+        B, n = ids.shape
+        d, hd, H, KV = s["hidden"], s["head_dim"], s["heads"], s["kv"]
+        if start + n > self.context:
+            fail(f"generate: positions up to {start + n} do not fit a cache of {self.context}")
+        if s["arch"] == "gpt2":
+            x = F.embedding(ids, p["wte.weight"]) + p["wpe.weight"][start:start + n]
+            for i in range(self.layers):
+                pre = f"h.{i}."
+                h = F.layer_norm(x, (d,), p[pre + "ln_1.weight"], p[pre + "ln_1.bias"], s["eps"])
+                qkv = torch.addmm(p[pre + "attn.c_attn.bias"], h.reshape(-1, d), p[pre + "attn.c_attn.weight"])
+                q, k, v = (t.reshape(B, n, H, hd).transpose(1, 2) for t in qkv.reshape(B, n, 3 * d).split(d, dim=2))
+                a = self.attend(i, q, k, v, start)
+                a = torch.addmm(p[pre + "attn.c_proj.bias"], a.reshape(-1, d), p[pre + "attn.c_proj.weight"])
+                x = x + a.reshape(B, n, d)
+                h = F.layer_norm(x, (d,), p[pre + "ln_2.weight"], p[pre + "ln_2.bias"], s["eps"])
+                f = torch.addmm(p[pre + "mlp.c_fc.bias"], h.reshape(-1, d), p[pre + "mlp.c_fc.weight"])
+                f = 0.5 * f * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (f + 0.044715 * torch.pow(f, 3.0))))
+                f = torch.addmm(p[pre + "mlp.c_proj.bias"], f, p[pre + "mlp.c_proj.weight"])
+                x = x + f.reshape(B, n, d)
+            x = F.layer_norm(x, (d,), p["ln_f.weight"], p["ln_f.bias"], s["eps"])
+            return F.linear(x, p["wte.weight"] if s["tie"] else p["lm_head.weight"])
+
+        def rms(x, w):
+            return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + s["eps"]))
+
+        def lin(x, name):
+            return F.linear(x, p[name + ".weight"], p.get(name + ".bias"))
+
+        def rotate_half(x):
+            x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+            return torch.cat((-x2, x1), dim=-1)
+        cos, sin = self.cos[start:start + n], self.sin[start:start + n]
+        x = F.embedding(ids, p["model.embed_tokens.weight"])
+        for i in range(self.layers):
+            pre = f"model.layers.{i}."
+            h = rms(x, p[pre + "input_layernorm.weight"])
+            q = lin(h, pre + "self_attn.q_proj").reshape(B, n, H, hd).transpose(1, 2)
+            k = lin(h, pre + "self_attn.k_proj").reshape(B, n, KV, hd).transpose(1, 2)
+            v = lin(h, pre + "self_attn.v_proj").reshape(B, n, KV, hd).transpose(1, 2)
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+            x = x + lin(self.attend(i, q, k, v, start), pre + "self_attn.o_proj")
+            h = rms(x, p[pre + "post_attention_layernorm.weight"])
+            m = F.silu(lin(h, pre + "mlp.gate_proj")) * lin(h, pre + "mlp.up_proj")
+            x = x + lin(m, pre + "mlp.down_proj")
+        x = rms(x, p["model.norm.weight"])
+        return F.linear(x, p["model.embed_tokens.weight"] if s["tie"] else p["lm_head.weight"])
+
+
+def greedy(torch, model, prompt, tokens):
+    """Prefills prompt [B, P] into model's cache and generates tokens ids
+    one at a time, greedily. Returns the ids [B, N], the logits that chose
+    them [B, N, vocab], and the seconds of the prefill and of the N−1
+    decode steps."""
+    import time
+    B, P = prompt.shape
+    t0 = time.perf_counter()
+    last = model.step(prompt, 0)[:, -1]
+    t1 = time.perf_counter()
+    ids, logits = [last.argmax(-1)], [last]
+    for i in range(1, tokens):
+        last = model.step(ids[-1][:, None], P + i - 1)[:, -1]
+        ids.append(last.argmax(-1))
+        logits.append(last)
+    t2 = time.perf_counter()
+    return torch.stack(ids, 1), torch.stack(logits, 1), t1 - t0, t2 - t1
+
+
+def generate(argv):
+    """Greedy generation with a KV cache (see the module's doc)."""
+    import argparse
+    import statistics
+    p = argparse.ArgumentParser(prog="torch_llm.py generate")
+    p.add_argument("file", metavar="DUMP.json|CONFIG.json")
+    p.add_argument("--prompt", type=int, help="prompt tokens per sequence (a CONFIG's)")
+    p.add_argument("--tokens", type=int, help="tokens to generate (a CONFIG's)")
+    p.add_argument("--batch", type=int, default=1, help="sequences (a CONFIG's; default 1)")
+    p.add_argument("--layers", type=int, help="decoder layers (a CONFIG's; default all)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--init-std", type=float, default=0.02, help="a CONFIG's weights' standard deviation")
+    p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
+    p.add_argument("--repeats", type=int, default=1, help="timed runs after a warm-up one (default 1: no warm-up)")
+    p.add_argument("--check", action="store_true", help="compare with the forward pass over the same tokens")
+    p.add_argument("--top", type=int, metavar="K", help="print each position's K largest logits, not all")
+    p.add_argument("--json", metavar="FILE", default="-", help="write the JSON to FILE (default: standard output)")
+    a = p.parse_args(argv)
+    try:
+        import torch
+    except ImportError as e:
+        fail(f"PyTorch is not installed for {sys.executable} ({e}): apt-get install python3-torch")
+    try:
+        with open(a.file) as f:
+            doc = json.load(f)
+        dump = "init" in doc
+        s = read_config(doc["config"] if dump else doc)
+    except (OSError, ValueError, KeyError) as e:
+        fail(f"{a.file}: {e}", 2)
+    if a.threads < 1 or a.repeats < 1 or (a.top is not None and a.top < 1):
+        p.error("--threads, --repeats and --top must be positive")
+    torch.set_num_threads(a.threads)
+    if dump:
+        layers = doc.get("layers") or s["layers"]
+        P = load(torch, s, doc["init"], layers)
+        prompt = torch.tensor(doc["prompt"], dtype=torch.float64).long()
+        tokens = doc["tokens"]
+    else:
+        if a.prompt is None or a.tokens is None:
+            p.error("a CONFIG needs --prompt and --tokens")
+        layers = a.layers or s["layers"]
+        if not 1 <= layers <= s["layers"]:
+            p.error(f"--layers must be in [1, {s['layers']}], got {layers}")
+        torch.manual_seed(a.seed)
+        P = load(torch, s, random_init(torch, s, layers, a.seed, a.init_std), layers)
+        g = torch.Generator().manual_seed(a.seed)
+        prompt = torch.randint(0, s["vocab"], (a.batch, a.prompt), generator=g)
+        tokens = a.tokens
+    if prompt.dim() != 2 or prompt.shape[1] < 1 or tokens < 1:
+        fail(f"{a.file}: need a prompt of at least one id per sequence and at least one token, got "
+             f"{list(prompt.shape)} and {tokens}", 2)
+    B, Pn = prompt.shape
+    context = Pn + tokens
+    if s["arch"] == "gpt2" and context > s["positions"]:
+        fail(f"generate: a context of {context} is beyond GPT-2's {s['positions']} positions", 2)
+    runs = []
+    with torch.no_grad():
+        for _ in range(a.repeats + (a.repeats > 1)):
+            runs.append(greedy(torch, KVCacheModel(torch, s, P, layers, B, context), prompt, tokens))
+        ids, logits = runs[-1][0], runs[-1][1]
+        timed = runs[1:] if len(runs) > 1 else runs
+        prefill, decode = statistics.median(r[2] for r in timed), statistics.median(r[3] for r in timed)
+        out = {"ids": ids.tolist()}
+        if a.top:
+            top = logits.topk(min(a.top, logits.shape[-1]), dim=-1)
+            out["top_ids"], out["top_logits"] = top.indices.tolist(), top.values.tolist()
+        else:
+            out["logits"] = logits.tolist()
+        status = 0
+        if a.check:
+            # The forward pass over prompt + generated tokens (the last
+            # one is never fed) gives, at positions P−1 … P+N−2, the
+            # logits that chose the generated ids.
+            seq = torch.cat((prompt, ids[:, :-1]), 1)
+            full = forward(torch, s, P, seq, layers, seq.shape[1]).reshape(B, seq.shape[1], -1)[:, Pn - 1:]
+            err = rel(logits, full)
+            same = bool((full.argmax(-1) == ids).all())
+            out["check"] = {"relative_error": err, "ids_are_argmax": same}
+            if err > 2e-5 or not same:
+                sys.stderr.write(f"torch_llm: generate --check: decode's logits off the forward pass's by {err:.3g}"
+                                 f" (relative), ids {'' if same else 'not '}the forward pass's argmax\n")
+                status = 1
+    steps = tokens - 1
+    out.update({"batch": B, "prompt": Pn, "tokens": tokens, "layers": layers, "context": context,
+                "prefill_seconds": prefill, "decode_seconds": decode, "decode_steps": steps,
+                "prefill_tokens_per_second": B * Pn / prefill,
+                "decode_tokens_per_second": B * steps / decode if steps else None,
+                "repeats": a.repeats, "threads": torch.get_num_threads(), "torch": torch.__version__})
+    write_json(a.json, out)
+    return status
+
+
 # bench's optimiser and epochs, torch_reference.py's (and gpuz's defaults).
 BENCH_LR = 1e-4
 BENCH_CLIP = 1.0
@@ -757,10 +995,13 @@ def main(argv):
         return peak(argv[1:])
     if argv and argv[0] == "bench":
         return bench(argv[1:])
+    if argv and argv[0] == "generate":
+        return generate(argv[1:])
     fail("usage: torch_llm.py check DUMP.json | saved CONFIG.json --seq-len S --batch B [--layers N] "
          "[--precision fp32|bf16] [--recompute none|blocks] [--list] | peak CONFIG.json --seq-len S --batch B "
          "[--layers N] [--task train|eval] [--json FILE] | bench CONFIG.json --seq-len S --batch B "
-         "--samples N --epochs E [--layers L] [--task train|eval] [--json FILE]", 2)
+         "--samples N --epochs E [--layers L] [--task train|eval] [--json FILE] | generate DUMP.json|CONFIG.json "
+         "[--prompt P --tokens N --batch B --layers L] [--check] [--top K] [--json FILE]", 2)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,10 @@ type Step struct {
 	Needs []int
 	// Backward is set for the steps of the backward pass.
 	Backward bool
+	// Writes lists the paged blocks among Needs whose state the step
+	// changes (a key-value cache written in place): changed, as an
+	// update changes its block, so written back when evicted.
+	Writes []int
 }
 
 // Update is a paged block's optimizer update, run after a compute step.
@@ -45,8 +49,9 @@ type Run struct {
 	// counting as a need of the backward pass.
 	Order [2][]int
 	// ReadOnly marks the blocks whose parameters nothing changes (every
-	// one frozen, as LoRA freezes a block without adapters): they have no
-	// update, and no policy writes their parameters back; nil when none.
+	// one frozen, as LoRA freezes a block without adapters, and no state
+	// written): they have no update and no step writes them, and no
+	// policy writes their parameters back; nil when none.
 	ReadOnly []bool
 }
 
@@ -122,6 +127,13 @@ func New(cfg Config, run Run, window int, m Mover) (*Cache, error) {
 			return nil, fmt.Errorf("cache: block %d is read-only but updated", u.Block)
 		}
 	}
+	for si, s := range run.Steps {
+		for _, b := range s.Writes {
+			if run.readOnly(b) || !slices.Contains(s.Needs, b) {
+				return nil, fmt.Errorf("cache: step %d writes block %d, which it does not need or which is read-only", si, b)
+			}
+		}
+	}
 	t, _ := lookup(cfg.Policy)
 	c := &Cache{cfg: cfg, run: run, rule: t.newRule(run), mover: m,
 		slots: slices.Repeat([]int{-1}, window), slotOf: slices.Repeat([]int{-1}, run.Blocks),
@@ -155,6 +167,9 @@ func (c *Cache) Before(si int) error {
 	s := c.run.Steps[si]
 	if err := c.ensure(s.Needs, s.Backward); err != nil {
 		return err
+	}
+	for _, b := range s.Writes {
+		c.dirty[b] = true
 	}
 	c.rule.observe(s.Needs, s.Backward)
 	return nil

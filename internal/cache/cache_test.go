@@ -120,6 +120,9 @@ func drive(t *testing.T, cfg Config, run Run, window, runs int) []string {
 				name = name[:1] + strings.Trim(name[1:], "[]")
 			}
 			phase(name, func() error { return c.Before(si) })
+			for _, b := range s.Writes {
+				r.changed[b] = true
+			}
 			for _, b := range s.Needs {
 				if !c.Resident(b) {
 					t.Fatalf("%s: block %d not resident", name, b)
@@ -178,6 +181,23 @@ var traceCases = []traceCase{
 			"F0: evict 2 wb, load 0@0, load 1@1", "F2: evict 0 wb, evict 1 wb, load 2@0, load 0@1",
 			"--",
 			"F1: evict 2 wb, evict 0 wb, load 1@0, load 2@1",
+		},
+	},
+	{
+		// Auto, eval, the chain of 3 of the case below, whose step 1
+		// writes block 1's state (a key-value cache): the same decisions
+		// (the policy's choices do not depend on what changed), but block
+		// 1, evicted once after F1, is written back.
+		name: "auto writes back a block whose state a step wrote", cfg: Config{Policy: Auto, Window: 2},
+		run: writing(chain(3, false), 1), window: 2, runs: 4,
+		want: []string{
+			"F0: load 0@0", "+F0: load 1@1 ahead", "+F1: evict 1 wb, load 2@1 ahead",
+			"--",
+			"+F0: evict 0, load 1@0 ahead",
+			"--",
+			"F0: evict 2, load 0@1", "+F0: evict 0, load 2@1 ahead",
+			"--",
+			"F0: evict 2, load 0@1", "+F0: evict 0, load 2@1 ahead",
 		},
 	},
 	{
@@ -311,6 +331,32 @@ var traceCases = []traceCase{
 	},
 }
 
+// writing is run with each forward step that needs one of blocks writing
+// its state.
+func writing(run Run, blocks ...int) Run {
+	for si, st := range run.Steps {
+		if !st.Backward && slices.Contains(blocks, st.Needs[0]) {
+			run.Steps[si].Writes = st.Needs[:1]
+		}
+	}
+	return run
+}
+
+// TestWritesChecked checks that a step writing a block it does not need,
+// or a read-only block, is refused.
+func TestWritesChecked(t *testing.T) {
+	run := chain(3, false)
+	run.Steps[0].Writes = []int{1}
+	if _, err := New(Config{Policy: Auto, Window: 1}, run, 1, newRecorder(t, 1)); err == nil {
+		t.Error("a step writing a block it does not need accepted")
+	}
+	run = writing(chain(3, false), 1)
+	run.ReadOnly = []bool{false, true, false}
+	if _, err := New(Config{Policy: Auto, Window: 1}, run, 1, newRecorder(t, 1)); err == nil {
+		t.Error("a step writing a read-only block accepted")
+	}
+}
+
 // readOnlyChain is chain(n, true) with the blocks readOnly lists marked
 // read-only and their updates left out.
 func readOnlyChain(n int, readOnly ...int) Run {
@@ -357,6 +403,9 @@ func randomRun(rng *rand.Rand, train bool) Run {
 			needs = append(needs, b)
 		}
 		run.Steps = append(run.Steps, Step{Needs: needs, Backward: backward})
+		if !train && rng.IntN(3) == 0 { // a state written, as generation's caches are
+			run.Steps[len(run.Steps)-1].Writes = needs[:1]
+		}
 		for _, b := range needs {
 			if p := pass(backward); !seen[p][b] {
 				seen[p][b] = true

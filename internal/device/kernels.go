@@ -1,6 +1,8 @@
 package device
 
 import (
+	"fmt"
+
 	"gpuz/internal/half"
 	"gpuz/internal/hostmath"
 )
@@ -108,6 +110,17 @@ type Kernels interface {
 	// FusedAttentionPack sets dst, packed as FusedAttention's output, to
 	// the output gradient g followed by zeros for the log-sum-exps.
 	FusedAttentionPack(dst, g Buffer, a hostmath.Attention)
+	// CacheWrite writes the keys and values of the new tokens' packed
+	// qkv rows into a layer's key-value cache kv (its keys, then its
+	// values, c.Elements() each) at positions start … start+c.Seq−1,
+	// start read from pos[0] (see hostmath.CacheWrite); a start that is
+	// not an integer or does not fit the cache is an error.
+	CacheWrite(kv, qkv, pos Buffer, c hostmath.KVCache) error
+	// CacheAttend sets dst [c.Batch·c.Seq, c.DModel()] to the new tokens'
+	// attention against the cache kv, which CacheWrite has written, new
+	// token i seeing positions 0 … start+i, start read from pos[0] (see
+	// hostmath.CacheAttend); a start as CacheWrite's is an error.
+	CacheAttend(dst, qkv, kv, pos Buffer, c hostmath.KVCache) error
 	// SoftmaxCrossEntropy sets the one element of dst to the mean over the
 	// rows of logits of the cross-entropy with the integer class ids in
 	// targets; ids out of range are an error.
@@ -391,6 +404,47 @@ func (hostKernels) GELUTanh(dst, src Buffer) { hostmath.GELUTanh(Floats(dst), Fl
 // GELUTanhGrad sets dst to the activation's gradient.
 func (hostKernels) GELUTanhGrad(dst, x, g Buffer) {
 	hostmath.GELUTanhGrad(Floats(dst), Floats(x), Floats(g))
+}
+
+// CacheWrite writes the new tokens' keys and values into the cache.
+func (hostKernels) CacheWrite(kv, qkv, pos Buffer, c hostmath.KVCache) error {
+	start, err := CacheStart(Floats(pos)[0], c)
+	if err != nil {
+		return err
+	}
+	keys, values := cacheParts(Floats(kv), c)
+	hostmath.CacheWrite(keys, values, Floats(qkv), c, start)
+	return nil
+}
+
+// CacheAttend computes the new tokens' attention against the cache.
+func (hostKernels) CacheAttend(dst, qkv, kv, pos Buffer, c hostmath.KVCache) error {
+	start, err := CacheStart(Floats(pos)[0], c)
+	if err != nil {
+		return err
+	}
+	keys, values := cacheParts(Floats(kv), c)
+	hostmath.CacheAttend(Floats(dst), Floats(qkv), keys, values, c, start)
+	return nil
+}
+
+// cacheParts splits a key-value cache's elements into its keys and its
+// values.
+func cacheParts(kv []float32, c hostmath.KVCache) (keys, values []float32) {
+	n := c.Elements()
+	return kv[:n:n], kv[n : 2*n : 2*n]
+}
+
+// CacheStart returns the position of the first new token, given as a
+// float32 (the first of the new tokens' positions, as the model feeds
+// them), or an error when it is not an integer or the new tokens do not
+// fit the cache from it.
+func CacheStart(pos float32, c hostmath.KVCache) (int, error) {
+	start := int(pos)
+	if float32(start) != pos {
+		return 0, fmt.Errorf("key-value cache: position %v is not an integer", float64(pos))
+	}
+	return start, c.Validate(start)
 }
 
 // TokenEmbedding looks the ids up.

@@ -86,6 +86,9 @@ func (bp *blockPlan) cacheRun() cache.Run {
 			}
 		}
 		run.Steps[si] = cache.Step{Needs: paged, Backward: sc.steps[si].backward}
+		if v := sc.values[sc.steps[si].out]; v.state && bp.paged(v.block) {
+			run.Steps[si].Writes = []int{v.block}
+		}
 	}
 	for _, u := range sc.updates {
 		if bp.paged(u.block) {
@@ -93,7 +96,7 @@ func (bp *blockPlan) cacheRun() cache.Run {
 		}
 	}
 	for b, blk := range sc.spec.Blocks {
-		if !blk.Trained() { // every parameter frozen: never written back
+		if !blk.Trained() && len(blk.State) == 0 { // every parameter frozen, no state: never written back
 			if run.ReadOnly == nil {
 				run.ReadOnly = make([]bool, len(sc.spec.Blocks))
 			}

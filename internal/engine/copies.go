@@ -34,7 +34,9 @@ func (c Copies) plus(d Copies, n int64) Copies {
 // Copies returns the copies one epoch of batches Runs makes under
 // placement pl, without allocating anything: before every Run the fed
 // inputs are uploaded (nil fed: every input of the Spec; constants set once
-// are not fed), after it the output scalar is downloaded, and under a paged
+// are not fed), after it the output scalar is downloaded (under
+// Spec.Passes, a Run is each pass once, and each pass's output is
+// downloaded), and under a paged
 // placement the blocks move as its cache policy decides, in a window of
 // window blocks (what Footprint or Program.Window gives; raised to
 // MinWindow and capped at the blocks, as Load does). The cache is the one
@@ -55,8 +57,11 @@ func (sc *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.No
 	}
 	sd := bd.sides()
 	var perBatch Copies
-	if !sd.valueHost[sc.output] { // the output is read on the host
-		perBatch = Copies{DownloadBytes: 4, Count: 1}
+	for _, out := range sc.outputs() {
+		if !sd.valueHost[out] { // the output is read on the host
+			perBatch.DownloadBytes += 4 * int64(sc.values[out].elems)
+			perBatch.Count++
+		}
 	}
 	if fed == nil {
 		fed = sc.spec.Inputs
@@ -131,4 +136,17 @@ func (k *copyCounter) hostUpdate(b int) error {
 		}
 	}
 	return nil
+}
+
+// outputs returns the values a Run hands back: the output scalar, or each
+// pass's output under Spec.Passes.
+func (sc *Schedule) outputs() []int {
+	if len(sc.spec.Passes) == 0 {
+		return []int{sc.output}
+	}
+	out := make([]int, len(sc.spec.Passes))
+	for p, n := range sc.spec.Passes {
+		out[p] = sc.index[n]
+	}
+	return out
 }

@@ -160,12 +160,24 @@ type stepper interface {
 }
 
 // walk goes through one Run of the schedule: every compute step, with the
-// updates that follow it, under a placement's hooks. A Program and the
-// dry runs both walk, so that they make the same decisions.
+// updates that follow it, under a placement's hooks (under Spec.Passes,
+// each pass once, in order). A Program and the dry runs both walk, so
+// that they make the same decisions.
 func (sc *Schedule) walk(h runHooks, st stepper) error {
+	for p := range sc.passes {
+		if err := sc.walkPass(h, st, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walkPass goes through one Run of pass p (Spec.Passes; pass 0 is every
+// step of a schedule without passes), as walk does.
+func (sc *Schedule) walkPass(h runHooks, st stepper, p int) error {
 	next := 0 // next update to run
 	h.begin()
-	for si := range sc.steps {
+	for si := sc.passes[p][0]; si < sc.passes[p][1]; si++ {
 		staged, err := h.beforeStep(si)
 		if err != nil {
 			return err

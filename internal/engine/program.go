@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -12,7 +13,9 @@ import (
 
 // DeviceOp is an op the engine runs: Launch computes it with a device's
 // kernels, from argument buffers whose shapes are given, into out, which
-// never aliases an argument. Every op of package ops is one.
+// never aliases an argument but for an op that overwrites one in place
+// (gorgonia.Op.OverwritesInput ≥ 0: the engine makes that argument's
+// buffer its output). Every op of package ops is one.
 type DeviceOp interface {
 	Launch(k device.Kernels, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error
 }
@@ -227,12 +230,14 @@ func (prog *Program) masterOf(v int) device.Buffer {
 	return nil
 }
 
-// Read copies the current value of an input or parameter node into a new
-// slice.
+// Read copies the current value of an input, a parameter, a block's
+// state or a pass's output (Spec.Passes) into a new slice.
 func (prog *Program) Read(n *gorgonia.Node) ([]float32, error) {
 	i, ok := prog.sched.index[n]
-	if !ok || prog.sched.values[i].kind != kindInput && prog.sched.values[i].kind != kindParam {
-		return nil, fmt.Errorf("engine: %s is not an input or parameter of the program", n.Name())
+	readable := ok && (prog.sched.values[i].kind == kindInput || prog.sched.values[i].kind == kindParam ||
+		slices.Contains(prog.sched.spec.Passes, n))
+	if !readable {
+		return nil, fmt.Errorf("engine: %s is not an input, parameter or pass output of the program", n.Name())
 	}
 	if prog.buffers[i] == nil { // a paged-out parameter: its host master is current
 		return prog.placed.readParam(i)
@@ -292,6 +297,9 @@ func (prog *Program) download(i int) ([]float32, error) {
 // training, the backward pass with each block's update as soon as its
 // gradients are final. It returns the output scalar.
 func (prog *Program) Run() (float32, error) {
+	if len(prog.sched.spec.Passes) > 0 {
+		return 0, errors.New("engine: a schedule of passes runs them one at a time (RunPass)")
+	}
 	if err := prog.scaleSeed(); err != nil {
 		return 0, err
 	}
@@ -306,6 +314,17 @@ func (prog *Program) Run() (float32, error) {
 		return 0, fmt.Errorf("engine: reading the output: %w", err)
 	}
 	return prog.scratch[0], nil
+}
+
+// RunPass executes pass p of a schedule compiled with Spec.Passes on the
+// inputs set last: its output (Spec.Passes[p]) is then read with Read,
+// until another pass runs. The blocks' state stays from one pass and one
+// Run to the next.
+func (prog *Program) RunPass(p int) error {
+	if p < 0 || p >= len(prog.sched.spec.Passes) {
+		return fmt.Errorf("engine: pass %d of a schedule of %d passes", p, len(prog.sched.spec.Passes))
+	}
+	return prog.sched.walkPass(prog.placed, programSteps{prog}, p)
 }
 
 // programSteps is a Program's stepper: it runs the kernels and copies.

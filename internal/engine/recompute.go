@@ -118,7 +118,7 @@ func (sc *Schedule) rerun(b int) (at int, run []step, copied map[int]int) {
 		if !again[si] {
 			continue
 		}
-		r := step{op: s.op, args: slices.Clone(s.args), reads: s.reads, backward: true, rerun: true}
+		r := step{op: s.op, node: s.node, args: slices.Clone(s.args), reads: s.reads, backward: true, rerun: true}
 		for j, a := range r.args {
 			if c, ok := copied[a]; ok {
 				r.args[j] = c

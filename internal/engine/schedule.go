@@ -35,6 +35,14 @@ type Block struct {
 	// 16-bit precision they are stored as its other parameters are, with
 	// no float32 master (precision.go: assignPrecision, stateElems).
 	Frozen []*gorgonia.Node
+	// State holds the block's state (a decoder layer's key-value cache):
+	// values that belong to the block as its parameters do (in its area,
+	// resident, paged or on the host with it) and keep their contents
+	// from one Run to the next, but have no gradient, no optimizer state
+	// and no update; only a step whose op overwrites its input in place
+	// (gorgonia.Op.OverwritesInput) changes one, and a paged block it
+	// changes is written back when evicted. Evaluation only.
+	State []*gorgonia.Node
 }
 
 // Trained reports whether the block has parameters that training changes.
@@ -64,6 +72,13 @@ type Spec struct {
 	// backward pass and runs the block's forward steps again just before
 	// its gradients (see recompute.go); "" is levers.RecomputeNone.
 	Recompute levers.Recompute
+	// Passes, when set, split an evaluation into passes that a Program
+	// runs one at a time (RunPass), in place of Output: pass p computes
+	// Passes[p], a tensor read after it with Program.Read, and only the
+	// steps it needs. The passes share the parameters, the blocks' state
+	// and the inputs, but no computed value (generation's prefill and
+	// decode passes over one set of weights and key-value caches).
+	Passes []*gorgonia.Node
 	// Precision, when 16-bit, stores the products' operands and results
 	// in 16 bits after automatic mixed precision's rules (precision.go);
 	// training keeps float32 masters of the 16-bit parameters with Adam's
@@ -93,9 +108,10 @@ type value struct {
 	// store is how the value's elements sit in its words: float32, or 16
 	// bits in the format of the spec's precision.
 	store storage
-	// frozen marks a frozen parameter (Block.Frozen).
-	frozen bool
-	slot   int // arena slot, for temporaries
+	// frozen marks a frozen parameter (Block.Frozen), state a block's
+	// state (Block.State): both kindParam.
+	frozen, state bool
+	slot          int // arena slot, for temporaries
 	// block owns the value: for parameters their block, for saved values
 	// the block they travel with; -1 otherwise.
 	block int
@@ -108,8 +124,9 @@ type value struct {
 // step is one op applied to values.
 type step struct {
 	op   gorgonia.Op
-	args []int // value indices, in argument order
-	out  int   // value index
+	node *gorgonia.Node // the graph's node it computes
+	args []int          // value indices, in argument order
+	out  int            // value index
 	// reads lists the blocks whose parameters the step reads.
 	reads []int
 	// backward is set for steps of the backward pass.
@@ -155,32 +172,41 @@ type Schedule struct {
 	// grads holds the value index of each parameter's gradient, in the
 	// order of params; -1 for a frozen parameter, which has none.
 	grads  []int
-	params []int // value indices of parameters, block by block, each block's trained ones first
+	params []int // value indices of parameters, block by block, each block's trained ones first, its state last
+	// passes holds each pass's steps, [from, to), under Spec.Passes; one
+	// pass of every step otherwise.
+	passes [][2]int
 }
 
 // Compile turns the graph around spec.Output into a Schedule. With spec.Train it
 // adds the gradient graph to spec.Output's graph through
 // gorgonia.Backpropagate, so a graph can be compiled for training once.
 func Compile(spec Spec) (*Schedule, error) {
-	if spec.Output == nil || !spec.Output.IsScalar() {
-		return nil, errors.New("engine: the output must be a scalar node")
+	outputs, err := checkOutputs(spec)
+	if err != nil {
+		return nil, err
 	}
-	g := spec.Output.Graph()
+	targets := slices.Clone(outputs)
+	g := outputs[0].Graph()
 	sc := &Schedule{spec: spec, index: map[*gorgonia.Node]int{}}
 
 	var params gorgonia.Nodes // the trained ones, which gradients are derived for
 	for b, blk := range spec.Blocks {
-		for j, n := range slices.Concat(blk.Params, blk.Frozen) {
+		frozen, state := len(blk.Params), len(blk.Params)+len(blk.Frozen)
+		for j, n := range slices.Concat(blk.Params, blk.Frozen, blk.State) {
 			if _, dup := sc.index[n]; dup {
 				return nil, fmt.Errorf("engine: parameter %s is in more than one block", n.Name())
 			}
 			v := sc.addValue(n, kindParam, b)
 			sc.params = append(sc.params, v)
-			if j >= len(blk.Params) {
+			switch {
+			case j >= state:
+				sc.values[v].state = true
+			case j >= frozen:
 				sc.values[v].frozen = true
-				continue
+			default:
+				params = append(params, n)
 			}
-			params = append(params, n)
 		}
 	}
 	for _, n := range spec.Inputs {
@@ -190,7 +216,6 @@ func Compile(spec Spec) (*Schedule, error) {
 		sc.addValue(n, kindInput, -1)
 	}
 
-	targets := gorgonia.Nodes{spec.Output}
 	var grads gorgonia.Nodes
 	if spec.Train {
 		seed := gorgonia.NewScalar(g, spec.Output.Dtype(), gorgonia.WithName("gpuz.seed"))
@@ -198,7 +223,6 @@ func Compile(spec Spec) (*Schedule, error) {
 		if len(params) == 0 {
 			return nil, errors.New("engine: training with every parameter frozen")
 		}
-		var err error
 		if grads, err = gorgonia.Backpropagate(gorgonia.Nodes{spec.Output}, gorgonia.Nodes{seed}, params); err != nil {
 			return nil, fmt.Errorf("engine: deriving gradients: %w", err)
 		}
@@ -225,7 +249,7 @@ func Compile(spec Spec) (*Schedule, error) {
 		if err := checkOp(n); err != nil {
 			return nil, err
 		}
-		s := step{op: n.Op(), out: sc.addValue(n, kindTemporary, -1)}
+		s := step{op: n.Op(), node: n}
 		for _, c := range children(g, n) {
 			i, ok := sc.index[c]
 			if !ok {
@@ -239,11 +263,17 @@ func Compile(spec Spec) (*Schedule, error) {
 				s.backward = true
 			}
 		}
+		if s.out, err = sc.outputOf(n, s.args); err != nil {
+			return nil, err
+		}
 		backward[n] = s.backward
 		sc.steps = append(sc.steps, s)
 	}
 	sc.hoistForwardSteps()
-	sc.output = sc.index[spec.Output]
+	if err := sc.splitPasses(g); err != nil {
+		return nil, err
+	}
+	sc.output = sc.index[outputs[len(outputs)-1]]
 	sc.gradOf = map[int]int{}
 	if spec.Train {
 		for i, pv := range sc.params {
@@ -273,6 +303,9 @@ func Compile(spec Spec) (*Schedule, error) {
 	sc.computeLastUse()
 	sc.assignOwners()
 	sc.assignSlots()
+	if sc.passes == nil { // after recompute's steps
+		sc.passes = [][2]int{{0, len(sc.steps)}}
+	}
 	return sc, nil
 }
 
@@ -302,6 +335,79 @@ func (sc *Schedule) hoistForwardSteps() {
 		steps = slices.Insert(steps, at, s)
 	}
 	sc.steps = steps
+}
+
+// checkOutputs returns what spec computes: its scalar Output, or its
+// Passes' outputs, for an evaluation only.
+func checkOutputs(spec Spec) (gorgonia.Nodes, error) {
+	hasState := slices.ContainsFunc(spec.Blocks, func(b Block) bool { return len(b.State) > 0 })
+	switch {
+	case len(spec.Passes) > 0 && spec.Output != nil:
+		return nil, errors.New("engine: a spec with passes has no Output")
+	case len(spec.Passes) > 0 && spec.Train:
+		return nil, errors.New("engine: passes are for evaluation only")
+	case hasState && spec.Train:
+		return nil, errors.New("engine: a block's state is for evaluation only")
+	case len(spec.Passes) > 0:
+		return spec.Passes, nil
+	case spec.Output == nil || !spec.Output.IsScalar():
+		return nil, errors.New("engine: the output must be a scalar node")
+	}
+	return gorgonia.Nodes{spec.Output}, nil
+}
+
+// outputOf returns the value that node n's step computes, with args its
+// arguments: a new temporary, or, for an op that overwrites an input in
+// place (a key-value cache's write), that input, which must be a block's
+// state: the step writes the state's own buffer, and a step that reads n
+// reads the state as written.
+func (sc *Schedule) outputOf(n *gorgonia.Node, args []int) (int, error) {
+	_, ours := n.Op().(DeviceOp) // not gorgonia's gradient sum, whose OverwritesInput is 0
+	j := n.Op().OverwritesInput()
+	if !ours || j < 0 {
+		return sc.addValue(n, kindTemporary, -1), nil
+	}
+	if j >= len(args) || !sc.values[args[j]].state {
+		return 0, fmt.Errorf("engine: %v overwrites its input %d, which is not a block's state", n.Op(), j)
+	}
+	sc.index[n] = args[j]
+	return args[j], nil
+}
+
+// splitPasses orders the steps pass by pass under Spec.Passes, each pass
+// the steps its output needs, and records each pass's steps (without
+// passes, Compile records one pass of every step once recompute has added
+// its own). A step two passes need is an error: its value would have to
+// outlive its pass.
+func (sc *Schedule) splitPasses(g *gorgonia.ExprGraph) error {
+	if len(sc.spec.Passes) == 0 {
+		return nil // one pass, of every step: Compile records it last
+	}
+	passOf := map[*gorgonia.Node]int{}
+	for p, out := range sc.spec.Passes {
+		for n := range neededNodes(g, gorgonia.Nodes{out}) {
+			if n.Op() == nil {
+				continue // an input, a parameter or a state: shared
+			}
+			if q, ok := passOf[n]; ok && q != p {
+				return fmt.Errorf("engine: passes %d and %d both need %s", q, p, n.Name())
+			}
+			passOf[n] = p
+		}
+	}
+	steps := make([]step, 0, len(sc.steps))
+	sc.passes = make([][2]int, len(sc.spec.Passes))
+	for p := range sc.spec.Passes {
+		from := len(steps)
+		for _, s := range sc.steps {
+			if passOf[s.node] == p {
+				steps = append(steps, s)
+			}
+		}
+		sc.passes[p] = [2]int{from, len(steps)}
+	}
+	sc.steps = steps
+	return nil
 }
 
 func (sc *Schedule) addValue(n *gorgonia.Node, kind valueKind, block int) int {
@@ -405,6 +511,9 @@ func (sc *Schedule) computeLastUse() {
 		}
 	}
 	sc.values[sc.output].lastUse = end
+	for _, n := range sc.spec.Passes {
+		sc.values[sc.index[n]].lastUse = end
+	}
 }
 
 // assignSlots gives every temporary a slot of the arena by liveness: a slot
@@ -482,6 +591,7 @@ func (sc *Schedule) updateStep(b int) int {
 type Bytes struct {
 	Parameters int64 // every block's trained parameters
 	Frozen     int64 // every block's frozen parameters (Block.Frozen)
+	State      int64 // every block's state (Block.State: the key-value caches)
 	// Optimizer is Adam's two moments per parameter when training, with
 	// the float32 master of each 16-bit parameter.
 	Optimizer int64
@@ -495,7 +605,7 @@ type Bytes struct {
 
 // Total is the sum of all kinds.
 func (b Bytes) Total() int64 {
-	return b.Parameters + b.Frozen + b.Optimizer + b.Saved + b.Inputs + b.Arena
+	return b.Parameters + b.Frozen + b.State + b.Optimizer + b.Saved + b.Inputs + b.Arena
 }
 
 // Bytes returns the memory the schedule needs, known before allocating any.
@@ -504,11 +614,14 @@ func (sc *Schedule) Bytes() Bytes {
 	for _, v := range sc.values {
 		switch v.kind {
 		case kindParam:
-			if v.frozen {
+			switch {
+			case v.frozen:
 				b.Frozen += 4 * int64(v.elems)
-				break
+			case v.state:
+				b.State += 4 * int64(v.elems)
+			default:
+				b.Parameters += 4 * int64(v.elems)
 			}
-			b.Parameters += 4 * int64(v.elems)
 		case kindSaved:
 			b.Saved += 4 * int64(v.elems)
 		case kindInput, kindSeed:

@@ -116,4 +116,46 @@ static void gpuz_fewrow_nt(const float *xt, int V, int m, int k, const float *w,
 	}
 }
 
+// gpuz_fewrow_dot computes columns [j0, j1) of y = x·Wᵀ for m ≤ 4 rows of
+// x (row-major, k apart) as dot products along k: each block takes 4 rows
+// of W, reads each once, 16 elements a load, and keeps the 4·m sums in
+// 16-lane accumulators added up at the end (lane i holds the terms
+// kk ≡ i mod 16, in order), so that a weight element costs 1/16 of a load
+// where the broadcast kernel above spends one, and one or four rows read W
+// at the memory's pace. The order of each sum is fixed: results do not
+// depend on the threads.
+static void gpuz_fewrow_dot(const float *x, int m, int k, const float *w, ptrdiff_t ldw, int j0, int j1, float *y,
+                            ptrdiff_t ldy) {
+	GPUZ_FLUSH_SUBNORMALS();
+	const __mmask16 tail = (__mmask16)((1u << (k % 16)) - 1);
+	const int kv = k - k % 16;
+	for (int j = j0; j < j1; j += 4) {
+		const int jb = j1 - j < 4 ? j1 - j : 4;
+		const float *wr[4];
+		GPUZ_FR_UNROLL for (int b = 0; b < 4; b++) wr[b] = w + (ptrdiff_t)(j + (b < jb ? b : 0)) * ldw;
+		__m512 acc[4][4];
+		GPUZ_FR_UNROLL for (int b = 0; b < 4; b++)
+			GPUZ_FR_UNROLL for (int r = 0; r < 4; r++) acc[b][r] = _mm512_setzero_ps();
+		for (int kk = 0; kk < kv; kk += 16) {
+			__m512 xr[4];
+			GPUZ_FR_UNROLL for (int r = 0; r < 4; r++) xr[r] = _mm512_loadu_ps(x + (ptrdiff_t)(r < m ? r : 0) * k + kk);
+			GPUZ_FR_UNROLL for (int b = 0; b < 4; b++) {
+				const __m512 wb = _mm512_loadu_ps(wr[b] + kk);
+				GPUZ_FR_UNROLL for (int r = 0; r < 4; r++) if (r < m) acc[b][r] = _mm512_fmadd_ps(wb, xr[r], acc[b][r]);
+			}
+		}
+		if (tail) {
+			__m512 xr[4];
+			GPUZ_FR_UNROLL for (int r = 0; r < 4; r++)
+				xr[r] = _mm512_maskz_loadu_ps(tail, x + (ptrdiff_t)(r < m ? r : 0) * k + kv);
+			GPUZ_FR_UNROLL for (int b = 0; b < 4; b++) {
+				const __m512 wb = _mm512_maskz_loadu_ps(tail, wr[b] + kv);
+				GPUZ_FR_UNROLL for (int r = 0; r < 4; r++) if (r < m) acc[b][r] = _mm512_fmadd_ps(wb, xr[r], acc[b][r]);
+			}
+		}
+		for (int r = 0; r < m; r++)
+			for (int b = 0; b < jb; b++) y[r * ldy + j + b] = _mm512_reduce_add_ps(acc[b][r]);
+	}
+}
+
 #pragma GCC pop_options

@@ -22,3 +22,10 @@ func fewRowColumns(xt []float32, lanes, m, n, k int, w, y []float32, j0, j1 int)
 	C.gpuz_fewrow_nt(floatPtr(xt), C.int(lanes/16), C.int(m), C.int(k), floatPtr(w), C.ptrdiff_t(k),
 		C.int(j0), C.int(j1), floatPtr(y), C.ptrdiff_t(n))
 }
+
+// fewRowDotColumns computes columns [j0, j1) of y = x·wᵀ (y m×n, m at most
+// fewRowsDotMax) by dot products along k (gpuz_fewrow_dot).
+func fewRowDotColumns(x []float32, m, k int, w, y []float32, n, j0, j1 int) {
+	C.gpuz_fewrow_dot(floatPtr(x), C.int(m), C.int(k), floatPtr(w), C.ptrdiff_t(k), C.int(j0), C.int(j1),
+		floatPtr(y), C.ptrdiff_t(n))
+}

@@ -12,3 +12,7 @@ func fewRowPack(x []float32, m, k int, xt []float32, lanes int) {
 func fewRowColumns(xt []float32, lanes, m, n, k int, w, y []float32, j0, j1 int) {
 	panic("hostmath: no few-row kernel in a purego build")
 }
+
+func fewRowDotColumns(x []float32, m, k int, w, y []float32, n, j0, j1 int) {
+	panic("hostmath: no few-row kernel in a purego build")
+}

@@ -144,11 +144,18 @@ func (c LLMConfig) Build() (*Model, error) {
 		return nil, err
 	}
 	b := &llmBuilder{LLMConfig: c, cfg: c.Model.Config, arch: c.Model.Arch, m: m, ad: ad}
-	logits := b.decoder()
-	if b.err != nil {
-		return nil, b.err
+	logits, err := b.logits()
+	if err != nil {
+		return nil, err
 	}
 	return m.withOutput(logits, ops.SoftmaxCrossEntropy{})
+}
+
+// logits builds the model's graph, its family's (decoder), and returns
+// its logits, or the builder's first error.
+func (b *llmBuilder) logits() (*gorgonia.Node, error) {
+	logits := b.decoder()
+	return logits, b.err
 }
 
 // llmBuilder builds one llm graph. Its methods that add ops keep the
@@ -162,9 +169,13 @@ type llmBuilder struct {
 	m    *Model
 	// ad adds LoRA's adapters, nil when it is off.
 	ad *adapters
-	// where names the block being built, for errors.
-	where string
-	err   error
+	// where names the block being built, for errors; current is it.
+	where   string
+	current *engine.Block
+	// pass is the generation pass being built (generate.go), nil for
+	// the training and evaluation graph.
+	pass *genPass
+	err  error
 }
 
 // normal02 is the weights' initialisation of transformers' decoders:
@@ -216,6 +227,9 @@ func (b *llmBuilder) attention(attn ops.AttentionConfig, qkv *gorgonia.Node) *go
 	if b.err != nil {
 		return nil
 	}
+	if b.pass != nil {
+		return b.pass.attend(b, attn, qkv)
+	}
 	out, err := attentionOps(b.LLMConfig.attention(), attn, qkv)
 	if err != nil {
 		b.err = fmt.Errorf("%sattention: %w", b.where, err)
@@ -230,8 +244,11 @@ type paramAdder func(name string, init func(*rand.Rand, []float32), shape ...int
 // named prefix + their name.
 func (b *llmBuilder) block(name, prefix string) (*engine.Block, paramAdder) {
 	block := &engine.Block{Name: name}
-	b.where = name + ": "
+	b.where, b.current = name+": ", block
 	return block, func(param string, init func(*rand.Rand, []float32), shape ...int) *gorgonia.Node {
+		if n := b.pass.shared(prefix + param); n != nil { // a later generation pass's
+			return n
+		}
 		return b.m.param(block, prefix+param, init, shape...)
 	}
 }
@@ -317,7 +334,7 @@ func (b *llmBuilder) decoder() *gorgonia.Node {
 	m.Blocks = append(m.Blocks, *embed)
 	x := b.apply(mods.Embed, ops.TokenEmbedding{}, m.Input, embedW)
 	if posW != nil {
-		x = b.apply(mods.Positions, ops.AddPositions{SeqLen: b.SeqLen}, x, posW)
+		x = b.positions(mods.Positions, x, posW)
 	}
 
 	attn := ops.AttentionConfig{Heads: cfg.Heads, SeqLen: b.SeqLen, Causal: true}
@@ -326,12 +343,7 @@ func (b *llmBuilder) decoder() *gorgonia.Node {
 	}
 	var rotate func(qkv *gorgonia.Node) *gorgonia.Node
 	if a.Positions == hfconfig.Rotary {
-		hd := cfg.HeadDim
-		cos, sin := RotaryTables(cfg.RopeInvFreq(), b.SeqLen)
-		cosN, sinN := m.tensor("rope.cos", b.SeqLen, hd/2), m.tensor("rope.sin", b.SeqLen, hd/2)
-		m.Constants = append(m.Constants, Constant{Node: cosN, Values: cos}, Constant{Node: sinN, Values: sin})
-		rope := ops.Rotary{Heads: cfg.Heads + cfg.KVHeads, HeadDim: hd, SeqLen: b.SeqLen}
-		rotate = func(qkv *gorgonia.Node) *gorgonia.Node { return b.apply("rotary embedding", rope, qkv, cosN, sinN) }
+		rotate = b.rotary()
 	}
 	residual := normal02
 	if a.ScaledResidualInit {
@@ -368,6 +380,7 @@ func (b *llmBuilder) decoder() *gorgonia.Node {
 	}
 
 	head, p := b.block("head", "")
+	x = b.pass.lastRows(b, x)
 	x = b.norm(mods.FinalNorm, x, b.normParams(p, mods.FinalNorm))
 	w := embedW
 	if !cfg.TieEmbeddings {
@@ -375,6 +388,36 @@ func (b *llmBuilder) decoder() *gorgonia.Node {
 	}
 	b.m.Blocks = append(b.m.Blocks, *head)
 	return b.apply(mods.Head, ops.Projection{}, x, w)
+}
+
+// rotary returns the rotary embedding of packed rows qkv, its tables
+// (RotaryTables) added to the model's constants: for positions 0 …
+// SeqLen−1, or in a generation pass the rows of the new tokens' positions
+// (genPass.rotaryTables).
+func (b *llmBuilder) rotary() func(qkv *gorgonia.Node) *gorgonia.Node {
+	cfg, m := b.cfg, b.m
+	hd := cfg.HeadDim
+	rows := b.SeqLen
+	var cosN, sinN *gorgonia.Node
+	if b.pass != nil {
+		cosN, sinN, rows = b.pass.rotaryTables(b)
+	} else {
+		cos, sin := RotaryTables(cfg.RopeInvFreq(), b.SeqLen)
+		cosN, sinN = m.tensor("rope.cos", b.SeqLen, hd/2), m.tensor("rope.sin", b.SeqLen, hd/2)
+		m.Constants = append(m.Constants, Constant{Node: cosN, Values: cos}, Constant{Node: sinN, Values: sin})
+	}
+	rope := ops.Rotary{Heads: cfg.Heads + cfg.KVHeads, HeadDim: hd, SeqLen: rows}
+	return func(qkv *gorgonia.Node) *gorgonia.Node { return b.apply("rotary embedding", rope, qkv, cosN, sinN) }
+}
+
+// positions adds the learned positions pos (GPT-2's wpe, the module named
+// name) to x: row r of each sequence's, or in a generation pass the rows
+// of the new tokens' positions (genPass.positions).
+func (b *llmBuilder) positions(name string, x, pos *gorgonia.Node) *gorgonia.Node {
+	if b.pass != nil {
+		return b.pass.positions(b, x, pos)
+	}
+	return b.apply(name, ops.AddPositions{SeqLen: b.SeqLen}, x, pos)
 }
 
 // RotaryTables returns the rotary embedding's cos and sin tables

@@ -45,7 +45,7 @@ var launchCases = []launchCase{
 // the TapeMachine and the gradient checks use) and through Launch (what the
 // engine uses): the results must be identical.
 func TestLaunchMatchesDo(t *testing.T) {
-	for _, tc := range slices.Concat(launchCases, conv2dLaunchCases, attentionLaunchCases) {
+	for _, tc := range slices.Concat(launchCases, conv2dLaunchCases, attentionLaunchCases, cacheLaunchCases) {
 		t.Run(tc.name, func(t *testing.T) { checkLaunch(t, tc) })
 	}
 }
@@ -87,6 +87,9 @@ func checkLaunch(t *testing.T, tc launchCase) {
 		wantData = d
 	}
 	out, _ := host.Alloc(len(wantData))
+	if j := op.OverwritesInput(); j >= 0 { // as the engine binds it: out is that input's buffer
+		out = buffers[j]
+	}
 	if err := op.(deviceOp).Launch(host.Kernels(), out, buffers, tc.shapes); err != nil {
 		t.Fatalf("Launch: %v", err)
 	}

@@ -81,8 +81,9 @@ func name(s Spec) string {
 	return fmt.Sprintf("%s%+v", v.Type().Name(), s)
 }
 
-// op is the gorgonia.Op of a Spec: what every op answers alike. It returns
-// a new value, never a pointer into an input, and overwrites no input.
+// op is the gorgonia.Op of a Spec: what every op answers alike. Its Do
+// returns a new value, never a pointer into an input, and overwrites no
+// input; only a launch of an overwriter writes its input in place.
 type op struct{ spec Spec }
 
 // Arity is the number of inputs in the signature.
@@ -94,8 +95,18 @@ func (o op) ReturnsPtr() bool { return false }
 // CallsExtern is false.
 func (o op) CallsExtern() bool { return false }
 
-// OverwritesInput is -1: no input.
-func (o op) OverwritesInput() int { return -1 }
+// OverwritesInput is the input whose buffer the op's launch writes in
+// place (the engine gives its output that input's buffer: CacheWrite's
+// cache), -1 for every other op. Do still returns a new value.
+func (o op) OverwritesInput() int {
+	if w, ok := o.spec.(overwriter); ok {
+		return w.overwrites()
+	}
+	return -1
+}
+
+// overwriter is a spec whose launch writes an input in place.
+type overwriter interface{ overwrites() int }
 
 // String names the op with its parameters.
 func (o op) String() string { return name(o.spec) }
@@ -293,7 +304,7 @@ func passGrad(_ gorgonia.Nodes, _, g *gorgonia.Node) (*gorgonia.Node, error) { r
 
 // launchArgs are what an op's launch computes with: a device's kernels, the
 // output buffer, the argument buffers and their shapes. Out never aliases
-// an argument.
+// an argument, but for an overwriter's, whose out is that argument.
 type launchArgs struct {
 	k      device.Kernels
 	out    device.Buffer

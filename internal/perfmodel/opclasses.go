@@ -33,6 +33,8 @@ var opClasses = map[string][]string{
 		"FusedAttentionPack",
 		"GELUTanh",
 		"GELUTanhGrad",
+		"CacheWrite",
+		"CacheAttend",
 		"LinearBiasGrad",
 		"MSE",
 		"MSEGrad",

@@ -299,6 +299,33 @@ func Cases() []Case {
 	}
 	cases = append(cases, llamaCases()...)
 	cases = append(cases, gpt2Cases()...)
+	cases = append(cases, cacheCases()...)
+	return cases
+}
+
+// cacheCases are the key-value cache's kernels' cases: grouped-query
+// heads, a prefill of 3 new tokens from position 2 and a decode of one at
+// the cache's last position, over a cache of random keys and values.
+func cacheCases() []Case {
+	var cases []Case
+	for _, tc := range []struct {
+		seq, start int
+	}{{3, 2}, {1, 7}} {
+		c := hostmath.KVCache{Attention: hostmath.Attention{Batch: 2, Seq: tc.seq, Heads: 4, KVHeads: 2, HeadDim: 5, Causal: true}, Context: 8}
+		pos := make([]float32, c.Batch*c.Seq)
+		for i := range pos {
+			pos[i] = float32(tc.start + i%c.Seq)
+		}
+		qkv, kv := c.Batch*c.Seq*c.QKVWidth(), 2*c.Elements()
+		suffix := fmt.Sprintf("/seq=%d/start=%d", tc.seq, tc.start)
+		cases = append(cases,
+			Case{Name: "CacheWrite" + suffix, Bufs: func(r *rand.Rand) [][]float32 { return bufs(randn(r, kv), randn(r, qkv), pos) },
+				Call: errOnly(func(k device.Kernels, b []device.Buffer) error { return k.CacheWrite(b[0], b[1], b[2], c) })},
+			Case{Name: "CacheAttend" + suffix, Bufs: func(r *rand.Rand) [][]float32 {
+				return bufs(zeros(c.Batch*c.Seq*c.DModel()), randn(r, qkv), randn(r, kv), pos)
+			}, Call: errOnly(func(k device.Kernels, b []device.Buffer) error { return k.CacheAttend(b[0], b[1], b[2], b[3], c) })},
+		)
+	}
 	return cases
 }
 

@@ -1,6 +1,8 @@
 package gpu
 
 import (
+	"unsafe"
+
 	"gpuz/internal/device"
 	"gpuz/internal/hostmath"
 )
@@ -102,4 +104,39 @@ func (k Dispatcher) FusedAttentionPack(dst, g device.Buffer, a hostmath.Attentio
 // output and log-sum-exps.
 func packedParts(b device.Buffer, a hostmath.Attention) (out, lse uintptr) {
 	return ptr(b), ptr(b) + uintptr(4*a.OutLen())
+}
+
+// CacheWrite writes the new tokens' keys and values into the cache kv: one
+// thread per key element (fusedattention.cu). It reads the position back
+// to check it, which waits for the device.
+func (k Dispatcher) CacheWrite(kv, qkv, pos device.Buffer, c hostmath.KVCache) error {
+	if err := k.checkCacheStart(pos, c); err != nil {
+		return err
+	}
+	k.each("cache_write", c.Batch*c.Seq*c.KVWidth(), Pointer(ptr(kv)), Pointer(ptr(qkv)), Pointer(ptr(pos)),
+		Int(c.Batch), Int(c.Seq), Int(c.Heads), Int(c.NumKVHeads()), Int(c.HeadDim), Int(c.Context))
+	return nil
+}
+
+// CacheAttend sets dst to the new tokens' attention against the cache kv:
+// one thread per query row (fusedattention.cu). It reads the position back
+// to check it, which waits for the device.
+func (k Dispatcher) CacheAttend(dst, qkv, kv, pos device.Buffer, c hostmath.KVCache) error {
+	if err := k.checkCacheStart(pos, c); err != nil {
+		return err
+	}
+	k.each("cache_attend", c.Batch*c.Heads*c.Seq, Pointer(ptr(dst)), Pointer(ptr(qkv)), Pointer(ptr(kv)), Pointer(ptr(pos)),
+		Int(c.Batch), Int(c.Seq), Int(c.Heads), Int(c.NumKVHeads()), Int(c.HeadDim), Int(c.Context), Float(float32(c.Scale())))
+	return nil
+}
+
+// checkCacheStart reads the first new token's position, pos[0], and
+// reports one that does not fit the cache (device.CacheStart).
+func (k Dispatcher) checkCacheStart(pos device.Buffer, c hostmath.KVCache) error {
+	var p float32
+	if err := k.L.Read(unsafe.Pointer(&p), ptr(pos), 4); err != nil {
+		return err
+	}
+	_, err := device.CacheStart(p, c)
+	return err
 }

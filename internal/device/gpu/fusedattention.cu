@@ -178,3 +178,70 @@ GPUZ_KERNEL fused_attn_grad_kv(float *dqkv, const float *qkv, const float *o, co
 		dqkv[bt * ld + d + kd + c] = dv;
 	}
 }
+
+// cache_write copies the keys and values of the packed qkv rows of the seq
+// new tokens of every sequence into a layer's key-value cache kv (its keys,
+// then its values, each [batch, kv_heads, context, dh]) at positions
+// pos[0] … pos[0]+seq−1 (hostmath.CacheWrite): one thread per key element,
+// which copies its value too. The driver checks the position first.
+GPUZ_KERNEL cache_write(float *kv, const float *qkv, const float *pos, int batch, int seq, int heads, int kv_heads, int dh,
+		int context) {
+	long long d = (long long)heads * dh, kd = (long long)kv_heads * dh, ld = d + 2 * kd;
+	long long values = (long long)batch * kv_heads * context * dh, start = (long long)pos[0];
+	long long n = (long long)batch * seq * kd;
+	GPUZ_FOR(i, n) {
+		long long r = i / kd, c = i % kd; // the token's row, the column among the keys
+		long long b = r / seq, s = r % seq;
+		long long at = ((b * kv_heads + c / dh) * context + start + s) * dh + c % dh;
+		kv[at] = qkv[r * ld + d + c];
+		kv[values + at] = qkv[r * ld + d + kd + c];
+	}
+}
+
+// cache_attend sets o's row of every (sequence, query head, new token s),
+// its head's columns, to Σ_t softmax(scale·q_s·K^T)_t·v_t over the cache's
+// positions t ≤ pos[0] + s, the keys and values of the query head's group
+// read in place (hostmath.CacheAttend): one thread per row, the scores
+// computed twice (for the maximum, then for the sum), the sum and the
+// output added in position order and divided by the sum at the end.
+GPUZ_KERNEL cache_attend(float *o, const float *qkv, const float *kv, const float *pos, int batch, int seq, int heads,
+		int kv_heads, int dh, int context, float scale) {
+	long long d = (long long)heads * dh, kd = (long long)kv_heads * dh, ld = d + 2 * kd;
+	long long values = (long long)batch * kv_heads * context * dh, start = (long long)pos[0];
+	long long n = (long long)batch * heads * seq;
+	GPUZ_FOR(i, n) {
+		long long b = i / ((long long)heads * seq), h = i / seq % heads, s = i % seq;
+		const float *q = qkv + (b * seq + s) * ld + h * dh;
+		const float *k = kv + (b * kv_heads + kv_of(h, heads, kv_heads)) * context * dh;
+		const float *v = k + values;
+		float *orow = o + (b * seq + s) * d + h * dh;
+		long long lim = start + s + 1;
+		float m = GPUZ_NEG_INF;
+		for (long long t = 0; t < lim; t++) {
+			float dot = 0;
+			for (int j = 0; j < dh; j++) {
+				dot += q[j] * k[t * dh + j];
+			}
+			m = fmaxf(m, scale * dot);
+		}
+		for (int j = 0; j < dh; j++) {
+			orow[j] = 0;
+		}
+		float sum = 0;
+		for (long long t = 0; t < lim; t++) {
+			float dot = 0;
+			for (int j = 0; j < dh; j++) {
+				dot += q[j] * k[t * dh + j];
+			}
+			float p = expf(scale * dot - m);
+			sum += p;
+			for (int j = 0; j < dh; j++) {
+				orow[j] += p * v[t * dh + j];
+			}
+		}
+		float inv = 1 / sum;
+		for (int j = 0; j < dh; j++) {
+			orow[j] *= inv;
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package hostmath
+
+import (
+	"fmt"
+	"math"
+)
+
+// KVCache describes one decoder layer's key-value cache and the new tokens
+// that meet it. Attention.Seq is the number of new tokens per sequence (the
+// prompt's length in prefill, 1 in decode); Context is the positions the
+// cache holds; the new tokens sit at positions start … start+Seq−1, start
+// given to each call. The cache's keys and values are each
+// [Batch, NumKVHeads(), Context, HeadDim]: a key and value head's positions
+// lie together, so that one pass over them serves every query head of its
+// group. The attention of the new tokens is always causal (a new token
+// sees the cache's positions up to its own), whatever Attention.Causal
+// says.
+type KVCache struct {
+	Attention
+	// Context is the positions the cache holds.
+	Context int
+}
+
+// Validate reports sizes that do not describe a cache and new tokens at
+// positions start … start+Seq−1 in it: those that Attention.Validate
+// reports, a context that is not positive, a negative start, or new
+// tokens past the end of the cache.
+func (c KVCache) Validate(start int) error {
+	if err := c.Attention.Validate(); err != nil {
+		return err
+	}
+	if c.Context <= 0 {
+		return fmt.Errorf("key-value cache of %d positions: the context must be positive", c.Context)
+	}
+	if start < 0 {
+		return fmt.Errorf("key-value cache: new tokens at position %d: the position must not be negative", start)
+	}
+	if start+c.Seq > c.Context {
+		return fmt.Errorf("key-value cache of %d positions cannot hold %d new tokens from position %d", c.Context, c.Seq, start)
+	}
+	return nil
+}
+
+// Elements is the elements of the cache's keys, and of its values:
+// Batch·NumKVHeads()·Context·HeadDim.
+func (c KVCache) Elements() int { return c.Batch * c.NumKVHeads() * c.Context * c.HeadDim }
+
+// head is the offset in the cache's keys (or values) of position 0 of key
+// and value head kv of sequence b.
+func (c KVCache) head(b, kv int) int { return (b*c.NumKVHeads() + kv) * c.Context * c.HeadDim }
+
+// CacheWrite copies the keys and values of the packed qkv rows
+// [Batch·Seq, QKVWidth()] of the Seq new tokens of every sequence into the
+// cache's keys and values ([Batch, NumKVHeads(), Context, HeadDim] each)
+// at positions start … start+Seq−1. The queries are not read.
+func CacheWrite[T Float](keys, values, qkv []T, c KVCache, start int) {
+	ld, d, kd, dh := c.QKVWidth(), c.DModel(), c.KVWidth(), c.HeadDim
+	for b := range c.Batch {
+		for kv := range c.NumKVHeads() {
+			base := c.head(b, kv) + start*dh
+			for s := range c.Seq {
+				row := qkv[(b*c.Seq+s)*ld:]
+				at := base + s*dh
+				copy(keys[at:at+dh], row[d+kv*dh:d+(kv+1)*dh])
+				copy(values[at:at+dh], row[d+kd+kv*dh:d+kd+(kv+1)*dh])
+			}
+		}
+	}
+}
+
+// CacheAttend sets out [Batch·Seq, DModel()] to the attention output of
+// the new tokens' queries, in the packed qkv rows, against the cache's
+// keys and values, new token i of a sequence seeing the cache's positions
+// 0 … start+i (causal), each query head reading the key and value head
+// of its group (h / KVGroup()) in place. The scores are scaled by
+// Scale() = 1/√HeadDim. CacheWrite must have written the new tokens' keys
+// and values first. The work is spread over the (sequence, key and value
+// head) pairs; each element is computed in a fixed order whatever the
+// thread count. float32 on CPUs with AVX-512, or AVX2 and FMA, runs the C
+// kernels of kvcache.h, which read each key and value head's positions
+// once for all of its group's query heads in decode, in splits of kvSplit
+// positions spread over the threads.
+func CacheAttend[T Float](out, qkv, keys, values []T, c KVCache, start int) {
+	if q32, ok := any(qkv).([]float32); ok && kvCacheC {
+		cacheAttendFloat32(any(out).([]float32), q32, any(keys).([]float32), any(values).([]float32), c, start)
+		return
+	}
+	cacheAttendGo(out, qkv, keys, values, c, start)
+}
+
+// kvSplit is the positions of a split of the cache in the C kernels: a
+// decode step of one sequence has a task for each kvSplit positions of
+// each key and value head, enough to keep a few threads busy, and each
+// row's splits are merged in order, so the result does not depend on the
+// thread count.
+const kvSplit = 256
+
+// kvTasks calls body(i, scratch) for every i in [0, n), spread over the
+// kernels' threads (see shareTasks), each worker with its own scratch of
+// scratchLen elements.
+func kvTasks[T Float](n, scratchLen int, body func(i int, scratch []T)) {
+	workers := min(Threads(), n)
+	if workers <= 1 {
+		s := getScratch[T](&pairPool, scratchLen)
+		defer putScratch(&pairPool, s)
+		for i := range n {
+			body(i, *s)
+		}
+		return
+	}
+	shareTasks(workers, n, func() (func(int), func()) {
+		s := getScratch[T](&pairPool, scratchLen)
+		return func(i int) { body(i, *s) }, func() { putScratch(&pairPool, s) }
+	})
+}
+
+// cacheAttendGo is CacheAttend in Go: each query row's scores against its
+// visible positions, their softmax (less the maximum score), and the
+// probabilities' sum of the values, divided by the probabilities' sum.
+func cacheAttendGo[T Float](out, qkv, keys, values []T, c KVCache, start int) {
+	ld, d, dh, g := c.QKVWidth(), c.DModel(), c.HeadDim, c.KVGroup()
+	scale := T(c.Scale())
+	kvHeads := c.NumKVHeads()
+	kvTasks[T](c.Batch*kvHeads, start+c.Seq, func(i int, scores []T) {
+		b, kv := i/kvHeads, i%kvHeads
+		base := c.head(b, kv)
+		for m := range g {
+			h := kv*g + m
+			for s := range c.Seq {
+				q := qkv[(b*c.Seq+s)*ld+h*dh:][:dh]
+				n := start + s + 1 // the positions new token s sees
+				mx := T(math.Inf(-1))
+				for t := range n {
+					k := keys[base+t*dh:][:dh]
+					var dot T
+					for j, qj := range q {
+						dot += qj * k[j]
+					}
+					scores[t] = scale * dot
+					mx = max(mx, scores[t])
+				}
+				var sum T
+				for t := range n {
+					scores[t] = T(math.Exp(float64(scores[t] - mx)))
+					sum += scores[t]
+				}
+				o := out[(b*c.Seq+s)*d+h*dh:][:dh]
+				clear(o)
+				for t := range n {
+					p, v := scores[t], values[base+t*dh:][:dh]
+					for j := range o {
+						o[j] += p * v[j]
+					}
+				}
+				inv := 1 / sum
+				for j := range o {
+					o[j] *= inv
+				}
+			}
+		}
+	})
+}

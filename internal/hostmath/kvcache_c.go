@@ -1,0 +1,93 @@
+//go:build !purego
+
+package hostmath
+
+// #cgo CFLAGS: -O3
+// #cgo LDFLAGS: -lm
+// #include "kvcache.h"
+import "C"
+
+// kvCacheISA is the instruction set of the C kernels of kvcache.h: the
+// best the CPU has, AVX-512 or AVX2 with FMA (tests force AVX2 on a CPU
+// with AVX-512).
+var kvCacheISA = kvCacheBest
+
+// kvCacheBest is the best instruction set of the C kernels that the CPU
+// runs: C.GPUZ_KV_NONE (0) where it runs neither.
+var kvCacheBest = int(C.gpuz_kv_isa())
+
+// kvCacheISAs lists the instruction sets of the C kernels, worst first, by
+// the names CPUVector gives them.
+var kvCacheISAs = []struct {
+	name string
+	isa  int
+}{{"AVX2", C.GPUZ_KV_AVX2}, {"AVX-512", C.GPUZ_KV_AVX512}}
+
+// kvCacheC reports whether the float32 cache attention runs the C kernels
+// (the CPU has AVX2 and FMA, or AVX-512); elsewhere, and when tests turn it
+// off, it runs the Go kernel of kvcache.go.
+var kvCacheC = kvCacheISA != C.GPUZ_KV_NONE
+
+// kvRows is the most query rows of a task of the C kernels.
+const kvRows = C.GPUZ_KV_RB
+
+// kvPool keeps the splits' partial outputs, maxima and sums between calls.
+var kvPool scratchPool
+
+// cacheAttendFloat32 is CacheAttend in the C kernels of kvcache.h. A task
+// is a block of up to kvRows of a (sequence, key and value head) pair's
+// rows (its group's query heads of each new token) against a split of
+// kvSplit of the cache's positions; with more than one split, a second
+// pass merges each pair's splits. A prefill from position 0 is the causal
+// attention of the new tokens' own rows, whose keys and values the cache
+// holds: it runs the fused attention's C kernels, blocked for many rows.
+func cacheAttendFloat32(out, qkv, keys, values []float32, c KVCache, start int) {
+	if start == 0 && c.Seq > 1 && fusedAttentionC {
+		a := c.Attention
+		a.Causal = true
+		fusedAttentionFloat32(out, nil, qkv, a)
+		return
+	}
+	ld, d, dh, g, kvHeads := c.QKVWidth(), c.DModel(), c.HeadDim, c.KVGroup(), c.NumKVHeads()
+	scale := C.float(c.Scale())
+	pairs, rows := c.Batch*kvHeads, c.Seq*g
+	blocks, splits := (rows+kvRows-1)/kvRows, (start+c.Seq+kvSplit-1)/kvSplit
+	// base returns the offsets of pair p's first query in qkv, of its first
+	// output in out, and of its keys and values in the cache.
+	base := func(p int) (q, o, kv int) {
+		b, h := p/kvHeads, p%kvHeads
+		return b*c.Seq*ld + h*g*dh, b*c.Seq*d + h*g*dh, c.head(b, h)
+	}
+	if splits == 1 {
+		kvTasks(pairs*blocks, kvRows*(dh+2), func(task int, scratch []float32) {
+			p, r0 := task/blocks, task%blocks*kvRows
+			q, o, kv := base(p)
+			acc, ml := scratch[:kvRows*dh], scratch[kvRows*dh:]
+			C.gpuz_kv_attend(C.int(kvCacheISA), floatPtr(qkv[q:]), C.ptrdiff_t(ld), C.int(g), C.int(r0), C.int(min(r0+kvRows, rows)),
+				C.int(start), floatPtr(keys[kv:]), floatPtr(values[kv:]), 0, C.int(start+c.Seq), C.int(dh), scale,
+				floatPtr(acc), floatPtr(ml[:kvRows]), floatPtr(ml[kvRows:]), floatPtr(out[o:]), C.ptrdiff_t(d))
+		})
+		return
+	}
+	// The partial outputs are [pairs, splits, rows, dh], the maxima and the
+	// sums [pairs, splits, rows] each.
+	n := pairs * splits * rows
+	parts := getScratch[float32](&kvPool, n*(dh+2))
+	defer putScratch(&kvPool, parts)
+	acc, mx, l := (*parts)[:n*dh], (*parts)[n*dh:n*(dh+1)], (*parts)[n*(dh+1):]
+	kvTasks(pairs*blocks*splits, 0, func(task int, _ []float32) {
+		p, r0, s := task/(blocks*splits), task/splits%blocks*kvRows, task%splits
+		q, _, kv := base(p)
+		at := (p*splits+s)*rows + r0
+		C.gpuz_kv_attend(C.int(kvCacheISA), floatPtr(qkv[q:]), C.ptrdiff_t(ld), C.int(g), C.int(r0), C.int(min(r0+kvRows, rows)),
+			C.int(start), floatPtr(keys[kv:]), floatPtr(values[kv:]), C.int(s*kvSplit), C.int(min((s+1)*kvSplit, start+c.Seq)),
+			C.int(dh), scale, floatPtr(acc[at*dh:]), floatPtr(mx[at:]), floatPtr(l[at:]), nil, 0)
+	})
+	kvTasks(pairs*blocks, 0, func(task int, _ []float32) {
+		p, r0 := task/blocks, task%blocks*kvRows
+		_, o, _ := base(p)
+		at := p * splits * rows
+		C.gpuz_kv_merge(C.int(splits), C.int(rows), C.int(r0), C.int(min(r0+kvRows, rows)), C.int(g), C.int(dh),
+			floatPtr(acc[at*dh:]), floatPtr(mx[at:]), floatPtr(l[at:]), floatPtr(out[o:]), C.ptrdiff_t(d))
+	})
+}
