@@ -15,34 +15,23 @@ const (
 	TaskEval  Task = "eval"
 )
 
-// StatusKind classifies how a mode's run ended.
-type StatusKind string
+// StatusKind classifies how a mode's run ended (results.StatusKind).
+type StatusKind = results.StatusKind
 
-// How a mode's run can end. A diverged mode's reason names the epoch and
-// the batch, both counted from 0 as the epoch lines count them.
+// How a mode's run can end (results.StatusOK and the rest).
 const (
-	StatusOK          StatusKind = "ok"
-	StatusUnavailable StatusKind = "unavailable" // the mode cannot run in this build or on this machine
-	StatusOOM         StatusKind = "OOM"         // the device ran out of memory
-	StatusSkipped     StatusKind = "skipped"     // not started, e.g. its plan does not fit the host
-	StatusInterrupted StatusKind = "interrupted" // stopped by the user; the epochs done are kept
-	StatusDiverged    StatusKind = "diverged"    // a loss (train) or output (eval) not finite; the epochs before it are kept
-	StatusFailed      StatusKind = "failed"      // any other error
+	StatusOK          = results.StatusOK
+	StatusUnavailable = results.StatusUnavailable
+	StatusOOM         = results.StatusOOM
+	StatusSkipped     = results.StatusSkipped
+	StatusInterrupted = results.StatusInterrupted
+	StatusDiverged    = results.StatusDiverged
+	StatusFailed      = results.StatusFailed
 )
 
-// Status is how a mode's run ended, with the reason when it is not ok.
-type Status struct {
-	Kind   StatusKind
-	Reason string
-}
-
-// String renders the status as the Analyze table shows it.
-func (s Status) String() string {
-	if s.Reason == "" {
-		return string(s.Kind)
-	}
-	return string(s.Kind) + ": " + s.Reason
-}
+// Status is how a mode's run ended, with the reason when it is not ok, as
+// the results document holds it (results.Status).
+type Status = results.Status
 
 // Epoch is one timed pass over the data.
 type Epoch struct {

@@ -48,8 +48,7 @@ func toJSONResult(r bench.Result) results.Run {
 		jm := results.Mode{
 			Mode:            string(m.Mode),
 			Device:          m.Device,
-			Status:          string(m.Status.Kind),
-			Reason:          m.Status.Reason,
+			Status:          m.Status,
 			Warmup:          m.Warmup,
 			Placement:       m.Placement,
 			PeakDeviceBytes: m.PeakDeviceBytes,

@@ -138,17 +138,20 @@ type (
 	}
 	// Mode is one mode of a run: its device, status, placement, peak,
 	// epochs, the statistics of its timed epochs, its setup and its
-	// prediction.
+	// prediction. Its status is embedded, so that the document holds
+	// "status" and "reason" flat in the mode; Mode's String, promoted
+	// from it, is the status as tables show it.
 	Mode struct {
-		Mode            string  `json:"mode"`
-		Device          string  `json:"device"`
-		Status          string  `json:"status"`
-		Reason          string  `json:"reason"`
+		Mode   string `json:"mode"`
+		Device string `json:"device"`
+		Status
 		Warmup          int     `json:"warmup"`
 		Placement       string  `json:"placement"`
 		PeakDeviceBytes int64   `json:"peak_device_bytes"`
 		Epochs          []Epoch `json:"epochs"`
-		Stats           Stats   `json:"stats"` // of the timed epochs
+		// Stats is of the timed epochs, computed by the writer (report)
+		// from Epochs.
+		Stats Stats `json:"stats"`
 		// Setup is the mode's setup phases before its first epoch, in the
 		// order they ran; empty for a mode that got no device.
 		Setup []Phase `json:"setup"`
@@ -199,6 +202,37 @@ type (
 		High float64 `json:"high_seconds"`
 	}
 )
+
+// StatusKind classifies how a mode's run ended.
+type StatusKind string
+
+// How a mode's run can end. A diverged mode's reason names the epoch and
+// the batch, both counted from 0 as the epoch lines count them.
+const (
+	StatusOK          StatusKind = "ok"
+	StatusUnavailable StatusKind = "unavailable" // the mode cannot run in this build or on this machine
+	StatusOOM         StatusKind = "OOM"         // the device ran out of memory
+	StatusSkipped     StatusKind = "skipped"     // not started, e.g. its plan does not fit the host
+	StatusInterrupted StatusKind = "interrupted" // stopped by the user; the epochs done are kept
+	StatusDiverged    StatusKind = "diverged"    // a loss (train) or output (eval) not finite; the epochs before it are kept
+	StatusFailed      StatusKind = "failed"      // any other error
+)
+
+// Status is how a mode's run ended, with the reason when it is not ok:
+// the mode's "status" and "reason" in the document.
+type Status struct {
+	Kind   StatusKind `json:"status"`
+	Reason string     `json:"reason"`
+}
+
+// String renders the status as the Analyze table shows it: the kind,
+// then ": " and the reason where there is one.
+func (s Status) String() string {
+	if s.Reason == "" {
+		return string(s.Kind)
+	}
+	return string(s.Kind) + ": " + s.Reason
+}
 
 // Env is the environment of a run in the documents (sysinfo.Env):
 // what was measured where, with which build, started how and when.

@@ -14,7 +14,7 @@ import (
 func TestDecodeReadsWhatIsWritten(t *testing.T) {
 	free := int64(1 << 30)
 	run := Run{Version: Version, Header: Header{Model: "linear", Task: "train", Env: &Env{Revision: "abc"}},
-		Modes: []Mode{{Mode: "cuda", Device: "sim:1GiB", Status: "ok", Epochs: []Epoch{{Warmup: true, Seconds: 2}, {Seconds: 1.5}}}}}
+		Modes: []Mode{{Mode: "cuda", Device: "sim:1GiB", Status: Status{Kind: StatusOK}, Epochs: []Epoch{{Warmup: true, Seconds: 2}, {Seconds: 1.5}}}}}
 	sweep := Sweep{Version: Version, Kind: SweepKind, Header: run.Header, Parameters: []string{"take"},
 		Rows: []Row{{Settings: map[string]string{"take": "1GiB"}, DeviceFreeBytes: &free, Result: run}}}
 	encode := func(v any) []byte {
