@@ -33,28 +33,10 @@ const (
 // the results document holds it (results.Status).
 type Status = results.Status
 
-// Epoch is one timed pass over the data.
-type Epoch struct {
-	Index    int
-	Duration time.Duration
-	// Value is the epoch's mean over its samples of the loss when
-	// training, or of the model's output when evaluating: each batch's
-	// value weighted by its samples, so it does not depend on the batch
-	// size.
-	Value float64
-	// UploadBytes and DownloadBytes are the bytes copied host → device and
-	// device → host during the epoch, CopyTime the time those copies took;
-	// all zero for a mode without copies (Mode.Copies).
-	UploadBytes, DownloadBytes int64
-	CopyTime                   time.Duration
-	// RemoteBytes is what the managed mode's kernels read and wrote in
-	// place across the bus (--managed-advise host); zero otherwise.
-	RemoteBytes int64
-	// SkippedSteps is the steps of the epoch whose fp16 gradients
-	// overflowed under the loss scale, which their blocks skipped (fp16
-	// training only; zero otherwise).
-	SkippedSteps int
-}
+// Epoch is one timed pass over the data, as the results document holds
+// it (results.Epoch): its time in seconds, its value (results.Float),
+// whether it is a warm-up, and its copies for a mode with them.
+type Epoch = results.Epoch
 
 // ModeResult is what one mode measured.
 type ModeResult struct {

@@ -65,11 +65,12 @@ func benchResults(r bench.Result, cfg [][2]string, suffix string) []*benchfmt.Re
 			for _, kv := range cfg {
 				res.Config = append(res.Config, benchfmt.Config{Key: kv[0], Value: []byte(kv[1]), File: true})
 			}
-			res.Values = append(res.Values, benchfmt.Value{Value: e.Duration.Seconds(), Unit: unitTime})
+			res.Values = append(res.Values, benchfmt.Value{Value: e.Seconds, Unit: unitTime})
 			if m.Mode.Copies() {
+				up, down, _ := e.Copied()
 				res.Values = append(res.Values,
-					benchfmt.Value{Value: float64(e.UploadBytes), Unit: unitUpload},
-					benchfmt.Value{Value: float64(e.DownloadBytes), Unit: unitDownload})
+					benchfmt.Value{Value: float64(up), Unit: unitUpload},
+					benchfmt.Value{Value: float64(down), Unit: unitDownload})
 			}
 			if e.RemoteBytes > 0 {
 				res.Values = append(res.Values, benchfmt.Value{Value: float64(e.RemoteBytes), Unit: unitRemote})
