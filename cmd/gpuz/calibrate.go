@@ -311,7 +311,7 @@ func runHeldOut(ctx context.Context, o *CalibrateOptions, spec string, before pe
 		}
 		var times []time.Duration
 		for _, e := range m.Timed() {
-			times = append(times, e.Duration)
+			times = append(times, e.Duration())
 		}
 		slices.Sort(times)
 		samples = append(samples, perfmodel.Sample{Name: name, Kernels: m.Prediction.Kernels, Copies: m.Prediction.Copies,

@@ -508,13 +508,14 @@ func (m *modeRun) epoch(ctx context.Context, data models.Data, e int) (Epoch, bo
 			opts.Progress(Event{Mode: m.mode, Device: m.r.Device, Batch: &BatchDone{Epoch: e, Batch: i, Batches: batches, Epochs: opts.Epochs}})
 		}
 	}
-	epoch := Epoch{Index: e, Duration: time.Since(start), Value: sum / float64(samples), SkippedSteps: prog.LossScale().Skipped - skippedBefore}
+	epoch := Epoch{Index: e, Warmup: e < opts.Warmup, Seconds: time.Since(start).Seconds(), Value: results.Float(sum / float64(samples)),
+		SkippedSteps: prog.LossScale().Skipped - skippedBefore}
 	m.r.LossScale = prog.LossScale().Scale
 	if m.mode.Copies() {
 		after := m.dev.Stats()
-		epoch.UploadBytes, epoch.DownloadBytes = after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes
+		up, down, took := after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes, (after.CopyTime - before.CopyTime).Seconds()
+		epoch.UploadBytes, epoch.DownloadBytes, epoch.CopySeconds = &up, &down, &took
 		epoch.RemoteBytes = after.RemoteBytes - before.RemoteBytes
-		epoch.CopyTime = after.CopyTime - before.CopyTime
 	}
 	return epoch, true
 }

@@ -101,7 +101,7 @@ func TestPrecisionDemo(t *testing.T) {
 		t.Errorf("peak %d bytes in bf16, %d in fp32: want at most 0.6×", got.PeakDeviceBytes, want.PeakDeviceBytes)
 	}
 	for i := range want.Epochs {
-		if d := math.Abs(got.Epochs[i].Value-want.Epochs[i].Value) / math.Abs(want.Epochs[i].Value); d > precisionTolerance[levers.BF16] {
+		if d := math.Abs(float64(got.Epochs[i].Value-want.Epochs[i].Value)) / math.Abs(float64(want.Epochs[i].Value)); d > precisionTolerance[levers.BF16] {
 			t.Errorf("epoch %d: output %v in bf16, %v in fp32", i, got.Epochs[i].Value, want.Epochs[i].Value)
 		}
 	}

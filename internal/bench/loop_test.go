@@ -17,7 +17,7 @@ import (
 // (trainOn), each epoch's value is the mean of its batches' losses, each
 // cache epoch's copied bytes equal the device's counters between the end
 // of the previous epoch and the end of this one, and the warm-up flag is
-// set on exactly the first 2 epochs.
+// set on exactly the first 2 epochs, as reported and as recorded.
 func TestModeLoopByHand(t *testing.T) {
 	opts := smallLinearRun(t, TaskTrain, ModeCPU, ModeCache)
 	opts.Epochs, opts.Warmup, opts.Seed = 4, 2, 5
@@ -65,19 +65,27 @@ func TestModeLoopByHand(t *testing.T) {
 			for _, v := range losses[r.Mode][e] {
 				sum += float64(v)
 			}
-			if want := sum / float64(batches); math.Abs(ep.Value-want) > 1e-12*math.Abs(want) {
+			if want := sum / float64(batches); math.Abs(float64(ep.Value)-want) > 1e-12*math.Abs(want) {
 				t.Errorf("%s epoch %d: value %v, mean of its batches %v", r.Mode, e, ep.Value, want)
 			}
 			if r.Mode == ModeCache && e > 0 {
 				before, after := stats[r.Mode][e-1][batches-1], stats[r.Mode][e][batches-1]
-				if up, down := after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes; ep.UploadBytes != up || ep.DownloadBytes != down || up == 0 {
-					t.Errorf("cache epoch %d: %d B up, %d B down; the device counted %d and %d", e, ep.UploadBytes, ep.DownloadBytes, up, down)
+				gotUp, gotDown, _ := ep.Copied()
+				if up, down := after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes; gotUp != up || gotDown != down || up == 0 {
+					t.Errorf("cache epoch %d: %d B up, %d B down; the device counted %d and %d", e, gotUp, gotDown, up, down)
 				}
 			}
 		}
 		want := []bool{true, true, false, false}
 		if !slices.Equal(warm[r.Mode], want) {
 			t.Errorf("%s: warm-up flags %v, want %v", r.Mode, warm[r.Mode], want)
+		}
+		recorded := make([]bool, len(r.Epochs))
+		for e, ep := range r.Epochs {
+			recorded[e] = ep.Warmup
+		}
+		if !slices.Equal(recorded, want) {
+			t.Errorf("%s: epochs recorded with warm-up flags %v, want %v", r.Mode, recorded, want)
 		}
 	}
 }

@@ -101,7 +101,7 @@ func TestAdamSettingsFromOptions(t *testing.T) {
 		}
 		var values []float64
 		for _, e := range r.Epochs {
-			values = append(values, e.Value)
+			values = append(values, float64(e.Value))
 		}
 		return values
 	}
@@ -160,7 +160,7 @@ func TestEvalValueIndependentOfBatch(t *testing.T) {
 		if r.Status.Kind != StatusOK {
 			t.Fatalf("batch %d: status %q", batch, r.Status)
 		}
-		values[batch] = r.Epochs[len(r.Epochs)-1].Value
+		values[batch] = float64(r.Epochs[len(r.Epochs)-1].Value)
 	}
 	if diff := math.Abs(values[4] - values[2]); diff > 1e-6*math.Abs(values[4]) || values[4] == 0 {
 		t.Errorf("eval value %g at batch 4, %g at batch 2: want equal to float32 rounding", values[4], values[2])
@@ -168,17 +168,18 @@ func TestEvalValueIndependentOfBatch(t *testing.T) {
 }
 
 // TestCPUModeRecordsNoCopies runs cpu and cuda: the host copies nothing
-// between devices, so cpu's epochs record no copies, while cuda on the
-// simulated device records the batches it uploads.
+// between devices, so cpu's epochs record no copies (nil, null in the
+// document), while cuda on the simulated device records the batches it
+// uploads, and the time they took.
 func TestCPUModeRecordsNoCopies(t *testing.T) {
 	res := run(t, smallLinearRun(t, TaskTrain, ModeCPU, ModeCUDA))
 	for _, e := range res.Modes[0].Epochs {
-		if e.UploadBytes != 0 || e.DownloadBytes != 0 || e.CopyTime != 0 {
+		if e.UploadBytes != nil || e.DownloadBytes != nil || e.CopySeconds != nil {
 			t.Errorf("cpu epoch %d records copies: %+v", e.Index, e)
 		}
 	}
 	for _, e := range res.Modes[1].Epochs {
-		if e.UploadBytes == 0 {
+		if up, _, took := e.Copied(); e.UploadBytes == nil || e.DownloadBytes == nil || e.CopySeconds == nil || up == 0 || took == 0 {
 			t.Errorf("cuda epoch %d records no uploads: %+v", e.Index, e)
 		}
 	}

@@ -110,7 +110,7 @@ func BenchmarkHostBoundAgainstRun(b *testing.B) {
 		}
 		var times []time.Duration
 		for _, e := range m.Timed() {
-			times = append(times, e.Duration)
+			times = append(times, e.Duration())
 		}
 		slices.Sort(times)
 		median := times[len(times)/2]

@@ -15,57 +15,28 @@ const (
 	TaskEval  Task = "eval"
 )
 
-// StatusKind classifies how a mode's run ended.
-type StatusKind string
+// StatusKind classifies how a mode's run ended (results.StatusKind).
+type StatusKind = results.StatusKind
 
-// How a mode's run can end. A diverged mode's reason names the epoch and
-// the batch, both counted from 0 as the epoch lines count them.
+// How a mode's run can end (results.StatusOK and the rest).
 const (
-	StatusOK          StatusKind = "ok"
-	StatusUnavailable StatusKind = "unavailable" // the mode cannot run in this build or on this machine
-	StatusOOM         StatusKind = "OOM"         // the device ran out of memory
-	StatusSkipped     StatusKind = "skipped"     // not started, e.g. its plan does not fit the host
-	StatusInterrupted StatusKind = "interrupted" // stopped by the user; the epochs done are kept
-	StatusDiverged    StatusKind = "diverged"    // a loss (train) or output (eval) not finite; the epochs before it are kept
-	StatusFailed      StatusKind = "failed"      // any other error
+	StatusOK          = results.StatusOK
+	StatusUnavailable = results.StatusUnavailable
+	StatusOOM         = results.StatusOOM
+	StatusSkipped     = results.StatusSkipped
+	StatusInterrupted = results.StatusInterrupted
+	StatusDiverged    = results.StatusDiverged
+	StatusFailed      = results.StatusFailed
 )
 
-// Status is how a mode's run ended, with the reason when it is not ok.
-type Status struct {
-	Kind   StatusKind
-	Reason string
-}
+// Status is how a mode's run ended, with the reason when it is not ok, as
+// the results document holds it (results.Status).
+type Status = results.Status
 
-// String renders the status as the Analyze table shows it.
-func (s Status) String() string {
-	if s.Reason == "" {
-		return string(s.Kind)
-	}
-	return string(s.Kind) + ": " + s.Reason
-}
-
-// Epoch is one timed pass over the data.
-type Epoch struct {
-	Index    int
-	Duration time.Duration
-	// Value is the epoch's mean over its samples of the loss when
-	// training, or of the model's output when evaluating: each batch's
-	// value weighted by its samples, so it does not depend on the batch
-	// size.
-	Value float64
-	// UploadBytes and DownloadBytes are the bytes copied host → device and
-	// device → host during the epoch, CopyTime the time those copies took;
-	// all zero for a mode without copies (Mode.Copies).
-	UploadBytes, DownloadBytes int64
-	CopyTime                   time.Duration
-	// RemoteBytes is what the managed mode's kernels read and wrote in
-	// place across the bus (--managed-advise host); zero otherwise.
-	RemoteBytes int64
-	// SkippedSteps is the steps of the epoch whose fp16 gradients
-	// overflowed under the loss scale, which their blocks skipped (fp16
-	// training only; zero otherwise).
-	SkippedSteps int
-}
+// Epoch is one timed pass over the data, as the results document holds
+// it (results.Epoch): its time in seconds, its value (results.Float),
+// whether it is a warm-up, and its copies for a mode with them.
+type Epoch = results.Epoch
 
 // ModeResult is what one mode measured.
 type ModeResult struct {

@@ -174,7 +174,7 @@ func median(epochs []bench.Epoch) time.Duration {
 	}
 	d := make([]time.Duration, len(epochs))
 	for i, e := range epochs {
-		d[i] = e.Duration
+		d[i] = e.Duration()
 	}
 	slices.Sort(d)
 	if n := len(d); n%2 == 0 {

@@ -111,7 +111,7 @@ func TestMedianAndRatio(t *testing.T) {
 	epochs := func(ds ...time.Duration) []bench.Epoch {
 		var out []bench.Epoch
 		for _, d := range ds {
-			out = append(out, bench.Epoch{Duration: d})
+			out = append(out, bench.Epoch{Seconds: d.Seconds()})
 		}
 		return out
 	}

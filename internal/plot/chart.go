@@ -130,7 +130,7 @@ func buildRun(doc results.Doc) (Chart, error) {
 	}
 	timed := false
 	for _, m := range doc.Modes {
-		b := Bar{Label: m.Mode, Status: m.Status}
+		b := Bar{Label: m.Mode, Status: string(m.Status.Kind)}
 		if m.Device != "" {
 			b.Label = fmt.Sprintf("%s (%s)", m.Mode, m.Device)
 		}
@@ -252,7 +252,7 @@ func buildSweep(doc results.Doc) (Chart, error) {
 			if len(t) > 0 {
 				l.Points = append(l.Points, Point{X: x, Interval: ci(t)})
 			} else {
-				l.Failures = append(l.Failures, Failure{X: x, Status: m.Status})
+				l.Failures = append(l.Failures, Failure{X: x, Status: string(m.Status.Kind)})
 			}
 		}
 	}

@@ -47,7 +47,7 @@ func TestRenderEscapesControls(t *testing.T) {
 	}{
 		{"a run's model", doc("run.json", func(d *results.Doc) { d.Header.Model = evil })},
 		{"a run's mode and status", doc("run.json", func(d *results.Doc) {
-			d.Modes[1].Mode, d.Modes[1].Status = evil, "OOM"+evil
+			d.Modes[1].Mode, d.Modes[1].Status.Kind = evil, results.StatusKind("OOM"+evil)
 		})},
 		{"a sweep's mode", doc("take_sweep.json", func(d *results.Doc) {
 			for i := range d.Rows {

@@ -87,7 +87,8 @@ func figuresOf(r bench.Result) []figures {
 			f.copies = true
 			var copySeconds float64
 			for _, e := range timed {
-				f.up, f.down, copySeconds = f.up+e.UploadBytes, f.down+e.DownloadBytes, copySeconds+e.CopyTime.Seconds()
+				up, down, took := e.Copied()
+				f.up, f.down, copySeconds = f.up+up, f.down+down, copySeconds+took.Seconds()
 			}
 			if copySeconds > 0 {
 				f.rate = float64(f.up+f.down) / copySeconds

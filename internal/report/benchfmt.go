@@ -59,17 +59,18 @@ func WriteBenchfmt(w io.Writer, r bench.Result) error {
 func benchResults(r bench.Result, cfg [][2]string, suffix string) []*benchfmt.Result {
 	var out []*benchfmt.Result
 	for _, m := range r.Modes {
-		name := benchName(r.Header, m) + suffix
+		name := benchName(r.Header, m.Mode, m.Device, m.Placement) + suffix
 		for _, e := range m.Timed() {
 			res := &benchfmt.Result{Name: benchfmt.Name(name), Iters: 1}
 			for _, kv := range cfg {
 				res.Config = append(res.Config, benchfmt.Config{Key: kv[0], Value: []byte(kv[1]), File: true})
 			}
-			res.Values = append(res.Values, benchfmt.Value{Value: e.Duration.Seconds(), Unit: unitTime})
+			res.Values = append(res.Values, benchfmt.Value{Value: e.Seconds, Unit: unitTime})
 			if m.Mode.Copies() {
+				up, down, _ := e.Copied()
 				res.Values = append(res.Values,
-					benchfmt.Value{Value: float64(e.UploadBytes), Unit: unitUpload},
-					benchfmt.Value{Value: float64(e.DownloadBytes), Unit: unitDownload})
+					benchfmt.Value{Value: float64(up), Unit: unitUpload},
+					benchfmt.Value{Value: float64(down), Unit: unitDownload})
 			}
 			if e.RemoteBytes > 0 {
 				res.Values = append(res.Values, benchfmt.Value{Value: float64(e.RemoteBytes), Unit: unitRemote})
@@ -81,13 +82,15 @@ func benchResults(r bench.Result, cfg [][2]string, suffix string) []*benchfmt.Re
 }
 
 // benchName is the name, without the "Benchmark" prefix, of the benchmark
-// lines of mode m in a run described by h: the base benchBase and one
-// key=value part per setting that tells the configuration apart, policy and
-// window only for a paged mode (read from m.Placement, "POLICY N/BLOCKS").
-// The device is its name's first word ("cuda:0", not the GPU's model), and
-// characters that would end or split a name part (space, slash) become
-// underscores.
-func benchName(h bench.Header, m bench.ModeResult) string {
+// lines of mode on device, placed as placement (results.Mode's fields), in
+// a run described by h: the base benchBase and one key=value part per
+// setting that tells the configuration apart, policy and window only for
+// a paged mode (read from placement, "POLICY N/BLOCKS"). The device is
+// its name's first word ("cuda:0", not the GPU's model), and characters
+// that would end or split a name part (space, slash) become underscores.
+// A run's modes (bench.ModeResult) and a document's read back
+// (results.Mode) are named alike.
+func benchName(h results.Header, mode bench.Mode, device, placement string) string {
 	var b strings.Builder
 	b.WriteString(benchBase)
 	part := func(key, value string) {
@@ -104,10 +107,10 @@ func benchName(h bench.Header, m bench.ModeResult) string {
 		part("model", model)
 	}
 	part("task", string(h.Task))
-	part("mode", string(m.Mode))
-	dev, _, _ := strings.Cut(strings.TrimSpace(m.Device), " ")
+	part("mode", string(mode))
+	dev, _, _ := strings.Cut(strings.TrimSpace(device), " ")
 	part("device", dev)
-	for _, kv := range m.Mode.Placement(bench.Config{}).Keys(m.Placement) {
+	for _, kv := range mode.Placement(bench.Config{}).Keys(placement) {
 		part(kv[0], kv[1])
 	}
 	if recomputes(h) {

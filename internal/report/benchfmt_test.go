@@ -146,7 +146,7 @@ func TestBenchNameLevers(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := bench.Header{Model: "linear", Task: string(tt.task), Scale: "full", Recompute: tt.recompute, Precision: tt.precision}
-			if got := benchName(h, cache); got != tt.want {
+			if got := benchName(h, cache.Mode, cache.Device, cache.Placement); got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})

@@ -182,7 +182,7 @@ func (f *RunFile) addJSONRun(doc results.Run, suffix, where string) error {
 		return fmt.Errorf("%s: %s%w", f.Name, where, err)
 	}
 	for _, m := range doc.Modes {
-		name := benchName(doc.Header, bench.ModeResult{Mode: bench.Mode(m.Mode), Device: m.Device, Placement: m.Placement}) + suffix
+		name := benchName(doc.Header, bench.Mode(m.Mode), m.Device, m.Placement) + suffix
 		for _, e := range m.Epochs {
 			if !e.Warmup {
 				f.add(name, e.Seconds)

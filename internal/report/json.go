@@ -18,6 +18,15 @@ func setupList(phases []results.Phase) []results.Phase {
 	return phases
 }
 
+// epochList is a mode's epochs as the document lists them: empty, not
+// null, for none.
+func epochList(epochs []results.Epoch) []results.Epoch {
+	if epochs == nil {
+		return []results.Epoch{}
+	}
+	return epochs
+}
+
 // WriteJSON writes r as an indented JSON object for programs to read: the
 // version of the format (results.Version), the header, every mode with all its
 // epochs and the Stats of its timed epochs, and the peak RSS. Field names are
@@ -48,26 +57,15 @@ func toJSONResult(r bench.Result) results.Run {
 		jm := results.Mode{
 			Mode:            string(m.Mode),
 			Device:          m.Device,
-			Status:          string(m.Status.Kind),
-			Reason:          m.Status.Reason,
+			Status:          m.Status,
 			Warmup:          m.Warmup,
 			Placement:       m.Placement,
 			PeakDeviceBytes: m.PeakDeviceBytes,
 			Setup:           setupList(m.Setup),
-			Epochs:          make([]results.Epoch, len(m.Epochs)),
+			Epochs:          epochList(m.Epochs),
 			Prediction:      toJSONPrediction(m.Prediction),
 			SkippedSteps:    m.SkippedSteps(),
 			LossScale:       m.LossScale,
-		}
-		for i, e := range m.Epochs {
-			jm.Epochs[i] = results.Epoch{Index: e.Index, Warmup: i < m.Warmup, Seconds: e.Duration.Seconds(), RemoteBytes: e.RemoteBytes, SkippedSteps: e.SkippedSteps}
-			if m.Mode.Copies() {
-				copySeconds := e.CopyTime.Seconds()
-				jm.Epochs[i].UploadBytes, jm.Epochs[i].DownloadBytes, jm.Epochs[i].CopySeconds = &e.UploadBytes, &e.DownloadBytes, &copySeconds
-			}
-			if !math.IsNaN(e.Value) && !math.IsInf(e.Value, 0) {
-				jm.Epochs[i].Value = &e.Value
-			}
 		}
 		s := Summarize(durations(m.Timed()))
 		jm.Stats = results.Stats{

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/results"
 )
 
 func TestWriteJSON(t *testing.T) {
@@ -20,10 +21,10 @@ func TestWriteJSON(t *testing.T) {
 func TestWriteJSONEdges(t *testing.T) {
 	r := bench.Result{Modes: []bench.ModeResult{
 		{Mode: bench.ModeCPU, Epochs: []bench.Epoch{
-			{Index: 0, Value: math.NaN()}, {Index: 1, Value: math.Inf(1)}, {Index: 2, Value: 0.5},
+			{Index: 0, Value: results.Float(math.NaN())}, {Index: 1, Value: results.Float(math.Inf(1))}, {Index: 2, Value: 0.5},
 		}, Status: bench.Status{Kind: bench.StatusOK}},
 		{Mode: bench.ModeCUDA, Status: bench.Status{Kind: bench.StatusUnavailable, Reason: "no GPU"}},
-		{Mode: bench.ModeCache, Epochs: []bench.Epoch{{Index: 0, Value: 1}}, Status: bench.Status{Kind: bench.StatusOK}},
+		{Mode: bench.ModeCache, Epochs: withCopies([]bench.Epoch{{Index: 0, Value: 1}}, 0, 0, 0), Status: bench.Status{Kind: bench.StatusOK}},
 	}}
 	var b bytes.Buffer
 	if err := WriteJSON(&b, r); err != nil {

@@ -24,7 +24,7 @@ var (
 	predictedResult = bench.Result{
 		Header: linearHeader,
 		Modes: []bench.ModeResult{
-			{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:rtx4060-laptop", Epochs: epochs(0.9, 0.31, 0.30, 0.32), Warmup: 1,
+			{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:rtx4060-laptop", Epochs: withCopies(epochs(0.9, 0.31, 0.30, 0.32), 0, 0, 0), Warmup: 1,
 				PeakDeviceBytes: 1_921_440_004, Status: bench.Status{Kind: bench.StatusOK},
 				Prediction: prediction("rtx4060-laptop", 0.0105, 0.00543, perfmodel.LimitCompute)},
 			{Mode: bench.ModeCache, Simulated: true, Device: "sim:rtx4060-laptop", Placement: "window 3/12", Epochs: withCopies(epochs(1.9, 1.21, 1.25, 1.22), 3<<30, 3<<30, time.Second), Warmup: 1,

@@ -55,19 +55,22 @@ var errWrite = errors.New("write failed")
 func (errWriter) Write([]byte) (int, error) { return 0, errWrite }
 
 // epochs returns epochs indexed from 0 with the given durations in seconds,
-// and values that fall from 1.
+// to the nanosecond as bench measures them, and values that fall from 1;
+// the first is a warm-up, as the fixtures' Warmup 1 says.
 func epochs(seconds ...float64) []bench.Epoch {
 	es := make([]bench.Epoch, len(seconds))
 	for i, s := range seconds {
-		es[i] = bench.Epoch{Index: i, Duration: time.Duration(s * float64(time.Second)), Value: 1 / float64(i+3)}
+		es[i] = bench.Epoch{Index: i, Warmup: i == 0, Seconds: time.Duration(s * float64(time.Second)).Seconds(), Value: results.Float(1 / float64(i+3))}
 	}
 	return es
 }
 
-// withCopies sets every epoch's copied bytes and copy time.
+// withCopies sets every epoch's copied bytes and copy time, as bench does
+// for a mode with copies (bench.Mode.Copies), zeros included.
 func withCopies(es []bench.Epoch, up, down int64, took time.Duration) []bench.Epoch {
 	for i := range es {
-		es[i].UploadBytes, es[i].DownloadBytes, es[i].CopyTime = up, down, took
+		up, down, took := up, down, took.Seconds()
+		es[i].UploadBytes, es[i].DownloadBytes, es[i].CopySeconds = &up, &down, &took
 	}
 	return es
 }
@@ -126,7 +129,7 @@ var (
 		Modes: []bench.ModeResult{
 			{Mode: bench.ModeCPU, Device: "host", Epochs: epochs(25.0, 24.2, 24.0), Warmup: 1, Status: bench.Status{Kind: bench.StatusOK},
 				Setup: phases(bench.PhaseOpen, 0.000002, bench.PhaseBuild, 0.0118, bench.PhaseLoad, 0.352, bench.PhaseInit, 1.84, bench.PhaseUpload, 0.161)},
-			{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Epochs: epochs(6.2, 4.31, 4.25, 4.28, 4.22), Warmup: 1,
+			{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Epochs: withCopies(epochs(6.2, 4.31, 4.25, 4.28, 4.22), 0, 0, 0), Warmup: 1,
 				PeakDeviceBytes: 7_500_000_000, Status: bench.Status{Kind: bench.StatusOK},
 				Setup: phases(bench.PhaseOpen, 0.00041, bench.PhaseBuild, 0.0122, bench.PhaseReserve, 0.00018, bench.PhaseLoad, 0.371, bench.PhaseInit, 1.82, bench.PhaseUpload, 0.409)},
 			{Mode: bench.ModeCache, Simulated: true, Device: "sim:8GiB", Placement: "window 3/12", Epochs: withCopies(epochs(5.9, 4.48), 9<<30, 6<<30, 2*time.Second), Warmup: 1,
@@ -145,9 +148,9 @@ var (
 			Recompute: "none", Precision: "fp32",
 		},
 		Modes: []bench.ModeResult{
-			{Mode: bench.ModeCUDA, Device: "cuda:0 (NVIDIA GeForce RTX 4060 Laptop GPU)", Epochs: epochs(1.92, 0.611, 0.608, 0.615, 0.609), Warmup: 1,
+			{Mode: bench.ModeCUDA, Device: "cuda:0 (NVIDIA GeForce RTX 4060 Laptop GPU)", Epochs: withCopies(epochs(1.92, 0.611, 0.608, 0.615, 0.609), 0, 0, 0), Warmup: 1,
 				PeakDeviceBytes: 1_300_000_000, Status: bench.Status{Kind: bench.StatusOK}},
-			{Mode: bench.ModeCache, Device: "cuda:0 (NVIDIA GeForce RTX 4060 Laptop GPU)", Epochs: epochs(2.05, 0.68, 0.69, 0.67, 0.681), Warmup: 1,
+			{Mode: bench.ModeCache, Device: "cuda:0 (NVIDIA GeForce RTX 4060 Laptop GPU)", Epochs: withCopies(epochs(2.05, 0.68, 0.69, 0.67, 0.681), 0, 0, 0), Warmup: 1,
 				PeakDeviceBytes: 310 << 20, Status: bench.Status{Kind: bench.StatusOK}},
 			{Mode: bench.ModeCPU, Device: "host", Epochs: epochs(6.9, 6.31, 6.28, 6.35, 6.30), Warmup: 1, Status: bench.Status{Kind: bench.StatusOK}},
 		},
@@ -189,7 +192,7 @@ var (
 		Modes: []bench.ModeResult{
 			{Mode: bench.ModeCPU, Device: "host", Epochs: withSkipped(epochs(25.0, 24.2, 24.0), 2), Warmup: 1,
 				LossScale: 16384, Status: bench.Status{Kind: bench.StatusOK}},
-			{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Epochs: withSkipped(epochs(6.2, 4.31, 4.25, 4.28, 4.22), 3), Warmup: 1,
+			{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Epochs: withSkipped(withCopies(epochs(6.2, 4.31, 4.25, 4.28, 4.22), 0, 0, 0), 3), Warmup: 1,
 				PeakDeviceBytes: 4_100_000_000, LossScale: 8192, Status: bench.Status{Kind: bench.StatusOK}},
 			{Mode: bench.ModeCache, Simulated: true, Device: "sim:8GiB", Placement: "window 3/12", Epochs: withSkipped(withCopies(epochs(5.9, 4.48, 4.51), 9<<29, 6<<29, time.Second), 3, 1), Warmup: 1,
 				PeakDeviceBytes: 130 << 20, LossScale: 4096, Status: bench.Status{Kind: bench.StatusOK}},

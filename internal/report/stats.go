@@ -70,7 +70,7 @@ func Summarize(durations []time.Duration) Stats {
 func durations(epochs []bench.Epoch) []time.Duration {
 	ds := make([]time.Duration, len(epochs))
 	for i, e := range epochs {
-		ds[i] = e.Duration
+		ds[i] = e.Duration()
 	}
 	return ds
 }
@@ -135,7 +135,7 @@ func medianOf(values []float64) float64 { return medianCI(values).Center }
 func seconds(epochs []bench.Epoch) []float64 {
 	s := make([]float64, len(epochs))
 	for i, e := range epochs {
-		s[i] = e.Duration.Seconds()
+		s[i] = e.Seconds
 	}
 	return s
 }

@@ -18,7 +18,7 @@ var sweepResult = func() bench.SweepResult {
 	s := bench.SweepResult{Parameters: []string{"take", "win_size"}}
 	for _, take := range []int64{0, 8} {
 		for _, win := range []string{"1", "3"} {
-			cuda := bench.ModeResult{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Epochs: epochs(6.2, 4.31, 4.25, 4.28, 4.22), Warmup: 1,
+			cuda := bench.ModeResult{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Epochs: withCopies(epochs(6.2, 4.31, 4.25, 4.28, 4.22), 0, 0, 0), Warmup: 1,
 				PeakDeviceBytes: 7_500_000_000, Status: bench.Status{Kind: bench.StatusOK}}
 			if take > 0 {
 				cuda = bench.ModeResult{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Status: bench.Status{Kind: bench.StatusOOM, Reason: "needs 6.98 GiB, 6.81 GiB of 8.00 GiB free"}}
@@ -49,7 +49,7 @@ var precisionSweep = func() bench.SweepResult {
 			Epochs: withCopies(epochs(5.9, 4.48, 4.51, 4.47, 4.5), 9<<30, 6<<30, 2*time.Second), Warmup: 1,
 			PeakDeviceBytes: 240 << 20, Status: bench.Status{Kind: bench.StatusOK}}
 		if p != "fp32" {
-			cuda = bench.ModeResult{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:4GiB", Epochs: epochs(4.2, 3.31, 3.25, 3.28, 3.22), Warmup: 1,
+			cuda = bench.ModeResult{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:4GiB", Epochs: withCopies(epochs(4.2, 3.31, 3.25, 3.28, 3.22), 0, 0, 0), Warmup: 1,
 				PeakDeviceBytes: 3_900_000_000, Status: bench.Status{Kind: bench.StatusOK}}
 			cache.PeakDeviceBytes, cache.Epochs = 130<<20, withCopies(epochs(4.9, 3.48, 3.51, 3.47, 3.5), 9<<29, 6<<29, time.Second)
 		}

@@ -113,7 +113,7 @@ func WriteEpoch(w io.Writer, task bench.Task, e bench.Epoch, warmup bool, device
 	if warmup {
 		suffix += "  (warm-up)"
 	}
-	_, err := fmt.Fprintf(w, "%s: %d  %s: %.4g  time: %s%s\n", task, e.Index, label, e.Value, units.Seconds(e.Duration), suffix)
+	_, err := fmt.Fprintf(w, "%s: %d  %s: %.4g  time: %s%s\n", task, e.Index, label, e.Value, units.Seconds(e.Duration()), suffix)
 	return err
 }
 

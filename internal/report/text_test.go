@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/results"
 )
 
 // TestWriteLines checks the lines of WriteHeader and WriteEpoch.
@@ -77,21 +78,21 @@ precision fp16: products and weights stored in 16 bits, softmax, layer norm and 
 		}), `gpuz attention train: 60 samples in batches of 30
 data: 480 KiB   model: 39.0M parameters, 149 MiB
 `},
-		{"epoch/train warm-up", epoch(bench.TaskTrain, bench.Epoch{Index: 0, Duration: 4350 * time.Millisecond, Value: 0.32691}, true, "host"),
+		{"epoch/train warm-up", epoch(bench.TaskTrain, bench.Epoch{Index: 0, Seconds: (4350 * time.Millisecond).Seconds(), Value: 0.32691}, true, "host"),
 			"train: 0  mean loss: 0.3269  time: 4.35 s  (warm-up)\n"},
-		{"epoch/simulated device", epoch(bench.TaskTrain, bench.Epoch{Index: 1, Duration: 4480 * time.Millisecond, Value: 0.3244}, false, "sim:8GiB"),
+		{"epoch/simulated device", epoch(bench.TaskTrain, bench.Epoch{Index: 1, Seconds: (4480 * time.Millisecond).Seconds(), Value: 0.3244}, false, "sim:8GiB"),
 			"train: 1  mean loss: 0.3244  time: 4.48 s  on sim:8GiB\n"},
-		{"epoch/simulated device, warm-up", epoch(bench.TaskTrain, bench.Epoch{Index: 0, Duration: 5 * time.Second, Value: 0.3251}, true, "sim:8GiB"),
+		{"epoch/simulated device, warm-up", epoch(bench.TaskTrain, bench.Epoch{Index: 0, Seconds: (5 * time.Second).Seconds(), Value: 0.3251}, true, "sim:8GiB"),
 			"train: 0  mean loss: 0.3251  time: 5.00 s  on sim:8GiB  (warm-up)\n"},
-		{"epoch/train timed", epoch(bench.TaskTrain, bench.Epoch{Index: 3, Duration: 12_640 * time.Millisecond, Value: 0.3}, false, "host"),
+		{"epoch/train timed", epoch(bench.TaskTrain, bench.Epoch{Index: 3, Seconds: (12_640 * time.Millisecond).Seconds(), Value: 0.3}, false, "host"),
 			"train: 3  mean loss: 0.3  time: 12.6 s\n"},
-		{"epoch/eval", epoch(bench.TaskEval, bench.Epoch{Index: 0, Duration: 617 * time.Millisecond, Value: 0.0123449}, false, "host"),
+		{"epoch/eval", epoch(bench.TaskEval, bench.Epoch{Index: 0, Seconds: (617 * time.Millisecond).Seconds(), Value: 0.0123449}, false, "host"),
 			"eval: 0  output mean: 0.01234  time: 0.617 s\n"},
-		{"epoch/tiny value", epoch(bench.TaskEval, bench.Epoch{Index: 12, Duration: 1560 * time.Microsecond, Value: -1.234567e-7}, false, "host"),
+		{"epoch/tiny value", epoch(bench.TaskEval, bench.Epoch{Index: 12, Seconds: (1560 * time.Microsecond).Seconds(), Value: -1.234567e-7}, false, "host"),
 			"eval: 12  output mean: -1.235e-07  time: 0.00156 s\n"},
-		{"epoch/diverged loss", epoch(bench.TaskTrain, bench.Epoch{Index: 2, Duration: 2 * time.Second, Value: math.NaN()}, false, "host"),
+		{"epoch/diverged loss", epoch(bench.TaskTrain, bench.Epoch{Index: 2, Seconds: (2 * time.Second).Seconds(), Value: results.Float(math.NaN())}, false, "host"),
 			"train: 2  mean loss: NaN  time: 2.00 s\n"},
-		{"epoch/unknown task", epoch(bench.Task("infer"), bench.Epoch{Index: 1, Duration: time.Second, Value: 2}, false, "host"),
+		{"epoch/unknown task", epoch(bench.Task("infer"), bench.Epoch{Index: 1, Seconds: time.Second.Seconds(), Value: 2}, false, "host"),
 			"infer: 1  value: 2  time: 1.00 s\n"},
 	}
 	for _, tt := range tests {
@@ -178,8 +179,8 @@ func TestAnalyzeCells(t *testing.T) {
 	cpu := func(status bench.Status, seconds ...float64) bench.ModeResult {
 		return bench.ModeResult{Mode: bench.ModeCPU, Device: "host", Epochs: epochs(seconds...), Warmup: 1, Status: status}
 	}
-	cuda := bench.ModeResult{Mode: bench.ModeCUDA, Device: "cuda:0 (NVIDIA H100)", Epochs: epochs(9, 2, 2), Warmup: 1, Status: ok}
-	sim := bench.ModeResult{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Epochs: epochs(9, 2, 2), Warmup: 1, Status: ok}
+	cuda := bench.ModeResult{Mode: bench.ModeCUDA, Device: "cuda:0 (NVIDIA H100)", Epochs: withCopies(epochs(9, 2, 2), 0, 0, 0), Warmup: 1, Status: ok}
+	sim := bench.ModeResult{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Epochs: withCopies(epochs(9, 2, 2), 0, 0, 0), Warmup: 1, Status: ok}
 	tests := []struct {
 		name  string
 		modes []bench.ModeResult

@@ -3,9 +3,11 @@
 // types are the document's, field for field, for the writer and the
 // readers alike (as golang.org/x/perf's benchfmt shares one Result between
 // its reader and its writer): package bench fills a run's Header as it
-// starts (bench.Header is Header), package report converts the run's
-// modes and encodes a Run or a Sweep; a reader decodes a file into a Doc
-// (Decode).
+// starts (bench.Header is Header) and records each mode's Epochs and
+// Status as they are here (bench.Epoch is Epoch, bench.Status is
+// Status); package report copies the rest of the run's modes into Mode
+// (their statistics and prediction) and encodes a Run or a Sweep; a
+// reader decodes a file into a Doc (Decode).
 // Durations are in seconds, sizes in bytes, field names snake_case. The
 // plan's, fit's and verification's documents, which nothing reads back,
 // stay with report, and share Version, Header and Decode with these.
@@ -138,17 +140,20 @@ type (
 	}
 	// Mode is one mode of a run: its device, status, placement, peak,
 	// epochs, the statistics of its timed epochs, its setup and its
-	// prediction.
+	// prediction. Its status is embedded, so that the document holds
+	// "status" and "reason" flat in the mode; Mode's String, promoted
+	// from it, is the status as tables show it.
 	Mode struct {
-		Mode            string  `json:"mode"`
-		Device          string  `json:"device"`
-		Status          string  `json:"status"`
-		Reason          string  `json:"reason"`
+		Mode   string `json:"mode"`
+		Device string `json:"device"`
+		Status
 		Warmup          int     `json:"warmup"`
 		Placement       string  `json:"placement"`
 		PeakDeviceBytes int64   `json:"peak_device_bytes"`
 		Epochs          []Epoch `json:"epochs"`
-		Stats           Stats   `json:"stats"` // of the timed epochs
+		// Stats is of the timed epochs, computed by the writer (report)
+		// from Epochs.
+		Stats Stats `json:"stats"`
 		// Setup is the mode's setup phases before its first epoch, in the
 		// order they ran; empty for a mode that got no device.
 		Setup []Phase `json:"setup"`
@@ -163,22 +168,34 @@ type (
 		// absent for a mode without one.
 		Prediction *Prediction `json:"prediction,omitempty"`
 	}
-	// Epoch is one epoch of a mode, warm-up included.
+	// Epoch is one timed pass over the data of a mode, warm-up
+	// included, as bench measured it (bench.Epoch is Epoch).
 	Epoch struct {
-		Index   int      `json:"index"`
-		Warmup  bool     `json:"warmup"`
-		Seconds float64  `json:"seconds"`
-		Value   *float64 `json:"value"` // null when not finite
-		// Bytes copied host → device and device → host, and the copies'
-		// time; null for the cpu mode, which has no device to copy to.
+		Index int `json:"index"`
+		// Warmup says that the epoch is one of the mode's leading
+		// Mode.Warmup, reported apart from the statistics.
+		Warmup bool `json:"warmup"`
+		// Seconds is the epoch's time (Duration).
+		Seconds float64 `json:"seconds"`
+		// Value is the epoch's mean over its samples of the loss when
+		// training, or of the model's output when evaluating: each
+		// batch's value weighted by its samples, so it does not depend
+		// on the batch size; null when not finite.
+		Value Float `json:"value"`
+		// UploadBytes and DownloadBytes are the bytes copied host →
+		// device and device → host during the epoch, CopySeconds the
+		// time those copies took (Copied); nil (null) for a mode
+		// without copies (the cpu mode, which has no device to copy
+		// to), set for every epoch of a mode with them.
 		UploadBytes   *int64   `json:"upload_bytes"`
 		DownloadBytes *int64   `json:"download_bytes"`
 		CopySeconds   *float64 `json:"copy_seconds"`
 		// RemoteBytes is what the kernels read and wrote in place across
 		// the bus (the managed mode with the host advised); absent when 0.
 		RemoteBytes int64 `json:"remote_bytes,omitempty"`
-		// SkippedSteps is the epoch's steps fp16 training skipped;
-		// absent when 0.
+		// SkippedSteps is the epoch's steps whose fp16 gradients
+		// overflowed under the loss scale, which their blocks skipped
+		// (fp16 training only); absent when 0.
 		SkippedSteps int `json:"skipped_steps,omitempty"`
 	}
 	// Stats summarises a mode's timed epochs.
@@ -199,6 +216,37 @@ type (
 		High float64 `json:"high_seconds"`
 	}
 )
+
+// StatusKind classifies how a mode's run ended.
+type StatusKind string
+
+// How a mode's run can end. A diverged mode's reason names the epoch and
+// the batch, both counted from 0 as the epoch lines count them.
+const (
+	StatusOK          StatusKind = "ok"
+	StatusUnavailable StatusKind = "unavailable" // the mode cannot run in this build or on this machine
+	StatusOOM         StatusKind = "OOM"         // the device ran out of memory
+	StatusSkipped     StatusKind = "skipped"     // not started, e.g. its plan does not fit the host
+	StatusInterrupted StatusKind = "interrupted" // stopped by the user; the epochs done are kept
+	StatusDiverged    StatusKind = "diverged"    // a loss (train) or output (eval) not finite; the epochs before it are kept
+	StatusFailed      StatusKind = "failed"      // any other error
+)
+
+// Status is how a mode's run ended, with the reason when it is not ok:
+// the mode's "status" and "reason" in the document.
+type Status struct {
+	Kind   StatusKind `json:"status"`
+	Reason string     `json:"reason"`
+}
+
+// String renders the status as the Analyze table shows it: the kind,
+// then ": " and the reason where there is one.
+func (s Status) String() string {
+	if s.Reason == "" {
+		return string(s.Kind)
+	}
+	return string(s.Kind) + ": " + s.Reason
+}
 
 // Env is the environment of a run in the documents (sysinfo.Env):
 // what was measured where, with which build, started how and when.
@@ -356,6 +404,52 @@ func (r Run) CheckEpochs() error {
 // shorter than about 100 days.
 func Duration(seconds float64) time.Duration {
 	return time.Duration(math.Round(seconds * float64(time.Second)))
+}
+
+// Duration is the epoch's time (Duration).
+func (e Epoch) Duration() time.Duration { return Duration(e.Seconds) }
+
+// Copied returns the epoch's bytes copied host → device and device →
+// host and the copies' time: zeros for a mode without copies.
+func (e Epoch) Copied() (up, down int64, took time.Duration) {
+	if e.UploadBytes != nil {
+		up = *e.UploadBytes
+	}
+	if e.DownloadBytes != nil {
+		down = *e.DownloadBytes
+	}
+	if e.CopySeconds != nil {
+		took = Duration(*e.CopySeconds)
+	}
+	return up, down, took
+}
+
+// Float is a number that the document writes as null when it is not
+// finite (NaN, ±Inf), as a diverged epoch's value; null reads back as
+// NaN.
+type Float float64
+
+// MarshalJSON writes f as encoding/json writes a float64, or null when f
+// is not finite.
+func (f Float) MarshalJSON() ([]byte, error) {
+	if v := float64(f); !math.IsNaN(v) && !math.IsInf(v, 0) {
+		return json.Marshal(v)
+	}
+	return []byte("null"), nil
+}
+
+// UnmarshalJSON reads a number, or null as NaN.
+func (f *Float) UnmarshalJSON(data []byte) error {
+	if string(bytes.TrimSpace(data)) == "null" {
+		*f = Float(math.NaN())
+		return nil
+	}
+	var v float64
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*f = Float(v)
+	return nil
 }
 
 // Duration is the phase's time (Duration).

@@ -1,7 +1,9 @@
 package results
 
 import (
+	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 )
@@ -14,7 +16,7 @@ import (
 func TestDecodeReadsWhatIsWritten(t *testing.T) {
 	free := int64(1 << 30)
 	run := Run{Version: Version, Header: Header{Model: "linear", Task: "train", Env: &Env{Revision: "abc"}},
-		Modes: []Mode{{Mode: "cuda", Device: "sim:1GiB", Status: "ok", Epochs: []Epoch{{Warmup: true, Seconds: 2}, {Seconds: 1.5}}}}}
+		Modes: []Mode{{Mode: "cuda", Device: "sim:1GiB", Status: Status{Kind: StatusOK}, Epochs: []Epoch{{Warmup: true, Seconds: 2}, {Seconds: 1.5}}}}}
 	sweep := Sweep{Version: Version, Kind: SweepKind, Header: run.Header, Parameters: []string{"take"},
 		Rows: []Row{{Settings: map[string]string{"take": "1GiB"}, DeviceFreeBytes: &free, Result: run}}}
 	encode := func(v any) []byte {
@@ -99,5 +101,31 @@ func TestRunCheckEpochs(t *testing.T) {
 				t.Errorf("CheckEpochs() = %v, want %q…", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestFloatJSON: a finite Float is written as encoding/json writes its
+// float64, byte for byte, and reads back as itself; NaN and ±Inf are
+// written as null, and null reads back as NaN.
+func TestFloatJSON(t *testing.T) {
+	for _, v := range []float64{0, 0.5, -1.234567e-7, 1e21, 1e-7, 123456789.125, math.NaN(), math.Inf(1), math.Inf(-1)} {
+		got, err := json.Marshal(Float(v))
+		if err != nil {
+			t.Fatalf("%g: %v", v, err)
+		}
+		want := []byte("null")
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			want, _ = json.Marshal(v)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("Float(%g) written as %s, want %s", v, got, want)
+		}
+		var back Float
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		if finite := !math.IsNaN(v) && !math.IsInf(v, 0); finite && float64(back) != v || !finite && !math.IsNaN(float64(back)) {
+			t.Errorf("Float(%g) read back as %g", v, float64(back))
+		}
 	}
 }
