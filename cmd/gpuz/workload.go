@@ -368,11 +368,10 @@ func (o *WorkloadOptions) place(cfg models.Config, opts *bench.Options) error {
 	case strings.Contains(o.PlaceText, ";"):
 		return errors.New("--place: a sweep over several placements is not supported yet")
 	}
-	m, err := cfg.Build()
-	if err != nil {
-		return fmt.Errorf("building the model to count its blocks: %w", err)
-	}
-	if opts.Place, err = bench.ParsePlace(o.PlaceText, len(m.Blocks)); err != nil {
+	// The blocks are counted without building the model, which each
+	// mode's run builds for itself (models.BlockCount).
+	var err error
+	if opts.Place, err = bench.ParsePlace(o.PlaceText, models.BlockCount(cfg)); err != nil {
 		return fmt.Errorf("--place: %w", err)
 	}
 	return nil

@@ -39,6 +39,20 @@ func (c *LLMConfig) leverFields() leverFields {
 	return leverFields{workload: "llm", attention: &c.Attention, inForce: c.attention(), lora: &c.LoRA, layers: c}
 }
 
+// The blocks each workload's Build lists: linear's blocks; resnet's a
+// and b per level; attention's head and embed before its layers; llm's
+// embed, its layers and head.
+func (c *LinearConfig) blockCount() int    { return c.Blocks }
+func (c *ResnetConfig) blockCount() int    { return 2 * c.Levels }
+func (c *AttentionConfig) blockCount() int { return c.Layers + 2 }
+func (c *LLMConfig) blockCount() int       { return c.Layers + 2 }
+
+// BlockCount returns the number of blocks c's model has, without building
+// it: a gorgonia graph cannot be shared among the modes' programs
+// (engine.Compile adds the gradients to it), so a run builds the model per
+// mode, and a caller that only needs the count (--place) counts here.
+func BlockCount(c Config) int { return c.blockCount() }
+
 // clone returns a copy of the config, whose lever fields Apply may set.
 func (c *LinearConfig) clone() Config    { d := *c; return &d }
 func (c *ResnetConfig) clone() Config    { d := *c; return &d }

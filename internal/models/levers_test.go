@@ -59,3 +59,31 @@ func TestWorkloadLevers(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockCount checks that every workload counts, without building,
+// the blocks its Build lists.
+func TestBlockCount(t *testing.T) {
+	var configs []Config
+	for _, w := range []Workload{Linear, Resnet, Attention} {
+		for _, scale := range []string{ScaleSmall, ScaleDemo} {
+			c, _, err := w.Configure(scale, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			configs = append(configs, c)
+		}
+	}
+	for _, tl := range tinyLLMs {
+		c := tinyLLM(t, tl.config, 5, 3)
+		configs = append(configs, &c)
+	}
+	for _, c := range configs {
+		m, err := c.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := BlockCount(c); got != len(m.Blocks) {
+			t.Errorf("%T: BlockCount %d, Build lists %d blocks", c, got, len(m.Blocks))
+		}
+	}
+}

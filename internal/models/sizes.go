@@ -41,6 +41,9 @@ type Config interface {
 	DataLen() int
 	Validate() error
 	sized
+	// blockCount is the number of blocks Build lists, known before
+	// building.
+	blockCount() int
 	// leverFields declares the levers the config takes (levers.go).
 	leverFields() leverFields
 	// clone returns a copy of the config.
