@@ -17,6 +17,7 @@ import (
 	"gpuz/internal/bench"
 	"gpuz/internal/fit"
 	"gpuz/internal/levers"
+	"gpuz/internal/models"
 	"gpuz/internal/perfmodel"
 	"gpuz/internal/report"
 )
@@ -151,11 +152,14 @@ func (o *FitOptions) loraSettings() ([]levers.LoRA, error) {
 		if rank == 0 {
 			l = levers.LoRA{} // full fine-tuning: alpha and targets do not apply
 		}
-		w, err := o.Workload.WithLoRA(l)
+		if err := o.Workload.Check(levers.Set{LoRA: l}); err != nil {
+			return nil, usage(err)
+		}
+		cfg, _, err := o.Workload.Configure(o.Scale, o.Sizes)
 		if err != nil {
 			return nil, usage(err)
 		}
-		if _, _, err := w.Configure(o.Scale, o.Sizes); err != nil {
+		if _, err := models.Apply(cfg, levers.Set{LoRA: l}); err != nil {
 			return nil, usage(err)
 		}
 		out = append(out, l)

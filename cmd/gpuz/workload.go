@@ -368,11 +368,10 @@ func (o *WorkloadOptions) place(cfg models.Config, opts *bench.Options) error {
 	case strings.Contains(o.PlaceText, ";"):
 		return errors.New("--place: a sweep over several placements is not supported yet")
 	}
-	m, err := cfg.Build()
-	if err != nil {
-		return fmt.Errorf("building the model to count its blocks: %w", err)
-	}
-	if opts.Place, err = bench.ParsePlace(o.PlaceText, len(m.Blocks)); err != nil {
+	// The blocks are counted without building the model, which each
+	// mode's run builds for itself (models.BlockCount).
+	var err error
+	if opts.Place, err = bench.ParsePlace(o.PlaceText, models.BlockCount(cfg)); err != nil {
 		return fmt.Errorf("--place: %w", err)
 	}
 	return nil
@@ -455,19 +454,26 @@ func (o *WorkloadOptions) benchOptions(ctx context.Context) (bench.Options, erro
 	return opts, nil
 }
 
+// levers returns the levers the flags set, as one value.
+func (o *WorkloadOptions) levers() levers.Set {
+	return levers.Set{Recompute: o.Recompute, Precision: o.Precision, Attention: o.Attention, LoRA: o.LoRA}
+}
+
 // check puts the sizes the user set over the preset and checks them and
 // every other setting, and returns the runner's options without a device;
 // its errors are usage errors.
 func (o *WorkloadOptions) check() (bench.Options, error) {
-	w, err := o.Workload.WithAttention(o.Attention)
-	if err != nil {
-		return bench.Options{}, usagef("--attention: %w", err)
-	}
-	if w, err = w.WithLoRA(o.LoRA); err != nil {
+	set := o.levers()
+	if err := o.Workload.Check(set); err != nil {
 		return bench.Options{}, usage(err)
 	}
-	cfg, scale, err := w.Configure(o.Scale, o.Sizes)
+	cfg, scale, err := o.Workload.Configure(o.Scale, o.Sizes)
 	if err != nil {
+		return bench.Options{}, usage(err)
+	}
+	// The run applies the levers where it builds the model; they are
+	// checked against the sizes here, as usage.
+	if _, err := models.Apply(cfg, set); err != nil {
 		return bench.Options{}, usage(err)
 	}
 	s := models.FeedOf(cfg)
@@ -511,7 +517,7 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 		ModelName:   name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
 		Adam: adam, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
-		Config: bench.Config{Cache: o.Cache, ManagedPage: page, ManagedAdviseHost: o.ManagedAdvise == "host", Recompute: o.Recompute, Precision: o.Precision}, CommandLine: sysinfo.CommandLine(o.IO.CommandLine),
+		Config: bench.Config{Cache: o.Cache, ManagedPage: page, ManagedAdviseHost: o.ManagedAdvise == "host", Set: set}, CommandLine: sysinfo.CommandLine(o.IO.CommandLine),
 		ProcessStart: o.IO.Started,
 	}
 	if err := o.place(cfg, &opts); err != nil {

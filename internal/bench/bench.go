@@ -11,7 +11,6 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"syscall"
 	"time"
 
@@ -29,23 +28,19 @@ import (
 	"gpuz/internal/units"
 )
 
-// Workload is a model the runner can build: its graph and its data.
-type Workload interface {
-	Build() (*models.Model, error)
-	Data(seed uint64) models.Data
-}
-
 // Options configures a run.
 type Options struct {
 	ModelName string
 	Scale     string
-	Workload  Workload
-	Task      Task
-	Modes     []Mode
-	Samples   int
-	Batch     int
-	Epochs    int // total epochs, warm-up included
-	Warmup    int // leading epochs reported apart
+	// Workload is the workload's config, its levers as its own; the run
+	// applies Config's levers to it (models.Apply).
+	Workload models.Config
+	Task     Task
+	Modes    []Mode
+	Samples  int
+	Batch    int
+	Epochs   int // total epochs, warm-up included
+	Warmup   int // leading epochs reported apart
 	// Adam is the settings of each block's optimizer: its learning rate,
 	// betas and epsilon (DefaultAdam is the reference experiment's).
 	Adam hostmath.Adam
@@ -160,7 +155,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	opts.startPhase("", "", PhaseBuild)
 	built := time.Now()
-	model, err := opts.workload().Build()
+	w, err := opts.workload()
+	if err != nil {
+		return Result{}, err
+	}
+	model, err := w.Build()
 	if err != nil {
 		return Result{}, err
 	}
@@ -194,23 +193,22 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	return res, nil
 }
 
-// workload is the workload to build: opts.Workload, its attention set to
-// opts.Attention where that is given and the workload has attention
-// layers, and its LoRA to opts.LoRA where that is given and the workload
-// has linear layers to adapt.
-func (opts Options) workload() Workload {
-	w := opts.Workload
-	if a, ok := w.(interface {
-		WithAttention(levers.Attention) models.Config
-	}); ok && opts.Attention != "" {
-		w = a.WithAttention(opts.Attention)
+// workload is the workload to build: opts.Workload with the model's
+// levers of opts.Config set (models.Apply), the one road by which a lever
+// reaches a model.
+func (opts Options) workload() (models.Config, error) {
+	return models.Apply(opts.Workload, opts.Set)
+}
+
+// inForce returns the model's levers that the workload runs with under
+// opts (models.InForce). Where the workload refuses opts' levers it has
+// none in force: the run or the plan that builds it reports the refusal.
+func (opts Options) inForce() levers.Set {
+	w, err := opts.workload()
+	if err != nil {
+		return levers.Set{}
 	}
-	if l, ok := w.(interface {
-		WithLoRA(levers.LoRA) models.Config
-	}); ok && opts.LoRA != (levers.LoRA{}) {
-		w = l.WithLoRA(opts.LoRA)
-	}
-	return w
+	return models.InForce(w)
 }
 
 // header describes the run of a built model on its data, with the threads
@@ -228,12 +226,10 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 		TakeBytes: opts.TakeBytes,
 		Recompute: opts.Recompute.String(), Precision: opts.Precision.String(),
 	}
-	if a, ok := models.AttentionOf(opts.workload()); ok {
-		h.Attention = string(a)
-	}
-	if l, ok := models.LoRAOf(opts.workload()); ok && l.On() {
-		l.Targets = strings.Join(models.LoRATargets(opts.workload()), ",")
-		h.LoRA, h.LoRARank = l.String(), l.Rank
+	in := opts.inForce()
+	h.Attention = string(in.Attention)
+	if in.LoRA.On() {
+		h.LoRA, h.LoRARank = in.LoRA.String(), in.LoRA.Rank
 	}
 	if threads.warning != "" {
 		h.ThreadsRequested, h.ThreadsWarning = opts.Threads, threads.warning
@@ -644,9 +640,15 @@ func (opts Options) applyThreads() threadCount {
 	return threadCount{n: n}
 }
 
-// compile builds the workload's graph and compiles it for the task.
+// compile builds the workload's graph with the levers and compiles it
+// for the task: the model's levers reach the graph through models.Apply,
+// the schedule's engine.Spec.
 func (opts Options) compile() (*models.Model, *engine.Schedule, error) {
-	model, err := opts.workload().Build()
+	w, err := opts.workload()
+	if err != nil {
+		return nil, nil, err
+	}
+	model, err := w.Build()
 	if err != nil {
 		return nil, nil, err
 	}

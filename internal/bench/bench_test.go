@@ -31,9 +31,9 @@ func smallWorkloads(t *testing.T) map[string]Options {
 	}
 	llama, gpt2 := tinyLLM(t, tinyLlama), tinyLLM(t, tinyGPT2)
 	return map[string]Options{
-		"linear":    {ModelName: "linear", Workload: linear, Samples: linear.Samples, Batch: linear.Batch},
-		"resnet":    {ModelName: "resnet", Workload: resnet, Samples: resnet.Samples, Batch: resnet.Batch},
-		"attention": {ModelName: "attention", Workload: attention, Samples: attention.Samples, Batch: attention.Batch},
+		"linear":    {ModelName: "linear", Workload: &linear, Samples: linear.Samples, Batch: linear.Batch},
+		"resnet":    {ModelName: "resnet", Workload: &resnet, Samples: resnet.Samples, Batch: resnet.Batch},
+		"attention": {ModelName: "attention", Workload: &attention, Samples: attention.Samples, Batch: attention.Batch},
 		"llm-llama": {ModelName: "llm", Workload: llama, Samples: llama.Samples, Batch: llama.Batch},
 		"llm-gpt2":  {ModelName: "llm", Workload: gpt2, Samples: gpt2.Samples, Batch: gpt2.Batch},
 		// LoRA on every linear layer: frozen weights in every layer's
@@ -41,7 +41,7 @@ func smallWorkloads(t *testing.T) map[string]Options {
 		// precision tests run it in bf16 and fp16: frozen weights in 16
 		// bits with no master).
 		"llm-llama-lora": {ModelName: "llm", Workload: llama, Samples: llama.Samples, Batch: llama.Batch,
-			Config: Config{LoRA: levers.LoRA{Rank: 2, Alpha: 4, Targets: levers.AllLinear}}},
+			Config: Config{Set: levers.Set{LoRA: levers.LoRA{Rank: 2, Alpha: 4, Targets: levers.AllLinear}}}},
 	}
 }
 

@@ -33,8 +33,7 @@ const (
 
 // Config is how a run places and runs the model beyond its mode and
 // sizes: the one run configuration that the flags fill, a sweep varies, the
-// plan and the JSON describe. Each lever (package levers) is one more
-// field.
+// plan and the JSON describe. Its levers are one value, levers.Set.
 type Config struct {
 	// Cache is how cache mode pages the blocks, and the hybrid mode its
 	// cache blocks: the policy, its window and where the optimizer runs.
@@ -51,25 +50,11 @@ type Config struct {
 	// device in host memory, read in place across the bus
 	// (--managed-advise host), instead of migrating them.
 	ManagedAdviseHost bool
-	// Recompute is the recompute lever (--recompute): with
-	// levers.RecomputeBlocks a training run keeps only each block's input
-	// and runs the block's forward again before its gradients; "" is none.
-	// It applies to every mode; evaluation saves nothing and is unchanged.
-	Recompute levers.Recompute
-	// Precision is the storage precision on the compute device
-	// (--precision): fp32, or bf16 or fp16 under automatic mixed
-	// precision's rules, with float32 masters in training and fp16's loss
-	// scaled dynamically; "" is fp32. It applies to every mode.
-	Precision levers.Precision
-	// Attention is how the model computes attention (--attention): eager
-	// or fused; "" keeps the workload's own setting (its default, or what
-	// its config says). A workload without attention layers ignores it.
-	Attention levers.Attention
-	// LoRA is low-rank adaptation (--lora, --lora-alpha, --lora-targets):
-	// the adapters trained, every other weight frozen; the zero value
-	// keeps the workload's own setting. A workload without linear layers
-	// to adapt takes only the zero value (models.Workload.WithLoRA).
-	LoRA levers.LoRA
+	// Set is the levers (--recompute, --precision, --attention, --lora):
+	// the run applies them where it builds the workload (Options.compile),
+	// the model's through models.Apply, the schedule's through
+	// engine.Spec. The zero value is every lever's default.
+	levers.Set
 }
 
 // modeRow is what a mode needs, how it places the model and how a plan

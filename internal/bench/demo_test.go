@@ -60,7 +60,7 @@ func TestDemoScaleTellsTheStory(t *testing.T) {
 // without it, with the same losses a larger device gives without it.
 func TestRecomputeDemo(t *testing.T) {
 	run := func(r levers.Recompute, capacity int64) ModeResult {
-		return runDemoCUDA(t, models.Resnet, TaskTrain, Config{Recompute: r}, capacity)
+		return runDemoCUDA(t, models.Resnet, TaskTrain, Config{Set: levers.Set{Recompute: r}}, capacity)
 	}
 	if m := run(levers.RecomputeNone, 128<<20); m.Status.Kind != StatusOOM {
 		t.Fatalf("without recompute on 128 MiB: %s, want OOM", m.Status)
@@ -87,7 +87,7 @@ func TestRecomputeDemo(t *testing.T) {
 // bf16's tolerance of fp32's.
 func TestPrecisionDemo(t *testing.T) {
 	run := func(p levers.Precision, capacity int64) ModeResult {
-		return runDemoCUDA(t, models.Linear, TaskEval, Config{Precision: p}, capacity)
+		return runDemoCUDA(t, models.Linear, TaskEval, Config{Set: levers.Set{Precision: p}}, capacity)
 	}
 	if m := run(levers.FP32, 32<<20); m.Status.Kind != StatusOOM {
 		t.Fatalf("fp32 on 32 MiB: %s, want OOM", m.Status)

@@ -30,7 +30,7 @@ func TestFusedAVX2IsBitIdenticalAcrossModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	attention.Attention = levers.AttentionFused
-	fused := Options{ModelName: "attention", Workload: attention, Samples: attention.Samples, Batch: attention.Batch}
+	fused := Options{ModelName: "attention", Workload: &attention, Samples: attention.Samples, Batch: attention.Batch}
 	for name, opts := range map[string]Options{"attention-fused": fused, "llm-llama": workloads["llm-llama"], "llm-gpt2": workloads["llm-gpt2"]} {
 		placements := leverPlacements(t, opts)
 		for _, task := range []Task{TaskTrain, TaskEval} {

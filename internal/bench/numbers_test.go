@@ -20,7 +20,7 @@ func smallLinearRun(t testing.TB, task Task, modes ...Mode) Options {
 		t.Fatal(err)
 	}
 	return Options{
-		ModelName: "linear", Workload: cfg, Task: task, Modes: modes,
+		ModelName: "linear", Workload: &cfg, Task: task, Modes: modes,
 		Samples: cfg.Samples, Batch: cfg.Batch, Epochs: cfg.Epochs, Warmup: 1,
 		Adam: DefaultAdam(), ClipNorm: 1, Seed: 1, Threads: 1,
 		NewGPU: func() (device.Device, error) { return device.NewSim(64<<20, nil), nil },
@@ -138,7 +138,7 @@ func (w infiniteSecondBatch) Data(seed uint64) models.Data {
 // its second batch: eval ends diverged at epoch 0, batch 1.
 func TestEvalDivergesOnInfiniteData(t *testing.T) {
 	opts := smallLinearRun(t, TaskEval, ModeCPU)
-	opts.Workload = infiniteSecondBatch{opts.Workload.(models.LinearConfig)}
+	opts.Workload = &infiniteSecondBatch{*opts.Workload.(*models.LinearConfig)}
 	r := run(t, opts).Modes[0]
 	if r.Status.String() != "diverged: at epoch 0, batch 1" {
 		t.Errorf("status %q, want diverged: at epoch 0, batch 1", r.Status)
@@ -153,9 +153,9 @@ func TestEvalValueIndependentOfBatch(t *testing.T) {
 	values := map[int]float64{}
 	for _, batch := range []int{4, 2} {
 		opts := smallLinearRun(t, TaskEval, ModeCPU)
-		cfg := opts.Workload.(models.LinearConfig)
+		cfg := *opts.Workload.(*models.LinearConfig)
 		cfg.Batch, opts.Batch = batch, batch
-		opts.Workload = cfg
+		opts.Workload = &cfg
 		r := run(t, opts).Modes[0]
 		if r.Status.Kind != StatusOK {
 			t.Fatalf("batch %d: status %q", batch, r.Status)

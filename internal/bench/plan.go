@@ -245,15 +245,8 @@ func (opts Options) sizeMode(mp *ModePlan, dev device.Device, sched *engine.Sche
 }
 
 // dataBytes returns the bytes of the workload's data set without making
-// it, where the workload can say (every models.Config can); otherwise it
-// makes the data to count it.
-func (opts Options) dataBytes() int64 {
-	if w, ok := opts.Workload.(interface{ DataLen() int }); ok {
-		return 4 * int64(w.DataLen())
-	}
-	d := opts.Workload.Data(opts.Seed)
-	return 4 * int64(len(d.Values)+len(d.Targets))
-}
+// it.
+func (opts Options) dataBytes() int64 { return 4 * int64(opts.Workload.DataLen()) }
 
 // dataShortfall checks, before Run makes the data set, that it fits the
 // host's limit. When it does not, it returns the run's result with every

@@ -62,7 +62,7 @@ type compiled struct {
 func NewPlanner(opts Options) (*Planner, error) {
 	threads := opts.applyThreads()
 	p := &Planner{opts: opts, compiled: map[leverKey]compiled{}}
-	p.opts.Recompute, p.opts.Precision, p.opts.Attention, p.opts.LoRA = "", "", "", levers.LoRA{}
+	p.opts.Set = levers.Set{}
 	c, err := p.schedule(defaultKey)
 	if err != nil {
 		return nil, err
@@ -127,7 +127,7 @@ func (p *Planner) schedule(k leverKey) (compiled, error) {
 		return c, nil
 	}
 	opts := p.opts
-	opts.Recompute, opts.Precision, opts.Attention, opts.LoRA = k.recompute, k.precision, k.attention, k.lora
+	opts.Set = levers.Set{Recompute: k.recompute, Precision: k.precision, Attention: k.attention, LoRA: k.lora}
 	model, sched, err := opts.compile()
 	if err != nil {
 		return compiled{}, fmt.Errorf("compiling with recompute %s, precision %s, attention %q, LoRA %s: %w", k.recompute, k.precision, k.attention, k.lora, err)

@@ -150,9 +150,9 @@ func TestRunPredictionIsPerEpoch(t *testing.T) {
 			var one perfmodel.Prediction
 			for _, batches := range []int{1, 2, 4} {
 				opts := smallLinearRun(t, TaskTrain, c.mode)
-				cfg := opts.Workload.(models.LinearConfig)
+				cfg := *opts.Workload.(*models.LinearConfig)
 				cfg.Samples = batches * cfg.Batch
-				opts.Workload, opts.Samples = cfg, cfg.Samples
+				opts.Workload, opts.Samples = &cfg, cfg.Samples
 				opts.Epochs, opts.Warmup = 2, 1
 				opts.Cache = c.cfg
 				opts.NewGPU = func() (device.Device, error) { return device.NewSimProfile(gpu, nil), nil }
@@ -235,7 +235,7 @@ func TestPlannerMatchesPlanMemory(t *testing.T) {
 func checkPlannerRows(t *testing.T, p *Planner, plan MemoryPlan) {
 	t.Helper()
 	for _, want := range plan.Modes {
-		cfg := Config{Cache: cacheOf(want.Placement), Recompute: want.Recompute, Precision: want.Precision}
+		cfg := Config{Cache: cacheOf(want.Placement), Set: levers.Set{Recompute: want.Recompute, Precision: want.Precision}}
 		if want.Mode != ModeCache {
 			cfg.Cache = cache.Config{}
 		}
@@ -265,9 +265,9 @@ func checkPlannerRows(t *testing.T, p *Planner, plan MemoryPlan) {
 func TestTinyLinearRunsFasterOnTheHost(t *testing.T) {
 	gpu, host := referenceProfiles(t)
 	opts := smallLinearRun(t, TaskTrain, ModeCUDA, ModeCPU)
-	cfg := opts.Workload.(models.LinearConfig)
+	cfg := *opts.Workload.(*models.LinearConfig)
 	cfg.Blocks, cfg.LayersPerBlock, cfg.Dims, cfg.Samples, cfg.Batch = 2, 2, 16, 150, 150
-	opts.Workload, opts.Samples, opts.Batch = cfg, cfg.Samples, cfg.Batch
+	opts.Workload, opts.Samples, opts.Batch = &cfg, cfg.Samples, cfg.Batch
 	opts.NewGPU = func() (device.Device, error) { return device.NewSimProfile(gpu, nil), nil }
 	opts.HostProfile = &host
 	plan, err := PlanMemory(opts, PlanOptions{})

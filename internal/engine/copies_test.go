@@ -29,11 +29,16 @@ func smallConfigs(t *testing.T) []models.Config {
 		}
 		out = append(out, c)
 	}
-	type adaptable interface {
-		WithLoRA(levers.LoRA) models.Config
+	for _, tc := range []struct {
+		c models.Config
+		l levers.LoRA
+	}{{out[0], levers.LoRA{Rank: 4}}, {out[2], levers.LoRA{Rank: 2, Alpha: 8, Targets: levers.AllLinear}}} {
+		c, err := models.Apply(tc.c, levers.Set{LoRA: tc.l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
 	}
-	out = append(out, out[0].(adaptable).WithLoRA(levers.LoRA{Rank: 4}),
-		out[2].(adaptable).WithLoRA(levers.LoRA{Rank: 2, Alpha: 8, Targets: levers.AllLinear}))
 	// Its vocabulary makes the managed tests' third of its pages more
 	// than none; its attention is eager, as the timeline test's saved
 	// activations assume every one computed before the backward pass

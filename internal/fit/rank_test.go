@@ -20,7 +20,7 @@ func TestRankTies(t *testing.T) {
 		a levers.Attention
 	}
 	entry := func(mode bench.Mode, l lever, predicted time.Duration) Entry {
-		e := Entry{Candidate: Candidate{Mode: mode, Config: bench.Config{Recompute: l.r, Precision: l.p, Attention: l.a}}, Fits: true}
+		e := Entry{Candidate: Candidate{Mode: mode, Config: bench.Config{Set: levers.Set{Recompute: l.r, Precision: l.p, Attention: l.a}}}, Fits: true}
 		if mode == bench.ModeCache {
 			e.Cache = cache.Config{Policy: cache.Auto, Window: 2}
 		}
@@ -90,10 +90,10 @@ func TestChangesResults(t *testing.T) {
 		want bool
 	}{
 		{bench.Config{}, false},
-		{bench.Config{Recompute: levers.RecomputeBlocks, Precision: levers.FP32}, false},
-		{bench.Config{Precision: levers.BF16}, true},
-		{bench.Config{Precision: levers.FP16}, true},
-		{bench.Config{Attention: levers.AttentionEager}, true},
+		{bench.Config{Set: levers.Set{Recompute: levers.RecomputeBlocks, Precision: levers.FP32}}, false},
+		{bench.Config{Set: levers.Set{Precision: levers.BF16}}, true},
+		{bench.Config{Set: levers.Set{Precision: levers.FP16}}, true},
+		{bench.Config{Set: levers.Set{Attention: levers.AttentionEager}}, true},
 	} {
 		if got := (Candidate{Mode: bench.ModeCUDA, Config: tt.cfg}).ChangesResults(); got != tt.want {
 			t.Errorf("%+v: ChangesResults %v, want %v", tt.cfg, got, tt.want)

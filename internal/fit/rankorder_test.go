@@ -27,8 +27,8 @@ func TestRankTieOrder(t *testing.T) {
 		e.Plan.Footprint.Device = device
 		return e
 	}
-	bf16 := bench.Config{Precision: levers.BF16}
-	fused := bench.Config{Attention: levers.AttentionFused}
+	bf16 := bench.Config{Set: levers.Set{Precision: levers.BF16}}
+	fused := bench.Config{Set: levers.Set{Attention: levers.AttentionFused}}
 	for _, tt := range []struct {
 		name string
 		in   []Entry
@@ -38,7 +38,7 @@ func TestRankTieOrder(t *testing.T) {
 			[]Entry{entry(bench.ModeCUDA, 0, bf16, 100*ms, 1), entry(bench.ModeCache, 2, bench.Config{}, 100*ms, 1)},
 			"cache auto policy, 2 blocks|cuda, bf16"},
 		{"among levers that change the results, 32 bits first",
-			[]Entry{entry(bench.ModeCUDA, 0, bench.Config{Precision: levers.BF16, Attention: levers.AttentionFused}, 100*ms, 1),
+			[]Entry{entry(bench.ModeCUDA, 0, bench.Config{Set: levers.Set{Precision: levers.BF16, Attention: levers.AttentionFused}}, 100*ms, 1),
 				entry(bench.ModeCUDA, 0, fused, 100*ms, 1)},
 			"cuda, fused attention|cuda, bf16, fused attention"},
 		{"as simple: the faster first",

@@ -58,7 +58,7 @@ func TestCandidates(t *testing.T) {
 // candidate with that lever at its default.
 func TestDropUselessLevers(t *testing.T) {
 	entry := func(mode bench.Mode, r levers.Recompute, p levers.Precision, need int64, predicted time.Duration) Entry {
-		e := Entry{Candidate: Candidate{Mode: mode, Config: bench.Config{Recompute: r, Precision: p}}}
+		e := Entry{Candidate: Candidate{Mode: mode, Config: bench.Config{Set: levers.Set{Recompute: r, Precision: p}}}}
 		e.Plan.Footprint.Device = need
 		if predicted > 0 {
 			e.Plan.Prediction = &bench.Prediction{}
@@ -118,10 +118,10 @@ func TestHasLevers(t *testing.T) {
 		want bool
 	}{
 		{bench.Config{}, false},
-		{bench.Config{Recompute: levers.RecomputeNone, Precision: levers.FP32}, false},
-		{bench.Config{Recompute: levers.RecomputeBlocks}, true},
-		{bench.Config{Precision: levers.BF16}, true},
-		{bench.Config{Precision: levers.FP16}, true},
+		{bench.Config{Set: levers.Set{Recompute: levers.RecomputeNone, Precision: levers.FP32}}, false},
+		{bench.Config{Set: levers.Set{Recompute: levers.RecomputeBlocks}}, true},
+		{bench.Config{Set: levers.Set{Precision: levers.BF16}}, true},
+		{bench.Config{Set: levers.Set{Precision: levers.FP16}}, true},
 	} {
 		if got := (Candidate{Mode: bench.ModeCPU, Config: tt.cfg}).HasLevers(); got != tt.want {
 			t.Errorf("%+v: HasLevers %v, want %v", tt.cfg, got, tt.want)

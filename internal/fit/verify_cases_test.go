@@ -64,7 +64,7 @@ func TestVerifyPicks(t *testing.T) {
 func TestVerifyRunConfigs(t *testing.T) {
 	opts := Options{TakeBytes: 100}
 	r := Result{DeviceFree: 1000, Budget: 950}
-	rec := bench.Config{Recompute: levers.RecomputeBlocks}
+	rec := bench.Config{Set: levers.Set{Recompute: levers.RecomputeBlocks}}
 	checks := []Check{{Entry: planned(bench.ModeCUDA, rec, 1, 1)}, {Entry: planned(bench.ModeManaged, bench.Config{}, 1, 1)},
 		{Entry: planned(bench.ModeCPU, bench.Config{}, 1, 0)}, {Entry: planned(bench.ModeCache, bench.Config{}, 1, 1)}}
 	want := []int64{100, 150, 0, 100}

@@ -1,10 +1,11 @@
 // Package levers names the ways to trade time for device memory that apply
 // to any placement: recomputing activations in the backward pass instead
 // of keeping them, and storing values in 16 bits (half precision). Each
-// lever is a small named type with the values a flag accepts; the engine
-// applies it, the plan and fit enumerate it, the flags parse it. Adding a
-// lever is a type here with its values, a field of bench.Config, and the
-// engine's transform.
+// lever is a small named type with the values a flag accepts, and every
+// lever's setting is one value, Set; a run applies it where it builds the
+// workload, the plan and fit enumerate it, the flags parse it. Adding a
+// lever is a type here with its values, a field of Set, and its transform:
+// the engine's (engine.Spec) or the model's (models.Apply).
 package levers
 
 import (

@@ -1,6 +1,9 @@
 package levers
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestRecompute: every name a flag may give reads back as itself, "" is
 // none, and anything else is refused naming the values.
@@ -116,6 +119,24 @@ func TestAttention(t *testing.T) {
 		}
 		if err := Attention(bad).Validate(); bad != "" && err == nil {
 			t.Errorf("Attention(%q).Validate() = nil", bad)
+		}
+	}
+}
+
+// TestSetGiven: a Set names the levers it sets away from their zero
+// value, in its fields' order, and none when it is zero.
+func TestSetGiven(t *testing.T) {
+	for _, tc := range []struct {
+		s    Set
+		want []Lever
+	}{
+		{Set{}, nil},
+		{Set{Precision: BF16}, []Lever{LeverPrecision}},
+		{Set{LoRA: LoRA{Rank: 4}, Recompute: RecomputeBlocks}, []Lever{LeverRecompute, LeverLoRA}},
+		{Set{Recompute: RecomputeNone, Precision: FP32, Attention: AttentionFused, LoRA: LoRA{Rank: 1}}, []Lever{LeverRecompute, LeverPrecision, LeverAttention, LeverLoRA}},
+	} {
+		if got := tc.s.Given(); !slices.Equal(got, tc.want) {
+			t.Errorf("%+v.Given() = %v, want %v", tc.s, got, tc.want)
 		}
 	}
 }

@@ -200,7 +200,7 @@ func trainForTorch(t *testing.T, config string, attention levers.Attention, lora
 		t.Fatal(err)
 	}
 	if lora.On() {
-		d.LoRA = &torchLoRA{Rank: lora.Rank, Alpha: lora.Scale() * float64(lora.Rank), Targets: LoRATargets(c)}
+		d.LoRA = &torchLoRA{Rank: lora.Rank, Alpha: lora.Scale() * float64(lora.Rank), Targets: LoRATargets(&c)}
 	}
 	var params, frozen []*gorgonia.Node
 	for _, b := range m.Blocks {

@@ -24,27 +24,9 @@ type loraConfig interface {
 	lora() levers.LoRA
 }
 
-// adaptable is a config whose model has linear layers that LoRA can adapt:
-// the linear, attention and llm workloads'.
-type adaptable interface {
-	Config
-	loraConfig
-	// WithLoRA returns a copy of the config with its LoRA set to l.
-	WithLoRA(l levers.LoRA) Config
-}
-
 func (c LinearConfig) lora() levers.LoRA    { return c.LoRA }
 func (c AttentionConfig) lora() levers.LoRA { return c.LoRA }
 func (c LLMConfig) lora() levers.LoRA       { return c.LoRA }
-
-// WithLoRA returns a copy of c with its LoRA set to l.
-func (c LinearConfig) WithLoRA(l levers.LoRA) Config { c.LoRA = l; return &c }
-
-// WithLoRA returns a copy of c with its LoRA set to l.
-func (c AttentionConfig) WithLoRA(l levers.LoRA) Config { c.LoRA = l; return &c }
-
-// WithLoRA returns a copy of c with its LoRA set to l.
-func (c LLMConfig) WithLoRA(l levers.LoRA) Config { c.LoRA = l; return &c }
 
 // The linear workload's layers are all alike: "layer" names every one,
 // and is the default.
@@ -74,45 +56,6 @@ func (c LLMConfig) loraLayers() (all, def []string) {
 		}
 	}
 	return all, slices.Clone(c.Model.Arch.LoRADefault)
-}
-
-// LoRAOf returns the LoRA setting of c, a Config, and whether its
-// workload takes LoRA at all.
-func LoRAOf(c any) (levers.LoRA, bool) {
-	a, ok := c.(loraConfig)
-	if !ok {
-		return levers.LoRA{}, false
-	}
-	return a.lora(), true
-}
-
-// LoRATargets returns the layers c's LoRA adapts, resolved (the default
-// or all-linear named), nil when it is off or the workload takes none.
-func LoRATargets(c any) []string {
-	a, ok := c.(loraConfig)
-	if !ok || !a.lora().On() {
-		return nil
-	}
-	targets, _ := loraTargets(a)
-	return targets
-}
-
-// WithLoRA returns the workload whose configs apply l (the zero LoRA
-// keeps the workload as it is); a workload without linear layers to adapt
-// takes only the zero LoRA.
-func (w Workload) WithLoRA(l levers.LoRA) (Workload, error) {
-	if l == (levers.LoRA{}) {
-		return w, nil
-	}
-	if err := l.Validate(); err != nil {
-		return w, err
-	}
-	if _, ok := w.config().(adaptable); !ok {
-		return w, fmt.Errorf("--lora applies to the linear, attention and llm workloads, not %s", w.Name)
-	}
-	newConfig := w.config
-	w.config = func() Config { return newConfig().(adaptable).WithLoRA(l) }
-	return w, nil
 }
 
 // loraTargets resolves c's targets: the default for nil, every layer

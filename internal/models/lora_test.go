@@ -44,13 +44,14 @@ func loraCases(t *testing.T) []loraCase {
 	var out []loraCase
 	for _, w := range []struct {
 		name string
-		c    interface {
-			Config
-			WithLoRA(levers.LoRA) Config
-		}
+		c    Config
 	}{{"linear", &lin}, {"attention", &att}, {"llama", &llama}, {"gpt2", &gpt2}} {
 		for _, l := range []levers.LoRA{{Rank: 4}, {Rank: 3, Alpha: 12, Targets: levers.AllLinear}} {
-			out = append(out, loraCase{fmt.Sprintf("%s/%s", w.name, l), w.c.WithLoRA(l), l})
+			c, err := Apply(w.c, levers.Set{LoRA: l})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, loraCase{fmt.Sprintf("%s/%s", w.name, l), c, l})
 		}
 	}
 	return out
@@ -125,7 +126,9 @@ func trainParams(t *testing.T, c Config, steps int) loraRun {
 func TestLoRAStartsAsTheModel(t *testing.T) {
 	for _, tc := range loraCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
-			plain := trainParams(t, tc.c.(interface{ WithLoRA(levers.LoRA) Config }).WithLoRA(levers.LoRA{}), 1)
+			without := tc.c.clone()
+			*without.leverFields().lora = levers.LoRA{}
+			plain := trainParams(t, without, 1)
 			got := trainParams(t, tc.c, 3)
 			if math.Float32bits(got.losses[0]) != math.Float32bits(plain.losses[0]) {
 				t.Errorf("first loss %v with LoRA, %v without", got.losses[0], plain.losses[0])
@@ -272,7 +275,7 @@ func TestLoRABadTargets(t *testing.T) {
 	if err := llama.Validate(); err == nil {
 		t.Error("c_attn accepted on a Llama model")
 	}
-	if _, err := Resnet.WithLoRA(levers.LoRA{Rank: 4}); err == nil {
+	if err := Resnet.Check(levers.Set{LoRA: levers.LoRA{Rank: 4}}); err == nil {
 		t.Error("LoRA accepted on resnet")
 	}
 	for _, l := range []levers.LoRA{{Rank: -1}, {Rank: 4, Alpha: -1}, {Alpha: 2}, {Rank: 4, Targets: "q_proj,,v_proj"}, {Rank: 4, Targets: "all-linear,q_proj"}} {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"gpuz/internal/hfconfig"
+	"gpuz/internal/levers"
 )
 
 // Size declares one integer size of a workload, once: the name of its flag
@@ -40,6 +41,13 @@ type Config interface {
 	DataLen() int
 	Validate() error
 	sized
+	// blockCount is the number of blocks Build lists, known before
+	// building.
+	blockCount() int
+	// leverFields declares the levers the config takes (levers.go).
+	leverFields() leverFields
+	// clone returns a copy of the config.
+	clone() Config
 }
 
 // sized is a config that declares its workload's sizes.
@@ -185,6 +193,10 @@ func FeedOf(c Config) Feed { return c.feed() }
 type Workload struct {
 	Name  string
 	Sizes []Size
+	// Levers lists the levers the workload takes, as its config declares
+	// them: recompute and precision always, attention where it has
+	// attention layers, LoRA where it has linear layers to adapt.
+	Levers []levers.Lever
 	// config returns a new config, zero.
 	config func() Config
 }
@@ -194,7 +206,8 @@ func workload[C any, P interface {
 	*C
 	Config
 }](name string) Workload {
-	return Workload{Name: name, Sizes: P(new(C)).sizes(), config: func() Config { return P(new(C)) }}
+	c := P(new(C))
+	return Workload{Name: name, Sizes: c.sizes(), Levers: c.leverFields().takes(), config: func() Config { return P(new(C)) }}
 }
 
 // The workloads.
@@ -214,7 +227,7 @@ var (
 // are m's.
 func LLMOf(m hfconfig.Model) Workload {
 	newConfig := func() Config { return &LLMConfig{Model: m} }
-	return Workload{Name: LLM.Name, Sizes: newConfig().sizes(), config: newConfig}
+	return Workload{Name: LLM.Name, Sizes: newConfig().sizes(), Levers: LLM.Levers, config: newConfig}
 }
 
 // LinearPreset returns the linear workload's sizes at a scale.

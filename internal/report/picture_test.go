@@ -22,7 +22,7 @@ func smallLinearPlan(t *testing.T, task bench.Task) bench.MemoryPlan {
 		t.Fatal(err)
 	}
 	opts := bench.Options{
-		ModelName: "linear", Workload: cfg, Task: task, Modes: []bench.Mode{bench.ModeCUDA, bench.ModeCache, bench.ModeManaged},
+		ModelName: "linear", Workload: &cfg, Task: task, Modes: []bench.Mode{bench.ModeCUDA, bench.ModeCache, bench.ModeManaged},
 		Samples: cfg.Samples, Batch: cfg.Batch, Epochs: cfg.Epochs, Warmup: 1,
 		Adam: bench.DefaultAdam(), ClipNorm: 1, Seed: 1, Threads: 1,
 		NewGPU: func() (device.Device, error) { return device.NewSim(64<<20, nil), nil },

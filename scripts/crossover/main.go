@@ -78,7 +78,7 @@ func predict(d int, gpu, host perfmodel.Profile) (cuda, cpu float64, err error) 
 	cfg.Blocks, cfg.LayersPerBlock, cfg.Dims, cfg.Samples, cfg.Batch = 2, 2, d, 150, 150
 	gpuMode, hostMode := bench.ResidentMode(true), bench.ResidentMode(false)
 	opts := bench.Options{
-		ModelName: "linear", Workload: cfg, Task: bench.TaskTrain, Modes: []bench.Mode{gpuMode, hostMode},
+		ModelName: "linear", Workload: &cfg, Task: bench.TaskTrain, Modes: []bench.Mode{gpuMode, hostMode},
 		Samples: cfg.Samples, Batch: cfg.Batch, Epochs: 2, Warmup: 1,
 		Adam: bench.DefaultAdam(), ClipNorm: 1, Seed: 1, Threads: 1, HostProfile: &host,
 		NewGPU: func() (device.Device, error) { return device.NewSimProfile(gpu, nil), nil },
