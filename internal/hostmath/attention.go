@@ -299,6 +299,17 @@ var pairPool scratchPool
 // products are too small to split well, and one pair's data stays in one
 // core's cache from one product to the next.
 func forEachPair[T Float](n, scratchLen int, body func(i int, scratch []T)) {
+	if min(Threads(), n) > 1 {
+		setBLASThreads(1)
+		defer setBLASThreads(Threads())
+	}
+	forEachTask(n, scratchLen, body)
+}
+
+// forEachTask calls body(i, scratch) for every i in [0, n), spread over
+// the kernels' threads (shareTasks), each worker with its own scratch of
+// scratchLen elements from pairPool.
+func forEachTask[T Float](n, scratchLen int, body func(i int, scratch []T)) {
 	workers := min(Threads(), n)
 	if workers <= 1 {
 		s := getScratch[T](&pairPool, scratchLen)
@@ -308,8 +319,6 @@ func forEachPair[T Float](n, scratchLen int, body func(i int, scratch []T)) {
 		}
 		return
 	}
-	setBLASThreads(1)
-	defer setBLASThreads(Threads())
 	shareTasks(workers, n, func() (func(int), func()) {
 		s := getScratch[T](&pairPool, scratchLen)
 		return func(i int) { body(i, *s) }, func() { putScratch(&pairPool, s) }

@@ -95,25 +95,6 @@ func CacheAttend[T Float](out, qkv, keys, values []T, c KVCache, start int) {
 // thread count.
 const kvSplit = 256
 
-// kvTasks calls body(i, scratch) for every i in [0, n), spread over the
-// kernels' threads (see shareTasks), each worker with its own scratch of
-// scratchLen elements.
-func kvTasks[T Float](n, scratchLen int, body func(i int, scratch []T)) {
-	workers := min(Threads(), n)
-	if workers <= 1 {
-		s := getScratch[T](&pairPool, scratchLen)
-		defer putScratch(&pairPool, s)
-		for i := range n {
-			body(i, *s)
-		}
-		return
-	}
-	shareTasks(workers, n, func() (func(int), func()) {
-		s := getScratch[T](&pairPool, scratchLen)
-		return func(i int) { body(i, *s) }, func() { putScratch(&pairPool, s) }
-	})
-}
-
 // cacheAttendGo is CacheAttend in Go: each query row's scores against its
 // visible positions, their softmax (less the maximum score), and the
 // probabilities' sum of the values, divided by the probabilities' sum.
@@ -121,7 +102,7 @@ func cacheAttendGo[T Float](out, qkv, keys, values []T, c KVCache, start int) {
 	ld, d, dh, g := c.QKVWidth(), c.DModel(), c.HeadDim, c.KVGroup()
 	scale := T(c.Scale())
 	kvHeads := c.NumKVHeads()
-	kvTasks[T](c.Batch*kvHeads, start+c.Seq, func(i int, scores []T) {
+	forEachTask[T](c.Batch*kvHeads, start+c.Seq, func(i int, scores []T) {
 		b, kv := i/kvHeads, i%kvHeads
 		base := c.head(b, kv)
 		for m := range g {

@@ -59,7 +59,7 @@ func cacheAttendFloat32(out, qkv, keys, values []float32, c KVCache, start int) 
 		return b*c.Seq*ld + h*g*dh, b*c.Seq*d + h*g*dh, c.head(b, h)
 	}
 	if splits == 1 {
-		kvTasks(pairs*blocks, kvRows*(dh+2), func(task int, scratch []float32) {
+		forEachTask(pairs*blocks, kvRows*(dh+2), func(task int, scratch []float32) {
 			p, r0 := task/blocks, task%blocks*kvRows
 			q, o, kv := base(p)
 			acc, ml := scratch[:kvRows*dh], scratch[kvRows*dh:]
@@ -75,7 +75,7 @@ func cacheAttendFloat32(out, qkv, keys, values []float32, c KVCache, start int) 
 	parts := getScratch[float32](&kvPool, n*(dh+2))
 	defer putScratch(&kvPool, parts)
 	acc, mx, l := (*parts)[:n*dh], (*parts)[n*dh:n*(dh+1)], (*parts)[n*(dh+1):]
-	kvTasks(pairs*blocks*splits, 0, func(task int, _ []float32) {
+	forEachTask(pairs*blocks*splits, 0, func(task int, _ []float32) {
 		p, r0, s := task/(blocks*splits), task/splits%blocks*kvRows, task%splits
 		q, _, kv := base(p)
 		at := (p*splits+s)*rows + r0
@@ -83,7 +83,7 @@ func cacheAttendFloat32(out, qkv, keys, values []float32, c KVCache, start int) 
 			C.int(start), floatPtr(keys[kv:]), floatPtr(values[kv:]), C.int(s*kvSplit), C.int(min((s+1)*kvSplit, start+c.Seq)),
 			C.int(dh), scale, floatPtr(acc[at*dh:]), floatPtr(mx[at:]), floatPtr(l[at:]), nil, 0)
 	})
-	kvTasks(pairs*blocks, 0, func(task int, _ []float32) {
+	forEachTask(pairs*blocks, 0, func(task int, _ []float32) {
 		p, r0 := task/blocks, task%blocks*kvRows
 		_, o, _ := base(p)
 		at := p * splits * rows
