@@ -116,6 +116,14 @@ type WorkloadOptions struct {
 	Model string
 	// ListModels is the llm workload's --list-models: print the presets.
 	ListModels bool
+	// Generate is the generate task's sizes (--prompt, --tokens,
+	// --context, --prompt-ids); promptIDsText is --prompt-ids as given,
+	// promptGiven and tokensGiven whether --prompt and --tokens were
+	// given (a zero given is refused, one not given is the scale's
+	// default).
+	Generate                 bench.GenerateOptions
+	promptIDsText            string
+	promptGiven, tokensGiven bool
 	// modelName names the llm workload's model in the run ("" for the
 	// others): resolveModel sets it with the workload.
 	modelName string
@@ -133,7 +141,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 		Cache: cache.Config{Policy: cache.Window, Window: 3}}
 	var lists listFlags
 	cmd := &cobra.Command{
-		Use:     def.workload.Name + " train|eval [MODES]",
+		Use:     def.workload.Name + " " + tasksOf(def.workload) + " [MODES]",
 		Short:   def.short,
 		Long:    def.long,
 		Example: def.example,
@@ -147,6 +155,9 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 			}
 			if err := opts.resolveModel(); err != nil {
 				return err
+			}
+			if err := opts.checkTaskFlags(cmd.Flags()); err != nil {
+				return usage(err)
 			}
 			if err := emptyFlagError(cmd.Flags()); err != nil {
 				return usage(err)
@@ -210,10 +221,10 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 // parseWorkloadArgs reads "train|eval [MODES]".
 func parseWorkloadArgs(args []string) (bench.Task, []bench.Mode, error) {
 	if len(args) == 0 {
-		return "", nil, errors.New("missing task: train or eval")
+		return "", nil, errors.New("missing task: train, eval or, for llm, generate")
 	}
 	if len(args) > 2 {
-		return "", nil, fmt.Errorf("too many arguments: %q (want train|eval [MODES])", strings.Join(args, " "))
+		return "", nil, fmt.Errorf("too many arguments: %q (want a task and MODES)", strings.Join(args, " "))
 	}
 	task, err := parseTask(args[0])
 	if err != nil {
@@ -230,10 +241,10 @@ func parseWorkloadArgs(args []string) (bench.Task, []bench.Mode, error) {
 // parseTask reads train or eval.
 func parseTask(s string) (bench.Task, error) {
 	switch t := bench.Task(s); t {
-	case bench.TaskTrain, bench.TaskEval:
+	case bench.TaskTrain, bench.TaskEval, bench.TaskGenerate:
 		return t, nil
 	}
-	return "", fmt.Errorf("unknown task %q (want train or eval)", s)
+	return "", fmt.Errorf("unknown task %q (want train, eval or, for llm, generate)", s)
 }
 
 // parseModes reads a comma list of modes (bench.ParseMode: cuda or gpu,
@@ -467,6 +478,11 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 	if err := o.Workload.Check(set); err != nil {
 		return bench.Options{}, usage(err)
 	}
+	if o.Task == bench.TaskGenerate {
+		if err := o.generateSizes(); err != nil {
+			return bench.Options{}, usage(err)
+		}
+	}
 	cfg, scale, err := o.Workload.Configure(o.Scale, o.Sizes)
 	if err != nil {
 		return bench.Options{}, usage(err)
@@ -478,6 +494,10 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 	}
 	s := models.FeedOf(cfg)
 	if err := o.validate(s.Epochs); err != nil {
+		return bench.Options{}, usage(err)
+	}
+	gen := bench.Options{Workload: cfg, Task: o.Task, Generate: o.Generate, Batch: s.Batch, Config: bench.Config{Set: set}}
+	if err := gen.CheckGeneration(); err != nil {
 		return bench.Options{}, usage(err)
 	}
 	if w, ok := cfg.(interface{ Warnings() []string }); ok {
@@ -514,7 +534,7 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 	adam.LR = o.LR
 	opts := bench.Options{
 		HostProfile: host,
-		ModelName:   name, Scale: scale, Workload: cfg, Task: o.Task, Modes: o.Modes,
+		ModelName:   name, Scale: scale, Workload: cfg, Task: o.Task, Generate: o.Generate, Modes: o.Modes,
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
 		Adam: adam, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
 		Config: bench.Config{Cache: o.Cache, ManagedPage: page, ManagedAdviseHost: o.ManagedAdvise == "host", Set: set}, CommandLine: sysinfo.CommandLine(o.IO.CommandLine),

@@ -36,6 +36,9 @@ type Options struct {
 	// applies Config's levers to it (models.Apply).
 	Workload models.Config
 	Task     Task
+	// Generate sizes the generate task (TaskGenerate); zero for the
+	// others.
+	Generate GenerateOptions
 	Modes    []Mode
 	Samples  int
 	Batch    int
@@ -251,6 +254,10 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 		h.TrainedParams = model.TrainedCount()
 	}
 	h.DataBytes = 4 * int64(len(data.Values)+len(data.Targets))
+	if opts.Task == TaskGenerate {
+		g := opts.Generate
+		h.Prompt, h.Tokens, h.Context, h.KVCacheBytes = g.Prompt, g.Tokens, g.context(), opts.kvCacheBytes()
+	}
 	return h
 }
 
@@ -299,7 +306,11 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 	if !m.initialise() || !m.predict() {
 		return r
 	}
-	m.epochs(ctx, data, h)
+	if m.opts.Task == TaskGenerate {
+		m.generations(ctx, data, h)
+	} else {
+		m.epochs(ctx, data, h)
+	}
 	return r
 }
 
@@ -315,8 +326,11 @@ type modeRun struct {
 	caps      device.Caps
 	placement engine.Placement
 	model     *models.Model
-	sched     *engine.Schedule
-	prog      *engine.Program
+	// gen is the generate task's graph, whose Model is model; nil for
+	// the other tasks.
+	gen   *models.Generation
+	sched *engine.Schedule
+	prog  *engine.Program
 }
 
 // describeDevice records the device, fills env's GPU from the first GPU
@@ -344,7 +358,15 @@ func (m *modeRun) build() bool {
 	m.opts.startPhase(m.mode, m.r.Device, PhaseBuild)
 	building := time.Now()
 	var err error
-	if m.model, m.sched, err = m.opts.compile(); err != nil {
+	if m.opts.Task == TaskGenerate {
+		m.gen, m.sched, err = m.opts.compileGeneration()
+		if err == nil {
+			m.model = m.gen.Model
+		}
+	} else {
+		m.model, m.sched, err = m.opts.compile()
+	}
+	if err != nil {
 		return m.fail(Status{Kind: StatusFailed, Reason: err.Error()})
 	}
 	m.r.phase(PhaseBuild, building)
@@ -432,10 +454,12 @@ func (m *modeRun) initialise() bool {
 	return true
 }
 
-// predict predicts an epoch on the mode's profile, where it has one.
+// predict predicts an epoch on the mode's profile, where it has one. A
+// generation has no prediction yet: the performance model prices an
+// epoch of batches.
 func (m *modeRun) predict() bool {
 	p, ok := m.opts.profileFor(m.mode, m.dev, m.caps)
-	if !ok {
+	if !ok || m.gen != nil {
 		return true
 	}
 	m.opts.startPhase(m.mode, m.r.Device, PhasePredict)
@@ -644,6 +668,13 @@ func (opts Options) applyThreads() threadCount {
 // for the task: the model's levers reach the graph through models.Apply,
 // the schedule's engine.Spec.
 func (opts Options) compile() (*models.Model, *engine.Schedule, error) {
+	if opts.Task == TaskGenerate {
+		g, sched, err := opts.compileGeneration()
+		if err != nil {
+			return nil, nil, err
+		}
+		return g.Model, sched, nil
+	}
 	w, err := opts.workload()
 	if err != nil {
 		return nil, nil, err

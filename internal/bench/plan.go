@@ -161,7 +161,7 @@ func PlanMemory(opts Options, po PlanOptions) (MemoryPlan, error) {
 			for si, sched := range schedules {
 				mp := ModePlan{Mode: mode, Recompute: recomputes[si], Precision: opts.Precision.Setting(), Placement: pl, HostAvailable: host.Bytes, Status: status}
 				if dev != nil {
-					mp, err = opts.planMode(mp, dev, sched, res, po.TakeBytes, []*gorgonia.Node{built[si].Input, built[si].Target})
+					mp, err = opts.planMode(mp, dev, sched, res, po.TakeBytes, opts.fed(built[si]))
 				}
 				if err != nil {
 					_ = dev.Close()
@@ -242,6 +242,16 @@ func (opts Options) sizeMode(mp *ModePlan, dev device.Device, sched *engine.Sche
 		mp.Copies = copies
 	}
 	return nil
+}
+
+// fed returns the inputs model is fed batch by batch, whose copies a plan
+// counts: its input and target; none for a generation, whose copies and
+// prediction are not planned yet.
+func (opts Options) fed(model *models.Model) []*gorgonia.Node {
+	if opts.Task == TaskGenerate {
+		return nil
+	}
+	return []*gorgonia.Node{model.Input, model.Target}
 }
 
 // dataBytes returns the bytes of the workload's data set without making

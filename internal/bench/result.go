@@ -6,13 +6,18 @@ import (
 	"gpuz/internal/results"
 )
 
-// Task says whether a run trains the model or only evaluates it.
+// Task says whether a run trains the model, only evaluates it, or
+// generates tokens with it.
 type Task string
 
 // The tasks of a run.
 const (
 	TaskTrain Task = "train"
 	TaskEval  Task = "eval"
+	// TaskGenerate is the llm workload's generation: a prompt through the
+	// model in one pass, then tokens one at a time with a key-value cache
+	// per decoder layer (GenerateOptions).
+	TaskGenerate Task = "generate"
 )
 
 // StatusKind classifies how a mode's run ended (results.StatusKind).
@@ -68,6 +73,9 @@ type ModeResult struct {
 	// 2^16, halved at each skipped step, doubled after 2000 good ones); 0
 	// for other runs.
 	LossScale float64
+	// Generated is each sequence's generated token ids, of the last
+	// generation run (the generate task only).
+	Generated [][]int
 	Status    Status
 }
 

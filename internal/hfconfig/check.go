@@ -39,3 +39,12 @@ func (c Config) Check(seqLen int) (warnings []string, err error) {
 	}
 	return warnings, nil
 }
+
+// MaxPositionsKey names the config key of MaxPositions in the model's
+// family: max_position_embeddings, or GPT-2's n_positions.
+func (c Config) MaxPositionsKey() string {
+	if c.Arch == nil {
+		return "max_position_embeddings"
+	}
+	return c.Arch.keys.maxPos
+}

@@ -47,6 +47,20 @@ func (c GenerateConfig) Validate() error {
 	return c.llm(c.Context).Validate()
 }
 
+// CacheBytes returns the bytes of every decoder layer's key-value cache,
+// as the generation stores them (float32): 2 (keys and values) · layers ·
+// kv heads · head dim · context · batch · 4. Grouped-query attention's
+// heads share their kv head's keys and values, which are never copied per
+// query head.
+func (c GenerateConfig) CacheBytes() int64 {
+	m := c.Model.Config
+	kv := m.KVHeads
+	if kv == 0 {
+		kv = m.Heads
+	}
+	return 4 * 2 * int64(c.Layers) * int64(kv) * int64(m.HeadDim) * int64(c.Context) * int64(c.Batch)
+}
+
 // Generation is the llm workload's generation graph: its two passes
 // (Prefill, of Prompt new tokens per sequence, and Decode, of one) in one
 // graph over one set of parameters, with one key-value cache per decoder

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -148,11 +149,12 @@ func analyzeTable(r bench.Result, wide bool) table {
 	a := newAnalysis(r, wide)
 	a.identityColumns()
 	a.timeColumns()
+	a.generationColumns()
 	a.comparisonColumns()
 	a.memoryColumns()
 	a.statusColumn()
 	a.t.rows = a.cells
-	a.t.notes = append(a.tableNotes(), a.runNotes()...)
+	a.t.notes = slices.Concat(a.tableNotes(), a.generationNotes(), a.runNotes())
 	return a.t
 }
 

@@ -66,6 +66,7 @@ func toJSONResult(r bench.Result) results.Run {
 			Prediction:      toJSONPrediction(m.Prediction),
 			SkippedSteps:    m.SkippedSteps(),
 			LossScale:       m.LossScale,
+			Generated:       m.Generated,
 		}
 		s := Summarize(durations(m.Timed()))
 		jm.Stats = results.Stats{

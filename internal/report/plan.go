@@ -41,6 +41,9 @@ func planKinds(p bench.MemoryPlan) []planKind {
 	if bench.Task(p.Header.Task) == bench.TaskTrain && precisionOf(p.Header).Half() {
 		kinds[2].note = "Adam's two moments and the fp32 master weights"
 	}
+	if bench.Task(p.Header.Task) == bench.TaskGenerate {
+		kinds[5].note = "both passes' token ids and positions, and the constants (rotary tables)"
+	}
 	for _, sp := range p.Schedules {
 		b := sp.Bytes
 		for i, n := range []int64{b.Parameters, sp.Gradients, b.Optimizer, b.Saved, b.Arena, b.Inputs} {
@@ -56,6 +59,14 @@ func planKinds(p bench.MemoryPlan) []planKind {
 		kinds[0].name = "trained parameters"
 		kinds[0].note = units.Count(p.Header.TrainedParams) + " parameters: LoRA's adapters"
 		kinds = slices.Insert(kinds, 1, frozen)
+	}
+	if slices.ContainsFunc(p.Schedules, func(sp bench.SchedulePlan) bool { return sp.Bytes.State > 0 }) {
+		// A generation: its caches, allocated whole before the first pass.
+		state := planKind{name: "kv cache", note: fmt.Sprintf("each layer's keys and values, float32, %s × %s", plural(int64(p.Header.Context), "position"), plural(int64(p.Header.Batch), "sequence"))}
+		for _, sp := range p.Schedules {
+			state.cells = append(state.cells, units.Bytes(sp.Bytes.State))
+		}
+		kinds = slices.Insert(kinds, 1, state)
 	}
 	if !recomputeShown(p) {
 		return kinds
@@ -103,7 +114,12 @@ func minWindow(p bench.MemoryPlan) int {
 // that recompute changes nothing in evaluation, and a 16-bit precision.
 func planNotes(p bench.MemoryPlan) []string {
 	lines := []string{"a step needs at most " + plural(int64(minWindow(p)), "block") + " resident"}
-	if !recomputeShown(p) && len(p.Schedules) > 0 {
+	switch {
+	case bench.Task(p.Header.Task) == bench.TaskGenerate && len(p.Schedules) > 0:
+		w := p.Schedules[0].Work
+		lines = append(lines, fmt.Sprintf("one prefill pass and one decode pass together: %s GFLOP, %s of device traffic, %s op launches",
+			units.Sig3(float64(w.FLOPs)/1e9), units.Bytes(w.Bytes), units.Count(w.Launches)))
+	case !recomputeShown(p) && len(p.Schedules) > 0:
 		lines = append(lines, workText(p.Schedules[0].Work, p.Batches))
 	}
 	if bench.Task(p.Header.Task) == bench.TaskEval && slices.ContainsFunc(p.Schedules, func(sp bench.SchedulePlan) bool { return sp.Recompute.On() }) {
@@ -173,8 +189,10 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 			}
 			b.WriteString("\n")
 			planTable(p, o.Wide).writeText(b)
-			b.WriteString("\n")
-			copiesTable(p, o.Wide).writeText(b)
+			if copiesPlanned(p) {
+				b.WriteString("\n")
+				copiesTable(p, o.Wide).writeText(b)
+			}
 			return nil
 		},
 		markdown: func(b *strings.Builder) error {
@@ -197,13 +215,22 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 			kinds.writeMarkdown(b)
 			b.WriteString("\n")
 			planTable(p, o.Wide).writeMarkdown(b)
-			b.WriteString("\n")
-			copiesTable(p, o.Wide).writeMarkdown(b)
+			if copiesPlanned(p) {
+				b.WriteString("\n")
+				copiesTable(p, o.Wide).writeMarkdown(b)
+			}
 			return nil
 		},
 		csv:  func(b *strings.Builder) error { return writePlanCSV(b, p) },
 		json: func(w io.Writer) error { return WritePlanJSON(w, p) },
 	})
+}
+
+// copiesPlanned reports whether the plan counts its modes' copies: not
+// for a generation, whose copies per token are not planned yet (its run
+// measures them).
+func copiesPlanned(p bench.MemoryPlan) bool {
+	return bench.Task(p.Header.Task) != bench.TaskGenerate
 }
 
 // tableForm is the placement's description in a plan's table: Long in
@@ -462,7 +489,10 @@ type (
 		Parameters int64 `json:"parameters"`
 		// Frozen is the frozen parameters (LoRA's base weights), absent
 		// when none: Parameters is then the trained ones alone.
-		Frozen    int64 `json:"frozen_parameters,omitempty"`
+		Frozen int64 `json:"frozen_parameters,omitempty"`
+		// KVCache is a generation's key-value caches (the blocks' state),
+		// absent for the other tasks.
+		KVCache   int64 `json:"kv_cache,omitempty"`
 		Gradients int64 `json:"gradients"`
 		Optimizer int64 `json:"optimizer"`
 		Saved     int64 `json:"saved_activations"`
@@ -506,7 +536,7 @@ func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
 	for _, sp := range p.Schedules {
 		b := sp.Bytes
 		js := jsonSchedule{Recompute: sp.Recompute.String(), jsonFigures: jsonFigures{MinWindow: sp.MinWindow,
-			Bytes: jsonPlanBytes{Parameters: b.Parameters, Frozen: b.Frozen, Gradients: sp.Gradients, Optimizer: b.Optimizer, Saved: b.Saved, Arena: b.Arena, Inputs: b.Inputs},
+			Bytes: jsonPlanBytes{Parameters: b.Parameters, Frozen: b.Frozen, KVCache: b.State, Gradients: sp.Gradients, Optimizer: b.Optimizer, Saved: b.Saved, Arena: b.Arena, Inputs: b.Inputs},
 			Work:  jsonWork{Launches: sp.Work.Launches, FLOPs: sp.Work.FLOPs, Bytes: sp.Work.Bytes, Kernels: []jsonKernelWork{}}}}
 		for _, k := range sp.Work.Kernels {
 			js.Work.Kernels = append(js.Work.Kernels, jsonKernelWork(k))

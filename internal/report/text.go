@@ -8,6 +8,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/levers"
+	"gpuz/internal/results"
 	"gpuz/internal/termsafe"
 	"gpuz/internal/units"
 )
@@ -24,8 +25,16 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	if h.Scale != "" {
 		fmt.Fprintf(&b, " (scale %s)", h.Scale)
 	}
-	fmt.Fprintf(&b, ": %s in batches of %d\n", plural(int64(h.Samples), "sample"), h.Batch)
+	generate := bench.Task(h.Task) == bench.TaskGenerate
+	if generate {
+		fmt.Fprintf(&b, ": %s, each a prompt of %s then %s generated, greedily\n", plural(int64(h.Batch), "sequence"), plural(int64(h.Prompt), "token"), plural(int64(h.Tokens), "token"))
+	} else {
+		fmt.Fprintf(&b, ": %s in batches of %d\n", plural(int64(h.Samples), "sample"), h.Batch)
+	}
 	fmt.Fprintf(&b, "data: %s   model: %s parameters, %s\n", units.Bytes(h.DataBytes), units.Count(h.Params), units.Bytes(h.ParamBytes))
+	if generate {
+		fmt.Fprintf(&b, "kv cache: %s (each decoder layer's keys and values at its kv heads, float32, %s a sequence, allocated whole)\n", units.Bytes(h.KVCacheBytes), plural(int64(h.Context), "position"))
+	}
 	switch {
 	case h.LoRA != "" && bench.Task(h.Task) == bench.TaskEval:
 		fmt.Fprintf(&b, "lora: %s: %s adapter parameters beside the model's own\n", h.LoRA, units.Count(h.TrainedParams))
@@ -56,10 +65,12 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	if h.TakeBytes > 0 {
 		fmt.Fprintf(&b, "held: %s on %s by --take\n", units.Bytes(h.TakeBytes), termsafe.String(h.GPU))
 	}
-	switch levers.Attention(h.Attention) {
-	case levers.AttentionFused:
+	switch attention := levers.Attention(h.Attention); {
+	case generate:
+		// A generation attends through its caches whatever the lever.
+	case attention == levers.AttentionFused:
 		b.WriteString("attention: fused (each row's output and log-sum-exp kept; the probabilities computed again in the backward pass)\n")
-	case levers.AttentionEager:
+	case attention == levers.AttentionEager:
 		b.WriteString("attention: eager (each layer's probabilities kept for the backward pass)\n")
 	}
 	if recomputes(h) {
@@ -113,8 +124,24 @@ func WriteEpoch(w io.Writer, task bench.Task, e bench.Epoch, warmup bool, device
 	if warmup {
 		suffix += "  (warm-up)"
 	}
+	if g := e.Generation; g != nil {
+		_, err := fmt.Fprintf(w, "%s: %d  prefill: %s in %s (%s)  decode: %s in %s (%s)  time: %s%s\n", task, e.Index,
+			plural(int64(g.PrefillTokens), "token"), units.Seconds(results.Duration(g.PrefillSeconds)), tokenRate(g.PrefillTokens, g.PrefillSeconds),
+			plural(int64(g.DecodeTokens), "token"), units.Seconds(results.Duration(g.DecodeSeconds)), tokenRate(g.DecodeTokens, g.DecodeSeconds),
+			units.Seconds(e.Duration()), suffix)
+		return err
+	}
 	_, err := fmt.Fprintf(w, "%s: %d  %s: %.4g  time: %s%s\n", task, e.Index, label, e.Value, units.Seconds(e.Duration()), suffix)
 	return err
+}
+
+// tokenRate writes n tokens over seconds as tokens per second, "-" where
+// none were timed.
+func tokenRate(n int, seconds float64) string {
+	if r := perSecond(n, seconds); r != na {
+		return r + " tokens/s"
+	}
+	return na
 }
 
 // WriteModeStart writes the line that opens a mode's section of the

@@ -67,7 +67,7 @@ type (
 	// writes from a run or a plan holds it as it is.
 	Header struct {
 		Model      string `json:"model"`       // "linear", "resnet", "llm smollm2-135m", …
-		Task       string `json:"task"`        // bench.Task: "train" or "eval"
+		Task       string `json:"task"`        // bench.Task: "train", "eval" or "generate"
 		Scale      string `json:"scale"`       // "full", "small" or "custom"
 		DataBytes  int64  `json:"data_bytes"`  // bytes of input and target data
 		Params     int64  `json:"params"`      // number of parameters, trained and frozen
@@ -117,6 +117,15 @@ type (
 		// kernels)", …; absent under fp32. A CUDA GPU runs them through
 		// cuBLAS's GemmEx.
 		HalfProducts string `json:"half_products,omitempty"`
+		// Prompt, Tokens and Context are the generate task's sizes: the
+		// prompt's token ids per sequence, the tokens generated per
+		// sequence and the positions each key-value cache holds;
+		// KVCacheBytes is every decoder layer's cache together (absent
+		// for the other tasks).
+		Prompt       int   `json:"prompt,omitempty"`
+		Tokens       int   `json:"tokens,omitempty"`
+		Context      int   `json:"context,omitempty"`
+		KVCacheBytes int64 `json:"kv_cache_bytes,omitempty"`
 		// Setup is the run's own setup before any mode's, in order: the
 		// model built and the data generated; absent where not measured
 		// (a plan's header).
@@ -167,6 +176,10 @@ type (
 		// Prediction is one epoch's predicted time on the mode's profile;
 		// absent for a mode without one.
 		Prediction *Prediction `json:"prediction,omitempty"`
+		// Generated is each sequence's generated token ids, of the
+		// mode's last repetition (the generate task only: greedy, so the
+		// same in every repetition and every mode); absent otherwise.
+		Generated [][]int `json:"generated,omitempty"`
 	}
 	// Epoch is one timed pass over the data of a mode, warm-up
 	// included, as bench measured it (bench.Epoch is Epoch).
@@ -197,6 +210,20 @@ type (
 		// overflowed under the loss scale, which their blocks skipped
 		// (fp16 training only); absent when 0.
 		SkippedSteps int `json:"skipped_steps,omitempty"`
+		// Generation is a generation's phases, whose sum is Seconds (the
+		// generate task only; absent otherwise).
+		Generation *Generation `json:"generation,omitempty"`
+	}
+	// Generation is one repetition of a generation (one epoch of the
+	// generate task) in its two phases: the prompt's tokens through the
+	// model in one pass (prefill), which ends with the first generated
+	// token, then each further token one pass at a time (decode). Tokens
+	// count every sequence's.
+	Generation struct {
+		PrefillTokens  int     `json:"prefill_tokens"`
+		PrefillSeconds float64 `json:"prefill_seconds"`
+		DecodeTokens   int     `json:"decode_tokens"`
+		DecodeSeconds  float64 `json:"decode_seconds"`
 	}
 	// Stats summarises a mode's timed epochs.
 	Stats struct {

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// generateDoc is what the tests read of a generation's JSON.
+type generateDoc struct {
+	Header struct {
+		Task         string `json:"task"`
+		Prompt       int    `json:"prompt"`
+		Tokens       int    `json:"tokens"`
+		Context      int    `json:"context"`
+		KVCacheBytes int64  `json:"kv_cache_bytes"`
+	} `json:"header"`
+	Modes []struct {
+		Mode      string  `json:"mode"`
+		Status    string  `json:"status"`
+		Reason    string  `json:"reason"`
+		Generated [][]int `json:"generated"`
+		Epochs    []struct {
+			Value      float64 `json:"value"`
+			Generation *struct {
+				PrefillTokens  int     `json:"prefill_tokens"`
+				PrefillSeconds float64 `json:"prefill_seconds"`
+				DecodeTokens   int     `json:"decode_tokens"`
+				DecodeSeconds  float64 `json:"decode_seconds"`
+			} `json:"generation"`
+		} `json:"epochs"`
+	} `json:"modes"`
+}
+
+// TestLLMGenerate runs gpuz llm generate in every mode that has a
+// placement of its own and checks that each generates the same tokens,
+// as many as asked for every sequence, with both phases' tokens counted
+// in every repetition, the same value, and the key-value caches' bytes
+// in the header.
+func TestLLMGenerate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a generation in four modes")
+	}
+	out := filepath.Join(t.TempDir(), "gen.json")
+	cmd := exec.Command(gpuzBinary, "llm", "generate", "cuda,cache,hybrid,cpu", "--model", "smollm2-135m", "--layers", "3",
+		"--prompt", "9", "--tokens", "5", "--batch", "2", "--epochs", "2", "--device", "sim:1GiB", "--place", "host:0-1,cuda:2-4",
+		"--win-size", "2", "--json", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc generateDoc
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	h := doc.Header
+	// SmolLM2-135M: 3 kv heads of 64, float32, two sequences.
+	if want := int64(2 * 3 * 3 * 64 * 13 * 2 * 4); h.Task != "generate" || h.Prompt != 9 || h.Tokens != 5 || h.Context != 13 || h.KVCacheBytes != want {
+		t.Errorf("header %+v, want generate, prompt 9, tokens 5, context 13, %d cache bytes", h, want)
+	}
+	if len(doc.Modes) != 4 {
+		t.Fatalf("%d modes, want 4", len(doc.Modes))
+	}
+	first := doc.Modes[0]
+	for _, m := range doc.Modes {
+		if m.Status != "ok" {
+			t.Errorf("%s: %s: %s", m.Mode, m.Status, m.Reason)
+			continue
+		}
+		if len(m.Generated) != 2 || len(m.Generated[0]) != 5 || len(m.Generated[1]) != 5 {
+			t.Errorf("%s generated %v, want 2 sequences of 5 tokens", m.Mode, m.Generated)
+		}
+		if !slices.EqualFunc(m.Generated, first.Generated, slices.Equal) {
+			t.Errorf("%s generated %v, %s %v: greedy decoding of one model must agree", m.Mode, m.Generated, first.Mode, first.Generated)
+		}
+		if len(m.Epochs) != 2 {
+			t.Fatalf("%s: %d generations, want 2", m.Mode, len(m.Epochs))
+		}
+		for i, e := range m.Epochs {
+			g := e.Generation
+			if g == nil || g.PrefillTokens != 18 || g.DecodeTokens != 8 || g.PrefillSeconds <= 0 || g.DecodeSeconds <= 0 {
+				t.Errorf("%s generation %d: %+v, want 18 prefill and 8 decode tokens, both timed", m.Mode, i, g)
+			}
+			if e.Value != first.Epochs[0].Value {
+				t.Errorf("%s generation %d: value %v, %s's %v: the logits must be bit-identical", m.Mode, i, e.Value, first.Mode, first.Epochs[0].Value)
+			}
+		}
+	}
+}
+
+// TestPlanGenerateKVCache checks the plan of a generation: the key-value
+// caches of Llama-3.1-8B at a context of 8192, 2 · 32 layers · 8 kv heads
+// · 128 · 8192 positions, in float32, beside the weights.
+func TestPlanGenerateKVCache(t *testing.T) {
+	b, err := exec.Command(gpuzBinary, "plan", "llm", "generate", "cuda", "--model", "llama-3.1-8b", "--context", "8192",
+		"--device", "sim:rtx4060-laptop", "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	var p struct {
+		Bytes struct {
+			Parameters int64 `json:"parameters"`
+			KVCache    int64 `json:"kv_cache"`
+		} `json:"bytes"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	const kv = 2 * 32 * 8 * 128 * 8192 * 4
+	if p.Bytes.KVCache != kv {
+		t.Errorf("kv cache %d bytes, want %d", p.Bytes.KVCache, kv)
+	}
+	// The published 8,030,261,248 parameters in float32.
+	if p.Bytes.Parameters != 4*8030261248 {
+		t.Errorf("parameters %d bytes, want %d", p.Bytes.Parameters, int64(4*8030261248))
+	}
+}
