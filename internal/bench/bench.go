@@ -454,12 +454,14 @@ func (m *modeRun) initialise() bool {
 	return true
 }
 
-// predict predicts an epoch on the mode's profile, where it has one. A
-// generation has no prediction yet: the performance model prices an
-// epoch of batches.
+// predict predicts an epoch on the mode's profile, where it has one (a
+// generation: one repetition, on its profiles, predictGeneration).
 func (m *modeRun) predict() bool {
+	if m.gen != nil {
+		return m.predictGeneration()
+	}
 	p, ok := m.opts.profileFor(m.mode, m.dev, m.caps)
-	if !ok || m.gen != nil {
+	if !ok {
 		return true
 	}
 	m.opts.startPhase(m.mode, m.r.Device, PhasePredict)
@@ -472,6 +474,26 @@ func (m *modeRun) predict() bool {
 	pr := predictEpoch(m.sched.Work(), batches, copies, m.placement, p)
 	m.r.Prediction = &pr
 	m.r.phase(PhasePredict, predicting)
+	return true
+}
+
+// predictGeneration predicts a repetition of the generation on the
+// mode's profiles, where it has them.
+func (m *modeRun) predictGeneration() bool {
+	onDevice, host, ok := m.opts.generationProfiles(m.mode, m.dev, m.caps)
+	if !ok {
+		return true
+	}
+	m.opts.startPhase(m.mode, m.r.Device, PhasePredict)
+	predicting := time.Now()
+	pr, ok, err := m.opts.predictGeneration(m.mode, m.sched, m.placement, m.prog.Window(), onDevice, host)
+	if err != nil {
+		return m.fail(Status{Kind: StatusFailed, Reason: fmt.Sprintf("predicting on %s: %v", onDevice.Name, err)})
+	}
+	if ok {
+		m.r.Prediction = &pr
+		m.r.phase(PhasePredict, predicting)
+	}
 	return true
 }
 

@@ -8,8 +8,10 @@ import (
 
 	"gorgonia.org/gorgonia"
 
+	"gpuz/internal/device"
 	"gpuz/internal/engine"
 	"gpuz/internal/models"
+	"gpuz/internal/perfmodel"
 	"gpuz/internal/results"
 )
 
@@ -240,4 +242,204 @@ func (opts Options) kvCacheBytes() int64 {
 		return 0
 	}
 	return c.CacheBytes()
+}
+
+// What bounds a generation's decode pass most (GenerationPrediction.DecodeLimit).
+const (
+	// LimitDeviceMemory is the device's kernels reading their weights and
+	// caches from device memory.
+	LimitDeviceMemory = "device memory"
+	// LimitBus is the copies between host and device: streamed weights
+	// and caches, activations crossing between host and device layers.
+	LimitBus = "bus"
+	// LimitHostMemory is the host's kernels (a hybrid placement's host
+	// layers) reading their weights and caches from host memory.
+	LimitHostMemory = "host memory"
+	// LimitCompute is the kernels' arithmetic.
+	LimitCompute = "compute"
+	// LimitLaunch is the kernels' fixed costs.
+	LimitLaunch = "launches"
+)
+
+// GenerationPrediction is what a mode's profiles could do with each pass
+// of a generation: the prefill (every sequence's prompt in one pass) and
+// a decode pass (one token of every sequence), each the device's kernels
+// on the device's profile with the pass's copies, plus any kernels the
+// placement runs on the host on the host's profile, the two in turn.
+type GenerationPrediction struct {
+	Prefill, Decode perfmodel.Prediction
+	// DecodeDeviceBytes and DecodeHostBytes are the bytes a decode pass's
+	// kernels read and write on the device and on the host;
+	// DecodeBusBytes what it copies between them.
+	DecodeDeviceBytes, DecodeHostBytes, DecodeBusBytes int64
+	// DecodeLimit is the largest part of a decode pass's model time:
+	// LimitDeviceMemory, LimitBus, LimitHostMemory, LimitCompute or
+	// LimitLaunch.
+	DecodeLimit string
+}
+
+// DecodeTokensPerSecond is the tokens a second the decode passes
+// generate, batch tokens a pass.
+func (g GenerationPrediction) DecodeTokensPerSecond(batch int) float64 {
+	if g.Decode.Model <= 0 {
+		return 0
+	}
+	return float64(batch) / g.Decode.Model.Seconds()
+}
+
+// generationProfiles returns the profiles a generation of mode is
+// predicted on: the device's (the host profile for the cpu mode, the
+// GPU's own or measured one for the others) and the host profile for the
+// steps a placement runs on the host (nil when none was given); false
+// when the device has none, and for the managed mode, whose page faults
+// the generation's model does not price.
+func (opts Options) generationProfiles(mode Mode, dev device.Device, caps device.Caps) (onDevice perfmodel.Profile, host *perfmodel.Profile, ok bool) {
+	switch {
+	case mode.Migrates():
+		return perfmodel.Profile{}, nil, false
+	case mode.OnHost():
+		if opts.HostProfile == nil {
+			return perfmodel.Profile{}, nil, false
+		}
+		return *opts.HostProfile, nil, true
+	case caps.Profile != nil:
+		return *caps.Profile, opts.HostProfile, true
+	case caps.ComputeCapability != "" && opts.measured != nil:
+		p, ok := opts.measured.of(dev)
+		return p, opts.HostProfile, ok
+	}
+	return perfmodel.Profile{}, nil, false
+}
+
+// predictGeneration predicts a generation of the run's sizes under pl on
+// a window of window blocks: its prefill pass, then Tokens−1 decode
+// passes, each at a full cache (CacheAttend's cost is its cache's end).
+// The prediction's time is the whole generation's, its kernels and copies
+// too; false when a placement runs steps on the host and no host profile
+// was given.
+func (opts Options) predictGeneration(mode Mode, sched *engine.Schedule, pl engine.Placement, window int, onDevice perfmodel.Profile, host *perfmodel.Profile) (Prediction, bool, error) {
+	var (
+		passes [2]perfmodel.Prediction
+		gp     GenerationPrediction
+		pr     = Prediction{Profile: onDevice.Name}
+	)
+	decodes := int64(opts.Generate.Tokens - 1)
+	for p := range 2 {
+		devWork, hostWork, err := sched.PassWork(pl, p)
+		if err != nil {
+			return Prediction{}, false, err
+		}
+		copies, err := sched.PassCopies(pl, window, p, nil)
+		if err != nil {
+			return Prediction{}, false, err
+		}
+		if len(hostWork.Kernels) > 0 && host == nil {
+			return Prediction{}, false, nil
+		}
+		dev := predictEpoch(devWork, 1, copies, pl, onDevice)
+		pass := dev.Prediction
+		var onHost perfmodel.Prediction
+		if len(hostWork.Kernels) > 0 {
+			onHost = perfmodel.Predict(kernelsOf(hostWork, 1), perfmodel.Copies{}, *host, host.Efficiency())
+			pass = sumPredictions(pass, onHost)
+		}
+		passes[p] = pass
+		n := int64(1)
+		if p == 1 {
+			n = decodes
+			gp.DecodeDeviceBytes, gp.DecodeHostBytes = devWork.Bytes, hostWork.Bytes
+			gp.DecodeBusBytes = copies.UploadBytes + copies.DownloadBytes
+			gp.DecodeLimit = decodeLimit(dev.Prediction, onHost, mode.OnHost())
+		}
+		for _, k := range dev.Kernels {
+			k.Launches, k.FLOPs, k.Bytes = n*k.Launches, n*k.FLOPs, n*k.Bytes
+			pr.Kernels = append(pr.Kernels, k)
+		}
+		c := dev.Copies
+		pr.Copies.H2DBytes += n * c.H2DBytes
+		pr.Copies.D2HBytes += n * c.D2HBytes
+		pr.Copies.SyncBytes += n * c.SyncBytes
+		pr.Copies.Count += n * c.Count
+		pr.Copies.Pageable = c.Pageable
+	}
+	gp.Prefill, gp.Decode = passes[0], passes[1]
+	pr.Prediction = sumPredictions(passes[0], scalePrediction(passes[1], decodes))
+	pr.Limiter = passes[0].Limiter
+	if decodes > 0 {
+		pr.Limiter = passes[1].Limiter
+	}
+	pr.Generation = &gp
+	return pr, true, nil
+}
+
+// kernelsOf converts work for perfmodel, n times over.
+func kernelsOf(work engine.Work, n int64) []perfmodel.Kernel {
+	kernels := make([]perfmodel.Kernel, len(work.Kernels))
+	for i, k := range work.Kernels {
+		kernels[i] = perfmodel.Kernel{Name: k.Name, Launches: n * k.Launches, FLOPs: n * k.FLOPs, Bytes: n * k.Bytes, Half: k.Half}
+	}
+	return kernels
+}
+
+// sumPredictions is two predictions of work done one after the other:
+// each time added, the limiter the larger part's.
+func sumPredictions(a, b perfmodel.Prediction) perfmodel.Prediction {
+	s := perfmodel.Prediction{Bound: a.Bound + b.Bound, Model: a.Model + b.Model, Compute: a.Compute + b.Compute,
+		Memory: a.Memory + b.Memory, Launch: a.Launch + b.Launch, Copy: a.Copy + b.Copy, Limiter: a.Limiter}
+	if b.Model > a.Model {
+		s.Limiter = b.Limiter
+	}
+	return s
+}
+
+// scalePrediction is p's work done n times in a row.
+func scalePrediction(p perfmodel.Prediction, n int64) perfmodel.Prediction {
+	d := time.Duration(n)
+	return perfmodel.Prediction{Bound: d * p.Bound, Model: d * p.Model, Compute: d * p.Compute, Memory: d * p.Memory,
+		Launch: d * p.Launch, Copy: d * p.Copy, Limiter: p.Limiter}
+}
+
+// decodeLimit names the largest part of a decode pass's model time: the
+// device's kernels' memory (the host's, when the device is the host) or
+// compute, the copies, the host's kernels, or the launches.
+func decodeLimit(dev, host perfmodel.Prediction, deviceIsHost bool) string {
+	memory := LimitDeviceMemory
+	if deviceIsHost {
+		memory = LimitHostMemory
+	}
+	parts := []struct {
+		name string
+		d    time.Duration
+	}{
+		{memory, dev.Memory}, {LimitCompute, dev.Compute}, {LimitBus, dev.Copy},
+		{LimitHostMemory, host.Memory}, {LimitCompute, host.Compute}, {LimitLaunch, dev.Launch + host.Launch},
+	}
+	best, limit := time.Duration(0), ""
+	for _, p := range parts {
+		if p.d > best {
+			best, limit = p.d, p.name
+		}
+	}
+	return limit
+}
+
+// sizeGeneration fills a generation's copies and prediction in mp, the
+// plan of a mode on dev (caps) under its placement and window: the whole
+// generation's copies (its prefill's and Tokens−1 decode passes') and
+// its prediction, where the mode's profiles predict it.
+func (opts Options) sizeGeneration(mp *ModePlan, dev device.Device, caps device.Caps, sched *engine.Schedule) error {
+	onDevice, host, ok := opts.generationProfiles(mp.Mode, dev, caps)
+	if !ok {
+		return nil
+	}
+	pr, ok, err := opts.predictGeneration(mp.Mode, sched, mp.Placement, mp.Footprint.Window, onDevice, host)
+	if err != nil || !ok {
+		return err
+	}
+	mp.Prediction = &pr
+	if mp.Mode.Copies() {
+		c := pr.Copies
+		mp.Copies = engine.Copies{UploadBytes: c.H2DBytes, DownloadBytes: c.D2HBytes, Count: c.Count, OverlapBytes: c.H2DBytes + c.D2HBytes - c.SyncBytes}
+	}
+	return nil
 }

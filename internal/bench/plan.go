@@ -194,7 +194,7 @@ func (opts Options) planMode(mp ModePlan, dev device.Device, sched *engine.Sched
 		return mp, err
 	}
 	mp.DeviceFree = max(mp.DeviceFree-take, 0)
-	if err := opts.sizeMode(&mp, dev, sched, res.Header.DataBytes, res.Batches, fed); err != nil {
+	if err := opts.sizeMode(&mp, dev, sched, res.Header.DataBytes, res.Batches, fed, true); err != nil {
 		return mp, err
 	}
 	if mp.Placement.Validate() == nil {
@@ -214,7 +214,7 @@ func (opts Options) planMode(mp ModePlan, dev device.Device, sched *engine.Sched
 // on the mode's profile. A placement that cannot load (a window of 0, a
 // managed region of which the free memory holds not one page) has no
 // copies to count: the run reports it.
-func (opts Options) sizeMode(mp *ModePlan, dev device.Device, sched *engine.Schedule, dataBytes int64, batches int, fed []*gorgonia.Node) error {
+func (opts Options) sizeMode(mp *ModePlan, dev device.Device, sched *engine.Schedule, dataBytes int64, batches int, fed []*gorgonia.Node, predict bool) error {
 	mp.Footprint = sched.Footprint(mp.Placement, mp.DeviceFree)
 	mp.FitsDevice = mp.Footprint.Device <= mp.DeviceFree
 	caps := dev.Caps()
@@ -223,8 +223,11 @@ func (opts Options) sizeMode(mp *ModePlan, dev device.Device, sched *engine.Sche
 	// A placement that holds nothing resident (a managed region of which
 	// the free memory holds not one page) has no residency whose copies
 	// could be counted.
-	if fed == nil || mp.Footprint.Window < 1 || mp.Placement.Validate() != nil {
+	if !predict || mp.Footprint.Window < 1 || mp.Placement.Validate() != nil {
 		return nil
+	}
+	if opts.Task == TaskGenerate {
+		return opts.sizeGeneration(mp, dev, caps, sched)
 	}
 	copies, err := sched.Copies(mp.Placement, mp.Footprint.Window, batches, fed)
 	if err != nil {
@@ -245,8 +248,8 @@ func (opts Options) sizeMode(mp *ModePlan, dev device.Device, sched *engine.Sche
 }
 
 // fed returns the inputs model is fed batch by batch, whose copies a plan
-// counts: its input and target; none for a generation, whose copies and
-// prediction are not planned yet.
+// counts: its input and target; none for a generation, whose passes are
+// fed their own (engine.Schedule.PassCopies).
 func (opts Options) fed(model *models.Model) []*gorgonia.Node {
 	if opts.Task == TaskGenerate {
 		return nil

@@ -201,7 +201,10 @@ func (p *Planner) Plan(mode Mode, cfg Config, deviceFree int64, predict bool) (M
 	if predict {
 		fed = []*gorgonia.Node{c.model.Input, c.model.Target}
 	}
-	if err := p.opts.sizeMode(&mp, dev, c.sched, p.header.DataBytes, p.Batches(), fed); err != nil {
+	if p.opts.Task == TaskGenerate {
+		fed = nil // each pass is fed its own ids and positions
+	}
+	if err := p.opts.sizeMode(&mp, dev, c.sched, p.header.DataBytes, p.Batches(), fed, predict); err != nil {
 		return ModePlan{}, fmt.Errorf("%s: %w", mode, err)
 	}
 	return mp, nil

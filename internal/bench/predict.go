@@ -19,6 +19,10 @@ type Prediction struct {
 	// (perfmodel.Sample; gpuz calibrate's held-out runs).
 	Kernels []perfmodel.Kernel
 	Copies  perfmodel.Copies
+	// Generation is a generation's passes, predicted apart (the generate
+	// task only; nil otherwise): the prediction above is the whole
+	// generation's, its prefill and Tokens−1 decode passes.
+	Generation *GenerationPrediction
 }
 
 // predictEpoch converts one epoch of a mode for perfmodel and predicts it
@@ -27,11 +31,7 @@ type Prediction struct {
 // synchronous .to() copies) and from pinned staging otherwise (the auto
 // policy's prefetch, and a resident mode's inputs), at p's efficiency.
 func predictEpoch(work engine.Work, batches int, copies engine.Copies, pl engine.Placement, p perfmodel.Profile) Prediction {
-	n := int64(batches)
-	kernels := make([]perfmodel.Kernel, len(work.Kernels))
-	for i, k := range work.Kernels {
-		kernels[i] = perfmodel.Kernel{Name: k.Name, Launches: n * k.Launches, FLOPs: n * k.FLOPs, Bytes: n * k.Bytes, Half: k.Half}
-	}
+	kernels := kernelsOf(work, int64(batches))
 	c := perfmodel.Copies{
 		H2DBytes: copies.UploadBytes, D2HBytes: copies.DownloadBytes, SyncBytes: copies.SyncBytes(),
 		Pageable: pageable(pl), Count: copies.Count, Migrated: pl.PageBytes() > 0, RemoteBytes: copies.RemoteBytes,

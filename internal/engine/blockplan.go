@@ -96,7 +96,9 @@ func (bp *blockPlan) cacheRun() cache.Run {
 		}
 	}
 	for b, blk := range sc.spec.Blocks {
-		if !blk.Trained() && len(blk.State) == 0 { // every parameter frozen, no state: never written back
+		// Every parameter frozen, or a generation's (whose passes change no
+		// weight), and no state: never written back.
+		if (!blk.Trained() || len(sc.spec.Passes) > 0) && len(blk.State) == 0 {
 			if run.ReadOnly == nil {
 				run.ReadOnly = make([]bool, len(sc.spec.Blocks))
 			}
@@ -321,7 +323,7 @@ func (bp *blockPlan) allocMoments(prog *Program) error {
 // moves counts the paged blocks' copies: the cache that drives a Program,
 // walked over the same steps with a mover that counts instead of
 // copying, in a window of window blocks. Nothing when no block is paged.
-func (bp *blockPlan) moves(window, batches int) (Copies, error) {
+func (bp *blockPlan) moves(window int, epoch func(runHooks, stepper) error) (Copies, error) {
 	if !bp.pagesAny() {
 		return Copies{}, nil
 	}
@@ -335,10 +337,8 @@ func (bp *blockPlan) moves(window, batches int) (Copies, error) {
 	}
 	for range 2 { // the second epoch is counted
 		k.n = Copies{}
-		for range batches {
-			if err := bp.sc.walk(k.pager, k); err != nil {
-				return Copies{}, err
-			}
+		if err := epoch(k.pager, k); err != nil {
+			return Copies{}, err
 		}
 	}
 	return k.n, nil

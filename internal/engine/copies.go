@@ -78,7 +78,14 @@ func (sc *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.No
 	}
 	perBatch = perBatch.plus(sc.crossings(sd), 1)
 	total := Copies{}.plus(perBatch, int64(batches))
-	moved, err := bd.moves(window, batches)
+	moved, err := bd.moves(window, func(h runHooks, st stepper) error {
+		for range batches {
+			if err := sc.walk(h, st); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return Copies{}, err
 	}

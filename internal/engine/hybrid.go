@@ -359,6 +359,12 @@ func (sc *Schedule) sideBytes(s sides, ls []layout) (dev, host int64) {
 // blocks in one Run of a hybrid placement: each value copied into its
 // mirror before a step, and each output copied from its mirror after one.
 func (sc *Schedule) crossings(s sides) Copies {
+	return sc.crossingsIn(s, 0, len(sc.steps))
+}
+
+// crossingsIn counts crossings' copies as crossings does, of steps
+// [from, to) only.
+func (sc *Schedule) crossingsIn(s sides, from, to int) Copies {
 	var c Copies
 	count := func(v int, upload bool) {
 		n := 4 * int64(sc.values[v].elems)
@@ -369,7 +375,8 @@ func (sc *Schedule) crossings(s sides) Copies {
 		}
 		c.Count++
 	}
-	for si, st := range sc.steps {
+	for si := from; si < to; si++ {
+		st := sc.steps[si]
 		for _, a := range s.before[si] {
 			count(a, s.valueHost[a]) // from its own side into its mirror: up when it lives on the host
 		}

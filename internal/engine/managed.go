@@ -445,9 +445,9 @@ type idle struct{}
 func (idle) execute(int, bool) error { return nil }
 func (idle) update(int) error        { return nil }
 
-// moves counts the migrations of one epoch of batches Runs in steady
+// moves counts the migrations of one epoch (epoch walks it) in steady
 // state (the second after Load) on a device holding capacity pages.
-func (mpl *managedPlan) moves(capacity, batches int) (Copies, error) {
+func (mpl *managedPlan) moves(capacity int, epoch func(runHooks, stepper) error) (Copies, error) {
 	k := &pageCounter{}
 	var err error
 	if k.managedPages, err = newManagedPages(mpl.sc, mpl.pl, capacity, k); err != nil {
@@ -457,10 +457,8 @@ func (mpl *managedPlan) moves(capacity, batches int) (Copies, error) {
 	hooks := managedRun{mp: k.managedPages}
 	for range 2 { // the second epoch is counted
 		k.n = Copies{}
-		for range batches {
-			if err := mpl.sc.walk(hooks, idle{}); err != nil {
-				return Copies{}, err
-			}
+		if err := epoch(hooks, idle{}); err != nil {
+			return Copies{}, err
 		}
 	}
 	return k.n, nil

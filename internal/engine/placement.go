@@ -100,11 +100,12 @@ type bound interface {
 	// load allocates what a Program keeps under the placement and binds
 	// its values; it returns the hooks the Program's Runs call.
 	load(prog *Program) (placed, error)
-	// moves counts the copies the placement makes in one steady-state
-	// epoch of batches Runs beyond the inputs and the crossings (the
-	// blocks paged, the pages migrated), on a window of window blocks or
+	// moves counts the copies the placement makes beyond the inputs and
+	// the crossings (the blocks paged, the pages migrated) in one
+	// steady-state epoch, which runs walks with the dry run's hooks and
+	// stepper (batches Runs, or one pass), on a window of window blocks or
 	// pages.
-	moves(window, batches int) (Copies, error)
+	moves(window int, epoch func(runHooks, stepper) error) (Copies, error)
 	// timeline is Schedule.Timeline's.
 	timeline(window int) ([]StepMemory, error)
 }

@@ -296,14 +296,20 @@ type member struct{ param, moment, saved int }
 
 // moves calls move for each member of block b that a copy moves, with its
 // offset and elements in the block's area: the parameters and their
-// moments when params is set (the frozen parameters only when frozen is
-// set too: a load copies them, a write-back never does, as nothing changes
-// them), and the saved values that are live.
+// moments when params is set (those nothing changes only when frozen is
+// set too: a load copies them, a write-back never does: the frozen
+// parameters, and in a schedule of passes, a generation, every parameter
+// but the blocks' state — it streams its weights and writes back its
+// caches), and the saved values that are live. (An evaluation without
+// passes writes back its weights as the reference's DictCache moves a
+// module back to the host.)
 func (c *pager) moves(b int, params, frozen bool, move func(off, n int, m member) error) error {
 	sc, l := c.sched, c.layouts[b]
+	streams := len(sc.spec.Passes) > 0
 	if params {
 		for j, i := range l.params {
-			if sc.values[sc.params[i]].frozen && !frozen {
+			v := sc.values[sc.params[i]]
+			if unchanged := v.frozen || (streams && !v.state); unchanged && !frozen {
 				continue
 			}
 			if err := move(l.offsets[j], sc.values[sc.params[i]].elems, member{param: i, moment: -1, saved: -1}); err != nil {

@@ -99,26 +99,8 @@ func (w *Work) addTotal(name string, n int64, c device.Cost, half bool) {
 // host the Adam updates happen there instead; Work still counts them.
 func (sc *Schedule) Work() Work {
 	var w Work
-	for si, s := range sc.steps {
-		shapes := make([]tensor.Shape, len(s.args))
-		for j, a := range s.args {
-			shapes[j] = sc.values[a].shape
-		}
-		name, c := opName(s.op), device.Cost{}
-		switch op := s.op.(type) {
-		case CostOp:
-			c = op.Cost(shapes)
-		default:
-			if isGradientSum(s.op) {
-				n := 4 * int64(sc.count(s.out))
-				name, c = KernelGradientSum, device.Cost{FLOPs: n / 4, ReadBytes: 2 * n, WriteBytes: n}
-			}
-		}
-		c, conv, half := sc.stepCost16(si, c)
-		w.add(name, 1, c, half)
-		if conv.launches > 0 {
-			w.addTotal(KernelConvert, conv.launches, conv.Cost, false)
-		}
+	for si := range sc.steps {
+		sc.addStepWork(&w, si)
 	}
 	if !sc.spec.Train {
 		return w
@@ -148,6 +130,31 @@ func (sc *Schedule) Work() Work {
 		}
 	}
 	return w
+}
+
+// addStepWork adds step si's work to w: its op's cost (CostOp), with
+// 16-bit precision's conversions around it.
+func (sc *Schedule) addStepWork(w *Work, si int) {
+	s := sc.steps[si]
+	shapes := make([]tensor.Shape, len(s.args))
+	for j, a := range s.args {
+		shapes[j] = sc.values[a].shape
+	}
+	name, c := opName(s.op), device.Cost{}
+	switch op := s.op.(type) {
+	case CostOp:
+		c = op.Cost(shapes)
+	default:
+		if isGradientSum(s.op) {
+			n := 4 * int64(sc.count(s.out))
+			name, c = KernelGradientSum, device.Cost{FLOPs: n / 4, ReadBytes: 2 * n, WriteBytes: n}
+		}
+	}
+	c, conv, half := sc.stepCost16(si, c)
+	w.add(name, 1, c, half)
+	if conv.launches > 0 {
+		w.addTotal(KernelConvert, conv.launches, conv.Cost, false)
+	}
 }
 
 // opName is an op's name without its parameters.

@@ -275,3 +275,62 @@ func TestGenerationCopiesAndPeak(t *testing.T) {
 		dev.Close()
 	}
 }
+
+// TestGenerationPassCopies checks the dry run of one decode pass
+// (engine.Schedule.PassCopies) against a run's: the copies the third
+// pass of a generation makes, a decode after a decode, under each
+// placement; and that the passes' work, split by side
+// (engine.Schedule.PassWork), adds up to the schedule's.
+func TestGenerationPassCopies(t *testing.T) {
+	llm := tinyLLM(t, tinyLLMs[0].config, genContext, genBatch)
+	n := llm.Layers + 2
+	mixed := slices.Repeat([]engine.Where{engine.InCache}, n)
+	mixed[0], mixed[n-1] = engine.OnHost, engine.OnDevice
+	for _, pl := range []engine.Placement{
+		engine.Resident{},
+		engine.Paged{Cache: cache.Config{Policy: cache.Window, Window: 1}},
+		engine.Paged{Cache: cache.Config{Policy: cache.WindowPaged, Window: 2}},
+		engine.Paged{Cache: cache.Config{Policy: cache.Auto, Window: 2}},
+		engine.Hybrid{Blocks: mixed, Cache: cache.Config{Policy: cache.Auto, Window: 1}},
+	} {
+		g, err := GenerateConfig{Model: llm.Model, Layers: llm.Layers, Batch: genBatch, Prompt: genPrompt, Context: genContext}.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := engine.Compile(g.Spec())
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev := device.NewSim(1<<30, nil)
+		prog, err := plan.Load(dev, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.InitParams(1, prog.SetInput); err != nil {
+			t.Fatal(err)
+		}
+		var at [3]device.Stats
+		if _, err := g.Generate(prog, genPromptIDs(llm.Model.Vocab), 3, func(i int, _ []float32) { at[i] = dev.Stats() }); err != nil {
+			t.Fatal(err)
+		}
+		prog.Close()
+		c, err := plan.PassCopies(pl, prog.Window(), 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if up, down := at[2].UploadBytes-at[1].UploadBytes, at[2].DownloadBytes-at[1].DownloadBytes; c.UploadBytes != up || c.DownloadBytes != down {
+			t.Errorf("%T%+v: a decode pass's dry run %d bytes up, %d down; the run's %d up, %d down", pl, pl, c.UploadBytes, c.DownloadBytes, up, down)
+		}
+		var flops, bytes int64
+		for p := range plan.Passes() {
+			d, h, err := plan.PassWork(pl, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flops, bytes = flops+d.FLOPs+h.FLOPs, bytes+d.Bytes+h.Bytes
+		}
+		if w := plan.Work(); flops != w.FLOPs || bytes != w.Bytes {
+			t.Errorf("%T%+v: the passes' work %d FLOPs, %d bytes; the schedule's %d, %d", pl, pl, flops, bytes, w.FLOPs, w.Bytes)
+		}
+	}
+}

@@ -189,10 +189,8 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 			}
 			b.WriteString("\n")
 			planTable(p, o.Wide).writeText(b)
-			if copiesPlanned(p) {
-				b.WriteString("\n")
-				copiesTable(p, o.Wide).writeText(b)
-			}
+			b.WriteString("\n")
+			copiesTable(p, o.Wide).writeText(b)
 			return nil
 		},
 		markdown: func(b *strings.Builder) error {
@@ -215,22 +213,13 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 			kinds.writeMarkdown(b)
 			b.WriteString("\n")
 			planTable(p, o.Wide).writeMarkdown(b)
-			if copiesPlanned(p) {
-				b.WriteString("\n")
-				copiesTable(p, o.Wide).writeMarkdown(b)
-			}
+			b.WriteString("\n")
+			copiesTable(p, o.Wide).writeMarkdown(b)
 			return nil
 		},
 		csv:  func(b *strings.Builder) error { return writePlanCSV(b, p) },
 		json: func(w io.Writer) error { return WritePlanJSON(w, p) },
 	})
-}
-
-// copiesPlanned reports whether the plan counts its modes' copies: not
-// for a generation, whose copies per token are not planned yet (its run
-// measures them).
-func copiesPlanned(p bench.MemoryPlan) bool {
-	return bench.Task(p.Header.Task) != bench.TaskGenerate
 }
 
 // tableForm is the placement's description in a plan's table: Long in
