@@ -267,6 +267,8 @@ const (
 // on the device's profile with the pass's copies, plus any kernels the
 // placement runs on the host on the host's profile, the two in turn.
 type GenerationPrediction struct {
+	// Batch is the sequences, each generating a token a decode pass.
+	Batch           int
 	Prefill, Decode perfmodel.Prediction
 	// DecodeDeviceBytes and DecodeHostBytes are the bytes a decode pass's
 	// kernels read and write on the device and on the host;
@@ -279,12 +281,12 @@ type GenerationPrediction struct {
 }
 
 // DecodeTokensPerSecond is the tokens a second the decode passes
-// generate, batch tokens a pass.
-func (g GenerationPrediction) DecodeTokensPerSecond(batch int) float64 {
+// generate, Batch tokens a pass.
+func (g GenerationPrediction) DecodeTokensPerSecond() float64 {
 	if g.Decode.Model <= 0 {
 		return 0
 	}
-	return float64(batch) / g.Decode.Model.Seconds()
+	return float64(g.Batch) / g.Decode.Model.Seconds()
 }
 
 // generationProfiles returns the profiles a generation of mode is
@@ -320,7 +322,7 @@ func (opts Options) generationProfiles(mode Mode, dev device.Device, caps device
 func (opts Options) predictGeneration(mode Mode, sched *engine.Schedule, pl engine.Placement, window int, onDevice perfmodel.Profile, host *perfmodel.Profile) (Prediction, bool, error) {
 	var (
 		passes [2]perfmodel.Prediction
-		gp     GenerationPrediction
+		gp     = GenerationPrediction{Batch: opts.Batch}
 		pr     = Prediction{Profile: onDevice.Name}
 	)
 	decodes := int64(opts.Generate.Tokens - 1)

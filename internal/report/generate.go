@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/units"
 )
 
 // generated is a mode's generation figures over its timed epochs: the
@@ -50,7 +51,8 @@ func perSecond(tokens int, seconds float64) string {
 // generationColumns adds the generate task's columns, as llama-bench
 // reports them: the prompt's tokens per second through the prefill
 // (pp), the generated tokens per second through the decode passes (tg),
-// and the time to the first token; nothing for the other tasks.
+// and the time to the first token, then, where a mode is predicted, its
+// predicted decode tokens per second; nothing for the other tasks.
 func (a *analysis) generationColumns() {
 	if bench.Task(a.r.Header.Task) != bench.TaskGenerate {
 		return
@@ -73,6 +75,16 @@ func (a *analysis) generationColumns() {
 		g, ok := generatedOf(f.m)
 		return g.firstToken, ok
 	}, plainTime)
+	if !a.predicted {
+		return
+	}
+	a.col("pred. decode", false, func(f figures) string {
+		g := generationOf(f.pred)
+		if g == nil {
+			return na
+		}
+		return sig(g.DecodeTokensPerSecond(), 3)
+	})
 }
 
 // generationNotes are the notes of a generation: what its rates count,
@@ -126,4 +138,56 @@ func tokensText(seqs [][]int) string {
 		what = fmt.Sprintf("sequence 1 of %d; every sequence's the same in every mode that completed", len(seqs))
 	}
 	return s + " (" + what + ")"
+}
+
+// generationTable is a generation plan's table of each mode's passes, in
+// place of the copies per epoch: the bytes a decode pass copies between
+// host and device, and where a mode is predicted, the prompt's pass (the
+// time to the first token), the decode passes' tokens per second and what
+// bounds them.
+func generationTable(p bench.MemoryPlan, wide bool) table {
+	t := table{columns: []column{{"mode", true}, {"placement", true}, {"bus/token", false}, {"1st token (s)", false}, {"decode tok/s", false}, {"bound by", true}}}
+	var modes []string
+	var preds []*bench.Prediction
+	for _, m := range p.Modes {
+		if m.Device == "" {
+			continue
+		}
+		modes, preds = append(modes, string(m.Mode)), append(preds, m.Prediction)
+		row := []string{string(m.Mode), m.Placement.Describe(m.Footprint, p.Blocks, tableForm(wide))}
+		g := generationOf(m.Prediction)
+		switch {
+		case g == nil:
+			row = append(row, na, na, na, na)
+		default:
+			bus := units.Bytes(g.DecodeBusBytes)
+			if !m.Mode.Copies() {
+				bus = na
+			}
+			row = append(row, bus, sig(g.Prefill.Model.Seconds(), 3), sig(g.DecodeTokensPerSecond(), 3), g.DecodeLimit)
+		}
+		t.rows = append(t.rows, row)
+	}
+	t.notes = []string{fmt.Sprintf("bus/token: the bytes one decode pass (a token of every sequence) copies between host and device; decode at a full cache of %s; 1st token: the prompt's pass",
+		plural(int64(p.Header.Context), "position"))}
+	profiles := make([]string, len(preds))
+	for i, pr := range preds {
+		if pr != nil {
+			profiles[i] = pr.Profile
+		}
+	}
+	if on := groupModes(profiles, modes); on != "" {
+		t.notes = append(t.notes, "predicted on "+on+", a hybrid placement's host layers on the host profile (--host-profile), not measured; docs/model.md")
+	} else {
+		t.notes = append(t.notes, "no mode predicted: a device profile (--device sim:PROFILE) predicts the GPU modes, --host-profile the cpu mode and a hybrid placement's host layers")
+	}
+	return t
+}
+
+// generationOf is a prediction's generation passes, nil without them.
+func generationOf(p *bench.Prediction) *bench.GenerationPrediction {
+	if p == nil {
+		return nil
+	}
+	return p.Generation
 }

@@ -190,7 +190,11 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 			b.WriteString("\n")
 			planTable(p, o.Wide).writeText(b)
 			b.WriteString("\n")
-			copiesTable(p, o.Wide).writeText(b)
+			if bench.Task(p.Header.Task) == bench.TaskGenerate {
+				generationTable(p, o.Wide).writeText(b)
+			} else {
+				copiesTable(p, o.Wide).writeText(b)
+			}
 			return nil
 		},
 		markdown: func(b *strings.Builder) error {
@@ -214,7 +218,11 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 			b.WriteString("\n")
 			planTable(p, o.Wide).writeMarkdown(b)
 			b.WriteString("\n")
-			copiesTable(p, o.Wide).writeMarkdown(b)
+			if bench.Task(p.Header.Task) == bench.TaskGenerate {
+				generationTable(p, o.Wide).writeMarkdown(b)
+			} else {
+				copiesTable(p, o.Wide).writeMarkdown(b)
+			}
 			return nil
 		},
 		csv:  func(b *strings.Builder) error { return writePlanCSV(b, p) },

@@ -85,11 +85,20 @@ func toJSONPrediction(p *bench.Prediction) *results.Prediction {
 	if p == nil {
 		return nil
 	}
-	return &results.Prediction{
+	jp := &results.Prediction{
 		Profile: p.Profile, ModelSeconds: p.Model.Seconds(), BoundSeconds: p.Bound.Seconds(),
 		ComputeSeconds: p.Compute.Seconds(), MemorySeconds: p.Memory.Seconds(), LaunchSeconds: p.Launch.Seconds(),
 		CopySeconds: p.Copy.Seconds(), Limiter: p.Limiter,
 	}
+	if g := p.Generation; g != nil {
+		jp.Generation = &results.GenerationPrediction{
+			PrefillSeconds: g.Prefill.Model.Seconds(), DecodeSeconds: g.Decode.Model.Seconds(),
+			DecodeTokensPerSecond: g.DecodeTokensPerSecond(),
+			DecodeDeviceBytes:     g.DecodeDeviceBytes, DecodeHostBytes: g.DecodeHostBytes, DecodeBusBytes: g.DecodeBusBytes,
+			DecodeLimit: g.DecodeLimit,
+		}
+	}
+	return jp
 }
 
 // predictionCSVColumns head the prediction's CSV columns, after a table's

@@ -312,6 +312,25 @@ type Prediction struct {
 	LaunchSeconds  float64 `json:"launch_seconds"`
 	CopySeconds    float64 `json:"copy_seconds"`
 	Limiter        string  `json:"limiter"`
+	// Generation is a generation's passes predicted apart (the generate
+	// task only): the figures above are the whole generation's.
+	Generation *GenerationPrediction `json:"generation,omitempty"`
+}
+
+// GenerationPrediction is a generation's passes as predicted: the prompt's
+// pass (to the first token), one decode pass (a token of every sequence,
+// at a full cache) and the decode tokens a second, the bytes a decode
+// pass's kernels read and write on the device and the host and copy
+// between them, and what bounds it most ("device memory", "bus", "host
+// memory", "compute" or "launches").
+type GenerationPrediction struct {
+	PrefillSeconds        float64 `json:"prefill_seconds"`
+	DecodeSeconds         float64 `json:"decode_seconds"`
+	DecodeTokensPerSecond float64 `json:"decode_tokens_per_second"`
+	DecodeDeviceBytes     int64   `json:"decode_device_bytes"`
+	DecodeHostBytes       int64   `json:"decode_host_bytes"`
+	DecodeBusBytes        int64   `json:"decode_bus_bytes"`
+	DecodeLimit           string  `json:"decode_limit"`
 }
 
 // The sweep's document.
