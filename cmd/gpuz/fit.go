@@ -336,10 +336,20 @@ func (o *FitOptions) commandLine(c fit.Candidate) string {
 	if o.Scale != "" && o.Scale != "full" {
 		words = append(words, "--scale", o.Scale)
 	}
+	generate := o.Task == bench.TaskGenerate
 	for _, s := range o.Workload.Sizes {
+		if generate && (s.Name == "seq-len" || s.Name == "samples") {
+			continue // a generation's, from --prompt and --batch (generateSizes)
+		}
 		if n, ok := o.Sizes[s.Name]; ok {
 			words = append(words, "--"+s.Name, strconv.Itoa(n))
 		}
+	}
+	if generate {
+		words = append(words, o.generateWords()...)
+	}
+	if c.Mode.PlacesBlocks() && generate && o.HostProfile != "" {
+		words = append(words, "--host-profile", o.HostProfile) // the host layers' profile
 	}
 	if !c.Mode.OnHost() {
 		if o.Device != "" && o.Device != "auto" {

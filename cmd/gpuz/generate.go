@@ -136,3 +136,21 @@ func tasksOf(w models.Workload) string {
 	}
 	return "train|eval"
 }
+
+// generateWords are the generate task's flags as a command line that
+// runs the same generation gives them: --prompt (or --prompt-ids),
+// --tokens, and --context when given.
+func (o *WorkloadOptions) generateWords() []string {
+	g := o.Generate
+	var words []string
+	if g.PromptIDs != nil {
+		words = append(words, "--prompt-ids", o.promptIDsText)
+	} else {
+		words = append(words, "--prompt", strconv.Itoa(g.Prompt))
+	}
+	words = append(words, "--tokens", strconv.Itoa(g.Tokens))
+	if g.Context > 0 {
+		words = append(words, "--context", strconv.Itoa(g.Context))
+	}
+	return words
+}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -119,5 +120,68 @@ func TestPlanGenerateKVCache(t *testing.T) {
 	// The published 8,030,261,248 parameters in float32.
 	if p.Bytes.Parameters != 4*8030261248 {
 		t.Errorf("parameters %d bytes, want %d", p.Bytes.Parameters, int64(4*8030261248))
+	}
+}
+
+// TestFitGenerate asks fit how to run Llama-3.1-8B's generation on an
+// 8 GB laptop card: the whole model does not fit, so the answer is a
+// hybrid placement or the cpu, ranked by the predicted decode tokens a
+// second (fastest first), every ranked entry with a prediction of its
+// passes, and each command line a generation of the same sizes.
+func TestFitGenerate(t *testing.T) {
+	b, err := exec.Command(gpuzBinary, "fit", "llm", "generate", "--model", "llama-3.1-8b", "--context", "4096", "--device", "sim:rtx4060-laptop",
+		"--host-profile", "cpu-i7-13700h", "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	var doc struct {
+		Entries []struct {
+			Rank       int    `json:"rank"`
+			Mode       string `json:"mode"`
+			Command    string `json:"command"`
+			Prediction *struct {
+				Generation *struct {
+					DecodeTokensPerSecond float64 `json:"decode_tokens_per_second"`
+					DecodeLimit           string  `json:"decode_limit"`
+				} `json:"generation"`
+			} `json:"prediction"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	last, modes := 0.0, map[string]bool{}
+	for _, e := range doc.Entries {
+		if e.Rank == 0 {
+			continue
+		}
+		if e.Prediction == nil || e.Prediction.Generation == nil {
+			t.Fatalf("#%d %s: no generation predicted", e.Rank, e.Mode)
+		}
+		g := e.Prediction.Generation
+		if last > 0 && g.DecodeTokensPerSecond > last*(1+0.05) {
+			t.Errorf("#%d %s: %.3g tokens/s ranked below %.3g", e.Rank, e.Mode, g.DecodeTokensPerSecond, last)
+		}
+		last = g.DecodeTokensPerSecond
+		modes[e.Mode] = true
+		if e.Rank == 1 && (e.Mode != "hybrid" || g.DecodeLimit != "host memory") {
+			t.Errorf("best: %s bound by %s, want a hybrid placement bound by the host's memory", e.Mode, g.DecodeLimit)
+		}
+		for _, want := range []string{"llm generate", "--prompt 512", "--tokens 128", "--context 4096"} {
+			if !strings.Contains(e.Command, want) {
+				t.Errorf("#%d: command %q lacks %q", e.Rank, e.Command, want)
+			}
+		}
+		if strings.Contains(e.Command, "--seq-len") || strings.Contains(e.Command, "--samples") {
+			t.Errorf("#%d: command %q sizes a generation with --seq-len or --samples", e.Rank, e.Command)
+		}
+	}
+	for _, m := range []string{"hybrid", "cache", "cpu"} {
+		if !modes[m] {
+			t.Errorf("no %s configuration ranked", m)
+		}
+	}
+	if modes["cuda"] {
+		t.Error("cuda ranked: the model's 15 GiB of bf16 weights cannot fit 8 GiB")
 	}
 }

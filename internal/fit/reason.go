@@ -70,14 +70,14 @@ func (r Result) Reason() string {
 	if c := r.CUDA; c.Mode != "" && !c.Fits && c.Plan.Status.Kind == bench.StatusOK {
 		cuda = fmt.Sprintf("cuda does not fit: needs %s, %s free %s; ", units.Bytes(c.Plan.Footprint.Device), units.Bytes(r.Budget), r.lessWhat())
 	}
-	s := fmt.Sprintf("%sfastest that fits: %s, predicted %s per epoch", cuda, best.Candidate, duration(best.Plan.Prediction.Model))
+	s := fmt.Sprintf("%sfastest that fits: %s, predicted %s", cuda, best.Candidate, best.predictedText(true))
 	if f, ok := r.tiedWith(); ok {
 		why := fmt.Sprintf("a tie within %s%%: the simpler first", percent(TieFraction))
-		if f.ChangesResults() && !best.ChangesResults() && float64(f.Plan.Prediction.Model)*(1+TieFraction) < float64(best.Plan.Prediction.Model) {
+		if f.ChangesResults() && !best.ChangesResults() && float64(f.rankTime())*(1+TieFraction) < float64(best.rankTime()) {
 			why = fmt.Sprintf("it changes the results and is not faster by more than %s%%", percent(ResultsGainFraction))
 		}
-		s = fmt.Sprintf("%sbest that fits: %s, predicted %s per epoch; %s is predicted %s, %s",
-			cuda, best.Candidate, duration(best.Plan.Prediction.Model), f.Candidate, duration(f.Plan.Prediction.Model), why)
+		s = fmt.Sprintf("%sbest that fits: %s, predicted %s; %s is predicted %s, %s",
+			cuda, best.Candidate, best.predictedText(true), f.Candidate, f.predictedText(false), why)
 	}
 	if n := len(r.UnrankedOnDevice()); n > 0 && best.Mode.OnHost() {
 		return s + fmt.Sprintf("; %d configurations on %s fit but are unranked: %s", n, r.Device, r.unpredicted())
@@ -91,10 +91,10 @@ func (r Result) Reason() string {
 		return s
 	}
 	if c := r.CUDA; c.Fits && best.Mode != c.Mode && c.Plan.Prediction != nil {
-		s += fmt.Sprintf(" against %s for cuda", duration(c.Plan.Prediction.Model))
+		s += fmt.Sprintf(" against %s for cuda", c.predictedText(false))
 	}
 	if cpu, ok := r.ranked(bench.ResidentMode(false)); ok {
-		s += fmt.Sprintf(" (cpu: %s)", duration(cpu.Plan.Prediction.Model))
+		s += fmt.Sprintf(" (cpu: %s)", cpu.predictedText(false))
 	}
 	return s
 }
@@ -170,4 +170,23 @@ func duration(d time.Duration) string {
 		return units.Sig3(s*1e3) + " ms"
 	}
 	return units.Sig3(s*1e6) + " µs"
+}
+
+// predictedText says an entry's prediction in words: its epoch's time
+// ("2.41 s", with "per epoch" when long), or a generation's decode tokens a
+// second ("6.00 tokens/s decoding", with the first token's time when
+// long).
+func (e Entry) predictedText(long bool) string {
+	p := e.Plan.Prediction
+	if g := p.Generation; g != nil {
+		s := fmt.Sprintf("%.3g tokens/s decoding", g.DecodeTokensPerSecond())
+		if long {
+			s += ", the first token after " + duration(g.Prefill.Model)
+		}
+		return s
+	}
+	if long {
+		return duration(p.Model) + " per epoch"
+	}
+	return duration(p.Model)
 }

@@ -176,6 +176,9 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 	train := opts.Bench.Task == bench.TaskTrain
 	var all []Entry
 	attention := levers.Attention(p.Header().Attention) // "" without attention layers
+	if opts.Bench.Task == bench.TaskGenerate {
+		attention = "" // a generation attends through its caches either way
+	}
 	for _, c := range Candidates(p.Blocks(), p.MinWindow(), train, hasGPU, attention, opts.LoRA...) {
 		if c.LoRA.On() {
 			var err error

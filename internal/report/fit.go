@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -83,13 +84,16 @@ func fitTitle(r fit.Result) string {
 // place once at its fastest window, the cpu wherever it ranks or
 // unranked, and without any ranked row the first unranked ones.
 func fitRows(r fit.Result) (rows []fit.Entry, ranks []int) {
-	shown := map[string]bool{}
+	shown, modes := map[string]bool{}, map[bench.Mode]bool{}
+	// A generation's table shows each mode's fastest too: which way to
+	// offload wins is its question.
+	everyMode := bench.Task(r.Header.Task) == bench.TaskGenerate
 	for i, e := range r.Ranked {
 		family := e.Family().String()
-		if shown[family] || (len(rows) >= fitTop && !e.Mode.OnHost()) {
+		if shown[family] || (len(rows) >= fitTop && !e.Mode.OnHost() && !(everyMode && !modes[e.Mode])) {
 			continue
 		}
-		shown[family] = true
+		shown[family], modes[e.Mode] = true, true
 		rows, ranks = append(rows, e), append(ranks, i+1)
 	}
 	for i, e := range r.Unranked {
@@ -120,8 +124,12 @@ func fitTable(r fit.Result) (table, []string) {
 		}
 	}
 	u := timeUnitFor(models)
+	generate := bench.Task(r.Header.Task) == bench.TaskGenerate
 	t := table{columns: []column{{"#", false}, {"configuration", true}, {"device need", false}, {"host need", false},
 		{"predicted (" + u.name + ")", false}, {"limiter", true}}}
+	if generate {
+		t.columns = append(t.columns[:4], column{"1st token (s)", false}, column{"decode tok/s", false}, column{"bound by", true})
+	}
 	var cmds, modes []string
 	var preds []*bench.Prediction
 	for i, e := range rows {
@@ -137,13 +145,24 @@ func fitTable(r fit.Result) (table, []string) {
 		if !e.Mode.OnHost() {
 			dev = units.Bytes(e.Plan.Footprint.Device)
 		}
-		t.rows = append(t.rows, []string{rank, e.Candidate.String(), dev, units.Bytes(e.Plan.HostNeed), pred, limiter})
+		row := []string{rank, e.Candidate.String(), dev, units.Bytes(e.Plan.HostNeed), pred, limiter}
+		if generate {
+			row = append(row[:4], na, na, na)
+			if g := generationOf(e.Plan.Prediction); g != nil {
+				row[4], row[5], row[6] = sig(g.Prefill.Model.Seconds(), 3), sig(g.DecodeTokensPerSecond(), 3), g.DecodeLimit
+			}
+		}
+		t.rows = append(t.rows, row)
 		cmds = append(cmds, fmt.Sprintf("%-2s %s", rank, e.Command))
 		modes, preds = append(modes, string(e.Mode)), append(preds, e.Plan.Prediction)
 	}
 	t.notes = []string{"each cache policy at its fastest window (every configuration that fits: --format csv or json)",
 		"sizes in binary units: 1 KiB = 1024 B, MiB, GiB; host need: the data set, the host's share and, on sim, the device's"}
-	if note := predictionNote(modes, preds); note != "" {
+	switch note := predictionNote(modes, preds); {
+	case generate && note != "":
+		t.notes = append(t.notes, fmt.Sprintf("ranked by the predicted decode tokens/s, a decode pass at a full cache of %d positions; 1st token: the prompt's pass of %d tokens", r.Header.Context, r.Header.Prompt),
+			strings.Replace(strings.Replace(note, "model time per epoch", "model times", 1), "with the roofline bound (≥) that no such device beats", "a hybrid placement's host layers on the host profile", 1))
+	case note != "":
 		t.notes = append(t.notes, note)
 	}
 	hybrid, smallest := 0, fit.Entry{}
@@ -160,7 +179,9 @@ func fitTable(r fit.Result) (table, []string) {
 		t.notes = append(t.notes, fmt.Sprintf("%s fit, unranked (the model does not predict the hybrid mode yet); the smallest device need: %s, %s",
 			plural(int64(hybrid), "hybrid placement"), smallest.Candidate, units.Bytes(smallest.Plan.Footprint.Device)))
 	}
-	if n := len(r.UnrankedOnDevice()); n > 0 {
+	if n := len(r.UnrankedOnDevice()); n > 0 && generate && r.Ranked != nil && slices.ContainsFunc(r.Ranked, func(e fit.Entry) bool { return !e.Mode.OnHost() }) {
+		t.notes = append(t.notes, fmt.Sprintf("%s fit, unranked: the generation's model does not price the managed mode's page faults", plural(int64(n), "managed configuration")))
+	} else if n > 0 {
 		t.notes = append(t.notes, fmt.Sprintf("%s on %s fit, unranked: it has no profile (sim:PROFILE has one: gpuz devices --profiles; or a profile file: gpuz calibrate)",
 			plural(int64(n), "configuration"), r.Device))
 	}
