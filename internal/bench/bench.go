@@ -230,7 +230,9 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 		Recompute: opts.Recompute.String(), Precision: opts.Precision.String(),
 	}
 	in := opts.inForce()
-	h.Attention = string(in.Attention)
+	if opts.Task != TaskGenerate { // a generation attends through its caches either way
+		h.Attention = string(in.Attention)
+	}
 	if in.LoRA.On() {
 		h.LoRA, h.LoRARank = in.LoRA.String(), in.LoRA.Rank
 	}

@@ -27,6 +27,10 @@ const (
 	unitUpload   = "h2d-B/epoch"
 	unitDownload = "d2h-B/epoch"
 	unitRemote   = "remote-B/epoch"
+	// A generation's prompt tokens a second through its prefill and its
+	// generated tokens a second through its decode passes.
+	unitPrefill = "prefill-tok/s"
+	unitDecode  = "decode-tok/s"
 )
 
 // WriteBenchfmt writes every timed epoch of r (not the warm-up) as a line of
@@ -35,7 +39,7 @@ const (
 // window=N][/recompute=blocks][/precision=bf16|fp16]/scale=S (sub-benchmark
 // keys, which benchstat groups by), with iteration count 1, the epoch's time in sec/op and, for a mode that
 // copies between host and device, its bytes in h2d-B/epoch and
-// d2h-B/epoch. A provenance line comes first (the gpuz build, its VCS
+// d2h-B/epoch, and for a generation its prefill-tok/s and decode-tok/s. A provenance line comes first (the gpuz build, its VCS
 // revision, the start time and the command line), then the file
 // configuration lines: goos, goarch, pkg and the CPU model, all from the
 // run's environment (r.Header.Env).
@@ -74,6 +78,11 @@ func benchResults(r bench.Result, cfg [][2]string, suffix string) []*benchfmt.Re
 			}
 			if e.RemoteBytes > 0 {
 				res.Values = append(res.Values, benchfmt.Value{Value: float64(e.RemoteBytes), Unit: unitRemote})
+			}
+			if g := e.Generation; g != nil && g.PrefillSeconds > 0 && g.DecodeSeconds > 0 {
+				res.Values = append(res.Values,
+					benchfmt.Value{Value: float64(g.PrefillTokens) / g.PrefillSeconds, Unit: unitPrefill},
+					benchfmt.Value{Value: float64(g.DecodeTokens) / g.DecodeSeconds, Unit: unitDecode})
 			}
 			out = append(out, res)
 		}
