@@ -231,6 +231,10 @@ func fitRun(ctx context.Context, o *FitOptions) (err error) {
 		}
 	}
 	fopts := fit.Options{Bench: opts, TakeBytes: take, MarginPercent: o.Margin, Command: o.commandLine, LoRA: loras}
+	// --context max: the search plans the least context a generation
+	// needs, then the longest the fastest configuration fits.
+	longest := opts.Generate.ContextMax
+	fopts.Bench.Generate.ContextMax = false
 	var res fit.Result
 	if !untilDone(ctx, func() { res, err = fit.Search(fopts) }) {
 		return errInterrupted
@@ -240,6 +244,17 @@ func fitRun(ctx context.Context, o *FitOptions) (err error) {
 	}
 	if err := res.Err(); err != nil {
 		return err
+	}
+	if best, ok := res.Best(); ok && longest {
+		g := fopts.Bench.Generate
+		if !untilDone(ctx, func() {
+			res.LongestContext, err = fit.LongestContext(fopts, best.Candidate, res.Budget, g.Prompt+g.Tokens-1, opts.MaxPositions())
+		}) {
+			return errInterrupted
+		}
+		if err != nil {
+			return fmt.Errorf("fitting %s %s: the longest context: %w", o.Workload.Name, o.Task, err)
+		}
 	}
 	jsonFile := o.JSON != "" && o.JSON != "-"
 	if o.Verify > 0 && (jsonFile || o.format() == report.FormatJSON) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -27,7 +28,7 @@ var generateDefaults = map[string][2]int{
 func addGenerateFlags(fs *pflag.FlagSet, o *WorkloadOptions) {
 	fs.IntVar(&o.Generate.Prompt, "prompt", 0, "generate: the prompt's token ids per sequence, drawn uniformly below the vocabulary from --seed (default 512 at full scale, 32 small, 128 demo)")
 	fs.IntVar(&o.Generate.Tokens, "tokens", 0, "generate: the tokens each sequence generates, the first from the prompt's pass and each other from one pass of its own (default 128 at full scale, 8 small, 32 demo)")
-	fs.IntVar(&o.Generate.Context, "context", 0, "generate: the positions each decoder layer's key-value cache holds, allocated whole before the first pass (default: what the generation needs, prompt + tokens − 1)")
+	fs.StringVar(&o.contextText, "context", "", "generate: the positions each decoder layer's key-value cache holds, allocated whole before the first pass, or max: the model's max_position_embeddings (fit: the longest that the fastest configuration fits) (default: what the generation needs, prompt + tokens − 1)")
 	fs.StringVar(&o.promptIDsText, "prompt-ids", "", "generate: the prompt of every sequence as a comma list of token ids instead of drawn ones (for comparing with another tool); sets --prompt to its length")
 }
 
@@ -47,6 +48,11 @@ func (o *WorkloadOptions) checkTaskFlags(fs *pflag.FlagSet) error {
 		return nil
 	}
 	o.promptGiven, o.tokensGiven = fs.Changed("prompt"), fs.Changed("tokens")
+	if fs.Changed("context") {
+		if err := o.parseContext(); err != nil {
+			return err
+		}
+	}
 	for _, name := range []string{"seq-len", "samples"} {
 		if f := fs.Lookup(name); f != nil && f.Changed {
 			return fmt.Errorf("--%s does not size a generation: --prompt, --tokens and --context do, --batch the sequences", name)
@@ -62,6 +68,27 @@ func (o *WorkloadOptions) checkTaskFlags(fs *pflag.FlagSet) error {
 		}
 		o.Generate.PromptIDs, o.Generate.Prompt = ids, len(ids)
 	}
+	return nil
+}
+
+// parseContext reads --context: a positive number of positions, or max.
+func (o *WorkloadOptions) parseContext() error {
+	if o.contextText == "max" {
+		o.Generate.ContextMax = true
+		return nil
+	}
+	n, err := strconv.ParseInt(o.contextText, 10, 64)
+	switch {
+	case err != nil && strings.TrimLeft(o.contextText, "+-0123456789") == "" && o.contextText != "":
+		return fmt.Errorf("--context %s is out of range", shortText(o.contextText))
+	case err != nil:
+		return fmt.Errorf("--context: %q is not a number of positions or max", shortText(o.contextText))
+	case n <= 0:
+		return fmt.Errorf("--context must be positive, got %d", n)
+	case n > math.MaxInt32:
+		return fmt.Errorf("--context %d is out of range", n)
+	}
+	o.Generate.Context = int(n)
 	return nil
 }
 
@@ -116,8 +143,6 @@ func (o *WorkloadOptions) generateSizes() error {
 		return fmt.Errorf("--prompt must be positive, got %d", g.Prompt)
 	case g.Tokens <= 0:
 		return fmt.Errorf("--tokens must be positive, got %d", g.Tokens)
-	case g.Context < 0:
-		return fmt.Errorf("--context must be positive, got %d", g.Context)
 	case g.Context > 0 && g.Context < g.Prompt+g.Tokens-1:
 		return fmt.Errorf("--context %d cannot hold a prompt of %d and %d generated tokens: it needs %d positions (the last token is never fed back)", g.Context, g.Prompt, g.Tokens, g.Prompt+g.Tokens-1)
 	}
@@ -137,9 +162,10 @@ func tasksOf(w models.Workload) string {
 	return "train|eval"
 }
 
-// generateWords are the generate task's flags as a command line that
-// runs the same generation gives them: --prompt (or --prompt-ids),
-// --tokens, and --context when given.
+// generateWords are the generate task's flags as fit's command lines
+// give them: --prompt (or --prompt-ids), --tokens, and --context when
+// given as a number (fit's --context max plans the least context a
+// generation needs, and its recommendation says the longest).
 func (o *WorkloadOptions) generateWords() []string {
 	g := o.Generate
 	var words []string
@@ -149,7 +175,7 @@ func (o *WorkloadOptions) generateWords() []string {
 		words = append(words, "--prompt", strconv.Itoa(g.Prompt))
 	}
 	words = append(words, "--tokens", strconv.Itoa(g.Tokens))
-	if g.Context > 0 {
+	if g.Context > 0 && !g.ContextMax { // fit plans max at the least context, and says the longest apart
 		words = append(words, "--context", strconv.Itoa(g.Context))
 	}
 	return words

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,5 +184,60 @@ func TestFitGenerate(t *testing.T) {
 	}
 	if modes["cuda"] {
 		t.Error("cuda ranked: the model's 15 GiB of bf16 weights cannot fit 8 GiB")
+	}
+}
+
+// TestFitGenerateContextMax asks fit for the longest context the fastest
+// way to run Llama-3.1-8B on the laptop fits, and checks it against the
+// plan: that configuration fits at that context and not at one more.
+func TestFitGenerateContextMax(t *testing.T) {
+	b, err := exec.Command(gpuzBinary, "fit", "llm", "generate", "--model", "llama-3.1-8b", "--context", "max", "--device", "sim:rtx4060-laptop",
+		"--host-profile", "cpu-i7-13700h", "--margin", "0", "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	var doc struct {
+		Budget         int64 `json:"budget"`
+		LongestContext int   `json:"longest_context"`
+		Entries        []struct {
+			Place     string `json:"place"`
+			Precision string `json:"precision"`
+			Command   string `json:"command"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.LongestContext < 512+128-1 || len(doc.Entries) == 0 || doc.Entries[0].Place == "" {
+		t.Fatalf("longest context %d for %+v", doc.LongestContext, doc.Entries[:min(1, len(doc.Entries))])
+	}
+	if strings.Contains(doc.Entries[0].Command, "--context") {
+		t.Errorf("command %q: fit planned the least context, its command gives none", doc.Entries[0].Command)
+	}
+	best := doc.Entries[0]
+	// need is the device's and the host's need of the configuration at a
+	// context, and whether the host holds it.
+	need := func(context int) (device int64, hostFits bool) {
+		out, err := exec.Command(gpuzBinary, "plan", "llm", "generate", "hybrid", "--model", "llama-3.1-8b", "--place", best.Place,
+			"--precision", best.Precision, "--context", fmt.Sprint(context), "--device", "sim:rtx4060-laptop", "--format", "json").Output()
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		var p struct {
+			Modes []struct {
+				DeviceBytes int64 `json:"device_bytes"`
+				FitsHost    bool  `json:"fits_host"`
+			} `json:"modes"`
+		}
+		if err := json.Unmarshal(out, &p); err != nil {
+			t.Fatal(err)
+		}
+		return p.Modes[0].DeviceBytes, p.Modes[0].FitsHost
+	}
+	at, hostAt := need(doc.LongestContext)
+	past, hostPast := need(doc.LongestContext + 1)
+	if at > doc.Budget || !hostAt || (past <= doc.Budget && hostPast) {
+		t.Errorf("at %d positions the device needs %d bytes (the host holds it: %v), at one more %d (%v), the budget %d: want the first to fit, the second not",
+			doc.LongestContext, at, hostAt, past, hostPast, doc.Budget)
 	}
 }

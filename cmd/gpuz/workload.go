@@ -121,8 +121,10 @@ type WorkloadOptions struct {
 	// promptGiven and tokensGiven whether --prompt and --tokens were
 	// given (a zero given is refused, one not given is the scale's
 	// default).
-	Generate                 bench.GenerateOptions
-	promptIDsText            string
+	Generate      bench.GenerateOptions
+	promptIDsText string
+	// contextText is --context as given: a number of positions or max.
+	contextText              string
 	promptGiven, tokensGiven bool
 	// modelName names the llm workload's model in the run ("" for the
 	// others): resolveModel sets it with the workload.

@@ -258,7 +258,8 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 	h.DataBytes = 4 * int64(len(data.Values)+len(data.Targets))
 	if opts.Task == TaskGenerate {
 		g := opts.Generate
-		h.Prompt, h.Tokens, h.Context, h.KVCacheBytes = g.Prompt, g.Tokens, g.context(), opts.kvCacheBytes()
+		h.Context, h.KVCacheBytes = opts.generationSizes()
+		h.Prompt, h.Tokens = g.Prompt, g.Tokens
 	}
 	return h
 }

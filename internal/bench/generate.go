@@ -28,18 +28,35 @@ type GenerateOptions struct {
 	// generation needs, Prompt + Tokens − 1 (the last token is never fed
 	// back).
 	Context int
+	// ContextMax, when set, makes Context the model's maximum positions
+	// (max_position_embeddings), as llama.cpp's -c 0 does.
+	ContextMax bool
 	// PromptIDs, when set, is the prompt of every sequence instead of the
 	// run's data: Prompt token ids, each below the vocabulary.
 	PromptIDs []int
 }
 
-// context returns the positions each cache holds: Context, or what the
-// generation needs.
-func (g GenerateOptions) context() int {
-	if g.Context > 0 {
+// context returns the positions each cache holds, the model's maximum
+// positions being maxPositions: Context, the maximum under ContextMax,
+// or what the generation needs.
+func (g GenerateOptions) context(maxPositions int) int {
+	switch {
+	case g.ContextMax:
+		return maxPositions
+	case g.Context > 0:
 		return g.Context
 	}
 	return g.Prompt + g.Tokens - 1
+}
+
+// MaxPositions returns the maximum positions of the run's model (its
+// config's max_position_embeddings), 0 for a workload that is not the
+// llm workload's.
+func (opts Options) MaxPositions() int {
+	if llm, ok := opts.Workload.(*models.LLMConfig); ok {
+		return llm.Model.Config.MaxPositions
+	}
+	return 0
 }
 
 // generation returns the generation's graph configuration: the llm
@@ -54,7 +71,7 @@ func (opts Options) generation() (models.GenerateConfig, error) {
 		return models.GenerateConfig{}, fmt.Errorf("the generate task is the llm workload's, not %T's", w)
 	}
 	g := opts.Generate
-	c := models.GenerateConfig{Model: llm.Model, Layers: llm.Layers, Batch: opts.Batch, Prompt: g.Prompt, Context: g.context()}
+	c := models.GenerateConfig{Model: llm.Model, Layers: llm.Layers, Batch: opts.Batch, Prompt: g.Prompt, Context: g.context(llm.Model.Config.MaxPositions)}
 	switch {
 	case g.Tokens <= 0:
 		return c, fmt.Errorf("generate: the tokens to generate must be positive, got %d", g.Tokens)
@@ -229,19 +246,19 @@ func (s *stoppable) RunPass(p int) error {
 	return s.prog.RunPass(p)
 }
 
-// kvCacheBytes returns the bytes of every decoder layer's key-value
-// cache of the generation opts runs: 2 (keys and values) · layers · kv
-// heads · head dim · context · batch, in float32. Zero for the other
-// tasks.
-func (opts Options) kvCacheBytes() int64 {
+// generationSizes returns the context of the generation opts runs and
+// the bytes of every decoder layer's key-value cache: 2 (keys and
+// values) · layers · kv heads · head dim · context · batch, in float32.
+// Zeros for the other tasks.
+func (opts Options) generationSizes() (context int, kvBytes int64) {
 	if opts.Task != TaskGenerate {
-		return 0
+		return 0, 0
 	}
 	c, err := opts.generation()
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	return c.CacheBytes()
+	return c.Context, c.CacheBytes()
 }
 
 // What bounds a generation's decode pass most (GenerationPrediction.DecodeLimit).

@@ -62,6 +62,15 @@ func (r Result) Reason() string {
 	if !ok {
 		return r.Err().Error()
 	}
+	if r.LongestContext > 0 {
+		return r.reason(best) + fmt.Sprintf("; the longest context it fits: %d positions (--context %d)", r.LongestContext, r.LongestContext)
+	}
+	return r.reason(best)
+}
+
+// reason is Reason's recommendation of best, the configuration it
+// recommends.
+func (r Result) reason(best Entry) string {
 	if best.Plan.Prediction == nil {
 		return fmt.Sprintf("nothing has a prediction (%s); listed by bytes copied per epoch, the fewest first: %s",
 			r.unpredicted(), best.Candidate)

@@ -125,6 +125,10 @@ type Result struct {
 	Smallest, CUDA Entry
 	// CPU is the cpu mode without levers.
 	CPU Entry
+	// LongestContext is, for a generation asked with --context max, the
+	// longest context the recommended configuration fits
+	// (LongestContext); 0 otherwise.
+	LongestContext int
 	// HostBound is the candidate on the device whose device need is
 	// within the budget but whose host need is over the host's available
 	// memory, with the least host need (on a tie, not managed, whose

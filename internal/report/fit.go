@@ -240,6 +240,10 @@ type (
 		HostProfile   string         `json:"host_profile"`
 		Searched      int            `json:"searched"`
 		Reason        string         `json:"reason"`
+		// LongestContext is a generation's longest context that the
+		// recommended configuration fits (--context max); absent
+		// otherwise.
+		LongestContext int `json:"longest_context,omitempty"`
 		Entries       []jsonFitEntry `json:"entries"`
 		// Verify is the verification of a fit run with --verify: the
 		// configurations run, predicted against measured; absent
@@ -277,7 +281,7 @@ type (
 func writeFitJSON(w io.Writer, r fit.Result, v *fit.Verification) error {
 	doc := jsonFit{Version: results.Version, Kind: FitKind, Header: r.Header, Device: r.Device,
 		DeviceFree: r.DeviceFree, Budget: r.Budget, TakeBytes: r.TakeBytes, MarginPercent: r.MarginPercent,
-		HostAvailable: r.HostAvailable, HostProfile: r.HostProfile, Searched: r.Searched, Reason: r.Reason(),
+		HostAvailable: r.HostAvailable, HostProfile: r.HostProfile, Searched: r.Searched, Reason: r.Reason(), LongestContext: r.LongestContext,
 		Entries: []jsonFitEntry{}}
 	add := func(rank int, e fit.Entry) {
 		c := e.Plan.Copies
