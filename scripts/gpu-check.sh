@@ -379,6 +379,16 @@ for task in train eval; do
 			--task "$task" --json "$out/peer-llm-$task-peak.json"
 	fi
 done
+# gpuz llm generate: SmolLM2-135M's shape generating greedily with a
+# key-value cache, cuda and cache (its layers streamed), with the plan's
+# need beside the measured peak and the tokens/s; at full scale all 30
+# layers, a prompt of 512 and 128 tokens, else 2 layers, 32 and 8.
+if [[ $scale == full ]]; then gen_size=(--prompt 512 --tokens 128); else gen_size=(--layers 2 --prompt 32 --tokens 8); fi
+check llm-generate "$bin" llm generate cuda,cache --model smollm2-135m --policy auto --win-size 0 \
+	--device "$device" --epochs 3 "${gen_size[@]}" --json "$out/llm-generate.json"
+runs+=(llm-generate)
+"${gpuz_env[@]}" "$bin" plan llm generate cuda --model smollm2-135m --device "$device" "${gen_size[@]}" \
+	--json "$out/llm-generate-plan.json" >/dev/null 2>&1 || true
 if ((peer)); then
 	for workload in linear resnet attention; do
 		for task in train eval; do
@@ -455,7 +465,7 @@ print("## llm (SmolLM2-135M's shape): device memory, planned and measured")
 print()
 print("| task | gpuz plan (cuda) | gpuz measured peak (cuda) | PyTorch max_memory_allocated |")
 print("|---|---|---|---|")
-for t in ("train", "eval"):
+for t in ("train", "eval", "generate"):
     plan, _ = load(f"llm-{t}-plan")
     run = docs.get(f"llm-{t}")
     ptorch, _ = load(f"peer-llm-{t}-peak")
@@ -464,6 +474,20 @@ for t in ("train", "eval"):
     mib = lambda b: f"{b / 2**20:.1f} MiB" if isinstance(b, (int, float)) else "-"
     print(f"| {t} | {mib(need)} | {mib(peak)} | {mib((ptorch or {}).get('peak_device_bytes'))} |")
 print()
+gen = docs.get("llm-generate")
+if gen:
+    print("## llm generate (SmolLM2-135M's shape): tokens per second")
+    print()
+    print("| mode | device | prefill tok/s | decode tok/s | first token (s) |")
+    print("|---|---|---|---|---|")
+    for m in gen.get("modes") or []:
+        timed = [e["generation"] for e in m.get("epochs") or [] if not e.get("warmup") and e.get("generation")]
+        rate = lambda n, s: f"{n / s:.4g}" if s else "-"
+        pt, ps = sum(g["prefill_tokens"] for g in timed), sum(g["prefill_seconds"] for g in timed)
+        dt, ds = sum(g["decode_tokens"] for g in timed), sum(g["decode_seconds"] for g in timed)
+        first = f"{ps / len(timed):.3g}" if timed else "-"
+        print(f"| {m.get('mode', '?')} | {m.get('device', '?')} | {rate(pt, ps)} | {rate(dt, ds)} | {first} |")
+    print()
 if not peer:
     sys.exit()
 print("## gpuz and PyTorch on the same workloads (median seconds per timed epoch)")

@@ -223,6 +223,7 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 		Scale:     opts.Scale,
 		Batch:     opts.Batch,
 		Samples:   opts.Samples,
+		SeqLen:    models.SeqLenOf(opts.Workload),
 		BLAS:      hostmath.BLASName(),
 		Threads:   threads.n,
 		GPU:       opts.GPUName,

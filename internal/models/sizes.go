@@ -187,6 +187,18 @@ func (f Feed) feed() Feed { return f }
 // FeedOf returns how c's data is fed.
 func FeedOf(c Config) Feed { return c.feed() }
 
+// SeqLenOf returns the tokens per sequence of a workload of sequences
+// (llm, attention), 0 for the others.
+func SeqLenOf(c Config) int {
+	switch c := c.(type) {
+	case *LLMConfig:
+		return c.SeqLen
+	case *AttentionConfig:
+		return c.SeqLen
+	}
+	return 0
+}
+
 // Workload describes a workload: its name and its sizes, declared once,
 // from which its command's flags, its presets, its size checks and the
 // run's header follow.

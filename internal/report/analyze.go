@@ -149,6 +149,7 @@ func analyzeTable(r bench.Result, wide bool) table {
 	a := newAnalysis(r, wide)
 	a.identityColumns()
 	a.timeColumns()
+	a.stepColumns()
 	a.generationColumns()
 	a.comparisonColumns()
 	a.memoryColumns()
@@ -305,6 +306,28 @@ func (a *analysis) timeColumns() {
 			}
 			return f.pred.Limiter
 		})
+	}
+}
+
+// stepColumns adds, for a workload of sequences trained or evaluated,
+// the tokens a second of the mean epoch (samples × sequence length over
+// its time) and under wide the mean time of a step (an epoch's time over
+// its batches); nothing for the other workloads and for a generation,
+// whose own columns count its tokens.
+func (a *analysis) stepColumns() {
+	h := a.r.Header
+	if h.SeqLen <= 0 || bench.Task(h.Task) == bench.TaskGenerate || h.Batch <= 0 {
+		return
+	}
+	a.col("tok/s", false, func(f figures) string {
+		if f.n == 0 || f.mean.Center <= 0 {
+			return na
+		}
+		return sig(float64(h.Samples)*float64(h.SeqLen)/f.mean.Center, 3)
+	})
+	if a.wide {
+		steps := float64(max(h.Samples/h.Batch, 1))
+		a.timeCol("step", timedFigure(func(f figures) float64 { return f.mean.Center / steps }), plainTime)
 	}
 }
 

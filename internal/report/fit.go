@@ -11,6 +11,7 @@ import (
 	"gpuz/internal/bench"
 	"gpuz/internal/fit"
 	"gpuz/internal/results"
+	"gpuz/internal/termsafe"
 	"gpuz/internal/units"
 )
 
@@ -67,7 +68,7 @@ func writeFitTable(b *strings.Builder, r fit.Result, markdown bool) {
 // memory, and how many configurations were searched and fit.
 func fitTitle(r fit.Result) string {
 	h := r.Header
-	s := fmt.Sprintf("Fit of gpuz %s %s (scale %s)", h.Model, h.Task, h.Scale)
+	s := fmt.Sprintf("Fit of gpuz %s %s (scale %s; batch %d%s)", termsafe.String(h.Model), h.Task, h.Scale, h.Batch, sizesText(h))
 	if r.Device != "" {
 		taken := ""
 		if r.TakeBytes > 0 {
@@ -243,8 +244,8 @@ type (
 		// LongestContext is a generation's longest context that the
 		// recommended configuration fits (--context max); absent
 		// otherwise.
-		LongestContext int `json:"longest_context,omitempty"`
-		Entries       []jsonFitEntry `json:"entries"`
+		LongestContext int            `json:"longest_context,omitempty"`
+		Entries        []jsonFitEntry `json:"entries"`
 		// Verify is the verification of a fit run with --verify: the
 		// configurations run, predicted against measured; absent
 		// without.

@@ -14,6 +14,7 @@ import (
 	"gpuz/internal/engine"
 	"gpuz/internal/levers"
 	"gpuz/internal/results"
+	"gpuz/internal/termsafe"
 	"gpuz/internal/units"
 )
 
@@ -147,7 +148,20 @@ func planTitle(p bench.MemoryPlan) string {
 	if h.LoRA != "" {
 		scale += ", LoRA " + h.LoRA
 	}
-	return fmt.Sprintf("Memory plan of gpuz %s %s (%s): %d blocks, batch %d", h.Model, h.Task, scale, p.Blocks, h.Batch)
+	return fmt.Sprintf("Memory plan of gpuz %s %s (%s): %d blocks, batch %d%s", termsafe.String(h.Model), h.Task, scale, p.Blocks, h.Batch, sizesText(h))
+}
+
+// sizesText says a header's sequence sizes after its batch: a
+// generation's prompt, tokens and context, another workload's sequence
+// length; "" for a workload without sequences.
+func sizesText(h bench.Header) string {
+	switch {
+	case bench.Task(h.Task) == bench.TaskGenerate:
+		return fmt.Sprintf(", prompt %d, %d tokens, context %d", h.Prompt, h.Tokens, h.Context)
+	case h.SeqLen > 0:
+		return fmt.Sprintf(", sequences of %d", h.SeqLen)
+	}
+	return ""
 }
 
 // WritePlan writes a memory plan as text: what the program holds by kind,

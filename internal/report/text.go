@@ -29,7 +29,11 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	if generate {
 		fmt.Fprintf(&b, ": %s, each a prompt of %s then %s generated, greedily\n", plural(int64(h.Batch), "sequence"), plural(int64(h.Prompt), "token"), plural(int64(h.Tokens), "token"))
 	} else {
-		fmt.Fprintf(&b, ": %s in batches of %d\n", plural(int64(h.Samples), "sample"), h.Batch)
+		fmt.Fprintf(&b, ": %s in batches of %d", plural(int64(h.Samples), "sample"), h.Batch)
+		if h.SeqLen > 0 {
+			fmt.Fprintf(&b, ", sequences of %s", plural(int64(h.SeqLen), "token"))
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "data: %s   model: %s parameters, %s\n", units.Bytes(h.DataBytes), units.Count(h.Params), units.Bytes(h.ParamBytes))
 	if generate {

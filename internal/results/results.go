@@ -74,7 +74,11 @@ type (
 		ParamBytes int64  `json:"param_bytes"` // bytes of the parameters in float32
 		Batch      int    `json:"batch"`
 		Samples    int    `json:"samples"`
-		BLAS       string `json:"blas"` // host BLAS in use
+		// SeqLen is the tokens per sequence of a workload of sequences
+		// (llm, attention; a generation's is its Prompt); absent for the
+		// others.
+		SeqLen int    `json:"seq_len,omitempty"`
+		BLAS   string `json:"blas"` // host BLAS in use
 		// Threads is the host threads in force for the BLAS and the
 		// element-wise kernels: the count asked for, or fewer where the
 		// BLAS accepts fewer; ThreadsRequested is then the count asked
