@@ -123,6 +123,9 @@ type WorkloadOptions struct {
 	// default).
 	Generate      bench.GenerateOptions
 	promptIDsText string
+	// HostMemoryText is plan's and fit's --host-memory: the target host's
+	// memory as a size, "" for this machine's.
+	HostMemoryText string
 	// contextText is --context as given: a number of positions or max.
 	contextText              string
 	promptGiven, tokensGiven bool
@@ -211,6 +214,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 		// "plan linear train --json cpu" cannot tell a file from a mode.
 		fs.Lookup("json").Usage = "print the plan as JSON to this file instead of the table (- for standard output)"
 		fs.Lookup("take").Usage = "device memory to plan without, as take-mem's N blocks or SIZE: subtracted from the free memory, nothing held (0: none)"
+		fs.StringVar(&opts.HostMemoryText, "host-memory", "", "the memory of the host you plan for, a SIZE (16GiB): planned against instead of what this machine has available, a simulated GPU's memory then counted apart from it as the real card's (default: this machine's)")
 		fs.StringVar(&opts.Plot, "plot", "", "also draw the device memory over one batch's steps to this image, FILE.svg or FILE.png: a panel per mode, placement and recompute setting, stacked by what holds it")
 		fs.Lookup("recompute").Usage = "activations in training: none (keep every one the backward pass reads) or blocks (keep only each block's input and run the block's forward again before its gradients); a comma list plans each, a row per mode and setting; eval is unchanged"
 		fs.Lookup("precision").Usage = "storage precision on the compute device: fp32, bf16 or fp16 (products' operands, results and weights in 16 bits as automatic mixed precision keeps them, softmax, layer norm and the losses in fp32; training keeps fp32 masters with Adam's moments); each kind's bytes are planned at the precision it is stored in; one value"
@@ -544,6 +548,14 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 	}
 	if err := o.place(cfg, &opts); err != nil {
 		return bench.Options{}, usage(err)
+	}
+	if o.HostMemoryText != "" {
+		if opts.HostMemory, err = units.ParseBytes(o.HostMemoryText); err != nil {
+			return bench.Options{}, usagef("--host-memory: %v", err)
+		}
+		if opts.HostMemory <= 0 {
+			return bench.Options{}, usagef("--host-memory must be positive, got %s", o.HostMemoryText)
+		}
 	}
 	return opts, nil
 }

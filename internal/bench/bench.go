@@ -63,6 +63,11 @@ type Options struct {
 	// TakeBytes is the memory the caller holds on a device of NewGPU
 	// around the run (Sweep's take), for the header to report.
 	TakeBytes int64
+	// HostMemory, when set, is the memory of the host a plan or a fit is
+	// for (--host-memory): it plans against it instead of what this
+	// process can allocate, and a simulated GPU's bytes, which the
+	// target's card holds, are not counted in it. Runs ignore it.
+	HostMemory int64
 	// Config is the run configuration: cache mode's paging, the hybrid
 	// mode's placement.
 	Config

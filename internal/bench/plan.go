@@ -150,10 +150,11 @@ func PlanMemory(opts Options, po PlanOptions) (MemoryPlan, error) {
 	}
 	res.Header.Recompute = strings.Join(names, ",") // the settings planned
 	res.Blocks, res.Batches = schedules[0].Blocks(), opts.Samples/opts.Batch
-	host, err := device.ReadHostLimit()
+	host, err := opts.plannedHost()
 	if err != nil {
 		return MemoryPlan{}, fmt.Errorf("planning the host memory: %w", err)
 	}
+	res.Header.HostMemory, res.Header.HostMemorySource = host.Bytes, host.Binding
 	for _, mode := range opts.Modes {
 		placements := planPlacements(mode, opts.Config, opts.Task == TaskTrain)
 		dev, _, status := opts.deviceFor(mode)
@@ -193,6 +194,9 @@ func (opts Options) planMode(mp ModePlan, dev device.Device, sched *engine.Sched
 	if mp.DeviceFree, mp.DeviceTotal, err = dev.MemInfo(); err != nil {
 		return mp, err
 	}
+	if mp.Mode.OnHost() && opts.HostMemory > 0 { // the target host's memory is the cpu mode's device
+		mp.DeviceFree, mp.DeviceTotal = opts.HostMemory, opts.HostMemory
+	}
 	mp.DeviceFree = max(mp.DeviceFree-take, 0)
 	if err := opts.sizeMode(&mp, dev, sched, res.Header.DataBytes, res.Batches, fed, true); err != nil {
 		return mp, err
@@ -218,7 +222,7 @@ func (opts Options) sizeMode(mp *ModePlan, dev device.Device, sched *engine.Sche
 	mp.Footprint = sched.Footprint(mp.Placement, mp.DeviceFree)
 	mp.FitsDevice = mp.Footprint.Device <= mp.DeviceFree
 	caps := dev.Caps()
-	mp.HostNeed = dataBytes + hostNeed(caps, mp.Footprint)
+	mp.HostNeed = dataBytes + opts.plannedHostNeed(caps, mp.Footprint)
 	mp.FitsHost = mp.HostNeed <= mp.HostAvailable
 	// A placement that holds nothing resident (a managed region of which
 	// the free memory holds not one page) has no residency whose copies
@@ -285,6 +289,31 @@ func (opts Options) dataShortfall(model *models.Model, threads threadCount) (Res
 	}
 	res.PeakRSSBytes = peakRSS()
 	return res, true
+}
+
+// TargetHostBinding names the host limit of a plan or fit given the
+// target host's memory (Options.HostMemory), as device.HostLimit.Binding.
+const TargetHostBinding = "--host-memory"
+
+// plannedHost is the host memory a plan or a fit plans against: the
+// target host's (Options.HostMemory), or what this process can still
+// allocate here (device.ReadHostLimit).
+func (opts Options) plannedHost() (device.HostLimit, error) {
+	if opts.HostMemory > 0 {
+		return device.HostLimit{Bytes: opts.HostMemory, Binding: TargetHostBinding}, nil
+	}
+	return device.ReadHostLimit()
+}
+
+// plannedHostNeed is the host memory a plan counts for a footprint on a
+// device: hostNeed, but on a simulated GPU planned for a target host
+// (Options.HostMemory) without the device's bytes, which the target's
+// card holds in its own memory.
+func (opts Options) plannedHostNeed(caps device.Caps, fp engine.Footprint) int64 {
+	if opts.HostMemory > 0 && caps.Simulated {
+		return fp.Host
+	}
+	return hostNeed(caps, fp)
 }
 
 // hostNeed is the host memory a footprint takes on a device: its host

@@ -69,9 +69,10 @@ func NewPlanner(opts Options) (*Planner, error) {
 	}
 	p.header = opts.header(c.model, models.Data{}, threads)
 	p.header.DataBytes = opts.dataBytes()
-	if p.host, err = device.ReadHostLimit(); err != nil {
+	if p.host, err = opts.plannedHost(); err != nil {
 		return nil, fmt.Errorf("planning the host memory: %w", err)
 	}
+	p.header.HostMemory, p.header.HostMemorySource = p.host.Bytes, p.host.Binding
 	p.gpu, _, p.gpuStatus = opts.deviceFor(ResidentMode(true))
 	if p.gpu == nil {
 		return p, nil
@@ -116,8 +117,9 @@ func (p *Planner) GPU() (name string, free int64, status Status) {
 	return p.gpu.Name(), p.gpuFree, Status{Kind: StatusOK}
 }
 
-// HostAvailable is what this process can still allocate on the host
-// (device.ReadHostLimit), read once.
+// HostAvailable is the host memory planned against: the target host's
+// (Options.HostMemory), or what this process can still allocate on the
+// host (device.ReadHostLimit), read once.
 func (p *Planner) HostAvailable() int64 { return p.host.Bytes }
 
 // schedule returns the workload compiled under the lever settings k,
@@ -185,6 +187,9 @@ func (p *Planner) Plan(mode Mode, cfg Config, deviceFree int64, predict bool) (M
 		dev = host
 		if deviceFree, total, err = host.MemInfo(); err != nil {
 			return ModePlan{}, fmt.Errorf("%s: %w", mode, err)
+		}
+		if p.opts.HostMemory > 0 { // the target host's memory is the cpu mode's device
+			deviceFree, total = p.opts.HostMemory, p.opts.HostMemory
 		}
 	}
 	mp := ModePlan{Mode: mode, Recompute: cfg.Recompute.Setting(), Precision: cfg.Precision.Setting(), Placement: pl, HostAvailable: p.host.Bytes, Status: p.gpuStatus}

@@ -159,6 +159,10 @@ func fitTable(r fit.Result) (table, []string) {
 	}
 	t.notes = []string{"each cache policy at its fastest window (every configuration that fits: --format csv or json)",
 		"sizes in binary units: 1 KiB = 1024 B, MiB, GiB; host need: the data set, the host's share and, on sim, the device's"}
+	if note := targetHostNote(r.Header); note != "" {
+		t.notes[1] = "sizes in binary units: 1 KiB = 1024 B, MiB, GiB; host need: the data set and the host's share"
+		t.notes = append(t.notes, note)
+	}
 	switch note := predictionNote(modes, preds); {
 	case generate && note != "":
 		t.notes = append(t.notes, fmt.Sprintf("ranked by the predicted decode tokens/s, a decode pass at a full cache of %d positions; 1st token: the prompt's pass of %d tokens", r.Header.Context, r.Header.Prompt),

@@ -151,6 +151,15 @@ func planTitle(p bench.MemoryPlan) string {
 	return fmt.Sprintf("Memory plan of gpuz %s %s (%s): %d blocks, batch %d%s", termsafe.String(h.Model), h.Task, scale, p.Blocks, h.Batch, sizesText(h))
 }
 
+// targetHostNote says that a plan or a fit was made for a target host's
+// memory (--host-memory), "" when it was made for this machine's.
+func targetHostNote(h bench.Header) string {
+	if h.HostMemorySource != bench.TargetHostBinding {
+		return ""
+	}
+	return "host: the " + units.Bytes(h.HostMemory) + " of the host planned for (--host-memory), not this machine's; a simulated GPU's memory is the card's, apart from it"
+}
+
 // sizesText says a header's sequence sizes after its batch: a
 // generation's prompt, tokens and context, another workload's sequence
 // length; "" for a workload without sequences.
@@ -339,6 +348,9 @@ func planTable(p bench.MemoryPlan, wide bool) table {
 		t.rows = append(t.rows, row)
 	}
 	t.notes = []string{"sizes in binary units: 1 KiB = 1024 B, MiB, GiB"}
+	if note := targetHostNote(p.Header); note != "" {
+		t.notes = append(t.notes, note)
+	}
 	if on := groupModes(devices, modes); !deviceCol && on != "" {
 		t.notes = append(t.notes, "devices: "+on)
 	}

@@ -130,6 +130,12 @@ type (
 		Tokens       int   `json:"tokens,omitempty"`
 		Context      int   `json:"context,omitempty"`
 		KVCacheBytes int64 `json:"kv_cache_bytes,omitempty"`
+		// HostMemory is the host memory a plan or a fit planned against,
+		// and HostMemorySource where it comes from: "--host-memory" (the
+		// target host's, given), or the limit that binds this process
+		// ("MemAvailable", a cgroup's, an rlimit); absent in a run's.
+		HostMemory       int64  `json:"host_memory,omitempty"`
+		HostMemorySource string `json:"host_memory_source,omitempty"`
 		// Setup is the run's own setup before any mode's, in order: the
 		// model built and the data generated; absent where not measured
 		// (a plan's header).
