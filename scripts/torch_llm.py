@@ -48,7 +48,8 @@ MistralForCausalLM and GPT2LMHeadModel), with no dependency but torch.
         then one token at a time, each the argmax of the last logits, fed
         back at the next position. A DUMP (a JSON object with "config",
         "init": gpuz-named weights as check's dump has them, "prompt": B
-        lists of P token ids, "tokens": N, and optionally "layers") gives
+        lists of P token ids, "tokens": N, and optionally "layers";
+        internal/models' TestGenerationMatchesTorch writes one) gives
         the weights and the prompt; a CONFIG (a Hugging Face config.json)
         gives the shapes, the weights then drawn N(0, 0.02²) (norms at 1;
         --init-std sets the 0.02) and the prompt uniform below the

@@ -159,7 +159,7 @@ func closeLogits(got, want []float32, rel float64) error {
 	tol := rel*scale + 1e-6
 	for j := range want {
 		if d := math.Abs(float64(got[j] - want[j])); d > tol || math.IsNaN(float64(got[j])) {
-			return fmt.Errorf("logit %d is %g, the forward pass's %g (tolerance %.3g)", j, got[j], want[j], tol)
+			return fmt.Errorf("logit %d is %g, want %g (tolerance %.3g)", j, got[j], want[j], tol)
 		}
 	}
 	return nil
