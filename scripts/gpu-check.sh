@@ -389,6 +389,13 @@ check llm-generate "$bin" llm generate cuda,cache --model smollm2-135m --policy 
 runs+=(llm-generate)
 "${gpuz_env[@]}" "$bin" plan llm generate cuda --model smollm2-135m --device "$device" "${gen_size[@]}" \
 	--json "$out/llm-generate-plan.json" >/dev/null 2>&1 || true
+# PyTorch's greedy decode of the same model with its own static cache
+# (torch_llm.py generate), on the GPU: its tokens/s and
+# max_memory_allocated.
+if ((peer)) && ((gpu)) && [[ -f $llm_script && -f $presets/smollm2-135m.json ]]; then
+	check peer-llm-generate "$peer_py" "$llm_script" generate "$presets/smollm2-135m.json" "${gen_size[@]}" \
+		--device cuda --repeats 3 --json "$out/peer-llm-generate.json"
+fi
 if ((peer)); then
 	for workload in linear resnet attention; do
 		for task in train eval; do
@@ -468,7 +475,9 @@ print("|---|---|---|---|")
 for t in ("train", "eval", "generate"):
     plan, _ = load(f"llm-{t}-plan")
     run = docs.get(f"llm-{t}")
-    ptorch, _ = load(f"peer-llm-{t}-peak")
+    ptorch, _ = load(f"peer-llm-{t}-peak" if t != "generate" else "peer-llm-generate")
+    if t == "generate" and ptorch:
+        ptorch = {"peak_device_bytes": ptorch.get("max_memory_allocated")}
     need = next((m.get("device_bytes") for m in (plan or {}).get("modes") or [] if m.get("mode") == "cuda"), None)
     peak = next((m.get("peak_device_bytes") for m in (run or {}).get("modes") or [] if m.get("mode") == "cuda"), None)
     mib = lambda b: f"{b / 2**20:.1f} MiB" if isinstance(b, (int, float)) else "-"
@@ -487,6 +496,12 @@ if gen:
         dt, ds = sum(g["decode_tokens"] for g in timed), sum(g["decode_seconds"] for g in timed)
         first = f"{ps / len(timed):.3g}" if timed else "-"
         print(f"| {m.get('mode', '?')} | {m.get('device', '?')} | {rate(pt, ps)} | {rate(dt, ds)} | {first} |")
+    ptorch, _ = load("peer-llm-generate")
+    if ptorch:
+        dec = ptorch.get("decode_tokens_per_second")
+        print(f"| PyTorch {ptorch.get('torch', '?')} | {ptorch.get('gpu') or ptorch.get('device', '?')} | "
+              f"{ptorch.get('prefill_tokens_per_second', 0):.4g} | {dec:.4g} | {ptorch.get('prefill_seconds', 0):.3g} |"
+              if dec else f"| PyTorch | - | - | - | - |")
     print()
 if not peer:
     sys.exit()

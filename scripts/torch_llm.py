@@ -785,18 +785,19 @@ class KVCacheModel:
     positions up to their own. Written plainly from forward's formulas,
     so that --check compares two ways of computing the same logits."""
 
-    def __init__(self, torch, s, P, layers, batch, context):
+    def __init__(self, torch, s, P, layers, batch, context, device="cpu", dtype=None):
         self.torch, self.s, self.P, self.layers = torch, s, P, layers
+        dtype = dtype or torch.float32
         shape = (batch, s["kv"], context, s["head_dim"])
-        self.keys = [torch.zeros(shape) for _ in range(layers)]
-        self.values = [torch.zeros(shape) for _ in range(layers)]
+        self.keys = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(layers)]
+        self.values = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(layers)]
         self.context = context
         if s["arch"] != "gpt2":
             # transformers' cos and sin of every position of the context,
             # as forward computes them for its positions.
             freqs = torch.outer(torch.arange(context, dtype=torch.int64).float(), inv_freq(torch, s))
             emb = torch.cat((freqs, freqs), dim=-1)
-            self.cos, self.sin = emb.cos(), emb.sin()
+            self.cos, self.sin = emb.cos().to(device, dtype), emb.sin().to(device, dtype)
 
     def attend(self, i, q, k, v, start):
         """Writes the new tokens' keys and values k, v [B, KV, n, hd] into
@@ -810,10 +811,11 @@ class KVCacheModel:
         self.values[i][:, :, start:end] = v
         K, V = self.keys[i][:, :, :end], self.values[i][:, :, :end]
         K, V = repeat_kv(K, H // K.shape[1]), repeat_kv(V, H // V.shape[1])
-        pos = torch.arange(end)[None, :]
-        mask = torch.zeros(n, end).masked_fill(pos > torch.arange(start, end)[:, None], float("-inf"))
+        pos = torch.arange(end, device=q.device)[None, :]
+        mask = torch.zeros(n, end, device=q.device, dtype=q.dtype).masked_fill(
+            pos > torch.arange(start, end, device=q.device)[:, None], float("-inf"))
         scores = q @ K.transpose(2, 3) / math.sqrt(hd) + mask
-        probs = F.softmax(scores, dim=-1, dtype=torch.float32)
+        probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(V.dtype)
         return (probs @ V).transpose(1, 2).reshape(B, n, H * hd)
 
     def step(self, ids, start):
@@ -870,23 +872,27 @@ class KVCacheModel:
         return F.linear(x, p["model.embed_tokens.weight"] if s["tie"] else p["lm_head.weight"])
 
 
-def greedy(torch, model, prompt, tokens):
+def greedy(torch, model, prompt, tokens, sync=lambda: None):
     """Prefills prompt [B, P] into model's cache and generates tokens ids
     one at a time, greedily. Returns the ids [B, N], the logits that chose
     them [B, N, vocab], and the seconds of the prefill and of the N−1
-    decode steps."""
+    decode steps; sync waits for a GPU's queued work before each clock
+    read."""
     import time
     B, P = prompt.shape
+    sync()
     t0 = time.perf_counter()
     last = model.step(prompt, 0)[:, -1]
-    t1 = time.perf_counter()
     ids, logits = [last.argmax(-1)], [last]
+    sync()
+    t1 = time.perf_counter()
     for i in range(1, tokens):
         last = model.step(ids[-1][:, None], P + i - 1)[:, -1]
         ids.append(last.argmax(-1))
         logits.append(last)
+    sync()
     t2 = time.perf_counter()
-    return torch.stack(ids, 1), torch.stack(logits, 1), t1 - t0, t2 - t1
+    return torch.stack(ids, 1), torch.stack(logits, 1).float(), t1 - t0, t2 - t1
 
 
 def generate(argv):
@@ -906,11 +912,19 @@ def generate(argv):
     p.add_argument("--check", action="store_true", help="compare with the forward pass over the same tokens")
     p.add_argument("--top", type=int, metavar="K", help="print each position's K largest logits, not all")
     p.add_argument("--json", metavar="FILE", default="-", help="write the JSON to FILE (default: standard output)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where the model and its caches live (cuda: the JSON adds max_memory_allocated)")
+    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                   help="the weights' and caches' type (a model loaded in 16 bits)")
     a = p.parse_args(argv)
     try:
         import torch
     except ImportError as e:
         fail(f"PyTorch is not installed for {sys.executable} ({e}): apt-get install python3-torch")
+    if a.check and a.dtype != "float32":
+        p.error("--check compares with the float32 forward pass: use it with --dtype float32")
+    if a.device == "cuda" and not torch.cuda.is_available():
+        fail("generate --device cuda: torch.cuda.is_available() is false", 2)
     try:
         with open(a.file) as f:
             doc = json.load(f)
@@ -944,10 +958,19 @@ def generate(argv):
     context = Pn + tokens
     if s["arch"] == "gpt2" and context > s["positions"]:
         fail(f"generate: a context of {context} is beyond GPT-2's {s['positions']} positions", 2)
+    dtype = getattr(torch, a.dtype)
+    sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
+    if a.device != "cpu" or dtype != torch.float32:
+        for name in list(P.p):
+            P.p[name] = P.p[name].to(a.device, dtype)
+        prompt = prompt.to(a.device)
+    if a.device == "cuda":
+        sync()
+        torch.cuda.reset_peak_memory_stats()
     runs = []
     with torch.no_grad():
         for _ in range(a.repeats + (a.repeats > 1)):
-            runs.append(greedy(torch, KVCacheModel(torch, s, P, layers, B, context), prompt, tokens))
+            runs.append(greedy(torch, KVCacheModel(torch, s, P, layers, B, context, a.device, dtype), prompt, tokens, sync))
         ids, logits = runs[-1][0], runs[-1][1]
         timed = runs[1:] if len(runs) > 1 else runs
         prefill, decode = statistics.median(r[2] for r in timed), statistics.median(r[3] for r in timed)
@@ -976,7 +999,11 @@ def generate(argv):
                 "prefill_seconds": prefill, "decode_seconds": decode, "decode_steps": steps,
                 "prefill_tokens_per_second": B * Pn / prefill,
                 "decode_tokens_per_second": B * steps / decode if steps else None,
-                "repeats": a.repeats, "threads": torch.get_num_threads(), "torch": torch.__version__})
+                "repeats": a.repeats, "threads": torch.get_num_threads(), "torch": torch.__version__,
+                "device": a.device, "dtype": a.dtype})
+    if a.device == "cuda":
+        out["max_memory_allocated"] = torch.cuda.max_memory_allocated()
+        out["gpu"] = torch.cuda.get_device_name()
     write_json(a.json, out)
     return status
 
