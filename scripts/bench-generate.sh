@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The generation sitting of docs/benchmarks.md (issue 41 item 7): gpuz's
+# greedy generation on the host against PyTorch's (scripts/torch_llm.py
+# generate: the same model with its own static KV cache) and, when given,
+# llama.cpp's (LLAMACPP: a command that takes --model GGUF --prompt P
+# --tokens N --threads T and prints JSON with prompt_tokens_per_second and
+# decode_tokens_per_second), one after the other at each thread count,
+# with the load average before each. Prints one markdown row per program
+# and thread count: prefill and decode tokens/s, and decode's bytes per
+# token (every weight the decode reads, and the caches at their mean
+# length) over its time as a share of TRIAD (GB/s, from
+# scripts/machine-peaks.sh), prefill's FLOPs as a share of FMA (GFLOP/s).
+#
+#   scripts/bench-generate.sh MODEL [LAYERS [PROMPT [TOKENS]]]
+#
+#   MODEL   a preset (smollm2-135m, llama-3.2-1b); LAYERS its decoder
+#           layers (default all); PROMPT and TOKENS default 512 and 128.
+#   THREADS  thread counts (default "1 2"); TRIAD, FMA the machine's peaks
+#            (GB/s, GFLOP/s; without them no share is printed);
+#            GPUZ_BIN the binary (default bin/gpuz); GGUF the model file
+#            llama.cpp runs (gpuz llm export --gguf writes it).
+#
+# Runs under flock /tmp/gpuz-bench.lock so that two benchmarks never
+# overlap. Speed is measured here, never asserted: read the load averages.
+set -euo pipefail
+
+model=${1:?usage: bench-generate.sh MODEL [LAYERS [PROMPT [TOKENS]]]}
+layers=${2:-}
+prompt=${3:-512}
+tokens=${4:-128}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin=${GPUZ_BIN:-$root/bin/gpuz}
+config=$root/internal/hfconfig/presets/$model.json
+[[ -f $config ]] || { echo "bench-generate: no preset $model ($config)" >&2; exit 2; }
+for n in "$prompt" "$tokens" ${layers:+"$layers"}; do
+	[[ $n =~ ^[1-9][0-9]*$ ]] || { echo "bench-generate: '$n' is not a positive integer" >&2; exit 2; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+depth=()
+[[ -n $layers ]] && depth=(--layers "$layers")
+
+exec 9>/tmp/gpuz-bench.lock
+flock 9
+
+# The decode's bytes a token and the prefill's FLOPs, from gpuz's plan of
+# the same generation (its schedule's work of one prefill and one decode
+# pass, at a full cache).
+"$bin" plan llm generate cpu --model "$model" "${depth[@]}" --prompt "$prompt" --tokens "$tokens" --format json >"$tmp/plan.json"
+
+echo "| program | threads | load | prefill tok/s | decode tok/s | decode share of triad | prefill share of FMA |"
+echo "|---|---|---|---|---|---|---|"
+for t in ${THREADS:-1 2}; do
+	load=$(cut -d' ' -f1 /proc/loadavg)
+	"$bin" llm generate cpu --model "$model" "${depth[@]}" --prompt "$prompt" --tokens "$tokens" --threads "$t" \
+		--epochs 3 --json "$tmp/gpuz.json" >/dev/null 2>"$tmp/gpuz.err"
+	python3 - "$tmp/gpuz.json" "$tmp/plan.json" gpuz "$t" "$load" <<'EOF'
+import json, os, sys
+doc, plan = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+m = doc["modes"][0]
+timed = [e["generation"] for e in m["epochs"] if not e["warmup"]]
+pt, ps = sum(g["prefill_tokens"] for g in timed), sum(g["prefill_seconds"] for g in timed)
+dt, ds = sum(g["decode_tokens"] for g in timed), sum(g["decode_seconds"] for g in timed)
+pre, dec = pt / ps, dt / ds
+json.dump({"prefill": pre, "decode": dec}, open(os.path.join(os.path.dirname(sys.argv[1]), "rates.json"), "w"))
+EOF
+	row() { # PROGRAM PREFILL DECODE
+		python3 - "$tmp/plan.json" "$1" "$t" "$load" "$2" "$3" "$prompt" "$tokens" <<'EOF'
+import json, os, sys
+plan = json.load(open(sys.argv[1]))
+name, t, load, pre, dec, P, N = sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
+# One prefill and one decode pass's work together (the plan's schedule);
+# the decode reads every weight once: the parameters' bytes, plus the
+# caches at their mean length.
+b = plan["bytes"]
+ctx = plan["header"]["context"]
+kv = b.get("kv_cache", 0) * ((P + N / 2) / ctx)
+decode_bytes = b["parameters"] + kv
+prefill_flops = plan["work_per_batch"]["flops"]  # both passes; the prefill's dominates
+triad, fma = os.environ.get("TRIAD"), os.environ.get("FMA")
+share_d = f"{100 * dec * decode_bytes / (float(triad) * 1e9):.0f}%" if triad else "-"
+share_p = f"{100 * pre / P * prefill_flops / (float(fma) * 1e9):.0f}%" if fma else "-"
+print(f"| {name} | {t} | {load} | {pre:.4g} | {dec:.4g} | {share_d} | {share_p} |")
+EOF
+	}
+	rates=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["prefill"], r["decode"])' "$tmp/rates.json")
+	row gpuz $rates
+	load=$(cut -d' ' -f1 /proc/loadavg)
+	/usr/bin/python3 "$root/scripts/torch_llm.py" generate "$config" "${depth[@]}" --prompt "$prompt" --tokens "$tokens" \
+		--threads "$t" --repeats 2 --top 1 --json "$tmp/torch.json"
+	rates=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["prefill_tokens_per_second"], r["decode_tokens_per_second"])' "$tmp/torch.json")
+	row "PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)')" $rates
+	if [[ -n ${LLAMACPP:-} && -n ${GGUF:-} ]]; then
+		load=$(cut -d' ' -f1 /proc/loadavg)
+		$LLAMACPP --model "$GGUF" --prompt "$prompt" --tokens "$tokens" --threads "$t" >"$tmp/llama.json"
+		rates=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["prompt_tokens_per_second"], r["decode_tokens_per_second"])' "$tmp/llama.json")
+		row llama.cpp $rates
+	fi
+done
