@@ -559,14 +559,23 @@ func (sc *Schedule) packSlots(in func(v int) bool) (slotOf, sizes []int) {
 	return slotOf, sizes
 }
 
-// takeSlot returns the smallest free slot of at least need elements,
-// removing it from free, or a new slot added to sizes.
+// takeSlot returns the smallest free slot of at least need elements, or
+// else the largest free slot grown to need (which adds less than a new
+// slot would), removing it from free; or, with none free, a new slot
+// added to sizes.
 func takeSlot(sizes, free *[]int, need int) int {
-	best := -1
+	best, largest := -1, -1
 	for fi, slot := range *free {
 		if (*sizes)[slot] >= need && (best < 0 || (*sizes)[slot] < (*sizes)[(*free)[best]]) {
 			best = fi
 		}
+		if largest < 0 || (*sizes)[slot] > (*sizes)[(*free)[largest]] {
+			largest = fi
+		}
+	}
+	if best < 0 && largest >= 0 {
+		best = largest
+		(*sizes)[(*free)[best]] = need
 	}
 	if best < 0 {
 		*sizes = append(*sizes, need)
