@@ -10,6 +10,7 @@ import (
 	"gpuz/internal/bench"
 	"gpuz/internal/fit"
 	"gpuz/internal/results"
+	"gpuz/internal/termsafe"
 	"gpuz/internal/units"
 )
 
@@ -63,16 +64,18 @@ func writeFitTable(b *strings.Builder, r fit.Result, markdown bool) {
 }
 
 // fitTitle is the fit's first line: the workload, the device and its
-// memory, and how many configurations were searched and fit.
+// memory, and how many configurations were searched and fit. The model's
+// and the device's names are printed escaped (termsafe): a file's or a
+// directory's name, a driver's.
 func fitTitle(r fit.Result) string {
 	h := r.Header
-	s := fmt.Sprintf("Fit of gpuz %s %s (scale %s)", h.Model, h.Task, h.Scale)
+	s := fmt.Sprintf("Fit of gpuz %s %s (scale %s)", termsafe.String(h.Model), h.Task, h.Scale)
 	if r.Device != "" {
 		taken := ""
 		if r.TakeBytes > 0 {
 			taken = " after " + units.Bytes(r.TakeBytes) + " taken"
 		}
-		s += fmt.Sprintf(" on %s: %s free%s, %s within the %s%% margin", r.Device, units.Bytes(r.DeviceFree), taken,
+		s += fmt.Sprintf(" on %s: %s free%s, %s within the %s%% margin", termsafe.String(r.Device), units.Bytes(r.DeviceFree), taken,
 			units.Bytes(r.Budget), strconv.FormatFloat(r.MarginPercent, 'g', -1, 64))
 	}
 	return s + fmt.Sprintf("; %d configurations searched, %d fit", r.Searched, len(r.Ranked)+len(r.Unranked))

@@ -14,6 +14,7 @@ import (
 	"gpuz/internal/engine"
 	"gpuz/internal/levers"
 	"gpuz/internal/results"
+	"gpuz/internal/termsafe"
 	"gpuz/internal/units"
 )
 
@@ -119,6 +120,8 @@ func planNotes(p bench.MemoryPlan) []string {
 // attention of a workload with attention layers:
 // "Memory plan of gpuz linear eval (scale full, bf16): 12 blocks, batch 30",
 // "Memory plan of gpuz attention train (scale full, fused attention): …".
+// The model's name, a file's or a directory's for llm, is printed escaped
+// (termsafe), as the run's header prints it.
 func planTitle(p bench.MemoryPlan) string {
 	h := p.Header
 	scale := "scale " + h.Scale
@@ -131,7 +134,7 @@ func planTitle(p bench.MemoryPlan) string {
 	if h.LoRA != "" {
 		scale += ", LoRA " + h.LoRA
 	}
-	return fmt.Sprintf("Memory plan of gpuz %s %s (%s): %d blocks, batch %d", h.Model, h.Task, scale, p.Blocks, h.Batch)
+	return fmt.Sprintf("Memory plan of gpuz %s %s (%s): %d blocks, batch %d", termsafe.String(h.Model), h.Task, scale, p.Blocks, h.Batch)
 }
 
 // WritePlan writes a memory plan as text: what the program holds by kind,
