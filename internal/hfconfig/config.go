@@ -60,6 +60,11 @@ type Config struct {
 	// out, as transformers defaults them; the llama family's
 	// attention_dropout); gpuz runs without dropout.
 	Dropout float64
+	// Dropouts names the dropout fields above 0 as "key p" pairs joined
+	// by ", " ("resid_pdrop 0.1, embd_pdrop 0.1, attn_pdrop 0.3"), those
+	// the file leaves out at transformers' default included, for Check's
+	// warning; empty when there are none or the Config was not parsed.
+	Dropouts string
 	// Defaulted lists the fields the file leaves out that transformers'
 	// config class fills in with a default and that set a size (or, for
 	// Mistral and Qwen2, the key-value heads and the sliding window), as
@@ -310,9 +315,19 @@ func (t *modelType) parse(o object) (Config, error) {
 	if a.Positions == Rotary {
 		c.RopeTheta = r.float(k.ropeTheta, t.ropeTheta)
 	}
+	var dropouts []string
 	for _, key := range a.dropoutKeys {
-		c.Dropout = max(c.Dropout, r.float(key, a.dropoutDefault))
+		p := r.float(key, a.dropoutDefault)
+		if r.err == nil && !(p >= 0 && p <= 1) {
+			// transformers' nn.Dropout refuses it as the model is built.
+			return Config{}, fmt.Errorf("%s must be a probability from 0 to 1, got %g", key, p)
+		}
+		if p > 0 {
+			dropouts = append(dropouts, fmt.Sprintf("%s %g", key, p))
+		}
+		c.Dropout = max(c.Dropout, p)
 	}
+	c.Dropouts = strings.Join(dropouts, ", ")
 	act := r.string(a.act.key, a.act.def)
 	c.QKVBias, c.OutBias, c.MLPBias = r.bias(t.qkvBias), r.bias(t.outBias), r.bias(t.mlpBias)
 	c.SlidingWindow = r.window(t.window, c.Layers)
