@@ -195,6 +195,12 @@ func TestParseRefuses(t *testing.T) {
 		{"bool field mistyped", llamaJSON, map[string]string{"attention_bias": `"yes"`}, "attention_bias must be true or false"},
 		{"eps zero", gpt2JSON, map[string]string{"layer_norm_epsilon": "0"}, "layer_norm_epsilon must be positive"},
 		{"rope_theta negative", llamaJSON, map[string]string{"rope_theta": "-1"}, "rope_theta must be positive"},
+		// issue 44 item 24: malformed inputs that a planted change let
+		// through with every test passing.
+		{"gpt2 n_inner zero", gpt2JSON, map[string]string{"n_inner": "0"}, "n_inner must be positive, got 0"},
+		{"llama3 bands equal", llamaJSON, map[string]string{"rope_scaling": `{"rope_type": "llama3", "factor": 8, "low_freq_factor": 4, "high_freq_factor": 4, "original_max_position_embeddings": 16}`}, "rope_scaling.high_freq_factor 4 must be greater than low_freq_factor 4"},
+		{"llama3 original positions zero", llamaJSON, map[string]string{"rope_scaling": `{"rope_type": "llama3", "factor": 8, "low_freq_factor": 1, "high_freq_factor": 4, "original_max_position_embeddings": 0}`}, "rope_scaling.original_max_position_embeddings must be positive, got 0"},
+		{"llama3 factor below 1", llamaJSON, map[string]string{"rope_scaling": `{"rope_type": "llama3", "factor": 0.5, "low_freq_factor": 1, "high_freq_factor": 4, "original_max_position_embeddings": 16}`}, "rope_scaling.factor must be at least 1, got 0.5"},
 		// issue 44 item 4: the maximum over the three hid a negative one.
 		{"attn_pdrop negative", gpt2JSON, map[string]string{"attn_pdrop": "-0.5"}, "attn_pdrop must be a probability from 0 to 1, got -0.5"},
 		{"resid_pdrop above 1", gpt2JSON, map[string]string{"resid_pdrop": "1.5"}, "resid_pdrop must be a probability from 0 to 1, got 1.5"},
@@ -239,6 +245,14 @@ func TestParseAccepts(t *testing.T) {
 			return c.QKVBias && c.OutBias && c.MLPBias
 		}},
 		{"gpt2 n_inner", gpt2JSON, map[string]string{"n_inner": "100"}, func(c Config) bool { return c.Intermediate == 100 }},
+		{"gpt2 n_inner null is 4·n_embd", gpt2JSON, map[string]string{"n_inner": "null"}, func(c Config) bool { return c.Intermediate == 4*c.Hidden }},
+		// issue 44 item 24: valid inputs at the boundary, which a planted
+		// change refused with every test passing.
+		{"vocabulary of exactly 2^24", llamaJSON, map[string]string{"vocab_size": "16777216"}, func(c Config) bool { return c.Vocab == MaxVocab }},
+		{"llama3 factor 1", llamaJSON, map[string]string{"rope_scaling": `{"rope_type": "llama3", "factor": 1, "low_freq_factor": 1, "high_freq_factor": 4, "original_max_position_embeddings": 16}`}, func(c Config) bool {
+			return c.RopeScaling != nil && c.RopeScaling.Factor == 1
+		}},
+		{"layers at the bound", gpt2JSON, map[string]string{"n_layer": "65536"}, func(c Config) bool { return c.Layers == MaxLayers }},
 		{"gpt2 untied", gpt2JSON, map[string]string{"tie_word_embeddings": "false"}, func(c Config) bool {
 			ts := c.Tensors()
 			return !c.TieEmbeddings && ts[len(ts)-1].Name == "lm_head.weight"
