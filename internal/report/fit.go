@@ -53,14 +53,14 @@ func writeFitTable(b *strings.Builder, r fit.Result, markdown bool) {
 		for _, c := range cmds {
 			b.WriteString("  " + c + "\n")
 		}
-		for _, l := range wrap("recommended: "+r.Reason(), maxWidth) {
+		for _, l := range wrap("recommended: "+termsafe.String(r.Reason()), maxWidth) {
 			b.WriteString(l + "\n")
 		}
 		return
 	}
 	b.WriteString("\n")
 	t.writeMarkdown(b)
-	b.WriteString("\n```sh\n" + strings.Join(cmds, "\n") + "\n```\n\nrecommended: " + r.Reason() + "\n")
+	b.WriteString("\n```sh\n" + strings.Join(cmds, "\n") + "\n```\n\nrecommended: " + termsafe.String(r.Reason()) + "\n")
 }
 
 // fitTitle is the fit's first line: the workload, the device and its
@@ -141,7 +141,7 @@ func fitTable(r fit.Result) (table, []string) {
 			dev = units.Bytes(e.Plan.Footprint.Device)
 		}
 		t.rows = append(t.rows, []string{rank, e.Candidate.String(), dev, units.Bytes(e.Plan.HostNeed), pred, limiter})
-		cmds = append(cmds, fmt.Sprintf("%-2s %s", rank, e.Command))
+		cmds = append(cmds, fmt.Sprintf("%-2s %s", rank, termsafe.String(e.Command))) // --model's path
 		modes, preds = append(modes, string(e.Mode)), append(preds, e.Plan.Prediction)
 	}
 	t.notes = []string{"each cache policy at its fastest window (every configuration that fits: --format csv or json)",
