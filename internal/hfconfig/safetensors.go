@@ -1,6 +1,7 @@
 package hfconfig
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
@@ -166,24 +167,35 @@ func readHeader(path string) (map[string]stEntry, error) {
 // numbers JSON integers), and checks that its offsets hold exactly its
 // shape's bytes.
 func parseEntry(v json.RawMessage) (stEntry, error) {
-	var o object
-	if err := json.Unmarshal(v, &o); err != nil || o == nil {
+	// A struct, not a map per tensor: a header may hold 300,000 of them.
+	var t struct {
+		Dtype   json.RawMessage `json:"dtype"`
+		Shape   json.RawMessage `json:"shape"`
+		Offsets json.RawMessage `json:"data_offsets"`
+	}
+	if err := json.Unmarshal(v, &t); err != nil || bytes.Equal(v, []byte("null")) {
 		return stEntry{}, fmt.Errorf("not an object of dtype, shape and data_offsets")
 	}
-	for _, k := range []string{"dtype", "shape", "data_offsets"} {
-		if !o.has(k) {
-			return stEntry{}, fmt.Errorf("no %s", k)
+	if k := foldedKey(v); k != "" {
+		return stEntry{}, fmt.Errorf("no %s (the key is spelled %s)", strings.ToLower(k), termsafe.Short(k))
+	}
+	for _, f := range []struct {
+		key string
+		v   json.RawMessage
+	}{{"dtype", t.Dtype}, {"shape", t.Shape}, {"data_offsets", t.Offsets}} {
+		if f.v == nil || bytes.Equal(f.v, []byte("null")) {
+			return stEntry{}, fmt.Errorf("no %s", f.key)
 		}
 	}
-	var dtype string
-	if err := json.Unmarshal(o["dtype"], &dtype); err != nil {
-		return stEntry{}, fmt.Errorf("dtype is %s, not a string", termsafe.Short(string(o["dtype"])))
+	dtype, err := jsonString(t.Dtype)
+	if err != nil {
+		return stEntry{}, fmt.Errorf("dtype is %s, not a string", termsafe.Short(string(t.Dtype)))
 	}
 	bits, ok := dtypeBits[dtype]
 	if !ok {
 		return stEntry{}, fmt.Errorf("unknown dtype \"%s\"", termsafe.Short(dtype))
 	}
-	dims, err := naturals(o["shape"], "shape")
+	dims, err := naturals(t.Shape, "shape")
 	if err != nil {
 		return stEntry{}, err
 	}
@@ -200,7 +212,7 @@ func parseEntry(v json.RawMessage) (stEntry, error) {
 	if bits%8 != 0 {
 		return stEntry{}, fmt.Errorf("shape %s of %s is %d bits, not whole bytes", shapeText(e.shape), dtype, bits)
 	}
-	offs, err := naturals(o["data_offsets"], "data_offsets")
+	offs, err := naturals(t.Offsets, "data_offsets")
 	if err != nil {
 		return stEntry{}, err
 	}
@@ -217,23 +229,96 @@ func parseEntry(v json.RawMessage) (stEntry, error) {
 	return e, nil
 }
 
+// tensorKeys are the keys of a safetensors tensor's entry.
+var tensorKeys = []string{"dtype", "shape", "data_offsets"}
+
+// foldedKey returns a key of the JSON object v (valid JSON) that equals
+// one of tensorKeys only without regard to case ("Shape"), which
+// encoding/json would take for it and the safetensors library (serde)
+// does not; "" when there is none.
+func foldedKey(v []byte) string {
+	depth := 0
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case '"':
+			j := i + 1
+			for ; j < len(v) && v[j] != '"'; j++ {
+				if v[j] == '\\' {
+					j++
+				}
+			}
+			raw := v[i+1 : min(j, len(v))]
+			rest := bytes.TrimLeft(v[min(j+1, len(v)):], " \t\r\n")
+			if depth == 1 && len(rest) > 0 && rest[0] == ':' {
+				for _, k := range tensorKeys {
+					if string(raw) != k && bytes.EqualFold(raw, []byte(k)) {
+						return string(raw)
+					}
+				}
+			}
+			i = j
+		}
+	}
+	return ""
+}
+
+// jsonString reads v, valid JSON, as a string: without a second parse
+// when it has no escape (a dtype never has).
+func jsonString(v json.RawMessage) (string, error) {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(v, &s)
+	return s, err
+}
+
 // naturals reads v, the value of key, as a JSON array of non-negative
 // integers (a number with a fraction, an exponent or a sign, or one
-// given as a string, is refused, as serde refuses it for a usize).
+// given as a string, is refused, as serde refuses it for a usize). v is
+// valid JSON (the header parsed): the usual array of numbers is split at
+// its commas without a second JSON parse, which a header of 300,000
+// tensors would pay twice per tensor; anything else is parsed to name the
+// element that is wrong.
 func naturals(v json.RawMessage, key string) ([]int64, error) {
-	var items []json.RawMessage
-	if err := json.Unmarshal(v, &items); err != nil {
+	v = bytes.TrimSpace(v)
+	if len(v) < 2 || v[0] != '[' {
 		return nil, fmt.Errorf("%s is not an array", key)
 	}
-	out := make([]int64, len(items))
-	for i, it := range items {
-		x, err := strconv.ParseInt(string(it), 10, 64)
-		if err != nil || x < 0 || it[0] == '-' {
-			return nil, fmt.Errorf("%s[%d] is %s, not a non-negative integer", key, i, termsafe.Short(string(it)))
+	body := bytes.TrimSpace(v[1 : len(v)-1])
+	if len(body) == 0 {
+		return []int64{}, nil
+	}
+	out := make([]int64, 0, bytes.Count(body, []byte{','})+1)
+	for f := range bytes.SplitSeq(body, []byte{','}) {
+		f = bytes.TrimSpace(f)
+		x, err := strconv.ParseInt(string(f), 10, 64)
+		if err != nil || x < 0 || f[0] == '-' {
+			return nil, notNatural(v, key)
 		}
-		out[i] = x
+		out = append(out, x)
 	}
 	return out, nil
+}
+
+// notNatural is naturals' error for an array v of key that holds
+// something other than a non-negative integer: it names the first such
+// element.
+func notNatural(v json.RawMessage, key string) error {
+	var items []json.RawMessage
+	if err := json.Unmarshal(v, &items); err != nil {
+		return fmt.Errorf("%s is not an array", key)
+	}
+	for i, it := range items {
+		if x, err := strconv.ParseInt(string(it), 10, 64); err != nil || x < 0 || it[0] == '-' {
+			return fmt.Errorf("%s[%d] is %s, not a non-negative integer", key, i, termsafe.Short(string(it)))
+		}
+	}
+	return fmt.Errorf("%s is not an array of non-negative integers", key)
 }
 
 // checkLayout checks the tensors of one file as the safetensors library's
@@ -242,24 +327,27 @@ func naturals(v json.RawMessage, key string) ([]int64, error) {
 // last ends at the data section's end (dataLen bytes): no two overlap, and
 // no byte of the data section is outside every tensor.
 func checkLayout(entries map[string]stEntry, dataLen int64) error {
-	names := make([]string, 0, len(entries))
-	for name := range entries {
-		names = append(names, name)
+	type placed struct {
+		name string
+		off  [2]int64
 	}
-	slices.SortFunc(names, func(a, b string) int {
-		x, y := entries[a].offsets, entries[b].offsets
-		if c := cmp.Compare(x[0], y[0]); c != 0 {
+	byOffset := make([]placed, 0, len(entries))
+	for name, e := range entries {
+		byOffset = append(byOffset, placed{name, e.offsets})
+	}
+	slices.SortFunc(byOffset, func(a, b placed) int {
+		if c := cmp.Compare(a.off[0], b.off[0]); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(x[1], y[1]); c != 0 {
+		if c := cmp.Compare(a.off[1], b.off[1]); c != 0 {
 			return c
 		}
-		return strings.Compare(a, b)
+		return strings.Compare(a.name, b.name)
 	})
 	var end int64
 	prev := ""
-	for _, name := range names {
-		off := entries[name].offsets
+	for _, t := range byOffset {
+		name, off := t.name, t.off
 		switch {
 		case off[0] < end:
 			return fmt.Errorf("%s: data_offsets %v overlap %s's, which end at %d", termsafe.Short(name), off, termsafe.Short(prev), end)
