@@ -144,8 +144,8 @@ type column struct{ from, to, shown int }
 // columns divides a panel's n points into at most maxColumns columns of
 // near-equal width (one per point when there are no more).
 func columns(panel report.MemoryPanel, n int) []column {
-	cols := make([]column, 0, min(n, maxColumns))
 	k := min(n, maxColumns)
+	cols := make([]column, 0, k)
 	for c := range k {
 		col := column{from: c * n / k, to: (c + 1) * n / k}
 		col.shown = col.from
@@ -238,7 +238,7 @@ func drawPanel(panel report.MemoryPanel, categories []string, slotBand int, scal
 		p.Add(line)
 		addLegend(l.label, line)
 	}
-	if err := addPeak(p, panel, cols, scale); err != nil {
+	if err := addPeak(p, panel, cols, n, scale); err != nil {
 		return nil, err
 	}
 	addLegend("peak in use", peakGlyph())
@@ -266,15 +266,15 @@ func peakGlyph() *plotter.Scatter {
 	return s
 }
 
-// addPeak marks the peak in use on p, at the middle of the column that
-// draws it, labelled with its bytes and, when the need is more, the
-// memory allocated but idle there that makes up the need (every point's
-// bands sum to the need): "peak in use 16.7 GiB" over "+ 1.10 GiB
-// allocated, idle = needs 17.8 GiB". The label stands above the mark,
-// clear of the capacity and free lines, and reads leftwards
-// from a peak in the panel's right half, so that it stays over the
-// panel.
-func addPeak(p *gplot.Plot, panel report.MemoryPanel, cols []column, scale float64) error {
+// addPeak marks the peak in use on p, a panel of n points drawn in
+// columns cols, at the middle of the column that draws it, labelled with
+// its bytes and, when the need is more, the memory allocated but idle
+// there that makes up the need (every point's bands sum to the need):
+// "peak in use 16.7 GiB" over "+ 1.10 GiB allocated, idle = needs 17.8
+// GiB". The label stands above the mark, clear of the capacity and free
+// lines, and reads leftwards from a peak in the panel's right half, so
+// that it stays over the panel.
+func addPeak(p *gplot.Plot, panel report.MemoryPanel, cols []column, n int, scale float64) error {
 	x := float64(panel.PeakAt) + 0.5
 	for _, c := range cols {
 		if panel.PeakAt >= c.from && panel.PeakAt < c.to {
@@ -299,7 +299,7 @@ func addPeak(p *gplot.Plot, panel report.MemoryPanel, cols []column, scale float
 		return err
 	}
 	label.Offset = vg.Point{X: vg.Points(6), Y: vg.Points(4)}
-	if n := len(panel.Bands[0]); n > 0 && x > float64(n)/2 {
+	if x > float64(n)/2 {
 		label.TextStyle[0].XAlign = draw.XRight
 		label.Offset.X = -label.Offset.X
 	}
