@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,5 +138,64 @@ func TestDivergedRunExitsIncomplete(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "diverged: at epoch 0, batch 1") {
 		t.Errorf("the table lacks the divergence:\n%s", stdout.String())
+	}
+}
+
+// TestSnapshotNamesEscaped runs plan on snapshots whose names hold escape
+// sequences (issue 44 item 2): the directory's name in plan's header, and
+// a tensor's name, a shard's name and a weight_map key in the one-line
+// error, each reach the terminal escaped, and a megabyte tensor name is
+// shown bounded.
+func TestSnapshotNamesEscaped(t *testing.T) {
+	const config = `{"model_type": "llama", "hidden_size": 8, "intermediate_size": 16,
+		"num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 2,
+		"vocab_size": 10, "max_position_embeddings": 16, "tie_word_embeddings": true}`
+	hostile := "\x1b]0;pwned\a\x1b[2J\u009b31m\u202e"
+	// header is a safetensors file holding one byte, the tensor name's,
+	// of dtype dtype (an unknown one makes the name part of the error).
+	header := func(name, dtype string) []byte {
+		q, _ := json.Marshal(name)
+		h := fmt.Sprintf(`{%s: {"dtype": %q, "shape": [1], "data_offsets": [0, 1]}}`, q, dtype)
+		data := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+		return append(append(data, h...), 0)
+	}
+	for _, tc := range []struct {
+		name  string
+		dir   string            // the snapshot's directory name
+		files map[string][]byte // beside config.json
+		code  int
+		want  string // on stdout (status 0) or stderr
+	}{
+		{"the directory's name in plan's header", "snap" + hostile, nil, 0, `Memory plan of gpuz llm snap\x1b]0;pwned\a\x1b[2J\u009b31m\u202e train`},
+		{"a tensor's name", "snap", map[string][]byte{"model.safetensors": header("w"+hostile, "X")}, 2, `w\x1b]0;pwned\a\x1b[2J\u009b31m\u202e`},
+		{"a megabyte tensor name", "snap", map[string][]byte{"model.safetensors": header(strings.Repeat("w", 1<<20), "X")}, 2, "www… (1048576 bytes)"},
+		{"a shard's name", "snap", map[string][]byte{"s" + hostile + ".safetensors": header("w", "U8")}, 2, `s\x1b]0;pwned\a\x1b[2J\u009b31m\u202e.safetensors`},
+		{"a weight_map key", "snap", map[string][]byte{"model.safetensors.index.json": []byte(`{"weight_map": {"k\u001b[2J\u009b": "../x"}}`)}, 2, `weight_map puts k\x1b[2J\u009b in "../x"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), tc.dir)
+			files := map[string][]byte{"config.json": []byte(config)}
+			maps.Copy(files, tc.files)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for name, data := range files {
+				if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), []string{"plan", "llm", "train", "cpu", "--model", dir, "--seq-len", "4", "--batch", "1"}, &stdout, &stderr)
+			out := stdout.String() + stderr.String()
+			if code != tc.code || !strings.Contains(out, tc.want) {
+				t.Errorf("status %d, want %d; output %.400q, want it to hold %q", code, tc.code, out, tc.want)
+			}
+			if i := strings.IndexFunc(out, func(r rune) bool { return r < 0x20 && r != '\n' || r >= 0x7f && r <= 0x9f || r == '\u202e' }); i >= 0 {
+				t.Errorf("a raw control character at byte %d: %.400q", i, out[max(0, i-40):])
+			}
+			if code == 2 && (strings.Count(stderr.String(), "\n") != 1 || stderr.Len() > 2000) {
+				t.Errorf("want one short line on stderr, got %d bytes: %.400q", stderr.Len(), stderr.String())
+			}
+		})
 	}
 }

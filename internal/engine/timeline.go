@@ -98,6 +98,11 @@ type StepMemory struct {
 	Block string // the block the step computes for or updates; "" for none
 	// Bytes are the bytes of each category, indexed by Category.
 	Bytes [numCategories]int64
+	// Slots are the paging slots' bytes, one per slot of the window
+	// (largest first), then the staging buffer's when it has any: the
+	// parts of Bytes[PagingSlots], which is their sum. Nil without paged
+	// blocks. Every point of a timeline shares one slice.
+	Slots []int64
 }
 
 // Total is the device memory the placement holds at the point: every
@@ -136,6 +141,7 @@ func (sc *Schedule) Timeline(pl Placement, window int) ([]StepMemory, error) {
 func (bp *blockPlan) timeline(window int) ([]StepMemory, error) {
 	sc, s := bp.sc, bp.sd
 	var fixed [numCategories]int64 // held at every point whatever lives
+	var slots []int64              // the paging slots' parts (StepMemory.Slots)
 	onDevice := func(b int) bool { return !s.blockHost[b] && !bp.paged(b) }
 	for b, l := range bp.ls {
 		if !onDevice(b) {
@@ -155,7 +161,16 @@ func (bp *blockPlan) timeline(window int) ([]StepMemory, error) {
 		if window, err = bp.givenWindow(window); err != nil {
 			return nil, err
 		}
-		fixed[PagingSlots] = bp.slotBytes(window) + 4*int64(sc.largestStaged(bp.paged))
+		areas, _ := bp.slotAreas(window)
+		for _, a := range areas {
+			slots = append(slots, 4*int64(a))
+		}
+		if staged := 4 * int64(sc.largestStaged(bp.paged)); staged > 0 {
+			slots = append(slots, staged)
+		}
+		for _, n := range slots {
+			fixed[PagingSlots] += n
+		}
 		if sc.spec.Train && bp.cache.Moments() == cache.MomentsOnDevice {
 			for i, pv := range sc.params {
 				if bp.paged(sc.values[pv].block) {
@@ -194,7 +209,7 @@ func (bp *blockPlan) timeline(window int) ([]StepMemory, error) {
 	var out []StepMemory
 	next := 0 // next update
 	for si, st := range sc.steps {
-		point := StepMemory{Step: si, Phase: Forward, Block: sc.stepBlock(si), Bytes: fixed}
+		point := StepMemory{Step: si, Phase: Forward, Block: sc.stepBlock(si), Bytes: fixed, Slots: slots}
 		if st.backward {
 			point.Phase = Backward
 		}

@@ -63,6 +63,13 @@ func checkTimeline(t *testing.T, s *engine.Schedule, pl engine.Placement, free i
 				t.Fatalf("point %d: %s is %d bytes", i, c, pt.Bytes[c])
 			}
 		}
+		var slots int64
+		for _, n := range pt.Slots {
+			slots += n
+		}
+		if slots != pt.Bytes[engine.PagingSlots] || isPaged(pl) && len(pt.Slots) < fp.Window {
+			t.Fatalf("point %d: slots %v sum to %d, paging slots hold %d (window %d)", i, pt.Slots, slots, pt.Bytes[engine.PagingSlots], fp.Window)
+		}
 		if pt.Phase == engine.Backward && firstBackward < 0 {
 			firstBackward = i
 		}

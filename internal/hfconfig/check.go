@@ -31,7 +31,10 @@ func (c Config) Check(seqLen int) (warnings []string, err error) {
 		}
 		warnings = append(warnings, fmt.Sprintf("sliding_window %d cannot matter at sequence length %d: attention is computed over the whole causal prefix", c.SlidingWindow, seqLen))
 	}
-	if c.Dropout > 0 {
+	switch {
+	case c.Dropouts != "":
+		warnings = append(warnings, fmt.Sprintf("the config declares dropout (%s); gpuz trains without dropout", c.Dropouts))
+	case c.Dropout > 0:
 		warnings = append(warnings, fmt.Sprintf("the config declares dropout %g; gpuz trains without dropout", c.Dropout))
 	}
 	if c.Arch.Positions == Rotary && seqLen > c.MaxPositions {

@@ -3,8 +3,8 @@
 // computation they describe, names and shapes their parameters as
 // transformers does, carries a few published configurations as presets,
 // and checks a snapshot's safetensors headers against the configuration.
-// It imports nothing of gpuz's: package models builds the graph from a
-// Config.
+// It imports nothing of gpuz's but filekind and termsafe: package models
+// builds the graph from a Config.
 package hfconfig
 
 import (
@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"gpuz/internal/termsafe"
 )
 
 // Activation names a Config's Act takes.
@@ -58,6 +60,11 @@ type Config struct {
 	// out, as transformers defaults them; the llama family's
 	// attention_dropout); gpuz runs without dropout.
 	Dropout float64
+	// Dropouts names the dropout fields above 0 as "key p" pairs joined
+	// by ", " ("resid_pdrop 0.1, embd_pdrop 0.1, attn_pdrop 0.3"), those
+	// the file leaves out at transformers' default included, for Check's
+	// warning; empty when there are none or the Config was not parsed.
+	Dropouts string
 	// Defaulted lists the fields the file leaves out that transformers'
 	// config class fills in with a default and that set a size (or, for
 	// Mistral and Qwen2, the key-value heads and the sliding window), as
@@ -93,6 +100,10 @@ func supportedTypes() string {
 	return strings.Join(ts, ", ")
 }
 
+// quoted is s in double quotes for a message, escaped and bounded
+// (termsafe.Short): a config's strings may hold anything.
+func quoted(s string) string { return `"` + termsafe.Short(s) + `"` }
+
 // object is one JSON object with its values still raw, so that each field
 // is read with the type it must have and its absence (or null) is seen.
 type object map[string]json.RawMessage
@@ -125,14 +136,14 @@ func (o object) intField(key string, def int) (int, error) {
 	}
 	var n json.Number // which would also take a quoted number: refuse those first
 	if v = bytes.TrimSpace(v); v[0] == '"' {
-		return 0, fmt.Errorf("%s must be an integer, got %s", key, v)
+		return 0, fmt.Errorf("%s must be an integer, got %s", key, termsafe.Short(string(v)))
 	}
 	if err := json.Unmarshal(v, &n); err != nil {
-		return 0, fmt.Errorf("%s must be an integer, got %s", key, v)
+		return 0, fmt.Errorf("%s must be an integer, got %s", key, termsafe.Short(string(v)))
 	}
 	i, err := strconv.ParseInt(n.String(), 10, 64)
 	if err != nil || int64(int(i)) != i {
-		return 0, fmt.Errorf("%s must be an integer, got %s", key, n)
+		return 0, fmt.Errorf("%s must be an integer, got %s", key, termsafe.Short(n.String()))
 	}
 	return int(i), nil
 }
@@ -145,7 +156,7 @@ func (o object) floatField(key string, def float64) (float64, error) {
 	}
 	var f float64
 	if err := json.Unmarshal(v, &f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return 0, fmt.Errorf("%s must be a number, got %s", key, v)
+		return 0, fmt.Errorf("%s must be a number, got %s", key, termsafe.Short(string(v)))
 	}
 	return f, nil
 }
@@ -158,7 +169,7 @@ func (o object) boolField(key string, def bool) (bool, error) {
 	}
 	var b bool
 	if err := json.Unmarshal(v, &b); err != nil {
-		return false, fmt.Errorf("%s must be true or false, got %s", key, v)
+		return false, fmt.Errorf("%s must be true or false, got %s", key, termsafe.Short(string(v)))
 	}
 	return b, nil
 }
@@ -171,7 +182,7 @@ func (o object) stringField(key, def string) (string, error) {
 	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
-		return "", fmt.Errorf("%s must be a string, got %s", key, v)
+		return "", fmt.Errorf("%s must be a string, got %s", key, termsafe.Short(string(v)))
 	}
 	return s, nil
 }
@@ -262,7 +273,7 @@ func Parse(data []byte) (Config, error) {
 	}
 	t, ok := modelTypeNamed(mt)
 	if !ok {
-		return Config{}, fmt.Errorf("model_type %q is not supported (supported: %s)", mt, supportedTypes())
+		return Config{}, fmt.Errorf("model_type %s is not supported (supported: %s)", quoted(mt), supportedTypes())
 	}
 	c, err := t.parse(o)
 	if err != nil {
@@ -304,9 +315,19 @@ func (t *modelType) parse(o object) (Config, error) {
 	if a.Positions == Rotary {
 		c.RopeTheta = r.float(k.ropeTheta, t.ropeTheta)
 	}
+	var dropouts []string
 	for _, key := range a.dropoutKeys {
-		c.Dropout = max(c.Dropout, r.float(key, a.dropoutDefault))
+		p := r.float(key, a.dropoutDefault)
+		if r.err == nil && !(p >= 0 && p <= 1) {
+			// transformers' nn.Dropout refuses it as the model is built.
+			return Config{}, fmt.Errorf("%s must be a probability from 0 to 1, got %g", key, p)
+		}
+		if p > 0 {
+			dropouts = append(dropouts, fmt.Sprintf("%s %g", key, p))
+		}
+		c.Dropout = max(c.Dropout, p)
 	}
+	c.Dropouts = strings.Join(dropouts, ", ")
 	act := r.string(a.act.key, a.act.def)
 	c.QKVBias, c.OutBias, c.MLPBias = r.bias(t.qkvBias), r.bias(t.outBias), r.bias(t.mlpBias)
 	c.SlidingWindow = r.window(t.window, c.Layers)
@@ -401,10 +422,10 @@ func (r *reader) window(w windowRule, layers int) int {
 func (k actKey) check(act string) error {
 	supported := strings.Join(k.supported, ", ")
 	if why, ok := k.refused[act]; ok {
-		return fmt.Errorf("%s %q %s (supported: %s)", k.key, act, why, supported)
+		return fmt.Errorf("%s %s %s (supported: %s)", k.key, quoted(act), why, supported)
 	}
 	if !slices.Contains(k.supported, act) {
-		return fmt.Errorf("%s %q is not supported (supported: %s)", k.key, act, supported)
+		return fmt.Errorf("%s %s is not supported (supported: %s)", k.key, quoted(act), supported)
 	}
 	return nil
 }
@@ -417,7 +438,7 @@ func parseRopeScaling(v json.RawMessage) (*RopeScaling, error) {
 	}
 	var o object
 	if err := json.Unmarshal(v, &o); err != nil || o == nil {
-		return nil, fmt.Errorf("rope_scaling must be an object or null, got %s", v)
+		return nil, fmt.Errorf("rope_scaling must be an object or null, got %s", termsafe.Short(string(v)))
 	}
 	r := &reader{o: o}
 	typ := r.string("rope_type", "")
@@ -434,7 +455,7 @@ func parseRopeScaling(v json.RawMessage) (*RopeScaling, error) {
 	case "":
 		return nil, fmt.Errorf("rope_scaling has no rope_type (supported: llama3)")
 	default:
-		return nil, fmt.Errorf("rope_scaling of rope_type %q is not supported (supported: llama3)", typ)
+		return nil, fmt.Errorf("rope_scaling of rope_type %s is not supported (supported: llama3)", quoted(typ))
 	}
 	s := &RopeScaling{Type: typ}
 	for _, k := range []string{"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"} {
@@ -499,7 +520,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sliding_window must not be negative, got %d", c.SlidingWindow)
 	}
 	if c.Act != a.Act {
-		return fmt.Errorf("%s %q is not supported (supported: %s)", a.act.key, c.Act, strings.Join(a.act.supported, ", "))
+		return fmt.Errorf("%s %s is not supported (supported: %s)", a.act.key, quoted(c.Act), strings.Join(a.act.supported, ", "))
 	}
 	if k.kvHeads == "" && (c.KVHeads != c.Heads || c.HeadDim*c.Heads != c.Hidden) {
 		return fmt.Errorf("%s %d and %s %d do not agree with %d key-value heads of %d", k.heads, c.Heads, k.hidden, c.Hidden, c.KVHeads, c.HeadDim)
@@ -546,7 +567,7 @@ func (s *RopeScaling) validate() error {
 		return nil
 	}
 	if s.Type != "llama3" {
-		return fmt.Errorf("rope_scaling of rope_type %q is not supported (supported: llama3)", s.Type)
+		return fmt.Errorf("rope_scaling of rope_type %s is not supported (supported: llama3)", quoted(s.Type))
 	}
 	if !(s.Factor >= 1) || math.IsInf(s.Factor, 0) {
 		return fmt.Errorf("rope_scaling.factor must be at least 1, got %g", s.Factor)

@@ -79,7 +79,7 @@ func TestParseFields(t *testing.T) {
 		{"gpt2", Config{
 			ModelType: "gpt2", Arch: ArchGPT2, Hidden: 768, Intermediate: 3072, Layers: 12, Heads: 12,
 			KVHeads: 12, HeadDim: 64, Vocab: 50257, MaxPositions: 1024, TieEmbeddings: true,
-			Act: ActGELUTanh, NormEps: 1e-5, Dropout: 0.1,
+			Act: ActGELUTanh, NormEps: 1e-5, Dropout: 0.1, Dropouts: "resid_pdrop 0.1, embd_pdrop 0.1, attn_pdrop 0.1",
 		}},
 		{"qwen2.5-0.5b", Config{
 			ModelType: "qwen2", Arch: ArchLlama, Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14,
@@ -195,6 +195,16 @@ func TestParseRefuses(t *testing.T) {
 		{"bool field mistyped", llamaJSON, map[string]string{"attention_bias": `"yes"`}, "attention_bias must be true or false"},
 		{"eps zero", gpt2JSON, map[string]string{"layer_norm_epsilon": "0"}, "layer_norm_epsilon must be positive"},
 		{"rope_theta negative", llamaJSON, map[string]string{"rope_theta": "-1"}, "rope_theta must be positive"},
+		// issue 44 item 24: malformed inputs that a planted change let
+		// through with every test passing.
+		{"gpt2 n_inner zero", gpt2JSON, map[string]string{"n_inner": "0"}, "n_inner must be positive, got 0"},
+		{"llama3 bands equal", llamaJSON, map[string]string{"rope_scaling": `{"rope_type": "llama3", "factor": 8, "low_freq_factor": 4, "high_freq_factor": 4, "original_max_position_embeddings": 16}`}, "rope_scaling.high_freq_factor 4 must be greater than low_freq_factor 4"},
+		{"llama3 original positions zero", llamaJSON, map[string]string{"rope_scaling": `{"rope_type": "llama3", "factor": 8, "low_freq_factor": 1, "high_freq_factor": 4, "original_max_position_embeddings": 0}`}, "rope_scaling.original_max_position_embeddings must be positive, got 0"},
+		{"llama3 factor below 1", llamaJSON, map[string]string{"rope_scaling": `{"rope_type": "llama3", "factor": 0.5, "low_freq_factor": 1, "high_freq_factor": 4, "original_max_position_embeddings": 16}`}, "rope_scaling.factor must be at least 1, got 0.5"},
+		// issue 44 item 4: the maximum over the three hid a negative one.
+		{"attn_pdrop negative", gpt2JSON, map[string]string{"attn_pdrop": "-0.5"}, "attn_pdrop must be a probability from 0 to 1, got -0.5"},
+		{"resid_pdrop above 1", gpt2JSON, map[string]string{"resid_pdrop": "1.5"}, "resid_pdrop must be a probability from 0 to 1, got 1.5"},
+		{"attention_dropout negative", llamaJSON, map[string]string{"attention_dropout": "-0.1"}, "attention_dropout must be a probability from 0 to 1, got -0.1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,12 +245,21 @@ func TestParseAccepts(t *testing.T) {
 			return c.QKVBias && c.OutBias && c.MLPBias
 		}},
 		{"gpt2 n_inner", gpt2JSON, map[string]string{"n_inner": "100"}, func(c Config) bool { return c.Intermediate == 100 }},
+		{"gpt2 n_inner null is 4·n_embd", gpt2JSON, map[string]string{"n_inner": "null"}, func(c Config) bool { return c.Intermediate == 4*c.Hidden }},
+		// issue 44 item 24: valid inputs at the boundary, which a planted
+		// change refused with every test passing.
+		{"vocabulary of exactly 2^24", llamaJSON, map[string]string{"vocab_size": "16777216"}, func(c Config) bool { return c.Vocab == MaxVocab }},
+		{"llama3 factor 1", llamaJSON, map[string]string{"rope_scaling": `{"rope_type": "llama3", "factor": 1, "low_freq_factor": 1, "high_freq_factor": 4, "original_max_position_embeddings": 16}`}, func(c Config) bool {
+			return c.RopeScaling != nil && c.RopeScaling.Factor == 1
+		}},
+		{"layers at the bound", gpt2JSON, map[string]string{"n_layer": "65536"}, func(c Config) bool { return c.Layers == MaxLayers }},
 		{"gpt2 untied", gpt2JSON, map[string]string{"tie_word_embeddings": "false"}, func(c Config) bool {
 			ts := c.Tensors()
 			return !c.TieEmbeddings && ts[len(ts)-1].Name == "lm_head.weight"
 		}},
 		{"gpt2 pytorch tanh", gpt2JSON, map[string]string{"activation_function": `"gelu_pytorch_tanh"`}, func(c Config) bool { return c.Act == ActGELUTanh }},
-		{"gpt2 dropout declared", gpt2JSON, map[string]string{"attn_pdrop": "0.3", "resid_pdrop": "0", "embd_pdrop": "0"}, func(c Config) bool { return c.Dropout == 0.3 }},
+		{"gpt2 dropout declared", gpt2JSON, map[string]string{"attn_pdrop": "0.3", "resid_pdrop": "0", "embd_pdrop": "0"}, func(c Config) bool { return c.Dropout == 0.3 && c.Dropouts == "attn_pdrop 0.3" }},
+		{"gpt2 dropout of 1", gpt2JSON, map[string]string{"attn_pdrop": "1"}, func(c Config) bool { return c.Dropout == 1 }},
 		{"qwen2 sliding window in effect", strings.Replace(llamaJSON, `"llama"`, `"qwen2"`, 1), map[string]string{"use_sliding_window": "true", "sliding_window": "16", "max_window_layers": "1"}, func(c Config) bool {
 			return c.SlidingWindow == 16 && c.QKVBias && !c.OutBias
 		}},
@@ -277,7 +296,7 @@ func TestCheck(t *testing.T) {
 		err      string   // in the error, "" for none
 		warnings []string // each in its warning, in order
 	}{
-		{"gpt2 fits", gpt2.Config, 1024, "", []string{"dropout 0.1"}},
+		{"gpt2 fits", gpt2.Config, 1024, "", []string{"dropout (resid_pdrop 0.1, embd_pdrop 0.1, attn_pdrop 0.1)"}},
 		{"gpt2 beyond n_positions", gpt2.Config, 1025, "n_positions 1024", nil},
 		{"smollm2 within", smol.Config, 2048, "", nil},
 		{"smollm2 beyond max positions", smol.Config, 8193, "", []string{"beyond max_position_embeddings 8192"}},

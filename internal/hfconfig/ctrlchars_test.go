@@ -21,3 +21,29 @@ func TestModelTypeErrorEscapesControls(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigValuesBounded checks that a config's value quoted in an error
+// is escaped and bounded (issue 44 item 2): a megabyte model_type, a
+// hidden_act holding a C1 CSI and a bidi override, a size given as a
+// megabyte string.
+func TestConfigValuesBounded(t *testing.T) {
+	long := strings.Repeat("z", 1<<20)
+	for _, tc := range []struct {
+		name, config, want string
+	}{
+		{"model_type", `{"model_type": "` + long + `"}`, `model_type "zzzz`},
+		{"hidden_act", strings.Replace(llamaJSON, `"silu"`, `"x\u009b2J\u202e"`, 1), `hidden_act "x\u009b2J\u202e" is not supported`},
+		{"a size", strings.Replace(llamaJSON, `"hidden_size": 64`, `"hidden_size": "`+long+`"`, 1), `hidden_size must be an integer, got "zzzz`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.config))
+			if err == nil {
+				t.Fatal("Parse accepted it")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.want) || len(msg) > 1000 || strings.ContainsAny(msg, "\u009b\u202e") {
+				t.Errorf("error %.300q (%d bytes); want one line under 1000 bytes containing %q, escaped", msg, len(msg), tc.want)
+			}
+		})
+	}
+}

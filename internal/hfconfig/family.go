@@ -52,7 +52,8 @@ type Arch struct {
 	// act is how the file names the activation.
 	act actKey
 	// dropoutKeys are the file's dropout probabilities, each
-	// dropoutDefault when absent; Config.Dropout is their largest.
+	// dropoutDefault when absent and refused outside [0, 1];
+	// Config.Dropout is their largest, Config.Dropouts names them.
 	dropoutKeys    []string
 	dropoutDefault float64
 	// fixed are flags that change the computation, with the value gpuz

@@ -37,7 +37,7 @@ func TestFamilyDefaults(t *testing.T) {
 		{"gpt2", Config{
 			ModelType: "gpt2", Arch: ArchGPT2, Hidden: 768, Intermediate: 3072, Layers: 12, Heads: 12,
 			KVHeads: 12, HeadDim: 64, Vocab: 50257, MaxPositions: 1024, TieEmbeddings: true, Act: ActGELUTanh,
-			NormEps: 1e-5, Dropout: 0.1,
+			NormEps: 1e-5, Dropout: 0.1, Dropouts: "resid_pdrop 0.1, embd_pdrop 0.1, attn_pdrop 0.1",
 		}, "vocab_size 50257, n_positions 1024, n_embd 768, n_layer 12, n_head 12"},
 	}
 	for _, tt := range tests {

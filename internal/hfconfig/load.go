@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"gpuz/internal/termsafe"
 )
 
 // maxConfig bounds a config.json read from disk: real ones are a few KiB.
@@ -34,10 +36,10 @@ func Load(arg string) (Model, error) {
 		if p, ok := presetNamed(arg); ok {
 			return Model{Config: p.Config, Name: p.Name}, nil
 		}
-		return Model{}, fmt.Errorf("%s: neither a file, a directory nor a preset (presets: %s)", arg, presetNames())
+		return Model{}, fmt.Errorf("%s: neither a file, a directory nor a preset (presets: %s)", termsafe.Short(arg), presetNames())
 	}
 	if err != nil {
-		return Model{}, err
+		return Model{}, escapePath(err)
 	}
 	if !fi.IsDir() {
 		c, err := loadConfigFile(arg)
@@ -53,7 +55,7 @@ func Load(arg string) (Model, error) {
 	m := Model{Config: c, Name: arg, Dir: arg}
 	if hasWeights(arg) {
 		if m.Checked, err = CheckSafetensors(arg, c.Tensors()); err != nil {
-			return Model{}, fmt.Errorf("%s: %w", arg, err)
+			return Model{}, fmt.Errorf("%s: %w", termsafe.Short(arg), err)
 		}
 	}
 	return m, nil
@@ -67,7 +69,7 @@ func loadConfigFile(path string) (Config, error) {
 	}
 	c, err := Parse(data)
 	if err != nil {
-		return Config{}, fmt.Errorf("%s: %w", path, err)
+		return Config{}, fmt.Errorf("%s: %w", termsafe.Short(path), err)
 	}
 	return c, nil
 }

@@ -156,7 +156,7 @@ func TestCheckSafetensors(t *testing.T) {
 		{"a negative dimension", func(t *testing.T, dir string) {
 			h := `{"x": {"dtype": "BF16", "shape": [-1, 2], "data_offsets": [0, 0]}}`
 			writeFile(t, dir, "model.safetensors", append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...))
-		}, "x: shape [-1 2] is not non-negative integers"},
+		}, "x: shape[0] is -1, not a non-negative integer"},
 		{"data offsets beyond the data", func(t *testing.T, dir string) {
 			h := `{"x": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}}`
 			writeFile(t, dir, "model.safetensors", append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...))

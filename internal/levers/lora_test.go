@@ -20,6 +20,7 @@ func TestLoRA(t *testing.T) {
 		{l: LoRA{Rank: 8, Alpha: 32, Targets: "q_proj, v_proj"}, scale: 4, text: "R=8 α=32 q_proj, v_proj", targets: []string{"q_proj", "v_proj"}},
 		{l: LoRA{Rank: 4, Alpha: 2, Targets: AllLinear}, scale: 0.5, text: "R=4 α=2 all-linear", targets: []string{AllLinear}},
 		{l: LoRA{Rank: -1}, err: "--lora must be 0 (off) or a rank from 1 to 65536, got -1"},
+		{l: LoRA{Rank: MaxLoRARank}, scale: 1, text: "R=65536 α=65536"}, // the bound is a rank (issue 44 item 24)
 		{l: LoRA{Rank: MaxLoRARank + 1}, err: "--lora must be 0 (off) or a rank from 1 to 65536, got 65537"},
 		{l: LoRA{Rank: 4, Alpha: -2}, err: "--lora-alpha must be a positive number, got -2"},
 		{l: LoRA{Alpha: 2}, err: "--lora-alpha and --lora-targets need --lora R (a rank above 0)"},

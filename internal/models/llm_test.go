@@ -127,3 +127,19 @@ func TestLLMLossFalls(t *testing.T) {
 		})
 	}
 }
+
+// TestLLMVocabularyBound checks the llm workload's bound on the
+// vocabulary at its edge (issue 44 item 24): 2²⁴ ids are all exact in
+// float32 and accepted; one more is refused.
+func TestLLMVocabularyBound(t *testing.T) {
+	const config = `{"model_type": "llama", "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1,
+		"num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 16777216, "max_position_embeddings": 16}`
+	c := tinyLLM(t, config, 4, 1)
+	if err := c.Validate(); err != nil {
+		t.Errorf("a vocabulary of 2^24: %v", err)
+	}
+	c.Model.Vocab++
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "2^24") {
+		t.Errorf("a vocabulary of 2^24 + 1: %v, want it refused", err)
+	}
+}

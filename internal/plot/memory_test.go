@@ -58,7 +58,7 @@ var memoryPicture = report.MemoryPicture{
 // TestBandOutline: a band's outline runs along its top, left to right, a
 // step per run of equal heights, and back along its base.
 func TestBandOutline(t *testing.T) {
-	got := bandOutline([]int64{0, 0, 1, 1}, []int64{2, 2, 2, 3}, 1)
+	got := bandOutline([]float64{0, 1, 2, 3, 4}, []int64{0, 0, 1, 1}, []int64{2, 2, 2, 3}, 1)
 	want := plotter.XYs{
 		{X: 0, Y: 2}, {X: 3, Y: 2}, {X: 3, Y: 3}, {X: 4, Y: 3}, // the top
 		{X: 4, Y: 1}, {X: 2, Y: 1}, {X: 2, Y: 0}, {X: 0, Y: 0}, // the base, back

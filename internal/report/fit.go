@@ -54,18 +54,20 @@ func writeFitTable(b *strings.Builder, r fit.Result, markdown bool) {
 		for _, c := range cmds {
 			b.WriteString("  " + c + "\n")
 		}
-		for _, l := range wrap("recommended: "+r.Reason(), maxWidth) {
+		for _, l := range wrap("recommended: "+termsafe.String(r.Reason()), maxWidth) {
 			b.WriteString(l + "\n")
 		}
 		return
 	}
 	b.WriteString("\n")
 	t.writeMarkdown(b)
-	b.WriteString("\n```sh\n" + strings.Join(cmds, "\n") + "\n```\n\nrecommended: " + r.Reason() + "\n")
+	b.WriteString("\n```sh\n" + strings.Join(cmds, "\n") + "\n```\n\nrecommended: " + termsafe.String(r.Reason()) + "\n")
 }
 
 // fitTitle is the fit's first line: the workload, the device and its
-// memory, and how many configurations were searched and fit.
+// memory, and how many configurations were searched and fit. The model's
+// and the device's names are printed escaped (termsafe): a file's or a
+// directory's name, a driver's.
 func fitTitle(r fit.Result) string {
 	h := r.Header
 	s := fmt.Sprintf("Fit of gpuz %s %s (scale %s; batch %d%s)", termsafe.String(h.Model), h.Task, h.Scale, h.Batch, sizesText(h))
@@ -74,7 +76,7 @@ func fitTitle(r fit.Result) string {
 		if r.TakeBytes > 0 {
 			taken = " after " + units.Bytes(r.TakeBytes) + " taken"
 		}
-		s += fmt.Sprintf(" on %s: %s free%s, %s within the %s%% margin", r.Device, units.Bytes(r.DeviceFree), taken,
+		s += fmt.Sprintf(" on %s: %s free%s, %s within the %s%% margin", termsafe.String(r.Device), units.Bytes(r.DeviceFree), taken,
 			units.Bytes(r.Budget), strconv.FormatFloat(r.MarginPercent, 'g', -1, 64))
 	}
 	return s + fmt.Sprintf("; %d configurations searched, %d fit", r.Searched, len(r.Ranked)+len(r.Unranked))
@@ -154,7 +156,7 @@ func fitTable(r fit.Result) (table, []string) {
 			}
 		}
 		t.rows = append(t.rows, row)
-		cmds = append(cmds, fmt.Sprintf("%-2s %s", rank, e.Command))
+		cmds = append(cmds, fmt.Sprintf("%-2s %s", rank, termsafe.String(e.Command))) // --model's path
 		modes, preds = append(modes, string(e.Mode)), append(preds, e.Plan.Prediction)
 	}
 	t.notes = []string{"each cache policy at its fastest window (every configuration that fits: --format csv or json)",

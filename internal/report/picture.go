@@ -18,7 +18,10 @@ type MemoryPicture struct {
 	// Categories name the bands, bottom to top (engine.Categories); the
 	// last is the memory held but idle.
 	Categories []string
-	Panels     []MemoryPanel
+	// SlotBand is the index in Categories of the paging slots' band,
+	// which a panel's Slots part.
+	SlotBand int
+	Panels   []MemoryPanel
 }
 
 // MemoryPanel is one row of the plan drawn over the batch's points.
@@ -39,6 +42,10 @@ type MemoryPanel struct {
 	// Ticks mark where the forward pass, the backward pass (with its
 	// updates) and the batch's end fall.
 	Ticks []PictureTick
+	// Slots are the paging slots' bytes, one per slot of the window, then
+	// the staging buffer's (engine.StepMemory.Slots): the parts of the
+	// paging slots' band. Nil without paged blocks.
+	Slots []int64
 }
 
 // PictureTick is a labelled point of a panel's x axis.
@@ -54,8 +61,11 @@ type PictureTick struct {
 func PlanPicture(p bench.MemoryPlan) (MemoryPicture, error) {
 	pic := MemoryPicture{Title: planTitle(p)}
 	cats := engine.Categories()
-	for _, c := range cats {
+	for i, c := range cats {
 		pic.Categories = append(pic.Categories, c.String())
+		if c == engine.PagingSlots {
+			pic.SlotBand = i
+		}
 	}
 	for _, m := range p.Modes {
 		if len(m.Timeline) == 0 {
@@ -68,6 +78,7 @@ func PlanPicture(p bench.MemoryPlan) (MemoryPicture, error) {
 			Capacity: m.DeviceTotal, Free: m.DeviceFree, Take: p.Header.TakeBytes, Need: m.Footprint.Device,
 		}
 		backward := -1
+		panel.Slots = m.Timeline[0].Slots
 		for i, pt := range m.Timeline {
 			for c := range cats {
 				panel.Bands[c] = append(panel.Bands[c], pt.Bytes[cats[c]])

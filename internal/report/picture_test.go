@@ -98,6 +98,13 @@ func checkPanel(t *testing.T, panel MemoryPanel, m bench.ModePlan, take int64) {
 			peak, peakAt = pt.InUse(), i
 		}
 	}
+	var slots int64
+	for _, n := range panel.Slots {
+		slots += n
+	}
+	if len(m.Timeline) > 0 && slots != m.Timeline[0].Bytes[engine.PagingSlots] {
+		t.Errorf("%s: slots %v sum to %d, the paging slots' band is %d", panel.Title, panel.Slots, slots, m.Timeline[0].Bytes[engine.PagingSlots])
+	}
 	if panel.Peak != peak || panel.PeakAt != peakAt {
 		t.Errorf("%s: peak %d at %d, want %d at %d", panel.Title, panel.Peak, panel.PeakAt, peak, peakAt)
 	}

@@ -136,6 +136,8 @@ func planNotes(p bench.MemoryPlan) []string {
 // attention of a workload with attention layers:
 // "Memory plan of gpuz linear eval (scale full, bf16): 12 blocks, batch 30",
 // "Memory plan of gpuz attention train (scale full, fused attention): …".
+// The model's name, a file's or a directory's for llm, is printed escaped
+// (termsafe), as the run's header prints it.
 func planTitle(p bench.MemoryPlan) string {
 	h := p.Header
 	scale := "scale " + h.Scale

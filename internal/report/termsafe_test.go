@@ -6,6 +6,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"gpuz/internal/bench"
+	"gpuz/internal/fit"
 	"gpuz/internal/perfmodel"
 )
 
@@ -78,6 +80,36 @@ func TestCompareEscapesControls(t *testing.T) {
 			got := written(t, func(w io.Writer) error { return WriteCompare(w, f("a.json"), f("b.json")) })
 			if raw := rawControl(got); raw != "" {
 				t.Errorf("WriteCompare printed a raw control character near %q:\n%q", raw, got)
+			}
+		})
+	}
+}
+
+// TestPlanAndFitTitlesEscapeControls checks that plan's and fit's first
+// lines print the model's name (an llm's file or directory) and the
+// device's name escaped, as the run's header does, and fit its command
+// lines, which hold --model's path (issue 44 item 2: plan and fit printed
+// them raw), as text and as Markdown.
+func TestPlanAndFitTitlesEscapeControls(t *testing.T) {
+	for _, h := range hostile {
+		t.Run(h.name, func(t *testing.T) {
+			p := linearPlan
+			p.Header.Model = "llm model" + h.s
+			cpu := fit.Entry{Candidate: fit.Candidate{Mode: bench.ModeCPU}, Fits: true, Command: "gpuz llm train cpu --model 'model" + h.s + "'"}
+			r := fit.Result{Header: p.Header, Device: "sim:card" + h.s, Blocks: 1, Unranked: []fit.Entry{cpu}}
+			for _, f := range []Format{FormatText, FormatMarkdown} {
+				for what, write := range map[string]func(io.Writer) error{
+					"plan": func(w io.Writer) error { return WritePlanAs(w, p, Options{Format: f}) },
+					"fit":  func(w io.Writer) error { return WriteFitAs(w, r, Options{Format: f}) },
+				} {
+					got := written(t, write)
+					if raw := rawControl(got); raw != "" {
+						t.Errorf("%s as %s printed a raw control character near %q:\n%.300q", what, f, raw, got)
+					}
+					if !strings.Contains(got, "llm model") || what == "fit" && !strings.Contains(got, "--model 'model") {
+						t.Errorf("%s as %s lost the model's name:\n%.300q", what, f, got)
+					}
+				}
 			}
 		})
 	}

@@ -26,28 +26,67 @@ func unsafe(r rune) bool {
 // valid UTF-8 as \xNN (a raw 0x9b byte is a CSI to an 8-bit terminal). A
 // string with none of them is returned unchanged.
 func String(s string) string {
+	out, _ := escape(s, -1)
+	return out
+}
+
+// MaxShort is the most bytes of a string Short shows: room for any real
+// tensor, shard or file name, and a bound on a hostile one.
+const MaxShort = 256
+
+// Short returns String(s) for a message, bounded: when the escaped text
+// is longer than MaxShort bytes, its first MaxShort bytes (cut between
+// characters and escapes, never inside one) and then "… (N bytes)", N
+// being the length of s. A name in a file can be a megabyte long; a
+// message that quotes it stays one readable line.
+func Short(s string) string {
+	out, cut := escape(s, MaxShort)
+	if cut {
+		out += "… (" + strconv.Itoa(len(s)) + " bytes)"
+	}
+	return out
+}
+
+// escape returns s escaped as String describes, stopping before the
+// escaped text would pass limit bytes (no limit when limit < 0); cut
+// reports whether it stopped before the end of s.
+func escape(s string, limit int) (out string, cut bool) {
 	i := firstUnsafe(s)
+	if i < 0 && (limit < 0 || len(s) <= limit) {
+		return s, false
+	}
 	if i < 0 {
-		return s
+		i = len(s)
 	}
 	var b strings.Builder
-	b.Grow(len(s) + 8)
+	if limit >= 0 && i > limit {
+		i = limit
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		return s[:i], true
+	}
+	if limit < 0 {
+		b.Grow(len(s) + 8)
+	}
 	b.WriteString(s[:i])
 	for i < len(s) {
 		r, n := utf8.DecodeRuneInString(s[i:])
+		piece := s[i : i+n]
 		switch {
 		case r == utf8.RuneError && n == 1:
-			b.WriteString(`\x`)
-			b.WriteString(hex2(s[i]))
+			piece = `\x` + hex2(s[i])
 		case unsafe(r):
 			q := strconv.QuoteRune(r) // 'X' with X the escape
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteString(s[i : i+n])
+			piece = q[1 : len(q)-1]
 		}
+		if limit >= 0 && b.Len()+len(piece) > limit {
+			return b.String(), true
+		}
+		b.WriteString(piece)
 		i += n
 	}
-	return b.String()
+	return b.String(), false
 }
 
 // Strings returns a copy of ss with String applied to each.

@@ -1,6 +1,9 @@
 package termsafe
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestString checks String on ordinary text (kept) and on hostile text:
 // escape sequences, BEL, CR, bidi overrides, a C1 CSI encoded and raw.
@@ -60,5 +63,31 @@ func TestStrings(t *testing.T) {
 	got := Strings([]string{"a", "\x1b"})
 	if len(got) != 2 || got[0] != "a" || got[1] != `\x1b` {
 		t.Errorf("Strings = %q", got)
+	}
+}
+
+// TestShort checks that Short escapes as String does and bounds what it
+// shows: a megabyte name is cut to MaxShort bytes and says how long it
+// was; the cut falls between characters and escapes, never inside one.
+func TestShort(t *testing.T) {
+	long := strings.Repeat("a", 1<<20)
+	tests := []struct {
+		name, in, want string
+	}{
+		{"short kept", "model.layers.0.mlp.up_proj.weight", "model.layers.0.mlp.up_proj.weight"},
+		{"escaped", "a\x1b[2Jb", `a\x1b[2Jb`},
+		{"exactly the bound", long[:MaxShort], long[:MaxShort]},
+		{"one past the bound", long[:MaxShort+1], long[:MaxShort] + "… (257 bytes)"},
+		{"a megabyte", long, long[:MaxShort] + "… (1048576 bytes)"},
+		{"an escape not split", long[:MaxShort-2] + "\x1b" + long, long[:MaxShort-2] + "… (1048831 bytes)"},
+		{"a rune not split", long[:MaxShort-1] + "é" + long, long[:MaxShort-1] + "… (1048833 bytes)"},
+		{"escapes past the bound", strings.Repeat("\a", 200), strings.Repeat(`\a`, MaxShort/2) + "… (200 bytes)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Short(tt.in); got != tt.want {
+				t.Errorf("Short = %.80q… (%d bytes), want %.80q… (%d bytes)", got, len(got), tt.want, len(tt.want))
+			}
+		})
 	}
 }
