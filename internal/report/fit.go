@@ -172,6 +172,9 @@ func fitTable(r fit.Result) (table, []string) {
 	case note != "":
 		t.notes = append(t.notes, note)
 	}
+	if note := rankOrderNote(rows, ranks); note != "" {
+		t.notes = append(t.notes, note)
+	}
 	hybrid, smallest := 0, fit.Entry{}
 	for _, e := range r.Unranked {
 		if e.Mode.Predicted() {
@@ -196,6 +199,36 @@ func fitTable(r fit.Result) (table, []string) {
 		t.notes = append(t.notes, "the cpu is unranked: no host profile; run gpuz calibrate to measure this machine's, or give --host-profile NAME|FILE")
 	}
 	return t, cmds
+}
+
+// rankOrderNote explains a ranked row printed above a faster one (issue
+// 44 item 11): the ranking's rules, naming the first such pair; "" when
+// the ranked rows' predicted times fall in order.
+func rankOrderNote(rows []fit.Entry, ranks []int) string {
+	for i, a := range rows {
+		for j := i + 1; j < len(rows); j++ {
+			b := rows[j]
+			if ranks[i] == 0 || ranks[j] == 0 || a.Plan.Prediction == nil || b.Plan.Prediction == nil || !(rankTimeOf(b) < rankTimeOf(a)) {
+				continue
+			}
+			why := fmt.Sprintf("within %.0f%% the simpler first", 100*fit.TieFraction)
+			if b.ChangesResults() && !a.ChangesResults() {
+				why = fmt.Sprintf("#%d changes the results (16 bits, or the other attention) and is not faster by more than %.0f%%", ranks[j], 100*fit.ResultsGainFraction)
+			}
+			return fmt.Sprintf("#%d ranks above the faster #%d: %s; fit ranks the fastest first, except that a configuration that changes the results must be more than %.0f%% faster to rank above one that keeps them, and within %.0f%% the simpler comes first (docs/fit.md)",
+				ranks[i], ranks[j], why, 100*fit.ResultsGainFraction, 100*fit.TieFraction)
+		}
+	}
+	return ""
+}
+
+// rankTimeOf is the predicted time fit ranks an entry by: a
+// generation's decode pass, else its epoch.
+func rankTimeOf(e fit.Entry) float64 {
+	if g := e.Plan.Prediction.Generation; g != nil {
+		return g.Decode.Model.Seconds()
+	}
+	return e.Plan.Prediction.Model.Seconds()
 }
 
 // fitCSVColumns head the fit's CSV columns; sizes in bytes.
