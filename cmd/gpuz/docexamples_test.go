@@ -50,6 +50,9 @@ var docExampleAdjust = map[string]struct {
 	"gpuz attention train hybrid,cpu --place host:0-1,cache:2-13 --policy window --win-size 3": {
 		extra: []string{"--layers", "12"}, why: "--place names the full scale's 14 blocks",
 	},
+	"gpuz plan llm generate cuda,hybrid,cache --model llama-3.1-8b --precision bf16 --context 4096 --place host:0-18,cuda:19-33 --device sim:rtx4060-laptop --host-profile cpu-i7-13700h": {
+		extra: []string{"--layers", "32"}, why: "--place names the full model's 34 blocks",
+	},
 }
 
 // docExample is one example command line of a doc.
