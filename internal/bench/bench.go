@@ -315,10 +315,11 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 	if !m.initialise() || !m.predict() {
 		return r
 	}
-	if m.opts.Task == TaskGenerate {
-		m.generations(ctx, data, h)
+	if m.gen != nil {
+		prompt := m.opts.prompts(data)
+		m.epochs(h, func(e int) (Epoch, bool) { return m.generation(ctx, prompt, e) })
 	} else {
-		m.epochs(ctx, data, h)
+		m.epochs(h, func(e int) (Epoch, bool) { return m.epoch(ctx, data, e) })
 	}
 	return r
 }
@@ -506,14 +507,16 @@ func (m *modeRun) predictGeneration() bool {
 	return true
 }
 
-// epochs runs every epoch over data, recording each, and the peak and
-// status at the end; h.StartToFirstEpoch is set at the first.
-func (m *modeRun) epochs(ctx context.Context, data models.Data, h *Header) {
+// epochs runs every epoch with run (an epoch over the data, or one
+// generation), recording each, and the peak and status at the end;
+// h.StartToFirstEpoch is set at the first. run reports false where the
+// run stops, having set the status.
+func (m *modeRun) epochs(h *Header, run func(e int) (Epoch, bool)) {
 	for e := range m.opts.Epochs {
 		if h.StartToFirstEpoch == 0 && !m.opts.ProcessStart.IsZero() {
 			h.StartToFirstEpoch = time.Since(m.opts.ProcessStart).Seconds()
 		}
-		epoch, ok := m.epoch(ctx, data, e)
+		epoch, ok := run(e)
 		if !ok {
 			return
 		}
@@ -562,13 +565,20 @@ func (m *modeRun) epoch(ctx context.Context, data models.Data, e int) (Epoch, bo
 	epoch := Epoch{Index: e, Warmup: e < opts.Warmup, Seconds: time.Since(start).Seconds(), Value: results.Float(sum / float64(samples)),
 		SkippedSteps: prog.LossScale().Skipped - skippedBefore}
 	m.r.LossScale = prog.LossScale().Scale
-	if m.mode.Copies() {
-		after := m.dev.Stats()
-		up, down, took := after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes, (after.CopyTime - before.CopyTime).Seconds()
-		epoch.UploadBytes, epoch.DownloadBytes, epoch.CopySeconds = &up, &down, &took
-		epoch.RemoteBytes = after.RemoteBytes - before.RemoteBytes
-	}
+	m.copiesSince(&epoch, before)
 	return epoch, true
+}
+
+// copiesSince records in epoch, for a mode that copies, the copies its
+// device made since its stats were before.
+func (m *modeRun) copiesSince(epoch *Epoch, before device.Stats) {
+	if !m.mode.Copies() {
+		return
+	}
+	after := m.dev.Stats()
+	up, down, took := after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes, (after.CopyTime - before.CopyTime).Seconds()
+	epoch.UploadBytes, epoch.DownloadBytes, epoch.CopySeconds = &up, &down, &took
+	epoch.RemoteBytes = after.RemoteBytes - before.RemoteBytes
 }
 
 // batch sets batch i of data as the program's input and target and runs

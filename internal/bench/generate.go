@@ -140,35 +140,13 @@ func (opts Options) prompts(data models.Data) []float32 {
 	return data.Batch(0, opts.Batch)
 }
 
-// generations runs every epoch of the generate task, each one generation
-// from the same prompts, recording each with its phases, the tokens
-// generated, and the peak and status at the end; h.StartToFirstEpoch is
-// set at the first. A cancelled ctx stops the generation under way at its
-// next pass: the repetitions finished are kept.
-func (m *modeRun) generations(ctx context.Context, data models.Data, h *Header) {
-	prompt := m.opts.prompts(data)
-	for e := range m.opts.Epochs {
-		if h.StartToFirstEpoch == 0 && !m.opts.ProcessStart.IsZero() {
-			h.StartToFirstEpoch = time.Since(m.opts.ProcessStart).Seconds()
-		}
-		epoch, ok := m.generation(ctx, prompt, e)
-		if !ok {
-			return
-		}
-		m.r.Epochs = append(m.r.Epochs, epoch)
-		if m.opts.Progress != nil {
-			m.opts.Progress(Event{Mode: m.mode, Device: m.r.Device, Epoch: &epoch, Warmup: e < m.opts.Warmup})
-		}
-	}
-	m.r.PeakDeviceBytes = m.dev.Stats().PeakBytes
-	m.r.Status = Status{Kind: StatusOK}
-}
-
 // errStopped is a generation stopped between passes by its context.
 var errStopped = errors.New("generation stopped")
 
-// generation runs generation e: the prefill, timed to the first token,
-// then the decode passes. Its value is the mean over the generated
+// generation runs generation e from the prompts (one epoch of the
+// generate task): the prefill, timed to the first token, then the decode
+// passes; a cancelled ctx stops it at its next pass (the generations
+// finished are kept). Its value is the mean over the generated
 // tokens of each one's logit, the largest of its position's (a figure
 // that every mode computes alike, and that is not finite when the
 // logits are not).
@@ -213,12 +191,7 @@ func (m *modeRun) generation(ctx context.Context, prompt []float32, e int) (Epoc
 			PrefillTokens: opts.Batch * opts.Generate.Prompt, PrefillSeconds: firstToken.Seconds(),
 			DecodeTokens: opts.Batch * (opts.Generate.Tokens - 1), DecodeSeconds: (total - firstToken).Seconds(),
 		}}
-	if m.mode.Copies() {
-		after := m.dev.Stats()
-		up, down, took := after.UploadBytes-before.UploadBytes, after.DownloadBytes-before.DownloadBytes, (after.CopyTime - before.CopyTime).Seconds()
-		epoch.UploadBytes, epoch.DownloadBytes, epoch.CopySeconds = &up, &down, &took
-		epoch.RemoteBytes = after.RemoteBytes - before.RemoteBytes
-	}
+	m.copiesSince(&epoch, before)
 	if opts.Progress != nil {
 		opts.Progress(Event{Mode: m.mode, Device: m.r.Device, Batch: &BatchDone{Epoch: e, Batch: 0, Batches: 1, Epochs: opts.Epochs}})
 	}

@@ -56,25 +56,12 @@ func (sc *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.No
 		return Copies{}, fmt.Errorf("engine: negative batches %d", batches)
 	}
 	sd := bd.sides()
-	var perBatch Copies
-	for _, out := range sc.outputs() {
-		if !sd.valueHost[out] { // the output is read on the host
-			perBatch.DownloadBytes += 4 * int64(sc.values[out].elems)
-			perBatch.Count++
-		}
-	}
 	if fed == nil {
 		fed = sc.spec.Inputs
 	}
-	for _, n := range fed {
-		i, ok := sc.index[n]
-		if !ok || sc.values[i].kind != kindInput {
-			return Copies{}, fmt.Errorf("engine: %s is not an input of the schedule", n.Name())
-		}
-		if !sd.valueHost[i] {
-			perBatch.UploadBytes += 4 * int64(sc.values[i].elems)
-			perBatch.Count++
-		}
+	perBatch, err := sc.runCopies(sd, sc.outputs(), fed)
+	if err != nil {
+		return Copies{}, err
 	}
 	perBatch = perBatch.plus(sc.crossings(sd), 1)
 	total := Copies{}.plus(perBatch, int64(batches))
@@ -90,6 +77,30 @@ func (sc *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.No
 		return Copies{}, err
 	}
 	return total.plus(moved, 1), nil
+}
+
+// runCopies counts the copies around a Run (or a pass) under sides sd:
+// each output read back on the host from the device, and each fed input
+// set on the device.
+func (sc *Schedule) runCopies(sd sides, outputs []int, fed []*gorgonia.Node) (Copies, error) {
+	var c Copies
+	for _, out := range outputs {
+		if !sd.valueHost[out] { // the output is read on the host
+			c.DownloadBytes += 4 * int64(sc.values[out].elems)
+			c.Count++
+		}
+	}
+	for _, n := range fed {
+		i, ok := sc.index[n]
+		if !ok || sc.values[i].kind != kindInput {
+			return Copies{}, fmt.Errorf("engine: %s is not an input of the schedule", n.Name())
+		}
+		if !sd.valueHost[i] {
+			c.UploadBytes += 4 * int64(sc.values[i].elems)
+			c.Count++
+		}
+	}
+	return c, nil
 }
 
 // copyCounter is the dry run's mover and stepper: it counts the copies a

@@ -52,23 +52,12 @@ func (sc *Schedule) PassCopies(pl Placement, window, p int, fed []*gorgonia.Node
 		return Copies{}, err
 	}
 	sd := bd.sides()
-	var c Copies
-	if out := sc.outputs()[p]; !sd.valueHost[out] {
-		c.DownloadBytes += 4 * int64(sc.values[out].elems)
-		c.Count++
-	}
 	if fed == nil {
 		fed = sc.passInputs(p)
 	}
-	for _, n := range fed {
-		i, ok := sc.index[n]
-		if !ok || sc.values[i].kind != kindInput {
-			return Copies{}, fmt.Errorf("engine: %s is not an input of the schedule", n.Name())
-		}
-		if !sd.valueHost[i] {
-			c.UploadBytes += 4 * int64(sc.values[i].elems)
-			c.Count++
-		}
+	c, err := sc.runCopies(sd, sc.outputs()[p:p+1], fed)
+	if err != nil {
+		return Copies{}, err
 	}
 	c = c.plus(sc.crossingsIn(sd, sc.passes[p][0], sc.passes[p][1]), 1)
 	moved, err := bd.moves(window, func(h runHooks, st stepper) error { return sc.walkPass(h, st, p) })
