@@ -49,9 +49,9 @@ func tinyModel(t *testing.T, config string) hfconfig.Model {
 }
 
 // exportModel writes m's first layers, drawn from seed as a run draws
-// them, to a file of type typ in a temporary folder, and returns its path
-// and gpuz's parameters by name.
-func exportModel(t *testing.T, m hfconfig.Model, layers int, seed uint64, typ Type) (string, map[string][]float32) {
+// them (and changed by edit when it is not nil), to a file of type typ in
+// a temporary folder, and returns its path and gpuz's parameters by name.
+func exportModel(t *testing.T, m hfconfig.Model, layers int, seed uint64, typ Type, edit func(name string, values []float32)) (string, map[string][]float32) {
 	t.Helper()
 	model, err := models.LLMConfig{Model: m, Layers: layers, SeqLen: 1, Feed: models.Feed{Samples: 1, Batch: 1, Epochs: 1}}.Build()
 	if err != nil {
@@ -71,6 +71,9 @@ func exportModel(t *testing.T, m hfconfig.Model, layers int, seed uint64, typ Ty
 	err = model.InitParams(seed, func(p *gorgonia.Node, values []float32) error {
 		if slices.ContainsFunc(model.Constants, func(c models.Constant) bool { return c.Node == p }) {
 			return nil
+		}
+		if edit != nil {
+			edit(p.Name(), values)
 		}
 		params[p.Name()] = slices.Clone(values)
 		return lw.Param(p.Name(), values)
@@ -178,7 +181,7 @@ func TestLlamaFile(t *testing.T) {
 				m := tinyModel(t, tc.config)
 				c := m.Config
 				layers := c.Layers
-				path, params := exportModel(t, m, layers, 3, typ)
+				path, params := exportModel(t, m, layers, 3, typ, nil)
 				gf, err := parser.ParseGGUFFile(path)
 				if err != nil {
 					t.Fatal(err)
