@@ -1,8 +1,11 @@
 package gguf
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 
 	"gpuz/internal/hfconfig"
@@ -41,7 +44,7 @@ func (l Llama) Check() error {
 	a := c.Arch
 	switch {
 	case a == nil:
-		return fmt.Errorf("no model configuration")
+		return errors.New("no model configuration")
 	case a.Norm != hfconfig.RMSNorm || a.Positions != hfconfig.Rotary || a.MLP != hfconfig.GatedSiLU || a.Weights != hfconfig.LinearWeights:
 		return fmt.Errorf("GGUF export writes the Llama family (llama, mistral, qwen2), not %s (%s)", a.Name, c.ModelType)
 	case c.MLPBias:
@@ -275,7 +278,7 @@ func (lw *LlamaWriter) Param(name string, values []float32) error {
 
 // Close checks that every parameter was written and completes the file.
 func (lw *LlamaWriter) Close() error {
-	for name := range lw.params {
+	for _, name := range slices.Sorted(maps.Keys(lw.params)) {
 		if !lw.done[name] {
 			return fmt.Errorf("gguf: parameter %s was not written", name)
 		}

@@ -2,12 +2,14 @@ package gguf
 
 import (
 	"encoding/binary"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	parser "github.com/gpustack/gguf-parser-go"
@@ -409,5 +411,46 @@ func checkRotaryScores(t *testing.T, path string, gf *parser.GGUFFile, c hfconfi
 				t.Fatalf("layer %d, head %d, query at %d, key at %d: the file's rotated q·k is %g, transformers' %g", layer, h, pos[0], pos[1], got, want)
 			}
 		}
+	}
+}
+
+// TestLlamaRefuses checks what Llama refuses: GPT-2, MLP biases, layers
+// beyond the model's, a vocabulary without room for the special tokens,
+// and, writing, a parameter it has no tensor for, one given twice and a
+// file closed before every parameter is written.
+func TestLlamaRefuses(t *testing.T) {
+	llama := tinyModel(t, tinyLlamas[0].config)
+	gpt2 := tinyModel(t, `{"model_type": "gpt2", "n_embd": 36, "n_layer": 2, "n_head": 3, "n_positions": 40, "vocab_size": 89}`)
+	mlpBias := tinyModel(t, strings.Replace(tinyLlamas[0].config, `"hidden_act"`, `"mlp_bias": true, "hidden_act"`, 1))
+	small := llama
+	small.Vocab = 2
+	for _, tc := range []struct {
+		name  string
+		l     Llama
+		write func(lw *LlamaWriter) error
+		want  string
+	}{
+		{"gpt2", Llama{Config: gpt2.Config, Layers: 1, Type: F16}, nil, "not GPT-2 (gpt2)"},
+		{"mlp bias", Llama{Config: mlpBias.Config, Layers: 1, Type: F16}, nil, "no MLP biases"},
+		{"layers", Llama{Config: llama.Config, Layers: 3, Type: F16}, nil, "3 layers: want 1 to the model's 2"},
+		{"vocabulary", Llama{Config: small.Config, Layers: 1, Type: F16}, nil, "a vocabulary of 2 tokens"},
+		{"unknown", Llama{Config: llama.Config, Layers: 1, Type: F16}, func(lw *LlamaWriter) error {
+			return lw.Param("model.layers.1.input_layernorm.weight", make([]float32, 48))
+		}, "parameter model.layers.1.input_layernorm.weight has no tensor"},
+		{"twice", Llama{Config: llama.Config, Layers: 1, Type: F16}, func(lw *LlamaWriter) error {
+			lw.Param("model.norm.weight", make([]float32, 48))
+			return lw.Param("model.norm.weight", make([]float32, 48))
+		}, "parameter model.norm.weight given twice"},
+		{"missing", Llama{Config: llama.Config, Layers: 1, Type: F16}, func(lw *LlamaWriter) error { return lw.Close() }, "parameter model.embed_tokens.weight was not written"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lw, err := tc.l.NewWriter(io.Discard)
+			if err == nil && tc.write != nil {
+				err = tc.write(lw)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
 	}
 }
