@@ -12,14 +12,18 @@
 // and the timings as llama-bench names them: the prompt's evaluation (pp:
 // the prompt's tokens over the time to the first generated token) and the
 // generation (tg: the tokens after the first over their time), each in
-// tokens per second. The first prompt's timings include warming up: give
-// a prompt twice to time it warm.
+// tokens per second; and the machine's load averages (1, 5 and 15 minutes)
+// before and after, since llama.cpp's threads meet at a spin barrier after
+// every op and other work on the cores slows them by far more than its
+// share. The first prompt's timings include warming up: give a prompt
+// twice to time it warm.
 //
 // node-llama-cpp is found in the folder GPUZ_NODE_LLAMA_CPP names, or
 // .peer at the repository's root, where it is installed by
 //
 //	mkdir -p .peer && (cd .peer && npm i -E node-llama-cpp@3.21.1)
 import { createRequire } from "node:module";
+import { loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
@@ -68,7 +72,12 @@ try {
 const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry).href);
 
 const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
-const model = await llama.loadModel({ modelPath: resolve(opts.model), gpuLayers: 0 });
+let model;
+try {
+  model = await llama.loadModel({ modelPath: resolve(opts.model), gpuLayers: 0 });
+} catch (e) {
+  fail(`--model ${opts.model}: ${e.message}`);
+}
 for (const id of prompts.flat()) {
   if (id >= model.tokens.size) fail(`--prompt-ids: ${id} is not below the vocabulary's ${model.tokens.size} tokens`);
 }
@@ -82,6 +91,7 @@ const context = await model.createContext({
 const sequence = context.getSequence();
 
 const seconds = (a, b) => Number(b - a) / 1e9;
+const loadBefore = loadavg();
 const sequences = [];
 for (const prompt of prompts) {
   await sequence.clearHistory();
@@ -112,6 +122,7 @@ process.stdout.write(
     llama_cpp_release: llama.llamaCppRelease?.release ?? null,
     model: opts.model,
     threads: context.currentThreads ?? threads,
+    load_average: { before: loadBefore, after: loadavg() },
     sequences,
   }) + "\n",
 );
