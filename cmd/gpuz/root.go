@@ -48,6 +48,9 @@ out per epoch and as an Analyze table.`,
 	for _, def := range workloads {
 		root.AddCommand(newWorkloadCmd(ios, def, false, nil))
 	}
+	if llm, _, err := root.Find([]string{llmWorkload.workload.Name}); err == nil {
+		llm.AddCommand(newExportCmd(ios, nil))
+	}
 	root.AddCommand(newPlanCmd(ios, workloads), newFitCmd(ios, workloads, nil), newTakeMemCmd(ios, nil), newVersionCmd(ios))
 	root.AddCommand(newDevicesCmd(ios, nil), newSelftestCmd(ios, nil), newCompareCmd(ios, nil), newPlotCmd(ios, nil), newCalibrateCmd(ios, nil))
 	decimalFlags(root)
