@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # The generation sitting of docs/benchmarks.md (issue 41 item 7): gpuz's
 # greedy generation on the host against PyTorch's (scripts/torch_llm.py
-# generate: the same model with its own static KV cache) and, when given,
-# llama.cpp's (LLAMACPP: a command that takes --model GGUF --prompt P
-# --tokens N --threads T and prints JSON with prompt_tokens_per_second and
-# decode_tokens_per_second), one after the other at each thread count,
+# generate: the same model with its own static KV cache) and llama.cpp's
+# (scripts/llamacpp_generate.mjs), one after the other at each thread count,
 # with the load average before each. Prints one markdown row per program
 # and thread count: prefill and decode tokens/s, and decode's bytes per
 # token (every weight the decode reads, and the caches at their mean
@@ -13,12 +11,16 @@
 #
 #   scripts/bench-generate.sh MODEL [LAYERS [PROMPT [TOKENS]]]
 #
+# llama.cpp runs when node-llama-cpp is installed (in .peer, or the folder
+# GPUZ_NODE_LLAMA_CPP names: .ci/run installs it), on gpuz's own weights
+# written by gpuz llm export --gguf as GGUF_TYPE (f32, the default, or
+# f16).
+#
 #   MODEL   a preset (smollm2-135m, llama-3.2-1b); LAYERS its decoder
 #           layers (default all); PROMPT and TOKENS default 512 and 128.
 #   THREADS  thread counts (default "1 2"); TRIAD, FMA the machine's peaks
 #            (GB/s, GFLOP/s; without them no share is printed);
-#            GPUZ_BIN the binary (default bin/gpuz); GGUF the model file
-#            llama.cpp runs (gpuz llm export --gguf writes it).
+#            GPUZ_BIN the binary (default bin/gpuz).
 #
 # Runs under flock /tmp/gpuz-bench.lock so that two benchmarks never
 # overlap. Speed is measured here, never asserted: read the load averages.
@@ -47,6 +49,17 @@ flock 9
 # the same generation (its schedule's work of one prefill and one decode
 # pass, at a full cache).
 "$bin" plan llm generate cpu --model "$model" "${depth[@]}" --prompt "$prompt" --tokens "$tokens" --format json >"$tmp/plan.json"
+
+# llama.cpp runs gpuz's own weights (gpuz llm export --gguf) when
+# node-llama-cpp is installed in .peer (or GPUZ_NODE_LLAMA_CPP), on one
+# prompt of uniform ids.
+llamacpp=0
+gguf_type=${GGUF_TYPE:-f32}
+if [[ -d ${GPUZ_NODE_LLAMA_CPP:-$root/.peer}/node_modules/node-llama-cpp ]] && command -v node >/dev/null; then
+	llamacpp=1
+	"$bin" llm export --model "$model" "${depth[@]}" --type "$gguf_type" --gguf "$tmp/model.gguf" >/dev/null
+	ids=$(python3 -c 'import json, random, sys; random.seed(1); v = json.load(open(sys.argv[1]))["vocab_size"]; print(",".join(str(random.randrange(3, v)) for _ in range(int(sys.argv[2]))))' "$config" "$prompt")
+fi
 
 echo "| program | threads | load | prefill tok/s | decode tok/s | decode share of triad | prefill share of FMA |"
 echo "|---|---|---|---|---|---|---|"
@@ -90,10 +103,13 @@ EOF
 		--threads "$t" --repeats 2 --top 1 --json "$tmp/torch.json"
 	rates=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["prefill_tokens_per_second"], r["decode_tokens_per_second"])' "$tmp/torch.json")
 	row "PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)')" $rates
-	if [[ -n ${LLAMACPP:-} && -n ${GGUF:-} ]]; then
+	if ((llamacpp)); then
 		load=$(cut -d' ' -f1 /proc/loadavg)
-		$LLAMACPP --model "$GGUF" --prompt "$prompt" --tokens "$tokens" --threads "$t" >"$tmp/llama.json"
-		rates=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["prompt_tokens_per_second"], r["decode_tokens_per_second"])' "$tmp/llama.json")
-		row llama.cpp $rates
+		# The same prompt twice, each from an empty cache: the second is
+		# timed warm.
+		node "$root/scripts/llamacpp_generate.mjs" --model "$tmp/model.gguf" --prompt-ids "$ids" --prompt-ids "$ids" \
+			--tokens "$tokens" --threads "$t" >"$tmp/llama.json"
+		rates=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["sequences"][-1]; print(r["prompt_tokens_per_s"], r["generate_tokens_per_s"])' "$tmp/llama.json")
+		row "llama.cpp ($gguf_type)" $rates
 	fi
 done
