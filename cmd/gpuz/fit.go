@@ -37,7 +37,7 @@ type FitOptions struct {
 
 // fitSearched are the workload command's flags that choose a
 // configuration, which fit searches itself and so refuses.
-var fitSearched = []string{"policy", "win-size", "optimizer-on", "place", "managed-page", "managed-advise", "recompute", "precision", "attention", "bench-out", "wide", "plot"}
+var fitSearched = []string{"policy", "win-size", "optimizer-on", "place", "managed-page", "managed-advise", "recompute", "precision", "attention", "bench-out", "wide", "plot", "framework"}
 
 // newFitCmd builds "gpuz fit MODEL train|eval": for each workload, its
 // command's flags less those fit searches, and --margin and --verify.
@@ -101,8 +101,8 @@ func newFitWorkloadCmd(ios *IOStreams, def workloadDef, runF func(context.Contex
   gpuz fit %[1]s eval --scale small --device sim:4GiB --format json`, def.workload.Name)
 	flags := sub.Flags()
 	for _, name := range fitSearched {
-		if flags.Lookup(name) == nil && name == "attention" {
-			continue // a workload without attention layers
+		if flags.Lookup(name) == nil && (name == "attention" || name == "framework") {
+			continue // a workload without attention layers, or other than llm
 		}
 		if err := flags.MarkHidden(name); err != nil {
 			panic(err) // a name above that the workload command lacks

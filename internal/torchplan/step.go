@@ -47,14 +47,26 @@ func (s Step) targeted(name string) bool {
 // save them; with Checkpoint, each decoder layer's input, which the
 // checkpoint holds, in place of the layer's own.
 func SavedTensors(s Step, fw Framework) ([]Saved, error) {
+	t, err := trace(s, fw)
+	if err != nil {
+		return nil, err
+	}
+	return t.saved, nil
+}
+
+// trace checks s and runs its forward pass through a tracer under fw's
+// rules.
+func trace(s Step, fw Framework) (*tracer, error) {
 	v, err := fw.versions()
 	if err != nil {
 		return nil, err
 	}
-	if s.SDPA && v&v2 == 0 {
+	switch {
+	case s.Model.Arch == nil:
+		return nil, fmt.Errorf("no model")
+	case s.SDPA && v&v2 == 0:
 		return nil, fmt.Errorf("%s has no scaled_dot_product_attention: its attention is eager", fw)
-	}
-	if s.Batch <= 0 || s.SeqLen <= 0 {
+	case s.Batch <= 0 || s.SeqLen <= 0:
 		return nil, fmt.Errorf("batch %d and sequence length %d must be positive", s.Batch, s.SeqLen)
 	}
 	t := newTracer(v, s.Autocast)
@@ -63,7 +75,7 @@ func SavedTensors(s Step, fw Framework) ([]Saved, error) {
 	if t.err != nil {
 		return nil, fmt.Errorf("%s: %w", fw, t.err)
 	}
-	return t.saved, nil
+	return t, nil
 }
 
 // SavedBytes is the sum of the tensors' bytes.
@@ -107,10 +119,12 @@ func (m *model) trained() bool { return m.s.LoRARank <= 0 }
 func (m *model) forward() {
 	t := m.t
 	ids := t.tensor(m.n, i64, false)
-	x := t.apply("embedding", []*tensor{t.tensor(m.n*m.d, f32, false)}, t.param(int64(m.c.Vocab)*m.d, m.trained()), ids)
+	embed := t.param(int64(m.c.Vocab)*m.d, m.trained())
+	x := t.apply("embedding", []*tensor{t.tensor(m.n*m.d, f32, false)}, embed, ids)
 	if m.c.Arch.Positions == hfconfig.Learned {
 		// wpe's rows [0, seq): a view of a parameter, added.
-		x = t.elementwise("add", x, t.param(m.seq*m.d, m.trained()))
+		wpe := t.param(int64(m.c.MaxPositions)*m.d, m.trained())
+		x = t.elementwise("add", x, &tensor{id: wpe.id, numel: m.seq * m.d, dt: f32, grad: wpe.grad, param: true})
 	} else {
 		// The rotary tables, [seq, head_dim] each, computed once per
 		// forward pass (LlamaRotaryEmbedding) and shared by the layers.
@@ -130,7 +144,11 @@ func (m *model) forward() {
 	}
 	t.block = "head"
 	h := m.norm(x)
-	logits := m.linear(h, m.vocab, "lm_head", false)
+	var head *tensor // tied: the embedding's weight
+	if m.c.TieEmbeddings {
+		head = embed
+	}
+	logits := m.linear(h, m.vocab, "lm_head", false, head)
 	// The loss upcasts the logits (logits.float()), then cross_entropy:
 	// log_softmax and nll_loss.
 	if logits.dt != f32 {
@@ -170,10 +188,15 @@ func (m *model) norm(x *tensor) *tensor {
 // linear is a linear layer of out features on x (nn.Linear, or GPT-2's
 // Conv1D, an addmm), with its bias if the family has one, and PEFT's
 // adapter when name is a target: y + scaling·B(A(x)).
-func (m *model) linear(x *tensor, outFeatures int64, name string, bias bool) *tensor {
+func (m *model) linear(x *tensor, outFeatures int64, name string, bias bool, tied ...*tensor) *tensor {
 	t := m.t
 	in := x.numel / m.n
-	w := t.param(in*outFeatures, m.trained())
+	var w *tensor
+	if len(tied) > 0 && tied[0] != nil {
+		w = tied[0]
+	} else {
+		w = t.param(in*outFeatures, m.trained())
+	}
 	var b *tensor
 	if bias {
 		b = t.param(outFeatures, m.trained())

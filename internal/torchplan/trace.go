@@ -35,6 +35,8 @@ type tensor struct {
 	// scalar marks a wrapped Python number, which does not take part in
 	// type promotion.
 	scalar bool
+	// weight marks autocast's 16-bit copy of a parameter.
+	weight bool
 }
 
 // Saved is one tensor autograd keeps for the backward pass.
@@ -42,6 +44,9 @@ type Saved struct {
 	Block string // "embed", "layerN" or "head", as gpuz names its blocks
 	Op    string // the rule's op that saved it
 	Bytes int64
+	// Weight marks autocast's 16-bit copy of a weight, which a product
+	// saves for its input's gradient.
+	Weight bool
 }
 
 // tracer walks a forward pass op by op, keeping what each op's rule
@@ -57,6 +62,8 @@ type tracer struct {
 	seen   map[int]bool
 	casts  map[int]*tensor // autocast's cache: a trained parameter's 16-bit copy
 	saved  []Saved
+	// params are the parameters made, each once.
+	params []*tensor
 	err    error
 }
 
@@ -74,6 +81,7 @@ func (t *tracer) tensor(n int64, dt dtype, grad bool) *tensor {
 func (t *tracer) param(n int64, trained bool) *tensor {
 	p := t.tensor(n, f32, trained)
 	p.param = true
+	t.params = append(t.params, p)
 	return p
 }
 
@@ -90,7 +98,7 @@ func (t *tracer) keep(x *tensor, op string) {
 		return
 	}
 	t.seen[x.id] = true
-	t.saved = append(t.saved, Saved{Block: t.block, Op: op, Bytes: x.numel * x.dt.size()})
+	t.saved = append(t.saved, Saved{Block: t.block, Op: op, Bytes: x.numel * x.dt.size(), Weight: x.weight})
 }
 
 // apply runs op on ins with results outs (made by the caller, outs[0]
@@ -174,10 +182,13 @@ func (t *tracer) lower(x *tensor) *tensor {
 			return c
 		}
 		c := t.copyOf(x, x.numel, bf16)
+		c.weight = true
 		t.casts[x.id] = c
 		return c
 	}
-	return t.copyOf(x, x.numel, bf16)
+	c := t.copyOf(x, x.numel, bf16)
+	c.weight = x.param
+	return c
 }
 
 // product applies a matrix product rule (linear, addmm, bmm) to operands
