@@ -37,7 +37,7 @@ type FitOptions struct {
 
 // fitSearched are the workload command's flags that choose a
 // configuration, which fit searches itself and so refuses.
-var fitSearched = []string{"policy", "win-size", "optimizer-on", "place", "managed-page", "managed-advise", "recompute", "precision", "attention", "bench-out", "wide", "plot", "framework"}
+var fitSearched = []string{"policy", "win-size", "optimizer-on", "place", "managed-page", "managed-advise", "recompute", "precision", "attention", "bench-out", "wide", "plot"}
 
 // newFitCmd builds "gpuz fit MODEL train|eval": for each workload, its
 // command's flags less those fit searches, and --margin and --verify.
@@ -88,6 +88,12 @@ func newFitWorkloadCmd(ios *IOStreams, def workloadDef, runF func(context.Contex
 	fo := &FitOptions{Margin: fit.DefaultMarginPercent}
 	sub := newWorkloadCmd(ios, def, true, func(ctx context.Context, o *WorkloadOptions) error {
 		fo.WorkloadOptions = o
+		if fw, err := o.framework(); err != nil || fw.IsTorch() {
+			if err != nil {
+				return err
+			}
+			return fitFrameworkRun(ctx, fo, fw)
+		}
 		if runF != nil {
 			return runF(ctx, fo)
 		}
@@ -101,8 +107,8 @@ func newFitWorkloadCmd(ios *IOStreams, def workloadDef, runF func(context.Contex
   gpuz fit %[1]s eval --scale small --device sim:4GiB --format json`, def.workload.Name)
 	flags := sub.Flags()
 	for _, name := range fitSearched {
-		if flags.Lookup(name) == nil && (name == "attention" || name == "framework") {
-			continue // a workload without attention layers, or other than llm
+		if flags.Lookup(name) == nil && name == "attention" {
+			continue // a workload without attention layers
 		}
 		if err := flags.MarkHidden(name); err != nil {
 			panic(err) // a name above that the workload command lacks

@@ -67,7 +67,9 @@ func TestFrameworkBadInput(t *testing.T) {
 		{"fp16", with(plan, "--framework", "torch", "--precision", "fp16"), "--framework torch plans --precision fp32 and bf16 (autocast); fp16 is not planned"},
 		{"eval", with([]string{"plan", "llm", "eval", "cpu", "--model", "../../scripts/testdata/llm-gpt2.json", "--seq-len", "8"}, "--framework", "torch"), "--framework torch plans the llm workload's training step"},
 		{"linear", []string{"plan", "linear", "train", "--framework", "torch"}, "unknown flag: --framework"},
-		{"fit", []string{"fit", "llm", "train", "--framework", "torch"}, "fit searches --framework itself (or does not use it); drop it"},
+		{"fit unknown", []string{"fit", "llm", "train", "--framework", "jax"}, `--framework: unknown framework "jax"`},
+		{"fit eval", []string{"fit", "llm", "eval", "--framework", "torch", "--device", "sim:1GiB"}, "--framework torch plans the llm workload's training step"},
+		{"fit without a GPU", []string{"fit", "llm", "train", "--framework", "torch", "--model", "../../scripts/testdata/llm-gpt2.json", "--seq-len", "8", "--device", "cpu"}, "fit --framework torch needs a GPU to fit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -79,5 +81,43 @@ func TestFrameworkBadInput(t *testing.T) {
 				t.Errorf("gpuz %q: stderr %q; want one line with %q", tc.args, stderr.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestFitFramework runs "gpuz fit llm train --framework torch" on
+// docs/llm.md's worked example (Llama-3.2-1B, LoRA r=16, 1024 tokens, the
+// 8 GB laptop's profile) and checks the ranking it states: the best
+// PyTorch configuration is bf16 with gradient checkpointing at a batch of
+// one, the only lever set at that batch that fits with bf16, printed as
+// the Python a user sets.
+func TestFitFramework(t *testing.T) {
+	args := []string{"fit", "llm", "train", "--framework", "torch", "--model", "llama-3.2-1b", "--device", "sim:rtx4060-laptop",
+		"--seq-len", "1024", "--lora", "16", "--format", "json"}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("gpuz %q: status %d: %s", args, code, stderr.String())
+	}
+	var fit struct {
+		Kind    string `json:"kind"`
+		Choices []struct {
+			Batch  int    `json:"batch"`
+			Python string `json:"python"`
+			Fits   bool   `json:"fits"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &fit); err != nil {
+		t.Fatal(err)
+	}
+	if fit.Kind != "framework-fit" || len(fit.Choices) != 12 {
+		t.Fatalf("kind %q, %d choices; want framework-fit and 12 (batches 1, 2, 4 × bf16 or fp32 × checkpointing or not)", fit.Kind, len(fit.Choices))
+	}
+	want := `TrainingArguments(bf16=True, gradient_checkpointing=True, per_device_train_batch_size=1), LoraConfig(r=16, target_modules=["q_proj", "v_proj"]), attn_implementation="sdpa"`
+	if best := fit.Choices[0]; !best.Fits || best.Python != want {
+		t.Errorf("best %+v; want %s, fitting", best, want)
+	}
+	for _, c := range fit.Choices {
+		if c.Fits && c.Batch > 1 {
+			t.Errorf("%s fits the 8 GB laptop", c.Python)
+		}
 	}
 }

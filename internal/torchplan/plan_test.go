@@ -84,3 +84,39 @@ func TestVersionsDiffer(t *testing.T) {
 		t.Errorf("eager keeps %d bytes more than sdpa; want %d", got, want)
 	}
 }
+
+// TestRank checks fit's order on Llama-3.2-1B with LoRA at 1024 tokens
+// and docs/llm.md's 8 GB laptop budget (8 GiB less fit's 5% margin):
+// at a batch of 4 nothing fits, at a batch of 1 bf16 with checkpointing
+// does (6.71 GiB) and bf16 without it does not (9.76 GiB), and every
+// choice that fits comes before every one that does not.
+func TestRank(t *testing.T) {
+	m, err := hfconfig.Load("llama-3.2-1b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := int64(8<<30) - int64(8<<30)*5/100
+	base := Step{Model: m.Config, SeqLen: 1024, LoRARank: 16, SDPA: true}
+	choices, err := Rank([]Step{base}, Torch, []int{1, 4}, budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(choices) != 8 {
+		t.Fatalf("%d choices; want 8", len(choices))
+	}
+	best := choices[0]
+	if !best.Fits || best.Step.Batch != 1 || !best.Step.Autocast || !best.Step.Checkpoint {
+		t.Errorf("best %+v fits %v; want bf16 with checkpointing at a batch of 1", best.Step, best.Fits)
+	}
+	for i, c := range choices {
+		if i > 0 && c.Fits && !choices[i-1].Fits {
+			t.Errorf("choice %d fits after one that does not", i)
+		}
+		if c.Step.Batch == 4 && c.Fits {
+			t.Errorf("%s fits at a batch of 4: peak %d", c.Step.Python(), c.Plan.Peak)
+		}
+		if c.Step.Batch == 1 && c.Step.Autocast && !c.Step.Checkpoint && c.Fits {
+			t.Errorf("bf16 without checkpointing fits: peak %d", c.Plan.Peak)
+		}
+	}
+}

@@ -7,10 +7,15 @@ import (
 
 // Python is s as a PyTorch user sets it: the HF Trainer's
 // TrainingArguments, PEFT's LoraConfig and the model's attention, e.g.
-// `TrainingArguments(bf16=True, gradient_checkpointing=True),
-// LoraConfig(r=16, target_modules=["q_proj", "v_proj"]),
-// attn_implementation="sdpa"`.
+// `TrainingArguments(bf16=True, gradient_checkpointing=True,
+// per_device_train_batch_size=1), LoraConfig(r=16,
+// target_modules=["q_proj", "v_proj"]), attn_implementation="sdpa"`.
 func (s Step) Python() string {
+	return "TrainingArguments(" + s.TrainingArguments() + "), " + s.ModelPython()
+}
+
+// TrainingArguments is the arguments of s's TrainingArguments.
+func (s Step) TrainingArguments() string {
 	var args []string
 	if s.Autocast {
 		args = append(args, "bf16=True")
@@ -19,7 +24,13 @@ func (s Step) Python() string {
 		args = append(args, "gradient_checkpointing=True")
 	}
 	args = append(args, fmt.Sprintf("per_device_train_batch_size=%d", s.Batch))
-	parts := []string{"TrainingArguments(" + strings.Join(args, ", ") + ")"}
+	return strings.Join(args, ", ")
+}
+
+// ModelPython is how s's model is set up: PEFT's LoraConfig, if any, and
+// the attention transformers runs.
+func (s Step) ModelPython() string {
+	var parts []string
 	if s.LoRARank > 0 {
 		targets := s.LoRATargets
 		if targets == nil {
