@@ -24,6 +24,9 @@ func fitFrameworkRun(ctx context.Context, o *FitOptions, fw torchplan.Framework)
 	if err := o.validate(); err != nil {
 		return err
 	}
+	if o.Verify > 0 {
+		return usagef("fit --framework %s plans PyTorch's configurations; --verify runs gpuz's: drop one", fw)
+	}
 	o.Modes = []bench.Mode{bench.ResidentMode(true)}
 	take, err := o.takeBytes()
 	if err != nil {

@@ -69,6 +69,7 @@ func TestFrameworkBadInput(t *testing.T) {
 		{"linear", []string{"plan", "linear", "train", "--framework", "torch"}, "unknown flag: --framework"},
 		{"fit unknown", []string{"fit", "llm", "train", "--framework", "jax"}, `--framework: unknown framework "jax"`},
 		{"fit eval", []string{"fit", "llm", "eval", "--framework", "torch", "--device", "sim:1GiB"}, "--framework torch plans the llm workload's training step"},
+		{"fit verify", []string{"fit", "llm", "train", "--framework", "torch", "--model", "../../scripts/testdata/llm-gpt2.json", "--seq-len", "8", "--device", "sim:1GiB", "--verify", "1"}, "--verify runs gpuz's: drop one"},
 		{"fit without a GPU", []string{"fit", "llm", "train", "--framework", "torch", "--model", "../../scripts/testdata/llm-gpt2.json", "--seq-len", "8", "--device", "cpu"}, "fit --framework torch needs a GPU to fit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
