@@ -19,14 +19,21 @@ MistralForCausalLM and GPT2LMHeadModel), with no dependency but torch.
         (the second with Adam's state), beside which gpu-check.sh prints
         gpuz's plan and measured peak of the same configuration.
     torch_llm.py saved CONFIG.json --seq-len S --batch B [--layers N]
-                 [--precision fp32|bf16] [--recompute none|blocks] [--list]
+                 [--precision fp32|bf16] [--recompute none|blocks]
+                 [--lora R] [--list]
         Print, as JSON, the bytes PyTorch keeps for the backward pass of one
         training step (torch.autograd.graph.saved_tensors_hooks; parameters
         excluded, tensors sharing storage counted once; with --recompute
         blocks each decoder layer runs under torch.utils.checkpoint, whose
-        inputs are counted too) and each tensor: the block and op of the
+        inputs are counted too; with --lora R PEFT's adapters of rank R on
+        the family's default targets, q_proj and v_proj or c_attn, every
+        other weight frozen) and each tensor: the block and op of the
         forward pass that saved it, its shape, dtype and bytes (--list: as
-        a table). docs/llm.md compares them with gpuz's.
+        a table). docs/llm.md compares them with gpuz's, and
+        internal/torchplan's TestSavedMatchesTorch with its rules.
+    torch_llm.py saved -
+        saved once per line of standard input, each line its arguments,
+        each run's JSON on one line (torch imported once).
     torch_llm.py bench CONFIG.json --seq-len S --batch B --samples N
                  --epochs E [--layers L] [--task train|eval] [--threads T] [--json FILE]
         Time E epochs (the first a warm-up, left out of the median) of the
@@ -566,6 +573,7 @@ def saved(argv):
     p.add_argument("--layers", type=int)
     p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--recompute", choices=["none", "blocks"], default="none")
+    p.add_argument("--lora", type=int, default=0, metavar="R", help="PEFT's adapters of rank R on the default targets")
     p.add_argument("--list", action="store_true", help="print a table of the saved tensors instead of JSON")
     a = p.parse_args(argv)
     with open(a.config) as f:
@@ -573,6 +581,21 @@ def saved(argv):
     layers = a.layers or s["layers"]
     torch.manual_seed(1)
     P = load(torch, s, random_init(torch, s, layers), layers)
+    lora = (None, ())
+    if a.lora > 0:
+        # PEFT's defaults (peft/utils/constants.py): q_proj and v_proj for
+        # the Llama family, c_attn for GPT-2. The adapters' values do not
+        # matter here; random ones keep cast_of from matching zeros.
+        targets = ("c_attn",) if s["arch"] == "gpt2" else ("q_proj", "v_proj")
+        for name, t in list(P.p.items()):
+            parts = name.rsplit(".", 2)
+            if len(parts) == 3 and parts[1] in targets and parts[2] == "weight":
+                out, inp = (t.shape[1], t.shape[0]) if s["arch"] == "gpt2" else tuple(t.shape)
+                P.add(f"{parts[0]}.{parts[1]}.lora_A.weight", torch.randn(a.lora, inp) * 0.02)
+                P.add(f"{parts[0]}.{parts[1]}.lora_B.weight", torch.randn(out, a.lora) * 0.02)
+        for name, t in P.p.items():
+            t.requires_grad_(".lora_" in name)
+        lora = (1.0, targets)
     params = {t.data_ptr() for t in P.p.values()}
     half = torch.bfloat16 if a.precision == "bf16" else None
     ids = torch.randint(0, s["vocab"], (a.batch, a.seq_len))
@@ -611,7 +634,7 @@ def saved(argv):
         # torch.utils.checkpoint (use_reentrant=False) keeps each layer's
         # input in its closure, not through the hooks: counted here.
         logits = forward(torch, s, P, ids, layers, a.seq_len, checkpoint=a.recompute == "blocks",
-                         kept=lambda x: keep(x, "checkpoint's input"))
+                         kept=lambda x: keep(x, "checkpoint's input"), lora=lora)
         at("cross_entropy", "head")
         loss = torch.nn.functional.cross_entropy(logits.float(), targets)
     loss.backward()
@@ -624,7 +647,7 @@ def saved(argv):
         print(f"saved {total} bytes in {len(tensors)} tensors (torch {torch.__version__})")
         return 0
     print(json.dumps({"saved_bytes": total, "layers": layers, "seq_len": a.seq_len, "batch": a.batch,
-                      "precision": a.precision, "recompute": a.recompute, "torch": torch.__version__,
+                      "precision": a.precision, "recompute": a.recompute, "lora": a.lora, "torch": torch.__version__,
                       "tensors": tensors}))
     return 0
 
@@ -1017,6 +1040,14 @@ BENCH_WARMUP = 1
 def main(argv):
     if len(argv) == 2 and argv[0] == "check":
         return check(argv[1])
+    if argv == ["saved", "-"]:
+        # One run per line of standard input (its arguments), one JSON
+        # line each: a test's cases in one process, torch imported once.
+        for line in sys.stdin:
+            if line.strip():
+                saved(line.split())
+                sys.stdout.flush()
+        return 0
     if argv and argv[0] == "saved":
         return saved(argv[1:])
     if argv and argv[0] == "peak":
@@ -1026,7 +1057,7 @@ def main(argv):
     if argv and argv[0] == "generate":
         return generate(argv[1:])
     fail("usage: torch_llm.py check DUMP.json | saved CONFIG.json --seq-len S --batch B [--layers N] "
-         "[--precision fp32|bf16] [--recompute none|blocks] [--list] | peak CONFIG.json --seq-len S --batch B "
+         "[--precision fp32|bf16] [--recompute none|blocks] [--lora R] [--list] | saved - | peak CONFIG.json --seq-len S --batch B "
          "[--layers N] [--task train|eval] [--json FILE] | bench CONFIG.json --seq-len S --batch B "
          "--samples N --epochs E [--layers L] [--task train|eval] [--json FILE] | generate DUMP.json|CONFIG.json "
          "[--prompt P --tokens N --batch B --layers L] [--check] [--top K] [--json FILE]", 2)

@@ -88,6 +88,12 @@ func newFitWorkloadCmd(ios *IOStreams, def workloadDef, runF func(context.Contex
 	fo := &FitOptions{Margin: fit.DefaultMarginPercent}
 	sub := newWorkloadCmd(ios, def, true, func(ctx context.Context, o *WorkloadOptions) error {
 		fo.WorkloadOptions = o
+		if fw, err := o.framework(); err != nil || fw.IsTorch() {
+			if err != nil {
+				return err
+			}
+			return fitFrameworkRun(ctx, fo, fw)
+		}
 		if runF != nil {
 			return runF(ctx, fo)
 		}

@@ -107,6 +107,10 @@ func planRun(ctx context.Context, o *WorkloadOptions) error {
 	if err != nil {
 		return err
 	}
+	tp, err := o.frameworkPlan(opts)
+	if err != nil {
+		return err
+	}
 	var p bench.MemoryPlan
 	if !untilDone(ctx, func() { p, err = bench.PlanMemory(opts, po) }) {
 		return errInterrupted
@@ -115,9 +119,9 @@ func planRun(ctx context.Context, o *WorkloadOptions) error {
 		return fmt.Errorf("planning %s %s: %w", o.Workload.Name, o.Task, err)
 	}
 	if o.JSON != "" && o.JSON != "-" {
-		return writeJSON(o.IO.Out, o.JSON, "the plan", func(w io.Writer) error { return report.WritePlanJSON(w, p) })
+		return writeJSON(o.IO.Out, o.JSON, "the plan", func(w io.Writer) error { return report.WritePlanJSONFramework(w, p, tp) })
 	}
-	if err := report.WritePlanAs(o.IO.Out, p, report.Options{Format: o.format(), Wide: o.Wide}); err != nil {
+	if err := report.WritePlanAs(o.IO.Out, p, report.Options{Format: o.format(), Wide: o.Wide, Framework: tp}); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
 	}
 	if o.Plot != "" {

@@ -116,6 +116,9 @@ type WorkloadOptions struct {
 	Model string
 	// ListModels is the llm workload's --list-models: print the presets.
 	ListModels bool
+	// Framework is the llm workload's plan --framework: gpuz, torch or
+	// torch-1.13 (framework.go).
+	Framework string
 	// Generate is the generate task's sizes (--prompt, --tokens,
 	// --context, --prompt-ids); promptIDsText is --prompt-ids as given,
 	// promptGiven and tokensGiven whether --prompt and --tokens were

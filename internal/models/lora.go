@@ -58,6 +58,10 @@ func (c LLMConfig) loraLayers() (all, def []string) {
 	return all, slices.Clone(c.Model.Arch.LoRADefault)
 }
 
+// LoRATargets is the layers c's LoRA adapts, as transformers names the
+// modules (the family's default when --lora-targets is not given).
+func (c LLMConfig) LoRATargets() ([]string, error) { return loraTargets(c) }
+
 // loraTargets resolves c's targets: the default for nil, every layer
 // for all-linear, else each name checked against the model's layers.
 func loraTargets(c loraConfig) ([]string, error) {

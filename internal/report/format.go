@@ -10,6 +10,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/levers"
+	"gpuz/internal/torchplan"
 )
 
 // Format is a form the results and the plan are written in.
@@ -46,6 +47,10 @@ func ParseFormat(s string) (Format, error) {
 type Options struct {
 	Format Format
 	Wide   bool
+	// Framework is PyTorch's plan of the same step, printed beside
+	// gpuz's by a plan's writers (plan --framework torch); nil for gpuz's
+	// alone.
+	Framework *torchplan.Plan
 }
 
 // WriteAnalyze writes the default Analyze table as text: "Analyze", then

@@ -15,6 +15,7 @@ import (
 	"gpuz/internal/levers"
 	"gpuz/internal/results"
 	"gpuz/internal/termsafe"
+	"gpuz/internal/torchplan"
 	"gpuz/internal/units"
 )
 
@@ -213,6 +214,9 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 				}
 			}
 			b.WriteString("\n")
+			if o.Framework != nil {
+				writeFrameworkText(b, p, o.Framework)
+			}
 			planTable(p, o.Wide).writeText(b)
 			b.WriteString("\n")
 			if bench.Task(p.Header.Task) == bench.TaskGenerate {
@@ -241,6 +245,11 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 			kinds.notes = planNotes(p)
 			kinds.writeMarkdown(b)
 			b.WriteString("\n")
+			if o.Framework != nil {
+				b.WriteString(frameworkHeading(o.Framework) + "\n\n")
+				frameworkTable(p, o.Framework).writeMarkdown(b)
+				b.WriteString("\n")
+			}
 			planTable(p, o.Wide).writeMarkdown(b)
 			b.WriteString("\n")
 			if bench.Task(p.Header.Task) == bench.TaskGenerate {
@@ -251,7 +260,7 @@ func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 			return nil
 		},
 		csv:  func(b *strings.Builder) error { return writePlanCSV(b, p) },
-		json: func(w io.Writer) error { return WritePlanJSON(w, p) },
+		json: func(w io.Writer) error { return WritePlanJSONFramework(w, p, o.Framework) },
 	})
 }
 
@@ -475,6 +484,9 @@ type (
 		Batches   int            `json:"batches"`
 		Schedules []jsonSchedule `json:"schedules"`
 		Modes     []jsonModePlan `json:"modes"`
+		// Framework is PyTorch's plan of the same step (--framework
+		// torch), absent for gpuz's alone.
+		Framework *jsonFramework `json:"framework,omitempty"`
 	}
 	// jsonFigures are what one schedule holds and does.
 	jsonFigures struct {
@@ -553,10 +565,15 @@ type (
 )
 
 // WritePlanJSON writes the memory plan as one JSON document.
-func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error {
+func WritePlanJSON(w io.Writer, p bench.MemoryPlan) error { return WritePlanJSONFramework(w, p, nil) }
+
+// WritePlanJSONFramework writes the memory plan as one JSON document,
+// with PyTorch's plan of the same step under "framework" when tp is not
+// nil.
+func WritePlanJSONFramework(w io.Writer, p bench.MemoryPlan, tp *torchplan.Plan) error {
 	doc := jsonPlan{
 		Version: results.Version, Header: p.Header, Blocks: p.Blocks, Batches: p.Batches,
-		Schedules: []jsonSchedule{}, Modes: []jsonModePlan{},
+		Schedules: []jsonSchedule{}, Modes: []jsonModePlan{}, Framework: frameworkJSON(tp),
 	}
 	for _, sp := range p.Schedules {
 		b := sp.Bytes
