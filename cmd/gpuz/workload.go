@@ -117,13 +117,14 @@ type WorkloadOptions struct {
 	// ListModels is the llm workload's --list-models: print the presets.
 	ListModels bool
 	// Generate is the generate task's sizes (--prompt, --tokens,
-	// --context, --prompt-ids); promptIDsText is --prompt-ids as given,
-	// promptGiven and tokensGiven whether --prompt and --tokens were
-	// given (a zero given is refused, one not given is the scale's
+	// --context, --prompt-ids) and cache type (--kv-dtype);
+	// promptIDsText and kvDTypeText are --prompt-ids and --kv-dtype as
+	// given, promptGiven and tokensGiven whether --prompt and --tokens
+	// were given (a zero given is refused, one not given is the scale's
 	// default).
-	Generate                 bench.GenerateOptions
-	promptIDsText            string
-	promptGiven, tokensGiven bool
+	Generate                   bench.GenerateOptions
+	promptIDsText, kvDTypeText string
+	promptGiven, tokensGiven   bool
 	// modelName names the llm workload's model in the run ("" for the
 	// others): resolveModel sets it with the workload.
 	modelName string

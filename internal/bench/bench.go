@@ -256,7 +256,7 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 	h.DataBytes = 4 * int64(len(data.Values)+len(data.Targets))
 	if opts.Task == TaskGenerate {
 		g := opts.Generate
-		h.Prompt, h.Tokens, h.Context, h.KVCacheBytes = g.Prompt, g.Tokens, g.context(), opts.kvCacheBytes()
+		h.Prompt, h.Tokens, h.Context, h.KVCacheBytes, h.KVCacheType = g.Prompt, g.Tokens, g.context(), opts.kvCacheBytes(), string(opts.kvDType())
 	}
 	return h
 }

@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/gorgonia"
 
 	"gpuz/internal/engine"
+	"gpuz/internal/levers"
 	"gpuz/internal/models"
 	"gpuz/internal/results"
 )
@@ -29,6 +30,20 @@ type GenerateOptions struct {
 	// PromptIDs, when set, is the prompt of every sequence instead of the
 	// run's data: Prompt token ids, each below the vocabulary.
 	PromptIDs []int
+	// KVDType is how the key-value caches store their keys and values:
+	// levers.FP32, BF16 or FP16, whatever the run's precision (a 16-bit
+	// cache under fp32 weights, as llama.cpp's -ctk f16); "" is the
+	// run's precision's (Options.kvDType).
+	KVDType levers.Precision
+}
+
+// kvDType returns the type the key-value caches store: Generate.KVDType,
+// or the run's precision's.
+func (opts Options) kvDType() levers.Precision {
+	if opts.Generate.KVDType != "" {
+		return opts.Generate.KVDType
+	}
+	return opts.Precision.Setting()
 }
 
 // context returns the positions each cache holds: Context, or what the
@@ -52,7 +67,8 @@ func (opts Options) generation() (models.GenerateConfig, error) {
 		return models.GenerateConfig{}, fmt.Errorf("the generate task is the llm workload's, not %T's", w)
 	}
 	g := opts.Generate
-	c := models.GenerateConfig{Model: llm.Model, Layers: llm.Layers, Batch: opts.Batch, Prompt: g.Prompt, Context: g.context()}
+	c := models.GenerateConfig{Model: llm.Model, Layers: llm.Layers, Batch: opts.Batch, Prompt: g.Prompt, Context: g.context(),
+		KVCache: opts.kvDType()}
 	switch {
 	case g.Tokens <= 0:
 		return c, fmt.Errorf("generate: the tokens to generate must be positive, got %d", g.Tokens)
@@ -86,7 +102,8 @@ func (opts Options) CheckGeneration() error {
 }
 
 // compileGeneration builds the generation's graph and compiles its two
-// passes, prefill then decode, under the run's precision.
+// passes, prefill then decode, under the run's precision, the caches
+// stored as kvDType says.
 func (opts Options) compileGeneration() (*models.Generation, *engine.Schedule, error) {
 	c, err := opts.generation()
 	if err != nil {
@@ -229,8 +246,8 @@ func (s *stoppable) RunPass(p int) error {
 
 // kvCacheBytes returns the bytes of every decoder layer's key-value
 // cache of the generation opts runs: 2 (keys and values) · layers · kv
-// heads · head dim · context · batch, in float32. Zero for the other
-// tasks.
+// heads · head dim · context · batch, at 4 bytes an element, or 2 for a
+// 16-bit cache (kvDType). Zero for the other tasks.
 func (opts Options) kvCacheBytes() int64 {
 	if opts.Task != TaskGenerate {
 		return 0

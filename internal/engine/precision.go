@@ -53,13 +53,13 @@ const (
 // where its op has a 16-bit launch (HalfLauncher), else every product
 // rounds its float32 operands; another op with a 16-bit launch takes its
 // marked arguments as stored when they are 16-bit; any other op widens its
-// 16-bit arguments. A 16-bit state must be taken as stored (never widened
-// whole, nor written through a float32 copy): a step that cannot is an
-// error.
+// 16-bit arguments. Under fp32 (a 16-bit state only) the products stay
+// float32. A 16-bit state must be taken as stored (never widened whole,
+// nor written through a float32 copy): a step that cannot is an error.
 func (sc *Schedule) assignConversions() error {
 	for si := range sc.steps {
 		s := &sc.steps[si]
-		lower := roundsInputs(castOf(s.op))
+		lower := sc.spec.Precision.Half() && roundsInputs(castOf(s.op))
 		direct := sc.halfOperands(s)
 		s.half16 = direct != nil
 		s.format = sc.format()
@@ -93,16 +93,22 @@ func (sc *Schedule) assignConversions() error {
 }
 
 // halfOperands returns the arguments step s reads in 16 bits as stored,
-// nil when it runs its float32 launch: a product's HalfOperands; another
-// op's when every argument it marks is 16-bit.
+// nil when it runs its float32 launch: a product's HalfOperands under a
+// 16-bit precision; another op's when every argument it marks is 16-bit.
 func (sc *Schedule) halfOperands(s *step) []bool {
 	h, ok := s.op.(HalfLauncher)
 	if !ok {
 		return nil
 	}
 	marked := h.HalfOperands()
-	if marked == nil || castOf(s.op) == levers.CastLower {
+	if castOf(s.op) == levers.CastLower {
+		if !sc.spec.Precision.Half() {
+			return nil
+		}
 		return marked
+	}
+	if marked == nil {
+		return nil
 	}
 	for j, a := range s.args {
 		if marked[j] && !sc.values[a].store.narrow() {
