@@ -130,7 +130,8 @@ func TestPassesAndStateRefused(t *testing.T) {
 // into it in place (read back, the cache holds them rounded to the
 // state's format, as package half rounds, and zeros after), and the
 // attention reads it as stored: its output has the same bits as a float32
-// cache's fed the keys and values rounded alike. An op that would read the
+// cache's fed the keys and values rounded alike; Work counts the cache's
+// bytes at 2 an element, with no conversion. An op that would read the
 // 16-bit state widened is refused.
 func TestStateHalf(t *testing.T) {
 	round := func(f half.Format, x float32) float32 {
@@ -158,6 +159,11 @@ func TestStateHalf(t *testing.T) {
 				ref, err := Compile(Spec{Inputs: c.inputs, Blocks: c.blocks, Passes: c.outputs})
 				if err != nil {
 					t.Fatal(err)
+				}
+				// The write stores 4 elements, the attention reads 16: 2
+				// bytes each less than in float32, no conversion.
+				if w, w32 := sc.Work(), ref.Work(); w.Bytes != w32.Bytes-2*(4+16) || w.Launches != w32.Launches || w.FLOPs != w32.FLOPs {
+					t.Errorf("work %+v, want a float32 cache's %+v less 40 bytes", w, w32)
 				}
 				prog, err := sc.Load(device.NewHost(), Resident{})
 				if err != nil {
