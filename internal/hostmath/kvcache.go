@@ -83,7 +83,7 @@ func CacheWrite[T Float](keys, values, qkv []T, c KVCache, start int) {
 // Scale() = 1/√HeadDim. CacheWrite must have written the new tokens' keys
 // and values first. The work is spread over the (sequence, key and value
 // head) pairs; each element is computed in a fixed order whatever the
-// thread count. float32 on CPUs with AVX-512, or AVX2 and FMA, runs the C
+// thread count. float32 on CPUs with AVX-512, or AVX2, FMA and F16C, runs the C
 // kernels of kvcache.h, which read each key and value head's positions
 // once for all of its group's query heads in decode, in splits of kvSplit
 // positions spread over the threads.
