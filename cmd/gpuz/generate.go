@@ -9,12 +9,17 @@ import (
 	"github.com/spf13/pflag"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/levers"
 	"gpuz/internal/models"
 )
 
 // generateFlags are the generate task's own flags (gpuz llm generate),
 // which the other tasks refuse.
-var generateFlags = []string{"prompt", "tokens", "context", "prompt-ids"}
+var generateFlags = []string{"prompt", "tokens", "context", "prompt-ids", "kv-dtype"}
+
+// kvDTypes are --kv-dtype's values, llama.cpp's names for the cache's
+// types (-ctk, -ctv), and the precisions they store.
+var kvDTypes = map[string]levers.Precision{"f32": levers.FP32, "bf16": levers.BF16, "f16": levers.FP16}
 
 // generateDefaults are --prompt's and --tokens' defaults at each scale:
 // llama-bench's pp512 and tg128 at full scale.
@@ -30,6 +35,7 @@ func addGenerateFlags(fs *pflag.FlagSet, o *WorkloadOptions) {
 	fs.IntVar(&o.Generate.Tokens, "tokens", 0, "generate: the tokens each sequence generates, the first from the prompt's pass and each other from one pass of its own (default 128 at full scale, 8 small, 32 demo)")
 	fs.StringVar(&o.contextText, "context", "", "generate: the positions each decoder layer's key-value cache holds, allocated whole before the first pass, or max: the model's max_position_embeddings (fit: the longest that the fastest configuration fits) (default: what the generation needs, prompt + tokens − 1)")
 	fs.StringVar(&o.promptIDsText, "prompt-ids", "", "generate: the prompt of every sequence as a comma list of token ids instead of drawn ones (for comparing with another tool); sets --prompt to its length")
+	fs.StringVar(&o.kvDTypeText, "kv-dtype", "", "generate: the type the key-value caches store their keys and values in, f32, f16 or bf16, whatever --precision is (default: --precision's: f32 under fp32, bf16 under bf16, f16 under fp16)")
 }
 
 // checkTaskFlags refuses the generate task for a workload other than
@@ -57,6 +63,13 @@ func (o *WorkloadOptions) checkTaskFlags(fs *pflag.FlagSet) error {
 		if f := fs.Lookup(name); f != nil && f.Changed {
 			return fmt.Errorf("--%s does not size a generation: --prompt, --tokens and --context do, --batch the sequences", name)
 		}
+	}
+	if fs.Changed("kv-dtype") {
+		p, ok := kvDTypes[o.kvDTypeText]
+		if !ok {
+			return fmt.Errorf("--kv-dtype %q: want f32, f16 or bf16", shortText(o.kvDTypeText))
+		}
+		o.Generate.KVDType = p
 	}
 	if fs.Changed("prompt-ids") {
 		ids, err := parsePromptIDs(o.promptIDsText)

@@ -19,6 +19,7 @@ type generateDoc struct {
 		Tokens       int    `json:"tokens"`
 		Context      int    `json:"context"`
 		KVCacheBytes int64  `json:"kv_cache_bytes"`
+		KVCacheType  string `json:"kv_cache_type"`
 	} `json:"header"`
 	Modes []struct {
 		Mode      string  `json:"mode"`
@@ -38,18 +39,32 @@ type generateDoc struct {
 }
 
 // TestLLMGenerate runs gpuz llm generate in every mode that has a
-// placement of its own and checks that each generates the same tokens,
-// as many as asked for every sequence, with both phases' tokens counted
-// in every repetition, the same value, and the key-value caches' bytes
-// in the header.
+// placement of its own, with float32 key-value caches (the default under
+// fp32) and with bf16 ones (--kv-dtype bf16), and checks that each mode
+// generates the same tokens, as many as asked for every sequence, with
+// both phases' tokens counted in every repetition, the same value (the
+// logits bit-identical), and the caches' type and bytes in the header.
 func TestLLMGenerate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a generation in four modes")
 	}
+	for _, tc := range []struct {
+		flags []string
+		typ   string
+		elem  int64
+	}{{nil, "fp32", 4}, {[]string{"--kv-dtype", "bf16"}, "bf16", 2}} {
+		t.Run(tc.typ, func(t *testing.T) { checkLLMGenerate(t, tc.flags, tc.typ, tc.elem) })
+	}
+}
+
+// checkLLMGenerate is TestLLMGenerate with the flags given, caches of typ
+// and elem bytes an element.
+func checkLLMGenerate(t *testing.T, flags []string, typ string, elem int64) {
 	out := filepath.Join(t.TempDir(), "gen.json")
-	cmd := exec.Command(gpuzBinary, "llm", "generate", "cuda,cache,hybrid,cpu", "--model", "smollm2-135m", "--layers", "3",
+	args := append([]string{"llm", "generate", "cuda,cache,hybrid,cpu", "--model", "smollm2-135m", "--layers", "3",
 		"--prompt", "9", "--tokens", "5", "--batch", "2", "--epochs", "2", "--device", "sim:1GiB", "--place", "host:0-1,cuda:2-4",
-		"--win-size", "2", "--json", out)
+		"--win-size", "2", "--json", out}, flags...)
+	cmd := exec.Command(gpuzBinary, args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, b)
 	}
@@ -62,9 +77,9 @@ func TestLLMGenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := doc.Header
-	// SmolLM2-135M: 3 kv heads of 64, float32, two sequences.
-	if want := int64(2 * 3 * 3 * 64 * 13 * 2 * 4); h.Task != "generate" || h.Prompt != 9 || h.Tokens != 5 || h.Context != 13 || h.KVCacheBytes != want {
-		t.Errorf("header %+v, want generate, prompt 9, tokens 5, context 13, %d cache bytes", h, want)
+	// SmolLM2-135M: 3 kv heads of 64, two sequences.
+	if want := 2 * 3 * 3 * 64 * 13 * 2 * elem; h.Task != "generate" || h.Prompt != 9 || h.Tokens != 5 || h.Context != 13 || h.KVCacheBytes != want || h.KVCacheType != typ {
+		t.Errorf("header %+v, want generate, prompt 9, tokens 5, context 13, %d cache bytes of %s", h, want, typ)
 	}
 	if len(doc.Modes) != 4 {
 		t.Fatalf("%d modes, want 4", len(doc.Modes))
@@ -98,29 +113,50 @@ func TestLLMGenerate(t *testing.T) {
 
 // TestPlanGenerateKVCache checks the plan of a generation: the key-value
 // caches of Llama-3.1-8B at a context of 8192, 2 · 32 layers · 8 kv heads
-// · 128 · 8192 positions, in float32, beside the weights.
+// · 128 · 8192 positions, in float32 beside float32 weights, and in bf16
+// under --precision bf16 (the cache's type follows the precision's) and
+// under fp32 with --kv-dtype bf16, in the plan and in its header; and
+// the float32 weights beside them, the published 8,030,261,248
+// parameters.
 func TestPlanGenerateKVCache(t *testing.T) {
-	b, err := exec.Command(gpuzBinary, "plan", "llm", "generate", "cuda", "--model", "llama-3.1-8b", "--context", "8192",
-		"--device", "sim:rtx4060-laptop", "--format", "json").Output()
-	if err != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	var p struct {
-		Bytes struct {
-			Parameters int64 `json:"parameters"`
-			KVCache    int64 `json:"kv_cache"`
-		} `json:"bytes"`
-	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		t.Fatal(err)
-	}
-	const kv = 2 * 32 * 8 * 128 * 8192 * 4
-	if p.Bytes.KVCache != kv {
-		t.Errorf("kv cache %d bytes, want %d", p.Bytes.KVCache, kv)
-	}
-	// The published 8,030,261,248 parameters in float32.
-	if p.Bytes.Parameters != 4*8030261248 {
-		t.Errorf("parameters %d bytes, want %d", p.Bytes.Parameters, int64(4*8030261248))
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		typ   string
+		kv    int64
+	}{
+		{"fp32", nil, "fp32", 2 * 32 * 8 * 128 * 8192 * 4},
+		{"bf16", []string{"--precision", "bf16"}, "bf16", 2 * 32 * 8 * 128 * 8192 * 2},
+		{"fp32 weights, bf16 cache", []string{"--kv-dtype", "bf16"}, "bf16", 2 * 32 * 8 * 128 * 8192 * 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"plan", "llm", "generate", "cuda", "--model", "llama-3.1-8b", "--context", "8192",
+				"--device", "sim:rtx4060-laptop", "--format", "json"}, tc.flags...)
+			b, err := exec.Command(gpuzBinary, args...).Output()
+			if err != nil {
+				t.Fatalf("%v: %s", err, b)
+			}
+			var p struct {
+				Header struct {
+					Precision    string `json:"precision"`
+					KVCacheBytes int64  `json:"kv_cache_bytes"`
+					KVCacheType  string `json:"kv_cache_type"`
+				} `json:"header"`
+				Bytes struct {
+					Parameters int64 `json:"parameters"`
+					KVCache    int64 `json:"kv_cache"`
+				} `json:"bytes"`
+			}
+			if err := json.Unmarshal(b, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Bytes.KVCache != tc.kv || p.Header.KVCacheBytes != tc.kv || p.Header.KVCacheType != tc.typ {
+				t.Errorf("kv cache %d bytes, header %+v; want %d bytes of %s", p.Bytes.KVCache, p.Header, tc.kv, tc.typ)
+			}
+			if p.Header.Precision == "fp32" && p.Bytes.Parameters != 4*8030261248 {
+				t.Errorf("parameters %d bytes, want %d", p.Bytes.Parameters, int64(4*8030261248))
+			}
+		})
 	}
 }
 

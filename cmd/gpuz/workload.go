@@ -120,12 +120,15 @@ type WorkloadOptions struct {
 	// torch-1.13 (framework.go).
 	Framework string
 	// Generate is the generate task's sizes (--prompt, --tokens,
-	// --context, --prompt-ids); promptIDsText is --prompt-ids as given,
-	// promptGiven and tokensGiven whether --prompt and --tokens were
-	// given (a zero given is refused, one not given is the scale's
+	// --context, --prompt-ids) and cache type (--kv-dtype);
+	// promptIDsText and kvDTypeText are --prompt-ids and --kv-dtype as
+	// given, promptGiven and tokensGiven whether --prompt and --tokens
+	// were given (a zero given is refused, one not given is the scale's
 	// default).
 	Generate      bench.GenerateOptions
 	promptIDsText string
+	// kvDTypeText is --kv-dtype as given.
+	kvDTypeText string
 	// HostMemoryText is plan's and fit's --host-memory: the target host's
 	// memory as a size, "" for this machine's.
 	HostMemoryText string

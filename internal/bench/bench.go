@@ -265,7 +265,7 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 	if opts.Task == TaskGenerate {
 		g := opts.Generate
 		h.Context, h.KVCacheBytes = opts.generationSizes()
-		h.Prompt, h.Tokens = g.Prompt, g.Tokens
+		h.Prompt, h.Tokens, h.KVCacheType = g.Prompt, g.Tokens, string(opts.kvDType())
 	}
 	return h
 }

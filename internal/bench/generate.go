@@ -10,6 +10,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
+	"gpuz/internal/levers"
 	"gpuz/internal/models"
 	"gpuz/internal/perfmodel"
 	"gpuz/internal/results"
@@ -34,6 +35,20 @@ type GenerateOptions struct {
 	// PromptIDs, when set, is the prompt of every sequence instead of the
 	// run's data: Prompt token ids, each below the vocabulary.
 	PromptIDs []int
+	// KVDType is how the key-value caches store their keys and values:
+	// levers.FP32, BF16 or FP16, whatever the run's precision (a 16-bit
+	// cache under fp32 weights, as llama.cpp's -ctk f16); "" is the
+	// run's precision's (Options.kvDType).
+	KVDType levers.Precision
+}
+
+// kvDType returns the type the key-value caches store: Generate.KVDType,
+// or the run's precision's.
+func (opts Options) kvDType() levers.Precision {
+	if opts.Generate.KVDType != "" {
+		return opts.Generate.KVDType
+	}
+	return opts.Precision.Setting()
 }
 
 // context returns the positions each cache holds, the model's maximum
@@ -71,7 +86,8 @@ func (opts Options) generation() (models.GenerateConfig, error) {
 		return models.GenerateConfig{}, fmt.Errorf("the generate task is the llm workload's, not %T's", w)
 	}
 	g := opts.Generate
-	c := models.GenerateConfig{Model: llm.Model, Layers: llm.Layers, Batch: opts.Batch, Prompt: g.Prompt, Context: g.context(llm.Model.Config.MaxPositions)}
+	c := models.GenerateConfig{Model: llm.Model, Layers: llm.Layers, Batch: opts.Batch, Prompt: g.Prompt,
+		Context: g.context(llm.Model.Config.MaxPositions), KVCache: opts.kvDType()}
 	switch {
 	case g.Tokens <= 0:
 		return c, fmt.Errorf("generate: the tokens to generate must be positive, got %d", g.Tokens)
@@ -105,7 +121,8 @@ func (opts Options) CheckGeneration() error {
 }
 
 // compileGeneration builds the generation's graph and compiles its two
-// passes, prefill then decode, under the run's precision.
+// passes, prefill then decode, under the run's precision, the caches
+// stored as kvDType says.
 func (opts Options) compileGeneration() (*models.Generation, *engine.Schedule, error) {
 	c, err := opts.generation()
 	if err != nil {
@@ -221,8 +238,8 @@ func (s *stoppable) RunPass(p int) error {
 
 // generationSizes returns the context of the generation opts runs and
 // the bytes of every decoder layer's key-value cache: 2 (keys and
-// values) · layers · kv heads · head dim · context · batch, in float32.
-// Zeros for the other tasks.
+// values) · layers · kv heads · head dim · context · batch, at 4 bytes an
+// element, or 2 for a 16-bit cache (kvDType). Zeros for the other tasks.
 func (opts Options) generationSizes() (context int, kvBytes int64) {
 	if opts.Task != TaskGenerate {
 		return 0, 0

@@ -114,12 +114,17 @@ type Kernels interface {
 	// qkv rows into a layer's key-value cache kv (its keys, then its
 	// values, c.Elements() each) at positions start … start+c.Seq−1,
 	// start read from pos[0] (see hostmath.CacheWrite); a start that is
-	// not an integer or does not fit the cache is an error.
+	// not an integer or does not fit the cache is an error. With
+	// c.Format set the cache holds 16-bit values of that format, packed
+	// two to a word, and the keys and values are rounded into it in
+	// place (hostmath.CacheWriteHalf).
 	CacheWrite(kv, qkv, pos Buffer, c hostmath.KVCache) error
 	// CacheAttend sets dst [c.Batch·c.Seq, c.DModel()] to the new tokens'
 	// attention against the cache kv, which CacheWrite has written, new
 	// token i seeing positions 0 … start+i, start read from pos[0] (see
-	// hostmath.CacheAttend); a start as CacheWrite's is an error.
+	// hostmath.CacheAttend); a start as CacheWrite's is an error. With
+	// c.Format set the cache is 16-bit, read as stored, each key and
+	// value widened to float32 as it is read (hostmath.CacheAttendHalf).
 	CacheAttend(dst, qkv, kv, pos Buffer, c hostmath.KVCache) error
 	// SoftmaxCrossEntropy sets the one element of dst to the mean over the
 	// rows of logits of the cross-entropy with the integer class ids in
@@ -412,6 +417,11 @@ func (hostKernels) CacheWrite(kv, qkv, pos Buffer, c hostmath.KVCache) error {
 	if err != nil {
 		return err
 	}
+	if c.Format != 0 {
+		keys, values := cacheParts(Halves(kv), c)
+		hostmath.CacheWriteHalf(keys, values, Floats(qkv), c, start, c.Format)
+		return nil
+	}
 	keys, values := cacheParts(Floats(kv), c)
 	hostmath.CacheWrite(keys, values, Floats(qkv), c, start)
 	return nil
@@ -423,6 +433,11 @@ func (hostKernels) CacheAttend(dst, qkv, kv, pos Buffer, c hostmath.KVCache) err
 	if err != nil {
 		return err
 	}
+	if c.Format != 0 {
+		keys, values := cacheParts(Halves(kv), c)
+		hostmath.CacheAttendHalf(Floats(dst), Floats(qkv), keys, values, c, start, c.Format)
+		return nil
+	}
 	keys, values := cacheParts(Floats(kv), c)
 	hostmath.CacheAttend(Floats(dst), Floats(qkv), keys, values, c, start)
 	return nil
@@ -430,7 +445,7 @@ func (hostKernels) CacheAttend(dst, qkv, kv, pos Buffer, c hostmath.KVCache) err
 
 // cacheParts splits a key-value cache's elements into its keys and its
 // values.
-func cacheParts(kv []float32, c hostmath.KVCache) (keys, values []float32) {
+func cacheParts[T float32 | uint16](kv []T, c hostmath.KVCache) (keys, values []T) {
 	n := c.Elements()
 	return kv[:n:n], kv[n : 2*n : 2*n]
 }

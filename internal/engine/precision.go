@@ -21,10 +21,16 @@ type Caster interface {
 	Cast() levers.Cast
 }
 
-// HalfLauncher is an op that reads some arguments in 16 bits as stored
-// (the products, through device.Kernels.GemmHalf): HalfOperands marks
-// them, nil when the op has no such launch; LaunchHalf runs it with those
-// arguments 16-bit of format f and the others and out float32.
+// HalfLauncher is an op that reads some arguments in 16 bits as stored:
+// HalfOperands marks them, nil when the op has no such launch; LaunchHalf
+// runs it with those arguments 16-bit of format f and the others float32.
+// A product (levers.CastLower, through device.Kernels.GemmHalf) runs it
+// whenever it is 16-bit, its float32 operands rounded into 16-bit copies,
+// its output float32. Any other op (the key-value cache's) takes the
+// arguments it marks as they are stored: its 16-bit launch when they are
+// all 16-bit, its float32 launch when none is; an output it overwrites in
+// place (OverwritesInput) is then one of them, written as stored, and its
+// other arguments and output are float32.
 type HalfLauncher interface {
 	HalfOperands() []bool
 	LaunchHalf(k device.Kernels, f half.Format, out device.Buffer, args []device.Buffer, shapes []tensor.Shape) error
@@ -43,18 +49,20 @@ const (
 
 // assignConversions decides, once per step, what each argument goes
 // through (step.convs) and whether the step runs its 16-bit launch
-// (step.half16): a product reads 16-bit operands as stored where its op
-// has a 16-bit launch (HalfLauncher), else every product rounds its float32
-// operands; any other op widens its 16-bit arguments.
-func (sc *Schedule) assignConversions() {
+// (step.half16, of step.format): a product reads 16-bit operands as stored
+// where its op has a 16-bit launch (HalfLauncher), else every product
+// rounds its float32 operands; another op with a 16-bit launch takes its
+// marked arguments as stored when they are 16-bit; any other op widens its
+// 16-bit arguments. Under fp32 (a 16-bit state only) the products stay
+// float32. A 16-bit state must be taken as stored (never widened whole,
+// nor written through a float32 copy): a step that cannot is an error.
+func (sc *Schedule) assignConversions() error {
 	for si := range sc.steps {
 		s := &sc.steps[si]
-		lower := roundsInputs(castOf(s.op))
-		var direct []bool
-		if h, ok := s.op.(HalfLauncher); ok && castOf(s.op) == levers.CastLower {
-			direct = h.HalfOperands()
-		}
+		lower := sc.spec.Precision.Half() && roundsInputs(castOf(s.op))
+		direct := sc.halfOperands(s)
 		s.half16 = direct != nil
+		s.format = sc.format()
 		s.convs = make([]argConversion, len(s.args))
 		for j, a := range s.args {
 			switch {
@@ -67,8 +75,47 @@ func (sc *Schedule) assignConversions() {
 			case lower:
 				s.convs[j] = roundedIn
 			}
+			if s.half16 && s.convs[j] == asIs && sc.values[a].store.narrow() {
+				s.format = sc.formatOf(a)
+				s.outAsIs = s.outAsIs || a == s.out
+			}
+		}
+		for j, a := range s.args {
+			if v := sc.values[a]; v.state && s.convs[j] == widened {
+				return fmt.Errorf("engine: %v cannot read the %s state %s as stored", s.op, sc.formatOf(a), v.node.Name())
+			}
+		}
+		if v := sc.values[s.out]; v.state && v.store.narrow() && !s.outAsIs {
+			return fmt.Errorf("engine: %v cannot write the %s state %s as stored", s.op, sc.formatOf(s.out), v.node.Name())
 		}
 	}
+	return nil
+}
+
+// halfOperands returns the arguments step s reads in 16 bits as stored,
+// nil when it runs its float32 launch: a product's HalfOperands under a
+// 16-bit precision; another op's when every argument it marks is 16-bit.
+func (sc *Schedule) halfOperands(s *step) []bool {
+	h, ok := s.op.(HalfLauncher)
+	if !ok {
+		return nil
+	}
+	marked := h.HalfOperands()
+	if castOf(s.op) == levers.CastLower {
+		if !sc.spec.Precision.Half() {
+			return nil
+		}
+		return marked
+	}
+	if marked == nil {
+		return nil
+	}
+	for j, a := range s.args {
+		if marked[j] && !sc.values[a].store.narrow() {
+			return nil
+		}
+	}
+	return marked
 }
 
 // castOf returns op's class under 16-bit precision.
@@ -84,14 +131,26 @@ func castOf(op gorgonia.Op) levers.Cast {
 func roundsInputs(c levers.Cast) bool { return c == levers.CastLower || c == levers.CastLowerIn }
 
 // format returns the 16-bit format of spec's precision; 0 for fp32.
-func (sc *Schedule) format() half.Format {
-	switch sc.spec.Precision {
+func (sc *Schedule) format() half.Format { return formatOf(sc.spec.Precision) }
+
+// formatOf returns precision p's 16-bit format; 0 for fp32.
+func formatOf(p levers.Precision) half.Format {
+	switch p {
 	case levers.BF16:
 		return half.BF16
 	case levers.FP16:
 		return half.FP16
 	}
 	return 0
+}
+
+// formatOf returns the 16-bit format of value v: a state's is
+// Spec.StatePrecision's, every other's the precision's.
+func (sc *Schedule) formatOf(v int) half.Format {
+	if sc.values[v].state {
+		return formatOf(sc.spec.StatePrecision)
+	}
+	return sc.format()
 }
 
 // count returns value v's number of elements, whatever its storage:
@@ -106,11 +165,28 @@ func (sc *Schedule) count(v int) int { return max(sc.values[v].shape.TotalSize()
 // product's result; a promoting op's result when all its inputs are 16-bit.
 // Inputs, the gradient seed, the reductions' results and every other value
 // stay float32. It runs once the steps are final (after recompute) and
-// before the slots are packed.
-func (sc *Schedule) assignPrecision() {
-	if !sc.spec.Precision.Half() {
-		return
+// before the slots are packed. The blocks' state is stored after
+// Spec.StatePrecision (assignStateStorage).
+func (sc *Schedule) assignPrecision() error {
+	if sc.spec.Precision.Half() {
+		sc.assignHalfValues()
 	}
+	if sc.spec.StatePrecision.Half() {
+		for v := range sc.values {
+			if sc.values[v].state {
+				sc.setHalf(v)
+			}
+		}
+	}
+	if !sc.spec.Precision.Half() && !sc.spec.StatePrecision.Half() {
+		return nil
+	}
+	return sc.assignConversions()
+}
+
+// assignHalfValues marks the values a 16-bit precision stores in 16 bits
+// (assignPrecision).
+func (sc *Schedule) assignHalfValues() {
 	// A parameter is 16-bit when some step reads it and every step that
 	// does is a product.
 	read, other := make([]bool, len(sc.values)), make([]bool, len(sc.values))
@@ -140,7 +216,6 @@ func (sc *Schedule) assignPrecision() {
 			}
 		}
 	}
-	sc.assignConversions()
 }
 
 // storage is how a value's elements sit in its buffer's float32-sized
@@ -155,7 +230,8 @@ const (
 	// float32s stores a float32 an element.
 	float32s storage = iota
 	// sixteenBits stores 16 bits an element, two to a word, in the spec's
-	// precision's format (bf16 or fp16).
+	// precision's format (bf16 or fp16), or for a block's state in
+	// Spec.StatePrecision's (formatOf).
 	sixteenBits
 )
 
@@ -212,7 +288,7 @@ func (sc *Schedule) scratchElems(si int) int {
 			n += sc.count(a) + half.Words(sc.count(a))
 		}
 	}
-	if sc.values[s.out].store.narrow() {
+	if sc.values[s.out].store.narrow() && !s.outAsIs {
 		n += sc.count(s.out)
 	}
 	return n
@@ -357,10 +433,14 @@ func (s *LossScale) endStep(overflowed bool) {
 // finite reports whether a sum of squares came from finite gradients.
 func finite(sumSquares float64) bool { return !math.IsInf(sumSquares, 0) && !math.IsNaN(sumSquares) }
 
-// checkPrecision reports a precision the engine cannot apply.
+// checkPrecision reports a precision, or a state's precision, the engine
+// cannot apply.
 func checkPrecision(spec Spec) error {
 	if err := spec.Precision.Validate(); err != nil {
 		return fmt.Errorf("engine: %w", err)
+	}
+	if err := spec.StatePrecision.Validate(); err != nil {
+		return fmt.Errorf("engine: the state's %w", err)
 	}
 	return nil
 }
@@ -463,8 +543,10 @@ func narrowCost(n int64) device.Cost {
 // c, its float32 work: a step that reads 16-bit operands as stored (a
 // product through GemmHalf) reads 2 bytes of each instead of 4, its FLOPs
 // 16-bit products (half); every other step runs in float32 on widened
-// copies, as c says; the conversions are counted apart, as Execute makes
-// them (scratchElems). Under fp32 c is returned as it is.
+// copies, as c says (an op that takes a 16-bit state as stored, at the
+// state's bytes: Work asks its HalfCostOp); the conversions are counted
+// apart, as Execute makes them (scratchElems). Under fp32 c is returned as
+// it is.
 func (sc *Schedule) stepCost16(si int, c device.Cost) (device.Cost, conversions, bool) {
 	var conv conversions
 	if !sc.spec.Precision.Half() {
@@ -493,10 +575,12 @@ func (sc *Schedule) stepCost16(si int, c device.Cost) (device.Cost, conversions,
 			add(widenCost(n))
 		}
 	}
-	if sc.values[s.out].store.narrow() {
+	if sc.values[s.out].store.narrow() && !s.outAsIs {
 		add(narrowCost(int64(sc.count(s.out))))
 	}
-	if !s.half16 {
+	if !s.half16 || castOf(s.op) != levers.CastLower {
+		// Not a product: float32 arithmetic, and the op's cost counts the
+		// arguments it takes as stored at their bytes (Work: HalfCostOp).
 		return c, conv, false
 	}
 	// Each 16-bit operand's bytes read once at 2 bytes instead of 4.

@@ -213,7 +213,7 @@ func (prog *Program) SetInput(n *gorgonia.Node, data []float32) error {
 				return fmt.Errorf("engine: setting %s's master: %w", n.Name(), err)
 			}
 		}
-		data = packedHalf(prog.sched.format(), data)
+		data = packedHalf(prog.sched.formatOf(i), data)
 	}
 	if err := d.Upload(prog.buffers[i], data); err != nil {
 		return fmt.Errorf("engine: setting %s: %w", n.Name(), err)
@@ -289,7 +289,7 @@ func (prog *Program) download(i int) ([]float32, error) {
 		return words, nil
 	}
 	out := make([]float32, prog.sched.count(i))
-	unpackHalf(prog.sched.format(), out, words)
+	unpackHalf(prog.sched.formatOf(i), out, words)
 	return out, nil
 }
 
@@ -403,7 +403,7 @@ func (prog *Program) execute(si int, staged bool) error {
 				args[j] = c.round(args[j], sc.count(a))
 			}
 		}
-		if sc.values[s.out].store.narrow() {
+		if sc.values[s.out].store.narrow() && !s.outAsIs {
 			rounded, out = out, c.take(sc.count(s.out))
 		}
 	}
@@ -412,7 +412,7 @@ func (prog *Program) execute(si int, staged bool) error {
 	case isGradientSum(s.op):
 		k.Add(out, args[0], args[1])
 	case s.half16:
-		err = s.op.(HalfLauncher).LaunchHalf(k, prog.sched.format(), out, args, s.shapes)
+		err = s.op.(HalfLauncher).LaunchHalf(k, s.format, out, args, s.shapes)
 	default:
 		err = s.op.(DeviceOp).Launch(k, out, args, s.shapes)
 	}

@@ -227,7 +227,7 @@ func (r *residency) setMaster(valueIndex int, data []float32) error {
 		if off := r.masterInArea(i); off >= 0 { // paged with the block
 			copy(r.host[b][off:off+len(data)], data)
 		}
-		data = packedHalf(sc.format(), data)
+		data = packedHalf(sc.formatOf(valueIndex), data)
 	}
 	copy(r.host[b][off:off+len(data)], data)
 	if r.Resident(b) {
@@ -257,7 +257,7 @@ func (r *residency) readParam(valueIndex int) ([]float32, error) {
 			return nil, err
 		}
 	default:
-		unpackHalf(sc.format(), out, r.host[b][off:off+v.elems])
+		unpackHalf(sc.formatOf(valueIndex), out, r.host[b][off:off+v.elems])
 	}
 	return out, nil
 }

@@ -19,6 +19,7 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"gpuz/internal/half"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
 )
@@ -84,6 +85,12 @@ type Spec struct {
 	// training keeps float32 masters of the 16-bit parameters with Adam's
 	// moments, and fp16 scales the loss dynamically. "" is levers.FP32.
 	Precision levers.Precision
+	// StatePrecision, when 16-bit, stores the blocks' state (Block.State:
+	// the key-value caches) in 16 bits of its format, whatever Precision
+	// is: only a step whose op takes its state as stored (HalfLauncher)
+	// may read or write such a state, which is never widened whole. ""
+	// is levers.FP32.
+	StatePrecision levers.Precision
 }
 
 // valueKind says where a value's memory comes from.
@@ -136,9 +143,13 @@ type step struct {
 	rerun bool
 	// Under 16-bit precision (precision.go), convs says what each argument
 	// goes through before the kernel reads it, and half16 that the step
-	// runs its op's 16-bit launch; nil and false under fp32.
-	convs  []argConversion
-	half16 bool
+	// runs its op's 16-bit launch, format its format; nil, false and 0
+	// when nothing is 16-bit. outAsIs marks a step that writes its 16-bit
+	// output as stored: an op that overwrites a 16-bit state in place.
+	convs   []argConversion
+	half16  bool
+	format  half.Format
+	outAsIs bool
 }
 
 // update is the optimizer step of one block, run after a compute step.
@@ -296,7 +307,9 @@ func Compile(spec Spec) (*Schedule, error) {
 	if err := checkPrecision(spec); err != nil {
 		return nil, err
 	}
-	sc.assignPrecision()
+	if err := sc.assignPrecision(); err != nil {
+		return nil, err
+	}
 	if spec.Train {
 		sc.scheduleUpdates()
 	}

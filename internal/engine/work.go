@@ -7,6 +7,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"gpuz/internal/device"
+	"gpuz/internal/levers"
 )
 
 // CostOp is an op that reports the work of one launch on inputs of the
@@ -14,6 +15,15 @@ import (
 // counted with its launches but no work.
 type CostOp interface {
 	Cost(shapes []tensor.Shape) device.Cost
+}
+
+// HalfCostOp is an op whose 16-bit launch (HalfLauncher) takes the
+// arguments it marks as stored without being a product (the key-value
+// cache's, on a 16-bit state): CostHalf is that launch's work, those
+// arguments read (or written in place) at 2 bytes an element, the
+// arithmetic float32.
+type HalfCostOp interface {
+	CostHalf(shapes []tensor.Shape) device.Cost
 }
 
 // The names under which Work counts the engine's own kernels.
@@ -144,6 +154,9 @@ func (sc *Schedule) addStepWork(w *Work, si int) {
 	switch op := s.op.(type) {
 	case CostOp:
 		c = op.Cost(shapes)
+		if h, ok := s.op.(HalfCostOp); ok && s.half16 && castOf(s.op) != levers.CastLower {
+			c = h.CostHalf(shapes)
+		}
 	default:
 		if isGradientSum(s.op) {
 			n := 4 * int64(sc.count(s.out))

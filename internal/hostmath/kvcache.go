@@ -3,6 +3,8 @@ package hostmath
 import (
 	"fmt"
 	"math"
+
+	"gpuz/internal/half"
 )
 
 // KVCache describes one decoder layer's key-value cache and the new tokens
@@ -19,6 +21,11 @@ type KVCache struct {
 	Attention
 	// Context is the positions the cache holds.
 	Context int
+	// Format is how the cache stores its keys and values: 0 for float32,
+	// else 16 bits of that format (bf16 or fp16), two to a float32-sized
+	// word (CacheWriteHalf, CacheAttendHalf). Only the devices' kernels
+	// read it, to pick the functions of either storage.
+	Format half.Format
 }
 
 // Validate reports sizes that do not describe a cache and new tokens at
@@ -76,16 +83,60 @@ func CacheWrite[T Float](keys, values, qkv []T, c KVCache, start int) {
 // Scale() = 1/√HeadDim. CacheWrite must have written the new tokens' keys
 // and values first. The work is spread over the (sequence, key and value
 // head) pairs; each element is computed in a fixed order whatever the
-// thread count. float32 on CPUs with AVX-512, or AVX2 and FMA, runs the C
+// thread count. float32 on CPUs with AVX-512, or AVX2, FMA and F16C, runs the C
 // kernels of kvcache.h, which read each key and value head's positions
 // once for all of its group's query heads in decode, in splits of kvSplit
 // positions spread over the threads.
 func CacheAttend[T Float](out, qkv, keys, values []T, c KVCache, start int) {
 	if q32, ok := any(qkv).([]float32); ok && kvCacheC {
-		cacheAttendFloat32(any(out).([]float32), q32, any(keys).([]float32), any(values).([]float32), c, start)
+		cacheAttendFloat32(any(out).([]float32), q32, cacheFloat32(any(keys).([]float32), any(values).([]float32)), c, start)
 		return
 	}
-	cacheAttendGo(out, qkv, keys, values, c, start)
+	cacheAttendGo(out, qkv, keys, values, c, start, func(_ []T, row []T) []T { return row })
+}
+
+// CacheWriteHalf is CacheWrite into a cache that stores 16-bit values of
+// format f: each new key and value rounded to f, nearest even, as
+// package half rounds (bit for bit the CUDA kernel's rounding).
+func CacheWriteHalf(keys, values []uint16, qkv []float32, c KVCache, start int, f half.Format) {
+	round := half.BF16FromFloat32s
+	if f == half.FP16 {
+		round = half.FP16FromFloat32s
+	}
+	ld, d, kd, dh := c.QKVWidth(), c.DModel(), c.KVWidth(), c.HeadDim
+	for b := range c.Batch {
+		for kv := range c.NumKVHeads() {
+			base := c.head(b, kv) + start*dh
+			for s := range c.Seq {
+				row := qkv[(b*c.Seq+s)*ld:]
+				at := base + s*dh
+				round(keys[at:at+dh], row[d+kv*dh:d+(kv+1)*dh])
+				round(values[at:at+dh], row[d+kd+kv*dh:d+kd+(kv+1)*dh])
+			}
+		}
+	}
+}
+
+// CacheAttendHalf is CacheAttend against a cache that stores 16-bit
+// values of format f, as CacheWriteHalf writes them: each key and value
+// widened to float32 (exactly) as it is read, the scores, the softmax and
+// the sums in float32. The C kernels of kvcache.h widen in registers; the
+// Go kernel widens each position's row into a scratch row. Unlike
+// CacheAttend's, a prefill from position 0 reads the cache too (the
+// rounded keys and values), never the new tokens' float32 rows.
+func CacheAttendHalf(out, qkv []float32, keys, values []uint16, c KVCache, start int, f half.Format) {
+	if kvCacheC {
+		cacheAttendFloat32(out, qkv, cacheHalf(keys, values, f), c, start)
+		return
+	}
+	widen := half.BF16ToFloat32s
+	if f == half.FP16 {
+		widen = half.FP16ToFloat32s
+	}
+	cacheAttendGo(out, qkv, keys, values, c, start, func(buf []float32, row []uint16) []float32 {
+		widen(buf, row)
+		return buf
+	})
 }
 
 // kvSplit is the positions of a split of the cache in the C kernels: a
@@ -95,14 +146,18 @@ func CacheAttend[T Float](out, qkv, keys, values []T, c KVCache, start int) {
 // thread count.
 const kvSplit = 256
 
-// cacheAttendGo is CacheAttend in Go: each query row's scores against its
-// visible positions, their softmax (less the maximum score), and the
-// probabilities' sum of the values, divided by the probabilities' sum.
-func cacheAttendGo[T Float](out, qkv, keys, values []T, c KVCache, start int) {
+// cacheAttendGo is CacheAttend in Go over a cache of elements K, each
+// position's key or value read as row returns it (the row itself, or
+// widened into buf, a scratch row of HeadDim): each query row's scores
+// against its visible positions, their softmax (less the maximum score),
+// and the probabilities' sum of the values, divided by the probabilities'
+// sum.
+func cacheAttendGo[T Float, K any](out, qkv []T, keys, values []K, c KVCache, start int, row func(buf []T, r []K) []T) {
 	ld, d, dh, g := c.QKVWidth(), c.DModel(), c.HeadDim, c.KVGroup()
 	scale := T(c.Scale())
 	kvHeads := c.NumKVHeads()
-	forEachTask[T](c.Batch*kvHeads, start+c.Seq, func(i int, scores []T) {
+	forEachTask[T](c.Batch*kvHeads, start+c.Seq+dh, func(i int, scratch []T) {
+		scores, buf := scratch[:start+c.Seq], scratch[start+c.Seq:]
 		b, kv := i/kvHeads, i%kvHeads
 		base := c.head(b, kv)
 		for m := range g {
@@ -112,7 +167,7 @@ func cacheAttendGo[T Float](out, qkv, keys, values []T, c KVCache, start int) {
 				n := start + s + 1 // the positions new token s sees
 				mx := T(math.Inf(-1))
 				for t := range n {
-					k := keys[base+t*dh:][:dh]
+					k := row(buf, keys[base+t*dh:][:dh])
 					var dot T
 					for j, qj := range q {
 						dot += qj * k[j]
@@ -128,7 +183,7 @@ func cacheAttendGo[T Float](out, qkv, keys, values []T, c KVCache, start int) {
 				o := out[(b*c.Seq+s)*d+h*dh:][:dh]
 				clear(o)
 				for t := range n {
-					p, v := scores[t], values[base+t*dh:][:dh]
+					p, v := scores[t], row(buf, values[base+t*dh:][:dh])
 					for j := range o {
 						o[j] += p * v[j]
 					}

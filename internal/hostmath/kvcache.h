@@ -1,6 +1,10 @@
-// The float32 key-value cache attention of package hostmath in C, with
-// AVX-512 intrinsics and with AVX2 and FMA ones (gpuz_kv_isa says which the
-// CPU runs; the Go kernel of kvcache.go runs elsewhere). A task is a block
+// The key-value cache attention of package hostmath in C, with AVX-512
+// intrinsics and with AVX2, FMA and F16C ones (gpuz_kv_isa says which the
+// CPU runs; the Go kernel of kvcache.go runs elsewhere), for a cache of
+// float32, bf16 or fp16 keys and values (the kind, GPUZ_KV_F32 …): the
+// queries, scores, sums and outputs are float32, a 16-bit key or value
+// widened to float32 in registers as it is loaded (exactly), so that a
+// 16-bit cache is read at 2 bytes an element. A task is a block
 // of up to GPUZ_KV_RB query rows of one (sequence, key and value head) pair
 // against one split of the cache's positions: the rows are the pair's
 // group's query heads for each new token, token by token (row r is head
@@ -39,13 +43,25 @@
 #define GPUZ_KV_AVX2 1
 #define GPUZ_KV_AVX512 2
 
+// The kinds of a cache's elements, for gpuz_kv_attend's kind: float32,
+// bf16 and fp16 (the 16-bit ones packed, two to 4 bytes).
+#define GPUZ_KV_F32 0
+#define GPUZ_KV_BF16 1
+#define GPUZ_KV_FP16 2
+
 // gpuz_kv_isa is the best instruction set of the kernels this CPU runs.
 static int gpuz_kv_isa(void) {
 	if (__builtin_cpu_supports("avx512f"))
 		return GPUZ_KV_AVX512;
-	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
 		return GPUZ_KV_AVX2;
 	return GPUZ_KV_NONE;
+}
+
+// gpuz_kv_at returns the address of element i of a cache of kind whose
+// first element is at p.
+static inline const void *gpuz_kv_at(const void *p, ptrdiff_t i, int kind) {
+	return (const char *)p + i * (kind == GPUZ_KV_F32 ? 4 : 2);
 }
 
 // gpuz_kv_rows sets, for the rows r0 … r1−1 of a pair, the address of each
@@ -63,18 +79,34 @@ static inline int gpuz_kv_rows(const float **qr, int *lim, const float *q, ptrdi
 	return most;
 }
 
-// GPUZ_KV_BY_ROWS calls GPUZ_KV_CALL(nr, DH) with the row count nr (1 to
-// GPUZ_KV_RB) a constant.
-#define GPUZ_KV_BY_ROWS(DH)                                                                                    \
+// GPUZ_KV_BY_ROWS calls BODY with the row count (1 to GPUZ_KV_RB), the
+// head's width DH and the cache's kind KIND constants.
+#define GPUZ_KV_CALL(BODY, KIND, NR, DH) BODY(q, ldq, g, r0, NR, start, k, v, t0, t1, DH, scale, acc, mx, l, KIND)
+#define GPUZ_KV_BY_ROWS(BODY, KIND, DH)                                                                        \
 	switch (r1 - r0) {                                                                                         \
-	case 1: GPUZ_KV_CALL(1, DH); break;                                                                        \
-	case 2: GPUZ_KV_CALL(2, DH); break;                                                                        \
-	case 3: GPUZ_KV_CALL(3, DH); break;                                                                        \
-	case 4: GPUZ_KV_CALL(4, DH); break;                                                                        \
-	case 5: GPUZ_KV_CALL(5, DH); break;                                                                        \
-	case 6: GPUZ_KV_CALL(6, DH); break;                                                                        \
-	case 7: GPUZ_KV_CALL(7, DH); break;                                                                        \
-	default: GPUZ_KV_CALL(8, DH);                                                                              \
+	case 1: GPUZ_KV_CALL(BODY, KIND, 1, DH); break;                                                            \
+	case 2: GPUZ_KV_CALL(BODY, KIND, 2, DH); break;                                                            \
+	case 3: GPUZ_KV_CALL(BODY, KIND, 3, DH); break;                                                            \
+	case 4: GPUZ_KV_CALL(BODY, KIND, 4, DH); break;                                                            \
+	case 5: GPUZ_KV_CALL(BODY, KIND, 5, DH); break;                                                            \
+	case 6: GPUZ_KV_CALL(BODY, KIND, 6, DH); break;                                                            \
+	case 7: GPUZ_KV_CALL(BODY, KIND, 7, DH); break;                                                            \
+	default: GPUZ_KV_CALL(BODY, KIND, 8, DH);                                                                  \
+	}
+
+// GPUZ_KV_TASK defines NAME, which runs BODY on rows r0 … r1−1 of a cache
+// of kind KIND, compiled for each row count and for heads of 64 and 128,
+// so that the loops over the rows and the head's columns unroll and the
+// partial outputs stay in registers (with both known a decode step reads
+// three times as fast).
+#define GPUZ_KV_TASK(NAME, BODY, KIND)                                                                         \
+	static void NAME(const float *q, ptrdiff_t ldq, int g, int r0, int r1, int start, const void *k,          \
+	                 const void *v, int t0, int t1, int dh, float scale, float *acc, float *mx, float *l) {    \
+		switch (dh) {                                                                                          \
+		case 64: GPUZ_KV_BY_ROWS(BODY, KIND, 64); break;                                                       \
+		case 128: GPUZ_KV_BY_ROWS(BODY, KIND, 128); break;                                                     \
+		default: GPUZ_KV_BY_ROWS(BODY, KIND, dh);                                                              \
+		}                                                                                                      \
 	}
 
 // ---------------------------------------------------------------- AVX-512
@@ -86,17 +118,44 @@ static inline __mmask16 gpuz_kv_mask16(int left) {
 	return left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
 }
 
-// gpuz_kv_dot512 is the dot product of a and b over dh, in 16 lanes.
-static inline float gpuz_kv_dot512(const float *a, const float *b, int dh) {
+// gpuz_kv_widen512 widens 16 16-bit values of kind to float32s.
+static inline __m512 gpuz_kv_widen512(__m256i h, int kind) {
+	if (kind == GPUZ_KV_BF16)
+		return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+	return _mm512_cvtph_ps(h);
+}
+
+// gpuz_kv_load512 loads elements j … j+15 of a row p of kind as float32s.
+static inline __m512 gpuz_kv_load512(const void *p, int j, int kind) {
+	if (kind == GPUZ_KV_F32)
+		return _mm512_loadu_ps((const float *)p + j);
+	return gpuz_kv_widen512(_mm256_loadu_si256((const __m256i *)((const unsigned short *)p + j)), kind);
+}
+
+// gpuz_kv_loadn512 is gpuz_kv_load512 of the first left elements (at least
+// one), the other lanes 0, reading no element past them.
+static inline __m512 gpuz_kv_loadn512(const void *p, int j, int left, int kind) {
+	if (kind == GPUZ_KV_F32)
+		return _mm512_maskz_loadu_ps(gpuz_kv_mask16(left), (const float *)p + j);
+	if (left >= 16)
+		return gpuz_kv_load512(p, j, kind);
+	unsigned short h[16] = {0};
+	memcpy(h, (const unsigned short *)p + j, sizeof(unsigned short) * (size_t)left);
+	return gpuz_kv_widen512(_mm256_loadu_si256((const __m256i *)h), kind);
+}
+
+// gpuz_kv_dot512 is the dot product of a and the row b of kind over dh, in
+// 16 lanes.
+static inline float gpuz_kv_dot512(const float *a, const void *b, int dh, int kind) {
 	__m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
 	int j = 0;
 	for (; j + 32 <= dh; j += 32) {
-		s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + j), _mm512_loadu_ps(b + j), s0);
-		s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + j + 16), _mm512_loadu_ps(b + j + 16), s1);
+		s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + j), gpuz_kv_load512(b, j, kind), s0);
+		s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + j + 16), gpuz_kv_load512(b, j + 16, kind), s1);
 	}
 	for (; j < dh; j += 16) {
 		const __mmask16 m = gpuz_kv_mask16(dh - j);
-		s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + j), _mm512_maskz_loadu_ps(m, b + j), s0);
+		s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + j), gpuz_kv_loadn512(b, j, dh - j, kind), s0);
 	}
 	return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
@@ -125,13 +184,14 @@ static inline float gpuz_kv_fold512(float *sc, int nk, int n, float *mx, float *
 
 // gpuz_kv_body512 runs rows r0 … r0+nr−1 (at most GPUZ_KV_RB) of a pair
 // against positions t0 … t1−1 of its keys k and values v
-// ([positions, dh]): it sets acc [nr, dh] to the rows' unnormalised
-// partial outputs and mx, l to their maxima and sums (−∞ and 0 for a row
-// that sees none of the split).
+// ([positions, dh], elements of kind): it sets acc [nr, dh] to the rows'
+// unnormalised partial outputs and mx, l to their maxima and sums (−∞ and
+// 0 for a row that sees none of the split).
 static inline __attribute__((always_inline)) void gpuz_kv_body512(const float *q, ptrdiff_t ldq, int g, int r0,
-                                                                 const int nr, int start, const float *k,
-                                                                 const float *v, int t0, int t1, const int dh,
-                                                                 float scale, float *acc, float *mx, float *l) {
+                                                                 const int nr, int start, const void *k,
+                                                                 const void *v, int t0, int t1, const int dh,
+                                                                 float scale, float *acc, float *mx, float *l,
+                                                                 const int kind) {
 	const float *qr[GPUZ_KV_RB];
 	int lim[GPUZ_KV_RB];
 	const int most = gpuz_kv_rows(qr, lim, q, ldq, g, r0, r0 + nr, start, dh);
@@ -143,8 +203,8 @@ static inline __attribute__((always_inline)) void gpuz_kv_body512(const float *q
 	for (int tb = t0; tb < end; tb += GPUZ_KV_KB) {
 		const int nk = end - tb < GPUZ_KV_KB ? end - tb : GPUZ_KV_KB;
 		for (int i = 0; i < nk; i++) {
-			const float *ki = k + (ptrdiff_t)(tb + i) * dh;
-			for (int r = 0; r < nr; r++) sc[r][i] = scale * gpuz_kv_dot512(qr[r], ki, dh);
+			const void *ki = gpuz_kv_at(k, (ptrdiff_t)(tb + i) * dh, kind);
+			for (int r = 0; r < nr; r++) sc[r][i] = scale * gpuz_kv_dot512(qr[r], ki, dh, kind);
 		}
 		for (int r = 0; r < nr; r++) alpha[r] = gpuz_kv_fold512(sc[r], nk, lim[r] - tb, &mx[r], &l[r]);
 		for (int j = 0; j < dh; j += 16) {
@@ -153,7 +213,7 @@ static inline __attribute__((always_inline)) void gpuz_kv_body512(const float *q
 			for (int r = 0; r < nr; r++)
 				a[r] = _mm512_mul_ps(_mm512_maskz_loadu_ps(cm, acc + r * dh + j), _mm512_set1_ps(alpha[r]));
 			for (int i = 0; i < nk; i++) {
-				const __m512 vi = _mm512_maskz_loadu_ps(cm, v + (ptrdiff_t)(tb + i) * dh + j);
+				const __m512 vi = gpuz_kv_loadn512(gpuz_kv_at(v, (ptrdiff_t)(tb + i) * dh, kind), j, dh - j, kind);
 				for (int r = 0; r < nr; r++) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(sc[r][i]), vi, a[r]);
 			}
 			for (int r = 0; r < nr; r++) _mm512_mask_storeu_ps(acc + r * dh + j, cm, a[r]);
@@ -161,32 +221,18 @@ static inline __attribute__((always_inline)) void gpuz_kv_body512(const float *q
 	}
 }
 
-// gpuz_kv_task512 runs gpuz_kv_body512 on rows r0 … r1−1, compiled for each
-// row count and for heads of 64 and 128, so that the loops over the rows
-// and the head's columns unroll and the partial outputs stay in registers
-// (with both known a decode step reads three times as fast).
-static void gpuz_kv_task512(const float *q, ptrdiff_t ldq, int g, int r0, int r1, int start, const float *k,
-                            const float *v, int t0, int t1, int dh, float scale, float *acc, float *mx, float *l) {
-#define GPUZ_KV_CALL(NR, DH) gpuz_kv_body512(q, ldq, g, r0, NR, start, k, v, t0, t1, DH, scale, acc, mx, l)
-	switch (dh) {
-	case 64:
-		GPUZ_KV_BY_ROWS(64);
-		break;
-	case 128:
-		GPUZ_KV_BY_ROWS(128);
-		break;
-	default:
-		GPUZ_KV_BY_ROWS(dh);
-	}
-#undef GPUZ_KV_CALL
-}
+// gpuz_kv_task512_f32, _bf16 and _fp16 run gpuz_kv_body512 on a cache of
+// each kind (GPUZ_KV_TASK).
+GPUZ_KV_TASK(gpuz_kv_task512_f32, gpuz_kv_body512, GPUZ_KV_F32)
+GPUZ_KV_TASK(gpuz_kv_task512_bf16, gpuz_kv_body512, GPUZ_KV_BF16)
+GPUZ_KV_TASK(gpuz_kv_task512_fp16, gpuz_kv_body512, GPUZ_KV_FP16)
 
 #pragma GCC pop_options
 
 // ------------------------------------------------------------- AVX2 + FMA
 
 #pragma GCC push_options
-#pragma GCC target("avx2,fma")
+#pragma GCC target("avx2,fma,f16c")
 
 // gpuz_kv_mask8 is the mask of AVX2's masked loads and stores for the
 // first left of 8 lanes.
@@ -202,17 +248,44 @@ static inline float gpuz_kv_hsum256(__m256 v) {
 	return _mm_cvtss_f32(s);
 }
 
-// gpuz_kv_dot256 is the dot product of a and b over dh, in 8 lanes.
-static inline float gpuz_kv_dot256(const float *a, const float *b, int dh) {
+// gpuz_kv_widen256 widens 8 16-bit values of kind to float32s.
+static inline __m256 gpuz_kv_widen256(__m128i h, int kind) {
+	if (kind == GPUZ_KV_BF16)
+		return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+	return _mm256_cvtph_ps(h);
+}
+
+// gpuz_kv_load256 loads elements j … j+7 of a row p of kind as float32s.
+static inline __m256 gpuz_kv_load256(const void *p, int j, int kind) {
+	if (kind == GPUZ_KV_F32)
+		return _mm256_loadu_ps((const float *)p + j);
+	return gpuz_kv_widen256(_mm_loadu_si128((const __m128i *)((const unsigned short *)p + j)), kind);
+}
+
+// gpuz_kv_loadn256 is gpuz_kv_load256 of the first left elements (at least
+// one), the other lanes 0, reading no element past them.
+static inline __m256 gpuz_kv_loadn256(const void *p, int j, int left, int kind) {
+	if (kind == GPUZ_KV_F32)
+		return _mm256_maskload_ps((const float *)p + j, gpuz_kv_mask8(left));
+	if (left >= 8)
+		return gpuz_kv_load256(p, j, kind);
+	unsigned short h[8] = {0};
+	memcpy(h, (const unsigned short *)p + j, sizeof(unsigned short) * (size_t)left);
+	return gpuz_kv_widen256(_mm_loadu_si128((const __m128i *)h), kind);
+}
+
+// gpuz_kv_dot256 is the dot product of a and the row b of kind over dh, in
+// 8 lanes.
+static inline float gpuz_kv_dot256(const float *a, const void *b, int dh, int kind) {
 	__m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
 	int j = 0;
 	for (; j + 16 <= dh; j += 16) {
-		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(b + j), s0);
-		s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j + 8), _mm256_loadu_ps(b + j + 8), s1);
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), gpuz_kv_load256(b, j, kind), s0);
+		s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j + 8), gpuz_kv_load256(b, j + 8, kind), s1);
 	}
 	for (; j < dh; j += 8) {
 		const __m256i m = gpuz_kv_mask8(dh - j);
-		s0 = _mm256_fmadd_ps(_mm256_maskload_ps(a + j, m), _mm256_maskload_ps(b + j, m), s0);
+		s0 = _mm256_fmadd_ps(_mm256_maskload_ps(a + j, m), gpuz_kv_loadn256(b, j, dh - j, kind), s0);
 	}
 	return gpuz_kv_hsum256(_mm256_add_ps(s0, s1));
 }
@@ -248,9 +321,10 @@ static inline float gpuz_kv_fold256(float *sc, int nk, int n, float *mx, float *
 
 // gpuz_kv_body256 is gpuz_kv_body512 with AVX2 vectors.
 static inline __attribute__((always_inline)) void gpuz_kv_body256(const float *q, ptrdiff_t ldq, int g, int r0,
-                                                                 const int nr, int start, const float *k,
-                                                                 const float *v, int t0, int t1, const int dh,
-                                                                 float scale, float *acc, float *mx, float *l) {
+                                                                 const int nr, int start, const void *k,
+                                                                 const void *v, int t0, int t1, const int dh,
+                                                                 float scale, float *acc, float *mx, float *l,
+                                                                 const int kind) {
 	const float *qr[GPUZ_KV_RB];
 	int lim[GPUZ_KV_RB];
 	const int most = gpuz_kv_rows(qr, lim, q, ldq, g, r0, r0 + nr, start, dh);
@@ -262,8 +336,8 @@ static inline __attribute__((always_inline)) void gpuz_kv_body256(const float *q
 	for (int tb = t0; tb < end; tb += GPUZ_KV_KB) {
 		const int nk = end - tb < GPUZ_KV_KB ? end - tb : GPUZ_KV_KB;
 		for (int i = 0; i < nk; i++) {
-			const float *ki = k + (ptrdiff_t)(tb + i) * dh;
-			for (int r = 0; r < nr; r++) sc[r][i] = scale * gpuz_kv_dot256(qr[r], ki, dh);
+			const void *ki = gpuz_kv_at(k, (ptrdiff_t)(tb + i) * dh, kind);
+			for (int r = 0; r < nr; r++) sc[r][i] = scale * gpuz_kv_dot256(qr[r], ki, dh, kind);
 		}
 		for (int r = 0; r < nr; r++) alpha[r] = gpuz_kv_fold256(sc[r], nk, lim[r] - tb, &mx[r], &l[r]);
 		for (int j = 0; j < dh; j += 8) {
@@ -272,7 +346,7 @@ static inline __attribute__((always_inline)) void gpuz_kv_body256(const float *q
 			for (int r = 0; r < nr; r++)
 				a[r] = _mm256_mul_ps(_mm256_maskload_ps(acc + r * dh + j, cm), _mm256_set1_ps(alpha[r]));
 			for (int i = 0; i < nk; i++) {
-				const __m256 vi = _mm256_maskload_ps(v + (ptrdiff_t)(tb + i) * dh + j, cm);
+				const __m256 vi = gpuz_kv_loadn256(gpuz_kv_at(v, (ptrdiff_t)(tb + i) * dh, kind), j, dh - j, kind);
 				for (int r = 0; r < nr; r++) a[r] = _mm256_fmadd_ps(_mm256_set1_ps(sc[r][i]), vi, a[r]);
 			}
 			for (int r = 0; r < nr; r++) _mm256_maskstore_ps(acc + r * dh + j, cm, a[r]);
@@ -280,43 +354,31 @@ static inline __attribute__((always_inline)) void gpuz_kv_body256(const float *q
 	}
 }
 
-// gpuz_kv_task256 runs gpuz_kv_body256 on rows r0 … r1−1, compiled for each
-// row count and for heads of 64 and 128, so that the loops over the rows
-// and the head's columns unroll and the partial outputs stay in registers
-// (with both known a decode step reads three times as fast).
-static void gpuz_kv_task256(const float *q, ptrdiff_t ldq, int g, int r0, int r1, int start, const float *k,
-                            const float *v, int t0, int t1, int dh, float scale, float *acc, float *mx, float *l) {
-#define GPUZ_KV_CALL(NR, DH) gpuz_kv_body256(q, ldq, g, r0, NR, start, k, v, t0, t1, DH, scale, acc, mx, l)
-	switch (dh) {
-	case 64:
-		GPUZ_KV_BY_ROWS(64);
-		break;
-	case 128:
-		GPUZ_KV_BY_ROWS(128);
-		break;
-	default:
-		GPUZ_KV_BY_ROWS(dh);
-	}
-#undef GPUZ_KV_CALL
-}
+// gpuz_kv_task256_f32, _bf16 and _fp16 run gpuz_kv_body256 on a cache of
+// each kind (GPUZ_KV_TASK).
+GPUZ_KV_TASK(gpuz_kv_task256_f32, gpuz_kv_body256, GPUZ_KV_F32)
+GPUZ_KV_TASK(gpuz_kv_task256_bf16, gpuz_kv_body256, GPUZ_KV_BF16)
+GPUZ_KV_TASK(gpuz_kv_task256_fp16, gpuz_kv_body256, GPUZ_KV_FP16)
 
 #pragma GCC pop_options
 
 // ------------------------------------------------------------ entry points
 
-// gpuz_kv_attend runs one task (gpuz_kv_task512 with isa GPUZ_KV_AVX512,
-// gpuz_kv_task256 with GPUZ_KV_AVX2). With out non-NULL the split is the
-// whole cache: the rows' outputs are divided by their sums and written to
-// out (the group's first head's output of the first new token, ldo the
-// stride of the new tokens), acc, mx and l serving as scratch.
-static void gpuz_kv_attend(int isa, const float *q, ptrdiff_t ldq, int g, int r0, int r1, int start, const float *k,
-                           const float *v, int t0, int t1, int dh, float scale, float *acc, float *mx, float *l,
-                           float *out, ptrdiff_t ldo) {
+// gpuz_kv_attend runs one task (a gpuz_kv_task512 with isa GPUZ_KV_AVX512,
+// a gpuz_kv_task256 with GPUZ_KV_AVX2, on keys k and values v of kind).
+// With out non-NULL the split is the whole cache: the rows' outputs are
+// divided by their sums and written to out (the group's first head's
+// output of the first new token, ldo the stride of the new tokens), acc,
+// mx and l serving as scratch.
+static void gpuz_kv_attend(int isa, int kind, const float *q, ptrdiff_t ldq, int g, int r0, int r1, int start,
+                           const void *k, const void *v, int t0, int t1, int dh, float scale, float *acc, float *mx,
+                           float *l, float *out, ptrdiff_t ldo) {
 	GPUZ_FLUSH_SUBNORMALS();
-	if (isa == GPUZ_KV_AVX512)
-		gpuz_kv_task512(q, ldq, g, r0, r1, start, k, v, t0, t1, dh, scale, acc, mx, l);
-	else
-		gpuz_kv_task256(q, ldq, g, r0, r1, start, k, v, t0, t1, dh, scale, acc, mx, l);
+	typedef void task(const float *, ptrdiff_t, int, int, int, int, const void *, const void *, int, int, int, float,
+	                  float *, float *, float *);
+	static task *const tasks[2][3] = {{gpuz_kv_task256_f32, gpuz_kv_task256_bf16, gpuz_kv_task256_fp16},
+	                                  {gpuz_kv_task512_f32, gpuz_kv_task512_bf16, gpuz_kv_task512_fp16}};
+	tasks[isa == GPUZ_KV_AVX512][kind](q, ldq, g, r0, r1, start, k, v, t0, t1, dh, scale, acc, mx, l);
 	if (out == NULL)
 		return;
 	for (int r = r0; r < r1; r++) {

@@ -2,6 +2,8 @@
 
 package hostmath
 
+import "gpuz/internal/half"
+
 // kvCacheC is false without cgo: the float32 cache attention runs the Go
 // kernel.
 var kvCacheC = false
@@ -15,6 +17,12 @@ var (
 	}
 )
 
-func cacheAttendFloat32(out, qkv, keys, values []float32, c KVCache, start int) {
+// kvData: no C kernels to read a cache.
+type kvData struct{}
+
+func cacheFloat32(keys, values []float32) kvData            { return kvData{} }
+func cacheHalf(keys, values []uint16, f half.Format) kvData { return kvData{} }
+
+func cacheAttendFloat32(out, qkv []float32, kv kvData, c KVCache, start int) {
 	panic("hostmath: no C cache attention in a purego build")
 }

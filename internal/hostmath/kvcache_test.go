@@ -13,11 +13,11 @@ import (
 // query heads, no grouping, several sequences, odd widths, and a prompt
 // longer than the fused kernels' 64-row blocks.
 var kvCases = []KVCache{
-	{Attention{Batch: 1, Seq: 7, Heads: 9, HeadDim: 64, KVHeads: 3}, 10},
-	{Attention{Batch: 2, Seq: 5, Heads: 4, HeadDim: 3, KVHeads: 1}, 5},
-	{Attention{Batch: 3, Seq: 9, Heads: 2, HeadDim: 5}, 12},
-	{Attention{Batch: 2, Seq: 70, Heads: 6, HeadDim: 17, KVHeads: 2}, 73},
-	{Attention{Batch: 1, Seq: 1, Heads: 3, HeadDim: 4, KVHeads: 3}, 1},
+	{Attention: Attention{Batch: 1, Seq: 7, Heads: 9, HeadDim: 64, KVHeads: 3}, Context: 10},
+	{Attention: Attention{Batch: 2, Seq: 5, Heads: 4, HeadDim: 3, KVHeads: 1}, Context: 5},
+	{Attention: Attention{Batch: 3, Seq: 9, Heads: 2, HeadDim: 5}, Context: 12},
+	{Attention: Attention{Batch: 2, Seq: 70, Heads: 6, HeadDim: 17, KVHeads: 2}, Context: 73},
+	{Attention: Attention{Batch: 1, Seq: 1, Heads: 3, HeadDim: 4, KVHeads: 3}, Context: 1},
 }
 
 // causalAttention is the reference the cache's attention must reproduce:
@@ -140,7 +140,7 @@ func TestCacheAttend(t *testing.T) {
 // value of each key and value head at its position in the cache, and
 // writes nothing else.
 func TestCacheWrite(t *testing.T) {
-	c := KVCache{Attention{Batch: 2, Seq: 3, Heads: 6, HeadDim: 4, KVHeads: 2}, 7}
+	c := KVCache{Attention: Attention{Batch: 2, Seq: 3, Heads: 6, HeadDim: 4, KVHeads: 2}, Context: 7}
 	const start = 2
 	ld, d, kd, dh := c.QKVWidth(), c.DModel(), c.KVWidth(), c.HeadDim
 	qkv := make([]float64, c.Batch*c.Seq*ld)
@@ -173,7 +173,7 @@ func TestCacheWrite(t *testing.T) {
 // many threads share the (sequence, key and value head) pairs.
 func TestCacheAttendThreads(t *testing.T) {
 	defer SetThreads(Threads())
-	c := KVCache{Attention{Batch: 2, Seq: 33, Heads: 8, HeadDim: 16, KVHeads: 2}, 40}
+	c := KVCache{Attention: Attention{Batch: 2, Seq: 33, Heads: 8, HeadDim: 16, KVHeads: 2}, Context: 40}
 	rng := rand.New(rand.NewPCG(1, 2))
 	qkv := toFloat32(randomSlice(rng, c.Batch*c.Seq*c.QKVWidth()))
 	SetThreads(1)
@@ -186,7 +186,7 @@ func TestCacheAttendThreads(t *testing.T) {
 
 // TestKVCacheValidate checks the sizes Validate accepts and rejects.
 func TestKVCacheValidate(t *testing.T) {
-	ok := KVCache{Attention{Batch: 1, Seq: 4, Heads: 6, HeadDim: 8, KVHeads: 2}, 10}
+	ok := KVCache{Attention: Attention{Batch: 1, Seq: 4, Heads: 6, HeadDim: 8, KVHeads: 2}, Context: 10}
 	with := func(f func(*KVCache)) KVCache {
 		c := ok
 		f(&c)
@@ -227,10 +227,10 @@ func TestCacheAttendFloat32C(t *testing.T) {
 	defer SetThreads(Threads())
 	defer func(isa int) { kvCacheISA, kvCacheC = isa, true }(kvCacheISA)
 	cases := append([]KVCache{
-		{Attention{Batch: 1, Seq: 600, Heads: 9, HeadDim: 64, KVHeads: 3}, 600},
-		{Attention{Batch: 2, Seq: 300, Heads: 32, HeadDim: 20, KVHeads: 2}, 310},
-		{Attention{Batch: 1, Seq: 520, Heads: 4, HeadDim: 80, KVHeads: 4}, 530},
-		{Attention{Batch: 1, Seq: 270, Heads: 8, HeadDim: 128, KVHeads: 2}, 270},
+		{Attention: Attention{Batch: 1, Seq: 600, Heads: 9, HeadDim: 64, KVHeads: 3}, Context: 600},
+		{Attention: Attention{Batch: 2, Seq: 300, Heads: 32, HeadDim: 20, KVHeads: 2}, Context: 310},
+		{Attention: Attention{Batch: 1, Seq: 520, Heads: 4, HeadDim: 80, KVHeads: 4}, Context: 530},
+		{Attention: Attention{Batch: 1, Seq: 270, Heads: 8, HeadDim: 128, KVHeads: 2}, Context: 270},
 	}, kvCases...)
 	for _, c := range cases {
 		rng := rand.New(rand.NewPCG(uint64(c.Seq), uint64(c.HeadDim)))
@@ -287,7 +287,7 @@ func BenchmarkCacheAttend(b *testing.B) {
 		layers, heads, kv, dh int
 	}{{"smollm2-135m", 30, 9, 3, 64}, {"llama-3.2-1b", 16, 32, 8, 64}} {
 		for _, context := range []int{576, 2048} {
-			c := KVCache{Attention{Batch: 1, Seq: 1, Heads: m.heads, HeadDim: m.dh, KVHeads: m.kv}, context}
+			c := KVCache{Attention: Attention{Batch: 1, Seq: 1, Heads: m.heads, HeadDim: m.dh, KVHeads: m.kv}, Context: context}
 			rng := rand.New(rand.NewPCG(1, uint64(context)))
 			keys, values := make([][]float32, m.layers), make([][]float32, m.layers)
 			for i := range keys {

@@ -8,6 +8,7 @@ import (
 
 	"gpuz/internal/engine"
 	"gpuz/internal/hfconfig"
+	"gpuz/internal/levers"
 	"gpuz/internal/ops"
 )
 
@@ -25,6 +26,10 @@ type GenerateConfig struct {
 	// each one's prompt and Context the positions each cache holds (the
 	// prompt and the generated tokens but the last, which no pass reads).
 	Batch, Prompt, Context int
+	// KVCache is how the caches store their keys and values: float32
+	// ("" or levers.FP32), or 16 bits of bf16 or fp16, whatever the
+	// weights' precision (engine.Spec.StatePrecision).
+	KVCache levers.Precision
 }
 
 // llm is the llm workload's config of the same model at sequence length
@@ -33,11 +38,14 @@ func (c GenerateConfig) llm(seq int) LLMConfig {
 	return LLMConfig{Model: c.Model, Layers: c.Layers, SeqLen: seq, Feed: Feed{Samples: c.Batch, Batch: c.Batch, Epochs: 1}}
 }
 
-// Validate reports the first size that cannot make a generation: the
+// Validate reports the first setting that cannot make a generation: the
 // llm workload's checks at a sequence of Context positions (the model's
-// maximum positions among them), and a context that cannot hold the
-// prompt.
+// maximum positions among them), a context that cannot hold the prompt,
+// and a cache type that is no precision.
 func (c GenerateConfig) Validate() error {
+	if err := c.KVCache.Validate(); err != nil {
+		return fmt.Errorf("the key-value cache's %w", err)
+	}
 	switch {
 	case c.Prompt <= 0:
 		return fmt.Errorf("the prompt must be positive, got %d tokens", c.Prompt)
@@ -48,17 +56,21 @@ func (c GenerateConfig) Validate() error {
 }
 
 // CacheBytes returns the bytes of every decoder layer's key-value cache,
-// as the generation stores them (float32): 2 (keys and values) · layers ·
-// kv heads · head dim · context · batch · 4. Grouped-query attention's
-// heads share their kv head's keys and values, which are never copied per
-// query head.
+// as the generation stores them (KVCache: 4 bytes an element, or 2): 2
+// (keys and values) · layers · kv heads · head dim · context · batch ·
+// the element's bytes. Grouped-query attention's heads share their kv
+// head's keys and values, which are never copied per query head.
 func (c GenerateConfig) CacheBytes() int64 {
 	m := c.Model.Config
 	kv := m.KVHeads
 	if kv == 0 {
 		kv = m.Heads
 	}
-	return 4 * 2 * int64(c.Layers) * int64(kv) * int64(m.HeadDim) * int64(c.Context) * int64(c.Batch)
+	elem := int64(4)
+	if c.KVCache.Half() {
+		elem = 2
+	}
+	return elem * 2 * int64(c.Layers) * int64(kv) * int64(m.HeadDim) * int64(c.Context) * int64(c.Batch)
 }
 
 // Generation is the llm workload's generation graph: its two passes
@@ -143,13 +155,14 @@ func (g *Generation) buildPass(shared *genShared, p *Pass) (*gorgonia.Node, erro
 
 // Spec returns what engine.Compile compiles for the generation: its two
 // passes, prefill then decode, over its blocks, fed each pass's ids and
-// positions and the constants.
+// positions and the constants, the caches stored as Config.KVCache says.
 func (g *Generation) Spec() engine.Spec {
 	inputs := []*gorgonia.Node{g.Prefill.IDs, g.Prefill.Positions, g.Decode.IDs, g.Decode.Positions}
 	for _, c := range g.Constants {
 		inputs = append(inputs, c.Node)
 	}
-	return engine.Spec{Inputs: inputs, Blocks: g.Blocks, Passes: []*gorgonia.Node{g.Prefill.Logits, g.Decode.Logits}}
+	return engine.Spec{Inputs: inputs, Blocks: g.Blocks, Passes: []*gorgonia.Node{g.Prefill.Logits, g.Decode.Logits},
+		StatePrecision: g.Config.KVCache}
 }
 
 // genShared is what the passes of one generation share: the context, the

@@ -29,12 +29,12 @@ type generation struct {
 }
 
 // generate builds tiny config's generation, loads it on dev under pl at
-// the given precision, initialises it from seed 1 and generates from a
-// prompt drawn from seed 2.
-func generate(t *testing.T, config string, dev device.Device, pl engine.Placement, precision levers.Precision) generation {
+// the given precision, its caches stored as kv says, initialises it from
+// seed 1 and generates from a prompt drawn from seed 2.
+func generate(t *testing.T, config string, dev device.Device, pl engine.Placement, precision, kv levers.Precision) generation {
 	t.Helper()
 	llm := tinyLLM(t, config, genContext, genBatch)
-	g, err := GenerateConfig{Model: llm.Model, Layers: llm.Layers, Batch: genBatch, Prompt: genPrompt, Context: genContext}.Build()
+	g, err := GenerateConfig{Model: llm.Model, Layers: llm.Layers, Batch: genBatch, Prompt: genPrompt, Context: genContext, KVCache: kv}.Build()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestGenerationMatchesForward(t *testing.T) {
 // checkMatchesForward is TestGenerationMatchesForward for one config and
 // precision.
 func checkMatchesForward(t *testing.T, config string, precision levers.Precision) {
-	got := generate(t, config, device.NewHost(), engine.Resident{}, precision)
+	got := generate(t, config, device.NewHost(), engine.Resident{}, precision, precision)
 	vocab := len(got.logits[0]) / genBatch
 	want, seq := forwardLogits(t, config, genPromptIDs(vocab), got.tokens, precision)
 	rel := 1e-5
@@ -144,6 +144,38 @@ func checkMatchesForward(t *testing.T, config string, precision levers.Precision
 			if tok := argmax(row); got.tokens[s][i] != tok && !precision.Half() {
 				t.Errorf("generated token %d of sequence %d is %d, the forward pass's argmax %d", i, s, got.tokens[s][i], tok)
 			}
+		}
+	}
+}
+
+// TestGenerationHalfCache checks, for each family, that a generation
+// whose caches store bf16 or fp16 (float32 weights) gives logits near
+// those of float32 caches: within four times the keys' and values'
+// rounding (2^-9 relative in bf16, with its 8-bit mantissa; 2^-12 in
+// fp16) of the largest logit's magnitude (the tiny models stay within
+// one). A cache read at the wrong position, or products run in 16 bits
+// on float32 operands, are far outside.
+func TestGenerationHalfCache(t *testing.T) {
+	for _, tc := range tinyLLMs {
+		want := generate(t, tc.config, device.NewHost(), engine.Resident{}, levers.FP32, levers.FP32)
+		for _, kv := range []struct {
+			p   levers.Precision
+			rel float64
+		}{{levers.BF16, 1.0 / 128}, {levers.FP16, 1.0 / 1024}} {
+			t.Run(tc.name+"/kv="+string(kv.p), func(t *testing.T) {
+				got := generate(t, tc.config, device.NewHost(), engine.Resident{}, levers.FP32, kv.p)
+				vocab := len(want.logits[0]) / genBatch
+				for i := range want.logits {
+					for s := range genBatch {
+						if !slices.Equal(got.tokens[s][:i], want.tokens[s][:i]) {
+							return // an earlier token differs: the inputs differ from here
+						}
+						if err := closeLogits(got.logits[i][s*vocab:(s+1)*vocab], want.logits[i][s*vocab:(s+1)*vocab], kv.rel); err != nil {
+							t.Fatalf("generated token %d of sequence %d: %v", i, s, err)
+						}
+					}
+				}
+			})
 		}
 	}
 }
@@ -169,36 +201,43 @@ func closeLogits(got, want []float32, rel float64) error {
 // device gives the host's logits and tokens bit for bit, every block
 // resident, paged through a window smaller than the layers (each policy:
 // the caches are written back when their block is evicted), split
-// between host, device and cache, and in managed memory.
+// between host, device and cache, and in managed memory, with float32
+// caches and with bf16 ones (written back as stored).
 func TestGenerationPlacements(t *testing.T) {
 	for _, tc := range tinyLLMs {
-		t.Run(tc.name, func(t *testing.T) {
-			want := generate(t, tc.config, device.NewHost(), engine.Resident{}, levers.FP32)
-			n := tinyLLM(t, tc.config, genContext, genBatch).Layers + 2 // embed, the layers, head
-			mixed := slices.Repeat([]engine.Where{engine.InCache}, n)
-			mixed[0], mixed[n-1] = engine.OnHost, engine.OnDevice
-			for _, pl := range []engine.Placement{
-				engine.Resident{},
-				engine.Paged{Cache: cache.Config{Policy: cache.Window, Window: 1}},
-				engine.Paged{Cache: cache.Config{Policy: cache.WindowPaged, Window: 1}},
-				engine.Paged{Cache: cache.Config{Policy: cache.Auto, Window: 2}},
-				engine.Hybrid{Blocks: mixed, Cache: cache.Config{Policy: cache.Auto, Window: 1}},
-				engine.Managed{PageSize: cache.MinPageSize},
-			} {
-				dev := device.NewSim(1<<30, nil)
-				got := generate(t, tc.config, dev, pl, levers.FP32)
-				dev.Close()
-				if !slices.EqualFunc(got.tokens, want.tokens, slices.Equal) {
-					t.Errorf("%T%+v: tokens %v, on the host %v", pl, pl, got.tokens, want.tokens)
-				}
-				for i := range want.logits {
-					if !slices.Equal(got.logits[i], want.logits[i]) {
-						t.Errorf("%T%+v: generated token %d's logits differ from the host's", pl, pl, i)
-						break
-					}
-				}
+		for _, kv := range []levers.Precision{levers.FP32, levers.BF16} {
+			t.Run(tc.name+"/kv="+string(kv), func(t *testing.T) { checkPlacements(t, tc.config, kv) })
+		}
+	}
+}
+
+// checkPlacements is TestGenerationPlacements for one config and cache
+// type.
+func checkPlacements(t *testing.T, config string, kv levers.Precision) {
+	want := generate(t, config, device.NewHost(), engine.Resident{}, levers.FP32, kv)
+	n := tinyLLM(t, config, genContext, genBatch).Layers + 2 // embed, the layers, head
+	mixed := slices.Repeat([]engine.Where{engine.InCache}, n)
+	mixed[0], mixed[n-1] = engine.OnHost, engine.OnDevice
+	for _, pl := range []engine.Placement{
+		engine.Resident{},
+		engine.Paged{Cache: cache.Config{Policy: cache.Window, Window: 1}},
+		engine.Paged{Cache: cache.Config{Policy: cache.WindowPaged, Window: 1}},
+		engine.Paged{Cache: cache.Config{Policy: cache.Auto, Window: 2}},
+		engine.Hybrid{Blocks: mixed, Cache: cache.Config{Policy: cache.Auto, Window: 1}},
+		engine.Managed{PageSize: cache.MinPageSize},
+	} {
+		dev := device.NewSim(1<<30, nil)
+		got := generate(t, config, dev, pl, levers.FP32, kv)
+		dev.Close()
+		if !slices.EqualFunc(got.tokens, want.tokens, slices.Equal) {
+			t.Errorf("%T%+v: tokens %v, on the host %v", pl, pl, got.tokens, want.tokens)
+		}
+		for i := range want.logits {
+			if !slices.Equal(got.logits[i], want.logits[i]) {
+				t.Errorf("%T%+v: generated token %d's logits differ from the host's", pl, pl, i)
+				break
 			}
-		})
+		}
 	}
 }
 
@@ -210,10 +249,22 @@ func TestGenerationPlacements(t *testing.T) {
 // generation of two tokens) equal the dry run's (Schedule.Copies walks
 // each pass once), the caches' write-backs included.
 func TestGenerationCopiesAndPeak(t *testing.T) {
+	for _, kv := range []levers.Precision{levers.FP32, levers.BF16} {
+		t.Run("kv="+string(kv), func(t *testing.T) { checkCopiesAndPeak(t, kv) })
+	}
+}
+
+// checkCopiesAndPeak is TestGenerationCopiesAndPeak with caches of kv:
+// their bytes 4 an element, or 2.
+func checkCopiesAndPeak(t *testing.T, kv levers.Precision) {
 	llm := tinyLLM(t, tinyLLMs[0].config, genContext, genBatch)
 	n := llm.Layers + 2
 	mixed := slices.Repeat([]engine.Where{engine.InCache}, n)
 	mixed[0], mixed[n-1] = engine.OnHost, engine.OnDevice
+	elem := 4
+	if kv.Half() {
+		elem = 2
+	}
 	for _, pl := range []engine.Placement{
 		engine.Resident{},
 		engine.Paged{Cache: cache.Config{Policy: cache.Window, Window: 1}},
@@ -221,7 +272,8 @@ func TestGenerationCopiesAndPeak(t *testing.T) {
 		engine.Paged{Cache: cache.Config{Policy: cache.Auto, Window: 2}},
 		engine.Hybrid{Blocks: mixed, Cache: cache.Config{Policy: cache.Auto, Window: 1}},
 	} {
-		g, err := GenerateConfig{Model: llm.Model, Layers: llm.Layers, Batch: genBatch, Prompt: genPrompt, Context: genContext}.Build()
+		config := GenerateConfig{Model: llm.Model, Layers: llm.Layers, Batch: genBatch, Prompt: genPrompt, Context: genContext, KVCache: kv}
+		g, err := config.Build()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,8 +320,8 @@ func TestGenerationCopiesAndPeak(t *testing.T) {
 				break
 			}
 		}
-		if b := plan.Bytes(); b.State != int64(4*2*genBatch*llm.Model.KVHeads*genContext*llm.Model.HeadDim*llm.Layers) {
-			t.Errorf("state of %d bytes, want the caches' 2·batch·kv heads·context·head dim·layers floats", b.State)
+		if b := plan.Bytes(); b.State != int64(elem*2*genBatch*llm.Model.KVHeads*genContext*llm.Model.HeadDim*llm.Layers) || b.State != config.CacheBytes() {
+			t.Errorf("state of %d bytes, want the caches' 2·batch·kv heads·context·head dim·layers elements of %d bytes, %d", b.State, elem, config.CacheBytes())
 		}
 		prog.Close()
 		dev.Close()

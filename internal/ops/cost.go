@@ -21,6 +21,27 @@ func (o op) Cost(shapes []tensor.Shape) device.Cost {
 	return o.spec.cost(shapes, out)
 }
 
+// CostHalf returns the work of one launch of the op's 16-bit launch
+// (LaunchHalf) where the op is not a product: the arguments HalfOperands
+// marks read, or written in place, at 2 bytes an element (the key-value
+// cache's, each spec's halfCost method); its Cost for an op without one.
+func (o op) CostHalf(shapes []tensor.Shape) device.Cost {
+	out, err := o.shape(shapes)
+	if err != nil {
+		return device.Cost{}
+	}
+	if h, ok := o.spec.(halfCoster); ok {
+		return h.halfCost(shapes, out)
+	}
+	return o.spec.cost(shapes, out)
+}
+
+// halfCoster is a spec whose 16-bit launch reads its marked arguments as
+// stored without being a product: halfCost is that launch's work.
+type halfCoster interface {
+	halfCost(in []tensor.Shape, out tensor.Shape) device.Cost
+}
+
 // elemsOf is the elements of a tensor of shape s: 1 for a scalar.
 func elemsOf(s tensor.Shape) int64 {
 	if s.IsScalar() {

@@ -6,6 +6,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"gpuz/internal/device"
+	"gpuz/internal/half"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
 	"gpuz/internal/perfmodel"
@@ -34,6 +35,11 @@ type CacheConfig struct {
 // its output the cache's own buffer, a block's state, so that a launch
 // writes the new positions only; Do returns a written copy. It is forward
 // only: a cache is evaluation state, with no gradient.
+//
+// A cache stored in 16 bits (engine.Spec.StatePrecision) is taken as
+// stored (HalfOperands: the cache), its 16-bit launch rounding the new
+// keys and values into it in place (device.Kernels.CacheWrite with
+// KVCache.Format); the engine never widens it.
 type CacheWrite struct{ CacheConfig }
 
 // CacheAttend is the new tokens' causal attention against a layer's cache:
@@ -42,7 +48,9 @@ type CacheWrite struct{ CacheConfig }
 // positions; output [batch·Seq, Heads·HeadDim], heads merged, new token i
 // seeing the cache's positions 0 … start+i, each query head reading the
 // key and value head of its group in place (hostmath.CacheAttend): the
-// probabilities are never kept. Forward only.
+// probabilities are never kept. Forward only. A 16-bit cache is read as
+// stored (HalfOperands: the cache), each key and value widened as it is
+// read (hostmath.CacheAttendHalf).
 type CacheAttend struct{ CacheConfig }
 
 func (CacheWrite) signature() []int  { return []int{5, 2, 2, 5} }
@@ -121,6 +129,32 @@ func (op CacheAttend) launch(d launchArgs) error {
 	return d.k.CacheAttend(d.out, d.args[0], d.args[1], d.args[2], c)
 }
 
+// halfOperands: the cache, taken as stored; qkv, the positions and the
+// output float32.
+func (CacheWrite) halfOperands() []bool  { return []bool{true, false, false} }
+func (CacheAttend) halfOperands() []bool { return []bool{false, true, false} }
+
+// launchHalf is launch on a cache of 16-bit values of format f: out is the
+// cache itself, written in place.
+func (op CacheWrite) launchHalf(f half.Format, d launchArgs) error {
+	c, err := op.size(d.shapes)
+	if err != nil {
+		return err
+	}
+	c.Format = f
+	return d.k.CacheWrite(d.out, d.args[1], d.args[2], c)
+}
+
+// launchHalf is launch against a cache of 16-bit values of format f.
+func (op CacheAttend) launchHalf(f half.Format, d launchArgs) error {
+	c, err := op.size(d.shapes)
+	if err != nil {
+		return err
+	}
+	c.Format = f
+	return d.k.CacheAttend(d.out, d.args[0], d.args[1], d.args[2], c)
+}
+
 // cacheAt reads the cache's sizes off the shapes (size) and the first
 // new token's position off the positions, pos[0], which must be an
 // integer from which the new tokens fit the cache.
@@ -180,9 +214,27 @@ func (op CacheAttend) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 	})
 }
 
-// Under 16-bit precision the cache is kept in float32 and the ops read
-// and write float32 (autocast's fp32 class): a 16-bit cache
-// (--kv-dtype) is not built yet.
+// halfCost: CacheWrite's cost with the new keys and values written at 2
+// bytes each (read at 4 from qkv).
+func (op CacheWrite) halfCost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	c := op.cost(in, out)
+	c.WriteBytes /= 2
+	return c
+}
+
+// halfCost: CacheAttend's cost with the cache read at 2 bytes an element.
+func (op CacheAttend) halfCost(in []tensor.Shape, out tensor.Shape) device.Cost {
+	return sizedCost(op.size, in, func(c hostmath.KVCache) device.Cost {
+		k := op.cost(in, out)
+		k.ReadBytes -= 2 * 2 * int64(c.Elements())
+		return k
+	})
+}
+
+// The ops compute in float32 (autocast's fp32 class): under 16-bit
+// precision qkv and the output stay float32, and the cache is float32
+// unless it is stored in 16 bits itself (engine.Spec.StatePrecision),
+// which the ops then take as stored.
 func (CacheWrite) cast() levers.Cast  { return levers.CastFP32 }
 func (CacheAttend) cast() levers.Cast { return levers.CastFP32 }
 

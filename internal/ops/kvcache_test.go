@@ -6,6 +6,8 @@ import (
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"gpuz/internal/device"
 )
 
 // The key-value cache's ops are forward only (a cache is evaluation
@@ -55,6 +57,33 @@ func TestCacheBadPosition(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%v at %v: error %v, want one saying %q", name(spec), tc.start, err, tc.want)
 			}
+		}
+	}
+}
+
+// TestCacheCostHalf checks the cache ops' work on a 16-bit cache
+// (CostHalf): the attention reads the cache's 2·120 elements at 2 bytes
+// instead of 4, the write stores the 48 new keys and values at 2 bytes
+// (still reading them from qkv at 4); the arithmetic is unchanged.
+func TestCacheCostHalf(t *testing.T) {
+	for _, tc := range []struct {
+		spec              Spec
+		shapes            []tensor.Shape
+		lessRead, lessOut int64
+	}{
+		{CacheAttend{decode}, []tensor.Shape{{2, 24}, {2, 2, 2, 5, 3}, {2, 1}}, 2 * 120, 0},
+		{CacheWrite{prefill}, []tensor.Shape{{2, 2, 2, 5, 3}, {4, 24}, {2, 2}}, 0, 2 * 48},
+	} {
+		o := New(tc.spec).(interface {
+			Cost([]tensor.Shape) device.Cost
+			CostHalf([]tensor.Shape) device.Cost
+		})
+		full, half := o.Cost(tc.shapes), o.CostHalf(tc.shapes)
+		want := full
+		want.ReadBytes -= tc.lessRead
+		want.WriteBytes -= tc.lessOut
+		if half != want {
+			t.Errorf("%s: CostHalf %+v, want %+v (Cost %+v)", name(tc.spec), half, want, full)
 		}
 	}
 }

@@ -150,7 +150,8 @@ func (o op) LaunchHalf(k device.Kernels, f half.Format, out device.Buffer, args 
 }
 
 // halfLauncher is a spec that reads some arguments in 16 bits as stored:
-// the products, through device.Kernels.GemmHalf.
+// the products, through device.Kernels.GemmHalf, and the key-value
+// cache's ops, whose cache is a 16-bit state (engine.HalfLauncher).
 type halfLauncher interface {
 	halfOperands() []bool
 	launchHalf(f half.Format, d launchArgs) error

@@ -64,7 +64,7 @@ func planKinds(p bench.MemoryPlan) []planKind {
 	}
 	if slices.ContainsFunc(p.Schedules, func(sp bench.SchedulePlan) bool { return sp.Bytes.State > 0 }) {
 		// A generation: its caches, allocated whole before the first pass.
-		state := planKind{name: "kv cache", note: fmt.Sprintf("each layer's keys and values, float32, %s × %s", plural(int64(p.Header.Context), "position"), plural(int64(p.Header.Batch), "sequence"))}
+		state := planKind{name: "kv cache", note: fmt.Sprintf("each layer's keys and values, %s, %s × %s", kvCacheType(p.Header), plural(int64(p.Header.Context), "position"), plural(int64(p.Header.Batch), "sequence"))}
 		for _, sp := range p.Schedules {
 			state.cells = append(state.cells, units.Bytes(sp.Bytes.State))
 		}

@@ -37,7 +37,7 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	}
 	fmt.Fprintf(&b, "data: %s   model: %s parameters, %s\n", units.Bytes(h.DataBytes), units.Count(h.Params), units.Bytes(h.ParamBytes))
 	if generate {
-		fmt.Fprintf(&b, "kv cache: %s (each decoder layer's keys and values at its kv heads, float32, %s a sequence, allocated whole)\n", units.Bytes(h.KVCacheBytes), plural(int64(h.Context), "position"))
+		fmt.Fprintf(&b, "kv cache: %s (each decoder layer's keys and values at its kv heads, %s, %s a sequence, allocated whole)\n", units.Bytes(h.KVCacheBytes), kvCacheType(h), plural(int64(h.Context), "position"))
 	}
 	switch {
 	case h.LoRA != "" && bench.Task(h.Task) == bench.TaskEval:
@@ -92,6 +92,15 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// kvCacheType names the type a generation's key-value caches store: float32
+// (also for a header that predates the field), bf16 or fp16.
+func kvCacheType(h bench.Header) string {
+	if t := levers.Precision(h.KVCacheType); t.Half() {
+		return t.String()
+	}
+	return "float32"
 }
 
 // plural formats n and the noun, adding an s unless n is 1.

@@ -124,12 +124,14 @@ type (
 		// Prompt, Tokens and Context are the generate task's sizes: the
 		// prompt's token ids per sequence, the tokens generated per
 		// sequence and the positions each key-value cache holds;
-		// KVCacheBytes is every decoder layer's cache together (absent
-		// for the other tasks).
-		Prompt       int   `json:"prompt,omitempty"`
-		Tokens       int   `json:"tokens,omitempty"`
-		Context      int   `json:"context,omitempty"`
-		KVCacheBytes int64 `json:"kv_cache_bytes,omitempty"`
+		// KVCacheBytes is every decoder layer's cache together and
+		// KVCacheType the type the caches store their keys and values
+		// in, fp32, bf16 or fp16 (all four absent for the other tasks).
+		Prompt       int    `json:"prompt,omitempty"`
+		Tokens       int    `json:"tokens,omitempty"`
+		Context      int    `json:"context,omitempty"`
+		KVCacheBytes int64  `json:"kv_cache_bytes,omitempty"`
+		KVCacheType  string `json:"kv_cache_type,omitempty"`
 		// HostMemory is the host memory a plan or a fit planned against,
 		// and HostMemorySource where it comes from: "--host-memory" (the
 		// target host's, given), or the limit that binds this process

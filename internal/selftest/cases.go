@@ -305,7 +305,10 @@ func Cases() []Case {
 
 // cacheCases are the key-value cache's kernels' cases: grouped-query
 // heads, a prefill of 3 new tokens from position 2 and a decode of one at
-// the cache's last position, over a cache of random keys and values.
+// the cache's last position, over a cache of random keys and values, in
+// float32 and in each 16-bit format (the new keys and values rounded into
+// it, bit for bit the host's rounding; 2·Elements() values packed two to
+// a word).
 func cacheCases() []Case {
 	var cases []Case
 	for _, tc := range []struct {
@@ -325,6 +328,18 @@ func cacheCases() []Case {
 				return bufs(zeros(c.Batch*c.Seq*c.DModel()), randn(r, qkv), randn(r, kv), pos)
 			}, Call: errOnly(func(k device.Kernels, b []device.Buffer) error { return k.CacheAttend(b[0], b[1], b[2], b[3], c) })},
 		)
+		for _, f := range []half.Format{half.BF16, half.FP16} {
+			c16 := c
+			c16.Format = f
+			cases = append(cases,
+				Case{Name: "CacheWrite/" + f.String() + suffix, Bufs: func(r *rand.Rand) [][]float32 {
+					return bufs(halves(f, randn(r, kv)), randn(r, qkv), pos)
+				}, Call: errOnly(func(k device.Kernels, b []device.Buffer) error { return k.CacheWrite(b[0], b[1], b[2], c16) })},
+				Case{Name: "CacheAttend/" + f.String() + suffix, Bufs: func(r *rand.Rand) [][]float32 {
+					return bufs(zeros(c.Batch*c.Seq*c.DModel()), randn(r, qkv), halves(f, randn(r, kv)), pos)
+				}, Call: errOnly(func(k device.Kernels, b []device.Buffer) error { return k.CacheAttend(b[0], b[1], b[2], b[3], c16) })},
+			)
+		}
 	}
 	return cases
 }

@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"gpuz/internal/device"
+	"gpuz/internal/half"
 	"gpuz/internal/hostmath"
 )
 
@@ -107,23 +108,45 @@ func packedParts(b device.Buffer, a hostmath.Attention) (out, lse uintptr) {
 }
 
 // CacheWrite writes the new tokens' keys and values into the cache kv: one
-// thread per key element (fusedattention.cu). It reads the position back
-// to check it, which waits for the device.
+// thread per key element (fusedattention.cu; a 16-bit cache's,
+// kvcache.cu). It reads the position back to check it, which waits for
+// the device.
 func (k Dispatcher) CacheWrite(kv, qkv, pos device.Buffer, c hostmath.KVCache) error {
 	if err := k.checkCacheStart(pos, c); err != nil {
 		return err
+	}
+	if c.Format != 0 {
+		k.each("cache_write16", c.Batch*c.Seq*c.KVWidth(), Pointer(ptr(kv)), Pointer(ptr(qkv)), Pointer(ptr(pos)),
+			Int(c.Batch), Int(c.Seq), Int(c.Heads), Int(c.NumKVHeads()), Int(c.HeadDim), Int(c.Context), Int(fp16(c.Format)))
+		return nil
 	}
 	k.each("cache_write", c.Batch*c.Seq*c.KVWidth(), Pointer(ptr(kv)), Pointer(ptr(qkv)), Pointer(ptr(pos)),
 		Int(c.Batch), Int(c.Seq), Int(c.Heads), Int(c.NumKVHeads()), Int(c.HeadDim), Int(c.Context))
 	return nil
 }
 
+// fp16 is the kernels' int argument that says whether a 16-bit buffer
+// holds fp16 (1) or bf16 (0) values.
+func fp16(f half.Format) int {
+	if f == half.FP16 {
+		return 1
+	}
+	return 0
+}
+
 // CacheAttend sets dst to the new tokens' attention against the cache kv:
-// one thread per query row (fusedattention.cu). It reads the position back
-// to check it, which waits for the device.
+// one thread per query row (fusedattention.cu; a 16-bit cache's,
+// kvcache.cu). It reads the position back to check it, which waits for
+// the device.
 func (k Dispatcher) CacheAttend(dst, qkv, kv, pos device.Buffer, c hostmath.KVCache) error {
 	if err := k.checkCacheStart(pos, c); err != nil {
 		return err
+	}
+	if c.Format != 0 {
+		k.each("cache_attend16", c.Batch*c.Heads*c.Seq, Pointer(ptr(dst)), Pointer(ptr(qkv)), Pointer(ptr(kv)), Pointer(ptr(pos)),
+			Int(c.Batch), Int(c.Seq), Int(c.Heads), Int(c.NumKVHeads()), Int(c.HeadDim), Int(c.Context), Float(float32(c.Scale())),
+			Int(fp16(c.Format)))
+		return nil
 	}
 	k.each("cache_attend", c.Batch*c.Heads*c.Seq, Pointer(ptr(dst)), Pointer(ptr(qkv)), Pointer(ptr(kv)), Pointer(ptr(pos)),
 		Int(c.Batch), Int(c.Seq), Int(c.Heads), Int(c.NumKVHeads()), Int(c.HeadDim), Int(c.Context), Float(float32(c.Scale())))

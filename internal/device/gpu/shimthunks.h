@@ -14,6 +14,7 @@
 #include "fusedattention.cu"
 #include "gpt2.cu"
 #include "half.cu"
+#include "kvcache.cu"
 #include "layernorm.cu"
 #include "llama.cu"
 #include "reduce.cu"
@@ -56,6 +57,8 @@
 	X(from_bf16, "ppl", from_bf16(P(0), P(1), L(2))) \
 	X(to_fp16, "ppl", to_fp16(P(0), P(1), L(2))) \
 	X(from_fp16, "ppl", from_fp16(P(0), P(1), L(2))) \
+	X(cache_write16, "pppiiiiiii", cache_write16(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9))) \
+	X(cache_attend16, "ppppiiiiiifi", cache_attend16(P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7), I(8), I(9), F(10), I(11))) \
 	X(layer_norm, "ppppid", layer_norm(P(0), P(1), P(2), P(3), I(4), D(5))) \
 	X(layer_norm_input_grad, "ppppid", layer_norm_input_grad(P(0), P(1), P(2), P(3), I(4), D(5))) \
 	X(row_stats, "ppid", row_stats(P(0), P(1), I(2), D(3))) \

@@ -29,6 +29,7 @@ func TestSignaturesOfKnownKernels(t *testing.T) {
 		"rotary":          "ppppliiiii",   // declared over two lines
 		"fused_attn":      "pppiiiiiif",   // declared over two lines
 		"cache_attend":    "ppppiiiiiif",  // declared over two lines
+		"cache_attend16":  "ppppiiiiiifi", // declared over two lines
 	} {
 		if got, ok := Signatures[name]; !ok {
 			t.Errorf("kernel %s missing from Signatures", name)
