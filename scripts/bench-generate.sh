@@ -37,6 +37,11 @@ config=$root/internal/hfconfig/presets/$model.json
 for n in "$prompt" "$tokens" ${layers:+"$layers"}; do
 	[[ $n =~ ^[1-9][0-9]*$ ]] || { echo "bench-generate: '$n' is not a positive integer" >&2; exit 2; }
 done
+# Debian's torch multiplies through the system's libblas.so.3; the peer
+# runs with OpenBLAS's OpenMP build instead, as shared/peer/README.md
+# sets it up (PEER_BLAS: the folder of its libblas.so.3).
+blas=${PEER_BLAS:-/tmp/peer_obl/root/usr/lib/x86_64-linux-gnu/openblas-openmp}
+[[ -d $blas ]] || { echo "bench-generate: no OpenBLAS for the peer in $blas (shared/peer/README.md; PEER_BLAS)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 depth=()
@@ -99,7 +104,7 @@ EOF
 	rates=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["prefill"], r["decode"])' "$tmp/rates.json")
 	row gpuz $rates
 	load=$(cut -d' ' -f1 /proc/loadavg)
-	/usr/bin/python3 "$root/scripts/torch_llm.py" generate "$config" "${depth[@]}" --prompt "$prompt" --tokens "$tokens" \
+	LD_LIBRARY_PATH="$blas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" /usr/bin/python3 "$root/scripts/torch_llm.py" generate "$config" "${depth[@]}" --prompt "$prompt" --tokens "$tokens" \
 		--threads "$t" --repeats 2 --top 1 --json "$tmp/torch.json"
 	rates=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["prefill_tokens_per_second"], r["decode_tokens_per_second"])' "$tmp/torch.json")
 	row "PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)')" $rates
