@@ -61,15 +61,23 @@ func (c KVCache) head(b, kv int) int { return (b*c.NumKVHeads() + kv) * c.Contex
 // cache's keys and values ([Batch, NumKVHeads(), Context, HeadDim] each)
 // at positions start … start+Seq−1. The queries are not read.
 func CacheWrite[T Float](keys, values, qkv []T, c KVCache, start int) {
+	newRows(qkv, c, start, func(at int, key, value []T) {
+		copy(keys[at:at+len(key)], key)
+		copy(values[at:at+len(value)], value)
+	})
+}
+
+// newRows calls put for each new token's key and value head of every
+// sequence: at is its offset in the cache's keys (and values) at its
+// position, key and value its rows in the packed qkv.
+func newRows[T Float](qkv []T, c KVCache, start int, put func(at int, key, value []T)) {
 	ld, d, kd, dh := c.QKVWidth(), c.DModel(), c.KVWidth(), c.HeadDim
 	for b := range c.Batch {
 		for kv := range c.NumKVHeads() {
 			base := c.head(b, kv) + start*dh
 			for s := range c.Seq {
 				row := qkv[(b*c.Seq+s)*ld:]
-				at := base + s*dh
-				copy(keys[at:at+dh], row[d+kv*dh:d+(kv+1)*dh])
-				copy(values[at:at+dh], row[d+kd+kv*dh:d+kd+(kv+1)*dh])
+				put(base+s*dh, row[d+kv*dh:d+(kv+1)*dh], row[d+kd+kv*dh:d+kd+(kv+1)*dh])
 			}
 		}
 	}
@@ -103,18 +111,10 @@ func CacheWriteHalf(keys, values []uint16, qkv []float32, c KVCache, start int, 
 	if f == half.FP16 {
 		round = half.FP16FromFloat32s
 	}
-	ld, d, kd, dh := c.QKVWidth(), c.DModel(), c.KVWidth(), c.HeadDim
-	for b := range c.Batch {
-		for kv := range c.NumKVHeads() {
-			base := c.head(b, kv) + start*dh
-			for s := range c.Seq {
-				row := qkv[(b*c.Seq+s)*ld:]
-				at := base + s*dh
-				round(keys[at:at+dh], row[d+kv*dh:d+(kv+1)*dh])
-				round(values[at:at+dh], row[d+kd+kv*dh:d+kd+(kv+1)*dh])
-			}
-		}
-	}
+	newRows(qkv, c, start, func(at int, key, value []float32) {
+		round(keys[at:at+len(key)], key)
+		round(values[at:at+len(value)], value)
+	})
 }
 
 // CacheAttendHalf is CacheAttend against a cache that stores 16-bit
