@@ -47,7 +47,7 @@ func beats(a, b Entry) bool {
 	if a.ChangesResults() && !b.ChangesResults() {
 		gain = ResultsGainFraction
 	}
-	return float64(a.rankTime())*(1+gain) < float64(b.rankTime())
+	return float64(a.RankTime())*(1+gain) < float64(b.RankTime())
 }
 
 // rankByPrediction orders entries that all have a prediction: at each
@@ -68,7 +68,7 @@ func rankByPrediction(entries []Entry) []Entry {
 			if e.ChangesResults() {
 				p = &fastChange
 			}
-			if *p == nil || e.rankTime() < (*p).rankTime() {
+			if *p == nil || e.RankTime() < (*p).RankTime() {
 				*p = e
 			}
 		}
@@ -78,7 +78,7 @@ func rankByPrediction(entries []Entry) []Entry {
 				continue
 			}
 			if pick < 0 || cmp.Or(simpler(e, left[pick]),
-				cmp.Compare(e.rankTime(), left[pick].rankTime()),
+				cmp.Compare(e.RankTime(), left[pick].RankTime()),
 				cmp.Compare(e.Plan.Footprint.Device, left[pick].Plan.Footprint.Device)) < 0 {
 				pick = i
 			}
@@ -97,19 +97,19 @@ func (r Result) tiedWith() (fastest Entry, ok bool) {
 	if len(r.Ranked) == 0 {
 		return Entry{}, false
 	}
-	best := r.Ranked[0].rankTime()
+	best := r.Ranked[0].RankTime()
 	min := time.Duration(-1)
 	for _, e := range r.Ranked[1:] {
-		if p := e.rankTime(); p < best && (min < 0 || p < min) {
+		if p := e.RankTime(); p < best && (min < 0 || p < min) {
 			fastest, min, ok = e, p, true
 		}
 	}
 	return fastest, ok
 }
 
-// rankTime is the predicted time the ranking compares: a generation's
+// RankTime is the predicted time the ranking compares: a generation's
 // decode pass (what its tokens per second follow), else the epoch.
-func (e Entry) rankTime() time.Duration {
+func (e Entry) RankTime() time.Duration {
 	if g := e.Plan.Prediction.Generation; g != nil {
 		return g.Decode.Model
 	}

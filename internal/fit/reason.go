@@ -82,7 +82,7 @@ func (r Result) reason(best Entry) string {
 	s := fmt.Sprintf("%sfastest that fits: %s, predicted %s", cuda, best.Candidate, best.predictedText(true))
 	if f, ok := r.tiedWith(); ok {
 		why := fmt.Sprintf("a tie within %s%%: the simpler first", percent(TieFraction))
-		if f.ChangesResults() && !best.ChangesResults() && float64(f.rankTime())*(1+TieFraction) < float64(best.rankTime()) {
+		if f.ChangesResults() && !best.ChangesResults() && float64(f.RankTime())*(1+TieFraction) < float64(best.RankTime()) {
 			why = fmt.Sprintf("it changes the results and is not faster by more than %s%%", percent(ResultsGainFraction))
 		}
 		s = fmt.Sprintf("%sbest that fits: %s, predicted %s; %s is predicted %s, %s",

@@ -208,7 +208,7 @@ func rankOrderNote(rows []fit.Entry, ranks []int) string {
 	for i, a := range rows {
 		for j := i + 1; j < len(rows); j++ {
 			b := rows[j]
-			if ranks[i] == 0 || ranks[j] == 0 || a.Plan.Prediction == nil || b.Plan.Prediction == nil || !(rankTimeOf(b) < rankTimeOf(a)) {
+			if ranks[i] == 0 || ranks[j] == 0 || a.Plan.Prediction == nil || b.Plan.Prediction == nil || !(b.RankTime() < a.RankTime()) {
 				continue
 			}
 			why := fmt.Sprintf("within %.0f%% the simpler first", 100*fit.TieFraction)
@@ -220,15 +220,6 @@ func rankOrderNote(rows []fit.Entry, ranks []int) string {
 		}
 	}
 	return ""
-}
-
-// rankTimeOf is the predicted time fit ranks an entry by: a
-// generation's decode pass, else its epoch.
-func rankTimeOf(e fit.Entry) float64 {
-	if g := e.Plan.Prediction.Generation; g != nil {
-		return g.Decode.Model.Seconds()
-	}
-	return e.Plan.Prediction.Model.Seconds()
 }
 
 // fitCSVColumns head the fit's CSV columns; sizes in bytes.
