@@ -13,7 +13,8 @@ import (
 // the format's reference quantizer writes it: ggml's quantize_row_q8_0_ref,
 // quantize_row_q4_0_ref and quantize_row_q4_K_ref for the ggml kinds
 // (ggml-quants.c), bitsandbytes' quantize_4bit(quant_type="nf4",
-// blocksize=64, compress_statistics=True) for NF4 (see quantizeNF4), and
+// blocksize=64, compress_statistics=True) for NF4 (laid out as NF4Layout
+// says; the offset is the absmaxes' mean rounded once to float32), and
 // round to nearest even for f16 and bf16 (package half).
 //
 // The ggml quantizers compute in float32, each product and sum rounded on
