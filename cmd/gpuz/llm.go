@@ -57,6 +57,7 @@ func addLLMFlags(fs *pflag.FlagSet, lists *listFlags, o *WorkloadOptions) {
 		addFrameworkFlag(fs, o)
 	}
 	addGenerateFlags(fs, o)
+	addWeightsFlag(fs, o)
 }
 
 // resolveModel reads --model and gives the options the llm workload of

@@ -21,6 +21,7 @@ import (
 	"gpuz/internal/levers"
 	"gpuz/internal/models"
 	"gpuz/internal/perfmodel"
+	"gpuz/internal/quant"
 	"gpuz/internal/report"
 	"gpuz/internal/sysinfo"
 	"gpuz/internal/units"
@@ -129,6 +130,11 @@ type WorkloadOptions struct {
 	promptIDsText string
 	// kvDTypeText is --kv-dtype as given.
 	kvDTypeText string
+	// Weights is --weights when it names a quantized kind (the storage of
+	// the frozen weights); quant.F32 otherwise. weightsText is --weights
+	// as given.
+	Weights     quant.Kind
+	weightsText string
 	// HostMemoryText is plan's and fit's --host-memory: the target host's
 	// memory as a size, "" for this machine's.
 	HostMemoryText string
@@ -178,6 +184,9 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 			}
 			opts.Sizes = map[string]int{}
 			if err := lists.apply(opts); err != nil {
+				return usage(err)
+			}
+			if err := opts.weightsKind(cmd.Flags()); err != nil {
 				return usage(err)
 			}
 			if runF != nil {
@@ -479,7 +488,7 @@ func (o *WorkloadOptions) benchOptions(ctx context.Context) (bench.Options, erro
 
 // levers returns the levers the flags set, as one value.
 func (o *WorkloadOptions) levers() levers.Set {
-	return levers.Set{Recompute: o.Recompute, Precision: o.Precision, Attention: o.Attention, LoRA: o.LoRA}
+	return levers.Set{Recompute: o.Recompute, Precision: o.Precision, Attention: o.Attention, LoRA: o.LoRA, Weights: o.Weights}
 }
 
 // check puts the sizes the user set over the preset and checks them and

@@ -242,6 +242,9 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 	if in.LoRA.On() {
 		h.LoRA, h.LoRARank = in.LoRA.String(), in.LoRA.Rank
 	}
+	if opts.Weights.Quantized() {
+		h.Weights = opts.Weights.String()
+	}
 	if threads.warning != "" {
 		h.ThreadsRequested, h.ThreadsWarning = opts.Threads, threads.warning
 	}
@@ -728,10 +731,14 @@ func (opts Options) compile() (*models.Model, *engine.Schedule, error) {
 	if opts.Task == TaskTrain {
 		output = model.Loss
 	}
+	weights, err := model.Weights(opts.Weights, opts.Task == TaskTrain)
+	if err != nil {
+		return nil, nil, err
+	}
 	sched, err := engine.Compile(engine.Spec{
 		Inputs: model.Inputs(), Blocks: model.Blocks, Output: output,
 		Train: opts.Task == TaskTrain, Optimizer: opts.Adam, ClipNorm: opts.ClipNorm,
-		Recompute: opts.Recompute, Precision: opts.Precision,
+		Recompute: opts.Recompute, Precision: opts.Precision, Weights: weights,
 	})
 	if err != nil {
 		return nil, nil, err

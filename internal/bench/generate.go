@@ -134,6 +134,9 @@ func (opts Options) compileGeneration() (*models.Generation, *engine.Schedule, e
 	}
 	spec := g.Spec()
 	spec.Precision = opts.Precision
+	if spec.Weights, err = g.Model.Weights(opts.Weights, false); err != nil {
+		return nil, nil, err
+	}
 	sched, err := engine.Compile(spec)
 	if err != nil {
 		return nil, nil, err

@@ -30,6 +30,11 @@ type Kernels interface {
 	// QuantXWt's: QuantXWt's gradient with respect to x (see
 	// hostmath.QuantGW).
 	QuantGW(kind quant.Kind, m, n, k int, g, w, dx Buffer)
+	// QuantEmbedding sets dst to the rows of the table [vocab, d] stored
+	// in kind in w that ids select, dequantized (hostmath.QuantEmbedding):
+	// TokenEmbedding over a quantized table; ids out of range are an
+	// error. A row kind: not NF4.
+	QuantEmbedding(kind quant.Kind, dst, ids, w Buffer, vocab int) error
 	// AddRowVector adds v to every row of m.
 	AddRowVector(m, v Buffer)
 	// SumRows sets dst to the sum of the rows of m.
@@ -224,6 +229,15 @@ func gemmStrides(transA, transB bool, m, n, k int) (lda, ldb int) {
 // QuantXWt computes y = x·Wᵀ from the quantized W in w's bytes.
 func (hostKernels) QuantXWt(kind quant.Kind, m, n, k int, x, w, y Buffer) {
 	hostmath.QuantXWt(kind, m, n, k, Floats(x), Bytes(w)[:kind.Bytes(n, k)], Floats(y))
+}
+
+// QuantEmbedding looks ids up in the quantized table in w's bytes.
+func (hostKernels) QuantEmbedding(kind quant.Kind, dst, ids, w Buffer, vocab int) error {
+	d := len(Floats(dst)) / max(len(Floats(ids)), 1)
+	if d == 0 || kind.CheckShape(vocab, d) != nil || kind == quant.NF4 {
+		return hostmath.QuantEmbedding(kind, Floats(dst), Floats(ids), nil, vocab) // its error
+	}
+	return hostmath.QuantEmbedding(kind, Floats(dst), Floats(ids), Bytes(w)[:kind.Bytes(vocab, d)], vocab)
 }
 
 // QuantGW computes dx = g·W from the quantized W in w's bytes.

@@ -59,6 +59,16 @@ const (
 func (sc *Schedule) assignConversions() error {
 	for si := range sc.steps {
 		s := &sc.steps[si]
+		if s.quantArg >= 0 { // float32 arithmetic: 16-bit arguments widened
+			s.convs = make([]argConversion, len(s.args))
+			for j, a := range s.args {
+				if sc.values[a].store.narrow() {
+					s.convs[j] = widened
+				}
+			}
+			s.format = sc.format()
+			continue
+		}
 		lower := sc.spec.Precision.Half() && roundsInputs(castOf(s.op))
 		direct := sc.halfOperands(s)
 		s.half16 = direct != nil
@@ -168,6 +178,9 @@ func (sc *Schedule) count(v int) int { return max(sc.values[v].shape.TotalSize()
 // before the slots are packed. The blocks' state is stored after
 // Spec.StatePrecision (assignStateStorage).
 func (sc *Schedule) assignPrecision() error {
+	if err := sc.assignQuantized(); err != nil {
+		return err
+	}
 	if sc.spec.Precision.Half() {
 		sc.assignHalfValues()
 	}
@@ -198,7 +211,7 @@ func (sc *Schedule) assignHalfValues() {
 		}
 	}
 	for _, pv := range sc.params {
-		if read[pv] && !other[pv] {
+		if read[pv] && !other[pv] && sc.values[pv].store != quantized {
 			sc.setHalf(pv)
 		}
 	}
@@ -219,10 +232,10 @@ func (sc *Schedule) assignHalfValues() {
 }
 
 // storage is how a value's elements sit in its buffer's float32-sized
-// words. A narrower storage is read through a widening to float32 and
-// written through a rounding from it (the converter); a value's bytes, and
-// so every slot, area, copy and page, follow its words. A 4-bit frozen
-// base (QLoRA) would be one more storage: its words and its conversions.
+// words. A 16-bit storage is read through a widening to float32 and
+// written through a rounding from it (the converter); a quantized one is
+// read only as stored (quantized.go); a value's bytes, and so every slot,
+// area, copy and page, follow its words.
 type storage uint8
 
 // The storages.
@@ -233,6 +246,9 @@ const (
 	// precision's format (bf16 or fp16), or for a block's state in
 	// Spec.StatePrecision's (formatOf).
 	sixteenBits
+	// quantized stores a frozen weight's blocks in value.qkind
+	// (Spec.Weights), whole words holding quant.Kind.Bytes.
+	quantized
 )
 
 // words returns the float32-sized words n elements take.
@@ -243,9 +259,9 @@ func (s storage) words(n int) int {
 	return n
 }
 
-// narrow reports whether the storage is narrower than float32: read
-// widened, written rounded.
-func (s storage) narrow() bool { return s != float32s }
+// narrow reports whether the storage is 16 bits: read widened, written
+// rounded. A quantized value is neither (quantized.go).
+func (s storage) narrow() bool { return s == sixteenBits }
 
 // setHalf stores value v in 16 bits.
 func (sc *Schedule) setHalf(v int) {

@@ -204,7 +204,16 @@ func (prog *Program) SetInput(n *gorgonia.Node, data []float32) error {
 		return nil
 	}
 	d := prog.on(prog.sides.valueHost[i])
-	if v := prog.sched.values[i]; v.store.narrow() {
+	if v := prog.sched.values[i]; v.store == quantized {
+		if len(data) != prog.sched.count(i) {
+			return fmt.Errorf("engine: setting %s: %d values for %d elements", n.Name(), len(data), prog.sched.count(i))
+		}
+		words, err := prog.sched.quantizedWords(i, data)
+		if err != nil {
+			return fmt.Errorf("engine: setting %s: %w", n.Name(), err)
+		}
+		data = words
+	} else if v.store.narrow() {
 		if len(data) != prog.sched.count(i) {
 			return fmt.Errorf("engine: setting %s: %d values for %d elements", n.Name(), len(data), prog.sched.count(i))
 		}
@@ -284,6 +293,9 @@ func (prog *Program) download(i int) ([]float32, error) {
 	words := make([]float32, v.elems)
 	if err := prog.on(prog.sides.valueHost[i]).Download(words, prog.buffers[i]); err != nil {
 		return nil, fmt.Errorf("engine: reading %s: %w", v.node.Name(), err)
+	}
+	if v.store == quantized {
+		return prog.sched.dequantizedWords(i, words)
 	}
 	if !v.store.narrow() {
 		return words, nil
@@ -411,6 +423,8 @@ func (prog *Program) execute(si int, staged bool) error {
 	switch {
 	case isGradientSum(s.op):
 		k.Add(out, args[0], args[1])
+	case s.quantArg >= 0:
+		err = s.op.(QuantLauncher).LaunchQuant(k, prog.sched.values[s.args[s.quantArg]].qkind, out, args, s.shapes)
 	case s.half16:
 		err = s.op.(HalfLauncher).LaunchHalf(k, s.format, out, args, s.shapes)
 	default:

@@ -215,7 +215,13 @@ func (r *residency) setMaster(valueIndex int, data []float32) error {
 	if n := sc.count(valueIndex); len(data) != n {
 		return fmt.Errorf("%d values for a parameter of %d", len(data), n)
 	}
-	if i := sc.paramIndex(valueIndex); sc.values[valueIndex].store.narrow() {
+	if sc.values[valueIndex].store == quantized { // frozen: no master
+		words, err := sc.quantizedWords(valueIndex, data)
+		if err != nil {
+			return err
+		}
+		data = words
+	} else if i := sc.paramIndex(valueIndex); sc.values[valueIndex].store.narrow() {
 		if m := r.prog.masters[i]; m != nil { // resident on the device with the moments
 			if err := r.prog.dev.Upload(m, data); err != nil {
 				return err
@@ -242,6 +248,9 @@ func (r *residency) readParam(valueIndex int) ([]float32, error) {
 	sc := r.prog.sched
 	b, off := r.paramPlace(valueIndex)
 	v := sc.values[valueIndex]
+	if v.store == quantized {
+		return sc.dequantizedWords(valueIndex, r.host[b][off:off+v.elems])
+	}
 	if !v.store.narrow() {
 		return append([]float32(nil), r.host[b][off:off+v.elems]...), nil
 	}

@@ -22,6 +22,7 @@ import (
 	"gpuz/internal/half"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
+	"gpuz/internal/quant"
 )
 
 // Block is a named group of parameters: the unit that moves between host and
@@ -91,6 +92,13 @@ type Spec struct {
 	// may read or write such a state, which is never widened whole. ""
 	// is levers.FP32.
 	StatePrecision levers.Precision
+	// Weights stores the parameters it names in a quantized kind
+	// (quant.Kind.Quantized: ggml's blocks or NF4), whatever Precision
+	// is: a matrix [rows, cols] whose rows are whole blocks, never trained
+	// (a frozen parameter, or any parameter of a spec that does not
+	// train), read only by steps whose op takes it as stored
+	// (QuantLauncher), never widened whole (quantized.go).
+	Weights map[*gorgonia.Node]quant.Kind
 }
 
 // valueKind says where a value's memory comes from.
@@ -112,9 +120,10 @@ type value struct {
 	// elems is the value's storage in float32-sized words: its number of
 	// elements, or fewer (store.words) when it is stored narrower.
 	elems int
-	// store is how the value's elements sit in its words: float32, or 16
-	// bits in the format of the spec's precision.
+	// store is how the value's elements sit in its words: float32, 16
+	// bits in the format of the spec's precision, or quantized in qkind.
 	store storage
+	qkind quant.Kind
 	// frozen marks a frozen parameter (Block.Frozen), state a block's
 	// state (Block.State): both kindParam.
 	frozen, state bool
@@ -150,6 +159,9 @@ type step struct {
 	half16  bool
 	format  half.Format
 	outAsIs bool
+	// quantArg is the argument the step reads stored quantized
+	// (quantized.go), through its op's LaunchQuant; -1 for none.
+	quantArg int
 }
 
 // update is the optimizer step of one block, run after a compute step.

@@ -164,6 +164,7 @@ func (sc *Schedule) addStepWork(w *Work, si int) {
 		}
 	}
 	c, conv, half := sc.stepCost16(si, c)
+	c.ReadBytes = max(c.ReadBytes-sc.quantReadSaving(s), 0)
 	w.add(name, 1, c, half)
 	if conv.launches > 0 {
 		w.addTotal(KernelConvert, conv.launches, conv.Cost, false)

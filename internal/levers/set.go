@@ -1,7 +1,9 @@
 package levers
 
+import "gpuz/internal/quant"
+
 // Lever names a lever as its flag does (--recompute, --precision,
-// --attention, --lora).
+// --attention, --lora, --weights).
 type Lever string
 
 // The levers.
@@ -10,6 +12,7 @@ const (
 	LeverPrecision Lever = "precision"
 	LeverAttention Lever = "attention"
 	LeverLoRA      Lever = "lora"
+	LeverWeights   Lever = "weights"
 )
 
 // Set is every lever's setting, the one value that the flags, a plan and
@@ -38,6 +41,13 @@ type Set struct {
 	// keeps the workload's own setting. Only a workload with linear layers
 	// to adapt takes another value.
 	LoRA LoRA
+	// Weights is the storage of the frozen weights (--weights): a
+	// quantized kind (quant.Kind.Quantized) stores every weight that only
+	// a product reads, when it is not trained (evaluation, generation,
+	// LoRA's base), in that kind's blocks; quant.F32, the zero value,
+	// leaves them as Precision stores them. Only the llm workload's
+	// Llama-family decoders take a quantized kind.
+	Weights quant.Kind
 }
 
 // Given returns the levers s sets away from their zero value, in Set's
@@ -55,6 +65,9 @@ func (s Set) Given() []Lever {
 	}
 	if s.LoRA != (LoRA{}) {
 		out = append(out, LeverLoRA)
+	}
+	if s.Weights != quant.F32 {
+		out = append(out, LeverWeights)
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"gpuz/internal/hfconfig"
 	"gpuz/internal/levers"
 )
 
@@ -113,6 +114,11 @@ func set(c Config, s levers.Set) (Config, error) {
 			return nil, err
 		}
 	}
+	if s.Weights.Quantized() {
+		if l, ok := c.(*LLMConfig); !ok || l.Model.Arch == nil || l.Model.Arch.Weights == hfconfig.Conv1DWeights {
+			return nil, fmt.Errorf("--weights %v: only a Llama-family decoder's projections are stored quantized, not %s's", s.Weights, quantizedName(c))
+		}
+	}
 	c = c.clone()
 	f := c.leverFields()
 	if s.Attention != "" {
@@ -156,4 +162,13 @@ func InForce(c Config) levers.Set {
 		s.LoRA.Targets = strings.Join(LoRATargets(c), ",")
 	}
 	return s
+}
+
+// quantizedName names c's model for the --weights refusal: the llm
+// workload's model type (gpt2), another workload's name.
+func quantizedName(c Config) string {
+	if l, ok := c.(*LLMConfig); ok {
+		return l.Model.Config.ModelType
+	}
+	return "the " + c.leverFields().workload + " workload"
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -201,6 +202,9 @@ func (b *llmBuilder) linear(what string, x, w, bias *gorgonia.Node) *gorgonia.No
 	case b.arch.Weights == hfconfig.Conv1DWeights:
 		return b.apply(what, ops.Conv1D{}, x, w, bias)
 	case bias == nil:
+		if b.err == nil && !slices.Contains(b.m.products, w) {
+			b.m.products = append(b.m.products, w)
+		}
 		return b.apply(what, ops.Projection{}, x, w)
 	}
 	return b.apply(what, ops.Linear{}, x, w, bias)
@@ -332,6 +336,9 @@ func (b *llmBuilder) decoder() *gorgonia.Node {
 		posW = p(mods.Positions+".weight", normal(0.01), cfg.MaxPositions, cfg.Hidden)
 	}
 	m.Blocks = append(m.Blocks, *embed)
+	if a.Weights != hfconfig.Conv1DWeights {
+		m.embedding = embedW // a table quantized beside nn.Linear's weights
+	}
 	x := b.apply(mods.Embed, ops.TokenEmbedding{}, m.Input, embedW)
 	if posW != nil {
 		x = b.positions(mods.Positions, x, posW)

@@ -16,6 +16,7 @@ import (
 
 	"gpuz/internal/engine"
 	"gpuz/internal/ops"
+	"gpuz/internal/quant"
 )
 
 // Scales name the size presets of every workload.
@@ -50,6 +51,51 @@ type Model struct {
 	// adapters lists LoRA's adapters in the order they were added: the
 	// blocks' trained parameters when LoRA is on (lora.go).
 	adapters []*gorgonia.Node
+	// products lists the weights that only x·Wᵀ products read (a decoder
+	// layer's projections), in the order they were added, and embedding
+	// the token embedding's table: those a quantized kind may store
+	// (Weights).
+	products  []*gorgonia.Node
+	embedding *gorgonia.Node
+}
+
+// Weights returns the storage of the weights kind stores when it is a
+// quantized kind (engine.Spec.Weights), as the tools that make such
+// models leave them: every weight that only a product reads (a decoder
+// layer's projections; not the output head, nor a norm) and, for ggml's
+// kinds, the token embedding's table too, as llama.cpp's quantizer does
+// (bitsandbytes quantizes the linear layers only); nil for a float kind.
+// When train is set, those weights must be frozen (LoRA's base): a trained
+// weight is an error.
+func (m *Model) Weights(kind quant.Kind, train bool) (map[*gorgonia.Node]quant.Kind, error) {
+	if !kind.Quantized() {
+		return nil, nil
+	}
+	if len(m.products) == 0 {
+		return nil, fmt.Errorf("--weights %v: the model has no weight that only a product reads (%v covers a Llama-family decoder's projections)", kind, kind)
+	}
+	stored := m.products
+	if kind != quant.NF4 && m.embedding != nil {
+		stored = append(slices.Clip(stored), m.embedding)
+	}
+	w := make(map[*gorgonia.Node]quant.Kind, len(stored))
+	for _, p := range stored {
+		if train && !m.frozen(p) {
+			return nil, fmt.Errorf("--weights %v stores only frozen weights, and %s is trained: a quantized weight cannot be (train LoRA's adapters with --lora R)", kind, p.Name())
+		}
+		w[p] = kind
+	}
+	return w, nil
+}
+
+// frozen reports whether parameter p is in a block's Frozen.
+func (m *Model) frozen(p *gorgonia.Node) bool {
+	for _, b := range m.Blocks {
+		if slices.Contains(b.Frozen, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Constant is an input node with its fixed values.

@@ -130,6 +130,9 @@ func planNotes(p bench.MemoryPlan) []string {
 	if pr := precisionOf(p.Header); pr.Half() {
 		lines = append(lines, precisionNote(pr)+"; each kind's bytes at the precision it is stored in")
 	}
+	if note := weightsNote(p.Header); note != "" {
+		lines = append(lines, note)
+	}
 	return lines
 }
 

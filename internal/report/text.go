@@ -8,6 +8,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/levers"
+	"gpuz/internal/quant"
 	"gpuz/internal/results"
 	"gpuz/internal/termsafe"
 	"gpuz/internal/units"
@@ -76,6 +77,9 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 		b.WriteString("attention: fused (each row's output and log-sum-exp kept; the probabilities computed again in the backward pass)\n")
 	case attention == levers.AttentionEager:
 		b.WriteString("attention: eager (each layer's probabilities kept for the backward pass)\n")
+	}
+	if note := weightsNote(h); note != "" {
+		b.WriteString(note + "\n")
 	}
 	if recomputes(h) {
 		fmt.Fprintf(&b, "recompute: %s (each block's forward runs again before its gradients; only block inputs are kept)\n", h.Recompute)
@@ -183,6 +187,20 @@ func WriteModeEnd(w io.Writer, mode bench.Mode, device string, s bench.Status) e
 	fmt.Fprintf(&b, "%s: %s\n", mode, s)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// weightsNote says which weights a quantized kind stored (--weights):
+// "weights q4_0 (4.5 bits a weight): …"; "" when the weights are floats.
+func weightsNote(h bench.Header) string {
+	k, err := quant.Parse(h.Weights)
+	if err != nil || !k.Quantized() {
+		return ""
+	}
+	what := "the decoder layers' projections and the token embedding's table"
+	if k == quant.NF4 {
+		what = "the decoder layers' projections"
+	}
+	return fmt.Sprintf("weights %s (%.3g bits a weight): %s, read by kernels that decode each block as they go; the output head, the norms and the rest in floats", k, k.BitsPerWeight(), what)
 }
 
 // precisionOf is the run's storage precision; "" (a header from before

@@ -104,6 +104,10 @@ type (
 		// Precision is the storage precision every mode ran with: fp32,
 		// bf16 or fp16.
 		Precision string `json:"precision"`
+		// Weights is the storage of the frozen weights when a quantized
+		// kind stored them (--weights): q8_0, q4_0, q4_k or nf4; absent
+		// when they are floats of the precision.
+		Weights string `json:"weights,omitempty"`
 		// Attention is how the model computed attention: eager or fused;
 		// absent for a workload without attention layers.
 		Attention string `json:"attention,omitempty"`

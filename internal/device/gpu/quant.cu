@@ -258,3 +258,15 @@ GPUZ_KERNEL quant_gw_tiled(float *dx, const float *g, const unsigned char *w, in
 		}
 	}
 }
+
+// quant_embedding sets row r of y (d columns, n elements in all) to row
+// ids[r] of the table in w stored in kind, decoded (hostmath's
+// QuantEmbedding): TokenEmbedding over a quantized table. The driver
+// checks the ids before launching.
+GPUZ_KERNEL quant_embedding(float *y, const float *ids, const unsigned char *w, int kind, long long n, int d,
+		long long row_bytes) {
+	GPUZ_FOR(o, n) {
+		long long r = o / d, i = o % d;
+		y[o] = quant_at(kind, w + (long long)ids[r] * row_bytes, i);
+	}
+}

@@ -84,3 +84,28 @@ func (k Dispatcher) QuantGW(kind quant.Kind, m, n, kk int, g, w, dx device.Buffe
 
 // tiles is the number of quantTile-wide tiles that cover n.
 func tiles(n int) int { return (n + quantTile - 1) / quantTile }
+
+// QuantEmbedding sets dst to the rows of the quantized table [vocab, d] in
+// w that ids select, decoded (quant_embedding). It reads the ids back to
+// check them, as TokenEmbedding does, which waits for the device.
+func (k Dispatcher) QuantEmbedding(kind quant.Kind, dst, ids, w device.Buffer, vocab int) error {
+	n := dst.Len()
+	d, err := rowLength("token embedding", "outputs", n, ids.Len())
+	if err == nil && d == 0 {
+		err = fmt.Errorf("token embedding: %d outputs do not split into %d rows", n, ids.Len())
+	}
+	if err != nil {
+		return err
+	}
+	if kind == quant.NF4 || int(kind) >= len(quant.Kinds) {
+		return fmt.Errorf("token embedding: no kernel reads a %v table", kind)
+	}
+	if err := kind.CheckShape(vocab, d); err != nil {
+		return fmt.Errorf("token embedding: %w", err)
+	}
+	if _, err := k.readIDs(ids, vocab, "token embedding ids"); err != nil {
+		return err
+	}
+	k.each("quant_embedding", n, Pointer(ptr(dst)), Pointer(ptr(ids)), Pointer(ptr(w)), Int(int(kind)), Long(n), Int(d), Long(int(kind.RowBytes(d))))
+	return nil
+}

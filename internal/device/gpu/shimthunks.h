@@ -75,6 +75,7 @@
 	X(quant_xwt_tiled, "pppiiiil", quant_xwt_tiled(P(0), P(1), P(2), I(3), I(4), I(5), I(6), L(7))) \
 	X(quant_gw_row, "pppiiiil", quant_gw_row(P(0), P(1), P(2), I(3), I(4), I(5), I(6), L(7))) \
 	X(quant_gw_tiled, "pppiiiil", quant_gw_tiled(P(0), P(1), P(2), I(3), I(4), I(5), I(6), L(7))) \
+	X(quant_embedding, "pppilil", quant_embedding(P(0), P(1), P(2), I(3), L(4), I(5), L(6))) \
 	X(reduce_partial, "ppplli", reduce_partial(P(0), P(1), P(2), L(3), L(4), I(5))) \
 	X(reduce_final, "pppid", reduce_final(P(0), P(1), P(2), I(3), D(4))) \
 	X(xent_rows, "pppi", xent_rows(P(0), P(1), P(2), I(3))) \

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"gpuz/internal/bench"
+	"gpuz/internal/levers"
+	"gpuz/internal/quant"
+)
+
+// addWeightsFlag adds --weights, the storage of the frozen weights, to
+// the llm workload.
+func addWeightsFlag(fs *pflag.FlagSet, o *WorkloadOptions) {
+	fs.StringVar(&o.weightsText, "weights", "", "the storage of the weights that are not trained (eval, generate, LoRA's base): f32, f16 or bf16 (the floats of --precision, which f16 and bf16 set when it is not given) or a quantized kind, q8_0, q4_0 or q4_k (llama.cpp's GGUF blocks, 8.5, 4.5 and 4.5 bits a weight) or nf4 (bitsandbytes' NormalFloat with double quantization, 4.13 bits, as QLoRA), for every projection of the decoder's layers, the embedding and the output head then in bf16 unless --precision says otherwise, the norms in fp32 (default: --precision's)")
+}
+
+// weightsKind reads --weights into the levers: a quantized kind into
+// Weights, with Precision bf16 when --precision is not given (the
+// embedding and the output head in 16 bits, as llama.cpp's and
+// bitsandbytes' tools leave them); f16 and bf16 into Precision, when
+// --precision is not another.
+func (o *WorkloadOptions) weightsKind(fs *pflag.FlagSet) error {
+	if o.weightsText == "" {
+		return nil
+	}
+	k, err := quant.Parse(o.weightsText)
+	if err != nil {
+		return fmt.Errorf("--weights: %w", err)
+	}
+	floats := map[quant.Kind]levers.Precision{quant.F32: levers.FP32, quant.F16: levers.FP16, quant.BF16: levers.BF16}
+	p, float := floats[k]
+	switch {
+	case !float && o.Task == bench.TaskTrain && o.LoRA.Rank == 0:
+		return fmt.Errorf("--weights %v stores frozen weights, and training changes every weight: train LoRA's adapters on the quantized base with --lora R", k)
+	case !float:
+		o.Weights = k
+		if !fs.Changed("precision") {
+			o.Precision = levers.BF16 // the embedding and the head in 16 bits, as the tools leave them
+		}
+	case fs.Changed("precision") && o.Precision != p:
+		return fmt.Errorf("--weights %v stores the weights in %s, and --precision is %s: give one of them, or the same", k, p, o.Precision)
+	default:
+		o.Precision = p
+	}
+	return nil
+}

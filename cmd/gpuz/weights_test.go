@@ -1,0 +1,92 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"testing"
+)
+
+// TestPlanQuantizedWeights plans Llama-3.1-8B's generation with its
+// weights quantized and checks the planned parameter bytes against the
+// formats' formulas, worked out here by hand from the model's shapes
+// (hidden 4096, 32 layers, 8 key-value heads of 128, intermediate 14336,
+// vocabulary 128256, the head untied): ggml's Q8_0 and Q4_0 store 32
+// weights in 34 and 18 bytes, Q4_K 256 in 144 (ggml-common.h's block_q8_0,
+// block_q4_0, block_q4_K); NF4 half a byte a weight, a byte of quantized
+// absmax per 64 weights, a float32 per 256 such blocks and one float32
+// offset per tensor (bitsandbytes' quantize_4bit with compress_statistics).
+// ggml's kinds store the embedding too; under the bf16 precision they
+// default to, the head is bf16 and the norms float32, and NF4's embedding
+// float32 (read by a lookup, not a product). At 4096 positions every
+// kind but Q8_0 fits the 8 GB laptop card.
+func TestPlanQuantizedWeights(t *testing.T) {
+	const (
+		hidden, layers, kv, inter, vocab = 4096, 32, 1024, 14336, 128256
+		embed                            = vocab * hidden
+		norms                            = (2*layers + 1) * hidden
+	)
+	// Each layer's projections as gpuz stores them, [rows, cols]: q, k and
+	// v in one tensor, o, gate and up in one, down. (Fused or not is the
+	// same to ggml's kinds; NF4 has one offset and group tail per tensor.)
+	proj := [][2]int64{{hidden + 2*kv, hidden}, {hidden, hidden}, {2 * inter, hidden}, {hidden, inter}}
+	perWeight := func(num, den int64) func(rows, cols int64) int64 {
+		return func(rows, cols int64) int64 { return rows * (cols / den) * num }
+	}
+	nf4 := func(rows, cols int64) int64 {
+		n := rows * cols
+		return n/2 + n/64 + 4*((n/64+255)/256) + 4
+	}
+	for _, tc := range []struct {
+		kind    string
+		bytes   func(rows, cols int64) int64
+		embed   bool
+		fits    bool
+		context string
+	}{
+		{"q8_0", perWeight(34, 32), true, false, "4096"},
+		{"q4_0", perWeight(18, 32), true, true, "4096"},
+		{"q4_k", perWeight(144, 256), true, true, "4096"},
+		{"nf4", nf4, false, true, "4096"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			var want int64
+			for _, p := range proj {
+				want += layers * tc.bytes(p[0], p[1])
+			}
+			if tc.embed {
+				want += tc.bytes(vocab, hidden)
+			} else {
+				want += 4 * embed
+			}
+			want += 2*embed + 4*norms // the head in bf16, the norms in float32
+			b, err := exec.Command(gpuzBinary, "plan", "llm", "generate", "cuda", "--model", "llama-3.1-8b", "--weights", tc.kind,
+				"--context", "4096", "--device", "sim:rtx4060-laptop", "--format", "json").Output()
+			if err != nil {
+				t.Fatalf("%v: %s", err, b)
+			}
+			var p struct {
+				Header struct {
+					Precision, Weights string
+				} `json:"header"`
+				Bytes struct {
+					Parameters int64 `json:"parameters"`
+				} `json:"bytes"`
+				Modes []struct {
+					FitsDevice bool `json:"fits_device"`
+				} `json:"modes"`
+			}
+			if err := json.Unmarshal(b, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Bytes.Parameters != want {
+				t.Errorf("parameters %d bytes, want %d", p.Bytes.Parameters, want)
+			}
+			if p.Header.Weights != tc.kind || p.Header.Precision != "bf16" {
+				t.Errorf("header weights %q, precision %q; want %s and bf16", p.Header.Weights, p.Header.Precision, tc.kind)
+			}
+			if len(p.Modes) != 1 || p.Modes[0].FitsDevice != tc.fits {
+				t.Errorf("modes %+v, want cuda fitting: %v", p.Modes, tc.fits)
+			}
+		})
+	}
+}
