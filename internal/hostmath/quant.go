@@ -48,6 +48,24 @@ const quantGWCols = 256
 // BLAS's threads pay.
 const quantBLASPanel = 512
 
+// QuantPath names the path QuantXWt and QuantGW run for Q8_0, Q4_0 and
+// Q4_K on this CPU in this build, as BF16Path does for GemmBF16: "AVX-512
+// kernels (quant.h; many rows on gpuz's SGEMM micro-kernel)", "AVX2
+// kernels (quant.h; many rows by OpenBLAS 0.3.21 (…))" or "Go loops (…)".
+func QuantPath() string {
+	many := "many rows by " + BLASName()
+	switch quantISA {
+	case quantAVX512:
+		if sgemmKernel {
+			many = "many rows on gpuz's SGEMM micro-kernel"
+		}
+		return "AVX-512 kernels (quant.h; " + many + ")"
+	case quantAVX2:
+		return "AVX2 kernels (quant.h; " + many + ")"
+	}
+	return "Go loops (" + many + ")"
+}
+
 // quantFast reports whether kind has the kernels of quant.h.
 func quantFast(kind quant.Kind) bool {
 	return kind == quant.Q8_0 || kind == quant.Q4_0 || kind == quant.Q4_K
