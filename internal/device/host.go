@@ -64,6 +64,16 @@ func Halves(b Buffer) []uint16 {
 	return unsafe.Slice((*uint16)(unsafe.Pointer(&f[0])), 2*len(f))
 }
 
+// Bytes returns the memory of a host or simulated buffer as bytes, four to
+// each of its float32 words: where a quantized weight's blocks live.
+func Bytes(b Buffer) []byte {
+	f := Floats(b)
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f))
+}
+
 // Host is the CPU as a device: buffers are Go slices and the kernels are
 // those of package hostmath.
 type Host struct{ hostMemory }

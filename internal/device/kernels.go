@@ -5,6 +5,7 @@ import (
 
 	"gpuz/internal/half"
 	"gpuz/internal/hostmath"
+	"gpuz/internal/quant"
 )
 
 // Kernels is the math a device runs on its buffers, one method per
@@ -18,6 +19,17 @@ type Kernels interface {
 	// products of 16-bit values summed in float32 (cuBLAS's GemmEx with
 	// 16-bit inputs and 32-bit compute; hostmath.GemmBF16 on the host).
 	GemmHalf(f half.Format, transA, transB bool, m, n, k int, a, b, c Buffer)
+	// QuantXWt computes y [m, n] = x [m, k]·Wᵀ for the weight W [n, k]
+	// stored in kind in w's bytes (kind.Bytes(n, k) of them, in
+	// ceil(bytes/4) float32 words), x and y float32: the product of a
+	// projection whose frozen weight is quantized, W's blocks decoded as
+	// they are read, never widened whole (see hostmath.QuantXWt). k must
+	// satisfy kind.CheckShape; NF4 is not a row kind and not taken.
+	QuantXWt(kind quant.Kind, m, n, k int, x, w, y Buffer)
+	// QuantGW computes dx [m, k] = g [m, n]·W for W [n, k] stored as
+	// QuantXWt's: QuantXWt's gradient with respect to x (see
+	// hostmath.QuantGW).
+	QuantGW(kind quant.Kind, m, n, k int, g, w, dx Buffer)
 	// AddRowVector adds v to every row of m.
 	AddRowVector(m, v Buffer)
 	// SumRows sets dst to the sum of the rows of m.
@@ -207,6 +219,16 @@ func gemmStrides(transA, transB bool, m, n, k int) (lda, ldb int) {
 		ldb = max(k, 1)
 	}
 	return lda, ldb
+}
+
+// QuantXWt computes y = x·Wᵀ from the quantized W in w's bytes.
+func (hostKernels) QuantXWt(kind quant.Kind, m, n, k int, x, w, y Buffer) {
+	hostmath.QuantXWt(kind, m, n, k, Floats(x), Bytes(w)[:kind.Bytes(n, k)], Floats(y))
+}
+
+// QuantGW computes dx = g·W from the quantized W in w's bytes.
+func (hostKernels) QuantGW(kind quant.Kind, m, n, k int, g, w, dx Buffer) {
+	hostmath.QuantGW(kind, m, n, k, Floats(g), Bytes(w)[:kind.Bytes(n, k)], Floats(dx))
 }
 
 // AddRowVector adds v to every row of m.

@@ -4,9 +4,11 @@
 // CPU.
 //
 // The kernels use one dimension of grid and block, dynamic shared memory,
-// __syncthreads and nothing warp-level: every reduction is a shared-memory
-// tree over a power-of-two block with a barrier at each level, in an order
-// fixed by the sizes alone, so that results are deterministic.
+// __syncthreads and one warp-level primitive, the butterfly shuffle of
+// warp_sum: every reduction is a shared-memory tree over a power-of-two
+// block with a barrier at each level, or warp_sum's butterfly over a warp
+// of 32 threads, in an order fixed by the sizes alone, so that results are
+// deterministic.
 
 #ifdef __CUDACC__
 #define GPUZ_KERNEL extern "C" __global__ void
@@ -21,6 +23,7 @@
 #define GPUZ_NEG_INF (-__int_as_float(0x7f800000))
 #define GPUZ_BITS(f) __float_as_uint(f)
 #define GPUZ_FLOAT(u) __uint_as_float(u)
+#define GPUZ_SHFL_XOR(v, mask) __shfl_xor_sync(0xffffffffu, (v), (mask))
 #else
 #define GPUZ_KERNEL void
 #define GPUZ_DEVICE static inline
@@ -34,6 +37,7 @@
 #define GPUZ_NEG_INF (-__builtin_inff())
 #define GPUZ_BITS(f) gpuz_bits(f)
 #define GPUZ_FLOAT(u) gpuz_float(u)
+#define GPUZ_SHFL_XOR(v, mask) gpuz_shfl_xor((v), (mask))
 static inline unsigned gpuz_bits(float f) {
 	union { float f; unsigned u; } v = {.f = f};
 	return v.u;
@@ -79,4 +83,21 @@ GPUZ_DEVICE float block_max(float v, double *sh) {
 	float r = (float)sh[0];
 	GPUZ_BARRIER();
 	return r;
+}
+
+// GPUZ_WARP is the number of threads of a warp, which warp_sum reduces
+// over; a block is a whole number of warps.
+#define GPUZ_WARP 32
+
+// warp_sum returns the sum of v over the 32 threads of the calling thread's
+// warp to every one of them: a butterfly of shuffles, each thread adding
+// its partner's value at distances 16, 8, 4, 2 and 1. Partners add the
+// same two values, so every thread ends with the same sum. Every thread
+// of the block must call it, the same number of times (the shim's shuffle
+// is a barrier of the whole block).
+GPUZ_DEVICE float warp_sum(float v) {
+	for (int s = GPUZ_WARP / 2; s > 0; s /= 2) {
+		v += GPUZ_SHFL_XOR(v, s);
+	}
+	return v;
 }

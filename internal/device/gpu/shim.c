@@ -48,6 +48,18 @@ void gpuz_syncthreads(void) {
 	swapcontext(&current->ctx, &scheduler);
 }
 
+// exchange holds each thread's value during a shuffle (gpuz_shfl_xor).
+static float exchange[MAX_BLOCK];
+
+float gpuz_shfl_xor(float v, int mask) {
+	unsigned t = current->tid;
+	exchange[t] = v;
+	gpuz_syncthreads();
+	float r = exchange[t ^ (unsigned)mask];
+	gpuz_syncthreads(); // exchange may be written again as soon as this returns
+	return r;
+}
+
 static void fiber_main(void) {
 	thunk(thunk_args);
 	current->state = DONE; // returning resumes the scheduler (uc_link)

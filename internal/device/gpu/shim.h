@@ -2,6 +2,7 @@
 // kernels are compiled by gcc instead of NVRTC. Every thread of a block is a
 // fiber (ucontext) on the calling OS thread; __syncthreads switches back to
 // the scheduler, which resumes the block's threads once all have arrived.
+// A warp shuffle is an exchange through memory between two such barriers.
 
 #ifndef GPUZ_SHIM_H
 #define GPUZ_SHIM_H
@@ -15,6 +16,10 @@ unsigned gpuz_block_dim(void);
 unsigned gpuz_grid_dim(void);
 void *gpuz_shared(void);
 void gpuz_syncthreads(void);
+// gpuz_shfl_xor returns v of the thread whose index is the caller's XOR
+// mask (mask below 32: a thread of the same warp), as __shfl_xor_sync does;
+// every thread of the block must call it, since it waits at two barriers.
+float gpuz_shfl_xor(float v, int mask);
 
 // gpuz_shim_launch runs kernel name (parameters of the given kinds, one
 // 8-byte value each in args) over grid blocks of block threads with shared

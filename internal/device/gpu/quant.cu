@@ -1,0 +1,260 @@
+// Products by a frozen weight W [n, k] stored in one of package quant's row
+// kinds (hostmath.QuantXWt, QuantGW): y = x·Wᵀ and dx = g·W, W's blocks
+// decoded as they are read, never widened whole. W's rows lie one after
+// another, row_bytes (quant.Kind.RowBytes(k)) apart; the blocks are ggml's,
+// byte for byte. Each weight decodes exactly as quant.DequantizeRow decodes
+// it (the same float32 operations, no fused multiply-add), so that only the
+// order of the sums differs from the host's. It follows half.cu, whose
+// fp16_to it calls.
+//
+// The float shared arrays are named apart from the other files' double sh:
+// NVRTC compiles every file as one translation unit, where extern
+// __shared__ arrays of one name must have one type.
+//
+// Two kernels a product: a one-row kernel for decode's few rows (m at most
+// QUANT_ROWS), which reads W once and is bound by the bandwidth of its
+// quantized bytes, and a tiled kernel for the many rows of prefill and
+// training, which decodes a tile of W into shared memory and reuses it for
+// QUANT_TILE rows of x. Both are launched with blocks of 256 threads.
+
+// The kinds, numbered as quant.Kind numbers them.
+#define QUANT_F32 0
+#define QUANT_F16 1
+#define QUANT_BF16 2
+#define QUANT_Q8_0 3
+#define QUANT_Q4_0 4
+#define QUANT_Q4_K 5
+
+// ggml's blocks (ggml-common.h). The fp16 scales are read as their bits
+// and widened by fp16_to, as the shim can compile it too. Every block's
+// size is even and a row starts at a multiple of its block's size from a
+// 4-byte aligned buffer, so the 2-byte fields are aligned.
+
+// block_q8_0: 32 weights, d·qs[i].
+typedef struct {
+	unsigned short d;
+	signed char qs[32];
+} block_q8_0;
+
+// block_q4_0: 32 weights, d·(q − 8), the low nibble of qs[i] weight i and
+// its high nibble weight i + 16.
+typedef struct {
+	unsigned short d;
+	unsigned char qs[16];
+} block_q4_0;
+
+// block_q4_K: 256 weights in eight sub-blocks of 32, each with a 6-bit
+// scale and min in scales (scale_min_k4); qs in four chunks of 32 bytes,
+// chunk c's low nibbles sub-block 2c and its high nibbles sub-block 2c + 1.
+// Weight = d·scale·q − dmin·min.
+typedef struct {
+	unsigned short d;
+	unsigned short dmin;
+	unsigned char scales[12];
+	unsigned char qs[128];
+} block_q4_K;
+
+// The sizes ggml's formats fix; a compile error (an array of −1) otherwise.
+typedef char quant_q8_0_is_34_bytes[sizeof(block_q8_0) == 34 ? 1 : -1];
+typedef char quant_q4_0_is_18_bytes[sizeof(block_q4_0) == 18 ? 1 : -1];
+typedef char quant_q4_K_is_144_bytes[sizeof(block_q4_K) == 144 ? 1 : -1];
+
+// QUANT_ROWS is the most rows of x (or g) the one-row kernels take.
+#define QUANT_ROWS 4
+
+// The tiled kernels' tiles: QUANT_TILE rows of the output by QUANT_TILE
+// columns, over QUANT_DEPTH of the summed dimension at a time, each of the
+// 256 threads computing 4×4 outputs, 16 apart. Shared rows are padded by
+// one float.
+#define QUANT_TILE 64
+#define QUANT_DEPTH 32
+
+// scale_min_k4 sets sub-block j's (0 to 7) 6-bit scale and min from a
+// Q4_K block's twelve scale bytes (ggml's get_scale_min_k4,
+// quant.ScaleMinK4).
+GPUZ_DEVICE void scale_min_k4(int j, const unsigned char *q, unsigned *scale, unsigned *min) {
+	if (j < 4) {
+		*scale = q[j] & 63u;
+		*min = q[j + 4] & 63u;
+	} else {
+		*scale = (q[j + 4] & 0x0Fu) | ((unsigned)(q[j - 4] >> 6) << 4);
+		*min = (unsigned)(q[j + 4] >> 4) | ((unsigned)(q[j] >> 6) << 4);
+	}
+}
+
+// quant_at returns weight p of the row that starts at row, stored in kind,
+// as quant.DequantizeRow computes it.
+GPUZ_DEVICE float quant_at(int kind, const unsigned char *row, long long p) {
+	switch (kind) {
+	case QUANT_F32:
+		return ((const float *)row)[p];
+	case QUANT_F16:
+		return fp16_to(((const unsigned short *)row)[p]);
+	case QUANT_BF16:
+		return GPUZ_FLOAT((unsigned)((const unsigned short *)row)[p] << 16);
+	case QUANT_Q8_0: {
+		const block_q8_0 *b = (const block_q8_0 *)row + p / 32;
+		return (float)b->qs[p % 32] * fp16_to(b->d);
+	}
+	case QUANT_Q4_0: {
+		const block_q4_0 *b = (const block_q4_0 *)row + p / 32;
+		int l = (int)(p % 32);
+		unsigned q = b->qs[l % 16];
+		int v = (int)(l < 16 ? q & 0x0Fu : q >> 4);
+		return (float)(v - 8) * fp16_to(b->d);
+	}
+	case QUANT_Q4_K: {
+		const block_q4_K *b = (const block_q4_K *)row + p / 256;
+		int l = (int)(p % 256), c = l / 64, high = l % 64 >= 32;
+		unsigned scale, min;
+		scale_min_k4(2 * c + high, b->scales, &scale, &min);
+		unsigned q = b->qs[32 * c + l % 32];
+		float d = fp16_to(b->d) * (float)scale, m = fp16_to(b->dmin) * (float)min;
+		return d * (float)(high ? q >> 4 : q & 0x0Fu) - m;
+	}
+	}
+	return 0.0f;
+}
+
+// quant_xwt_row sets y [m, n] = x [m, k]·Wᵀ for m at most QUANT_ROWS: one
+// warp per row j of W, lane l decoding weights l, l + 32, … (consecutive
+// lanes read consecutive bytes of a block) against every row of x, then
+// warp_sum. A warp past the last row decodes row 0 without writing, so
+// that every thread of a block shuffles alike; ceil(n/8) blocks.
+GPUZ_KERNEL quant_xwt_row(float *y, const float *x, const unsigned char *w, int kind, int m, int n, int k,
+		long long row_bytes) {
+	long long lane = GPUZ_TID % GPUZ_WARP;
+	long long j = GPUZ_BID * (GPUZ_NTHREADS / GPUZ_WARP) + GPUZ_TID / GPUZ_WARP;
+	const unsigned char *row = w + (j < n ? j : 0) * row_bytes;
+	float acc[QUANT_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f};
+	for (long long p = lane; p < k; p += GPUZ_WARP) {
+		float v = quant_at(kind, row, p);
+		for (int i = 0; i < m && i < QUANT_ROWS; i++) {
+			acc[i] += x[(long long)i * k + p] * v;
+		}
+	}
+	for (int i = 0; i < QUANT_ROWS; i++) {
+		float s = warp_sum(acc[i]);
+		if (lane == 0 && j < n && i < m) {
+			y[(long long)i * n + j] = s;
+		}
+	}
+}
+
+// quant_xwt_tiled sets y [m, n] = x [m, k]·Wᵀ: block b computes the tile of
+// QUANT_TILE rows of y (b / ceil(n/QUANT_TILE)) by QUANT_TILE of its
+// columns (b mod that), stepping over k QUANT_DEPTH at a time with x's and
+// W's pieces in shared memory (2·QUANT_TILE·(QUANT_DEPTH+1) floats), W's
+// decoded once for the tile's 64 rows of x. Each output is summed over k in
+// order.
+GPUZ_KERNEL quant_xwt_tiled(float *y, const float *x, const unsigned char *w, int kind, int m, int n, int k,
+		long long row_bytes) {
+	GPUZ_SHARED(float, tile);
+	const int ld = QUANT_DEPTH + 1;
+	float *sx = tile, *sw = tile + QUANT_TILE * ld;
+	long long tiles = (n + QUANT_TILE - 1) / QUANT_TILE;
+	long long i0 = GPUZ_BID / tiles * QUANT_TILE, j0 = GPUZ_BID % tiles * QUANT_TILE;
+	int t = (int)GPUZ_TID, ty = t / 16, tx = t % 16;
+	float acc[4][4] = {{0.0f}};
+	for (long long p0 = 0; p0 < k; p0 += QUANT_DEPTH) {
+		for (int e = t; e < QUANT_TILE * QUANT_DEPTH; e += (int)GPUZ_NTHREADS) {
+			int r = e / QUANT_DEPTH, c = e % QUANT_DEPTH;
+			sx[r * ld + c] = i0 + r < m && p0 + c < k ? x[(i0 + r) * k + p0 + c] : 0.0f;
+			sw[r * ld + c] = j0 + r < n && p0 + c < k ? quant_at(kind, w + (j0 + r) * row_bytes, p0 + c) : 0.0f;
+		}
+		GPUZ_BARRIER();
+		for (int c = 0; c < QUANT_DEPTH; c++) {
+			for (int a = 0; a < 4; a++) {
+				float xv = sx[(ty + 16 * a) * ld + c];
+				for (int b = 0; b < 4; b++) {
+					acc[a][b] += xv * sw[(tx + 16 * b) * ld + c];
+				}
+			}
+		}
+		GPUZ_BARRIER();
+	}
+	for (int a = 0; a < 4; a++) {
+		for (int b = 0; b < 4; b++) {
+			long long i = i0 + ty + 16 * a, j = j0 + tx + 16 * b;
+			if (i < m && j < n) {
+				y[i * n + j] = acc[a][b];
+			}
+		}
+	}
+}
+
+// quant_gw_row sets dx [m, k] = g [m, n]·W for m at most QUANT_ROWS: block
+// b owns columns 32b … 32b + 31 of dx (ceil(k/32) blocks), lane l column
+// 32b + l;
+// warp v adds rows v, v + 8, … of W, reading 32 consecutive weights of a
+// row at a time, then warp 0 adds the warps' sums in order, through shared
+// memory (8·QUANT_ROWS·32 floats).
+GPUZ_KERNEL quant_gw_row(float *dx, const float *g, const unsigned char *w, int kind, int m, int n, int k,
+		long long row_bytes) {
+	GPUZ_SHARED(float, warp_part);
+	long long warps = GPUZ_NTHREADS / GPUZ_WARP, v = GPUZ_TID / GPUZ_WARP, lane = GPUZ_TID % GPUZ_WARP;
+	long long p = GPUZ_BID * GPUZ_WARP + lane;
+	float acc[QUANT_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f};
+	for (long long j = v; j < n && p < k; j += warps) {
+		float wv = quant_at(kind, w + j * row_bytes, p);
+		for (int i = 0; i < m && i < QUANT_ROWS; i++) {
+			acc[i] += g[(long long)i * n + j] * wv;
+		}
+	}
+	for (int i = 0; i < QUANT_ROWS; i++) {
+		warp_part[(v * QUANT_ROWS + i) * GPUZ_WARP + lane] = acc[i];
+	}
+	GPUZ_BARRIER();
+	if (v == 0 && p < k) {
+		for (int i = 0; i < m && i < QUANT_ROWS; i++) {
+			float s = 0.0f;
+			for (long long u = 0; u < warps; u++) {
+				s += warp_part[(u * QUANT_ROWS + i) * GPUZ_WARP + lane];
+			}
+			dx[(long long)i * k + p] = s;
+		}
+	}
+}
+
+// quant_gw_tiled sets dx [m, k] = g [m, n]·W: block b computes the tile of
+// QUANT_TILE rows of dx (b / ceil(k/QUANT_TILE)) by QUANT_TILE of its
+// columns (b mod that), stepping over W's n rows QUANT_DEPTH at a time with
+// g's piece (QUANT_TILE·(QUANT_DEPTH+1) floats) and W's decoded piece
+// (QUANT_DEPTH·(QUANT_TILE+1) floats) in shared memory. Each output is
+// summed over W's rows in order.
+GPUZ_KERNEL quant_gw_tiled(float *dx, const float *g, const unsigned char *w, int kind, int m, int n, int k,
+		long long row_bytes) {
+	GPUZ_SHARED(float, tile);
+	const int ldg = QUANT_DEPTH + 1, ldw = QUANT_TILE + 1;
+	float *sg = tile, *sw = tile + QUANT_TILE * ldg;
+	long long tiles = (k + QUANT_TILE - 1) / QUANT_TILE;
+	long long i0 = GPUZ_BID / tiles * QUANT_TILE, p0 = GPUZ_BID % tiles * QUANT_TILE;
+	int t = (int)GPUZ_TID, ty = t / 16, tx = t % 16;
+	float acc[4][4] = {{0.0f}};
+	for (long long j0 = 0; j0 < n; j0 += QUANT_DEPTH) {
+		for (int e = t; e < QUANT_TILE * QUANT_DEPTH; e += (int)GPUZ_NTHREADS) {
+			int r = e / QUANT_DEPTH, c = e % QUANT_DEPTH;
+			sg[r * ldg + c] = i0 + r < m && j0 + c < n ? g[(i0 + r) * n + j0 + c] : 0.0f;
+			int wr = e / QUANT_TILE, wc = e % QUANT_TILE;
+			sw[wr * ldw + wc] = j0 + wr < n && p0 + wc < k ? quant_at(kind, w + (j0 + wr) * row_bytes, p0 + wc) : 0.0f;
+		}
+		GPUZ_BARRIER();
+		for (int c = 0; c < QUANT_DEPTH; c++) {
+			for (int a = 0; a < 4; a++) {
+				float gv = sg[(ty + 16 * a) * ldg + c];
+				for (int b = 0; b < 4; b++) {
+					acc[a][b] += gv * sw[c * ldw + tx + 16 * b];
+				}
+			}
+		}
+		GPUZ_BARRIER();
+	}
+	for (int a = 0; a < 4; a++) {
+		for (int b = 0; b < 4; b++) {
+			long long i = i0 + ty + 16 * a, p = p0 + tx + 16 * b;
+			if (i < m && p < k) {
+				dx[i * k + p] = acc[a][b];
+			}
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package gpu
+
+import (
+	"fmt"
+
+	"gpuz/internal/device"
+	"gpuz/internal/quant"
+)
+
+// The Dispatcher methods of the products by a quantized weight (quant.cu).
+
+// quantRows is the most rows of x (or g) that the one-row kernels take
+// (quant.cu's QUANT_ROWS): decode's products, a token or a few at a time.
+const quantRows = 4
+
+// quantTile and quantDepth are the tiled kernels' tile (QUANT_TILE rows by
+// QUANT_TILE columns of the output) and step along the summed dimension
+// (QUANT_DEPTH).
+const (
+	quantTile  = 64
+	quantDepth = 32
+)
+
+// The shared memory of the kernels that use it: quant_xwt_tiled's pieces
+// of x and W, quant_gw_tiled's of g and W, each row padded by one float,
+// and quant_gw_row's per-warp sums.
+const (
+	sharedXWtTiled = 4 * 2 * quantTile * (quantDepth + 1)
+	sharedGWTiled  = 4 * (quantTile*(quantDepth+1) + quantDepth*(quantTile+1))
+	sharedGWRow    = 4 * (BlockSize / 32) * quantRows * 32
+)
+
+// quantKind records an error and returns false for a kind the kernels do
+// not decode (NF4, whose blocks run over the whole matrix rather than row
+// by row) or a k that is not whole blocks of it.
+func (k Dispatcher) quantKind(op string, kind quant.Kind, kk int) bool {
+	if kind == quant.NF4 || int(kind) >= len(quant.Kinds) {
+		k.L.Fail(fmt.Errorf("gpu: %s: no kernel reads a %v weight", op, kind))
+		return false
+	}
+	if b := kind.BlockWeights(); kk%b != 0 {
+		k.L.Fail(fmt.Errorf("gpu: %s: a %v weight's rows must be a multiple of %d weights; these have %d", op, kind, b, kk))
+		return false
+	}
+	return true
+}
+
+// QuantXWt computes y = x·Wᵀ from the quantized W in w: for up to
+// quantRows rows of x one warp per row of W (quant_xwt_row), else tiles of
+// 64×64 outputs (quant_xwt_tiled). Every quant.cu kernel takes the output,
+// the float operand, W's bytes, its kind (quant.Kind's number), the shape
+// and W's row stride in bytes.
+func (k Dispatcher) QuantXWt(kind quant.Kind, m, n, kk int, x, w, y device.Buffer) {
+	if m == 0 || n == 0 || !k.quantKind("quantized product", kind, kk) {
+		return
+	}
+	rb := int(kind.RowBytes(kk))
+	if m <= quantRows {
+		warps := BlockSize / 32
+		k.L.Launch("quant_xwt_row", (n+warps-1)/warps, BlockSize, 0, []Arg{Pointer(ptr(y)), Pointer(ptr(x)), Pointer(ptr(w)),
+			Int(int(kind)), Int(m), Int(n), Int(kk), Long(rb)})
+		return
+	}
+	k.L.Launch("quant_xwt_tiled", tiles(m)*tiles(n), BlockSize, sharedXWtTiled, []Arg{Pointer(ptr(y)), Pointer(ptr(x)), Pointer(ptr(w)),
+		Int(int(kind)), Int(m), Int(n), Int(kk), Long(rb)})
+}
+
+// QuantGW computes dx = g·W from the quantized W in w: for up to quantRows
+// rows of g one block per 32 columns of dx (quant_gw_row), else tiles of
+// 64×64 outputs (quant_gw_tiled).
+func (k Dispatcher) QuantGW(kind quant.Kind, m, n, kk int, g, w, dx device.Buffer) {
+	if m == 0 || kk == 0 || !k.quantKind("quantized product's gradient", kind, kk) {
+		return
+	}
+	rb := int(kind.RowBytes(kk))
+	if m <= quantRows {
+		k.L.Launch("quant_gw_row", (kk+31)/32, BlockSize, sharedGWRow, []Arg{Pointer(ptr(dx)), Pointer(ptr(g)), Pointer(ptr(w)),
+			Int(int(kind)), Int(m), Int(n), Int(kk), Long(rb)})
+		return
+	}
+	k.L.Launch("quant_gw_tiled", tiles(m)*tiles(kk), BlockSize, sharedGWTiled, []Arg{Pointer(ptr(dx)), Pointer(ptr(g)), Pointer(ptr(w)),
+		Int(int(kind)), Int(m), Int(n), Int(kk), Long(rb)})
+}
+
+// tiles is the number of quantTile-wide tiles that cover n.
+func tiles(n int) int { return (n + quantTile - 1) / quantTile }
