@@ -11,7 +11,7 @@ import (
 // BenchmarkQuantOneRow times the products of a decode step by a quantized
 // weight, y = x·Wᵀ (xwt) and dx = g·W (gw) for one row, against Llama-3's
 // 4096 × 4096 attention projections and its 4096 → 14336 MLP weight, in
-// each of the kinds with kernels. Each operation takes the next of enough
+// each block kind. Each operation takes the next of enough
 // copies of W to make 192 MiB, the STREAM triad's arrays
 // (scripts/machine-peaks.sh), so that W comes from memory; b.SetBytes is
 // W's quantized bytes, so the MB/s read against the triad's bandwidth;
@@ -20,7 +20,7 @@ import (
 func BenchmarkQuantOneRow(b *testing.B) {
 	const footprint = 192 << 20
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K} {
+	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.NF4} {
 		for _, s := range []struct{ k, n int }{{4096, 4096}, {4096, 14336}} {
 			size := int(kind.Bytes(s.n, s.k))
 			copies := max(1, (footprint+size-1)/size)
@@ -58,7 +58,7 @@ func BenchmarkQuantOneRow(b *testing.B) {
 func BenchmarkQuantManyRows(b *testing.B) {
 	const m, n, k = 128, 4096, 4096
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K} {
+	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.NF4} {
 		w := randomQuantWeight(rng, kind, n, k)
 		x := toFloat32(randomSlice(rng, m*k))
 		g := toFloat32(randomSlice(rng, m*n))

@@ -13,7 +13,8 @@ import (
 
 // randomQuantWeight returns a [rows, cols] weight of kind as random
 // blocks: random codes and scale bytes, and fp16 scales (Q4_K's d and
-// dmin) of random sign between 2^-10 and 2^-4.
+// dmin) of random sign between 2^-10 and 2^-4; NF4's groups' absmaxes
+// between 2^-6 and 2^-2 and its offset below 1/16.
 func randomQuantWeight(rng *rand.Rand, kind quant.Kind, rows, cols int) []byte {
 	w := make([]byte, kind.Bytes(rows, cols))
 	for i := 0; i < len(w); i += 8 {
@@ -28,6 +29,14 @@ func randomQuantWeight(rng *rand.Rand, kind quant.Kind, rows, cols int) []byte {
 		}
 		return half.FP16FromFloat32(s)
 	}
+	if kind == quant.NF4 {
+		l := quant.NF4LayoutOf(rows, cols)
+		for g := range l.Groups {
+			putFloat32(w[l.GroupAbsmax+4*g:], float32(math.Ldexp(1+rng.Float64(), -6+rng.IntN(4))))
+		}
+		putFloat32(w[l.Offset:], float32(rng.Float64()/16))
+		return w
+	}
 	block := int(kind.RowBytes(kind.BlockWeights()))
 	for b := 0; b < len(w); b += block {
 		binary.LittleEndian.PutUint16(w[b:], scale())
@@ -40,12 +49,24 @@ func randomQuantWeight(rng *rand.Rand, kind quant.Kind, rows, cols int) []byte {
 
 // quantDecodeSpread is, for each of W's rows, a bound on the magnitude of
 // the two terms a Q4_K weight is the difference of (d·sc·q and dmin·m:
-// 63·15·|d| + 63·|dmin| over the row's super-blocks), whose roundings the
-// kernels may make differently from the reference: its dequantization
-// rounds each, the kernels fuse them. Zero for the other kinds, which the
-// kernels decode as the reference does.
+// 63·15·|d| + 63·|dmin| over the row's super-blocks), or an NF4 block's
+// absmax (code·group absmax and the offset: the largest group absmax plus
+// the offset), whose roundings the kernels may make differently from the
+// reference: it rounds each, the kernels may fuse them. Zero for the
+// other kinds, which the kernels decode as the reference does.
 func quantDecodeSpread(kind quant.Kind, w []byte, rows, cols int) []float64 {
 	spread := make([]float64, rows)
+	if kind == quant.NF4 {
+		l := quant.NF4LayoutOf(rows, cols)
+		var top float64
+		for g := range l.Groups {
+			top = max(top, float64(getFloat32(w[l.GroupAbsmax+4*g:])))
+		}
+		for j := range spread {
+			spread[j] = top + float64(getFloat32(w[l.Offset:]))
+		}
+		return spread
+	}
 	if kind != quant.Q4_K {
 		return spread
 	}
@@ -84,10 +105,10 @@ var quantISANames = map[int]string{quantGo: "go", quantAVX2: "avx2", quantAVX512
 func TestQuantProducts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(42, 2))
 	const u = 1.0 / (1 << 24)
-	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K} {
-		ks := []int{32, 96, 544}
-		if kind == quant.Q4_K {
-			ks = []int{256, 768}
+	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.NF4} {
+		ks := map[quant.Kind][]int{quant.Q4_K: {256, 768}, quant.NF4: {64, 576}}[kind]
+		if ks == nil {
+			ks = []int{32, 96, 544}
 		}
 		for _, k := range ks {
 			for _, n := range []int{1, 37, 520} {
@@ -162,3 +183,7 @@ func checkWithin(t *testing.T, name string, got []float32, want, tol []float64) 
 		}
 	}
 }
+
+func getFloat32(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) }
+
+func putFloat32(b []byte, f float32) { binary.LittleEndian.PutUint32(b, math.Float32bits(f)) }
