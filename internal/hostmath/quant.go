@@ -23,8 +23,10 @@ import (
 // or AVX2 with FMA and F16C), or as Go loops (quantGo: a purego build, or
 // a CPU without them), which decode a run of blocks at a time with
 // quant.DequantizeRow. Each sum runs in an order fixed by the shape, so
-// results do not depend on the thread count. The float kinds and NF4 run
-// the reference loops.
+// results do not depend on the thread count. NF4's blocks run over the
+// flattened weight, but a row of it (k a multiple of NF4Block) is whole
+// blocks too, so that its kernels are the row kinds' with one more
+// decoding. The float kinds run the reference loops.
 
 // quantDotMax is the most rows of x or g that the few-row kernels take.
 const quantDotMax = 4
@@ -48,17 +50,52 @@ const quantGWCols = 256
 // BLAS's threads pay.
 const quantBLASPanel = 512
 
+// QuantPath names the path QuantXWt and QuantGW run for Q8_0, Q4_0, Q4_K
+// and NF4 on this CPU in this build, as BF16Path does for GemmBF16: "AVX-512
+// kernels (quant.h; many rows on gpuz's SGEMM micro-kernel)", "AVX2
+// kernels (quant.h; many rows by OpenBLAS 0.3.21 (…))" or "Go loops (…)".
+func QuantPath() string {
+	many := "many rows by " + BLASName()
+	switch quantISA {
+	case quantAVX512:
+		if sgemmKernel {
+			many = "many rows on gpuz's SGEMM micro-kernel"
+		}
+		return "AVX-512 kernels (quant.h; " + many + ")"
+	case quantAVX2:
+		return "AVX2 kernels (quant.h; " + many + ")"
+	}
+	return "Go loops (" + many + ")"
+}
+
 // quantFast reports whether kind has the kernels of quant.h.
-func quantFast(kind quant.Kind) bool {
-	return kind == quant.Q8_0 || kind == quant.Q4_0 || kind == quant.Q4_K
+func quantFast(kind quant.Kind) bool { return kind.Quantized() }
+
+// quantWeight is a weight W [n, k] stored in a block kind, as the kernels
+// read it: w is its bytes, rb the bytes of a row's blocks (an NF4 row's
+// codes), nf an NF4 weight's layout.
+type quantWeight struct {
+	kind quant.Kind
+	w    []byte
+	n, k int
+	rb   int
+	nf   quant.NF4Layout
+}
+
+// newQuantWeight returns W [n, k] stored in kind in w.
+func newQuantWeight(kind quant.Kind, n, k int, w []byte) quantWeight {
+	qw := quantWeight{kind: kind, w: w, n: n, k: k, rb: int(kind.RowBytes(k))}
+	if kind == quant.NF4 {
+		qw.nf = quant.NF4LayoutOf(n, k)
+	}
+	return qw
 }
 
 // QuantXWt sets y [m, n] = x [m, k] · Wᵀ for W [n, k] stored in kind in
 // w (kind.Bytes(n, k) bytes): the products of the projections whose
 // frozen weight is quantized. W's blocks are decoded where they are used,
-// never the whole weight (see the comment above quantDotMax). The row
-// kinds (Q8_0, Q4_0, Q4_K and the floats, which run a reference loop
-// dequantizing a row at a time); not NF4.
+// never the whole weight (see the comment above quantDotMax). Every kind:
+// the floats run a reference loop that widens a row at a time.
 func QuantXWt(kind quant.Kind, m, n, k int, x []float32, w []byte, y []float32) {
 	switch {
 	case m == 0 || n == 0:
@@ -70,14 +107,14 @@ func QuantXWt(kind quant.Kind, m, n, k int, x []float32, w []byte, y []float32) 
 		quantXWtRef(kind, m, n, k, x, w, y)
 		return
 	}
-	rb := int(kind.RowBytes(k))
+	qw := newQuantWeight(kind, n, k, w)
 	switch {
 	case m <= quantDotMax:
-		fewRowsTiles(m, n, k, func(j0, j1 int) { quantDot(kind, m, n, k, x, w, rb, y, j0, j1) })
+		fewRowsTiles(m, n, k, func(j0, j1 int) { quantDot(qw, m, x, y, j0, j1) })
 	case quantISA == quantAVX512 && sgemmKernel:
-		quantXWtTiles(kind, m, n, k, x, w, rb, y)
+		quantXWtTiles(qw, m, x, y)
 	default:
-		quantXWtBLAS(kind, m, n, k, x, w, rb, y)
+		quantXWtBLAS(qw, m, x, y)
 	}
 }
 
@@ -96,11 +133,11 @@ func QuantGW(kind quant.Kind, m, n, k int, g []float32, w []byte, dx []float32) 
 		quantGWRef(kind, m, n, k, g, w, dx)
 		return
 	}
-	rb := int(kind.RowBytes(k))
+	qw := newQuantWeight(kind, n, k, w)
 	switch {
 	case m <= quantDotMax:
 		runs := ceilDiv(k, quantRun)
-		run := func(t int) { quantGWRows(kind, m, n, k, g, w, rb, dx, t*quantRun/32, min((t+1)*quantRun, k)/32) }
+		run := func(t int) { quantGWRows(qw, m, g, dx, t*quantRun/32, min((t+1)*quantRun, k)/32) }
 		workers := min(Threads(), runs)
 		if m*n*k < fewRowsMinWork {
 			workers = 1
@@ -113,9 +150,9 @@ func QuantGW(kind quant.Kind, m, n, k int, g []float32, w []byte, dx []float32) 
 		}
 		shareTasks(workers, runs, func() (func(int), func()) { return run, nil })
 	case quantISA == quantAVX512 && sgemmKernel:
-		quantGWTiles(kind, m, n, k, g, w, rb, dx)
+		quantGWTiles(qw, m, g, dx)
 	default:
-		quantGWBLAS(kind, m, n, k, g, w, rb, dx)
+		quantGWBLAS(qw, m, g, dx)
 	}
 }
 
@@ -124,7 +161,8 @@ func QuantGW(kind quant.Kind, m, n, k int, g []float32, w []byte, dx []float32) 
 // and for each block of sgemmKC terms in turn decodes its panel of W into
 // a tile and multiplies x's rows by its transpose into y (the first block
 // writes y, the later ones add to it).
-func quantXWtTiles(kind quant.Kind, m, n, k int, x []float32, w []byte, rb int, y []float32) {
+func quantXWtTiles(qw quantWeight, m int, x, y []float32) {
+	n, k := qw.n, qw.k
 	rowTiles := ceilDiv(m, sgemmTileRows)
 	tasks := rowTiles * ceilDiv(n, quantPanelRows)
 	shareTasks(min(Threads(), tasks), tasks, func() (func(int), func()) {
@@ -134,7 +172,7 @@ func quantXWtTiles(kind quant.Kind, m, n, k int, x []float32, w []byte, rb int, 
 			nb := min(quantPanelRows, n-j0)
 			for k0 := 0; k0 < k; k0 += sgemmKC {
 				kc := min(sgemmKC, k-k0)
-				quantTileC(kind, w[j0*rb:], rb, nb, k0/32, (k0+kc)/32, tile, kc)
+				quantTileC(qw, j0, nb, k0/32, (k0+kc)/32, tile, kc)
 				sgemmTile(false, true, nb, kc, 1, x[k0:], k, tile, kc, nil, bt, firstBeta(k0), y[j0:], n,
 					i0, min(i0+sgemmTileRows, m), 0, nb, ap)
 			}
@@ -146,7 +184,8 @@ func quantXWtTiles(kind quant.Kind, m, n, k int, x []float32, w []byte, rb int, 
 // a task takes up to sgemmTileRows rows of g by quantGWCols columns of W,
 // and for each block of sgemmKC of W's rows in turn decodes them into a
 // tile and multiplies g's rows by it into dx.
-func quantGWTiles(kind quant.Kind, m, n, k int, g []float32, w []byte, rb int, dx []float32) {
+func quantGWTiles(qw quantWeight, m int, g, dx []float32) {
+	n, k := qw.n, qw.k
 	rowTiles := ceilDiv(m, sgemmTileRows)
 	tasks := rowTiles * ceilDiv(k, quantGWCols)
 	shareTasks(min(Threads(), tasks), tasks, func() (func(int), func()) {
@@ -156,7 +195,7 @@ func quantGWTiles(kind quant.Kind, m, n, k int, g []float32, w []byte, rb int, d
 			cc := min(quantGWCols, k-c0)
 			for j0 := 0; j0 < n; j0 += sgemmKC {
 				nb := min(sgemmKC, n-j0)
-				quantTileC(kind, w[j0*rb:], rb, nb, c0/32, (c0+cc)/32, tile, cc)
+				quantTileC(qw, j0, nb, c0/32, (c0+cc)/32, tile, cc)
 				sgemmTile(false, false, cc, nb, 1, g[j0:], n, tile, cc, nil, bt, firstBeta(j0), dx[c0:], k,
 					i0, min(i0+sgemmTileRows, m), 0, cc, ap)
 			}
@@ -189,7 +228,8 @@ func firstBeta(t0 int) float32 {
 // quantXWtBLAS is QuantXWt's many-row product by the BLAS: panels of
 // quantBLASPanel rows and terms of W decoded in turn, each multiplied into
 // y by gemmStrided.
-func quantXWtBLAS(kind quant.Kind, m, n, k int, x []float32, w []byte, rb int, y []float32) {
+func quantXWtBLAS(qw quantWeight, m int, x, y []float32) {
+	n, k := qw.n, qw.k
 	p := getScratch[float32](&quantPool, quantBLASPanel*quantBLASPanel)
 	defer putScratch(&quantPool, p)
 	tile := *p
@@ -197,14 +237,15 @@ func quantXWtBLAS(kind quant.Kind, m, n, k int, x []float32, w []byte, rb int, y
 		nb := min(quantBLASPanel, n-j0)
 		for k0 := 0; k0 < k; k0 += quantBLASPanel {
 			kc := min(quantBLASPanel, k-k0)
-			quantTile(kind, w[j0*rb:], rb, nb, k0/32, (k0+kc)/32, tile, kc)
+			quantTile(qw, j0, nb, k0/32, (k0+kc)/32, tile, kc)
 			gemmStrided(false, true, m, nb, kc, 1, x[k0:], k, tile, kc, firstBeta(k0), y[j0:], n)
 		}
 	}
 }
 
 // quantGWBLAS is QuantGW's many-row product by the BLAS, as quantXWtBLAS.
-func quantGWBLAS(kind quant.Kind, m, n, k int, g []float32, w []byte, rb int, dx []float32) {
+func quantGWBLAS(qw quantWeight, m int, g, dx []float32) {
+	n, k := qw.n, qw.k
 	p := getScratch[float32](&quantPool, quantBLASPanel*quantBLASPanel)
 	defer putScratch(&quantPool, p)
 	tile := *p
@@ -212,7 +253,7 @@ func quantGWBLAS(kind quant.Kind, m, n, k int, g []float32, w []byte, rb int, dx
 		cc := min(quantBLASPanel, k-c0)
 		for j0 := 0; j0 < n; j0 += quantBLASPanel {
 			nb := min(quantBLASPanel, n-j0)
-			quantTile(kind, w[j0*rb:], rb, nb, c0/32, (c0+cc)/32, tile, cc)
+			quantTile(qw, j0, nb, c0/32, (c0+cc)/32, tile, cc)
 			gemmStrided(false, false, m, cc, nb, 1, g[j0:], n, tile, cc, firstBeta(j0), dx[c0:], k)
 		}
 	}
@@ -222,21 +263,21 @@ func quantGWBLAS(kind quant.Kind, m, n, k int, g []float32, w []byte, rb int, dx
 var quantPool scratchPool
 
 // quantDot computes columns [j0, j1) of y = x·Wᵀ for m ≤ quantDotMax rows
-// of x, W's rows rb bytes each in w.
-func quantDot(kind quant.Kind, m, n, k int, x []float32, w []byte, rb int, y []float32, j0, j1 int) {
+// of x.
+func quantDot(qw quantWeight, m int, x, y []float32, j0, j1 int) {
 	if quantISA != quantGo {
-		quantDotC(kind, m, n, k, x, w, rb, y, j0, j1)
+		quantDotC(qw, m, x, y, j0, j1)
 		return
 	}
+	k := qw.k
 	var run [quantRun]float32
 	var sums [quantDotMax]float32
 	for j := j0; j < j1; j++ {
-		row := w[j*rb : (j+1)*rb]
 		clear(sums[:])
 		for p0 := 0; p0 < k; p0 += quantRun {
 			p1 := min(p0+quantRun, k)
 			dec := run[:p1-p0]
-			quant.DequantizeRow(kind, dec, row[quantByte(kind, p0):quantByte(kind, p1)])
+			qw.decode(dec, j, p0)
 			for i := range m {
 				xi, s := x[i*k+p0:i*k+p1], sums[i]
 				for p, v := range dec {
@@ -246,27 +287,27 @@ func quantDot(kind quant.Kind, m, n, k int, x []float32, w []byte, rb int, y []f
 			}
 		}
 		for i := range m {
-			y[i*n+j] = sums[i]
+			y[i*qw.n+j] = sums[i]
 		}
 	}
 }
 
 // quantGWRows computes columns [32·s0, 32·s1) of dx = g·W for m ≤
 // quantDotMax rows of g, at most quantRun columns in Go.
-func quantGWRows(kind quant.Kind, m, n, k int, g []float32, w []byte, rb int, dx []float32, s0, s1 int) {
+func quantGWRows(qw quantWeight, m int, g, dx []float32, s0, s1 int) {
 	if quantISA != quantGo {
-		quantGWC(kind, m, n, k, g, w, rb, dx, s0, s1)
+		quantGWC(qw, m, g, dx, s0, s1)
 		return
 	}
+	n, k := qw.n, qw.k
 	p0, p1 := 32*s0, 32*s1
 	for i := range m {
 		clear(dx[i*k+p0 : i*k+p1])
 	}
 	var run [quantRun]float32
 	dec := run[:p1-p0]
-	b0, b1 := quantByte(kind, p0), quantByte(kind, p1)
 	for j := range n {
-		quant.DequantizeRow(kind, dec, w[j*rb+b0:j*rb+b1])
+		qw.decode(dec, j, p0)
 		for i := range m {
 			gij, d := g[i*n+j], dx[i*k+p0:i*k+p1]
 			for p, v := range dec {
@@ -276,16 +317,35 @@ func quantGWRows(kind quant.Kind, m, n, k int, g []float32, w []byte, rb int, dx
 	}
 }
 
-// quantTile decodes weights [32·s0, 32·s1) of W's first rows rows, rb
-// bytes each in w, into dst, rows ldd apart.
-func quantTile(kind quant.Kind, w []byte, rb, rows, s0, s1 int, dst []float32, ldd int) {
+// quantTile decodes weights [32·s0, 32·s1) of W's rows [r0, r0 + rows)
+// into dst, rows ldd apart.
+func quantTile(qw quantWeight, r0, rows, s0, s1 int, dst []float32, ldd int) {
 	if quantISA != quantGo {
-		quantTileC(kind, w, rb, rows, s0, s1, dst, ldd)
+		quantTileC(qw, r0, rows, s0, s1, dst, ldd)
 		return
 	}
-	b0, b1 := quantByte(kind, 32*s0), quantByte(kind, 32*s1)
 	for r := range rows {
-		quant.DequantizeRow(kind, dst[r*ldd:r*ldd+32*(s1-s0)], w[r*rb+b0:r*rb+b1])
+		qw.decode(dst[r*ldd:r*ldd+32*(s1-s0)], r0+r, 32*s0)
+	}
+}
+
+// decode sets dst to W's weights [p0, p0 + len(dst)) of row j, whole
+// blocks: the row kinds as quant.DequantizeRow, NF4 as dequantize_4bit
+// (NF4Layout), a block at a time.
+func (qw quantWeight) decode(dst []float32, j, p0 int) {
+	row := qw.w[j*qw.rb:]
+	if qw.kind != quant.NF4 {
+		quant.DequantizeRow(qw.kind, dst, row[quantByte(qw.kind, p0):quantByte(qw.kind, p0+len(dst))])
+		return
+	}
+	for b := 0; b < len(dst); b += quant.NF4Block {
+		blk := int64(j*qw.k+p0+b) / quant.NF4Block
+		a := qw.nf.BlockAbsmax(qw.w, blk)
+		y := dst[b : b+quant.NF4Block]
+		for i, c := range qw.w[blk*quant.NF4Block/2 : (blk+1)*quant.NF4Block/2] {
+			y[2*i] = quant.NF4Levels[c>>4] * a
+			y[2*i+1] = quant.NF4Levels[c&0x0F] * a
+		}
 	}
 }
 
@@ -293,8 +353,8 @@ func quantTile(kind quant.Kind, w []byte, rb, rows, s0, s1 int, dst []float32, l
 // a block.
 func quantByte(kind quant.Kind, p int) int { return int(kind.RowBytes(p)) }
 
-// quantXWtRef is QuantXWt as the reference loop: each of W's rows is
-// dequantized into one scratch row.
+// quantXWtRef is QuantXWt as the reference loop for the float kinds: each
+// of W's rows is widened into one scratch row.
 func quantXWtRef(kind quant.Kind, m, n, k int, x []float32, w []byte, y []float32) {
 	row := make([]float32, k)
 	rb := int(kind.RowBytes(k))
@@ -311,7 +371,7 @@ func quantXWtRef(kind quant.Kind, m, n, k int, x []float32, w []byte, y []float3
 	}
 }
 
-// quantGWRef is QuantGW as the reference loop.
+// quantGWRef is QuantGW as the reference loop for the float kinds.
 func quantGWRef(kind quant.Kind, m, n, k int, g []float32, w []byte, dx []float32) {
 	clear(dx[:m*k])
 	row := make([]float32, k)

@@ -2,7 +2,9 @@
 // y = x·Wᵀ and dx = g·W for W [n, k] stored in one of ggml's block kinds,
 // Q8_0, Q4_0 or Q4_K, quantized along its rows of k (ggml-common.h's
 // block_q8_0, block_q4_0, block_q4_K; internal/quant's DequantizeRow is
-// the reference decoding). The weight is never widened whole: its blocks
+// the reference decoding), or in bitsandbytes' NF4 with double
+// quantization (quant.NF4Layout; its blocks of 64 run over the flattened
+// weight, and with k a multiple of 64 a row is whole blocks). The weight is never widened whole: its blocks
 // are decoded into float32 vector registers, 32 weights (a "sub-block") at
 // a time, where they are used:
 //
@@ -20,7 +22,10 @@
 // d·(q − 8) (both exact as the reference computes them: one rounding of
 // the same product), Q4_K d·sc·q − dmin·m with d·sc and dmin·m rounded as
 // the reference rounds them and the last product and difference fused
-// into one FMA (one rounding where the reference makes two). Each sum runs
+// into one FMA (one rounding where the reference makes two), NF4
+// level[c]·absmax (the block's absmax rebuilt from its 8-bit code, its
+// group's absmax and the offset, which the compiler may fuse into one
+// FMA). Each sum runs
 // in an order fixed by the shape (the sub-blocks in turn, a lane per
 // position), so results do not depend on the threads.
 //
@@ -30,6 +35,7 @@
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "flush.h"
 
@@ -41,12 +47,33 @@
 #define GPUZ_Q8_0 3
 #define GPUZ_Q4_0 4
 #define GPUZ_Q4_K 5
+#define GPUZ_NF4 6
 
 // The bytes of a block of each kind: 32 weights for Q8_0 and Q4_0, 256 for
 // Q4_K.
 #define GPUZ_Q8_0_BYTES 34
 #define GPUZ_Q4_0_BYTES 18
 #define GPUZ_Q4_K_BYTES 144
+
+// gpuz_q_nf4 is what NF4's decoding reads beside a row's codes: the
+// weight's codes from its first (codes), its blocks' 8-bit absmax codes
+// (qabs), its groups' float32 absmaxes (gabs, unaligned), the offset, the
+// 16 NF4 levels and the 256 values of the dynamic code.
+struct gpuz_q_nf4 {
+	const uint8_t *codes, *qabs, *gabs;
+	float offset;
+	const float *levels, *code;
+};
+
+// gpuz_q_nf4_absmax is the absmax of the NF4 block that sub-block s of the
+// row of codes at row lies in, as NF4Layout.BlockAbsmax rebuilds it.
+static inline float gpuz_q_nf4_absmax(const struct gpuz_q_nf4 *nf, const uint8_t *row, int s) {
+	const ptrdiff_t b = ((row - nf->codes) * 2 + 32 * (ptrdiff_t)s) / 64;
+	float g;
+	memcpy(&g, nf->gabs + 4 * (b / 256), 4);
+	const float a = nf->code[nf->qabs[b]] * g;
+	return a + nf->offset;
+}
 
 // gpuz_quant_isa is the instruction set these kernels run on this CPU.
 static int gpuz_quant_isa(void) {
@@ -80,8 +107,9 @@ __attribute__((target("f16c"))) static inline void gpuz_q4k_scale_min(const uint
 
 // gpuz_q_decode_avx512 sets v[0] and v[1] to sub-block s (weights 32·s to
 // 32·s + 31) of the row at row, stored in kind.
-static inline __attribute__((always_inline)) void gpuz_q_decode_avx512(const int kind, const uint8_t *row, int s,
-                                                                      __m512 v[2]) {
+static inline __attribute__((always_inline)) void gpuz_q_decode_avx512(const int kind,
+                                                                      const struct gpuz_q_nf4 *nf,
+                                                                      const uint8_t *row, int s, __m512 v[2]) {
 	const __m128i low = _mm_set1_epi8(0x0F);
 	if (kind == GPUZ_Q8_0) {
 		const uint8_t *b = row + (ptrdiff_t)s * GPUZ_Q8_0_BYTES;
@@ -98,6 +126,14 @@ static inline __attribute__((always_inline)) void gpuz_q_decode_avx512(const int
 		const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), low), eight);
 		v[0] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo)), d);
 		v[1] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi)), d);
+	} else if (kind == GPUZ_NF4) {
+		// Byte l holds weight 2l's code in its high nibble and weight
+		// 2l + 1's in its low one: interleaved, they index the levels.
+		const __m512 a = _mm512_set1_ps(gpuz_q_nf4_absmax(nf, row, s)), levels = _mm512_loadu_ps(nf->levels);
+		const __m128i q = _mm_loadu_si128((const __m128i *)(row + 16 * (ptrdiff_t)s));
+		const __m128i hi = _mm_and_si128(_mm_srli_epi16(q, 4), low), lo = _mm_and_si128(q, low);
+		v[0] = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(hi, lo)), levels), a);
+		v[1] = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi8(hi, lo)), levels), a);
 	} else {
 		// Super-block s/8 holds sub-blocks 2c and 2c + 1 in the low and
 		// high nibbles of its chunk c of 32 bytes.
@@ -151,8 +187,8 @@ static inline float gpuz_q_sum_avx2(__m256 v) {
 
 // gpuz_q_decode_avx2 sets v[0] to v[3] to sub-block s of the row at row,
 // stored in kind (as gpuz_q_decode_avx512, 8 lanes a vector).
-static inline __attribute__((always_inline)) void gpuz_q_decode_avx2(const int kind, const uint8_t *row, int s,
-                                                                    __m256 v[4]) {
+static inline __attribute__((always_inline)) void gpuz_q_decode_avx2(const int kind, const struct gpuz_q_nf4 *nf,
+                                                                    const uint8_t *row, int s, __m256 v[4]) {
 	const __m128i low = _mm_set1_epi8(0x0F);
 	if (kind == GPUZ_Q8_0) {
 		const uint8_t *b = row + (ptrdiff_t)s * GPUZ_Q8_0_BYTES;
@@ -170,6 +206,21 @@ static inline __attribute__((always_inline)) void gpuz_q_decode_avx2(const int k
 		v[1] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), d);
 		v[2] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), d);
 		v[3] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), d);
+	} else if (kind == GPUZ_NF4) {
+		// As AVX-512's, the 16 levels in two vectors of 8, picked by the
+		// code's bit 3.
+		const __m256 a = _mm256_set1_ps(gpuz_q_nf4_absmax(nf, row, s));
+		const __m256 lev0 = _mm256_loadu_ps(nf->levels), lev1 = _mm256_loadu_ps(nf->levels + 8);
+		const __m128i q = _mm_loadu_si128((const __m128i *)(row + 16 * (ptrdiff_t)s));
+		const __m128i hi = _mm_and_si128(_mm_srli_epi16(q, 4), low), lo = _mm_and_si128(q, low);
+		const __m128i c[2] = {_mm_unpacklo_epi8(hi, lo), _mm_unpackhi_epi8(hi, lo)};
+		for (int i = 0; i < 4; i++) {
+			const __m256i idx = _mm256_cvtepu8_epi32(i & 1 ? _mm_srli_si128(c[i >> 1], 8) : c[i >> 1]);
+			const __m256 pick = _mm256_blendv_ps(_mm256_permutevar8x32_ps(lev0, idx),
+			                                     _mm256_permutevar8x32_ps(lev1, idx),
+			                                     _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+			v[i] = _mm256_mul_ps(pick, a);
+		}
 	} else {
 		const uint8_t *b = row + (ptrdiff_t)(s >> 3) * GPUZ_Q4_K_BYTES;
 		const int j = s & 7;
@@ -209,35 +260,44 @@ static inline __attribute__((always_inline)) void gpuz_q_decode_avx2(const int k
 
 // ------------------------------------------------------ entry points
 
+// GPUZ_Q_NF4_PARAMS are the entry points' last parameters, NF4's beside
+// its codes (gpuz_q_nf4; NULL and 0 for the other kinds), and
+// GPUZ_Q_NF4_STRUCT gathers them with w, the codes, into nf.
+#define GPUZ_Q_NF4_PARAMS const uint8_t *qabs, const uint8_t *gabs, float offset, const float *levels, const float *code
+#define GPUZ_Q_NF4_STRUCT const struct gpuz_q_nf4 nf = {w, qabs, gabs, offset, levels, code}
+
 // gpuz_quant_dot sets y[r·ldy + j] = Σ_p x[r·k + p]·W[j][p] for r < m ≤ 4
 // and j0 ≤ j < j1, W's rows rb bytes apart from w.
 static void gpuz_quant_dot(int isa, int kind, const float *x, int m, int k, const uint8_t *w, ptrdiff_t rb, int j0,
-                           int j1, float *y, ptrdiff_t ldy) {
+                           int j1, float *y, ptrdiff_t ldy, GPUZ_Q_NF4_PARAMS) {
 	GPUZ_FLUSH_SUBNORMALS();
+	GPUZ_Q_NF4_STRUCT;
 	if (isa == GPUZ_Q_AVX512)
-		gpuz_q_dot_avx512(kind, x, m, k, w, rb, j0, j1, y, ldy);
+		gpuz_q_dot_avx512(kind, &nf, x, m, k, w, rb, j0, j1, y, ldy);
 	else
-		gpuz_q_dot_avx2(kind, x, m, k, w, rb, j0, j1, y, ldy);
+		gpuz_q_dot_avx2(kind, &nf, x, m, k, w, rb, j0, j1, y, ldy);
 }
 
 // gpuz_quant_gw sets dx[r·ldx + p] = Σ_j g[r·n + j]·W[j][p] for r < m ≤ 4,
 // j < n and 32·s0 ≤ p < 32·s1.
 static void gpuz_quant_gw(int isa, int kind, const float *g, int m, int n, const uint8_t *w, ptrdiff_t rb, int s0,
-                          int s1, float *dx, ptrdiff_t ldx) {
+                          int s1, float *dx, ptrdiff_t ldx, GPUZ_Q_NF4_PARAMS) {
 	GPUZ_FLUSH_SUBNORMALS();
+	GPUZ_Q_NF4_STRUCT;
 	if (isa == GPUZ_Q_AVX512)
-		gpuz_q_gw_avx512(kind, g, m, n, w, rb, s0, s1, dx, ldx);
+		gpuz_q_gw_avx512(kind, &nf, g, m, n, w, rb, s0, s1, dx, ldx);
 	else
-		gpuz_q_gw_avx2(kind, g, m, n, w, rb, s0, s1, dx, ldx);
+		gpuz_q_gw_avx2(kind, &nf, g, m, n, w, rb, s0, s1, dx, ldx);
 }
 
-// gpuz_quant_tile sets dst[r·ldd + p − 32·s0] = W[r][p] for r < rows and
-// 32·s0 ≤ p < 32·s1.
-static void gpuz_quant_tile(int isa, int kind, const uint8_t *w, ptrdiff_t rb, int rows, int s0, int s1, float *dst,
-                            ptrdiff_t ldd) {
+// gpuz_quant_tile sets dst[r·ldd + p − 32·s0] = W[r0 + r][p] for r < rows
+// and 32·s0 ≤ p < 32·s1.
+static void gpuz_quant_tile(int isa, int kind, const uint8_t *w, ptrdiff_t rb, int r0, int rows, int s0, int s1,
+                            float *dst, ptrdiff_t ldd, GPUZ_Q_NF4_PARAMS) {
 	GPUZ_FLUSH_SUBNORMALS();
+	GPUZ_Q_NF4_STRUCT;
 	if (isa == GPUZ_Q_AVX512)
-		gpuz_q_tile_avx512(kind, w, rb, rows, s0, s1, dst, ldd);
+		gpuz_q_tile_avx512(kind, &nf, w + r0 * rb, rb, rows, s0, s1, dst, ldd);
 	else
-		gpuz_q_tile_avx2(kind, w, rb, rows, s0, s1, dst, ldd);
+		gpuz_q_tile_avx2(kind, &nf, w + r0 * rb, rb, rows, s0, s1, dst, ldd);
 }
