@@ -12,7 +12,8 @@
 // __shared__ arrays of one name must have one type.
 //
 // Two kernels a product: a one-row kernel for decode's few rows (m at most
-// QUANT_ROWS), which reads W once and is bound by the bandwidth of its
+// QUANT_ROWS), which reads W once, a run of QUANT_RUN weights a lane under
+// one decoded scale, and is meant to be bound by the bandwidth of its
 // quantized bytes, and a tiled kernel for the many rows of prefill and
 // training, which decodes a tile of W into shared memory and reuses it for
 // QUANT_TILE rows of x. Both are launched with blocks of 256 threads.
@@ -116,21 +117,75 @@ GPUZ_DEVICE float quant_at(int kind, const unsigned char *row, long long p) {
 	return 0.0f;
 }
 
+// QUANT_RUN is how many consecutive weights the one-row kernels decode at a
+// time, sharing one block's scale: a run never crosses a block (of 32 or a
+// Q4_K sub-block), since k is a whole number of blocks.
+#define QUANT_RUN 8
+
+// quant_run sets v to weights p … p + QUANT_RUN − 1 of the row that starts
+// at row (p a multiple of QUANT_RUN), as quant_at would, reading the
+// block's scale once; for a float kind, the weights from k on are 0.
+GPUZ_DEVICE void quant_run(int kind, const unsigned char *row, long long p, long long k, float *v) {
+	switch (kind) {
+	case QUANT_Q8_0: {
+		const block_q8_0 *b = (const block_q8_0 *)row + p / 32;
+		const signed char *q = b->qs + p % 32;
+		float d = fp16_to(b->d);
+		for (int e = 0; e < QUANT_RUN; e++) {
+			v[e] = (float)q[e] * d;
+		}
+		return;
+	}
+	case QUANT_Q4_0: {
+		const block_q4_0 *b = (const block_q4_0 *)row + p / 32;
+		int l = (int)(p % 32);
+		const unsigned char *q = b->qs + l % 16;
+		float d = fp16_to(b->d);
+		for (int e = 0; e < QUANT_RUN; e++) {
+			int c = (int)(l < 16 ? q[e] & 0x0Fu : (unsigned)q[e] >> 4);
+			v[e] = (float)(c - 8) * d;
+		}
+		return;
+	}
+	case QUANT_Q4_K: {
+		const block_q4_K *b = (const block_q4_K *)row + p / 256;
+		int l = (int)(p % 256), c = l / 64, high = l % 64 >= 32;
+		unsigned scale, min;
+		scale_min_k4(2 * c + high, b->scales, &scale, &min);
+		const unsigned char *q = b->qs + 32 * c + l % 32;
+		float d = fp16_to(b->d) * (float)scale, m = fp16_to(b->dmin) * (float)min;
+		for (int e = 0; e < QUANT_RUN; e++) {
+			v[e] = d * (float)(high ? (unsigned)q[e] >> 4 : q[e] & 0x0Fu) - m;
+		}
+		return;
+	}
+	}
+	for (int e = 0; e < QUANT_RUN; e++) {
+		v[e] = p + e < k ? quant_at(kind, row, p + e) : 0.0f;
+	}
+}
+
 // quant_xwt_row sets y [m, n] = x [m, k]·Wᵀ for m at most QUANT_ROWS: one
-// warp per row j of W, lane l decoding weights l, l + 32, … (consecutive
-// lanes read consecutive bytes of a block) against every row of x, then
-// warp_sum. A warp past the last row decodes row 0 without writing, so
-// that every thread of a block shuffles alike; ceil(n/8) blocks.
+// warp per row j of W, lane l decoding the runs of QUANT_RUN weights from
+// QUANT_RUN·l, QUANT_RUN·(l + 32), … (the lanes read consecutive bytes of
+// the row) against every row of x, then warp_sum. A warp past the last row
+// decodes row 0 without writing, so that every thread of a block shuffles
+// alike; ceil(n/8) blocks.
 GPUZ_KERNEL quant_xwt_row(float *y, const float *x, const unsigned char *w, int kind, int m, int n, int k,
 		long long row_bytes) {
 	long long lane = GPUZ_TID % GPUZ_WARP;
 	long long j = GPUZ_BID * (GPUZ_NTHREADS / GPUZ_WARP) + GPUZ_TID / GPUZ_WARP;
 	const unsigned char *row = w + (j < n ? j : 0) * row_bytes;
 	float acc[QUANT_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f};
-	for (long long p = lane; p < k; p += GPUZ_WARP) {
-		float v = quant_at(kind, row, p);
+	for (long long p = lane * QUANT_RUN; p < k; p += GPUZ_WARP * QUANT_RUN) {
+		float v[QUANT_RUN];
+		quant_run(kind, row, p, k, v);
+		int run = k - p < QUANT_RUN ? (int)(k - p) : QUANT_RUN;
 		for (int i = 0; i < m && i < QUANT_ROWS; i++) {
-			acc[i] += x[(long long)i * k + p] * v;
+			const float *xi = x + (long long)i * k + p;
+			for (int e = 0; e < run; e++) {
+				acc[i] += xi[e] * v[e];
+			}
 		}
 	}
 	for (int i = 0; i < QUANT_ROWS; i++) {
@@ -183,35 +238,55 @@ GPUZ_KERNEL quant_xwt_tiled(float *y, const float *x, const unsigned char *w, in
 	}
 }
 
+// QUANT_GW_COLUMNS is how many columns of dx a block of quant_gw_row
+// computes: a run of QUANT_RUN a lane.
+#define QUANT_GW_COLUMNS (GPUZ_WARP * QUANT_RUN)
+
 // quant_gw_row sets dx [m, k] = g [m, n]·W for m at most QUANT_ROWS: block
-// b owns columns 32b … 32b + 31 of dx (ceil(k/32) blocks), lane l column
-// 32b + l;
-// warp v adds rows v, v + 8, … of W, reading 32 consecutive weights of a
-// row at a time, then warp 0 adds the warps' sums in order, through shared
-// memory (8·QUANT_ROWS·32 floats).
+// b owns QUANT_GW_COLUMNS columns of dx from QUANT_GW_COLUMNS·b
+// (ceil(k/QUANT_GW_COLUMNS) blocks), lane l the run of QUANT_RUN from
+// QUANT_RUN·l among them; warp u adds rows u, u + 8, … of W, its lanes
+// reading consecutive bytes of a row, then every thread adds one column's
+// 8 warp sums in order, through shared memory (8·QUANT_ROWS·
+// QUANT_GW_COLUMNS floats).
 GPUZ_KERNEL quant_gw_row(float *dx, const float *g, const unsigned char *w, int kind, int m, int n, int k,
 		long long row_bytes) {
 	GPUZ_SHARED(float, warp_part);
-	long long warps = GPUZ_NTHREADS / GPUZ_WARP, v = GPUZ_TID / GPUZ_WARP, lane = GPUZ_TID % GPUZ_WARP;
-	long long p = GPUZ_BID * GPUZ_WARP + lane;
-	float acc[QUANT_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f};
-	for (long long j = v; j < n && p < k; j += warps) {
-		float wv = quant_at(kind, w + j * row_bytes, p);
+	long long warps = GPUZ_NTHREADS / GPUZ_WARP, u = GPUZ_TID / GPUZ_WARP, lane = GPUZ_TID % GPUZ_WARP;
+	long long p0 = GPUZ_BID * QUANT_GW_COLUMNS, p = p0 + lane * QUANT_RUN;
+	float acc[QUANT_ROWS][QUANT_RUN];
+	for (int i = 0; i < QUANT_ROWS; i++) {
+		for (int e = 0; e < QUANT_RUN; e++) {
+			acc[i][e] = 0.0f;
+		}
+	}
+	int run = p >= k ? 0 : k - p < QUANT_RUN ? (int)(k - p) : QUANT_RUN;
+	for (long long j = u; j < n && run > 0; j += warps) {
+		float v[QUANT_RUN];
+		quant_run(kind, w + j * row_bytes, p, k, v);
 		for (int i = 0; i < m && i < QUANT_ROWS; i++) {
-			acc[i] += g[(long long)i * n + j] * wv;
+			float gij = g[(long long)i * n + j];
+			for (int e = 0; e < run; e++) {
+				acc[i][e] += gij * v[e];
+			}
 		}
 	}
 	for (int i = 0; i < QUANT_ROWS; i++) {
-		warp_part[(v * QUANT_ROWS + i) * GPUZ_WARP + lane] = acc[i];
+		for (int e = 0; e < QUANT_RUN; e++) {
+			warp_part[(u * QUANT_ROWS + i) * QUANT_GW_COLUMNS + lane * QUANT_RUN + e] = acc[i][e];
+		}
 	}
 	GPUZ_BARRIER();
-	if (v == 0 && p < k) {
+	for (long long c = GPUZ_TID; c < QUANT_GW_COLUMNS; c += GPUZ_NTHREADS) {
+		if (p0 + c >= k) {
+			continue;
+		}
 		for (int i = 0; i < m && i < QUANT_ROWS; i++) {
 			float s = 0.0f;
-			for (long long u = 0; u < warps; u++) {
-				s += warp_part[(u * QUANT_ROWS + i) * GPUZ_WARP + lane];
+			for (long long t = 0; t < warps; t++) {
+				s += warp_part[(t * QUANT_ROWS + i) * QUANT_GW_COLUMNS + c];
 			}
-			dx[(long long)i * k + p] = s;
+			dx[(long long)i * k + p0 + c] = s;
 		}
 	}
 }

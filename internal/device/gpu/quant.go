@@ -27,8 +27,13 @@ const (
 const (
 	sharedXWtTiled = 4 * 2 * quantTile * (quantDepth + 1)
 	sharedGWTiled  = 4 * (quantTile*(quantDepth+1) + quantDepth*(quantTile+1))
-	sharedGWRow    = 4 * (BlockSize / 32) * quantRows * 32
+	sharedGWRow    = 4 * (BlockSize / 32) * quantRows * quantGWColumns
 )
+
+// quantGWColumns is how many columns of dx a block of quant_gw_row
+// computes (QUANT_GW_COLUMNS): a run of 8 weights for each of a warp's 32
+// lanes.
+const quantGWColumns = 32 * 8
 
 // quantKind records an error and returns false for a kind the kernels do
 // not decode (NF4, whose blocks run over the whole matrix rather than row
@@ -66,7 +71,7 @@ func (k Dispatcher) QuantXWt(kind quant.Kind, m, n, kk int, x, w, y device.Buffe
 }
 
 // QuantGW computes dx = g·W from the quantized W in w: for up to quantRows
-// rows of g one block per 32 columns of dx (quant_gw_row), else tiles of
+// rows of g one block per 256 columns of dx (quant_gw_row), else tiles of
 // 64×64 outputs (quant_gw_tiled).
 func (k Dispatcher) QuantGW(kind quant.Kind, m, n, kk int, g, w, dx device.Buffer) {
 	if m == 0 || kk == 0 || !k.quantKind("quantized product's gradient", kind, kk) {
@@ -74,7 +79,7 @@ func (k Dispatcher) QuantGW(kind quant.Kind, m, n, kk int, g, w, dx device.Buffe
 	}
 	rb := int(kind.RowBytes(kk))
 	if m <= quantRows {
-		k.L.Launch("quant_gw_row", (kk+31)/32, BlockSize, sharedGWRow, []Arg{Pointer(ptr(dx)), Pointer(ptr(g)), Pointer(ptr(w)),
+		k.L.Launch("quant_gw_row", (kk+quantGWColumns-1)/quantGWColumns, BlockSize, sharedGWRow, []Arg{Pointer(ptr(dx)), Pointer(ptr(g)), Pointer(ptr(w)),
 			Int(int(kind)), Int(m), Int(n), Int(kk), Long(rb)})
 		return
 	}
