@@ -4,12 +4,298 @@ import (
 	"gpuz/internal/quant"
 )
 
+// The products by a quantized weight read W's blocks and decode them where
+// they are used, never the whole weight. Three shapes:
+//
+//   - a few rows (m ≤ quantDotMax, a decode step): each worker takes tiles
+//     of W's rows (QuantXWt) or of its columns (QuantGW) and streams their
+//     blocks once, decoded into vector registers and multiplied with x's
+//     or g's rows there (quant.h), so that the product runs at the pace of
+//     the quantized bytes;
+//   - many rows on a CPU with AVX-512 (prefill, training): each task
+//     decodes a panel of W, a block of terms at a time, into a small
+//     float32 tile that the SGEMM's micro-kernel (sgemm.h) multiplies by
+//     its rows of x or g;
+//   - many rows elsewhere: larger panels decoded in turn and multiplied by
+//     the BLAS, which spreads each product over the threads.
+//
+// The kernels run in the instruction set quantISA names (quant.h: AVX-512
+// or AVX2 with FMA and F16C), or as Go loops (quantGo: a purego build, or
+// a CPU without them), which decode a run of blocks at a time with
+// quant.DequantizeRow. Each sum runs in an order fixed by the shape, so
+// results do not depend on the thread count. The float kinds and NF4 run
+// the reference loops.
+
+// quantDotMax is the most rows of x or g that the few-row kernels take.
+const quantDotMax = 4
+
+// quantRun is the most weights of a row that the Go loops decode at a
+// time, and the columns of dx a few-row QuantGW task takes: a whole number
+// of every kind's blocks.
+const quantRun = 512
+
+// quantPanelRows is how many of W's rows a many-row QuantXWt task decodes
+// (columns of y): with sgemmKC terms, a 128 KiB tile, which stays in L2
+// beside the SGEMM's packed operands.
+const quantPanelRows = 4 * sgemmNR
+
+// quantGWCols is how many of W's columns (dx's) a many-row QuantGW task
+// takes: one Q4_K super-block, sgemmNR's multiple.
+const quantGWCols = 256
+
+// quantBLASPanel is the side of the panels that the many-row products
+// decode for the BLAS: 1 MiB of float32, a product large enough that the
+// BLAS's threads pay.
+const quantBLASPanel = 512
+
+// quantFast reports whether kind has the kernels of quant.h.
+func quantFast(kind quant.Kind) bool {
+	return kind == quant.Q8_0 || kind == quant.Q4_0 || kind == quant.Q4_K
+}
+
 // QuantXWt sets y [m, n] = x [m, k] · Wᵀ for W [n, k] stored in kind in
 // w (kind.Bytes(n, k) bytes): the products of the projections whose
-// frozen weight is quantized. This is the reference loop: each of W's rows
-// is dequantized into one scratch row, never the whole weight. The row
-// kinds (Q8_0, Q4_0, Q4_K and the floats); not NF4.
+// frozen weight is quantized. W's blocks are decoded where they are used,
+// never the whole weight (see the comment above quantDotMax). The row
+// kinds (Q8_0, Q4_0, Q4_K and the floats, which run a reference loop
+// dequantizing a row at a time); not NF4.
 func QuantXWt(kind quant.Kind, m, n, k int, x []float32, w []byte, y []float32) {
+	switch {
+	case m == 0 || n == 0:
+		return
+	case k == 0:
+		clear(y[:m*n])
+		return
+	case !quantFast(kind):
+		quantXWtRef(kind, m, n, k, x, w, y)
+		return
+	}
+	rb := int(kind.RowBytes(k))
+	switch {
+	case m <= quantDotMax:
+		fewRowsTiles(m, n, k, func(j0, j1 int) { quantDot(kind, m, n, k, x, w, rb, y, j0, j1) })
+	case quantISA == quantAVX512 && sgemmKernel:
+		quantXWtTiles(kind, m, n, k, x, w, rb, y)
+	default:
+		quantXWtBLAS(kind, m, n, k, x, w, rb, y)
+	}
+}
+
+// QuantGW sets dx [m, k] = g [m, n] · W for W [n, k] stored in kind in w:
+// the gradient with respect to the input of a projection whose frozen
+// weight is quantized (QLoRA's backward pass). As QuantXWt, W's blocks
+// are decoded where they are used.
+func QuantGW(kind quant.Kind, m, n, k int, g []float32, w []byte, dx []float32) {
+	switch {
+	case m == 0 || k == 0:
+		return
+	case n == 0:
+		clear(dx[:m*k])
+		return
+	case !quantFast(kind):
+		quantGWRef(kind, m, n, k, g, w, dx)
+		return
+	}
+	rb := int(kind.RowBytes(k))
+	switch {
+	case m <= quantDotMax:
+		runs := ceilDiv(k, quantRun)
+		run := func(t int) { quantGWRows(kind, m, n, k, g, w, rb, dx, t*quantRun/32, min((t+1)*quantRun, k)/32) }
+		workers := min(Threads(), runs)
+		if m*n*k < fewRowsMinWork {
+			workers = 1
+		}
+		if workers <= 1 {
+			for t := range runs {
+				run(t)
+			}
+			return
+		}
+		shareTasks(workers, runs, func() (func(int), func()) { return run, nil })
+	case quantISA == quantAVX512 && sgemmKernel:
+		quantGWTiles(kind, m, n, k, g, w, rb, dx)
+	default:
+		quantGWBLAS(kind, m, n, k, g, w, rb, dx)
+	}
+}
+
+// quantXWtTiles is QuantXWt's many-row product on the SGEMM's micro-kernel:
+// a task takes up to sgemmTileRows rows of x by quantPanelRows rows of W,
+// and for each block of sgemmKC terms in turn decodes its panel of W into
+// a tile and multiplies x's rows by its transpose into y (the first block
+// writes y, the later ones add to it).
+func quantXWtTiles(kind quant.Kind, m, n, k int, x []float32, w []byte, rb int, y []float32) {
+	rowTiles := ceilDiv(m, sgemmTileRows)
+	tasks := rowTiles * ceilDiv(n, quantPanelRows)
+	shareTasks(min(Threads(), tasks), tasks, func() (func(int), func()) {
+		tile, bt, ap, s := quantScratch(quantPanelRows * sgemmKC)
+		return func(t int) {
+			i0, j0 := t%rowTiles*sgemmTileRows, t/rowTiles*quantPanelRows
+			nb := min(quantPanelRows, n-j0)
+			for k0 := 0; k0 < k; k0 += sgemmKC {
+				kc := min(sgemmKC, k-k0)
+				quantTileC(kind, w[j0*rb:], rb, nb, k0/32, (k0+kc)/32, tile, kc)
+				sgemmTile(false, true, nb, kc, 1, x[k0:], k, tile, kc, nil, bt, firstBeta(k0), y[j0:], n,
+					i0, min(i0+sgemmTileRows, m), 0, nb, ap)
+			}
+		}, func() { putScratch(&quantPool, s) }
+	})
+}
+
+// quantGWTiles is QuantGW's many-row product on the SGEMM's micro-kernel:
+// a task takes up to sgemmTileRows rows of g by quantGWCols columns of W,
+// and for each block of sgemmKC of W's rows in turn decodes them into a
+// tile and multiplies g's rows by it into dx.
+func quantGWTiles(kind quant.Kind, m, n, k int, g []float32, w []byte, rb int, dx []float32) {
+	rowTiles := ceilDiv(m, sgemmTileRows)
+	tasks := rowTiles * ceilDiv(k, quantGWCols)
+	shareTasks(min(Threads(), tasks), tasks, func() (func(int), func()) {
+		tile, bt, ap, s := quantScratch(sgemmKC * quantGWCols)
+		return func(t int) {
+			i0, c0 := t%rowTiles*sgemmTileRows, t/rowTiles*quantGWCols
+			cc := min(quantGWCols, k-c0)
+			for j0 := 0; j0 < n; j0 += sgemmKC {
+				nb := min(sgemmKC, n-j0)
+				quantTileC(kind, w[j0*rb:], rb, nb, c0/32, (c0+cc)/32, tile, cc)
+				sgemmTile(false, false, cc, nb, 1, g[j0:], n, tile, cc, nil, bt, firstBeta(j0), dx[c0:], k,
+					i0, min(i0+sgemmTileRows, m), 0, cc, ap)
+			}
+		}, func() { putScratch(&quantPool, s) }
+	})
+}
+
+// quantScratch returns a worker's scratch for the many-row tasks: a tile
+// of size floats, and the SGEMM's packed B (as large, 64-byte aligned) and
+// packed rows of A (sgemmTileRows by sgemmKC, aligned), all in s, which
+// the worker puts back in quantPool.
+func quantScratch(size int) (tile, bt, ap []float32, s *[]float32) {
+	apLen := sgemmTileRows*sgemmKC + 16
+	s = getScratch[float32](&quantPool, 2*size+16+apLen)
+	tile = (*s)[:size]
+	bt = align64((*s)[size : 2*size+16])
+	ap = align64((*s)[2*size+16:])
+	return tile, bt, ap, s
+}
+
+// firstBeta is the β of a block of terms starting at term t0: 0 for the
+// first (the product writes its output), 1 for the later ones (they add).
+func firstBeta(t0 int) float32 {
+	if t0 == 0 {
+		return 0
+	}
+	return 1
+}
+
+// quantXWtBLAS is QuantXWt's many-row product by the BLAS: panels of
+// quantBLASPanel rows and terms of W decoded in turn, each multiplied into
+// y by gemmStrided.
+func quantXWtBLAS(kind quant.Kind, m, n, k int, x []float32, w []byte, rb int, y []float32) {
+	p := getScratch[float32](&quantPool, quantBLASPanel*quantBLASPanel)
+	defer putScratch(&quantPool, p)
+	tile := *p
+	for j0 := 0; j0 < n; j0 += quantBLASPanel {
+		nb := min(quantBLASPanel, n-j0)
+		for k0 := 0; k0 < k; k0 += quantBLASPanel {
+			kc := min(quantBLASPanel, k-k0)
+			quantTile(kind, w[j0*rb:], rb, nb, k0/32, (k0+kc)/32, tile, kc)
+			gemmStrided(false, true, m, nb, kc, 1, x[k0:], k, tile, kc, firstBeta(k0), y[j0:], n)
+		}
+	}
+}
+
+// quantGWBLAS is QuantGW's many-row product by the BLAS, as quantXWtBLAS.
+func quantGWBLAS(kind quant.Kind, m, n, k int, g []float32, w []byte, rb int, dx []float32) {
+	p := getScratch[float32](&quantPool, quantBLASPanel*quantBLASPanel)
+	defer putScratch(&quantPool, p)
+	tile := *p
+	for c0 := 0; c0 < k; c0 += quantBLASPanel {
+		cc := min(quantBLASPanel, k-c0)
+		for j0 := 0; j0 < n; j0 += quantBLASPanel {
+			nb := min(quantBLASPanel, n-j0)
+			quantTile(kind, w[j0*rb:], rb, nb, c0/32, (c0+cc)/32, tile, cc)
+			gemmStrided(false, false, m, cc, nb, 1, g[j0:], n, tile, cc, firstBeta(j0), dx[c0:], k)
+		}
+	}
+}
+
+// quantPool holds the many-row products' tiles.
+var quantPool scratchPool
+
+// quantDot computes columns [j0, j1) of y = x·Wᵀ for m ≤ quantDotMax rows
+// of x, W's rows rb bytes each in w.
+func quantDot(kind quant.Kind, m, n, k int, x []float32, w []byte, rb int, y []float32, j0, j1 int) {
+	if quantISA != quantGo {
+		quantDotC(kind, m, n, k, x, w, rb, y, j0, j1)
+		return
+	}
+	var run [quantRun]float32
+	var sums [quantDotMax]float32
+	for j := j0; j < j1; j++ {
+		row := w[j*rb : (j+1)*rb]
+		clear(sums[:])
+		for p0 := 0; p0 < k; p0 += quantRun {
+			p1 := min(p0+quantRun, k)
+			dec := run[:p1-p0]
+			quant.DequantizeRow(kind, dec, row[quantByte(kind, p0):quantByte(kind, p1)])
+			for i := range m {
+				xi, s := x[i*k+p0:i*k+p1], sums[i]
+				for p, v := range dec {
+					s += xi[p] * v
+				}
+				sums[i] = s
+			}
+		}
+		for i := range m {
+			y[i*n+j] = sums[i]
+		}
+	}
+}
+
+// quantGWRows computes columns [32·s0, 32·s1) of dx = g·W for m ≤
+// quantDotMax rows of g, at most quantRun columns in Go.
+func quantGWRows(kind quant.Kind, m, n, k int, g []float32, w []byte, rb int, dx []float32, s0, s1 int) {
+	if quantISA != quantGo {
+		quantGWC(kind, m, n, k, g, w, rb, dx, s0, s1)
+		return
+	}
+	p0, p1 := 32*s0, 32*s1
+	for i := range m {
+		clear(dx[i*k+p0 : i*k+p1])
+	}
+	var run [quantRun]float32
+	dec := run[:p1-p0]
+	b0, b1 := quantByte(kind, p0), quantByte(kind, p1)
+	for j := range n {
+		quant.DequantizeRow(kind, dec, w[j*rb+b0:j*rb+b1])
+		for i := range m {
+			gij, d := g[i*n+j], dx[i*k+p0:i*k+p1]
+			for p, v := range dec {
+				d[p] += gij * v
+			}
+		}
+	}
+}
+
+// quantTile decodes weights [32·s0, 32·s1) of W's first rows rows, rb
+// bytes each in w, into dst, rows ldd apart.
+func quantTile(kind quant.Kind, w []byte, rb, rows, s0, s1 int, dst []float32, ldd int) {
+	if quantISA != quantGo {
+		quantTileC(kind, w, rb, rows, s0, s1, dst, ldd)
+		return
+	}
+	b0, b1 := quantByte(kind, 32*s0), quantByte(kind, 32*s1)
+	for r := range rows {
+		quant.DequantizeRow(kind, dst[r*ldd:r*ldd+32*(s1-s0)], w[r*rb+b0:r*rb+b1])
+	}
+}
+
+// quantByte is the offset in a row of kind of its weight p, which starts
+// a block.
+func quantByte(kind quant.Kind, p int) int { return int(kind.RowBytes(p)) }
+
+// quantXWtRef is QuantXWt as the reference loop: each of W's rows is
+// dequantized into one scratch row.
+func quantXWtRef(kind quant.Kind, m, n, k int, x []float32, w []byte, y []float32) {
 	row := make([]float32, k)
 	rb := int(kind.RowBytes(k))
 	for j := range n {
@@ -25,10 +311,8 @@ func QuantXWt(kind quant.Kind, m, n, k int, x []float32, w []byte, y []float32) 
 	}
 }
 
-// QuantGW sets dx [m, k] = g [m, n] · W for W [n, k] stored in kind in w:
-// the gradient with respect to the input of a projection whose frozen
-// weight is quantized (QLoRA's backward pass).
-func QuantGW(kind quant.Kind, m, n, k int, g []float32, w []byte, dx []float32) {
+// quantGWRef is QuantGW as the reference loop.
+func quantGWRef(kind quant.Kind, m, n, k int, g []float32, w []byte, dx []float32) {
 	clear(dx[:m*k])
 	row := make([]float32, k)
 	rb := int(kind.RowBytes(k))

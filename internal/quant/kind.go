@@ -6,7 +6,7 @@
 // weights, as in GGUF and in gpuz's [out, in] projections): its bytes are
 // the blocks of row 0, then of row 1, and so on, except NF4's, whose
 // blocks run over the flattened matrix and whose block constants follow
-// the codes (see NF4).
+// the codes (see NF4Layout).
 //
 // The package is the formats' reference: it sizes, quantizes and
 // dequantizes. The kernels that multiply by a quantized weight without
