@@ -1,9 +1,10 @@
-// Products by a frozen weight W [n, k] stored in one of package quant's row
+// Products by a frozen weight W [n, k] stored in one of package quant's
 // kinds (hostmath.QuantXWt, QuantGW): y = x·Wᵀ and dx = g·W, W's blocks
 // decoded as they are read, never widened whole. W's rows lie one after
-// another, row_bytes (quant.Kind.RowBytes(k)) apart; the blocks are ggml's,
-// byte for byte. Each weight decodes exactly as quant.DequantizeRow decodes
-// it (the same float32 operations, no fused multiply-add), so that only the
+// another, row_bytes (quant.Kind.RowBytes(k)) apart: ggml's blocks, byte for
+// byte, or NF4's codes, whose block constants follow them (nf4_absmax).
+// Each weight decodes exactly as package quant's dequantizers decode it
+// (the same float32 operations, no fused multiply-add), so that only the
 // order of the sums differs from the host's. It follows half.cu, whose
 // fp16_to it calls.
 //
@@ -25,6 +26,7 @@
 #define QUANT_Q8_0 3
 #define QUANT_Q4_0 4
 #define QUANT_Q4_K 5
+#define QUANT_NF4 6
 
 // ggml's blocks (ggml-common.h). The fp16 scales are read as their bits
 // and widened by fp16_to, as the shim can compile it too. Every block's
@@ -83,10 +85,54 @@ GPUZ_DEVICE void scale_min_k4(int j, const unsigned char *q, unsigned *scale, un
 	}
 }
 
-// quant_at returns weight p of the row that starts at row, stored in kind,
-// as quant.DequantizeRow computes it.
-GPUZ_DEVICE float quant_at(int kind, const unsigned char *row, long long p) {
-	switch (kind) {
+// quant_matrix is the weight W [n, k] a kernel reads: its bytes, kind and
+// row stride, and for NF4 the tables that the driver writes to the
+// workspace (tables: NF4's 16 levels, quant.NF4Levels, then the 256 values
+// of the dynamic code its absmaxes are quantized with, quant.DynamicCode).
+typedef struct {
+	const unsigned char *w;
+	const float *tables;
+	long long n, k, row_bytes;
+	int kind;
+} quant_matrix;
+
+// quant_matrix_of returns the quant_matrix of a kernel's arguments.
+GPUZ_DEVICE quant_matrix quant_matrix_of(const unsigned char *w, const float *tables, int kind, int n, int k,
+		long long row_bytes) {
+	quant_matrix q;
+	q.w = w;
+	q.tables = tables;
+	q.n = n;
+	q.k = k;
+	q.row_bytes = row_bytes;
+	q.kind = kind;
+	return q;
+}
+
+// load_f32 returns the little-endian float32 at b, which need not be
+// aligned.
+GPUZ_DEVICE float load_f32(const unsigned char *b) {
+	return GPUZ_FLOAT((unsigned)b[0] | (unsigned)b[1] << 8 | (unsigned)b[2] << 16 | (unsigned)b[3] << 24);
+}
+
+// nf4_absmax returns NF4 block b's absmax as quant.NF4Layout.BlockAbsmax
+// rebuilds it: the dynamic code of its byte times its group's float32
+// absmax, plus the offset. An NF4 weight of n·k weights holds n·k/2 bytes
+// of codes (two a byte, the first weight in the high nibble), a byte a
+// block of 64, a float32 a group of 256 blocks, then the float32 offset.
+GPUZ_DEVICE float nf4_absmax(const quant_matrix *wm, long long b) {
+	long long elems = wm->n * wm->k, blocks = elems / 64;
+	const unsigned char *qabs = wm->w + elems / 2, *groups = qabs + blocks;
+	float offset = load_f32(groups + 4 * ((blocks + 255) / 256));
+	float a = wm->tables[16 + qabs[b]] * load_f32(groups + 4 * (b / 256));
+	return a + offset;
+}
+
+// quant_at returns weight p of row j of wm as quant.DequantizeRow (for NF4,
+// quant.Dequantize) computes it.
+GPUZ_DEVICE float quant_at(const quant_matrix *wm, long long j, long long p) {
+	const unsigned char *row = wm->w + j * wm->row_bytes;
+	switch (wm->kind) {
 	case QUANT_F32:
 		return ((const float *)row)[p];
 	case QUANT_F16:
@@ -113,6 +159,10 @@ GPUZ_DEVICE float quant_at(int kind, const unsigned char *row, long long p) {
 		float d = fp16_to(b->d) * (float)scale, m = fp16_to(b->dmin) * (float)min;
 		return d * (float)(high ? q >> 4 : q & 0x0Fu) - m;
 	}
+	case QUANT_NF4: {
+		unsigned c = row[p / 2];
+		return wm->tables[p % 2 == 0 ? c >> 4 : c & 0x0Fu] * nf4_absmax(wm, (j * wm->k + p) / 64);
+	}
 	}
 	return 0.0f;
 }
@@ -122,11 +172,12 @@ GPUZ_DEVICE float quant_at(int kind, const unsigned char *row, long long p) {
 // Q4_K sub-block), since k is a whole number of blocks.
 #define QUANT_RUN 8
 
-// quant_run sets v to weights p … p + QUANT_RUN − 1 of the row that starts
-// at row (p a multiple of QUANT_RUN), as quant_at would, reading the
-// block's scale once; for a float kind, the weights from k on are 0.
-GPUZ_DEVICE void quant_run(int kind, const unsigned char *row, long long p, long long k, float *v) {
-	switch (kind) {
+// quant_run sets v to weights p … p + QUANT_RUN − 1 of row j of wm (p a
+// multiple of QUANT_RUN), as quant_at would, reading the block's scale
+// once; for a float kind, the weights from k on are 0.
+GPUZ_DEVICE void quant_run(const quant_matrix *wm, long long j, long long p, float *v) {
+	const unsigned char *row = wm->w + j * wm->row_bytes;
+	switch (wm->kind) {
 	case QUANT_Q8_0: {
 		const block_q8_0 *b = (const block_q8_0 *)row + p / 32;
 		const signed char *q = b->qs + p % 32;
@@ -159,27 +210,36 @@ GPUZ_DEVICE void quant_run(int kind, const unsigned char *row, long long p, long
 		}
 		return;
 	}
+	case QUANT_NF4: {
+		const unsigned char *q = row + p / 2;
+		float a = nf4_absmax(wm, (j * wm->k + p) / 64);
+		for (int e = 0; e < QUANT_RUN; e += 2) {
+			v[e] = wm->tables[(unsigned)q[e / 2] >> 4] * a;
+			v[e + 1] = wm->tables[q[e / 2] & 0x0Fu] * a;
+		}
+		return;
+	}
 	}
 	for (int e = 0; e < QUANT_RUN; e++) {
-		v[e] = p + e < k ? quant_at(kind, row, p + e) : 0.0f;
+		v[e] = p + e < wm->k ? quant_at(wm, j, p + e) : 0.0f;
 	}
 }
 
 // quant_xwt_row sets y [m, n] = x [m, k]·Wᵀ for m at most QUANT_ROWS: one
-// warp per row j of W, lane l decoding the runs of QUANT_RUN weights from
+// warp per row j of W (tables: NF4's, see quant_matrix), lane l decoding the runs of QUANT_RUN weights from
 // QUANT_RUN·l, QUANT_RUN·(l + 32), … (the lanes read consecutive bytes of
 // the row) against every row of x, then warp_sum. A warp past the last row
 // decodes row 0 without writing, so that every thread of a block shuffles
 // alike; ceil(n/8) blocks.
-GPUZ_KERNEL quant_xwt_row(float *y, const float *x, const unsigned char *w, int kind, int m, int n, int k,
-		long long row_bytes) {
+GPUZ_KERNEL quant_xwt_row(float *y, const float *x, const unsigned char *w, const float *tables, int kind, int m,
+		int n, int k, long long row_bytes) {
+	quant_matrix wm = quant_matrix_of(w, tables, kind, n, k, row_bytes);
 	long long lane = GPUZ_TID % GPUZ_WARP;
 	long long j = GPUZ_BID * (GPUZ_NTHREADS / GPUZ_WARP) + GPUZ_TID / GPUZ_WARP;
-	const unsigned char *row = w + (j < n ? j : 0) * row_bytes;
 	float acc[QUANT_ROWS] = {0.0f, 0.0f, 0.0f, 0.0f};
 	for (long long p = lane * QUANT_RUN; p < k; p += GPUZ_WARP * QUANT_RUN) {
 		float v[QUANT_RUN];
-		quant_run(kind, row, p, k, v);
+		quant_run(&wm, j < n ? j : 0, p, v);
 		int run = k - p < QUANT_RUN ? (int)(k - p) : QUANT_RUN;
 		for (int i = 0; i < m && i < QUANT_ROWS; i++) {
 			const float *xi = x + (long long)i * k + p;
@@ -202,8 +262,9 @@ GPUZ_KERNEL quant_xwt_row(float *y, const float *x, const unsigned char *w, int 
 // W's pieces in shared memory (2·QUANT_TILE·(QUANT_DEPTH+1) floats), W's
 // decoded once for the tile's 64 rows of x. Each output is summed over k in
 // order.
-GPUZ_KERNEL quant_xwt_tiled(float *y, const float *x, const unsigned char *w, int kind, int m, int n, int k,
-		long long row_bytes) {
+GPUZ_KERNEL quant_xwt_tiled(float *y, const float *x, const unsigned char *w, const float *tables, int kind, int m,
+		int n, int k, long long row_bytes) {
+	quant_matrix wm = quant_matrix_of(w, tables, kind, n, k, row_bytes);
 	GPUZ_SHARED(float, tile);
 	const int ld = QUANT_DEPTH + 1;
 	float *sx = tile, *sw = tile + QUANT_TILE * ld;
@@ -215,7 +276,7 @@ GPUZ_KERNEL quant_xwt_tiled(float *y, const float *x, const unsigned char *w, in
 		for (int e = t; e < QUANT_TILE * QUANT_DEPTH; e += (int)GPUZ_NTHREADS) {
 			int r = e / QUANT_DEPTH, c = e % QUANT_DEPTH;
 			sx[r * ld + c] = i0 + r < m && p0 + c < k ? x[(i0 + r) * k + p0 + c] : 0.0f;
-			sw[r * ld + c] = j0 + r < n && p0 + c < k ? quant_at(kind, w + (j0 + r) * row_bytes, p0 + c) : 0.0f;
+			sw[r * ld + c] = j0 + r < n && p0 + c < k ? quant_at(&wm, j0 + r, p0 + c) : 0.0f;
 		}
 		GPUZ_BARRIER();
 		for (int c = 0; c < QUANT_DEPTH; c++) {
@@ -249,8 +310,9 @@ GPUZ_KERNEL quant_xwt_tiled(float *y, const float *x, const unsigned char *w, in
 // reading consecutive bytes of a row, then every thread adds one column's
 // 8 warp sums in order, through shared memory (8·QUANT_ROWS·
 // QUANT_GW_COLUMNS floats).
-GPUZ_KERNEL quant_gw_row(float *dx, const float *g, const unsigned char *w, int kind, int m, int n, int k,
-		long long row_bytes) {
+GPUZ_KERNEL quant_gw_row(float *dx, const float *g, const unsigned char *w, const float *tables, int kind, int m,
+		int n, int k, long long row_bytes) {
+	quant_matrix wm = quant_matrix_of(w, tables, kind, n, k, row_bytes);
 	GPUZ_SHARED(float, warp_part);
 	long long warps = GPUZ_NTHREADS / GPUZ_WARP, u = GPUZ_TID / GPUZ_WARP, lane = GPUZ_TID % GPUZ_WARP;
 	long long p0 = GPUZ_BID * QUANT_GW_COLUMNS, p = p0 + lane * QUANT_RUN;
@@ -263,7 +325,7 @@ GPUZ_KERNEL quant_gw_row(float *dx, const float *g, const unsigned char *w, int 
 	int run = p >= k ? 0 : k - p < QUANT_RUN ? (int)(k - p) : QUANT_RUN;
 	for (long long j = u; j < n && run > 0; j += warps) {
 		float v[QUANT_RUN];
-		quant_run(kind, w + j * row_bytes, p, k, v);
+		quant_run(&wm, j, p, v);
 		for (int i = 0; i < m && i < QUANT_ROWS; i++) {
 			float gij = g[(long long)i * n + j];
 			for (int e = 0; e < run; e++) {
@@ -297,8 +359,9 @@ GPUZ_KERNEL quant_gw_row(float *dx, const float *g, const unsigned char *w, int 
 // g's piece (QUANT_TILE·(QUANT_DEPTH+1) floats) and W's decoded piece
 // (QUANT_DEPTH·(QUANT_TILE+1) floats) in shared memory. Each output is
 // summed over W's rows in order.
-GPUZ_KERNEL quant_gw_tiled(float *dx, const float *g, const unsigned char *w, int kind, int m, int n, int k,
-		long long row_bytes) {
+GPUZ_KERNEL quant_gw_tiled(float *dx, const float *g, const unsigned char *w, const float *tables, int kind, int m,
+		int n, int k, long long row_bytes) {
+	quant_matrix wm = quant_matrix_of(w, tables, kind, n, k, row_bytes);
 	GPUZ_SHARED(float, tile);
 	const int ldg = QUANT_DEPTH + 1, ldw = QUANT_TILE + 1;
 	float *sg = tile, *sw = tile + QUANT_TILE * ldg;
@@ -311,7 +374,7 @@ GPUZ_KERNEL quant_gw_tiled(float *dx, const float *g, const unsigned char *w, in
 			int r = e / QUANT_DEPTH, c = e % QUANT_DEPTH;
 			sg[r * ldg + c] = i0 + r < m && j0 + c < n ? g[(i0 + r) * n + j0 + c] : 0.0f;
 			int wr = e / QUANT_TILE, wc = e % QUANT_TILE;
-			sw[wr * ldw + wc] = j0 + wr < n && p0 + wc < k ? quant_at(kind, w + (j0 + wr) * row_bytes, p0 + wc) : 0.0f;
+			sw[wr * ldw + wc] = j0 + wr < n && p0 + wc < k ? quant_at(&wm, j0 + wr, p0 + wc) : 0.0f;
 		}
 		GPUZ_BARRIER();
 		for (int c = 0; c < QUANT_DEPTH; c++) {
