@@ -24,7 +24,8 @@ type Kernels interface {
 	// ceil(bytes/4) float32 words), x and y float32: the product of a
 	// projection whose frozen weight is quantized, W's blocks decoded as
 	// they are read, never widened whole (see hostmath.QuantXWt). k must
-	// satisfy kind.CheckShape; NF4 is not a row kind and not taken.
+	// be whole blocks of kind. Every kind on a GPU; the host's
+	// (hostmath's) take the row kinds, not NF4.
 	QuantXWt(kind quant.Kind, m, n, k int, x, w, y Buffer)
 	// QuantGW computes dx [m, k] = g [m, n]·W for W [n, k] stored as
 	// QuantXWt's: QuantXWt's gradient with respect to x (see

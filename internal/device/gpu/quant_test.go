@@ -18,7 +18,9 @@ import (
 // randomWeight returns the bytes of a [n, k] weight of kind with random
 // blocks: every code random, every fp16 scale (Q4_K's d and dmin too)
 // random in ±[2⁻¹⁰, 2⁻⁴], so that no quantizer is needed and every code and
-// scale bit is exercised; the float kinds hold normal values.
+// scale bit is exercised; NF4's absmax bytes random, its groups' absmaxes
+// in [0.5, 2) and its offset in [0, 0.25); the float kinds hold normal
+// values.
 func randomWeight(r *rand.Rand, kind quant.Kind, n, k int) []byte {
 	b := make([]byte, kind.Bytes(n, k))
 	scale := func(at []byte) {
@@ -41,6 +43,15 @@ func randomWeight(r *rand.Rand, kind quant.Kind, n, k int) []byte {
 		for i := 0; i < len(b); i += 2 {
 			binary.LittleEndian.PutUint16(b[i:], to(float32(r.NormFloat64())))
 		}
+	case quant.NF4:
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		l := quant.NF4LayoutOf(n, k)
+		for g := range l.Groups {
+			binary.LittleEndian.PutUint32(b[l.GroupAbsmax+4*g:], math.Float32bits(float32(0.5+1.5*r.Float64())))
+		}
+		binary.LittleEndian.PutUint32(b[l.Offset:], math.Float32bits(float32(0.25*r.Float64())))
 	default:
 		for i := range b {
 			b[i] = byte(r.Uint32())
@@ -57,13 +68,12 @@ func randomWeight(r *rand.Rand, kind quant.Kind, n, k int) []byte {
 }
 
 // quantWant returns y = x·Wᵀ (gw false) or dx = g·W (gw true) in float64
-// from W dequantized by quant.DequantizeRow, and for each output the sum of
+// from W dequantized by quant.Dequantize, and for each output the sum of
 // its terms' magnitudes, which bounds float32's rounding.
-func quantWant(kind quant.Kind, gw bool, m, n, k int, a []float32, w []byte) (want, mag []float64) {
+func quantWant(t *testing.T, kind quant.Kind, gw bool, m, n, k int, a []float32, w []byte) (want, mag []float64) {
 	wd := make([]float32, n*k)
-	rb := int(kind.RowBytes(k))
-	for j := range n {
-		quant.DequantizeRow(kind, wd[j*k:(j+1)*k], w[j*rb:(j+1)*rb])
+	if err := quant.Dequantize(kind, wd, w, n, k); err != nil {
+		t.Fatal(err)
 	}
 	if !gw {
 		want, mag = make([]float64, m*n), make([]float64, m*n)
@@ -151,13 +161,18 @@ const quantTol = 1e-5
 // and the shim's results bit-identical whatever the order of its blocks
 // and threads.
 func TestQuantProductsMatchDequantized(t *testing.T) {
-	kinds := []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.F32, quant.F16, quant.BF16}
+	kinds := []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.NF4, quant.F32, quant.F16, quant.BF16}
 	for _, kind := range kinds {
-		ks := []int{32, 96}
-		if kind == quant.Q4_K {
+		// k: one block, and more than a block of quant_gw_row's 256
+		// columns, partly; for the floats, runs of 8 cut short.
+		ks := []int{32, 320}
+		switch kind {
+		case quant.Q4_K:
 			ks = []int{256, 512}
-		} else if !kind.Quantized() {
-			ks = []int{5, 40}
+		case quant.NF4:
+			ks = []int{64, 320}
+		case quant.F32, quant.F16, quant.BF16:
+			ks = []int{5, 300}
 		}
 		for _, gw := range []bool{false, true} {
 			op := "XWt"
@@ -178,9 +193,11 @@ func TestQuantProductsMatchDequantized(t *testing.T) {
 						for i := range a {
 							a[i] = float32(r.NormFloat64())
 						}
-						want, mag := quantWant(kind, gw, s.m, s.n, k, a, w)
-						host := runQuantHost(t, kind, gw, s.m, s.n, k, a, w, outLen)
-						compareQuant(t, "host", host, want, mag)
+						want, mag := quantWant(t, kind, gw, s.m, s.n, k, a, w)
+						if kind != quant.NF4 { // hostmath's products take the row kinds
+							host := runQuantHost(t, kind, gw, s.m, s.n, k, a, w, outLen)
+							compareQuant(t, "host", host, want, mag)
+						}
 						first := runQuantShim(t, Forward, kind, gw, s.m, s.n, k, a, w, outLen)
 						compareQuant(t, "shim", first, want, mag)
 						shuffled := runQuantShim(t, Shuffled, kind, gw, s.m, s.n, k, a, w, outLen)
@@ -207,14 +224,20 @@ func compareQuant(t *testing.T, what string, got []float32, want, mag []float64)
 	}
 }
 
-// TestQuantRejectsNF4 checks that the Dispatcher records an error, rather
-// than computing anything, for a kind its kernels do not decode.
-func TestQuantRejectsNF4(t *testing.T) {
-	s := NewShim(Forward, 1, 1<<10)
-	defer s.Free()
-	x, w, y := s.Alloc(64), s.Alloc(64), s.Alloc(4)
-	Dispatcher{L: s}.QuantXWt(quant.NF4, 1, 4, 64, x, w, y)
-	if s.Err() == nil {
-		t.Fatal("QuantXWt of an nf4 weight recorded no error")
+// TestQuantRejects checks that the Dispatcher records an error, rather
+// than computing anything, for a kind its kernels do not decode and for
+// rows that are not whole blocks.
+func TestQuantRejects(t *testing.T) {
+	for _, c := range []struct {
+		kind quant.Kind
+		k    int
+	}{{quant.Kind(len(quant.Kinds)), 64}, {quant.Q4_K, 64}, {quant.NF4, 32}} {
+		s := NewShim(Forward, 1, 1<<10)
+		x, w, y := s.Alloc(64), s.Alloc(64), s.Alloc(4)
+		Dispatcher{L: s}.QuantXWt(c.kind, 1, 4, c.k, x, w, y)
+		if s.Err() == nil {
+			t.Errorf("QuantXWt of a %v weight with rows of %d recorded no error", c.kind, c.k)
+		}
+		s.Free()
 	}
 }

@@ -71,11 +71,11 @@
 	X(rotary, "ppppliiiii", rotary(P(0), P(1), P(2), P(3), L(4), I(5), I(6), I(7), I(8), I(9))) \
 	X(swiglu, "ppli", swiglu(P(0), P(1), L(2), I(3))) \
 	X(swiglu_grad, "pppli", swiglu_grad(P(0), P(1), P(2), L(3), I(4))) \
-	X(quant_xwt_row, "pppiiiil", quant_xwt_row(P(0), P(1), P(2), I(3), I(4), I(5), I(6), L(7))) \
-	X(quant_xwt_tiled, "pppiiiil", quant_xwt_tiled(P(0), P(1), P(2), I(3), I(4), I(5), I(6), L(7))) \
-	X(quant_gw_row, "pppiiiil", quant_gw_row(P(0), P(1), P(2), I(3), I(4), I(5), I(6), L(7))) \
-	X(quant_gw_tiled, "pppiiiil", quant_gw_tiled(P(0), P(1), P(2), I(3), I(4), I(5), I(6), L(7))) \
-	X(quant_embedding, "pppilil", quant_embedding(P(0), P(1), P(2), I(3), L(4), I(5), L(6))) \
+	X(quant_xwt_row, "ppppiiiil", quant_xwt_row(P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7), L(8))) \
+	X(quant_xwt_tiled, "ppppiiiil", quant_xwt_tiled(P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7), L(8))) \
+	X(quant_gw_row, "ppppiiiil", quant_gw_row(P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7), L(8))) \
+	X(quant_gw_tiled, "ppppiiiil", quant_gw_tiled(P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7), L(8))) \
+	X(quant_embedding, "pppiliil", quant_embedding(P(0), P(1), P(2), I(3), L(4), I(5), I(6), L(7))) \
 	X(reduce_partial, "ppplli", reduce_partial(P(0), P(1), P(2), L(3), L(4), I(5))) \
 	X(reduce_final, "pppid", reduce_final(P(0), P(1), P(2), I(3), D(4))) \
 	X(xent_rows, "pppi", xent_rows(P(0), P(1), P(2), I(3))) \

@@ -79,7 +79,7 @@ func TestShimThunkEntries(t *testing.T) {
 		`X(fill_scalar, "pplf", fill_scalar(P(0), P(1), L(2), F(3)))`,
 		`X(reduce_final, "pppid", reduce_final(P(0), P(1), P(2), I(3), D(4)))`,
 		`X(adam, "pppplffffffff", adam(P(0), P(1), P(2), P(3), L(4), F(5), F(6), F(7), F(8), F(9), F(10), F(11), F(12)))`,
-		`X(quant_gw_tiled, "pppiiiil", quant_gw_tiled(P(0), P(1), P(2), I(3), I(4), I(5), I(6), L(7)))`,
+		`X(quant_gw_tiled, "ppppiiiil", quant_gw_tiled(P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7), L(8)))`,
 	} {
 		if !strings.Contains(text, entry) {
 			t.Errorf("the generated thunks lack %s", entry)
