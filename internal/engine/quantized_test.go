@@ -193,7 +193,7 @@ func closeTo(got, want []float32, tol float64) bool {
 func TestQuantizedWeights(t *testing.T) {
 	m := quantChain{batch: 3, dim: 256, layers: 3, frozen: 2}
 	init := m.init()
-	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K} {
+	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.NF4} {
 		deq := slices.Clone(init)
 		for l := m.layers - m.frozen; l < m.layers; l++ {
 			deq[l] = roundTrip(t, kind, init[l], m.out(l), m.in(l))
