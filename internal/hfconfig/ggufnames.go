@@ -1,6 +1,7 @@
 package hfconfig
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -70,8 +71,12 @@ func RopeFileRow(r, headDim int) int {
 // RopeFactors returns what llama.cpp's rope_freqs.weight holds for c:
 // each rotary frequency's divisor, the unscaled inverse frequency over
 // the scaled one (convert_hf_to_gguf.py's LlamaModel.generate_extra_tensors
-// for llama3 scaling); nil when no frequency is scaled.
+// for llama3 scaling), a RopeFreqs scaling's Divisors as they are; nil
+// when no frequency is scaled.
 func (c Config) RopeFactors() []float32 {
+	if s := c.RopeScaling; s != nil && s.Type == RopeFreqs {
+		return slices.Clone(s.Divisors)
+	}
 	scaled := c.RopeInvFreq()
 	plain := c
 	plain.RopeScaling = nil
