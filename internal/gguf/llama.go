@@ -205,6 +205,14 @@ func (l Llama) layout() ([]Tensor, map[string][]piece) {
 	return tensors, params
 }
 
+// Tensors returns the file's tensor table (rope_freqs.weight first when
+// there is one, then the parameters' tensors in the order gpuz declares
+// its parameters) for a Llama that Check accepts.
+func (l Llama) Tensors() []Tensor {
+	tensors, _ := l.layout()
+	return tensors
+}
+
 // LlamaWriter writes one Llama file as gpuz's parameters are handed to it.
 type LlamaWriter struct {
 	enc    *Encoder
