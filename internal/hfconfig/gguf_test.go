@@ -299,3 +299,63 @@ func TestLoadGGUFBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadGGUFKinds reads a file with quantized tensors: their kinds by
+// transformers' names, their bytes as the kind stores them, the summary.
+func TestLoadGGUFKinds(t *testing.T) {
+	file := ggufFile{config: ggufTiny, bytes: func(t *testing.T, b []byte) []byte {
+		b = setType("token_embd.weight", 8)(t, b)           // Q8_0
+		return setType("blk.1.attn_output.weight", 2)(t, b) // Q4_0
+	}}
+	m, err := hfconfig.Load(file.write(t, t.TempDir(), "q.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]quant.Kind{"model.embed_tokens.weight": quant.Q8_0, "model.layers.1.self_attn.o_proj.weight": quant.Q4_0, "model.norm.weight": quant.F32}
+	for name, k := range want {
+		if m.Kinds[name] != k {
+			t.Errorf("%s is %v, want %v", name, m.Kinds[name], k)
+		}
+	}
+	for _, tt := range m.GGUF.Tensors {
+		if tt.Name == "token_embd.weight" && tt.Bytes != 300*34 {
+			t.Errorf("token_embd.weight: %d bytes, want 300 rows of one 34-byte block", tt.Bytes)
+		}
+	}
+	if got := m.GGUF.KindsSummary(); got != "F32 28 tensors, Q8_0 1 tensor, Q4_0 1 tensor" {
+		t.Errorf("KindsSummary %q", got)
+	}
+}
+
+// TestLoadGGUFQwen2 reads a file of llama.cpp's qwen2 architecture (the
+// llama file's keys renamed): model_type qwen2, its q, k, v biases, and
+// no rows in the llama architecture's rotary order.
+func TestLoadGGUFQwen2(t *testing.T) {
+	const config = `{"model_type": "qwen2", "hidden_size": 32, "intermediate_size": 56, "num_hidden_layers": 2,
+		"num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 271, "max_position_embeddings": 128,
+		"rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": true, "hidden_act": "silu",
+		"use_sliding_window": false}`
+	file := ggufFile{config: config, meta: func(meta []gguf.KV) []gguf.KV {
+		for i := range meta {
+			meta[i].Key = strings.Replace(meta[i].Key, "llama.", "qwen2.", 1)
+		}
+		return setKV("general.architecture", "qwen2")(meta)
+	}}
+	m, err := hfconfig.Load(file.write(t, t.TempDir(), "qwen2.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := hfconfig.Parse([]byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Defaulted, want.Dropouts = "", ""
+	if !reflect.DeepEqual(m.Config, want) {
+		t.Errorf("Config\n got %+v\nwant %+v", m.Config, want)
+	}
+	for _, tt := range m.GGUF.Tensors {
+		if tt.RopePermuted {
+			t.Errorf("%s: RopePermuted in a qwen2 file", tt.Name)
+		}
+	}
+}
