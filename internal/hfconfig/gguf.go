@@ -218,15 +218,13 @@ func (m ggufMeta) size(key string, def int) (int, error) {
 	case !isInteger(kv.ValueType):
 		return 0, fmt.Errorf("%s must be an integer, got a %s", key, typeName(kv.ValueType))
 	}
-	var n int64
-	if v := ggufparser.ValueNumeric[float64](kv); v > math.MaxInt32 {
+	switch v := ggufparser.ValueNumeric[float64](kv); {
+	case v > math.MaxInt32:
 		return 0, fmt.Errorf("%s %.0f is beyond %d", key, v, math.MaxInt32)
-	} else if v < 1 {
+	case v < 1:
 		return 0, fmt.Errorf("%s must be positive, got %.0f", key, v)
-	} else {
-		n = ggufparser.ValueNumeric[int64](kv)
 	}
-	return int(n), nil
+	return int(ggufparser.ValueNumeric[int64](kv)), nil
 }
 
 // float reads key as a finite number: def when absent.
@@ -290,7 +288,7 @@ func (g *GGUF) readTable(gf *ggufparser.GGUFFile, meta ggufMeta) error {
 			return fmt.Errorf("%s has rows of %d elements, beyond %d", name, cols, math.MaxInt32)
 		}
 		rows := int64(elems) / cols
-		if err := kind.CheckShape(int(min(rows, math.MaxInt32)), int(cols)); err != nil {
+		if err := kind.CheckShape(int(rows), int(cols)); err != nil {
 			return fmt.Errorf("%s: %v", name, err)
 		}
 		t.Bytes = rows * kind.RowBytes(int(cols)) // at most 4·2⁶⁰: no overflow
@@ -529,8 +527,9 @@ func (g *GGUF) KindsSummary() string {
 // GGUFData is a GGUF file's tensor data, memory-mapped: ReadTensor copies
 // out one tensor at a time, so that a model is never read whole.
 type GGUFData struct {
-	g *GGUF
-	r *mmap.ReaderAt
+	g     *GGUF
+	r     *mmap.ReaderAt
+	index map[string]int // g.Tensors' indices by name
 }
 
 // Open maps g's file for reading its tensors; it refuses a file whose
@@ -544,7 +543,11 @@ func (g *GGUF) Open() (*GGUFData, error) {
 		r.Close()
 		return nil, fmt.Errorf("%s is %d bytes, %d when its table was read: it changed", termsafe.Short(g.Path), r.Len(), g.Size)
 	}
-	return &GGUFData{g: g, r: r}, nil
+	index := make(map[string]int, len(g.Tensors))
+	for i, t := range g.Tensors {
+		index[t.Name] = i
+	}
+	return &GGUFData{g: g, r: r, index: index}, nil
 }
 
 // ReadTensor copies the bytes of the tensor name (its Bytes, as GGUF
@@ -552,7 +555,11 @@ func (g *GGUF) Open() (*GGUFData, error) {
 // must be exactly that long. The range is checked against the mapping's
 // length: nothing is read past the file.
 func (d *GGUFData) ReadTensor(name string, dst []byte) error {
-	t, ok := d.g.tensor(name)
+	i, ok := d.index[name]
+	var t GGUFTensor
+	if ok {
+		t = d.g.Tensors[i]
+	}
 	switch {
 	case !ok:
 		return fmt.Errorf("%s: no tensor %s", termsafe.Short(d.g.Path), termsafe.Short(name))
