@@ -568,8 +568,10 @@ func (d *GGUFData) ReadTensor(name string, dst []byte) error {
 	case t.Offset < 0 || t.Offset > int64(d.r.Len())-t.Bytes:
 		return fmt.Errorf("%s: %s's bytes [%d, %d) are beyond its %d", termsafe.Short(d.g.Path), t.Name, t.Offset, t.Offset+t.Bytes, d.r.Len())
 	}
-	_, err := d.r.ReadAt(dst, t.Offset)
-	return err
+	if _, err := d.r.ReadAt(dst, t.Offset); err != nil {
+		return fmt.Errorf("%s: reading %s: %w", termsafe.Short(d.g.Path), t.Name, err)
+	}
+	return nil
 }
 
 // Close unmaps the file.
