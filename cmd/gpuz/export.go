@@ -52,7 +52,7 @@ llama.cpp.`,
 		RunE: runWith(opts, runF, exportRun),
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&opts.Model, "model", defaultLLMModel, "the model: a preset (gpuz llm --list-models), a config.json, or a directory holding one")
+	fs.StringVar(&opts.Model, "model", defaultLLMModel, "the model: a preset (gpuz llm --list-models), a config.json, a directory holding one, or a GGUF file")
 	fs.IntVar(&opts.Layers, "layers", 0, "write the first N decoder layers only, as a run's --layers builds (0: all)")
 	fs.Uint64Var(&opts.Seed, "seed", 1, "seed of the weights, as a run's --seed")
 	fs.StringVar(&opts.GGUF, "gguf", "", "the GGUF file to write (required)")
@@ -82,7 +82,7 @@ func exportRun(ctx context.Context, opts *ExportOptions) error {
 		return usagef("--type %q: want f16 or f32", opts.Type)
 	}
 	if opts.Model == "" {
-		return usagef("--model: empty (want a preset, a config.json or a directory holding one; gpuz llm --list-models lists the presets)")
+		return usagef("--model: empty (want a preset, a config.json, a directory holding one or a GGUF file; gpuz llm --list-models lists the presets)")
 	}
 	m, err := hfconfig.Load(opts.Model)
 	if err != nil {

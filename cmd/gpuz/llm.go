@@ -21,9 +21,11 @@ var llmWorkload = workloadDef{
 	workload: models.LLM,
 	short:    "Your model: a decoder transformer (Llama, Mistral, Qwen2, SmolLM2, GPT-2) from a Hugging Face config",
 	long: `The llm workload: the decoder transformer a Hugging Face config.json
-describes (--model: a preset, a config.json, or a downloaded model's
+describes (--model: a preset, a config.json, a downloaded model's
 directory, whose safetensors headers are checked against the model gpuz
-builds; no weights are read). Token ids drawn uniformly below the
+builds, or a GGUF file (FILE.gguf: llama.cpp's llama and qwen2
+architectures), whose metadata is the config and whose tensor table is
+checked the same way; no weights are read). Token ids drawn uniformly below the
 vocabulary are trained with cross-entropy to predict each next token, as a
 causal language model is. The blocks are the embedding, each decoder layer
 and the final norm with the head, so that --place, the cache's window and
@@ -51,7 +53,7 @@ func addAttentionFlag(lists *listFlags, fs *pflag.FlagSet, def levers.Attention)
 func addLLMFlags(fs *pflag.FlagSet, lists *listFlags, o *WorkloadOptions) {
 	addAttentionFlag(lists, fs, levers.AttentionFused)
 	addLoRAFlags(lists, fs, o, "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj and down_proj (the Llama family) or c_attn, c_proj and c_fc (GPT-2)", "q_proj,v_proj for the Llama family, c_attn for GPT-2, as PEFT's")
-	fs.StringVar(&o.Model, "model", defaultLLMModel, "the model: a preset (gpuz llm --list-models), a config.json, or a directory holding one (and its safetensors, whose headers are checked)")
+	fs.StringVar(&o.Model, "model", defaultLLMModel, "the model: a preset (gpuz llm --list-models), a config.json, a directory holding one (and its safetensors, whose headers are checked), or a GGUF file (FILE.gguf, its tensor table checked)")
 	fs.BoolVar(&o.ListModels, "list-models", false, "list the preset models, their sources and parameter counts, and exit")
 	if o.PlanOnly {
 		addFrameworkFlag(fs, o)
@@ -68,7 +70,7 @@ func (o *WorkloadOptions) resolveModel() error {
 		return nil
 	}
 	if o.Model == "" {
-		return usagef("--model: empty (want a preset, a config.json or a directory holding one; gpuz llm --list-models lists the presets)")
+		return usagef("--model: empty (want a preset, a config.json, a directory holding one or a GGUF file; gpuz llm --list-models lists the presets)")
 	}
 	m, err := hfconfig.Load(o.Model)
 	if err != nil {

@@ -3,10 +3,11 @@
 // pairs, a table of tensors (name, dimensions, type, offset) and their
 // data, each aligned (docs/gguf.md in github.com/ggml-org/ggml).
 //
-// It writes and does not read. It is written here, with encoding/binary,
-// because the Go readers (github.com/gpustack/gguf-parser-go, which the
-// tests read its files back with) read only, and the format's writer,
-// llama.cpp's gguf-py, is Python. An Encoder writes one file as it is fed,
+// It writes and does not read: package hfconfig reads a GGUF file as a
+// model, with github.com/gpustack/gguf-parser-go (which the tests read
+// its files back with too). It is written here, with encoding/binary,
+// because the Go readers read only, and the format's writer, llama.cpp's
+// gguf-py, is Python. An Encoder writes one file as it is fed,
 // one tensor at a time, so that a model is never held twice; Llama maps
 // gpuz's parameters of a Llama-family model to llama.cpp's tensors and
 // metadata.

@@ -125,25 +125,9 @@ func (l Llama) vocabulary() []KV {
 	}
 }
 
-// ropeFactors returns rope_freqs.weight: each rotary frequency's divisor,
-// the base frequency over the scaled one; nil when no frequency is
-// scaled.
-func (l Llama) ropeFactors() []float32 {
-	scaled := l.Config.RopeInvFreq()
-	plain := l.Config
-	plain.RopeScaling = nil
-	base := plain.RopeInvFreq()
-	f := make([]float32, len(base))
-	scaling := false
-	for i := range f {
-		f[i] = base[i] / scaled[i]
-		scaling = scaling || f[i] != 1
-	}
-	if !scaling {
-		return nil
-	}
-	return f
-}
+// ropeFactors returns rope_freqs.weight (hfconfig's RopeFactors): nil
+// when no frequency is scaled.
+func (l Llama) ropeFactors() []float32 { return l.Config.RopeFactors() }
 
 // piece is one GGUF tensor cut from a gpuz parameter: rows [off,
 // off+rows) of it (all of it when rows is 0), each of width values, their
@@ -158,63 +142,75 @@ type piece struct {
 
 // layout returns the file's tensors in the order gpuz declares its
 // parameters, and for each gpuz parameter's name the pieces it is cut
-// into.
+// into. The tensors' names are hfconfig's (Arch.GGUFName) of
+// transformers' modules.
 func (l Llama) layout() ([]Tensor, map[string][]piece) {
-	c, mods := l.Config, l.Config.Arch.Modules
+	c, a, mods := l.Config, l.Config.Arch, l.Config.Arch.Modules
 	var tensors []Tensor
 	params := map[string][]piece{}
-	add := func(param string, typ Type, p piece, dims ...int) {
+	// add adds the piece of param that is transformers' tensor hf.
+	add := func(param, hf string, typ Type, p piece, dims ...int) {
+		name, ok := a.GGUFName(hf)
+		if !ok {
+			panic("gguf: no GGUF name for " + hf) // Check admits the Llama family only, which has them all
+		}
+		p.name = name
 		d := make([]uint64, len(dims))
 		for i, n := range dims {
 			d[i] = uint64(n)
 		}
-		tensors = append(tensors, Tensor{Name: p.name, Dims: d, Type: typ})
+		tensors = append(tensors, Tensor{Name: name, Dims: d, Type: typ})
 		params[param] = append(params[param], p)
 	}
-	vector := func(param, name string, n int) { add(param, F32, piece{name: name}, n) }
-	matrix := func(param, name string, rows, cols int) {
-		add(param, l.Type, piece{name: name, width: cols}, cols, rows)
+	vector := func(param string, n int) { add(param, param, F32, piece{}, n) }
+	matrix := func(param string, rows, cols int) {
+		add(param, param, l.Type, piece{width: cols}, cols, rows)
 	}
 	if f := l.ropeFactors(); f != nil {
 		tensors = append(tensors, Tensor{Name: "rope_freqs.weight", Dims: []uint64{uint64(len(f))}, Type: F32})
 	}
-	matrix(mods.Embed+".weight", "token_embd.weight", c.Vocab, c.Hidden)
-	// The packed modules' parts, in their order: q, k, v; gate, up.
-	qkvNames := []string{"attn_q", "attn_k", "attn_v"}
-	mlpNames := []string{"ffn_gate", "ffn_up"}
+	matrix(mods.Embed+".weight", c.Vocab, c.Hidden)
 	for i := range l.Layers {
-		blk := "blk." + strconv.Itoa(i) + "."
 		layer := mods.Layers + strconv.Itoa(i) + "."
-		vector(layer+mods.AttnNorm+".weight", blk+"attn_norm.weight", c.Hidden)
+		vector(layer+mods.AttnNorm+".weight", c.Hidden)
+		// The packed modules' parts, in their order: q, k, v; gate, up.
 		qkv := c.Projection(hfconfig.QKV)
 		for j, part := range qkv.Parts {
-			p := piece{name: blk + qkvNames[j] + ".weight", off: part.Off, rows: part.Width, width: qkv.In, permuteForRope: j < 2}
-			add(layer+qkv.Name+".weight", l.Type, p, qkv.In, part.Width)
+			p := piece{off: part.Off, rows: part.Width, width: qkv.In, permuteForRope: j < 2}
+			add(layer+qkv.Name+".weight", layer+part.Name+".weight", l.Type, p, qkv.In, part.Width)
 		}
 		if qkv.Bias {
 			for j, part := range qkv.Parts {
-				p := piece{name: blk + qkvNames[j] + ".bias", off: part.Off, rows: part.Width, width: 1, permuteForRope: j < 2}
-				add(layer+qkv.Name+".bias", F32, p, part.Width)
+				p := piece{off: part.Off, rows: part.Width, width: 1, permuteForRope: j < 2}
+				add(layer+qkv.Name+".bias", layer+part.Name+".bias", F32, p, part.Width)
 			}
 		}
 		out := c.Projection(hfconfig.Out)
-		matrix(layer+out.Name+".weight", blk+"attn_output.weight", out.Out, out.In)
+		matrix(layer+out.Name+".weight", out.Out, out.In)
 		if out.Bias {
-			vector(layer+out.Name+".bias", blk+"attn_output.bias", out.Out)
+			vector(layer+out.Name+".bias", out.Out)
 		}
-		vector(layer+mods.MLPNorm+".weight", blk+"ffn_norm.weight", c.Hidden)
+		vector(layer+mods.MLPNorm+".weight", c.Hidden)
 		up := c.Projection(hfconfig.Up)
-		for j, part := range up.Parts {
-			add(layer+up.Name+".weight", l.Type, piece{name: blk + mlpNames[j] + ".weight", off: part.Off, rows: part.Width, width: up.In}, up.In, part.Width)
+		for _, part := range up.Parts {
+			add(layer+up.Name+".weight", layer+part.Name+".weight", l.Type, piece{off: part.Off, rows: part.Width, width: up.In}, up.In, part.Width)
 		}
 		down := c.Projection(hfconfig.Down)
-		matrix(layer+down.Name+".weight", blk+"ffn_down.weight", down.Out, down.In)
+		matrix(layer+down.Name+".weight", down.Out, down.In)
 	}
-	vector(mods.FinalNorm+".weight", "output_norm.weight", c.Hidden)
+	vector(mods.FinalNorm+".weight", c.Hidden)
 	if !c.TieEmbeddings {
-		matrix(mods.Head+".weight", "output.weight", c.Vocab, c.Hidden)
+		matrix(mods.Head+".weight", c.Vocab, c.Hidden)
 	}
 	return tensors, params
+}
+
+// Tensors returns the file's tensor table (rope_freqs.weight first when
+// there is one, then the parameters' tensors in the order gpuz declares
+// its parameters) for a Llama that Check accepts.
+func (l Llama) Tensors() []Tensor {
+	tensors, _ := l.layout()
+	return tensors
 }
 
 // LlamaWriter writes one Llama file as gpuz's parameters are handed to it.
@@ -287,16 +283,12 @@ func (lw *LlamaWriter) Close() error {
 }
 
 // interleave returns the rows of v (each of width values) in llama.cpp's
-// rotary order: within each head of headDim rows, row h·headDim + 2j + s
-// is transformers' row h·headDim + s·headDim/2 + j (s = 0, 1), as
-// convert_hf_to_gguf.py's LlamaModel.permute reshapes a weight to
-// (heads, 2, headDim/2, …) and swaps the middle axes.
+// rotary order: transformers' row r is the file's row
+// hfconfig.RopeFileRow(r, headDim).
 func interleave(v []float32, width, headDim int) []float32 {
 	out := make([]float32, len(v))
-	rows, half := len(v)/width, headDim/2
-	for r := range rows {
-		h, s, j := r/headDim, r%headDim/half, r%half
-		dst := h*headDim + 2*j + s
+	for r := range len(v) / width {
+		dst := hfconfig.RopeFileRow(r, headDim)
 		copy(out[dst*width:(dst+1)*width], v[r*width:(r+1)*width])
 	}
 	return out

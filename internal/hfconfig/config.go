@@ -2,9 +2,11 @@
 // of the Llama family and GPT-2), checks that gpuz can build the
 // computation they describe, names and shapes their parameters as
 // transformers does, carries a few published configurations as presets,
-// and checks a snapshot's safetensors headers against the configuration.
-// It imports nothing of gpuz's but filekind and termsafe: package models
-// builds the graph from a Config.
+// checks a snapshot's safetensors headers against the configuration, and
+// reads a GGUF file's metadata and tensor table as a model (LoadGGUF).
+// It imports nothing of gpuz's but filekind, quant (a GGUF tensor's
+// storage kind) and termsafe: package models builds the graph from a
+// Config.
 package hfconfig
 
 import (
@@ -73,12 +75,22 @@ type Config struct {
 	Defaulted string
 }
 
-// RopeScaling is rope_scaling; Type "llama3" is the one implemented.
+// RopeScaling is rope_scaling; Type "llama3" is the one a config.json
+// may name. Type RopeFreqs is a GGUF file's: the divisors themselves.
 type RopeScaling struct {
 	Type                                  string  // rope_type (or the older key type)
 	Factor, LowFreqFactor, HighFreqFactor float64 // factor, low_freq_factor, high_freq_factor
 	OriginalMaxPositions                  int     // original_max_position_embeddings
+	// Divisors are Type RopeFreqs' divisor of each rotary frequency
+	// (HeadDim/2 of them), as a GGUF file's rope_freqs.weight holds them:
+	// all a GGUF file keeps of llama3 scaling, whose parameters are not
+	// in its metadata; llama.cpp divides by them as RopeInvFreq does.
+	Divisors []float32
 }
+
+// RopeFreqs is the Type of a RopeScaling read from a GGUF file's
+// rope_freqs.weight: its Divisors.
+const RopeFreqs = "rope_freqs"
 
 // modelTypeNamed returns the row of modelTypes for mt.
 func modelTypeNamed(mt string) (*modelType, bool) {
@@ -543,6 +555,9 @@ func (c Config) Validate() error {
 		if err := c.RopeScaling.validate(); err != nil {
 			return err
 		}
+		if s := c.RopeScaling; s != nil && s.Type == RopeFreqs && len(s.Divisors) != c.HeadDim/2 {
+			return fmt.Errorf("rope_freqs.weight has %d divisors, want one per rotary frequency, %d", len(s.Divisors), c.HeadDim/2)
+		}
 	}
 	if _, err := c.paramCount(); err != nil {
 		return err
@@ -564,6 +579,14 @@ func (a *Arch) kvKeys() (kv, hd string) {
 // _validate_llama3_parameters does (a nil scaling is valid).
 func (s *RopeScaling) validate() error {
 	if s == nil {
+		return nil
+	}
+	if s.Type == RopeFreqs {
+		for i, d := range s.Divisors {
+			if !(d > 0) || math.IsInf(float64(d), 0) {
+				return fmt.Errorf("rope_freqs.weight[%d] must be a positive divisor, got %g", i, d)
+			}
+		}
 		return nil
 	}
 	if s.Type != "llama3" {

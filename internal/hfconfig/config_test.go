@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -110,7 +111,7 @@ func TestParseFields(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, tt.want)
 		}
-		if (gs == nil) != (ws == nil) || gs != nil && *gs != *ws {
+		if !reflect.DeepEqual(gs, ws) {
 			t.Errorf("%s: RopeScaling %+v, want %+v", tt.name, gs, ws)
 		}
 	}
@@ -437,8 +438,12 @@ func TestValidate(t *testing.T) {
 		{"gpt2 with a bias flag", g.Config, func(c *Config) { c.QKVBias = true }, "GPT-2's biases are always there"},
 		{"gpt2 head_dim off", g.Config, func(c *Config) { c.HeadDim = 32 }, "n_head 12 and n_embd 768 do not agree"},
 		{"llama odd head_dim", l.Config, func(c *Config) { c.HeadDim = 63 }, "head_dim 63 is odd"},
-		{"llama3 factor below 1", l.Config, func(c *Config) { c.RopeScaling = &RopeScaling{"llama3", 0.5, 1, 4, 8192} }, "rope_scaling.factor must be at least 1"},
-		{"llama3 infinite low factor", l.Config, func(c *Config) { c.RopeScaling = &RopeScaling{"llama3", 8, math.Inf(1), 4, 8192} }, "low_freq_factor must be positive"},
+		{"llama3 factor below 1", l.Config, func(c *Config) {
+			c.RopeScaling = &RopeScaling{Type: "llama3", Factor: 0.5, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositions: 8192}
+		}, "rope_scaling.factor must be at least 1"},
+		{"llama3 infinite low factor", l.Config, func(c *Config) {
+			c.RopeScaling = &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: math.Inf(1), HighFreqFactor: 4, OriginalMaxPositions: 8192}
+		}, "low_freq_factor must be positive"},
 		{"negative window", l.Config, func(c *Config) { c.SlidingWindow = -1 }, "sliding_window must not be negative"},
 		{"dropout above 1", g.Config, func(c *Config) { c.Dropout = 1.5 }, "outside [0, 1]"},
 		{"layers overflow", l.Config, func(c *Config) { c.Hidden, c.Intermediate = 1<<40, 1<<40 }, "overflows int64"},

@@ -6,8 +6,8 @@ package hfconfig
 // families is read from here, by the parser, Config.Tensors, Check, the
 // model builder (package models) and LoRA's targets; no other file asks
 // which family a config is. A next family is one more Arch and its rows;
-// another file format's names for the same tensors (GGUF's token_embd,
-// blk.N.attn_q…) would be one more name beside each Module.
+// GGUF's names for the same tensors (token_embd, blk.N.attn_q…) are the
+// Arch's ggufNames, beside its Modules.
 
 // Arch is one architecture as data: the computation a family of
 // model_types describes (its ops), how its config.json spells the sizes,
@@ -43,6 +43,12 @@ type Arch struct {
 	LoRADefault []string
 
 	keys keys
+	// ggufNames maps each of transformers' modules (a decoder layer's
+	// relative to Modules.Layers and its index) to llama.cpp's name of its
+	// tensors (a layer's relative to "blk.N."), as convert_hf_to_gguf.py
+	// and gguf-py's tensor_mapping.py name them; nil when gpuz neither
+	// reads nor writes the family as GGUF.
+	ggufNames map[string]string
 	// stateOrder is a decoder layer's modules in transformers'
 	// state_dict order.
 	stateOrder []Role
@@ -237,6 +243,20 @@ var ArchLlama = &Arch{
 		intermediate: "intermediate_size", layers: "num_hidden_layers", heads: "num_attention_heads",
 		kvHeads: "num_key_value_heads", headDim: "head_dim", eps: "rms_norm_eps", tie: "tie_word_embeddings",
 		ropeTheta: "rope_theta", ropeScaling: "rope_scaling",
+	},
+	ggufNames: map[string]string{
+		"model.embed_tokens":       "token_embd",
+		"input_layernorm":          "attn_norm",
+		"self_attn.q_proj":         "attn_q",
+		"self_attn.k_proj":         "attn_k",
+		"self_attn.v_proj":         "attn_v",
+		"self_attn.o_proj":         "attn_output",
+		"post_attention_layernorm": "ffn_norm",
+		"mlp.gate_proj":            "ffn_gate",
+		"mlp.up_proj":              "ffn_up",
+		"mlp.down_proj":            "ffn_down",
+		"model.norm":               "output_norm",
+		"lm_head":                  "output",
 	},
 	stateOrder:  []Role{QKV, Out, Up, Down, AttnNorm, MLPNorm},
 	act:         actKey{key: "hidden_act", def: "silu", supported: []string{"silu"}},

@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"gpuz/internal/quant"
 	"gpuz/internal/termsafe"
 )
 
@@ -18,11 +20,17 @@ type Model struct {
 	Config
 	Name    string // the preset's name, or the path given
 	Dir     string // the snapshot directory when M was one, else ""
-	Checked int    // how many safetensors tensors were checked against Tensors() (0 when none)
+	Checked int    // how many safetensors or GGUF tensors were checked against Tensors() (0 when none)
+	// Kinds is each parameter's storage kind, by transformers' name, when
+	// M was a GGUF file; nil otherwise.
+	Kinds map[string]quant.Kind
+	// GGUF is the GGUF file's tensor table when M was one; nil otherwise.
+	GGUF *GGUF
 }
 
-// Load resolves arg, which is a path to a config.json, a directory holding
-// config.json (a snapshot), or else a preset's name (case-insensitive). In
+// Load resolves arg, which is a path to a config.json, a GGUF file (its
+// name ending in .gguf: LoadGGUF), a directory holding config.json (a
+// snapshot), or else a preset's name (case-insensitive). In
 // a directory that also holds *.safetensors files or
 // model.safetensors.index.json, the headers are checked against the
 // config's Tensors() (CheckSafetensors). A path that exists wins over a
@@ -40,6 +48,9 @@ func Load(arg string) (Model, error) {
 	}
 	if err != nil {
 		return Model{}, escapePath(err)
+	}
+	if !fi.IsDir() && strings.EqualFold(filepath.Ext(arg), ".gguf") {
+		return LoadGGUF(arg)
 	}
 	if !fi.IsDir() {
 		c, err := loadConfigFile(arg)

@@ -292,7 +292,8 @@ func (c Config) ParamCount() int64 {
 // llama3 scaling _compute_llama3_parameters: frequencies whose wavelength
 // exceeds original_max_position_embeddings/low_freq_factor divided by
 // factor, those under original_max_position_embeddings/high_freq_factor
-// kept, and the band between interpolated smoothly). It returns nil for
+// kept, and the band between interpolated smoothly; with a GGUF file's
+// RopeFreqs each divided by its divisor). It returns nil for
 // learned positions (GPT-2).
 func (c Config) RopeInvFreq() []float32 {
 	if c.Arch == nil || c.Arch.Positions != Rotary || c.HeadDim <= 0 {
@@ -308,8 +309,14 @@ func (c Config) RopeInvFreq() []float32 {
 		p := float32(math.Pow(base, float64(e)))
 		inv[i] = float32(1) / p
 	}
-	if s := c.RopeScaling; s != nil && s.Type == "llama3" {
+	switch s := c.RopeScaling; {
+	case s == nil:
+	case s.Type == "llama3":
 		llama3(inv, s)
+	case s.Type == RopeFreqs && len(s.Divisors) == len(inv):
+		for i, d := range s.Divisors {
+			inv[i] /= d // as llama.cpp's rope divides θ by its freq_factors
+		}
 	}
 	return inv
 }
