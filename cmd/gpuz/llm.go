@@ -76,6 +76,9 @@ func (o *WorkloadOptions) resolveModel() error {
 	if err != nil {
 		return usagef("--model: %w", err)
 	}
+	if o.fileWeights, err = fileWeights(m); err != nil {
+		return usagef("--model: %s: %w", shortText(o.Model), err)
+	}
 	o.Workload = models.LLMOf(m)
 	o.modelName = modelName(m)
 	return nil

@@ -16,16 +16,21 @@ func addWeightsFlag(fs *pflag.FlagSet, o *WorkloadOptions) {
 	fs.StringVar(&o.weightsText, "weights", "", "the storage of the weights that are not trained (eval, generate, LoRA's base): f32, f16 or bf16 (the floats of --precision, which f16 and bf16 set when it is not given) or a quantized kind, q8_0, q4_0 or q4_k (llama.cpp's GGUF blocks, 8.5, 4.5 and 4.5 bits a weight) or nf4 (bitsandbytes' NormalFloat with double quantization, 4.13 bits, as QLoRA), for every projection of the decoder's layers, the embedding and the output head then in bf16 unless --precision says otherwise, the norms in fp32 (default: --precision's)")
 }
 
-// weightsKind reads --weights into the levers: a quantized kind into
+// weightsKind reads --weights, or a GGUF file's kind when it is not
+// given, into the levers: a quantized kind into
 // Weights, with Precision bf16 when --precision is not given (the
 // embedding and the output head in 16 bits, as llama.cpp's and
 // bitsandbytes' tools leave them); f16 and bf16 into Precision, when
 // --precision is not another.
 func (o *WorkloadOptions) weightsKind(fs *pflag.FlagSet) error {
-	if o.weightsText == "" {
+	text := o.weightsText
+	if text == "" && o.fileWeights.Quantized() {
+		text = o.fileWeights.String() // as the GGUF file stores them
+	}
+	if text == "" {
 		return nil
 	}
-	k, err := quant.Parse(o.weightsText)
+	k, err := quant.Parse(text)
 	if err != nil {
 		return fmt.Errorf("--weights: %w", err)
 	}

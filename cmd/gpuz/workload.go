@@ -135,6 +135,10 @@ type WorkloadOptions struct {
 	// as given.
 	Weights     quant.Kind
 	weightsText string
+	// fileWeights is the kind a GGUF model stores its projections in
+	// (--model FILE.gguf), which --weights defaults to; quant.F32 for
+	// every other model.
+	fileWeights quant.Kind
 	// HostMemoryText is plan's and fit's --host-memory: the target host's
 	// memory as a size, "" for this machine's.
 	HostMemoryText string
