@@ -19,6 +19,7 @@ import (
 	"gpuz/internal/levers"
 	"gpuz/internal/models"
 	"gpuz/internal/perfmodel"
+	"gpuz/internal/quant"
 	"gpuz/internal/report"
 )
 
@@ -174,6 +175,26 @@ func (o *FitOptions) loraSettings() ([]levers.LoRA, error) {
 	return out, nil
 }
 
+// weightSettings takes the storage of the frozen weights out of the
+// options: fit ranks the kinds together, each candidate naming its own.
+// A quantized --weights (or a GGUF file's kind) is the one searched; a
+// float kind (f32, f16 or bf16, all alike here: fit searches the
+// precision) keeps the weights in floats; without one, evaluation and
+// generation of a Llama-family model search q8_0 and q4_k beside the
+// floats, and training the floats (a quantized base is LoRA's, asked for
+// with --weights).
+func (o *FitOptions) weightSettings() ([]quant.Kind, error) {
+	given := o.Weights
+	o.Weights = quant.F32
+	switch {
+	case given.Quantized():
+		return []quant.Kind{given}, nil
+	case o.weightsText != "" || o.Task == bench.TaskTrain || o.Workload.Check(levers.Set{Weights: quant.Q8_0}) != nil:
+		return nil, nil
+	}
+	return []quant.Kind{quant.F32, quant.Q8_0, quant.Q4_K}, nil
+}
+
 // refuseSearched refuses a flag that chooses what fit searches.
 func refuseSearched(fs *pflag.FlagSet) error {
 	for _, name := range fitSearched {
@@ -209,6 +230,10 @@ func fitRun(ctx context.Context, o *FitOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	weights, err := o.weightSettings()
+	if err != nil {
+		return err
+	}
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -236,7 +261,7 @@ func fitRun(ctx context.Context, o *FitOptions) (err error) {
 			return err
 		}
 	}
-	fopts := fit.Options{Bench: opts, TakeBytes: take, MarginPercent: o.Margin, Command: o.commandLine, LoRA: loras}
+	fopts := fit.Options{Bench: opts, TakeBytes: take, MarginPercent: o.Margin, Command: o.commandLine, LoRA: loras, Weights: weights}
 	// --context max: the search plans the least context a generation
 	// needs, then the longest the fastest configuration fits.
 	longest := opts.Generate.ContextMax
@@ -344,6 +369,9 @@ func (o *FitOptions) commandLine(c fit.Candidate) string {
 	}
 	if c.Attention != "" {
 		words = append(words, "--attention", string(c.Attention))
+	}
+	if c.Weights.Quantized() {
+		words = append(words, "--weights", c.Weights.String())
 	}
 	if c.LoRA.On() {
 		words = append(words, "--lora", strconv.Itoa(c.LoRA.Rank))

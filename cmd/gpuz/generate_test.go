@@ -161,13 +161,15 @@ func TestPlanGenerateKVCache(t *testing.T) {
 }
 
 // TestFitGenerate asks fit how to run Llama-3.1-8B's generation on an
-// 8 GB laptop card: the whole model does not fit, so the answer is a
+// 8 GB laptop card with its weights in floats (--weights f32; fit's
+// quantized answer is TestFitGenerateQuantized's): the whole model does
+// not fit, so the answer is a
 // hybrid placement or the cpu, ranked by the predicted decode tokens a
 // second (fastest first), every ranked entry with a prediction of its
 // passes, and each command line a generation of the same sizes.
 func TestFitGenerate(t *testing.T) {
 	b, err := exec.Command(gpuzBinary, "fit", "llm", "generate", "--model", "llama-3.1-8b", "--context", "4096", "--device", "sim:rtx4060-laptop",
-		"--host-profile", "cpu-i7-13700h", "--format", "json").Output()
+		"--host-profile", "cpu-i7-13700h", "--weights", "f32", "--format", "json").Output()
 	if err != nil {
 		t.Fatalf("%v: %s", err, b)
 	}
@@ -228,7 +230,7 @@ func TestFitGenerate(t *testing.T) {
 // plan: that configuration fits at that context and not at one more.
 func TestFitGenerateContextMax(t *testing.T) {
 	b, err := exec.Command(gpuzBinary, "fit", "llm", "generate", "--model", "llama-3.1-8b", "--context", "max", "--device", "sim:rtx4060-laptop",
-		"--host-profile", "cpu-i7-13700h", "--margin", "0", "--format", "json").Output()
+		"--host-profile", "cpu-i7-13700h", "--margin", "0", "--weights", "f32", "--format", "json").Output()
 	if err != nil {
 		t.Fatalf("%v: %s", err, b)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -88,5 +89,46 @@ func TestPlanQuantizedWeights(t *testing.T) {
 				t.Errorf("modes %+v, want cuda fitting: %v", p.Modes, tc.fits)
 			}
 		})
+	}
+}
+
+// TestFitGenerateQuantized asks fit the question of TestFitGenerate
+// without --weights: the search ranks q8_0 and q4_k beside the floats, and
+// the answer is the whole model on the card with q4_k weights in bf16
+// (5.56 GiB), bound by the card's memory, its command carrying --weights;
+// every row that stores its weights quantized says so, and the table
+// gives their bits a weight.
+func TestFitGenerateQuantized(t *testing.T) {
+	args := []string{"fit", "llm", "generate", "--model", "llama-3.1-8b", "--context", "4096", "--device", "sim:rtx4060-laptop", "--host-profile", "cpu-i7-13700h"}
+	b, err := exec.Command(gpuzBinary, append(args, "--format", "json")...).Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	var doc struct {
+		Entries []struct {
+			Rank      int    `json:"rank"`
+			Mode      string `json:"mode"`
+			Precision string `json:"precision"`
+			Command   string `json:"command"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Entries) == 0 || doc.Entries[0].Rank != 1 {
+		t.Fatalf("entries %+v", doc.Entries)
+	}
+	best := doc.Entries[0]
+	if best.Mode != "cuda" || best.Precision != "bf16" || !strings.Contains(best.Command, "--weights q4_k") {
+		t.Errorf("best: %+v, want cuda in bf16 with --weights q4_k", best)
+	}
+	text, err := exec.Command(gpuzBinary, args...).Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, text)
+	}
+	for _, want := range []string{"cuda, bf16, q4_k weights", "quantized weights, bits a weight: q8_0 8.5, q4_k 4.5"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("the table lacks %q:\n%s", want, text)
+		}
 	}
 }

@@ -28,21 +28,15 @@ type Planner struct {
 	gpuFree   int64
 	gpuTotal  int64
 	host      device.HostLimit
-	compiled  map[leverKey]compiled
+	compiled  map[levers.Set]compiled
 }
 
-// leverKey is a setting of the levers that change the schedule compiled:
-// one schedule per recompute, precision and attention setting.
-type leverKey struct {
-	recompute levers.Recompute
-	precision levers.Precision
-	attention levers.Attention // "": the workload's own
-	lora      levers.LoRA      // the zero value: the workload's own
-}
-
-// keyOf is cfg's lever settings, "" read as the default.
-func keyOf(cfg Config) leverKey {
-	return leverKey{cfg.Recompute.Setting(), cfg.Precision.Setting(), cfg.Attention, cfg.LoRA}
+// keyOf is cfg's lever settings, the key of the schedule compiled under
+// them: "" read as the default.
+func keyOf(cfg Config) levers.Set {
+	k := cfg.Set
+	k.Recompute, k.Precision = k.Recompute.Setting(), k.Precision.Setting()
+	return k
 }
 
 // defaultKey is the levers' defaults: no recompute, fp32.
@@ -61,7 +55,7 @@ type compiled struct {
 // the device.
 func NewPlanner(opts Options) (*Planner, error) {
 	threads := opts.applyThreads()
-	p := &Planner{opts: opts, compiled: map[leverKey]compiled{}}
+	p := &Planner{opts: opts, compiled: map[levers.Set]compiled{}}
 	p.opts.Set = levers.Set{}
 	c, err := p.schedule(defaultKey)
 	if err != nil {
@@ -124,15 +118,15 @@ func (p *Planner) HostAvailable() int64 { return p.host.Bytes }
 
 // schedule returns the workload compiled under the lever settings k,
 // compiling it the first time.
-func (p *Planner) schedule(k leverKey) (compiled, error) {
+func (p *Planner) schedule(k levers.Set) (compiled, error) {
 	if c, ok := p.compiled[k]; ok {
 		return c, nil
 	}
 	opts := p.opts
-	opts.Set = levers.Set{Recompute: k.recompute, Precision: k.precision, Attention: k.attention, LoRA: k.lora}
+	opts.Set = k
 	model, sched, err := opts.compile()
 	if err != nil {
-		return compiled{}, fmt.Errorf("compiling with recompute %s, precision %s, attention %q, LoRA %s: %w", k.recompute, k.precision, k.attention, k.lora, err)
+		return compiled{}, fmt.Errorf("compiling with recompute %s, precision %s, attention %q, LoRA %s, weights %v: %w", k.Recompute, k.Precision, k.Attention, k.LoRA, k.Weights, err)
 	}
 	p.compiled[k] = compiled{model, sched}
 	return p.compiled[k], nil

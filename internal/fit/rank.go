@@ -21,10 +21,11 @@ const ResultsGainFraction = 0.25
 
 // ChangesResults reports whether c's results (losses, outputs) differ
 // from its configuration's with every lever at its default: 16 bits round
-// them, and the other attention (fused against eager) sums in another
-// order. Recompute leaves them bit-identical.
+// them, quantized weights round the weights to their kind's levels, and
+// the other attention (fused against eager) sums in another order.
+// Recompute leaves them bit-identical.
 func (c Candidate) ChangesResults() bool {
-	return c.Precision.Half() || c.Attention != ""
+	return c.Precision.Half() || c.Attention != "" || c.Weights.Quantized()
 }
 
 // simpler orders two configurations by how simple they are to run and

@@ -18,6 +18,7 @@ import (
 	"gpuz/internal/bench"
 	"gpuz/internal/engine"
 	"gpuz/internal/levers"
+	"gpuz/internal/quant"
 	"gpuz/internal/units"
 )
 
@@ -46,6 +47,10 @@ type Options struct {
 	// decides what is trained, so it is the user's choice: the search
 	// never adds a setting.
 	LoRA []levers.LoRA
+	// Weights lists the storages of the frozen weights to rank together
+	// (levers.Set.Weights: quant.F32 for the precision's floats, or a
+	// quantized kind); nil is the floats only.
+	Weights []quant.Kind
 }
 
 // Validate reports options no search can use.
@@ -183,7 +188,7 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 	if opts.Bench.Task == bench.TaskGenerate {
 		attention = "" // a generation attends through its caches either way
 	}
-	for _, c := range Candidates(p.Blocks(), p.MinWindow(), train, hasGPU, attention, opts.LoRA...) {
+	for _, c := range Candidates(p.Blocks(), p.MinWindow(), train, hasGPU, attention, opts.Weights, opts.LoRA...) {
 		if c.LoRA.On() {
 			var err error
 			if c.Trained, err = p.Trained(c.Config); err != nil {
@@ -342,6 +347,12 @@ var leverDefaults = []func(Candidate) (Candidate, bool){
 		c.Precision = levers.BF16
 		return c, set
 	},
+	// Quantized weights against the precision's floats.
+	func(c Candidate) (Candidate, bool) {
+		set := c.Weights != quant.F32
+		c.Weights = quant.F32
+		return c, set
+	},
 }
 
 // HasLevers reports whether c sets any lever to other than its default.
@@ -367,6 +378,9 @@ func (c Candidate) String() string {
 	}
 	if c.Attention != "" {
 		s += ", " + string(c.Attention) + " attention"
+	}
+	if c.Weights.Quantized() {
+		s += ", " + c.Weights.String() + " weights"
 	}
 	if c.LoRA.On() {
 		s += fmt.Sprintf(", LoRA R=%d (%s trained)", c.LoRA.Rank, units.Count(c.Trained))
@@ -400,10 +414,24 @@ func cross(dims ...dimension) []Candidate {
 // product of the placements and each lever's values (recompute, the
 // precision, and for a workload whose attention is computed as attention
 // says, the other way too; "" for a workload without attention layers),
-// and each LoRA setting of loras (none: the workload's own). Adding a
-// lever is one more dimension here, and one more entry of leverDefaults.
-func Candidates(blocks, minWindow int, train, gpu bool, attention levers.Attention, loras ...levers.LoRA) []Candidate {
-	return cross(loraSettings(loras), placements(blocks, minWindow, train, gpu), recomputes(train), precisions(), attentions(attention))
+// each storage of the frozen weights of weights (nil: the floats), and
+// each LoRA setting of loras (none: the workload's own). Adding a lever is
+// one more dimension here, and one more entry of leverDefaults.
+func Candidates(blocks, minWindow int, train, gpu bool, attention levers.Attention, weights []quant.Kind, loras ...levers.LoRA) []Candidate {
+	return cross(loraSettings(loras), placements(blocks, minWindow, train, gpu), recomputes(train), precisions(), attentions(attention), weightSettings(weights))
+}
+
+// weightSettings is the weights' dimension: each kind of kinds, or the
+// floats alone.
+func weightSettings(kinds []quant.Kind) dimension {
+	d := dimension{func(*Candidate) {}}
+	if len(kinds) > 0 {
+		d = nil
+	}
+	for _, k := range kinds {
+		d = append(d, func(c *Candidate) { c.Weights = k })
+	}
+	return d
 }
 
 // loraSettings is LoRA's dimension: the settings the user gave, or the

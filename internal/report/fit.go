@@ -10,6 +10,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/fit"
+	"gpuz/internal/quant"
 	"gpuz/internal/results"
 	"gpuz/internal/termsafe"
 	"gpuz/internal/units"
@@ -195,10 +196,34 @@ func fitTable(r fit.Result) (table, []string) {
 		t.notes = append(t.notes, fmt.Sprintf("%s on %s fit, unranked: it has no profile (sim:PROFILE has one: gpuz devices --profiles; or a profile file: gpuz calibrate)",
 			plural(int64(n), "configuration"), r.Device))
 	}
+	if note := weightKindsNote(rows); note != "" {
+		t.notes = append(t.notes, note)
+	}
 	if r.HostProfile == "" && r.CPU.Mode != "" {
 		t.notes = append(t.notes, "the cpu is unranked: no host profile; run gpuz calibrate to measure this machine's, or give --host-profile NAME|FILE")
 	}
 	return t, cmds
+}
+
+// weightKindsNote says what the quantized kinds among rows cost: their
+// bits a weight, the one figure of their accuracy gpuz gives; "" when no
+// row stores its weights quantized.
+func weightKindsNote(rows []fit.Entry) string {
+	var kinds []quant.Kind
+	for _, e := range rows {
+		if e.Weights.Quantized() && !slices.Contains(kinds, e.Weights) {
+			kinds = append(kinds, e.Weights)
+		}
+	}
+	if len(kinds) == 0 {
+		return ""
+	}
+	slices.Sort(kinds)
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %.3g", k, k.BitsPerWeight())
+	}
+	return "quantized weights, bits a weight: " + strings.Join(parts, ", ") + " (the layers' projections and, for ggml's kinds, the embedding; the head in floats); they change the outputs, and gpuz measures memory and time, not the accuracy they cost"
 }
 
 // rankOrderNote explains a ranked row printed above a faster one (issue
