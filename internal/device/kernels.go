@@ -24,8 +24,7 @@ type Kernels interface {
 	// ceil(bytes/4) float32 words), x and y float32: the product of a
 	// projection whose frozen weight is quantized, W's blocks decoded as
 	// they are read, never widened whole (see hostmath.QuantXWt). k must
-	// be whole blocks of kind. Every kind on a GPU; the host's
-	// (hostmath's) take the row kinds, not NF4.
+	// be whole blocks of kind.
 	QuantXWt(kind quant.Kind, m, n, k int, x, w, y Buffer)
 	// QuantGW computes dx [m, k] = g [m, n]·W for W [n, k] stored as
 	// QuantXWt's: QuantXWt's gradient with respect to x (see
