@@ -49,16 +49,26 @@ static inline __attribute__((always_inline)) void GPUZ_QK(gpuz_q_dot_rows)(const
 	}
 }
 
+// GPUZ_QK_GW_AHEAD is how many rows ahead gpuz_q_gw_rows fetches W.
+#define GPUZ_QK_GW_AHEAD 4
+
 // gpuz_q_gw_rows computes dx's columns [32·s0, 32·s1) for the m ≤ 4 rows
-// of g: each entry sums W's rows in turn, into dx itself.
+// of g (ldx = k): each entry sums W's rows in turn, into dx itself.
 static inline __attribute__((always_inline)) void GPUZ_QK(gpuz_q_gw_rows)(const int kind, const struct gpuz_q_nf4 *nf, const int m,
                                                                           const float *g, int n, const uint8_t *w,
                                                                           ptrdiff_t rb, int s0, int s1, float *dx,
                                                                           ptrdiff_t ldx) {
 	for (int r = 0; r < m; r++)
 		for (int p = 32 * s0; p < 32 * s1; p++) dx[r * ldx + p] = 0;
+	// The run's bytes of a row, which the rows' stride keeps the hardware
+	// from fetching ahead: each row fetches those of the row
+	// GPUZ_QK_GW_AHEAD on.
+	const ptrdiff_t b0 = (ptrdiff_t)s0 * 32 * rb / ldx, b1 = (ptrdiff_t)s1 * 32 * rb / ldx;
 	for (int j = 0; j < n; j++) {
 		const uint8_t *wr = w + (ptrdiff_t)j * rb;
+		if (j + GPUZ_QK_GW_AHEAD < n)
+			for (ptrdiff_t b = b0; b < b1; b += 64)
+				_mm_prefetch((const char *)(wr + GPUZ_QK_GW_AHEAD * rb + b), _MM_HINT_T0);
 		GPUZ_QK_VEC gj[4];
 		GPUZ_QK_UNROLL for (int r = 0; r < m; r++) gj[r] = GPUZ_QK_SET1(g[(ptrdiff_t)r * n + j]);
 		for (int s = s0; s < s1; s++) {
@@ -139,6 +149,7 @@ static void GPUZ_QK(gpuz_q_tile)(int kind, const struct gpuz_q_nf4 *nf, const ui
 }
 
 #undef GPUZ_QK_CASES
+#undef GPUZ_QK_GW_AHEAD
 #undef GPUZ_QK_UNROLL
 #undef GPUZ_QK_ROWS
 #undef GPUZ_QK
