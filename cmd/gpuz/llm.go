@@ -60,6 +60,9 @@ func addLLMFlags(fs *pflag.FlagSet, lists *listFlags, o *WorkloadOptions) {
 	}
 	addGenerateFlags(fs, o)
 	addWeightsFlag(fs, o)
+	if !o.PlanOnly {
+		addLoadWeightsFlag(fs, o)
+	}
 }
 
 // resolveModel reads --model and gives the options the llm workload of
@@ -80,7 +83,7 @@ func (o *WorkloadOptions) resolveModel() error {
 		return usagef("--model: %s: %w", shortText(o.Model), err)
 	}
 	o.Workload = models.LLMOf(m)
-	o.modelName = modelName(m)
+	o.modelName, o.gguf = modelName(m), m.GGUF
 	return nil
 }
 

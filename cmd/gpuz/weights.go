@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/hfconfig"
 	"gpuz/internal/levers"
 	"gpuz/internal/quant"
 )
@@ -14,6 +15,23 @@ import (
 // the llm workload.
 func addWeightsFlag(fs *pflag.FlagSet, o *WorkloadOptions) {
 	fs.StringVar(&o.weightsText, "weights", "", "the storage of the weights that are not trained (eval, generate, LoRA's base): f32, f16 or bf16 (the floats of --precision, which f16 and bf16 set when it is not given) or a quantized kind, q8_0, q4_0 or q4_k (llama.cpp's GGUF blocks, 8.5, 4.5 and 4.5 bits a weight) or nf4 (bitsandbytes' NormalFloat with double quantization, 4.13 bits, as QLoRA), for every projection of the decoder's layers, the embedding and the output head then in bf16 unless --precision says otherwise, the norms in fp32 (default: --precision's; a GGUF --model's own kind); fit ranks q8_0 and q4_k beside the floats unless a kind is given, a float kind keeping the floats")
+}
+
+// addLoadWeightsFlag adds --load-weights to the llm runs.
+func addLoadWeightsFlag(fs *pflag.FlagSet, o *WorkloadOptions) {
+	fs.BoolVar(&o.LoadWeights, "load-weights", false, "with --model FILE.gguf: compute with the file's own weights, read one tensor at a time from the memory-mapped file (a projection stored in the file's kind takes its blocks as they are; any other is dequantized, and quantized again if --weights says another kind), instead of weights drawn at random")
+}
+
+// loadWeightsFile returns the GGUF table --load-weights reads, nil
+// without the flag; an error when --model is not a GGUF file.
+func (o *WorkloadOptions) loadWeightsFile() (*hfconfig.GGUF, error) {
+	switch {
+	case !o.LoadWeights:
+		return nil, nil
+	case o.gguf == nil:
+		return nil, fmt.Errorf("--load-weights reads a GGUF file's weights; --model %s is not one", shortText(o.Model))
+	}
+	return o.gguf, nil
 }
 
 // weightsKind reads --weights, or a GGUF file's kind when it is not

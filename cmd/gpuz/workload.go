@@ -18,6 +18,7 @@ import (
 	"gpuz/internal/bench"
 	"gpuz/internal/cache"
 	"gpuz/internal/device"
+	"gpuz/internal/hfconfig"
 	"gpuz/internal/levers"
 	"gpuz/internal/models"
 	"gpuz/internal/perfmodel"
@@ -139,6 +140,11 @@ type WorkloadOptions struct {
 	// (--model FILE.gguf), which --weights defaults to; quant.F32 for
 	// every other model.
 	fileWeights quant.Kind
+	// gguf is the GGUF model's tensor table (--model FILE.gguf), nil for
+	// every other model; LoadWeights is --load-weights (compute with the
+	// file's weights).
+	gguf        *hfconfig.GGUF
+	LoadWeights bool
 	// HostMemoryText is plan's and fit's --host-memory: the target host's
 	// memory as a size, "" for this machine's.
 	HostMemoryText string
@@ -566,6 +572,9 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 		ProcessStart: o.IO.Started,
 	}
 	if err := o.place(cfg, &opts); err != nil {
+		return bench.Options{}, usage(err)
+	}
+	if opts.LoadWeights, err = o.loadWeightsFile(); err != nil {
 		return bench.Options{}, usage(err)
 	}
 	if o.HostMemoryText != "" {

@@ -18,6 +18,7 @@ import (
 
 	"gpuz/internal/device"
 	"gpuz/internal/engine"
+	"gpuz/internal/hfconfig"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/hugemem"
 	"gpuz/internal/levers"
@@ -71,6 +72,10 @@ type Options struct {
 	// Config is the run configuration: cache mode's paging, the hybrid
 	// mode's placement.
 	Config
+	// LoadWeights, when set, is the GGUF file (--model FILE.gguf
+	// --load-weights) whose tensors every mode's parameters take after
+	// they are drawn (loadWeights); nil keeps the drawn values.
+	LoadWeights *hfconfig.GGUF
 	// HostProfile, when set, is the profile the cpu mode's epochs are
 	// predicted on (perfmodel.LookupHost, perfmodel.HostProfile). The
 	// cuda and cache modes are predicted on their device's own profile,
@@ -460,6 +465,9 @@ func (m *modeRun) initialise() bool {
 		defer func() { upload += time.Since(uploading) }()
 		return m.prog.SetInput(param, values)
 	})
+	if err == nil && m.opts.LoadWeights != nil {
+		err = m.loadWeights()
+	}
 	if err != nil {
 		return m.fail(errorStatus(err))
 	}

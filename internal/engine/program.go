@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"gpuz/internal/device"
+	"gpuz/internal/quant"
 )
 
 // DeviceOp is an op the engine runs: Launch computes it with a device's
@@ -197,14 +198,7 @@ func (prog *Program) SetInput(n *gorgonia.Node, data []float32) error {
 	if !ok || prog.sched.values[i].kind == kindTemporary || prog.sched.values[i].kind == kindSeed {
 		return fmt.Errorf("engine: %s is not an input or parameter of the program", n.Name())
 	}
-	if set, err := prog.placed.setParam(i, data); set || err != nil {
-		if err != nil {
-			return fmt.Errorf("engine: setting %s: %w", n.Name(), err)
-		}
-		return nil
-	}
-	d := prog.on(prog.sides.valueHost[i])
-	if v := prog.sched.values[i]; v.store == quantized {
+	if prog.sched.values[i].store == quantized {
 		if len(data) != prog.sched.count(i) {
 			return fmt.Errorf("engine: setting %s: %d values for %d elements", n.Name(), len(data), prog.sched.count(i))
 		}
@@ -212,8 +206,16 @@ func (prog *Program) SetInput(n *gorgonia.Node, data []float32) error {
 		if err != nil {
 			return fmt.Errorf("engine: setting %s: %w", n.Name(), err)
 		}
-		data = words
-	} else if v.store.narrow() {
+		return prog.setWords(i, words)
+	}
+	if set, err := prog.placed.setParam(i, data); set || err != nil {
+		if err != nil {
+			return fmt.Errorf("engine: setting %s: %w", n.Name(), err)
+		}
+		return nil
+	}
+	d := prog.on(prog.sides.valueHost[i])
+	if v := prog.sched.values[i]; v.store.narrow() {
 		if len(data) != prog.sched.count(i) {
 			return fmt.Errorf("engine: setting %s: %d values for %d elements", n.Name(), len(data), prog.sched.count(i))
 		}
@@ -226,6 +228,50 @@ func (prog *Program) SetInput(n *gorgonia.Node, data []float32) error {
 	}
 	if err := d.Upload(prog.buffers[i], data); err != nil {
 		return fmt.Errorf("engine: setting %s: %w", n.Name(), err)
+	}
+	return nil
+}
+
+// SetStored sets parameter n, stored quantized (StoredKind), to the bytes
+// of its blocks as they are, a file's: kind.Bytes of its matrix. Nothing
+// is quantized again.
+func (prog *Program) SetStored(n *gorgonia.Node, b []byte) error {
+	i, ok := prog.sched.index[n]
+	if !ok || prog.sched.values[i].store != quantized {
+		return fmt.Errorf("engine: %s is not a quantized parameter of the program", n.Name())
+	}
+	v := prog.sched.values[i]
+	if want := v.qkind.Bytes(v.shape[0], v.shape[1]); int64(len(b)) != want {
+		return fmt.Errorf("engine: setting %s: %d bytes for a %v matrix of %d", n.Name(), len(b), v.qkind, want)
+	}
+	words := make([]float32, v.elems)
+	copy(wordBytes(words), b)
+	return prog.setWords(i, words)
+}
+
+// StoredKind returns the quantized kind parameter n is stored in; ok is
+// false for a value stored in floats.
+func (prog *Program) StoredKind(n *gorgonia.Node) (kind quant.Kind, ok bool) {
+	i, found := prog.sched.index[n]
+	if !found || prog.sched.values[i].store != quantized {
+		return 0, false
+	}
+	return prog.sched.values[i].qkind, true
+}
+
+// setWords copies a quantized parameter's words, as stored, to wherever
+// it lives: a paged block's master area (and its device copy when
+// resident), or its buffer.
+func (prog *Program) setWords(i int, words []float32) error {
+	name := prog.sched.values[i].node.Name()
+	if set, err := prog.placed.setParam(i, words); set || err != nil {
+		if err != nil {
+			return fmt.Errorf("engine: setting %s: %w", name, err)
+		}
+		return nil
+	}
+	if err := prog.on(prog.sides.valueHost[i]).Upload(prog.buffers[i], words); err != nil {
+		return fmt.Errorf("engine: setting %s: %w", name, err)
 	}
 	return nil
 }

@@ -212,16 +212,15 @@ func (r *residency) setParam(valueIndex int, data []float32) (bool, error) {
 func (r *residency) setMaster(valueIndex int, data []float32) error {
 	sc := r.prog.sched
 	b, off := r.paramPlace(valueIndex)
-	if n := sc.count(valueIndex); len(data) != n {
-		return fmt.Errorf("%d values for a parameter of %d", len(data), n)
-	}
-	if sc.values[valueIndex].store == quantized { // frozen: no master
-		words, err := sc.quantizedWords(valueIndex, data)
-		if err != nil {
-			return err
+	switch v := sc.values[valueIndex]; {
+	case v.store == quantized: // its words, as stored; frozen: no master
+		if len(data) != v.elems {
+			return fmt.Errorf("%d words for a quantized parameter of %d", len(data), v.elems)
 		}
-		data = words
-	} else if i := sc.paramIndex(valueIndex); sc.values[valueIndex].store.narrow() {
+	case len(data) != sc.count(valueIndex):
+		return fmt.Errorf("%d values for a parameter of %d", len(data), sc.count(valueIndex))
+	}
+	if i := sc.paramIndex(valueIndex); sc.values[valueIndex].store.narrow() {
 		if m := r.prog.masters[i]; m != nil { // resident on the device with the moments
 			if err := r.prog.dev.Upload(m, data); err != nil {
 				return err

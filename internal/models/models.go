@@ -80,10 +80,16 @@ func (m *Model) Weights(kind quant.Kind, train bool) (map[*gorgonia.Node]quant.K
 	}
 	w := make(map[*gorgonia.Node]quant.Kind, len(stored))
 	for _, p := range stored {
+		if s := p.Shape(); len(s) != 2 || kind.CheckShape(s[0], s[1]) != nil {
+			continue // rows of partial blocks stay in floats, as llama.cpp's quantizer leaves them
+		}
 		if train && !m.frozen(p) {
 			return nil, fmt.Errorf("--weights %v stores only frozen weights, and %s is trained: a quantized weight cannot be (train LoRA's adapters with --lora R)", kind, p.Name())
 		}
 		w[p] = kind
+	}
+	if len(w) == 0 {
+		return nil, fmt.Errorf("--weights %v: no weight of the model has rows of whole %d-weight blocks", kind, kind.BlockWeights())
 	}
 	return w, nil
 }
