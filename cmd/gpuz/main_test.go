@@ -56,6 +56,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown weight kind", "llm eval cpu --layers 1 --weights q5_0", "--weights: unknown weight kind \"q5_0\""},
 		{"quantized weights trained", "llm train cpu --layers 1 --weights q4_0", "--weights q4_0 stores frozen weights, and training changes every weight"},
 		{"quantized gpt2", "llm eval cpu --model gpt2 --layers 1 --weights q8_0", "--weights q8_0: only a Llama-family decoder's projections are stored quantized, not gpt2's"},
+		{"load weights of a preset", "llm generate cpu --model smollm2-135m --layers 1 --load-weights", "--load-weights reads a GGUF file's weights; --model smollm2-135m is not one"},
 		{"weights against precision", "llm eval cpu --layers 1 --weights bf16 --precision fp16", "--weights bf16 stores the weights in bf16, and --precision is fp16"},
 		{"generate zero prompt", "llm generate cpu --layers 1 --prompt 0", "--prompt must be positive, got 0"},
 		{"generate negative tokens", "llm generate cpu --layers 1 --tokens -1", "--tokens must be positive, got -1"},
