@@ -191,7 +191,7 @@ func TestLlamaCppAgrees(t *testing.T) {
 		for _, typ := range tc.types {
 			t.Run(tc.name+"/"+typ.String(), func(t *testing.T) {
 				m := tc.m
-				path, _ := exportModel(t, m, tc.layers, 5, typ, sharpen(m))
+				path, _ := exportModel(t, m, tc.layers, 5, typ, F32, sharpen(m))
 				rng := rand.New(rand.NewPCG(11, 0))
 				var all [][]int
 				for range prompts {
