@@ -12,6 +12,7 @@ import (
 	"gpuz/internal/gguf"
 	"gpuz/internal/hfconfig"
 	"gpuz/internal/models"
+	"gpuz/internal/quant"
 )
 
 // ExportOptions are the arguments of gpuz llm export.
@@ -24,9 +25,11 @@ type ExportOptions struct {
 	// Seed draws the weights, as a run's --seed does.
 	Seed uint64
 	// GGUF names the file to write; Type is the matrices' type, f16 or
-	// f32.
-	GGUF string
-	Type string
+	// f32; Weights, when not empty, the block type the projections and
+	// the token embedding are quantized to: q8_0, q4_0 or q4_k.
+	GGUF    string
+	Type    string
+	Weights string
 }
 
 // newExportCmd builds gpuz llm export --gguf FILE; runF, when not nil, is
@@ -41,13 +44,17 @@ func newExportCmd(ios *IOStreams, runF func(context.Context, *ExportOptions) err
 convert_hf_to_gguf.py writes), with the weights a run of the same --model,
 --layers and --seed draws, so that llama.cpp and gpuz run the same model.
 The matrices are F16 (--type f32 keeps them exact), the norms and biases
-F32. The vocabulary is synthetic (tokens t0, t1, … with <unk>, <s> and
+F32. --weights q8_0, q4_0 or q4_k quantizes the projections and the token
+embedding as llama.cpp's quantizer does, byte for byte (the output head,
+when untied, stays of --type; every quantized row must be a whole number
+of blocks, 32 weights or Q4_K's 256); nf4 has no GGUF type. The vocabulary is synthetic (tokens t0, t1, … with <unk>, <s> and
 </s> at 0, 1 and 2): the model is fed token ids, not text. The Llama
 family (llama, mistral, qwen2) is written; GPT-2 is not. The file is
 written whole or not at all. docs/llm.md has the worked example with
 llama.cpp.`,
 		Example: `  gpuz llm export --model smollm2-135m --gguf smollm2.gguf
-  gpuz llm export --model llama-3.2-1b --layers 4 --type f32 --seed 7 --gguf l4.gguf`,
+  gpuz llm export --model llama-3.2-1b --layers 4 --type f32 --seed 7 --gguf l4.gguf
+  gpuz llm export --model smollm2-135m --weights q8_0 --gguf smollm2-q8_0.gguf`,
 		Args: noArgs,
 		RunE: runWith(opts, runF, exportRun),
 	}
@@ -57,6 +64,7 @@ llama.cpp.`,
 	fs.Uint64Var(&opts.Seed, "seed", 1, "seed of the weights, as a run's --seed")
 	fs.StringVar(&opts.GGUF, "gguf", "", "the GGUF file to write (required)")
 	fs.StringVar(&opts.Type, "type", "f16", "the matrices' type: f16 or f32")
+	fs.StringVar(&opts.Weights, "weights", "", "quantize the projections and the token embedding to q8_0, q4_0 or q4_k, llama.cpp's blocks (default: of --type)")
 	return cmd
 }
 
@@ -81,6 +89,10 @@ func exportRun(ctx context.Context, opts *ExportOptions) error {
 	default:
 		return usagef("--type %q: want f16 or f32", opts.Type)
 	}
+	weights, err := exportWeights(opts.Weights)
+	if err != nil {
+		return err
+	}
 	if opts.Model == "" {
 		return usagef("--model: empty (want a preset, a config.json, a directory holding one or a GGUF file; gpuz llm --list-models lists the presets)")
 	}
@@ -100,6 +112,10 @@ func exportRun(ctx context.Context, opts *ExportOptions) error {
 	file := gguf.Llama{Config: m.Config, Layers: layers, Name: modelName(m), Type: typ}
 	if err := file.Check(); err != nil {
 		return usagef("--model %s: %w", opts.Model, err)
+	}
+	file.Weights = weights
+	if err := file.Check(); err != nil {
+		return usagef("--weights %s: %w", opts.Weights, err)
 	}
 	model, err := models.LLMConfig{Model: m, Layers: layers, SeqLen: 1, Feed: models.Feed{Samples: 1, Batch: 1, Epochs: 1}}.Build()
 	if err != nil {
@@ -131,7 +147,35 @@ func exportRun(ctx context.Context, opts *ExportOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.IO.Out, "wrote %s: %s, %d of %d layers, %s matrices, %d parameters, seed %d\n",
-		opts.GGUF, modelName(m), layers, m.Layers, typ, model.ParamCount(), opts.Seed)
+	matrices := typ.String() + " matrices"
+	if weights.Quantized() {
+		matrices = weights.String() + " matrices"
+		if !m.TieEmbeddings {
+			matrices += ", the head " + typ.String()
+		}
+	}
+	fmt.Fprintf(opts.IO.Out, "wrote %s: %s, %d of %d layers, %s, %d parameters, seed %d\n",
+		opts.GGUF, modelName(m), layers, m.Layers, matrices, model.ParamCount(), opts.Seed)
 	return nil
+}
+
+// exportWeights reads export's --weights: the block type the
+// projections and the token embedding are quantized to, or F32 (Llama's
+// "none") when it is empty.
+func exportWeights(text string) (gguf.Type, error) {
+	if text == "" {
+		return gguf.F32, nil
+	}
+	k, err := quant.Parse(text)
+	if err != nil {
+		return 0, usagef("--weights: %w", err)
+	}
+	t, ok := gguf.TypeOf(k)
+	switch {
+	case k == quant.NF4:
+		return 0, usagef("--weights nf4: GGUF has no NF4 type (it is bitsandbytes'); export writes q8_0, q4_0 or q4_k")
+	case !ok || !t.Quantized():
+		return 0, usagef("--weights %v: export quantizes to q8_0, q4_0 or q4_k; the float matrices' type is --type's (f16 or f32)", k)
+	}
+	return t, nil
 }

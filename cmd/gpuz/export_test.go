@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gpuz/internal/hfconfig"
+	"gpuz/internal/quant"
 )
 
 // tinyLlamaConfig is a config.json small enough to export in milliseconds.
@@ -43,6 +46,10 @@ func TestExportBadInput(t *testing.T) {
 		{"a directory", "llm export --gguf " + dir, "is a directory"},
 		{"no directory", "llm export --gguf " + filepath.Join(dir, "none", "m.gguf"), "no such file or directory"},
 		{"type", "llm export --type q4 --gguf " + out, `--type "q4": want f16 or f32`},
+		{"weights nf4", "llm export --weights nf4 --gguf " + out, "--weights nf4: GGUF has no NF4 type (it is bitsandbytes'); export writes q8_0, q4_0 or q4_k"},
+		{"weights f16", "llm export --weights f16 --gguf " + out, "--weights f16: export quantizes to q8_0, q4_0 or q4_k; the float matrices' type is --type's (f16 or f32)"},
+		{"weights unknown", "llm export --weights q5_0 --gguf " + out, `--weights: unknown weight kind "q5_0"`},
+		{"weights blocks", "llm export --model " + config + " --weights q4_k --gguf " + out, "--weights q4_k: token_embd.weight: a q4_k weight's rows must be a multiple of 256 weights; these have 32"},
 		{"unknown model", "llm export --model nosuch --gguf " + out, "--model: "},
 		{"empty model", "llm export --model '' --gguf " + out, "--model: empty"},
 		{"gpt2", "llm export --model gpt2 --gguf " + out, "GGUF export writes the Llama family (llama, mistral, qwen2), not GPT-2 (gpt2)"},
@@ -110,5 +117,52 @@ func TestExport(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("files left behind: %v", entries)
+	}
+}
+
+// TestExportWeights exports the tiny model, its intermediate size 64 so
+// that every row is whole blocks of 32, with --weights q8_0 and q4_0: the
+// output line names the kind; two exports are the same bytes, smaller
+// than the F16 file; and the file read back as a model (hfconfig.Load)
+// has its projections and embedding of the kind, its norms F32.
+func TestExportWeights(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "tiny.json")
+	if err := os.WriteFile(config, []byte(strings.Replace(tinyLlamaConfig, `"intermediate_size": 48`, `"intermediate_size": 64`, 1)), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	export := func(name string, flags ...string) []byte {
+		path := filepath.Join(dir, name)
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"llm", "export", "--model", config, "--gguf", path}, flags...)
+		if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%q: exit status %d: %s", args, code, stderr.String())
+		}
+		if len(flags) > 0 && !strings.HasPrefix(stdout.String(), "wrote "+path+": tiny, 2 of 2 layers, "+strings.ToUpper(flags[1])+" matrices, ") {
+			t.Errorf("stdout %q", stdout.String())
+		}
+		return readFile(t, path)
+	}
+	f16 := export("f16.gguf")
+	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0} {
+		t.Run(kind.String(), func(t *testing.T) {
+			a, b := export(kind.String()+"-a.gguf", "--weights", kind.String()), export(kind.String()+"-b.gguf", "--weights", kind.String())
+			if !bytes.Equal(a, b) || len(a) >= len(f16) {
+				t.Errorf("two exports equal: %v; %d bytes, the F16 file %d: want the same bytes, fewer", bytes.Equal(a, b), len(a), len(f16))
+			}
+			m, err := hfconfig.Load(filepath.Join(dir, kind.String()+"-a.gguf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, k := range m.Kinds {
+				want := quant.F32
+				if strings.HasSuffix(name, "proj.weight") || name == "model.embed_tokens.weight" {
+					want = kind
+				}
+				if k != want {
+					t.Errorf("%s is %v, want %v", name, k, want)
+				}
+			}
+		})
 	}
 }

@@ -1,7 +1,10 @@
 // Package gguf writes GGUF files, the format llama.cpp (and Ollama, and
 // LM Studio) load models from: a header, metadata as typed key-value
 // pairs, a table of tensors (name, dimensions, type, offset) and their
-// data, each aligned (docs/gguf.md in github.com/ggml-org/ggml).
+// data, each aligned (docs/gguf.md in github.com/ggml-org/ggml). Tensors
+// are written in float32 or float16, or quantized by package quant into
+// ggml's block types Q8_0, Q4_0 and Q4_K, byte for byte as llama.cpp's
+// quantizer writes them.
 //
 // It writes and does not read: package hfconfig reads a GGUF file as a
 // model, with github.com/gpustack/gguf-parser-go (which the tests read
@@ -19,8 +22,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"gpuz/internal/half"
+	"gpuz/internal/quant"
 )
 
 // magic is "GGUF" read as a little-endian uint32.
@@ -36,10 +41,15 @@ const Alignment = 32
 // Type is a tensor's element type, as ggml numbers it.
 type Type uint32
 
-// The element types written.
+// The element types written: the floats, and ggml's block types (a
+// matrix's rows each a whole number of blocks, quantized as package quant
+// does, ggml's reference quantizers' bytes).
 const (
-	F32 Type = 0 // IEEE binary32
-	F16 Type = 1 // IEEE binary16, rounded to nearest even
+	F32  Type = 0  // IEEE binary32
+	F16  Type = 1  // IEEE binary16, rounded to nearest even
+	Q4_0 Type = 2  // 32 weights a block: an fp16 scale and 16 bytes of nibbles (18 bytes)
+	Q8_0 Type = 8  // 32 weights a block: an fp16 scale and 32 int8 (34 bytes)
+	Q4_K Type = 12 // 256 weights a super-block of 144 bytes
 )
 
 // String names t as ggml does.
@@ -49,16 +59,41 @@ func (t Type) String() string {
 		return "F32"
 	case F16:
 		return "F16"
+	case Q4_0:
+		return "Q4_0"
+	case Q8_0:
+		return "Q8_0"
+	case Q4_K:
+		return "Q4_K"
 	}
 	return fmt.Sprintf("Type(%d)", uint32(t))
 }
 
-// size is an element's bytes.
-func (t Type) size() int64 {
-	if t == F16 {
-		return 2
+// Quantized reports whether t is one of ggml's block types written
+// (Q8_0, Q4_0, Q4_K).
+func (t Type) Quantized() bool { return t == Q4_0 || t == Q8_0 || t == Q4_K }
+
+// kind returns t's storage kind in package quant; ok is false for a type
+// this package does not write.
+func (t Type) kind() (k quant.Kind, ok bool) {
+	if t != F32 && t != F16 && !t.Quantized() {
+		return 0, false
 	}
-	return 4
+	return quant.FromGGML(uint32(t))
+}
+
+// TypeOf returns the GGUF type of quant's kind k; ok is false for a kind
+// this package does not write (bf16, and NF4, which GGUF has no type
+// for).
+func TypeOf(k quant.Kind) (t Type, ok bool) {
+	g, ok := k.GGML()
+	if !ok {
+		return 0, false
+	}
+	if _, ok := Type(g).kind(); !ok {
+		return 0, false
+	}
+	return Type(g), true
 }
 
 // valueType is a metadata value's type as GGUF numbers it.
@@ -83,7 +118,8 @@ type KV struct {
 
 // Tensor is one tensor of a file: its name, its dimensions as ggml counts
 // them (the fastest-varying first, so that a row-major [rows, cols]
-// matrix is {cols, rows}) and its element type.
+// matrix is {cols, rows}) and its element type. A tensor of a block type
+// is quantized along its rows of Dims[0] elements.
 type Tensor struct {
 	Name string
 	Dims []uint64
@@ -99,8 +135,19 @@ func (t Tensor) elems() int64 {
 	return n
 }
 
-// bytes is t's data in bytes, before its padding.
-func (t Tensor) bytes() int64 { return t.elems() * t.Type.size() }
+// shape returns t as a matrix of rows of Dims[0] elements.
+func (t Tensor) shape() (rows, cols int) {
+	cols = int(t.Dims[0])
+	return int(t.elems() / int64(cols)), cols
+}
+
+// bytes is t's data in bytes, before its padding: rows·RowBytes for a
+// block type. t's type must be one written and its shape one it holds
+// (NewEncoder checks both).
+func (t Tensor) bytes() int64 {
+	k, _ := t.Type.kind()
+	return k.Bytes(t.shape())
+}
 
 // padded rounds n up to a multiple of Alignment.
 func padded(n int64) int64 { return (n + Alignment - 1) / Alignment * Alignment }
@@ -124,8 +171,9 @@ type Encoder struct {
 // NewEncoder writes the header, the metadata (general.alignment first,
 // then meta in order) and the tensor table of a file of the given tensors
 // to w, and returns the Encoder that writes their data. It refuses a
-// tensor without a name or dimensions, a name given twice, an unknown
-// type and a value of a type KV does not list.
+// tensor without a name or dimensions, a name given twice, a type it does
+// not write, rows that are not a whole number of its type's blocks, and a
+// value of a type KV does not list.
 func NewEncoder(w io.Writer, meta []KV, tensors []Tensor) (*Encoder, error) {
 	e := &Encoder{w: bufio.NewWriterSize(w, 1<<20), tensors: tensors, index: map[string]int{}, pending: map[int][]float32{}}
 	for i, t := range tensors {
@@ -134,8 +182,15 @@ func NewEncoder(w io.Writer, meta []KV, tensors []Tensor) (*Encoder, error) {
 			return nil, fmt.Errorf("gguf: tensor %d has no name", i)
 		case len(t.Dims) == 0 || len(t.Dims) > 4:
 			return nil, fmt.Errorf("gguf: tensor %s has %d dimensions, want 1 to 4", t.Name, len(t.Dims))
-		case t.Type != F32 && t.Type != F16:
+		case slices.Contains(t.Dims, 0):
+			return nil, fmt.Errorf("gguf: tensor %s of dimensions %v has no elements", t.Name, t.Dims)
+		}
+		k, ok := t.Type.kind()
+		if !ok {
 			return nil, fmt.Errorf("gguf: tensor %s: type %v is not written", t.Name, t.Type)
+		}
+		if err := k.CheckShape(t.shape()); err != nil {
+			return nil, fmt.Errorf("gguf: tensor %s: %w", t.Name, err)
 		}
 		if _, dup := e.index[t.Name]; dup {
 			return nil, fmt.Errorf("gguf: tensor %s given twice", t.Name)
@@ -173,7 +228,9 @@ func NewEncoder(w io.Writer, meta []KV, tensors []Tensor) (*Encoder, error) {
 }
 
 // Write writes the data of the tensor name, values in ggml's order (row
-// after row of a row-major matrix), converted to its type.
+// after row of a row-major matrix), converted to its type: a block type
+// quantized row by row with quant.Quantize, which refuses a NaN or an
+// infinity.
 func (e *Encoder) Write(name string, values []float32) error {
 	i, ok := e.index[name]
 	switch {
@@ -203,6 +260,9 @@ func (e *Encoder) Write(name string, values []float32) error {
 // data writes t's values and its padding.
 func (e *Encoder) data(t Tensor, values []float32) error {
 	const chunk = 1 << 16
+	if t.Type.Quantized() {
+		return e.quantized(t, values, chunk)
+	}
 	for len(values) > 0 {
 		v := values[:min(chunk, len(values))]
 		values = values[len(v):]
@@ -221,6 +281,34 @@ func (e *Encoder) data(t Tensor, values []float32) error {
 			return err
 		}
 	}
+	return e.pad(t)
+}
+
+// quantized writes the values of t, of a block type, a whole number of
+// rows of about chunk values at a time, and its padding.
+func (e *Encoder) quantized(t Tensor, values []float32, chunk int) error {
+	k, _ := t.Type.kind()
+	_, cols := t.shape()
+	step := max(1, chunk/cols)
+	for len(values) > 0 {
+		rows := min(step, len(values)/cols)
+		v := values[:rows*cols]
+		values = values[len(v):]
+		b := slices.Grow(e.buf[:0], int(k.Bytes(rows, cols)))[:k.Bytes(rows, cols)]
+		if err := quant.Quantize(k, b, v, rows, cols); err != nil {
+			return fmt.Errorf("gguf: tensor %s: %w", t.Name, err)
+		}
+		e.buf = b
+		if _, err := e.w.Write(b); err != nil {
+			return err
+		}
+	}
+	return e.pad(t)
+}
+
+// pad writes the zeros that end t's data at the next multiple of
+// Alignment.
+func (e *Encoder) pad(t Tensor) error {
 	_, err := e.w.Write(make([]byte, padded(t.bytes())-t.bytes()))
 	return err
 }

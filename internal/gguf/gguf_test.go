@@ -73,7 +73,14 @@ func TestEncoderRefuses(t *testing.T) {
 		{"no name", nil, []Tensor{{Dims: []uint64{1}}}, nil, "has no name"},
 		{"no dims", nil, []Tensor{{Name: "a"}}, nil, "0 dimensions"},
 		{"twice in the table", nil, []Tensor{one[0], one[0]}, nil, "given twice"},
-		{"type", nil, []Tensor{{Name: "a", Dims: []uint64{1}, Type: 8}}, nil, "is not written"},
+		{"type", nil, []Tensor{{Name: "a", Dims: []uint64{1}, Type: 30}}, nil, "type Type(30) is not written"},
+		{"no elements", nil, []Tensor{{Name: "a", Dims: []uint64{4, 0}}}, nil, "has no elements"},
+		{"blocks", nil, []Tensor{{Name: "a", Dims: []uint64{48, 2}, Type: Q8_0}}, nil, "tensor a: a q8_0 weight's rows must be a multiple of 32 weights; these have 48"},
+		{"not finite", nil, []Tensor{{Name: "a", Dims: []uint64{32}, Type: Q4_0}}, func(e *Encoder) error {
+			v := make([]float32, 32)
+			v[5] = float32(math.NaN())
+			return e.Write("a", v)
+		}, "tensor a: quant: quantizing a 1×32 weight to q4_0: element (0, 5) is NaN"},
 		{"value", []KV{{"k", 1.5}}, one, nil, "float64"},
 		{"unknown", nil, one, func(e *Encoder) error { return e.Write("b", []float32{1, 2}) }, "no tensor b"},
 		{"size", nil, one, func(e *Encoder) error { return e.Write("a", []float32{1}) }, "given 1 values, want 2"},

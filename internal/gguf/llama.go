@@ -26,6 +26,10 @@ import (
 // (llama3's) are written as rope_freqs.weight, each base frequency's
 // divisor, as the converter does. Matrices are of Type; vectors (the
 // norms, the biases, rope_freqs) are F32, as the converter keeps them.
+// With Weights a block type, the projections and the token embedding are
+// quantized to it, as llama.cpp's quantizer does (the queries' and keys'
+// rows permuted first, then each row quantized), and the output head,
+// when untied, stays of Type.
 type Llama struct {
 	// Config is the model's configuration; Layers how many of its
 	// decoder layers are written (the first ones), as --layers builds.
@@ -35,6 +39,11 @@ type Llama struct {
 	Name string
 	// Type is the matrices' type: F16 or F32.
 	Type Type
+	// Weights, when it is a block type (Q8_0, Q4_0, Q4_K), is the type
+	// of the projections and the token embedding, each of whose rows
+	// must then be a whole number of its blocks; F32, the zero value,
+	// leaves them of Type.
+	Weights Type
 }
 
 // Check reports the first thing llama.cpp's llama architecture does not
@@ -57,17 +66,47 @@ func (l Llama) Check() error {
 		return fmt.Errorf("an odd head dimension (%d) has no rotary pairs", c.HeadDim)
 	case l.Type != F16 && l.Type != F32:
 		return fmt.Errorf("type %v: want F16 or F32", l.Type)
+	case l.Weights != F32 && !l.Weights.Quantized():
+		return fmt.Errorf("weights of type %v: want Q8_0, Q4_0 or Q4_K (or F32 for the matrices' type)", l.Weights)
+	}
+	if l.Weights.Quantized() {
+		k, _ := l.Weights.kind()
+		tensors, _ := l.layout()
+		for _, t := range tensors {
+			if t.Type == l.Weights {
+				if err := k.CheckShape(t.shape()); err != nil {
+					return fmt.Errorf("%s: %w", t.Name, err)
+				}
+			}
+		}
 	}
 	return nil
 }
 
-// FileType is general.file_type: llama.cpp's LLAMA_FTYPE of the matrices'
-// type.
+// FileType is general.file_type: llama.cpp's LLAMA_FTYPE of the
+// projections' type (for Q4_K, MOSTLY_Q4_K_S, the name llama.cpp's
+// quantizer gives a file whose projections are all Q4_K).
 func (l Llama) FileType() uint32 {
-	if l.Type == F16 {
+	switch {
+	case l.Weights == Q8_0:
+		return 7 // LLAMA_FTYPE_MOSTLY_Q8_0
+	case l.Weights == Q4_0:
+		return 2 // LLAMA_FTYPE_MOSTLY_Q4_0
+	case l.Weights == Q4_K:
+		return 14 // LLAMA_FTYPE_MOSTLY_Q4_K_S
+	case l.Type == F16:
 		return 1 // LLAMA_FTYPE_MOSTLY_F16
 	}
 	return 0 // LLAMA_FTYPE_ALL_F32
+}
+
+// weights is the projections' and the token embedding's type: Weights
+// when it is a block type, Type otherwise.
+func (l Llama) weights() Type {
+	if l.Weights.Quantized() {
+		return l.Weights
+	}
+	return l.Type
 }
 
 // Metadata is the file's metadata: general.*, llama.* and the
@@ -163,13 +202,16 @@ func (l Llama) layout() ([]Tensor, map[string][]piece) {
 		params[param] = append(params[param], p)
 	}
 	vector := func(param string, n int) { add(param, param, F32, piece{}, n) }
-	matrix := func(param string, rows, cols int) {
-		add(param, param, l.Type, piece{width: cols}, cols, rows)
+	// matrix adds a matrix of type typ; the projections and the
+	// embedding are of l.weights(), the head of l.Type.
+	matrix := func(param string, typ Type, rows, cols int) {
+		add(param, param, typ, piece{width: cols}, cols, rows)
 	}
+	w := l.weights()
 	if f := l.ropeFactors(); f != nil {
 		tensors = append(tensors, Tensor{Name: "rope_freqs.weight", Dims: []uint64{uint64(len(f))}, Type: F32})
 	}
-	matrix(mods.Embed+".weight", c.Vocab, c.Hidden)
+	matrix(mods.Embed+".weight", w, c.Vocab, c.Hidden)
 	for i := range l.Layers {
 		layer := mods.Layers + strconv.Itoa(i) + "."
 		vector(layer+mods.AttnNorm+".weight", c.Hidden)
@@ -177,7 +219,7 @@ func (l Llama) layout() ([]Tensor, map[string][]piece) {
 		qkv := c.Projection(hfconfig.QKV)
 		for j, part := range qkv.Parts {
 			p := piece{off: part.Off, rows: part.Width, width: qkv.In, permuteForRope: j < 2}
-			add(layer+qkv.Name+".weight", layer+part.Name+".weight", l.Type, p, qkv.In, part.Width)
+			add(layer+qkv.Name+".weight", layer+part.Name+".weight", w, p, qkv.In, part.Width)
 		}
 		if qkv.Bias {
 			for j, part := range qkv.Parts {
@@ -186,21 +228,21 @@ func (l Llama) layout() ([]Tensor, map[string][]piece) {
 			}
 		}
 		out := c.Projection(hfconfig.Out)
-		matrix(layer+out.Name+".weight", out.Out, out.In)
+		matrix(layer+out.Name+".weight", w, out.Out, out.In)
 		if out.Bias {
 			vector(layer+out.Name+".bias", out.Out)
 		}
 		vector(layer+mods.MLPNorm+".weight", c.Hidden)
 		up := c.Projection(hfconfig.Up)
 		for _, part := range up.Parts {
-			add(layer+up.Name+".weight", layer+part.Name+".weight", l.Type, piece{off: part.Off, rows: part.Width, width: up.In}, up.In, part.Width)
+			add(layer+up.Name+".weight", layer+part.Name+".weight", w, piece{off: part.Off, rows: part.Width, width: up.In}, up.In, part.Width)
 		}
 		down := c.Projection(hfconfig.Down)
-		matrix(layer+down.Name+".weight", down.Out, down.In)
+		matrix(layer+down.Name+".weight", w, down.Out, down.In)
 	}
 	vector(mods.FinalNorm+".weight", c.Hidden)
 	if !c.TieEmbeddings {
-		matrix(mods.Head+".weight", c.Vocab, c.Hidden)
+		matrix(mods.Head+".weight", l.Type, c.Vocab, c.Hidden)
 	}
 	return tensors, params
 }
@@ -263,7 +305,7 @@ func (lw *LlamaWriter) Param(name string, values []float32) error {
 			v = values[p.off*p.width : (p.off+p.rows)*p.width]
 		}
 		if p.permuteForRope {
-			v = interleave(v, p.width, lw.headDim)
+			v = interleave(v, p.width, lw.headDim) // before the encoder quantizes the rows
 		}
 		if err := lw.enc.Write(p.name, v); err != nil {
 			return err

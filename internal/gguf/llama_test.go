@@ -51,9 +51,10 @@ func tinyModel(t *testing.T, config string) hfconfig.Model {
 }
 
 // exportModel writes m's first layers, drawn from seed as a run draws
-// them (and changed by edit when it is not nil), to a file of type typ in
-// a temporary folder, and returns its path and gpuz's parameters by name.
-func exportModel(t *testing.T, m hfconfig.Model, layers int, seed uint64, typ Type, edit func(name string, values []float32)) (string, map[string][]float32) {
+// them (and changed by edit when it is not nil), to a file of type typ
+// and weights (Llama's Weights) in a temporary folder, and returns its
+// path and gpuz's parameters by name.
+func exportModel(t *testing.T, m hfconfig.Model, layers int, seed uint64, typ, weights Type, edit func(name string, values []float32)) (string, map[string][]float32) {
 	t.Helper()
 	model, err := models.LLMConfig{Model: m, Layers: layers, SeqLen: 1, Feed: models.Feed{Samples: 1, Batch: 1, Epochs: 1}}.Build()
 	if err != nil {
@@ -65,7 +66,7 @@ func exportModel(t *testing.T, m hfconfig.Model, layers int, seed uint64, typ Ty
 		t.Fatal(err)
 	}
 	defer f.Close()
-	lw, err := Llama{Config: m.Config, Layers: layers, Name: m.Name, Type: typ}.NewWriter(f)
+	lw, err := Llama{Config: m.Config, Layers: layers, Name: m.Name, Type: typ, Weights: weights}.NewWriter(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestLlamaFile(t *testing.T) {
 				m := tinyModel(t, tc.config)
 				c := m.Config
 				layers := c.Layers
-				path, params := exportModel(t, m, layers, 3, typ, nil)
+				path, params := exportModel(t, m, layers, 3, typ, F32, nil)
 				gf, err := parser.ParseGGUFFile(path)
 				if err != nil {
 					t.Fatal(err)

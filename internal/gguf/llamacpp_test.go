@@ -191,7 +191,7 @@ func TestLlamaCppAgrees(t *testing.T) {
 		for _, typ := range tc.types {
 			t.Run(tc.name+"/"+typ.String(), func(t *testing.T) {
 				m := tc.m
-				path, _ := exportModel(t, m, tc.layers, 5, typ, sharpen(m))
+				path, _ := exportModel(t, m, tc.layers, 5, typ, F32, sharpen(m))
 				rng := rand.New(rand.NewPCG(11, 0))
 				var all [][]int
 				for range prompts {
@@ -206,6 +206,44 @@ func TestLlamaCppAgrees(t *testing.T) {
 					want := gpuzGenerate(t, m, tc.layers, 5, sharpen(m), typ, prompt, tokens)
 					if !slices.Equal(got[i], want) {
 						t.Errorf("prompt %v: llama.cpp generates %v, gpuz %v", prompt, got[i], want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestLlamaCppLoadsQuantized exports the tiny models whose rows are whole
+// blocks (quantLlamas) in each block type they take (Q8_0 and Q4_0; Q4_K
+// for the 256-wide one) and has llama.cpp load each file and generate 16
+// tokens greedily from two prompts: every sequence must be 16 ids of the
+// vocabulary. It checks that llama.cpp accepts the file, its tensor
+// types, sizes and offsets, and computes with the blocks; it does not
+// compare the tokens with gpuz's: gpuz cannot run a file's own weights
+// yet (--load-weights is not built), and its quantized run would
+// quantize the drawn weights itself. The bytes are
+// TestLlamaFileQuantized's to check (quant.Quantize's, ggml's reference
+// quantizers'). It skips as TestLlamaCppAgrees does.
+func TestLlamaCppLoadsQuantized(t *testing.T) {
+	node, script := llamaCppScript(t)
+	const promptLen, tokens = 7, 16
+	for _, tc := range quantLlamas {
+		for _, kind := range tc.kinds {
+			t.Run(tc.name+"/"+kind.String(), func(t *testing.T) {
+				m := tinyModel(t, tc.config)
+				path, _ := exportModel(t, m, m.Layers, 5, F16, kind, sharpen(m))
+				rng := rand.New(rand.NewPCG(13, 0))
+				prompts := make([][]int, 2)
+				for i := range prompts {
+					prompts[i] = make([]int, promptLen)
+					for j := range prompts[i] {
+						prompts[i][j] = rng.IntN(m.Vocab)
+					}
+				}
+				got := llamaCppGenerate(t, node, script, path, prompts, tokens)
+				for i, ids := range got {
+					if len(ids) != tokens || slices.ContainsFunc(ids, func(id int) bool { return id < 0 || id >= m.Vocab }) {
+						t.Errorf("prompt %v: llama.cpp generates %v, want %d ids below %d", prompts[i], ids, tokens, m.Vocab)
 					}
 				}
 			})

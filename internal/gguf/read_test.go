@@ -21,7 +21,7 @@ func TestLlamaFileReadBack(t *testing.T) {
 	for _, tm := range tinyLlamas {
 		t.Run(tm.name, func(t *testing.T) {
 			want := tinyModel(t, tm.config)
-			path, params := exportModel(t, want, want.Layers, 3, F32, nil)
+			path, params := exportModel(t, want, want.Layers, 3, F32, F32, nil)
 			m, err := hfconfig.Load(path)
 			if err != nil {
 				t.Fatal(err)
