@@ -198,13 +198,13 @@ func (b *llmBuilder) apply(what string, spec ops.Spec, inputs ...*gorgonia.Node)
 // linear adds the linear module's product: x·Wᵀ (plus bias when it is
 // not nil) for nn.Linear's weights, x·W + bias for Conv1D's.
 func (b *llmBuilder) linear(what string, x, w, bias *gorgonia.Node) *gorgonia.Node {
-	switch {
-	case b.arch.Weights == hfconfig.Conv1DWeights:
+	if b.arch.Weights == hfconfig.Conv1DWeights {
 		return b.apply(what, ops.Conv1D{}, x, w, bias)
-	case bias == nil:
-		if b.err == nil && !slices.Contains(b.m.products, w) {
-			b.m.products = append(b.m.products, w)
-		}
+	}
+	if b.err == nil && !slices.Contains(b.m.products, w) {
+		b.m.products = append(b.m.products, w)
+	}
+	if bias == nil {
 		return b.apply(what, ops.Projection{}, x, w)
 	}
 	return b.apply(what, ops.Linear{}, x, w, bias)

@@ -51,7 +51,7 @@ type Model struct {
 	// adapters lists LoRA's adapters in the order they were added: the
 	// blocks' trained parameters when LoRA is on (lora.go).
 	adapters []*gorgonia.Node
-	// products lists the weights that only x·Wᵀ products read (a decoder
+	// products lists the weights that only x·Wᵀ (+ b) products read (a decoder
 	// layer's projections), in the order they were added, and embedding
 	// the token embedding's table: those a quantized kind may store
 	// (Weights).

@@ -10,8 +10,9 @@ import (
 )
 
 // quantLauncher is a spec that can read one argument, its weight, stored
-// in a quantized kind (engine.QuantLauncher): the product by a frozen
-// weight, Projection, and its input gradient, LinearInputGrad, through
+// in a quantized kind (engine.QuantLauncher): the products by a frozen
+// weight, Projection and Linear, and their input gradient,
+// LinearInputGrad, through
 // device.Kernels.QuantXWt and QuantGW, and the token lookup,
 // TokenEmbedding, through device.Kernels.QuantEmbedding.
 type quantLauncher interface {
@@ -43,6 +44,18 @@ func (Projection) quantOperand() int { return 1 }
 // launchQuant is launch with W stored in kind.
 func (Projection) launchQuant(kind quant.Kind, d launchArgs) error {
 	return sized(xwtGemm, d.shapes, func(p gemm) { d.k.QuantXWt(kind, p.m, p.n, p.k, d.args[0], d.args[1], d.out) })
+}
+
+// quantOperand: W, the second argument of y = x·Wᵀ + b.
+func (Linear) quantOperand() int { return 1 }
+
+// launchQuant is launch with W stored in kind: the product, then the
+// bias.
+func (Linear) launchQuant(kind quant.Kind, d launchArgs) error {
+	return sized(xwtGemm, d.shapes, func(p gemm) {
+		d.k.QuantXWt(kind, p.m, p.n, p.k, d.args[0], d.args[1], d.out)
+		d.k.AddRowVector(d.out, d.args[2])
+	})
 }
 
 // quantOperand: W, the second argument of dx = g·W.
