@@ -14,7 +14,9 @@
 # llama.cpp runs when node-llama-cpp is installed (in .peer, or the folder
 # GPUZ_NODE_LLAMA_CPP names: .ci/run installs it), on gpuz's own weights
 # written by gpuz llm export --gguf as GGUF_TYPE (f32, the default, or
-# f16).
+# f16). WEIGHTS (q8_0, q4_0 or q4_k) quantizes the projections and the
+# embedding in gpuz's run (--weights) and in the exported file alike, and
+# leaves PyTorch out (it has no such CPU kernels).
 #
 #   MODEL   a preset (smollm2-135m, llama-3.2-1b); LAYERS its decoder
 #           layers (default all); PROMPT and TOKENS default 512 and 128.
@@ -41,11 +43,13 @@ done
 # runs with OpenBLAS's OpenMP build instead, as shared/peer/README.md
 # sets it up (PEER_BLAS: the folder of its libblas.so.3).
 blas=${PEER_BLAS:-/tmp/peer_obl/root/usr/lib/x86_64-linux-gnu/openblas-openmp}
-[[ -d $blas ]] || { echo "bench-generate: no OpenBLAS for the peer in $blas (shared/peer/README.md; PEER_BLAS)" >&2; exit 2; }
+[[ -n ${WEIGHTS:-} || -d $blas ]] || { echo "bench-generate: no OpenBLAS for the peer in $blas (shared/peer/README.md; PEER_BLAS)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 depth=()
 [[ -n $layers ]] && depth=(--layers "$layers")
+weights=()
+[[ -n ${WEIGHTS:-} ]] && weights=(--weights "$WEIGHTS")
 
 exec 9>/tmp/gpuz-bench.lock
 flock 9
@@ -53,7 +57,7 @@ flock 9
 # The decode's bytes a token and the prefill's FLOPs, from gpuz's plan of
 # the same generation (its schedule's work of one prefill and one decode
 # pass, at a full cache).
-"$bin" plan llm generate cpu --model "$model" "${depth[@]}" --prompt "$prompt" --tokens "$tokens" --format json >"$tmp/plan.json"
+"$bin" plan llm generate cpu --model "$model" "${depth[@]}" "${weights[@]}" --prompt "$prompt" --tokens "$tokens" --format json >"$tmp/plan.json"
 
 # llama.cpp runs gpuz's own weights (gpuz llm export --gguf) when
 # node-llama-cpp is installed in .peer (or GPUZ_NODE_LLAMA_CPP), on one
@@ -62,7 +66,7 @@ llamacpp=0
 gguf_type=${GGUF_TYPE:-f32}
 if [[ -d ${GPUZ_NODE_LLAMA_CPP:-$root/.peer}/node_modules/node-llama-cpp ]] && command -v node >/dev/null; then
 	llamacpp=1
-	"$bin" llm export --model "$model" "${depth[@]}" --type "$gguf_type" --gguf "$tmp/model.gguf" >/dev/null
+	"$bin" llm export --model "$model" "${depth[@]}" "${weights[@]}" --type "$gguf_type" --gguf "$tmp/model.gguf" >/dev/null
 	ids=$(python3 -c 'import json, random, sys; random.seed(1); v = json.load(open(sys.argv[1]))["vocab_size"]; print(",".join(str(random.randrange(3, v)) for _ in range(int(sys.argv[2]))))' "$config" "$prompt")
 fi
 
@@ -70,7 +74,7 @@ echo "| program | threads | load | prefill tok/s | decode tok/s | decode share o
 echo "|---|---|---|---|---|---|---|"
 for t in ${THREADS:-1 2}; do
 	load=$(cut -d' ' -f1 /proc/loadavg)
-	"$bin" llm generate cpu --model "$model" "${depth[@]}" --prompt "$prompt" --tokens "$tokens" --threads "$t" \
+	"$bin" llm generate cpu --model "$model" "${depth[@]}" "${weights[@]}" --prompt "$prompt" --tokens "$tokens" --threads "$t" \
 		--epochs 3 --json "$tmp/gpuz.json" >/dev/null 2>"$tmp/gpuz.err"
 	python3 - "$tmp/gpuz.json" "$tmp/plan.json" gpuz "$t" "$load" <<'EOF'
 import json, os, sys
@@ -102,12 +106,14 @@ print(f"| {name} | {t} | {load} | {pre:.4g} | {dec:.4g} | {share_d} | {share_p} 
 EOF
 	}
 	rates=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["prefill"], r["decode"])' "$tmp/rates.json")
-	row gpuz $rates
-	load=$(cut -d' ' -f1 /proc/loadavg)
-	LD_LIBRARY_PATH="$blas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" /usr/bin/python3 "$root/scripts/torch_llm.py" generate "$config" "${depth[@]}" --prompt "$prompt" --tokens "$tokens" \
-		--threads "$t" --repeats 2 --top 1 --json "$tmp/torch.json"
-	rates=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["prefill_tokens_per_second"], r["decode_tokens_per_second"])' "$tmp/torch.json")
-	row "PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)')" $rates
+	row "gpuz${WEIGHTS:+ ($WEIGHTS)}" $rates
+	if [[ -z ${WEIGHTS:-} ]]; then
+		load=$(cut -d' ' -f1 /proc/loadavg)
+		LD_LIBRARY_PATH="$blas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" /usr/bin/python3 "$root/scripts/torch_llm.py" generate "$config" "${depth[@]}" --prompt "$prompt" --tokens "$tokens" \
+			--threads "$t" --repeats 2 --top 1 --json "$tmp/torch.json"
+		rates=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["prefill_tokens_per_second"], r["decode_tokens_per_second"])' "$tmp/torch.json")
+		row "PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)')" $rates
+	fi
 	if ((llamacpp)); then
 		load=$(cut -d' ' -f1 /proc/loadavg)
 		# The same prompt twice, each from an empty cache: the second is
@@ -115,6 +121,6 @@ EOF
 		node "$root/scripts/llamacpp_generate.mjs" --model "$tmp/model.gguf" --prompt-ids "$ids" --prompt-ids "$ids" \
 			--tokens "$tokens" --threads "$t" >"$tmp/llama.json"
 		rates=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["sequences"][-1]; print(r["prompt_tokens_per_s"], r["generate_tokens_per_s"])' "$tmp/llama.json")
-		row "llama.cpp ($gguf_type)" $rates
+		row "llama.cpp (${WEIGHTS:-$gguf_type})" $rates
 	fi
 done
