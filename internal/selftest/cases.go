@@ -299,6 +299,7 @@ func Cases() []Case {
 	}
 	cases = append(cases, llamaCases()...)
 	cases = append(cases, gpt2Cases()...)
+	cases = append(cases, quantCases()...)
 	cases = append(cases, cacheCases()...)
 	return cases
 }
