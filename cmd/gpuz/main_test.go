@@ -451,7 +451,7 @@ func TestVersion(t *testing.T) {
 	if code := run(context.Background(), []string{"version"}, &stdout, &bytes.Buffer{}); code != 0 {
 		t.Fatalf("exit status %d", code)
 	}
-	for _, want := range []string{"gpuz ", "\nrevision: ", "\ncommit time: ", "\nmodified: ", "BLAS: ", "\nfloat32 products: ", "\n16-bit products: ", "\ntransparent huge pages: ", "CUDA support: no"} {
+	for _, want := range []string{"gpuz ", "\nrevision: ", "\ncommit time: ", "\nmodified: ", "BLAS: ", "\nfloat32 products: ", "\n16-bit products: ", "\nquantized products: ", "\ntransparent huge pages: ", "CUDA support: no"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("version output %q lacks %q", stdout.String(), want)
 		}

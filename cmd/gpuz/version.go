@@ -24,7 +24,7 @@ func yesNo(b bool) string {
 // ("unknown" for a binary built without VCS stamping, as by go run or with
 // -buildvcs=false), the BLAS, what runs the float32 matrix products
 // (gpuz's own AVX-512 SGEMM or the BLAS), the path of the host's 16-bit
-// (bf16) matrix products, whether large host buffers use transparent huge pages and
+// (bf16) matrix products and of the products by a quantized weight, whether large host buffers use transparent huge pages and
 // CUDA support.
 func newVersionCmd(ios *IOStreams) *cobra.Command {
 	return &cobra.Command{
@@ -34,8 +34,8 @@ func newVersionCmd(ios *IOStreams) *cobra.Command {
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			b := sysinfo.ReadBuild()
-			_, err := fmt.Fprintf(ios.Out, "gpuz %s (%s, %s/%s)\nrevision: %s\ncommit time: %s\nmodified: %s\nBLAS: %s\nfloat32 products: %s\nCPU vectors: %s\n16-bit products: %s\ntransparent huge pages: %s\nCUDA support: %s\n",
-				b.Version, b.GoVersion, runtime.GOOS, runtime.GOARCH, b.Revision, b.Time, b.Modified, bench.BLASName(), bench.SGEMMPath(), bench.CPUVector(), bench.BF16Path(), bench.HugePages(), yesNo(device.CUDASupport))
+			_, err := fmt.Fprintf(ios.Out, "gpuz %s (%s, %s/%s)\nrevision: %s\ncommit time: %s\nmodified: %s\nBLAS: %s\nfloat32 products: %s\nCPU vectors: %s\n16-bit products: %s\nquantized products: %s\ntransparent huge pages: %s\nCUDA support: %s\n",
+				b.Version, b.GoVersion, runtime.GOOS, runtime.GOARCH, b.Revision, b.Time, b.Modified, bench.BLASName(), bench.SGEMMPath(), bench.CPUVector(), bench.BF16Path(), bench.QuantPath(), bench.HugePages(), yesNo(device.CUDASupport))
 			if w := bench.BLASWarning(); w != "" && err == nil {
 				_, err = fmt.Fprintf(ios.Out, "warning: %s\n", w)
 			}

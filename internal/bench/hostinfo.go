@@ -29,6 +29,10 @@ func HugePages() string { return hugemem.Status() }
 // (hostmath.BF16Path).
 func BF16Path() string { return hostmath.BF16Path() }
 
+// QuantPath names the path the host's products by a quantized weight
+// take (hostmath.QuantPath).
+func QuantPath() string { return hostmath.QuantPath() }
+
 // CPUVector names the host CPU's widest vector extension.
 func CPUVector() string { return hostmath.CPUVector() }
 
