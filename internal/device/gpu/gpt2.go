@@ -21,10 +21,7 @@ func (k Dispatcher) GELUTanhGrad(dst, x, g device.Buffer) {
 // the ids back to check them, which waits for the device.
 func (k Dispatcher) TokenEmbedding(dst, ids, weight device.Buffer) error {
 	n := dst.Len()
-	d, err := rowLength("token embedding", "outputs", n, ids.Len())
-	if err == nil && d == 0 {
-		err = fmt.Errorf("token embedding: %d outputs do not split into %d rows", n, ids.Len())
-	}
+	d, err := lookupRow(n, ids.Len())
 	if err != nil {
 		return err
 	}
@@ -36,6 +33,16 @@ func (k Dispatcher) TokenEmbedding(dst, ids, weight device.Buffer) error {
 	}
 	k.each("token_embedding", n, Pointer(ptr(dst)), Pointer(ptr(ids)), Pointer(ptr(weight)), Long(n), Int(d))
 	return nil
+}
+
+// lookupRow returns the row length of a lookup's n outputs, one row per
+// of its ids; an error when they do not split so.
+func lookupRow(n, ids int) (int, error) {
+	d, err := rowLength("token embedding", "outputs", n, ids)
+	if err == nil && d == 0 {
+		err = fmt.Errorf("token embedding: %d outputs do not split into %d rows", n, ids)
+	}
+	return d, err
 }
 
 // AddPositions sets dst to x plus the positions, row r taking row r mod

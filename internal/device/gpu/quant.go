@@ -125,10 +125,7 @@ func tiles(n int) int { return (n + quantTile - 1) / quantTile }
 // check them, as TokenEmbedding does, which waits for the device.
 func (k Dispatcher) QuantEmbedding(kind quant.Kind, dst, ids, w device.Buffer, vocab int) error {
 	n := dst.Len()
-	d, err := rowLength("token embedding", "outputs", n, ids.Len())
-	if err == nil && d == 0 {
-		err = fmt.Errorf("token embedding: %d outputs do not split into %d rows", n, ids.Len())
-	}
+	d, err := lookupRow(n, ids.Len())
 	if err != nil {
 		return err
 	}
