@@ -34,7 +34,9 @@ func quantCases() []Case {
 			Bufs: func(r *rand.Rand) [][]float32 {
 				return bufs(zeros(4*k), []float32{8, 0, 3, 3}, quantWords(r, kind, vocab, k))
 			},
-			Call: errOnly(func(kk device.Kernels, b []device.Buffer) error { return kk.QuantEmbedding(kind, b[0], b[1], b[2], vocab) })})
+			Call: errOnly(func(kk device.Kernels, b []device.Buffer) error {
+				return kk.QuantEmbedding(kind, b[0], b[1], b[2], vocab)
+			})})
 	}
 	return cases
 }
