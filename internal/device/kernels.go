@@ -233,11 +233,7 @@ func (hostKernels) QuantXWt(kind quant.Kind, m, n, k int, x, w, y Buffer) {
 
 // QuantEmbedding looks ids up in the quantized table in w's bytes.
 func (hostKernels) QuantEmbedding(kind quant.Kind, dst, ids, w Buffer, vocab int) error {
-	d := len(Floats(dst)) / max(len(Floats(ids)), 1)
-	if d == 0 || kind.CheckShape(vocab, d) != nil || kind == quant.NF4 {
-		return hostmath.QuantEmbedding(kind, Floats(dst), Floats(ids), nil, vocab) // its error
-	}
-	return hostmath.QuantEmbedding(kind, Floats(dst), Floats(ids), Bytes(w)[:kind.Bytes(vocab, d)], vocab)
+	return hostmath.QuantEmbedding(kind, Floats(dst), Floats(ids), Bytes(w), vocab)
 }
 
 // QuantGW computes dx = g·W from the quantized W in w's bytes.

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"slices"
 	"unsafe"
 
 	"gorgonia.org/tensor"
@@ -129,15 +128,4 @@ func (sc *Schedule) quantReadSaving(s step) int64 {
 	}
 	a := s.args[s.quantArg]
 	return 4 * int64(sc.count(a)-sc.values[a].elems)
-}
-
-// QuantizedWeights returns the names of the parameters stored quantized,
-// in the parameters' order, with their kinds: what a plan lists.
-func (sc *Schedule) QuantizedWeights() (names []string, kinds []quant.Kind) {
-	for _, pv := range sc.params {
-		if v := sc.values[pv]; v.store == quantized {
-			names, kinds = append(names, v.node.Name()), append(kinds, v.qkind)
-		}
-	}
-	return names, slices.Clip(kinds)
 }
