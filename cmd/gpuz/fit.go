@@ -34,7 +34,15 @@ type FitOptions struct {
 	// Verify is how many of the best configurations to run, with the cpu,
 	// after the search; 0 runs none.
 	Verify int
+	// SeqLenMax is --seq-len max: the search looks for the longest
+	// sequence a configuration on the device fits, and ranks at it.
+	SeqLenMax bool
 }
+
+// seqLenMaxFrom is the sequence the search starts from under --seq-len
+// max: one token, where every configuration that fits a longer sequence
+// fits too.
+const seqLenMaxFrom = 1
 
 // fitSearched are the workload command's flags that choose a
 // configuration, which fit searches itself and so refuses.
@@ -118,6 +126,9 @@ func newFitWorkloadCmd(ios *IOStreams, def workloadDef, runF func(context.Contex
 	// fit takes one value per flag: the workload's list flags do not sweep
 	// here.
 	flags.VisitAll(func(f *pflag.Flag) { f.Usage = strings.TrimSuffix(f.Usage, "; a comma list sweeps") })
+	if f := flags.Lookup("seq-len"); f != nil && def.workload.Name == models.LLM.Name {
+		f.Usage = strings.Replace(f.Usage, " (default:", ", or max: the longest sequence each mode on the device fits (at batch 1 unless --batch is given), ranked at the longest (default:", 1)
+	}
 	flags.Lookup("json").Usage = "print the fit as JSON to this file instead of the table (- for standard output)"
 	flags.Lookup("take").Usage = "device memory counted as taken, as take-mem's N blocks or SIZE: subtracted from the free memory (held only by --verify) and carried by the command lines"
 	flags.Lookup("format").Usage = "what goes to standard output: text, markdown, csv or json"
@@ -128,7 +139,10 @@ func newFitWorkloadCmd(ios *IOStreams, def workloadDef, runF func(context.Contex
 		if len(args) > 1 {
 			return usagef("fit takes no MODES: it searches every mode (got %q)", args[1])
 		}
-		return refuseSearched(cmd.Flags())
+		if err := refuseSearched(cmd.Flags()); err != nil {
+			return err
+		}
+		return fo.takeSeqLenMax(cmd.Flags(), def.workload)
 	}
 	return sub
 }
@@ -205,6 +219,29 @@ func refuseSearched(fs *pflag.FlagSet) error {
 	return nil
 }
 
+// takeSeqLenMax reads --seq-len max: the search then starts from one
+// token, at one sequence a batch unless --batch says otherwise, and
+// looks for the longest sequence that fits (fitRun). It is the llm
+// workload's, in training and evaluation: its model's maximum positions
+// bound the search, and a generation's length is --context.
+func (o *FitOptions) takeSeqLenMax(fs *pflag.FlagSet, w models.Workload) error {
+	f := fs.Lookup("seq-len")
+	if f == nil || !f.Changed || f.Value.String() != "max" {
+		return nil
+	}
+	if w.Name != models.LLM.Name {
+		return usagef("--seq-len max is the llm workload's, whose model's maximum positions bound it; give %s a number", w.Name)
+	}
+	o.SeqLenMax = true
+	if err := fs.Set("seq-len", strconv.Itoa(seqLenMaxFrom)); err != nil {
+		return err
+	}
+	if !fs.Changed("batch") {
+		return fs.Set("batch", "1")
+	}
+	return nil
+}
+
 // validate checks fit's own flags and that the workload's flags take one
 // value each.
 func (o *FitOptions) validate() error {
@@ -275,6 +312,11 @@ func fitRun(ctx context.Context, o *FitOptions) (err error) {
 	}
 	if err := res.Err(); err != nil {
 		return err
+	}
+	if o.SeqLenMax {
+		if res, err = o.longestSequence(ctx, &fopts, res); err != nil {
+			return err
+		}
 	}
 	if best, ok := res.Best(); ok && longest {
 		g := fopts.Bench.Generate
@@ -411,6 +453,48 @@ func (o *FitOptions) commandLine(c fit.Candidate) string {
 		words = append(words, "--host-profile", o.HostProfile)
 	}
 	return strings.Join(words, " ")
+}
+
+// longestSequence answers --seq-len max from res, the search at one
+// token: the longest sequence a configuration on the device fits
+// (fit.LongestSequences: each mode's, up to the model's maximum positions), then the
+// search again at that length, so that the ranking, the commands and
+// --verify are the longest sequence's; fopts and the sizes the commands
+// print are set to it. Where nothing on the device fits one token, res
+// stays as it is and a line on standard error says so.
+func (o *FitOptions) longestSequence(ctx context.Context, fopts *fit.Options, res fit.Result) (fit.Result, error) {
+	var (
+		longest []fit.Longest
+		err     error
+	)
+	if !untilDone(ctx, func() { longest, err = fit.LongestSequences(*fopts, res, fopts.Bench.MaxPositions()) }) {
+		return res, errInterrupted
+	}
+	if err != nil {
+		return res, fmt.Errorf("fitting %s %s: the longest sequence: %w", o.Workload.Name, o.Task, err)
+	}
+	if len(longest) == 0 {
+		fmt.Fprintf(o.IO.ErrOut, "gpuz: --seq-len max: no configuration on the device fits a sequence of %d token; ranked at that length\n", seqLenMaxFrom)
+		return res, nil
+	}
+	for i := range longest {
+		o.Sizes["seq-len"] = longest[i].Tokens
+		longest[i].Command = o.commandLine(longest[i].Candidate)
+	}
+	n := longest[0].Tokens
+	at, err := fopts.AtSeqLen(res, n)
+	if err != nil {
+		return res, fmt.Errorf("fitting %s %s at %d tokens: %w", o.Workload.Name, o.Task, n, err)
+	}
+	*fopts, o.Sizes["seq-len"] = at, n
+	if !untilDone(ctx, func() { res, err = fit.Search(*fopts) }) {
+		return res, errInterrupted
+	}
+	if err != nil {
+		return res, fmt.Errorf("fitting %s %s at %d tokens: %w", o.Workload.Name, o.Task, n, err)
+	}
+	res.LongestSequences = longest
+	return res, res.Err()
 }
 
 // runVerify runs the best --verify configurations of res and the cpu,

@@ -109,6 +109,8 @@ func TestBadInput(t *testing.T) {
 		{"lora alpha zero in fit", "fit linear train --scale small --lora 4 --lora-alpha 0.0", "--lora-alpha must be a positive number, got 0"},
 		{"lora targets empty", "linear train cpu --lora 4 --lora-targets ''", "--lora-targets: empty (want a comma list of layers"},
 		{"llm model a device", "llm train cpu --model /dev/null", "--model: /dev/null is a device, not a regular file"},
+		{"seq-len max without a model's positions", "fit attention train --seq-len max --device sim:1GiB", "--seq-len max is the llm workload's, whose model's maximum positions bound it; give attention a number"},
+		{"seq-len max outside fit", "plan llm train cuda --model smollm2-135m --seq-len max", `--seq-len: invalid argument "max" (want a whole number in decimal digits)`},
 		{"llm empty model", "llm train cpu --model ''", "--model: empty (want a preset, a config.json, a directory holding one or a GGUF file"},
 		{"llm unknown preset", "llm train cpu --model nosuch", "--model: nosuch: neither a file, a directory nor a preset (presets: gpt2, smollm2-135m"},
 		{"llm malformed config", "llm train cpu --model testdata/llm/malformed.json", "testdata/llm/malformed.json: malformed JSON"},

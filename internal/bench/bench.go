@@ -69,6 +69,12 @@ type Options struct {
 	// process can allocate, and a simulated GPU's bytes, which the
 	// target's card holds, are not counted in it. Runs ignore it.
 	HostMemory int64
+	// HostLimit, when its Bytes are set, is the host memory a plan
+	// counts as available in place of reading it (device.ReadHostLimit)
+	// when the planner opens: a search over many plans (fit's longest
+	// sequence) reads it once and plans every step against the same
+	// bytes. HostMemory, when set, comes first. Runs ignore it.
+	HostLimit device.HostLimit
 	// Config is the run configuration: cache mode's paging, the hybrid
 	// mode's placement.
 	Config

@@ -302,6 +302,9 @@ func (opts Options) plannedHost() (device.HostLimit, error) {
 	if opts.HostMemory > 0 {
 		return device.HostLimit{Bytes: opts.HostMemory, Binding: TargetHostBinding}, nil
 	}
+	if opts.HostLimit.Bytes > 0 {
+		return opts.HostLimit, nil
+	}
 	return device.ReadHostLimit()
 }
 

@@ -62,6 +62,9 @@ func (r Result) Reason() string {
 	if !ok {
 		return r.Err().Error()
 	}
+	if len(r.LongestSequences) > 0 {
+		return r.reason(best) + "; " + r.longestText()
+	}
 	if r.LongestContext > 0 {
 		return r.reason(best) + fmt.Sprintf("; the longest context it fits: %d positions (--context %d)", r.LongestContext, r.LongestContext)
 	}
@@ -198,4 +201,15 @@ func (e Entry) predictedText(long bool) string {
 		return duration(p.Model) + " per epoch"
 	}
 	return duration(p.Model)
+}
+
+// longestText says, under --seq-len max, the longest sequence the device
+// fits, at which the search ranked, and the longest of each other mode.
+func (r Result) longestText() string {
+	l := r.LongestSequences
+	s := fmt.Sprintf("the longest sequence on the device: %d tokens (%s, --seq-len %d), at which these are ranked", l[0].Tokens, l[0].Mode, l[0].Tokens)
+	for _, o := range l[1:] {
+		s += fmt.Sprintf("; %s fits %d (%s)", o.Mode, o.Tokens, o.Candidate)
+	}
+	return s
 }

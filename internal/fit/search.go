@@ -134,6 +134,11 @@ type Result struct {
 	// longest context the recommended configuration fits
 	// (LongestContext); 0 otherwise.
 	LongestContext int
+	// LongestSequences are, for training or evaluation asked with
+	// --seq-len max, the longest sequence each mode on the device fits,
+	// longest first (LongestSequences); the search ranked at the first's
+	// length. Nil otherwise.
+	LongestSequences []Longest
 	// HostBound is the candidate on the device whose device need is
 	// within the budget but whose host need is over the host's available
 	// memory, with the least host need (on a tie, not managed, whose

@@ -291,6 +291,22 @@ func (w Workload) Configure(scale string, set map[string]int) (Config, string, e
 	return c, name, nil
 }
 
+// WithSize returns a copy of c with its size name set to v, checked as
+// Configure checks a config (c itself is left as it was): how a search
+// over one size (fit's longest sequence) varies it.
+func WithSize(c Config, name string, v int) (Config, error) {
+	d := c.clone()
+	i := slices.IndexFunc(d.sizes(), func(s Size) bool { return s.Name == name })
+	if i < 0 {
+		return nil, fmt.Errorf("the workload has no size %q", name)
+	}
+	*d.sizes()[i].field = v
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
 // preset sets each field to its size's value at a scale.
 func preset(scale string, sizes []Size) error {
 	for _, s := range sizes {

@@ -299,8 +299,12 @@ type (
 		// LongestContext is a generation's longest context that the
 		// recommended configuration fits (--context max); absent
 		// otherwise.
-		LongestContext int            `json:"longest_context,omitempty"`
-		Entries        []jsonFitEntry `json:"entries"`
+		LongestContext int `json:"longest_context,omitempty"`
+		// LongestSequences are, under --seq-len max, the longest
+		// sequence each mode on the device fits, longest first; the
+		// entries are ranked at the first's.
+		LongestSequences []fitLongest   `json:"longest_sequences,omitempty"`
+		Entries          []jsonFitEntry `json:"entries"`
 		// Verify is the verification of a fit run with --verify: the
 		// configurations run, predicted against measured; absent
 		// without.
@@ -337,7 +341,7 @@ type (
 func writeFitJSON(w io.Writer, r fit.Result, v *fit.Verification) error {
 	doc := jsonFit{Version: results.Version, Kind: FitKind, Header: r.Header, Device: r.Device,
 		DeviceFree: r.DeviceFree, Budget: r.Budget, TakeBytes: r.TakeBytes, MarginPercent: r.MarginPercent,
-		HostAvailable: r.HostAvailable, HostProfile: r.HostProfile, Searched: r.Searched, Reason: r.Reason(), LongestContext: r.LongestContext,
+		HostAvailable: r.HostAvailable, HostProfile: r.HostProfile, Searched: r.Searched, Reason: r.Reason(), LongestContext: r.LongestContext, LongestSequences: longestOf(r.LongestSequences),
 		Entries: []jsonFitEntry{}}
 	add := func(rank int, e fit.Entry) {
 		c := e.Plan.Copies
@@ -529,4 +533,23 @@ func toJSONVerify(v fit.Verification) jsonVerify {
 		}
 	}
 	return doc
+}
+
+// fitLongest is one mode's longest sequence in a fit's JSON.
+type fitLongest struct {
+	Mode   string `json:"mode"`
+	Tokens int    `json:"tokens"`
+	// Config names the configuration that fits it, and Command runs it
+	// at that length.
+	Config  string `json:"config"`
+	Command string `json:"command"`
+}
+
+// longestOf returns ls as the JSON has them, nil for none.
+func longestOf(ls []fit.Longest) []fitLongest {
+	var out []fitLongest
+	for _, l := range ls {
+		out = append(out, fitLongest{Mode: string(l.Mode), Tokens: l.Tokens, Config: l.Candidate.String(), Command: l.Command})
+	}
+	return out
 }
