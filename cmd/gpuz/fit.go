@@ -303,8 +303,12 @@ func fitRun(ctx context.Context, o *FitOptions) (err error) {
 	// needs, then the longest the fastest configuration fits.
 	longest := opts.Generate.ContextMax
 	fopts.Bench.Generate.ContextMax = false
+	progress := newSearchProgress(o.IO.ErrOut, o.IO.ErrTTY)
+	fopts.Progress = progress.update
 	var res fit.Result
-	if !untilDone(ctx, func() { res, err = fit.Search(fopts) }) {
+	searched := untilDone(ctx, func() { res, err = fit.Search(fopts) })
+	progress.clear()
+	if !searched {
 		return errInterrupted
 	}
 	if err != nil {
@@ -314,10 +318,13 @@ func fitRun(ctx context.Context, o *FitOptions) (err error) {
 		return err
 	}
 	if o.SeqLenMax {
-		if res, err = o.longestSequence(ctx, &fopts, res); err != nil {
+		res, err = o.longestSequence(ctx, &fopts, res)
+		progress.clear()
+		if err != nil {
 			return err
 		}
 	}
+	fopts.Progress = nil // the searches' alone: --verify shows its runs
 	if best, ok := res.Best(); ok && longest {
 		g := fopts.Bench.Generate
 		if !untilDone(ctx, func() {

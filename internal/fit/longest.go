@@ -77,6 +77,7 @@ func LongestSequences(opts Options, res Result, limit int) ([]Longest, error) {
 				left = append(left, f.Candidate)
 			}
 		}
+		opts.progress(fmt.Sprintf("the longest sequence %s fits", e.Mode), 0, 0)
 		l, err := longestOf(at, left, res.Budget, from, limit)
 		if err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/hfconfig"
+	"gpuz/internal/levers"
 	"gpuz/internal/models"
 )
 
@@ -67,4 +68,57 @@ func TestLongestSequences(t *testing.T) {
 		}
 	}
 	t.Logf("%v", got)
+}
+
+// TestWindowNeedGrows checks what the search's pruning assumes: within
+// a family of cache configurations (one policy, optimizer place and
+// levers), a larger window never needs less of the device, so that once
+// a window is over the budget every larger one is too and is ruled out
+// unplanned.
+func TestWindowNeedGrows(t *testing.T) {
+	m, err := hfconfig.Load("smollm2-135m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		w    models.Workload
+		task bench.Task
+	}{
+		{"linear train", models.Linear, bench.TaskTrain},
+		{"attention train", models.Attention, bench.TaskTrain},
+		{"llm train", models.LLMOf(m), bench.TaskTrain},
+		{"llm eval", models.LLMOf(m), bench.TaskEval},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := options(t, tc.w, models.ScaleSmall, tc.task)
+			p, err := bench.NewPlanner(opts.Bench)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			_, budget, _ := p.GPU() // the auto policy sizes its plan to the budget
+			attention := levers.Attention(p.Header().Attention)
+			last := map[string]int64{}
+			for _, c := range Candidates(p.Blocks(), p.MinWindow(), tc.task == bench.TaskTrain, true, attention, nil) {
+				if c.Cache.Window == 0 || c.Mode.PlacesBlocks() {
+					continue
+				}
+				mp, err := p.Plan(c.Mode, c.Config, budget, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f := c
+				f.Config = c.WithoutWindow()
+				need := mp.Footprint.Device
+				if prev, ok := last[f.String()]; ok && need < prev {
+					t.Errorf("%s needs %d bytes, less than the window before it (%d)", c, need, prev)
+				}
+				last[f.String()] = need
+			}
+			if len(last) == 0 {
+				t.Fatal("no cache configuration searched")
+			}
+		})
+	}
 }

@@ -51,6 +51,25 @@ type Options struct {
 	// (levers.Set.Weights: quant.F32 for the precision's floats, or a
 	// quantized kind); nil is the floats only.
 	Weights []quant.Kind
+	// Progress, when set, is told how a long search advances: the
+	// configurations planned of how many, and the longest sequence's
+	// steps (LongestSequences). It is called on the searching goroutine.
+	Progress func(Progress)
+}
+
+// Progress is how far a search is: Phase names what it does, Done of
+// Total (0 when the total is not known ahead: a search's steps up to a
+// length).
+type Progress struct {
+	Phase       string
+	Done, Total int
+}
+
+// progress tells o.Progress, when set, how far the search is.
+func (o Options) progress(phase string, done, total int) {
+	if o.Progress != nil {
+		o.Progress(Progress{Phase: phase, Done: done, Total: total})
+	}
 }
 
 // Validate reports options no search can use.
@@ -164,6 +183,7 @@ func Search(opts Options) (Result, error) {
 	if err := opts.Validate(); err != nil {
 		return Result{}, err
 	}
+	opts.progress("building the workload's schedule", 0, 0)
 	p, err := bench.NewPlanner(opts.Bench)
 	if err != nil {
 		return Result{}, err
@@ -193,7 +213,22 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 	if opts.Bench.Task == bench.TaskGenerate {
 		attention = "" // a generation attends through its caches either way
 	}
-	for _, c := range Candidates(p.Blocks(), p.MinWindow(), train, hasGPU, attention, opts.Weights, opts.LoRA...) {
+	cs := Candidates(p.Blocks(), p.MinWindow(), train, hasGPU, attention, opts.Weights, opts.LoRA...)
+	// tooBig holds the families (a cache configuration less its window)
+	// whose window of some size was over the budget: a larger window holds
+	// more blocks and needs more, so it is ruled out unplanned. The
+	// candidates come window by window, smallest first.
+	tooBig := map[string]bool{}
+	for i, c := range cs {
+		opts.progress("planning configurations", i, len(cs))
+		family := ""
+		if c.Cache.Window > 0 && !c.Mode.PlacesBlocks() {
+			f := c
+			f.Config = c.WithoutWindow()
+			if family = f.String(); tooBig[family] {
+				continue
+			}
+		}
 		if c.LoRA.On() {
 			var err error
 			if c.Trained, err = p.Trained(c.Config); err != nil {
@@ -207,9 +242,13 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 		if opts.Command != nil {
 			e.Command = opts.Command(c)
 		}
+		if family != "" && e.Plan.Status.Kind == bench.StatusOK && !e.Plan.FitsDevice {
+			tooBig[family] = true
+		}
 		all = append(all, e)
 	}
-	res.Searched = len(all)
+	opts.progress("planning configurations", len(cs), len(cs))
+	res.Searched = len(cs)
 	all = dropUselessLevers(all)
 	for _, e := range all {
 		switch {
