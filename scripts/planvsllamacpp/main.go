@@ -159,35 +159,48 @@ func write(w io.Writer, o options, plan gpuzPlan, llama llamaCppBuffers, est par
 	bytes := func(n int64) *mib { v := float64(n) / (1 << 20); return &v }
 	ubytes := func(n parser.GGUFBytesScalar) *mib { return bytes(int64(n)) }
 	// logged sums one kind of llama.cpp's buffers over the buffer types
-	// holding it, and names them.
-	logged := func(kind string) (*mib, string) {
+	// holding it.
+	logged := func(kind string) *mib {
 		m := llama.Buffers[kind]
 		if len(m) == 0 {
-			return nil, ""
+			return nil
 		}
 		var sum mib
-		var names []string
-		for name, v := range m {
+		for _, v := range m {
 			sum += v
-			names = append(names, name)
 		}
-		slices.Sort(names)
-		return &sum, strings.Join(names, " + ")
+		return &sum
 	}
 	cpu := est.Devices[0]
-	model, modelBufs := logged("model")
-	kv, _ := logged("kv")
-	compute, _ := logged("compute")
-	output, _ := logged("output")
+	// The model's buffers: the file's tensors mapped (CPU_Mapped, or CPU
+	// without mmap) on the weights' row, each other (CPU_REPACK: copies
+	// of the tensors in interleaved blocks) on a row of its own.
+	var mapped *mib
+	var others []string
+	for name, v := range llama.Buffers["model"] {
+		switch name {
+		case "CPU_Mapped", "CPU":
+			mapped = add(mapped, &v)
+		default:
+			others = append(others, name)
+		}
+	}
+	slices.Sort(others)
 	rows := []row{
-		{name: "model weights (llama.cpp: " + modelBufs + ")", gpuz: bytes(plan.Bytes.Parameters), llamaCpp: model, estimate: ubytes(cpu.Weight.Sum())},
-		{name: "KV cache", gpuz: bytes(plan.Bytes.KVCache), llamaCpp: kv, estimate: ubytes(cpu.KVCache.Sum())},
-		{name: "compute buffer (gpuz: arena)", gpuz: bytes(plan.Bytes.Arena), llamaCpp: compute, estimate: ubytes(cpu.Computation.Compute + cpu.Computation.Output)},
+		{name: "model weights (llama.cpp: the file's tensors, CPU_Mapped)", gpuz: bytes(plan.Bytes.Parameters), llamaCpp: mapped, estimate: ubytes(cpu.Weight.Sum())},
+	}
+	for _, name := range others {
+		v := llama.Buffers["model"][name]
+		rows = append(rows, row{name: "weights copied (llama.cpp: " + name + ")", llamaCpp: &v})
+	}
+	rows = append(rows, []row{
+		{name: "KV cache", gpuz: bytes(plan.Bytes.KVCache), llamaCpp: logged("kv"), estimate: ubytes(cpu.KVCache.Sum())},
+		{name: "compute buffer (gpuz: arena)", gpuz: bytes(plan.Bytes.Arena), llamaCpp: logged("compute"), estimate: ubytes(cpu.Computation.Compute + cpu.Computation.Output)},
 		{name: "graph inputs (llama.cpp: in the compute buffer)", gpuz: bytes(plan.Bytes.Inputs), estimate: ubytes(cpu.Computation.Input)},
-		{name: "output buffer (gpuz: in the arena)", llamaCpp: output},
+		{name: "output buffer (gpuz: in the arena)", llamaCpp: logged("output")},
 		{name: "graph metadata, scheduler (estimate only)", estimate: ubytes(cpu.Computation.Footprint)},
 		{name: "loading, vocabulary, output buffer (estimate only)", estimate: ubytes(cpu.Footprint)},
-	}
+	}...)
 	var total row
 	total.name = "**total**"
 	for _, r := range rows {
