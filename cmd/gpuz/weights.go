@@ -39,10 +39,14 @@ func (o *WorkloadOptions) loadWeightsFile() (*hfconfig.GGUF, error) {
 // Weights, with Precision bf16 when --precision is not given (the
 // embedding and the output head in 16 bits, as llama.cpp's and
 // bitsandbytes' tools leave them); f16 and bf16 into Precision, when
-// --precision is not another.
+// --precision is not another. A GGUF file's f16 or bf16 sets Precision
+// only where the weights are frozen, evaluation and generation, and only
+// when --precision is not given (training's weights are its own, at
+// --precision's).
 func (o *WorkloadOptions) weightsKind(fs *pflag.FlagSet) error {
 	text := o.weightsText
-	if text == "" && o.fileWeights.Quantized() {
+	fromFile := text == "" && o.fileWeights != quant.F32 && (o.fileWeights.Quantized() || o.Task != bench.TaskTrain)
+	if fromFile {
 		text = o.fileWeights.String() // as the GGUF file stores them
 	}
 	if text == "" {
@@ -62,6 +66,8 @@ func (o *WorkloadOptions) weightsKind(fs *pflag.FlagSet) error {
 		if !fs.Changed("precision") {
 			o.Precision = levers.BF16 // the embedding and the head in 16 bits, as the tools leave them
 		}
+	case fs.Changed("precision") && o.Precision != p && fromFile:
+		return nil
 	case fs.Changed("precision") && o.Precision != p:
 		return fmt.Errorf("--weights %v stores the weights in %s, and --precision is %s: give one of them, or the same", k, p, o.Precision)
 	default:

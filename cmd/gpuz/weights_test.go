@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -130,5 +133,65 @@ func TestFitGenerateQuantized(t *testing.T) {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("the table lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// TestPlanGGUFFloatWeights plans generation from tinyLlamaConfig's model
+// exported as GGUF files of F16 and F32 matrices and checks that the plan
+// stores the weights as the file does, as --weights says it defaults to,
+// in the file's precision (fp16, fp32; --precision given keeps its own):
+// the projections (each layer's q 32×32, k and v 16×32, o 32×32, gate and
+// up 48×32, down 32×48) at the file's 2 or 4 bytes, the tied embedding
+// (300×32) in float32 whatever the precision (read by a lookup, not only
+// by a product: automatic mixed precision's rule), the 5 norms of 32 in
+// float32. Before, an F16 file was planned at fp32, its projections at
+// twice the file's bytes.
+func TestPlanGGUFFloatWeights(t *testing.T) {
+	const (
+		projections = 2 * (32*32 + 16*32 + 16*32 + 32*32 + 48*32 + 48*32 + 32*48)
+		embedding   = 300 * 32
+		norms       = (2*2 + 1) * 32
+	)
+	config := writeTinyConfig(t)
+	for _, tc := range []struct {
+		typ, precision  string // export's --type, plan's --precision ("" for none)
+		wantPrecision   string
+		projectionBytes int64
+	}{
+		{"f16", "", "fp16", 2},
+		{"f32", "", "fp32", 4},
+		{"f16", "fp32", "fp32", 4},
+	} {
+		t.Run(tc.typ+"/"+tc.precision, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "m.gguf")
+			args := []string{"llm", "export", "--model", config, "--type", tc.typ, "--gguf", file}
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+				t.Fatalf("%q: exit status %d: %s", args, code, stderr.String())
+			}
+			args = []string{"plan", "llm", "generate", "cpu", "--model", file, "--prompt", "4", "--tokens", "2", "--json", "-"}
+			if tc.precision != "" {
+				args = append(args, "--precision", tc.precision)
+			}
+			stdout.Reset()
+			stderr.Reset()
+			if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+				t.Fatalf("%q: exit status %d: %s", args, code, stderr.String())
+			}
+			var p struct {
+				Header struct {
+					Precision string `json:"precision"`
+				} `json:"header"`
+				Bytes struct {
+					Parameters int64 `json:"parameters"`
+				} `json:"bytes"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &p); err != nil {
+				t.Fatalf("%v: %s", err, stdout.String())
+			}
+			if want := tc.projectionBytes*projections + 4*embedding + 4*norms; p.Bytes.Parameters != want || p.Header.Precision != tc.wantPrecision {
+				t.Errorf("parameters %d bytes at %s, want %d at %s", p.Bytes.Parameters, p.Header.Precision, want, tc.wantPrecision)
+			}
+		})
 	}
 }

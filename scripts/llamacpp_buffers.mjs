@@ -1,0 +1,120 @@
+#!/usr/bin/env node
+// llamacpp_buffers.mjs: the buffers llama.cpp (node-llama-cpp's prebuilt
+// CPU build) allocates to run a GGUF file on the CPU, read from its own
+// log lines, for comparing with gpuz's plan of the same file
+// (scripts/plan-vs-llamacpp.sh).
+//
+//	node scripts/llamacpp_buffers.mjs --model FILE [--context N] [--batch B] [--threads T]
+//
+// It loads the model with no layer offloaded, creates one context of N
+// positions (default 2048) and one sequence with a batch of B tokens
+// (n_batch and n_ubatch both, default 512: node-llama-cpp's default,
+// min(N, 512)) and flash attention as node-llama-cpp leaves it ("auto",
+// llama.cpp's own default too, which llama.cpp resolves per backend), and
+// disposes of them without evaluating a token. It prints one JSON object:
+// the model's size (llama_model_size: the sum of its tensors' bytes,
+// exact) and each buffer llama.cpp logs at info and debug level, in MiB
+// as llama.cpp prints them (two decimals; the compute buffer's four, from
+// the line llama.cpp logs when the context is freed):
+//
+//	load_tensors:   CPU_Mapped model buffer size =   136.40 MiB
+//	llama_context:        CPU  output buffer size =     0.19 MiB
+//	llama_kv_cache:        CPU KV buffer size =    45.00 MiB
+//	sched_reserve:        CPU compute buffer size =   102.51 MiB
+//
+// and the context's n_ctx, n_batch, n_ubatch, the KV cache's cells and
+// types, and whether flash attention was enabled.
+//
+// node-llama-cpp is found in the folder GPUZ_NODE_LLAMA_CPP names, or
+// .peer at the repository's root, where it is installed by
+//
+//	mkdir -p .peer && (cd .peer && npm i -E node-llama-cpp@3.21.1)
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+
+function fail(msg) {
+  process.stderr.write(`llamacpp_buffers: ${msg}\n`);
+  process.exit(2);
+}
+
+const { values: opts } = parseArgs({
+  options: {
+    model: { type: "string" },
+    context: { type: "string", default: "2048" },
+    batch: { type: "string", default: "512" },
+    threads: { type: "string", default: "1" },
+  },
+  strict: true,
+});
+
+function positive(name) {
+  const n = Number(opts[name]);
+  if (!Number.isInteger(n) || n <= 0) fail(`--${name} must be a positive integer, got ${opts[name]}`);
+  return n;
+}
+
+if (!opts.model) fail("--model FILE is required");
+const contextSize = positive("context");
+const batchSize = positive("batch");
+const threads = positive("threads");
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const peer = process.env.GPUZ_NODE_LLAMA_CPP || join(root, ".peer");
+let entry;
+try {
+  entry = createRequire(join(peer, "package.json")).resolve("node-llama-cpp");
+} catch {
+  fail(`node-llama-cpp is not installed in ${peer}: mkdir -p .peer && (cd .peer && npm i -E node-llama-cpp@3.21.1)`);
+}
+const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry).href);
+
+// buffers collects the sizes the log lines name: kind → backend → MiB.
+const buffers = { model: {}, output: {}, kv: {}, compute: {} };
+const context = { flash_attention: null };
+const patterns = [
+  [/load_tensors:\s+(\S+) model buffer size =\s+([\d.]+) MiB/, (m) => (buffers.model[m[1]] = Number(m[2]))],
+  [/llama_context:\s+(\S+)\s+output buffer size =\s+([\d.]+) MiB/, (m) => (buffers.output[m[1]] = Number(m[2]))],
+  [/llama_kv_cache:\s+(\S+) KV buffer size =\s+([\d.]+) MiB/, (m) => (buffers.kv[m[1]] = Number(m[2]))],
+  [/sched_reserve:\s+(\S+) compute buffer size =\s+([\d.]+) MiB/, (m) => (buffers.compute[m[1]] ??= Number(m[2]))],
+  [/~llama_context:\s+(\S+) compute buffer size is ([\d.]+) MiB/, (m) => (buffers.compute[m[1]] = Number(m[2]))],
+  [/llama_context: n_ctx\s+= (\d+)/, (m) => (context.n_ctx = Number(m[1]))],
+  [/llama_context: n_batch\s+= (\d+)/, (m) => (context.n_batch = Number(m[1]))],
+  [/llama_context: n_ubatch\s+= (\d+)/, (m) => (context.n_ubatch = Number(m[1]))],
+  [/llama_kv_cache: size = .*\(\s*(\d+) cells.*K \((\w+)\).*V \((\w+)\)/, (m) => Object.assign(context, { kv_cells: Number(m[1]), kv_k_type: m[2], kv_v_type: m[3] })],
+  [/Flash Attention (enabled|disabled)/, (m) => (context.flash_attention = m[1] === "enabled")],
+];
+const logger = (_level, message) => {
+  for (const line of message.split("\n")) {
+    for (const [re, take] of patterns) {
+      const m = re.exec(line);
+      if (m) take(m);
+    }
+  }
+};
+
+const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.debug, logger });
+let model;
+try {
+  model = await llama.loadModel({ modelPath: resolve(opts.model), gpuLayers: 0 });
+} catch (e) {
+  fail(`--model ${opts.model}: ${e.message}`);
+}
+const modelSize = model.size;
+const ctx = await model.createContext({ contextSize, batchSize, threads, sequences: 1 });
+await ctx.dispose();
+await model.dispose();
+await llama.dispose();
+
+process.stdout.write(
+  JSON.stringify({
+    tool: "llama.cpp",
+    node_llama_cpp: "3.21.1",
+    llama_cpp_release: llama.llamaCppRelease?.release ?? null,
+    model: opts.model,
+    model_size_bytes: modelSize,
+    context,
+    buffers_mib: buffers,
+  }) + "\n",
+);
