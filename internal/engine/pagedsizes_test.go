@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -77,6 +78,75 @@ func TestSlotsCountOnlyWhatAWindowHolds(t *testing.T) {
 		}
 		if got := bp.slotBytes(tt.window); got != bytes {
 			t.Errorf("a window of %d: slots of %d B, want %d", tt.window, got, bytes)
+		}
+	}
+}
+
+// TestFewSlotsRunAsResident runs the model of one large block and many
+// small ones, trained and evaluated, under each policy with a window of 2
+// (slots of 200, 20 and 20 elements evaluated: a window that holds the
+// large block and a small one, or two small ones) on a device of exactly
+// its footprint: the losses are bit-identical to the resident run's, and
+// the device peaks at the footprint.
+func TestFewSlotsRunAsResident(t *testing.T) {
+	for _, train := range []bool{false, true} {
+		var want []float32
+		for _, pl := range []Placement{
+			Resident{},
+			Paged{Cache: cache.Config{Policy: cache.Window, Window: 2}},
+			Paged{Cache: cache.Config{Policy: cache.WindowPaged, Window: 2}},
+			Paged{Cache: cache.Config{Policy: cache.Auto, Window: 2}},
+		} {
+			inputs, blocks, loss := oneLargeManySmall.build()
+			sc, err := Compile(Spec{Inputs: inputs, Blocks: blocks, Output: loss, Train: train, Optimizer: hostmath.DefaultAdam(), ClipNorm: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			need := sc.Footprint(pl, 1<<40).Device
+			dev := device.NewSim(need, nil)
+			prog, err := sc.Load(dev, pl)
+			if err != nil {
+				t.Fatalf("train=%v %+v: %v", train, pl, err)
+			}
+			rng := rand.New(rand.NewPCG(7, 8))
+			set := func(n *gorgonia.Node, data []float32) {
+				if err := prog.SetInput(n, data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			random := func(n *gorgonia.Node) {
+				data := make([]float32, n.Shape().TotalSize())
+				for i := range data {
+					data[i] = float32(rng.Float64() - 0.5)
+				}
+				set(n, data)
+			}
+			random(inputs[1]) // the target
+			random(inputs[2]) // the positions
+			for _, b := range blocks {
+				for _, p := range b.Params {
+					random(p)
+				}
+			}
+			var losses []float32
+			for _, ids := range [][]float32{{3, 41}, {49, 0}, {7, 7}} {
+				set(inputs[0], ids)
+				v, err := prog.Run()
+				if err != nil {
+					t.Fatalf("train=%v %+v: %v", train, pl, err)
+				}
+				losses = append(losses, v)
+			}
+			if peak := dev.Stats().PeakBytes; peak != need {
+				t.Errorf("train=%v %+v: peak %d B, footprint %d B", train, pl, peak, need)
+			}
+			prog.Close()
+			dev.Close()
+			if want == nil {
+				want = losses
+			} else if !slices.Equal(losses, want) {
+				t.Errorf("train=%v %+v: losses %v, resident %v", train, pl, losses, want)
+			}
 		}
 	}
 }
