@@ -10,9 +10,10 @@ MistralForCausalLM and GPT2LMHeadModel), with no dependency but torch.
         compare the losses, the first step's gradients and the final
         weights. Exit status 1 on a difference beyond float32 rounding.
         A dump with "lora" (internal/models' TestLoRAMatchesTorch) adds
-        PEFT's adapters to its targets, y = x·Wᵀ + (α/R)·(x·Aᵀ)·Bᵀ with
-        A and B from the dump, freezes every other weight and trains the
-        adapters alone.
+        PEFT's adapters to its targets (PEFT's default for the model_type
+        when the dump names none), y = x·Wᵀ + (α/R)·(x·Aᵀ)·Bᵀ with A and
+        B from the dump, freezes every other weight and trains the
+        adapters alone; adapters on any other layer fail the check.
     torch_llm.py peak CONFIG.json --seq-len S --batch B [--layers N]
                  [--task train|eval] [--json FILE]
         On a CUDA GPU: torch.cuda.max_memory_allocated() over two steps
@@ -214,20 +215,45 @@ def load(torch, s, init, layers):
     return P
 
 
-def load_lora(torch, dump, P):
+# PEFT's default target_modules per model_type
+# (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING, peft/utils/constants.py),
+# and the linear layers its "all-linear" takes (every one but the output
+# head), by the last part of the module's name as PEFT matches them.
+PEFT_DEFAULT_TARGETS = {"llama": ("q_proj", "v_proj"), "mistral": ("q_proj", "v_proj"),
+                        "qwen2": ("q_proj", "v_proj"), "gpt2": ("c_attn",)}
+ALL_LINEAR = {"llama": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+              "gpt2": ("c_attn", "c_proj", "c_fc")}
+
+
+def load_lora(torch, dump, s, P):
     """PEFT's adapters from gpuz's initial values (the same names and
     layout: lora_A [R, in], lora_B [out, R]); the model's own weights
-    frozen. Returns the scale α/R and the target layers, or (None, ())
+    frozen. The targets are the dump's list as the user gave it: none for
+    PEFT's default of the model_type, "all-linear" for every linear layer
+    but the head; the dump's adapters must be exactly those of the target
+    layers. Returns the scale α/R and the target layers, or (None, ())
     for a dump without LoRA."""
     lora = dump.get("lora")
     if not lora:
         return None, ()
+    targets = lora.get("targets")
+    if not targets:
+        targets = PEFT_DEFAULT_TARGETS[dump["config"]["model_type"]]
+    elif targets == ["all-linear"]:
+        targets = ALL_LINEAR[s["arch"]]
+    targets = tuple(targets)
+    want = {n[:-len(".weight")] for n in P.p
+            if n.endswith(".weight") and n[:-len(".weight")].rsplit(".", 1)[-1] in targets}
+    have = {n.split(".lora_")[0] for n in dump["init"] if ".lora_" in n}
+    if want != have:
+        fail(f"the dump's adapters are not PEFT's for targets {targets}: "
+             f"adapters on {sorted(have - want)}, none on {sorted(want - have)}")
     for name, values in dump["init"].items():
         if ".lora_" in name:
             P.add(name, torch.tensor(values, dtype=torch.float32).reshape(dump["shapes"][name]))
     for name, t in P.p.items():
         t.requires_grad_(".lora_" in name)
-    return lora["alpha"] / lora["rank"], tuple(lora["targets"])
+    return lora["alpha"] / lora["rank"], targets
 
 
 def gpuz_names(s, P):
@@ -456,7 +482,7 @@ def check(path):
     seq, batch = dump["seq_len"], dump["batch"]
     layers = s["layers"]
     P = load(torch, s, dump["init"], layers)
-    lora = load_lora(torch, dump, P)
+    lora = load_lora(torch, dump, s, P)
     joins = gpuz_names(s, P)
     if lora[0] is not None:  # only the adapters are trained and compared
         joins = {g: names for g, names in joins.items() if ".lora_" in g}

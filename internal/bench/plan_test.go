@@ -50,3 +50,44 @@ func TestPlanRecomputeAndTake(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanHostNeedWithHostOptimizer pins the host need of the cache
+// mode's rows of a trained model (issue 44 item 19), planned for a target
+// host so that the simulated card's bytes are not the host's: the data
+// set and the paged blocks' masters, plus Adam's two moments of every
+// parameter, 8 B each, where the row keeps them in host memory, counted
+// once. The window policy keeps the moments on the device; window-paged
+// and auto page them in the blocks' areas, whose masters are on the
+// host; auto with the optimizer on the host keeps them there apart: the
+// three need the same, 8 B a parameter more than the window policy.
+func TestPlanHostNeedWithHostOptimizer(t *testing.T) {
+	opts := smallLinearRun(t, TaskTrain, ModeCache)
+	opts.Cache = cache.Config{Policy: cache.Window, Window: 1}
+	opts.HostMemory = 1 << 40
+	p, err := PlanMemory(opts, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := map[cache.Config]int64{}
+	for _, m := range p.Modes {
+		if m.HostNeed != p.Header.DataBytes+m.Footprint.Host {
+			t.Errorf("%+v: host need %d B, want the data's %d B and the footprint's %d B", cacheOf(m.Placement), m.HostNeed, p.Header.DataBytes, m.Footprint.Host)
+		}
+		need[cacheOf(m.Placement)] = m.HostNeed
+	}
+	window := need[cache.Config{Policy: cache.Window, Window: 1}]
+	moments := 8 * p.Header.Params
+	for _, c := range []cache.Config{
+		{Policy: cache.WindowPaged, Window: 1},
+		{Policy: cache.Auto},
+		{Policy: cache.Auto, OptimizerOnHost: true},
+	} {
+		got, ok := need[c]
+		if !ok {
+			t.Fatalf("no row for %+v among %v", c, need)
+		}
+		if window == 0 || got != window+moments {
+			t.Errorf("%+v: host need %d B, want the window policy's %d B and the moments' %d B", c, got, window, moments)
+		}
+	}
+}

@@ -98,8 +98,10 @@ func TestManagedTouchPages(t *testing.T) {
 
 // TestManagedTouchesMastersAndScratch: under bf16 training a step that
 // converts touches the scratch it converts through, and a block's update
-// touches its 16-bit parameters' float32 masters (the Adam step reads and
-// writes them), so their pages migrate as the kernels use them. With the
+// touches each trained parameter's gradient, the parameter, its two
+// moments and, for a 16-bit parameter, its float32 master (the Adam step
+// reads and writes them), so their pages migrate as the kernels use them.
+// With the
 // host preferred for every page, each touched byte is read in place and
 // recorded.
 func TestManagedTouchesMastersAndScratch(t *testing.T) {
@@ -157,12 +159,31 @@ func TestManagedTouchesMastersAndScratch(t *testing.T) {
 		}
 		l := mp.layouts[u.block]
 		for j, i := range l.params {
+			if sc.grads[i] < 0 { // frozen: no update reads it
+				continue
+			}
+			// The gradient the update reads, the parameter it writes and
+			// its two moments (issue 44 item 22: the update touching the
+			// parameter in place of its gradient passed every test).
+			name := sc.spec.Blocks[u.block].Name
+			if !covered(mp.layout.span(sc, mp.layouts, sc.grads[i])) {
+				t.Errorf("block %s's update never touches the gradient of parameter %d", name, i)
+			}
+			if !covered(mp.layout.span(sc, mp.layouts, sc.params[i])) {
+				t.Errorf("block %s's update never touches parameter %d", name, i)
+			}
+			n := 4 * int64(sc.count(sc.params[i]))
+			for k, off := range l.moments[j] {
+				if !covered(mp.layout.area[u.block]+4*int64(off), n) {
+					t.Errorf("block %s's update never touches moment %d of parameter %d", name, k, i)
+				}
+			}
 			if l.masters == nil || l.masters[j] < 0 {
 				continue
 			}
 			masters++
-			if n := 4 * int64(sc.count(sc.params[i])); !covered(mp.layout.area[u.block]+4*int64(l.masters[j]), n) {
-				t.Errorf("block %s's update never touches the master of parameter %d", sc.spec.Blocks[u.block].Name, i)
+			if !covered(mp.layout.area[u.block]+4*int64(l.masters[j]), n) {
+				t.Errorf("block %s's update never touches the master of parameter %d", name, i)
 			}
 		}
 	}
@@ -184,10 +205,19 @@ func TestManagedFootprintSplitsTheRegion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if m.total%page == 0 {
+		t.Fatalf("the region of %d B fills its last page: no partial page to test", m.total)
+	}
 	for free := int64(page); free <= int64(pages+1)*page; free += page / 2 {
 		fp := bd.footprint(free)
 		if fp.Device+fp.Host != m.total || fp.Device > free {
 			t.Errorf("%d B free: %d on the device and %d on the host, of a region of %d", free, fp.Device, fp.Host, m.total)
+		}
+		// Each part, not only the sum (issue 44 item 22): the whole pages
+		// that fit, the last one partial, on the device; the rest, never
+		// negative, on the host.
+		if dev := min(free/page*page, m.total); fp.Device != dev || fp.Host != m.total-dev || fp.Host < 0 {
+			t.Errorf("%d B free: %d B on the device and %d B on the host, want %d and %d", free, fp.Device, fp.Host, dev, m.total-dev)
 		}
 		if want := min(int(free/page), pages); fp.Window != want {
 			t.Errorf("%d B free: %d pages resident, want %d", free, fp.Window, want)
@@ -195,6 +225,11 @@ func TestManagedFootprintSplitsTheRegion(t *testing.T) {
 	}
 	if fp := bd.footprint(page - 1); fp.Window != 0 || fp.Device != page {
 		t.Errorf("less than a page free: %d pages, %d B needed; want none, a page", fp.Window, fp.Device)
+	}
+	// Every page fits, with room to spare: the whole region on the device
+	// and nothing on the host, though the last page is partial.
+	if fp := bd.footprint(int64(pages+4) * page); fp.Window != pages || fp.Device != m.total || fp.Host != 0 {
+		t.Errorf("every page fits: %d pages, %d B on the device, %d B on the host; want %d, %d, 0", fp.Window, fp.Device, fp.Host, pages, m.total)
 	}
 	for capacity := 1; capacity <= pages; capacity++ {
 		mp, err := newManagedPages(sc, Managed{PageSize: page, AdviseHost: true}, capacity, &pageRecorder{})

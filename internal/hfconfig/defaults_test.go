@@ -80,3 +80,78 @@ func TestDefaultedWarns(t *testing.T) {
 		t.Errorf("warnings %q for a file that gives every size", w)
 	}
 }
+
+// TestParseFloatDefaults checks the floats a file may leave out (issue 44
+// item 21): each takes its model_type's default in transformers' config
+// class (LlamaConfig, MistralConfig and Qwen2Config: rms_norm_eps 1e-6,
+// rope_theta 10000.0; GPT2Config: layer_norm_epsilon 1e-5), and a value
+// the file gives is read as given.
+func TestParseFloatDefaults(t *testing.T) {
+	mistral := strings.Replace(llamaJSON, `"llama"`, `"mistral"`, 1)
+	qwen2 := strings.Replace(llamaJSON, `"llama"`, `"qwen2"`, 1)
+	eps := func(c Config) float64 { return c.NormEps }
+	theta := func(c Config) float64 { return c.RopeTheta }
+	tests := []struct {
+		name string
+		base string
+		set  map[string]string // "" deletes the field
+		got  func(Config) float64
+		want float64
+	}{
+		{"llama rms_norm_eps", llamaJSON, map[string]string{"rms_norm_eps": ""}, eps, 1e-6},
+		{"llama rope_theta", llamaJSON, map[string]string{"rope_theta": ""}, theta, 10000},
+		{"mistral rms_norm_eps", mistral, map[string]string{"rms_norm_eps": ""}, eps, 1e-6},
+		{"mistral rope_theta", mistral, map[string]string{"rope_theta": ""}, theta, 10000},
+		{"qwen2 rms_norm_eps", qwen2, map[string]string{"rms_norm_eps": ""}, eps, 1e-6},
+		{"qwen2 rope_theta", qwen2, map[string]string{"rope_theta": ""}, theta, 10000},
+		{"gpt2 layer_norm_epsilon", gpt2JSON, nil, eps, 1e-5},
+		{"llama rms_norm_eps given", llamaJSON, nil, eps, 1e-5},
+		{"llama rope_theta given", llamaJSON, map[string]string{"rope_theta": "500000"}, theta, 500000},
+		{"gpt2 layer_norm_epsilon given", gpt2JSON, map[string]string{"layer_norm_epsilon": "1e-6"}, eps, 1e-6},
+	}
+	for _, tt := range tests {
+		c, err := Parse(edit(t, tt.base, tt.set))
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if got := tt.got(c); got != tt.want {
+			t.Errorf("%s: %g, want %g", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestParseBiases checks that each bias flag is read from its own key
+// (issue 44 item 21), as transformers builds the modules: Llama's
+// attention_bias gives q, k, v and o_proj biases and mlp_bias the MLP's;
+// Mistral has no mlp_bias (MistralMLP's projections have none); Qwen2's
+// q, k and v always have biases and its o_proj never.
+func TestParseBiases(t *testing.T) {
+	mistral := strings.Replace(llamaJSON, `"llama"`, `"mistral"`, 1)
+	qwen2 := strings.Replace(llamaJSON, `"llama"`, `"qwen2"`, 1)
+	tests := []struct {
+		name          string
+		base          string
+		set           map[string]string
+		qkv, out, mlp bool
+	}{
+		{"llama none", llamaJSON, nil, false, false, false},
+		{"llama attention_bias alone", llamaJSON, map[string]string{"attention_bias": "true"}, true, true, false},
+		{"llama mlp_bias alone", llamaJSON, map[string]string{"mlp_bias": "true"}, false, false, true},
+		{"llama both", llamaJSON, map[string]string{"attention_bias": "true", "mlp_bias": "true"}, true, true, true},
+		{"mistral attention_bias", mistral, map[string]string{"attention_bias": "true"}, true, true, false},
+		{"mistral mlp_bias has no module", mistral, map[string]string{"mlp_bias": "true"}, false, false, false},
+		{"qwen2 default", qwen2, nil, true, false, false},
+		{"qwen2 attention_bias and mlp_bias have no module", qwen2, map[string]string{"attention_bias": "true", "mlp_bias": "true"}, true, false, false},
+	}
+	for _, tt := range tests {
+		c, err := Parse(edit(t, tt.base, tt.set))
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if c.QKVBias != tt.qkv || c.OutBias != tt.out || c.MLPBias != tt.mlp {
+			t.Errorf("%s: biases qkv %v, o %v, mlp %v; want %v, %v, %v", tt.name, c.QKVBias, c.OutBias, c.MLPBias, tt.qkv, tt.out, tt.mlp)
+		}
+	}
+}

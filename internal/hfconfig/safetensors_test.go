@@ -264,3 +264,36 @@ func TestLoadSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckSafetensorsHeadDim checks a checkpoint whose heads × head_dim
+// (4 × 4 = 16) is not its hidden size (8), as transformers lays it out
+// (issue 44 item 21): q_proj [heads·head_dim, hidden], k_proj and v_proj
+// [kv_heads·head_dim, hidden], o_proj [hidden, heads·head_dim]. The
+// shapes are written by hand, not from Config.Tensors, so that a config
+// building o_proj as [hidden, hidden] refuses this correct file.
+func TestCheckSafetensorsHeadDim(t *testing.T) {
+	c, err := Parse([]byte(`{"model_type": "llama", "hidden_size": 8, "intermediate_size": 16,
+		"num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 4,
+		"vocab_size": 10, "max_position_embeddings": 16, "tie_word_embeddings": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := []Tensor{
+		{"model.embed_tokens.weight", []int{10, 8}},
+		{"model.layers.0.self_attn.q_proj.weight", []int{16, 8}},
+		{"model.layers.0.self_attn.k_proj.weight", []int{8, 8}},
+		{"model.layers.0.self_attn.v_proj.weight", []int{8, 8}},
+		{"model.layers.0.self_attn.o_proj.weight", []int{8, 16}},
+		{"model.layers.0.mlp.gate_proj.weight", []int{16, 8}},
+		{"model.layers.0.mlp.up_proj.weight", []int{16, 8}},
+		{"model.layers.0.mlp.down_proj.weight", []int{8, 16}},
+		{"model.layers.0.input_layernorm.weight", []int{8}},
+		{"model.layers.0.post_attention_layernorm.weight", []int{8}},
+		{"model.norm.weight", []int{8}},
+	}
+	dir := t.TempDir()
+	writeST(t, filepath.Join(dir, "model.safetensors"), file)
+	if n, err := CheckSafetensors(dir, c.Tensors()); err != nil || n != len(file) {
+		t.Errorf("CheckSafetensors = %d, %v; want %d, nil", n, err, len(file))
+	}
+}

@@ -75,8 +75,9 @@ type torchDump struct {
 	LoRA *torchLoRA `json:"lora,omitempty"`
 }
 
-// torchLoRA is LoRA's setting as torch_llm.py applies it: the rank, α
-// and the target layers, resolved.
+// torchLoRA is LoRA's setting as the user gives it, which torch_llm.py
+// applies: the rank, α and the target layers as --lora-targets names them
+// (none for PEFT's default of the model_type, which the script knows).
 type torchLoRA struct {
 	Rank    int      `json:"rank"`
 	Alpha   float64  `json:"alpha"`
@@ -121,7 +122,11 @@ func TestLLMMatchesTorch(t *testing.T) {
 // to float32 rounding. The cases cover the default targets (q_proj and
 // v_proj, parts of gpuz's packed qkv_proj; GPT-2's c_attn) and every
 // linear layer at α/R = 2, and α/R = 1/2 (a scale below 1 dropped or
-// inverted fails there only). GPUZ_TORCH_PYTHON as TestLLMMatchesTorch.
+// inverted fails there only). The script is handed the setting as the
+// flags give it (α, and no targets for the default), takes PEFT's
+// default targets from its own table and refuses adapters on any other
+// layer, so that gpuz's own list is not checked against itself.
+// GPUZ_TORCH_PYTHON as TestLLMMatchesTorch.
 func TestLoRAMatchesTorch(t *testing.T) {
 	python := os.Getenv("GPUZ_TORCH_PYTHON")
 	if python == "" {
@@ -200,7 +205,18 @@ func trainForTorch(t *testing.T, config string, attention levers.Attention, lora
 		t.Fatal(err)
 	}
 	if lora.On() {
-		d.LoRA = &torchLoRA{Rank: lora.Rank, Alpha: lora.Scale() * float64(lora.Rank), Targets: LoRATargets(&c)}
+		// The setting as the user gives it, not as gpuz resolves it: α
+		// (R when not given), and the targets named (none: the script
+		// takes PEFT's default for the model_type).
+		alpha := lora.Alpha
+		if alpha == 0 {
+			alpha = float64(lora.Rank)
+		}
+		targets, err := lora.TargetList()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.LoRA = &torchLoRA{Rank: lora.Rank, Alpha: alpha, Targets: targets}
 	}
 	var params, frozen []*gorgonia.Node
 	for _, b := range m.Blocks {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"gorgonia.org/gorgonia"
@@ -281,6 +282,136 @@ func TestLoRABadTargets(t *testing.T) {
 	for _, l := range []levers.LoRA{{Rank: -1}, {Rank: 4, Alpha: -1}, {Alpha: 2}, {Rank: 4, Targets: "q_proj,,v_proj"}, {Rank: 4, Targets: "all-linear,q_proj"}} {
 		if err := l.Validate(); err == nil {
 			t.Errorf("%+v accepted", l)
+		}
+	}
+}
+
+// TestLoRAOutputByHand computes a layer with its adapter through the graph
+// adapters.adapt builds, in float64, and by hand: y = x·Wᵀ plus
+// (α/R)·(x·Aᵀ)·Bᵀ on the columns of the part (1…3 of 5) and nothing on
+// the others, at scales below 1 (α < R, issue 44 item 20), 1 and above.
+func TestLoRAOutputByHand(t *testing.T) {
+	const rows, in, width, off, n = 3, 4, 5, 1, 3
+	for _, l := range []levers.LoRA{{Rank: 2, Alpha: 1}, {Rank: 4, Alpha: 1}, {Rank: 2}, {Rank: 2, Alpha: 6}} {
+		g := gorgonia.NewGraph()
+		m := &Model{Graph: g, init: map[*gorgonia.Node]func(*rand.Rand, []float32){}, dtype: tensor.Float64}
+		ad := &adapters{LoRA: l, targets: []string{"q"}, m: m, consts: map[string]*gorgonia.Node{}}
+		x, w := m.tensor("x", rows, in), m.tensor("w", width, in)
+		block := engine.Block{Name: "b"}
+		y, err := ad.adapt(&block, "layer", "q", x, gorgonia.Must(ops.Apply(ops.Projection{}, x, w)), off, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := block.Params[0], block.Params[1] // A [R, in], B [n, R]
+		rng := rand.New(rand.NewPCG(5, 6))
+		values := map[*gorgonia.Node][]float64{}
+		for _, p := range []*gorgonia.Node{x, w, a, b} {
+			v := make([]float64, p.Shape().TotalSize())
+			for i := range v {
+				v[i] = rng.Float64()*2 - 1
+			}
+			values[p] = v
+		}
+		for _, c := range m.Constants {
+			values[c.Node] = toFloat64(c.Values)
+		}
+		vm := gorgonia.NewTapeMachine(g)
+		for p, v := range values {
+			if err := gorgonia.Let(p, tensor.New(tensor.WithBacking(v), tensor.WithShape(p.Shape()...))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := vm.RunAll(); err != nil {
+			t.Fatal(err)
+		}
+		got := y.Value().Data().([]float64)
+		vm.Close()
+		alpha := l.Alpha
+		if alpha == 0 {
+			alpha = float64(l.Rank) // α = R, the scale 1
+		}
+		scale := alpha / float64(l.Rank)
+		X, W, A, B := values[x], values[w], values[a], values[b]
+		for i := range rows {
+			for j := range width {
+				want := 0.0
+				for k := range in {
+					want += X[i*in+k] * W[j*in+k]
+				}
+				if j >= off && j < off+n {
+					for r := range l.Rank {
+						u := 0.0
+						for k := range in {
+							u += X[i*in+k] * A[r*in+k]
+						}
+						want += scale * u * B[(j-off)*l.Rank+r]
+					}
+				}
+				if d := math.Abs(got[i*width+j] - want); d > 1e-12 {
+					t.Errorf("%s: y[%d][%d] = %.15g, want %.15g (α/R = %g)", l, i, j, got[i*width+j], want, scale)
+				}
+			}
+		}
+	}
+}
+
+// peftTargets is PEFT's default target_modules per model_type
+// (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING, peft/utils/constants.py),
+// written here rather than read from gpuz so that a change to the family
+// table fails.
+var peftTargets = map[string][]string{
+	"llama":   {"q_proj", "v_proj"},
+	"mistral": {"q_proj", "v_proj"},
+	"qwen2":   {"q_proj", "v_proj"},
+	"gpt2":    {"c_attn"},
+}
+
+// TestLoRADefaultTargetsArePEFTs builds a tiny model of each model_type
+// with LoRA and no --lora-targets (issue 44 item 20): the adapters are
+// exactly PEFT's default targets in each layer, A and B for each, and
+// LoRATargets names them. (q_proj with k_proj in place of v_proj passed
+// every count: k and v have the same shape.)
+func TestLoRADefaultTargetsArePEFTs(t *testing.T) {
+	configs := map[string]string{
+		"llama":   tinyLLMs[0].config,
+		"mistral": strings.Replace(tinyLLMs[0].config, `"llama"`, `"mistral"`, 1),
+		"qwen2":   tinyLLMs[2].config,
+		"gpt2":    tinyLLMs[3].config,
+	}
+	for mt, targets := range peftTargets {
+		c := tinyLLM(t, configs[mt], 5, 2)
+		if c.Model.ModelType != mt {
+			t.Fatalf("%s: the config is a %s", mt, c.Model.ModelType)
+		}
+		c.LoRA = levers.LoRA{Rank: 2}
+		if got, err := c.LoRATargets(); err != nil || !slices.Equal(got, targets) {
+			t.Errorf("%s: LoRATargets() = %v, %v; want PEFT's %v", mt, got, err, targets)
+		}
+		m, err := c.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, want []string
+		for _, b := range m.Blocks {
+			for _, p := range b.Params {
+				got = append(got, p.Name())
+			}
+		}
+		modules := c.Model.Arch.LinearModules()
+		for l := range c.Layers {
+			for _, target := range targets {
+				i := slices.IndexFunc(modules, func(m string) bool { return strings.HasSuffix(m, "."+target) })
+				if i < 0 {
+					t.Fatalf("%s: no module %s", mt, target)
+				}
+				prefix := fmt.Sprintf("%s%d.%s", c.Model.Arch.Modules.Layers, l, modules[i])
+				want = append(want, prefix+".lora_A.weight", prefix+".lora_B.weight")
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: trained %v, want PEFT's default targets' adapters %v", mt, got, want)
 		}
 	}
 }
