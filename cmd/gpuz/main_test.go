@@ -53,6 +53,11 @@ func TestBadInput(t *testing.T) {
 		{"lora empty target", "plan linear train --lora 16 --lora-targets layer,,x", "--lora-targets \"layer,,x\" has an empty name"},
 		{"fit lora target the model lacks", "fit llm train --lora 0,16 --lora-targets c_attn", "--lora-targets: the model has no linear layer \"c_attn\""},
 		{"unknown task", "linear fit", "unknown task \"fit\""},
+		// --place applies to the hybrid mode only: without it the flag was
+		// ignored in silence (issue 44 item 26).
+		{"place without hybrid", "attention train cpu --place host:0", "--place places the hybrid mode's blocks; add hybrid to the modes"},
+		{"place without hybrid in plan", "plan attention train cpu --place host:0", "--place places the hybrid mode's blocks; add hybrid to the modes"},
+		{"hybrid without place", "attention train hybrid", "the hybrid mode needs --place"},
 		{"unknown weight kind", "llm eval cpu --layers 1 --weights q5_0", "--weights: unknown weight kind \"q5_0\""},
 		{"quantized weights trained", "llm train cpu --layers 1 --weights q4_0", "--weights q4_0 stores frozen weights, and training changes every weight"},
 		{"quantized gpt2", "llm eval cpu --model gpt2 --layers 1 --weights q8_0", "--weights q8_0: only a Llama-family decoder's projections are stored quantized, not gpt2's"},

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"gorgonia.org/gorgonia"
@@ -224,5 +225,40 @@ func TestAttentionReportPlacement(t *testing.T) {
 		if fp.Device >= all.Device || fp.Host == 0 {
 			t.Errorf("train=%v: footprint %+v, all on the device %+v", train, fp, all)
 		}
+	}
+}
+
+// TestHybridValidate checks that a hybrid placement is refused when it
+// names no block, or when some block is paged and the cache blocks'
+// configuration cannot be used; with no block paged the configuration is
+// unused and not checked (issue 44 item 23: the cache part unchecked
+// passed every test, cache.New refusing it later).
+func TestHybridValidate(t *testing.T) {
+	paged := []engine.Where{engine.OnHost, engine.InCache, engine.OnDevice}
+	split := []engine.Where{engine.OnHost, engine.OnDevice}
+	for _, tc := range []struct {
+		name    string
+		h       engine.Hybrid
+		wantErr string // "" when valid
+	}{
+		{"no block", engine.Hybrid{Cache: cache.Config{Policy: cache.Auto}}, "names no block"},
+		{"paged, auto", engine.Hybrid{Blocks: paged, Cache: cache.Config{Policy: cache.Auto}}, ""},
+		{"paged, window 2", engine.Hybrid{Blocks: paged, Cache: cache.Config{Policy: cache.Window, Window: 2}}, ""},
+		{"paged, unknown policy", engine.Hybrid{Blocks: paged, Cache: cache.Config{Policy: "lru"}}, `unknown cache policy "lru"`},
+		{"paged, negative window", engine.Hybrid{Blocks: paged, Cache: cache.Config{Policy: cache.Auto, Window: -1}}, "negative window -1"},
+		{"paged, window of 0", engine.Hybrid{Blocks: paged, Cache: cache.Config{Policy: cache.Window}}, "at least one block"},
+		{"paged, host optimizer on the window", engine.Hybrid{Blocks: paged,
+			Cache: cache.Config{Policy: cache.WindowPaged, Window: 2, OptimizerOnHost: true}}, "auto-policy option"},
+		{"nothing paged, cache unused", engine.Hybrid{Blocks: split, Cache: cache.Config{Policy: "lru", Window: -1}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.h.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("Validate: %v, want nil", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("Validate: %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
 	}
 }

@@ -107,3 +107,53 @@ func TestManagedFitsMigratesNothing(t *testing.T) {
 		resident.Close()
 	}
 }
+
+// advisedSim is a simulated device that records the ranges the engine
+// advises to the host (the simulated device itself ignores the advice:
+// the engine's page residency keeps those pages on the host).
+type advisedSim struct {
+	*device.Sim
+	advised [][2]int64 // offset and length of each call
+}
+
+func (a *advisedSim) Caps() device.Caps {
+	c := a.Sim.Caps()
+	c.Managed = a
+	return c
+}
+
+func (a *advisedSim) AdviseHost(b device.Buffer, off, n int64) error {
+	a.advised = append(a.advised, [2]int64{off, n})
+	return a.Sim.AdviseHost(b, off, n)
+}
+
+// TestManagedAdvisesThePagesBeyond: with the host advised, the engine
+// advises the device (CUDA's cuMemAdvise, which the simulated device does
+// not act on) of exactly the pages its free memory does not hold, from the
+// first page past the resident ones to the region's end: the page
+// residency's rule (TestManagedFootprintSplitsTheRegion) and the advice
+// given to a GPU must agree (issue 44 item 26: advice starting a page
+// early passed every test).
+func TestManagedAdvisesThePagesBeyond(t *testing.T) {
+	const page = 64 << 10
+	c := smallConfigs(t)[0]
+	pl := engine.Managed{PageSize: page, AdviseHost: true}
+	resident := device.NewSim(1<<40, nil)
+	_, s, _ := runPlaced(t, c, true, resident, engine.Resident{}, 1)
+	resident.Close()
+	for _, third := range []int{1, 2} {
+		capacity := int64(s.Footprint(pl, 0).Pages) * int64(third) / 3 * page
+		fp := s.Footprint(pl, capacity)
+		dev := &advisedSim{Sim: device.NewSim(capacity, nil)}
+		runPlaced(t, c, true, dev, pl, 1)
+		dev.Close()
+		from := int64(fp.Window) * page
+		want := [][2]int64{{from, fp.Device + fp.Host - from}}
+		if fp.Window == 0 || fp.Window == fp.Pages {
+			t.Fatalf("%d of %d pages fit: nothing tested", fp.Window, fp.Pages)
+		}
+		if !slices.Equal(dev.advised, want) {
+			t.Errorf("%d of %d pages fit: advised %v (offset, length), want %v", fp.Window, fp.Pages, dev.advised, want)
+		}
+	}
+}

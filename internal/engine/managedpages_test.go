@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"testing"
 
 	"gpuz/internal/cache"
@@ -241,5 +242,44 @@ func TestManagedFootprintSplitsTheRegion(t *testing.T) {
 				t.Errorf("advise host, %d pages fit: page %d read in place %v", capacity, p, mp.Remote(p))
 			}
 		}
+	}
+}
+
+// TestManagedRemoteBytesAreTheTouch: with the host advised, a touch
+// counts in place exactly its bytes that lie in the pages beyond the
+// resident ones, page by page, not whole pages (issue 44 item 26: the
+// remote bytes counted per host page passed every test, the dry run and
+// the device counting through the same touch).
+func TestManagedRemoteBytesAreTheTouch(t *testing.T) {
+	const page = 1 << 10 // below a real page's size, for pages enough in a small region
+	sc := managedTied(t)
+	if pages := sc.managedLayout().pages(page); pages < 3 {
+		t.Fatalf("the region holds %d pages: nothing tested", pages)
+	}
+	for _, tc := range []struct {
+		name   string
+		off, n int64
+		want   [][2]int64 // each access in place: offset, length
+	}{
+		{"within the resident page", 10, 100, nil},
+		{"within a host page", page + 10, 100, [][2]int64{{page + 10, 100}}},
+		{"across the resident page and a host page", page / 2, page, [][2]int64{{page, page / 2}}},
+		{"across two host pages", page + page/2, page, [][2]int64{{page + page/2, page / 2}, {2 * page, page / 2}}},
+		{"a host page's last byte", 2*page - 1, 1, [][2]int64{{2*page - 1, 1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mp, err := newManagedPages(sc, Managed{PageSize: page, AdviseHost: true}, 1, &pageRecorder{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [][2]int64
+			mp.access = func(off, n int64) error { got = append(got, [2]int64{off, n}); return nil }
+			if err := mp.touch(tc.off, tc.n); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("touch of %d bytes at %d: accessed in place %v, want %v", tc.n, tc.off, got, tc.want)
+			}
+		})
 	}
 }

@@ -89,8 +89,9 @@ func TestPrecisionClassesByHand(t *testing.T) {
 // TestCastOf pins the classes the hand models cannot show: the attention
 // value gradient (probsᵀ·g, a product) is a 16-bit product as the other
 // attention products are, the LayerNorm steps keep float32 (autocast's
-// fp32 list), and an op that declares no class (gorgonia's own, such as
-// the gradient sum's addition) promotes.
+// fp32 list), SwiGLU and its gradient promote (SiLU and mul are on none
+// of autocast's lists), and an op that declares no class (gorgonia's own,
+// such as the gradient sum's addition) promotes.
 func TestCastOf(t *testing.T) {
 	for _, tc := range []struct {
 		op   gorgonia.Op
@@ -103,6 +104,10 @@ func TestCastOf(t *testing.T) {
 		{ops.New(ops.LayerNormInputGrad{}), levers.CastFP32},
 		{ops.New(ops.LayerNormWeightGrad{}), levers.CastFP32},
 		{ops.New(ops.Add{}), levers.CastPromote},
+		// SiLU and mul are on none of autocast's lists: SwiGLU and its
+		// gradient run in the widest type of their inputs (issue 44 item 23).
+		{ops.New(ops.SwiGLU{}), levers.CastPromote},
+		{ops.New(ops.SwiGLUGrad{}), levers.CastPromote},
 		{gradientSumOp(t), levers.CastPromote},
 	} {
 		if got := castOf(tc.op); got != tc.want {

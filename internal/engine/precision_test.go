@@ -216,3 +216,56 @@ func TestConverterRounds(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyFP16ScalesTheLoss trains the hand linear model one step at each
+// precision and reads the gradient seed, which the loss scale multiplies:
+// fp16 seeds its gradients with GradScaler's initial 2^16, and bf16, whose
+// range is float32's, seeds them with 1, as fp32 does (PyTorch pairs a
+// GradScaler with fp16 autocast only). Scaling is exact in powers of two,
+// so a bf16 run that scaled and unscaled gave the same losses: issue 44
+// item 26, a survivor of the planted bugs.
+func TestOnlyFP16ScalesTheLoss(t *testing.T) {
+	for _, tc := range []struct {
+		prec levers.Precision
+		seed float32
+	}{{levers.FP32, 1}, {levers.BF16, 1}, {levers.FP16, lossScaleInit}} {
+		t.Run(tc.prec.String(), func(t *testing.T) {
+			sc := compilePrecision(t, handModels[0], tc.prec)
+			prog, err := sc.Load(device.NewHost(), Resident{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer prog.Close()
+			for i, v := range sc.values {
+				if v.kind == kindInput || v.kind == kindParam {
+					data := make([]float32, sc.count(i))
+					for j := range data {
+						data[j] = float32(math.Sin(float64(i*31+j))) / 4
+					}
+					if err := prog.SetInput(v.node, data); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if _, err := prog.Run(); err != nil {
+				t.Fatal(err)
+			}
+			seeds := 0
+			for i, v := range sc.values {
+				if v.kind != kindSeed {
+					continue
+				}
+				seeds++
+				if got := device.Floats(prog.buffers[i]); len(got) != 1 || got[0] != tc.seed {
+					t.Errorf("the gradient seed holds %v, want [%v]", got, tc.seed)
+				}
+			}
+			if seeds == 0 {
+				t.Fatal("no gradient seed")
+			}
+			if got := prog.LossScale().Scale; (got != 0) != (tc.prec == levers.FP16) {
+				t.Errorf("reported loss scale %v", got)
+			}
+		})
+	}
+}

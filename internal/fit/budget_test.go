@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/cache"
 	"gpuz/internal/models"
 )
 
@@ -24,6 +25,42 @@ func TestSearchBudgetRules(t *testing.T) {
 	for _, e := range append(r.Ranked, r.Unranked...) {
 		if e.Mode != bench.ModeCPU {
 			t.Errorf("%s fits a budget of 0", e.Candidate)
+		}
+	}
+}
+
+// TestManagedOnePageBudget: the managed mode fits a budget that holds one
+// page, its window of one page, and not a budget one byte short of it
+// (issue 44 item 26: fit dropping the managed mode at one page passed
+// every test, which tried a budget of 0 only).
+func TestManagedOnePageBudget(t *testing.T) {
+	opts := options(t, models.Linear, models.ScaleSmall, bench.TaskTrain)
+	p, err := bench.NewPlanner(opts.Bench)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The default page holds the whole region; 64 KiB pages part it.
+	for _, page := range []int64{cache.DefaultPageSize, 64 << 10} {
+		c := Candidate{Mode: bench.ModeManaged}
+		if page != cache.DefaultPageSize {
+			c.ManagedPage = page
+		}
+		for _, tc := range []struct {
+			budget int64
+			fits   bool
+		}{{page - 1, false}, {page, true}, {2 * page, true}} {
+			e, err := plan(p, c, tc.budget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fp := e.Plan.Footprint
+			if want := min(int(tc.budget/page), fp.Pages); e.Fits != tc.fits || fp.Window != want {
+				t.Errorf("pages of %d B, a budget of %d B: fits %t, %d of %d pages resident; want %t, %d",
+					page, tc.budget, e.Fits, fp.Window, fp.Pages, tc.fits, want)
+			}
+			if page != cache.DefaultPageSize && fp.Pages < 3 {
+				t.Errorf("pages of %d B: the region holds %d", page, fp.Pages)
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package fit
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +127,38 @@ func TestHasLevers(t *testing.T) {
 		if got := (Candidate{Mode: bench.ModeCPU, Config: tt.cfg}).HasLevers(); got != tt.want {
 			t.Errorf("%+v: HasLevers %v, want %v", tt.cfg, got, tt.want)
 		}
+	}
+}
+
+// TestOptionsValidate checks the margin and the take a search refuses,
+// for callers of the package (the command refuses a NaN flag first, so
+// its test cannot see this check: issue 44 item 26, a NaN margin
+// accepted here passed every test).
+func TestOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		margin  float64
+		take    int64
+		wantErr string // "" when valid
+	}{
+		{"no margin", 0, 0, ""},
+		{"the default", DefaultMarginPercent, 0, ""},
+		{"just under 100", 99.99, 0, ""},
+		{"100", 100, 0, "got 100"},
+		{"negative", -1, 0, "got -1"},
+		{"NaN", math.NaN(), 0, "got NaN"},
+		{"infinite", math.Inf(1), 0, "got +Inf"},
+		{"minus infinity", math.Inf(-1), 0, "got -Inf"},
+		{"negative take", 5, -1, "negative take -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Options{MarginPercent: tc.margin, TakeBytes: tc.take}.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("Validate: %v, want nil", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("Validate: %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
 	}
 }

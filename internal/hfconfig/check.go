@@ -9,8 +9,11 @@ import "fmt"
 // causal prefix). It warns, one line each, of what gpuz computes exactly
 // but the user may not expect: sizes the file leaves out that take
 // transformers' defaults (Defaulted), a sliding window that cannot matter
-// at this length, dropout the file declares and gpuz does not apply, and a
-// RoPE model run past max_position_embeddings.
+// at this length, dropout the file declares and gpuz does not apply, llama3
+// scaling whose original_max_position_embeddings is not below
+// max_position_embeddings (transformers' _validate_llama3_parameters warns
+// of it and computes on; real snapshots carry it), and a RoPE model run
+// past max_position_embeddings.
 func (c Config) Check(seqLen int) (warnings []string, err error) {
 	if seqLen <= 0 {
 		return nil, fmt.Errorf("the sequence length must be positive, got %d", seqLen)
@@ -36,6 +39,10 @@ func (c Config) Check(seqLen int) (warnings []string, err error) {
 		warnings = append(warnings, fmt.Sprintf("the config declares dropout (%s); gpuz trains without dropout", c.Dropouts))
 	case c.Dropout > 0:
 		warnings = append(warnings, fmt.Sprintf("the config declares dropout %g; gpuz trains without dropout", c.Dropout))
+	}
+	if s := c.RopeScaling; s != nil && s.Type == "llama3" && s.OriginalMaxPositions >= c.MaxPositions {
+		warnings = append(warnings, fmt.Sprintf("rope_scaling.original_max_position_embeddings %d is not below %s %d: llama3 scaling extends a shorter original context; gpuz scales the frequencies as transformers does, which warns of it too",
+			s.OriginalMaxPositions, maxPos, c.MaxPositions))
 	}
 	if c.Arch.Positions == Rotary && seqLen > c.MaxPositions {
 		warnings = append(warnings, fmt.Sprintf("the sequence length %d is beyond %s %d: rotary positions past the trained range", seqLen, maxPos, c.MaxPositions))

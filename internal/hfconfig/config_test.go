@@ -290,6 +290,12 @@ func TestCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	scaled := func(original, maxPos int) Config {
+		c := smol.Config
+		c.MaxPositions = maxPos
+		c.RopeScaling = &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositions: original}
+		return c
+	}
 	tests := []struct {
 		name     string
 		c        Config
@@ -305,6 +311,9 @@ func TestCheck(t *testing.T) {
 		{"mistral window cannot matter", mistral.Config, 4096, "", []string{"sliding_window 4096 cannot matter"}},
 		{"mistral window shorter", mistral.Config, 4097, "sliding_window 4096 is shorter than the sequence length 4097", nil},
 		{"zero length", smol.Config, 0, "must be positive", nil},
+		{"llama3 original below max", scaled(8192, 131072), 2048, "", nil},
+		{"llama3 original equal to max", scaled(8192, 8192), 2048, "", []string{"original_max_position_embeddings 8192 is not below max_position_embeddings 8192"}},
+		{"llama3 original above max", scaled(8192, 4096), 2048, "", []string{"original_max_position_embeddings 8192 is not below max_position_embeddings 4096"}},
 	}
 	for _, tt := range tests {
 		w, err := tt.c.Check(tt.seq)

@@ -323,8 +323,10 @@ func kind(module string) string {
 //	logits = lm_head(norm(x))   (the embedding's weight when tied)
 //
 // Each parameter is named as the Arch names its module, with weights
-// drawn as transformers initialises them: N(0, 0.02²), norms' weights 1,
-// biases 0, the learned positions N(0, 0.01²), and for GPT-2 the residual
+// drawn as transformers' _init_weights draws them: N(0, 0.02²) for every
+// nn.Linear, Conv1D and nn.Embedding weight (GPT-2's learned positions
+// too; OpenAI's TensorFlow GPT-2 drew them at 0.01, transformers does
+// not), norms' weights 1, biases 0, and for GPT-2 the residual
 // projections' weights scaled by 1/√(2·n_layer).
 func (b *llmBuilder) decoder() *gorgonia.Node {
 	cfg, a, m := b.cfg, b.arch, b.m
@@ -333,7 +335,7 @@ func (b *llmBuilder) decoder() *gorgonia.Node {
 	embedW := p(mods.Embed+".weight", normal02, cfg.Vocab, cfg.Hidden)
 	var posW *gorgonia.Node
 	if a.Positions == hfconfig.Learned {
-		posW = p(mods.Positions+".weight", normal(0.01), cfg.MaxPositions, cfg.Hidden)
+		posW = p(mods.Positions+".weight", normal02, cfg.MaxPositions, cfg.Hidden)
 	}
 	m.Blocks = append(m.Blocks, *embed)
 	if a.Weights != hfconfig.Conv1DWeights {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"gorgonia.org/gorgonia"
+
 	"gpuz/internal/hfconfig"
 )
 
@@ -141,5 +143,66 @@ func TestLLMVocabularyBound(t *testing.T) {
 	c.Model.Vocab++
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "2^24") {
 		t.Errorf("a vocabulary of 2^24 + 1: %v, want it refused", err)
+	}
+}
+
+// TestLLMInitialSpread checks each parameter's initial values against
+// transformers' _init_weights (GPT2PreTrainedModel, LlamaPreTrainedModel)
+// at initializer_range 0.02: every nn.Linear, Conv1D and nn.Embedding
+// weight, GPT-2's wpe included, N(0, 0.02²); GPT-2's c_proj weights
+// N(0, (0.02/√(2·n_layer))²); biases 0; norms' weights 1. The standard
+// deviation drawn must lie within 10% of the wanted one (the tiny
+// models' smallest weight has over 1000 values: the sampling error is
+// about 2%).
+func TestLLMInitialSpread(t *testing.T) {
+	for _, tc := range tinyLLMs {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tinyLLM(t, tc.config, 4, 1)
+			m, err := c.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			residual := 0.02
+			if c.Model.Arch.ScaledResidualInit {
+				residual /= math.Sqrt(2 * float64(c.Model.Layers))
+			}
+			params := m.paramOrder()
+			err = m.InitParams(1, func(p *gorgonia.Node, v []float32) error {
+				if !slices.Contains(params, p) {
+					return nil // a constant: the rotary tables
+				}
+				name := p.Name()
+				var want float64 // the standard deviation; -1: all 1
+				switch {
+				case strings.HasSuffix(name, ".bias"):
+					want = 0
+				case strings.Contains(name, "norm") || strings.Contains(name, "ln_"):
+					want = -1
+				case strings.HasSuffix(name, "c_proj.weight"):
+					want = residual
+				default:
+					want = 0.02
+				}
+				var sum, sq float64
+				for _, x := range v {
+					sum += float64(x)
+					sq += float64(x) * float64(x)
+				}
+				n := float64(len(v))
+				mean, std := sum/n, math.Sqrt(sq/n-(sum/n)*(sum/n))
+				switch {
+				case want == -1 && (mean != 1 || std != 0):
+					t.Errorf("%s: mean %g, std %g, want all 1", name, mean, std)
+				case want == 0 && (mean != 0 || std != 0):
+					t.Errorf("%s: mean %g, std %g, want all 0", name, mean, std)
+				case want > 0 && (math.Abs(std/want-1) > 0.1 || math.Abs(mean) > 3*want/math.Sqrt(n)+1e-12):
+					t.Errorf("%s (%d values): mean %g, std %g, want N(0, %g²)", name, len(v), mean, std, want)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

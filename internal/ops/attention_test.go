@@ -153,3 +153,67 @@ func TestAttentionGQACost(t *testing.T) {
 		})
 	}
 }
+
+// TestFusedAttentionPackClearsLSE checks that FusedAttentionPack's host
+// math writes zeros over the log-sum-exps' part of a buffer that held
+// another value: FusedAttentionGrad reads that part as the log-sum-exps'
+// gradient, so a stale element would enter every query, key and value
+// gradient of its row (a fresh, zeroed buffer hides the omission).
+func TestFusedAttentionPackClearsLSE(t *testing.T) {
+	a, err := FusedAttentionPack{causal}.sizes([]tensor.Shape{{6, 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := make([]float64, a.OutLen())
+	for i := range g {
+		g[i] = float64(i + 1)
+	}
+	for _, tc := range []struct {
+		name string
+		pack func(g []float64, stale float64) []float64 // the packed value, as float64
+	}{
+		{"float64", func(g []float64, stale float64) []float64 {
+			packed := filled(a.OutLen()+a.LSELen(), stale)
+			packGrad(packed, g, a)
+			return packed
+		}},
+		{"float32", func(g []float64, stale float64) []float64 {
+			g32 := make([]float32, len(g))
+			for i, v := range g {
+				g32[i] = float32(v)
+			}
+			packed := make([]float32, a.OutLen()+a.LSELen())
+			for i := range packed {
+				packed[i] = float32(stale)
+			}
+			packGrad(packed, g32, a)
+			out := make([]float64, len(packed))
+			for i, v := range packed {
+				out[i] = float64(v)
+			}
+			return out
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			packed := tc.pack(g, 7)
+			for i, v := range packed {
+				want := 0.0
+				if i < a.OutLen() {
+					want = g[i]
+				}
+				if v != want {
+					t.Fatalf("element %d of %d (output part %d) = %g, want %g", i, len(packed), a.OutLen(), v, want)
+				}
+			}
+		})
+	}
+}
+
+// filled is n elements of v.
+func filled(n int, v float64) []float64 {
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = v
+	}
+	return x
+}

@@ -43,6 +43,34 @@ func TestCostByHand(t *testing.T) {
 			device.Cost{FLOPs: 2 * 16 * 2, ReadBytes: 4 * (16 + 24), WriteBytes: 4 * 8}},
 		{"AttentionMix causal", AttentionMix{AttentionConfig{Heads: 1, SeqLen: 4, Causal: true}}, []tensor.Shape{{1, 1, 4, 4}, {4, 6}},
 			device.Cost{FLOPs: 2 * 10 * 2, ReadBytes: 4 * (16 + 24), WriteBytes: 4 * 8}},
+		// The fused attention of one sequence of 4, one head of 2 (qkv
+		// [4, 6]): Q·Kᵀ and P·V, 2·16·2 each, and 5 operations per score;
+		// causal, 4·5/2 = 10 scores. It writes the packed [4, 2 + 1].
+		{"FusedAttention", FusedAttention{AttentionConfig{Heads: 1, SeqLen: 4}}, []tensor.Shape{{4, 6}},
+			device.Cost{FLOPs: 2*(2*16*2) + 5*16, ReadBytes: 4 * 24, WriteBytes: 4 * 12}},
+		{"FusedAttention causal", FusedAttention{AttentionConfig{Heads: 1, SeqLen: 4, Causal: true}}, []tensor.Shape{{4, 6}},
+			device.Cost{FLOPs: 2*(2*10*2) + 5*10, ReadBytes: 4 * 24, WriteBytes: 4 * 12}},
+		// Two query heads of 2 sharing one key and value head over a
+		// sequence of 3 (qkv [3, 4 + 2·2]): the query heads' work, 2·9
+		// scores; the packed value [3, 4 + 2].
+		{"FusedAttention GQA", FusedAttention{AttentionConfig{Heads: 2, KVHeads: 1, SeqLen: 3}}, []tensor.Shape{{3, 8}},
+			device.Cost{FLOPs: 2*(2*18*2) + 5*18, ReadBytes: 4 * 24, WriteBytes: 4 * 18}},
+		// Its gradient: Q·Kᵀ recomputed, Pᵀ·dO, dO·Vᵀ, dS·K and dSᵀ·Q, 2·16·2
+		// each, and 5 operations per score; it reads qkv, the output, the
+		// log-sum-exps and the packed gradient and writes qkv's gradient.
+		{"FusedAttentionGrad", FusedAttentionGrad{AttentionConfig{Heads: 1, SeqLen: 4}}, []tensor.Shape{{4, 6}, {4, 2}, {1, 1, 4}, {4, 3}},
+			device.Cost{FLOPs: 5*(2*16*2) + 5*16, ReadBytes: 4 * (24 + 8 + 4 + 12), WriteBytes: 4 * 24}},
+		{"FusedAttentionGrad causal", FusedAttentionGrad{AttentionConfig{Heads: 1, SeqLen: 4, Causal: true}}, []tensor.Shape{{4, 6}, {4, 2}, {1, 1, 4}, {4, 3}},
+			device.Cost{FLOPs: 5*(2*10*2) + 5*10, ReadBytes: 4 * (24 + 8 + 4 + 12), WriteBytes: 4 * 24}},
+		// RMSNorm of x [5, 7]: 4 operations per element (square and add,
+		// normalise, scale); its input gradient 9 (the statistic
+		// recomputed, ĝ = w ⊙ g, the row sum of ĝ ⊙ x̂, the combination);
+		// its weight gradient 5 per element of x.
+		{"RMSNorm", RMSNorm{}, []tensor.Shape{{5, 7}, {7}}, device.Cost{FLOPs: 4 * 35, ReadBytes: 4 * (35 + 7), WriteBytes: 4 * 35}},
+		{"RMSNormInputGrad", RMSNormInputGrad{}, []tensor.Shape{{5, 7}, {7}, {5, 7}},
+			device.Cost{FLOPs: 9 * 35, ReadBytes: 4 * (35 + 7 + 35), WriteBytes: 4 * 35}},
+		{"RMSNormWeightGrad", RMSNormWeightGrad{}, []tensor.Shape{{5, 7}, {5, 7}},
+			device.Cost{FLOPs: 5 * 35, ReadBytes: 4 * 70, WriteBytes: 4 * 7}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := New(tc.op).(coster).Cost(tc.shapes); got != tc.want {

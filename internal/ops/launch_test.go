@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -89,6 +90,10 @@ func checkLaunch(t *testing.T, tc launchCase) {
 	out, _ := host.Alloc(len(wantData))
 	if j := op.OverwritesInput(); j >= 0 { // as the engine binds it: out is that input's buffer
 		out = buffers[j]
+	} else {
+		// The engine hands an op a buffer that held another value: an
+		// element Launch does not write must show, not read as a zero.
+		host.Upload(out, stale(len(wantData)))
 	}
 	if err := op.(deviceOp).Launch(host.Kernels(), out, buffers, tc.shapes); err != nil {
 		t.Fatalf("Launch: %v", err)
@@ -99,4 +104,15 @@ func checkLaunch(t *testing.T, tc launchCase) {
 			t.Fatalf("element %d: Launch %g, Do %g", i, got[i], wantData[i])
 		}
 	}
+}
+
+// stale is n elements of what a reused buffer may hold: NaN, which no
+// result equals, so an element that Launch leaves unwritten fails the
+// comparison.
+func stale(n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(math.NaN())
+	}
+	return x
 }
