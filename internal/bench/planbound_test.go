@@ -21,8 +21,9 @@ const planAllocBound = 8 << 20
 // whose adapters' placements are 144 MiB. The rotary tables and LoRA's
 // constants were made to build the graph, so that `gpuz plan` with
 // --seq-len 2147483647 died of "fatal error: out of memory" and 2²⁴ took
-// half a minute and a gigabyte; a plan allocates less than a fixed bound,
-// whatever the sizes it plans.
+// half a minute and a gigabyte; a plan (PlanMemory, which a run's
+// address-space check calls too, and fit's Planner) allocates less than a
+// fixed bound, whatever the sizes it plans.
 func TestPlanAllocationBounded(t *testing.T) {
 	long := tinyLLM(t, tinyLlama)
 	long.SeqLen, long.Samples, long.Batch = 1<<24, 1, 1
@@ -47,12 +48,28 @@ func TestPlanAllocationBounded(t *testing.T) {
 				Samples: tt.llm.Samples, Batch: tt.llm.Batch, Epochs: 1, Adam: DefaultAdam(), ClipNorm: 1, Seed: 1, Threads: 1,
 				Config: Config{Set: levers.Set{LoRA: tt.lora}},
 				NewGPU: func() (device.Device, error) { return device.NewSim(1<<30, nil), nil }}
-			allocated := totalAlloc(t, func() error {
-				_, err := PlanMemory(opts, PlanOptions{})
-				return err
-			})
-			if allocated > planAllocBound {
-				t.Errorf("planning %s allocated %d MiB, want at most %d MiB", tt.name, allocated>>20, planAllocBound>>20)
+			for _, plan := range []struct {
+				name string
+				plan func() error
+			}{
+				{"PlanMemory (plan, a run's checks)", func() error {
+					_, err := PlanMemory(opts, PlanOptions{})
+					return err
+				}},
+				{"Planner (fit)", func() error {
+					p, err := NewPlanner(opts)
+					if err != nil {
+						return err
+					}
+					defer p.Close()
+					_, free, _ := p.GPU()
+					_, err = p.Plan(ModeCUDA, opts.Config, free, true)
+					return err
+				}},
+			} {
+				if allocated := totalAlloc(t, plan.plan); allocated > planAllocBound {
+					t.Errorf("%s of %s allocated %d MiB, want at most %d MiB", plan.name, tt.name, allocated>>20, planAllocBound>>20)
+				}
 			}
 		})
 	}
