@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
-	"strconv"
 	"syscall"
 
 	"gpuz/internal/bench"
@@ -27,8 +25,10 @@ func addressSpaceLimit() (int64, bool) {
 // below what the Go runtime with procs processors (GOMAXPROCS) and the
 // BLAS's threads need on this machine (bench.RuntimeHeadroomWith): the
 // runtime cannot recover from a thread or an arena it fails to map, and
-// would abort with a goroutine dump or spin in a GC pause, so the check
-// comes first, in main.
+// would abort with a goroutine dump or spin in a GC pause later. A cgo
+// build has made this check before the runtime started, in the
+// constructor of prestart_cgo.go, with as many processors or more; in a
+// build without cgo, main's call is the first there can be.
 func checkStartAddressSpace(procs int) error {
 	limit, ok := addressSpaceLimit()
 	return addressSpaceError(limit, ok, 0, bench.RuntimeHeadroomWith(0, procs), runtime.NumCPU(), procs)
@@ -84,24 +84,4 @@ func checkRunAddressSpace(ctx context.Context, configs ...bench.Options) error {
 	}
 	headroom := bench.RuntimeHeadroom(threads)
 	return addressSpaceError(limit, true, need-headroom, headroom, threads, runtime.GOMAXPROCS(0))
-}
-
-// restoreGOMAXPROCS gives back the GOMAXPROCS that the constructor of
-// gomaxprocs_cgo.go lowered to the CPUs' count before the runtime
-// started (under an address-space limit, a GOMAXPROCS above the CPUs):
-// it sets the variable back, so that a re-execution and the children see
-// the user's value, and returns the processors to run with, which main
-// sets once checkStartAddressSpace has found room for them. Without a
-// lowered value it returns the runtime's GOMAXPROCS and false.
-func restoreGOMAXPROCS() (int, bool) {
-	s, lowered := loweredGOMAXPROCS()
-	if !lowered {
-		return runtime.GOMAXPROCS(0), false
-	}
-	n, err := strconv.ParseInt(s, 10, 32) // as the runtime reads it
-	if err != nil || n < 1 {
-		return runtime.GOMAXPROCS(0), false
-	}
-	_ = os.Setenv("GOMAXPROCS", s)
-	return int(n), true
 }

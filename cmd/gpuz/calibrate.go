@@ -295,7 +295,7 @@ const heldOutEpochs, heldOutWarmup = 8, 2
 func runHeldOut(ctx context.Context, o *CalibrateOptions, spec string, before perfmodel.Profile) ([]perfmodel.Sample, error) {
 	var samples []perfmodel.Sample
 	for _, r := range heldOutRuns {
-		opts, err := r.options(o, spec)
+		opts, err := r.options(ctx, o, spec)
 		if err != nil {
 			return nil, err
 		}
@@ -322,8 +322,9 @@ func runHeldOut(ctx context.Context, o *CalibrateOptions, spec string, before pe
 
 // options returns the runner's options of r on the device spec opens (the
 // cpu mode on the host, the cuda mode on a GPU) with o's threads, before
-// the profile it is predicted on is set.
-func (r heldOutRun) options(o *CalibrateOptions, spec string) (bench.Options, error) {
+// the profile it is predicted on is set; errInterrupted where ctx ends
+// while its model is read.
+func (r heldOutRun) options(ctx context.Context, o *CalibrateOptions, spec string) (bench.Options, error) {
 	sizes := map[string]int{"epochs": heldOutEpochs}
 	for k, v := range r.sizes {
 		sizes[k] = v
@@ -332,7 +333,7 @@ func (r heldOutRun) options(o *CalibrateOptions, spec string) (bench.Options, er
 	w := &WorkloadOptions{IO: o.IO, Workload: r.workload, Task: r.task, Modes: []bench.Mode{mode},
 		Scale: models.ScaleSmall, Sizes: sizes, Warmup: heldOutWarmup, LR: bench.DefaultLR, Seed: 1, Threads: o.Threads, Device: spec,
 		Cache: cache.Config{Policy: cache.Window, Window: 3}, Model: r.model}
-	if err := w.resolveModel(); err != nil {
+	if err := w.resolveModel(ctx); err != nil {
 		return bench.Options{}, err
 	}
 	opts, err := w.check()

@@ -188,7 +188,7 @@ func TestHeldOutRuns(t *testing.T) {
 	names := map[string]bool{}
 	var flops int64
 	for _, r := range heldOutRuns {
-		opts, err := r.options(o, "cpu")
+		opts, err := r.options(context.Background(), o, "cpu")
 		if err != nil {
 			t.Fatalf("%s %s: %v", r.workload.Name, r.task, err)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,7 +11,6 @@ import (
 	"gorgonia.org/gorgonia"
 
 	"gpuz/internal/gguf"
-	"gpuz/internal/hfconfig"
 	"gpuz/internal/models"
 	"gpuz/internal/quant"
 )
@@ -96,7 +96,10 @@ func exportRun(ctx context.Context, opts *ExportOptions) error {
 	if opts.Model == "" {
 		return usagef("--model: empty (want a preset, a config.json, a directory holding one or a GGUF file; gpuz llm --list-models lists the presets)")
 	}
-	m, err := hfconfig.Load(opts.Model)
+	m, err := loadModel(ctx, opts.Model)
+	if errors.Is(err, errInterrupted) {
+		return err
+	}
 	if err != nil {
 		return usagef("--model: %w", err)
 	}

@@ -59,7 +59,11 @@ func noArgs(cmd *cobra.Command, args []string) error {
 // first f is left running: the command returns at once and the process
 // exits with the signal's status, which is what a signal asks for when the
 // work (a device measurement, a self-test phase) cannot be stopped midway.
+// Where ctx has ended already, f is not started.
 func untilDone(ctx context.Context, f func()) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -24,7 +24,7 @@ func planSmall(t *testing.T, workload models.Workload, model string, attention l
 		Modes: []bench.Mode{bench.ModeCPU}, Scale: models.ScaleSmall, Sizes: map[string]int{}, Warmup: 1, LR: bench.DefaultLR,
 		Seed: 1, Threads: 1, Device: "cpu", Cache: cache.Config{Policy: cache.Window, Window: 3}, Precision: precision,
 		Attention: attention}
-	if err := o.resolveModel(); err != nil {
+	if err := o.resolveModel(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	opts, err := o.check()
@@ -109,7 +109,7 @@ func TestLLMPlanProductsDominate(t *testing.T) {
 		Task: bench.TaskTrain, Modes: []bench.Mode{bench.ModeCUDA}, Scale: models.ScaleFull,
 		Sizes: map[string]int{"seq-len": 1024, "batch": 1}, Warmup: 1, LR: bench.DefaultLR, Seed: 1, Threads: 1,
 		Device: "sim:rtx4060-laptop", Cache: cache.Config{Policy: cache.Window, Window: 3}}
-	if err := o.resolveModel(); err != nil {
+	if err := o.resolveModel(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	opts, err := o.benchOptions(context.Background())

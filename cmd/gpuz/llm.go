@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -67,15 +69,18 @@ func addLLMFlags(fs *pflag.FlagSet, lists *listFlags, o *WorkloadOptions) {
 
 // resolveModel reads --model and gives the options the llm workload of
 // that model; it does nothing for the other workloads. Its errors are
-// usage errors.
-func (o *WorkloadOptions) resolveModel() error {
+// usage errors, or errInterrupted where ctx ends first (loadModel).
+func (o *WorkloadOptions) resolveModel(ctx context.Context) error {
 	if o.Workload.Name != models.LLM.Name {
 		return nil
 	}
 	if o.Model == "" {
 		return usagef("--model: empty (want a preset, a config.json, a directory holding one or a GGUF file; gpuz llm --list-models lists the presets)")
 	}
-	m, err := hfconfig.Load(o.Model)
+	m, err := loadModel(ctx, o.Model)
+	if errors.Is(err, errInterrupted) {
+		return err
+	}
 	if err != nil {
 		return usagef("--model: %w", err)
 	}
@@ -85,6 +90,23 @@ func (o *WorkloadOptions) resolveModel() error {
 	o.Workload = models.LLMOf(m)
 	o.modelName, o.gguf = modelName(m), m.GGUF
 	return nil
+}
+
+// loadModel reads the model at path (hfconfig.Load: a preset, a config
+// file, a snapshot directory whose safetensors headers it checks, or a
+// GGUF file's tensor table) until ctx ends: then it returns
+// errInterrupted at once, leaving the reading, which holds nothing but
+// memory, to end with the process. Checking a header of 300,000 tensors
+// takes seconds, and a signal stops any phase within a second.
+func loadModel(ctx context.Context, path string) (hfconfig.Model, error) {
+	var (
+		m   hfconfig.Model
+		err error
+	)
+	if !untilDone(ctx, func() { m, err = hfconfig.Load(path) }) {
+		return hfconfig.Model{}, errInterrupted
+	}
+	return m, err
 }
 
 // modelName is how a run names the model: the preset's name, the

@@ -99,14 +99,10 @@ import (
 
 func main() {
 	started := time.Now()
-	procs, lowered := restoreGOMAXPROCS()
 	reexecForBLAS()
-	if err := checkStartAddressSpace(procs); err != nil {
+	if err := checkStartAddressSpace(runtime.GOMAXPROCS(0)); err != nil {
 		fmt.Fprintf(os.Stderr, "gpuz: %v\n", err)
 		os.Exit(exitFailure)
-	}
-	if lowered {
-		runtime.GOMAXPROCS(procs)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	stopSignals := cancelOnSignal(cancel, os.Stderr)

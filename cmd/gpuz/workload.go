@@ -180,7 +180,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 			if opts.Task, opts.Modes, err = parseWorkloadArgs(args); err != nil {
 				return usage(err)
 			}
-			if err := opts.resolveModel(); err != nil {
+			if err := opts.resolveModel(cmd.Context()); err != nil {
 				return err
 			}
 			if err := opts.checkTaskFlags(cmd.Flags()); err != nil {

@@ -103,7 +103,7 @@ func (c AttentionConfig) Build() (*Model, error) {
 		return nil, err
 	}
 	positions := m.tensor("positions", c.SeqLen, c.DModel)
-	m.Constants = []Constant{{Node: positions, Values: SinusoidalPositions(c.SeqLen, c.DModel)}}
+	m.Constants = []Constant{{Node: positions, Values: func() []float32 { return SinusoidalPositions(c.SeqLen, c.DModel) }}}
 
 	head := engine.Block{Name: "head"}
 	headW := m.param(&head, "head.weight", uniform(fanInBound(c.DModel)), c.Vocab, c.DModel)

@@ -231,9 +231,8 @@ func kvHeads(attn ops.AttentionConfig) int {
 func (gp *genPass) rotaryTables(b *llmBuilder) (cos, sin *gorgonia.Node, rows int) {
 	if gp.cos == nil {
 		hd := b.cfg.HeadDim
-		cosAll, sinAll := RotaryTables(b.cfg.RopeInvFreq(), gp.context)
 		gp.cos, gp.sin = b.m.tensor("rope.cos", gp.context, hd/2), b.m.tensor("rope.sin", gp.context, hd/2)
-		b.m.Constants = append(b.m.Constants, Constant{Node: gp.cos, Values: cosAll}, Constant{Node: gp.sin, Values: sinAll})
+		b.m.Constants = append(b.m.Constants, rotaryConstants(b.cfg.RopeInvFreq(), gp.context, gp.cos, gp.sin)...)
 	}
 	cos = b.apply("rotary cos at the positions", ops.TokenEmbedding{}, gp.p.Positions, gp.cos)
 	sin = b.apply("rotary sin at the positions", ops.TokenEmbedding{}, gp.p.Positions, gp.sin)
@@ -257,11 +256,15 @@ func (gp *genPass) lastRows(b *llmBuilder, x *gorgonia.Node) *gorgonia.Node {
 	if gp == nil || gp.p.Seq == 1 || b.err != nil {
 		return x
 	}
-	idx := make([]float32, b.Batch)
-	for s := range idx {
-		idx[s] = float32(s*gp.p.Seq + gp.p.Seq - 1)
+	batch, seq := b.Batch, gp.p.Seq
+	idx := func() []float32 {
+		idx := make([]float32, batch)
+		for s := range idx {
+			idx[s] = float32(s*seq + seq - 1)
+		}
+		return idx
 	}
-	n := b.m.tensor(fmt.Sprintf("last_rows.%d", gp.p.Seq), b.Batch, 1)
+	n := b.m.tensor(fmt.Sprintf("last_rows.%d", seq), batch, 1)
 	b.m.Constants = append(b.m.Constants, Constant{Node: n, Values: idx})
 	return b.apply("last positions", ops.TokenEmbedding{}, n, x)
 }

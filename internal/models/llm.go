@@ -400,7 +400,8 @@ func (b *llmBuilder) decoder() *gorgonia.Node {
 }
 
 // rotary returns the rotary embedding of packed rows qkv, its tables
-// (RotaryTables) added to the model's constants: for positions 0 …
+// (RotaryTables) added to the model's constants, made when they are set
+// (rotaryConstants): for positions 0 …
 // SeqLen−1, or in a generation pass the rows of the new tokens' positions
 // (genPass.rotaryTables).
 func (b *llmBuilder) rotary() func(qkv *gorgonia.Node) *gorgonia.Node {
@@ -411,9 +412,8 @@ func (b *llmBuilder) rotary() func(qkv *gorgonia.Node) *gorgonia.Node {
 	if b.pass != nil {
 		cosN, sinN, rows = b.pass.rotaryTables(b)
 	} else {
-		cos, sin := RotaryTables(cfg.RopeInvFreq(), b.SeqLen)
 		cosN, sinN = m.tensor("rope.cos", b.SeqLen, hd/2), m.tensor("rope.sin", b.SeqLen, hd/2)
-		m.Constants = append(m.Constants, Constant{Node: cosN, Values: cos}, Constant{Node: sinN, Values: sin})
+		m.Constants = append(m.Constants, rotaryConstants(cfg.RopeInvFreq(), b.SeqLen, cosN, sinN)...)
 	}
 	rope := ops.Rotary{Heads: cfg.Heads + cfg.KVHeads, HeadDim: hd, SeqLen: rows}
 	return func(qkv *gorgonia.Node) *gorgonia.Node { return b.apply("rotary embedding", rope, qkv, cosN, sinN) }
@@ -429,19 +429,33 @@ func (b *llmBuilder) positions(name string, x, pos *gorgonia.Node) *gorgonia.Nod
 	return b.apply(name, ops.AddPositions{SeqLen: b.SeqLen}, x, pos)
 }
 
+// rotaryConstants returns the constants cos and sin, the rotary tables
+// of positions 0 … seqLen−1 (RotaryTables), each made when it is set.
+func rotaryConstants(invFreq []float32, seqLen int, cos, sin *gorgonia.Node) []Constant {
+	return []Constant{
+		{Node: cos, Values: func() []float32 { return rotaryTable(invFreq, seqLen, math.Cos) }},
+		{Node: sin, Values: func() []float32 { return rotaryTable(invFreq, seqLen, math.Sin) }},
+	}
+}
+
 // RotaryTables returns the rotary embedding's cos and sin tables
 // [seqLen, len(invFreq)] for positions 0 … seqLen−1, each angle
 // position·invFreq[j] and its cosine and sine rounded to float32 as
 // transformers computes them (the angle a float32 product, its cosine and
 // sine of that float32).
 func RotaryTables(invFreq []float32, seqLen int) (cos, sin []float32) {
+	return rotaryTable(invFreq, seqLen, math.Cos), rotaryTable(invFreq, seqLen, math.Sin)
+}
+
+// rotaryTable is one of RotaryTables' tables: f (the cosine or the sine)
+// of every angle, rounded to float32.
+func rotaryTable(invFreq []float32, seqLen int, f func(float64) float64) []float32 {
 	n := len(invFreq)
-	cos, sin = make([]float32, seqLen*n), make([]float32, seqLen*n)
+	t := make([]float32, seqLen*n)
 	for s := range seqLen {
-		for j, f := range invFreq {
-			angle := float64(float32(s) * f)
-			cos[s*n+j], sin[s*n+j] = float32(math.Cos(angle)), float32(math.Sin(angle))
+		for j, fr := range invFreq {
+			t[s*n+j] = float32(f(float64(float32(s) * fr)))
 		}
 	}
-	return cos, sin
+	return t
 }

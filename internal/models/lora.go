@@ -167,14 +167,14 @@ func (a *adapters) adapt(block *engine.Block, name, kind string, x, y *gorgonia.
 	return y, nil
 }
 
-// constant returns the shared constant named name, made by values the
-// first time.
+// constant returns the shared constant named name, added the first
+// time; values makes its values when they are set.
 func (a *adapters) constant(name string, values func() []float32, shape ...int) *gorgonia.Node {
 	if n, ok := a.consts[name]; ok {
 		return n
 	}
 	n := a.m.tensor(name, shape...)
-	a.m.Constants = append(a.m.Constants, Constant{Node: n, Values: values()})
+	a.m.Constants = append(a.m.Constants, Constant{Node: n, Values: values})
 	a.consts[name] = n
 	return n
 }

@@ -231,7 +231,7 @@ func TestLoRAGradients(t *testing.T) {
 		values[n] = v
 	}
 	for _, c := range m.Constants {
-		values[c.Node] = toFloat64(c.Values)
+		values[c.Node] = toFloat64(c.Values())
 	}
 	vm := gorgonia.NewTapeMachine(g)
 	defer vm.Close()

@@ -41,7 +41,8 @@ type Model struct {
 	Loss, OutputMean *gorgonia.Node
 	Blocks           []engine.Block
 	// Constants are inputs whose values are fixed for the model's life,
-	// such as a positional table: fed once by InitParams, not per batch.
+	// such as a positional table: fed once by InitParams, not per batch,
+	// and made only then.
 	Constants []Constant
 	// init fills a parameter with its initial values, drawn from rng.
 	init map[*gorgonia.Node]func(rng *rand.Rand, dst []float32)
@@ -104,10 +105,15 @@ func (m *Model) frozen(p *gorgonia.Node) bool {
 	return false
 }
 
-// Constant is an input node with its fixed values.
+// Constant is an input node with its fixed values. The values are made
+// only when InitParams sets them: a graph built to be planned or compiled
+// holds its constants as shapes, so that building it costs nothing in
+// their size (a rotary table of a long sequence, LoRA's placement of a
+// wide layer).
 type Constant struct {
-	Node   *gorgonia.Node
-	Values []float32
+	Node *gorgonia.Node
+	// Values makes the constant's values, the node's shape's number of them.
+	Values func() []float32
 }
 
 // newModel validates the config c and starts its graph: one batch's input, named
@@ -241,7 +247,7 @@ func (m *Model) initParams(seed uint64, batchFloats int, set func(param *gorgoni
 		first = last
 	}
 	for _, c := range m.Constants {
-		if err := set(c.Node, c.Values); err != nil {
+		if err := set(c.Node, c.Values()); err != nil {
 			return fmt.Errorf("setting %s: %w", c.Node.Name(), err)
 		}
 	}
