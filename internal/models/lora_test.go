@@ -313,7 +313,7 @@ func TestLoRAOutputByHand(t *testing.T) {
 			values[p] = v
 		}
 		for _, c := range m.Constants {
-			values[c.Node] = toFloat64(c.Values)
+			values[c.Node] = toFloat64(c.Values())
 		}
 		vm := gorgonia.NewTapeMachine(g)
 		for p, v := range values {
