@@ -59,6 +59,8 @@ func (o *WorkloadOptions) weightsKind(fs *pflag.FlagSet) error {
 	floats := map[quant.Kind]levers.Precision{quant.F32: levers.FP32, quant.F16: levers.FP16, quant.BF16: levers.BF16}
 	p, float := floats[k]
 	switch {
+	case !float && o.Task == bench.TaskTrain && o.LoRA.Rank == 0 && fromFile:
+		return fmt.Errorf("the file stores its projections in %v, a kind for frozen weights, and training changes every weight: train LoRA's adapters on the quantized base with --lora R, or the whole model in floats with --weights f32", k)
 	case !float && o.Task == bench.TaskTrain && o.LoRA.Rank == 0:
 		return fmt.Errorf("--weights %v stores frozen weights, and training changes every weight: train LoRA's adapters on the quantized base with --lora R", k)
 	case !float:

@@ -195,3 +195,33 @@ func TestPlanGGUFFloatWeights(t *testing.T) {
 		})
 	}
 }
+
+// TestTrainQuantizedFile plans training from a GGUF file of Q4_0
+// projections without --weights: the refusal names the file's kind (the
+// user gave none) and both ways on, LoRA on the quantized base or the
+// whole model in floats, and the second way plans.
+func TestTrainQuantizedFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "m.gguf")
+	args := []string{"llm", "export", "--model", "smollm2-135m", "--layers", "1", "--type", "f16", "--weights", "q4_0", "--gguf", file}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("%q: exit status %d: %s", args, code, stderr.String())
+	}
+	for _, tc := range []struct {
+		extra []string
+		code  int
+		want  string
+	}{
+		{nil, 2, "gpuz: the file stores its projections in q4_0, a kind for frozen weights, and training changes every weight: train LoRA's adapters on the quantized base with --lora R, or the whole model in floats with --weights f32\n"},
+		{[]string{"--weights", "f32"}, 0, ""},
+		{[]string{"--lora", "2"}, 0, ""},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		args := append([]string{"plan", "llm", "train", "cpu", "--model", file}, tc.extra...)
+		code := run(context.Background(), args, &stdout, &stderr)
+		if code != tc.code || (tc.want != "" && stderr.String() != tc.want) {
+			t.Errorf("%q: exit status %d, %q; want %d, %q", args, code, stderr.String(), tc.code, tc.want)
+		}
+	}
+}
