@@ -26,7 +26,7 @@ type ExportOptions struct {
 	Seed uint64
 	// GGUF names the file to write; Type is the matrices' type, f16 or
 	// f32; Weights, when not empty, the block type the projections and
-	// the token embedding are quantized to: q8_0, q4_0 or q4_k.
+	// the token embedding are quantized to: q8_0, q4_0, q4_k or q6_k.
 	GGUF    string
 	Type    string
 	Weights string
@@ -44,10 +44,11 @@ func newExportCmd(ios *IOStreams, runF func(context.Context, *ExportOptions) err
 convert_hf_to_gguf.py writes), with the weights a run of the same --model,
 --layers and --seed draws, so that llama.cpp and gpuz run the same model.
 The matrices are F16 (--type f32 keeps them exact), the norms and biases
-F32. --weights q8_0, q4_0 or q4_k quantizes the projections and the token
-embedding as llama.cpp's quantizer does, byte for byte (the output head,
-when untied, stays of --type; every quantized row must be a whole number
-of blocks, 32 weights or Q4_K's 256); nf4 has no GGUF type. The vocabulary is synthetic (tokens t0, t1, … with <unk>, <s> and
+F32. --weights q8_0, q4_0, q4_k or q6_k quantizes the projections and the
+token embedding as llama.cpp's quantizer does, byte for byte (the output
+head, when untied, stays of --type; every quantized row must be a whole
+number of blocks, 32 weights or Q4_K's and Q6_K's 256); nf4 has no GGUF
+type. The vocabulary is synthetic (tokens t0, t1, … with <unk>, <s> and
 </s> at 0, 1 and 2): the model is fed token ids, not text. The Llama
 family (llama, mistral, qwen2) is written; GPT-2 is not. The file is
 written whole or not at all. docs/llm.md has the worked example with
@@ -64,7 +65,7 @@ llama.cpp.`,
 	fs.Uint64Var(&opts.Seed, "seed", 1, "seed of the weights, as a run's --seed")
 	fs.StringVar(&opts.GGUF, "gguf", "", "the GGUF file to write (required)")
 	fs.StringVar(&opts.Type, "type", "f16", "the matrices' type: f16 or f32")
-	fs.StringVar(&opts.Weights, "weights", "", "quantize the projections and the token embedding to q8_0, q4_0 or q4_k, llama.cpp's blocks (default: of --type)")
+	fs.StringVar(&opts.Weights, "weights", "", "quantize the projections and the token embedding to q8_0, q4_0, q4_k or q6_k, llama.cpp's blocks (default: of --type)")
 	return cmd
 }
 
@@ -176,9 +177,9 @@ func exportWeights(text string) (gguf.Type, error) {
 	t, ok := gguf.TypeOf(k)
 	switch {
 	case k == quant.NF4:
-		return 0, usagef("--weights nf4: GGUF has no NF4 type (it is bitsandbytes'); export writes q8_0, q4_0 or q4_k")
+		return 0, usagef("--weights nf4: GGUF has no NF4 type (it is bitsandbytes'); export writes q8_0, q4_0, q4_k or q6_k")
 	case !ok || !t.Quantized():
-		return 0, usagef("--weights %v: export quantizes to q8_0, q4_0 or q4_k; the float matrices' type is --type's (f16 or f32)", k)
+		return 0, usagef("--weights %v: export quantizes to q8_0, q4_0, q4_k or q6_k; the float matrices' type is --type's (f16 or f32)", k)
 	}
 	return t, nil
 }

@@ -46,8 +46,8 @@ func TestExportBadInput(t *testing.T) {
 		{"a directory", "llm export --gguf " + dir, "is a directory"},
 		{"no directory", "llm export --gguf " + filepath.Join(dir, "none", "m.gguf"), "no such file or directory"},
 		{"type", "llm export --type q4 --gguf " + out, `--type "q4": want f16 or f32`},
-		{"weights nf4", "llm export --weights nf4 --gguf " + out, "--weights nf4: GGUF has no NF4 type (it is bitsandbytes'); export writes q8_0, q4_0 or q4_k"},
-		{"weights f16", "llm export --weights f16 --gguf " + out, "--weights f16: export quantizes to q8_0, q4_0 or q4_k; the float matrices' type is --type's (f16 or f32)"},
+		{"weights nf4", "llm export --weights nf4 --gguf " + out, "--weights nf4: GGUF has no NF4 type (it is bitsandbytes'); export writes q8_0, q4_0, q4_k or q6_k"},
+		{"weights f16", "llm export --weights f16 --gguf " + out, "--weights f16: export quantizes to q8_0, q4_0, q4_k or q6_k; the float matrices' type is --type's (f16 or f32)"},
 		{"weights unknown", "llm export --weights q5_0 --gguf " + out, `--weights: unknown weight kind "q5_0"`},
 		{"weights blocks", "llm export --model " + config + " --weights q4_k --gguf " + out, "--weights q4_k: token_embd.weight: a q4_k weight's rows must be a multiple of 256 weights; these have 32"},
 		{"unknown model", "llm export --model nosuch --gguf " + out, "--model: "},
@@ -165,4 +165,31 @@ func TestExportWeights(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExportQ6K exports mixedLlama with --weights q6_k: the projections
+// and the token embedding are Q6_K tensors, which a run of the file
+// stores in q6_k and generates from with --load-weights.
+func TestExportQ6K(t *testing.T) {
+	dir := t.TempDir()
+	config, path := filepath.Join(dir, "config.json"), filepath.Join(dir, "q6_k.gguf")
+	if err := os.WriteFile(config, []byte(mixedLlama), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"llm", "export", "--model", config, "--weights", "q6_k", "--gguf", path}
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("%q: exit status %d: %s", args, code, stderr.String())
+	}
+	if want := "Q6_K matrices, the head F16"; !strings.Contains(stdout.String(), want) {
+		t.Errorf("stdout %q, want it to say %q", stdout.String(), want)
+	}
+	m, err := hfconfig.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.GGUF.KindsSummary(), "Q6_K 15 tensors, F32 5 tensors, F16 1 tensor"; got != want {
+		t.Errorf("the file holds %s, want %s", got, want)
+	}
+	generateTokens(t, "--model", path, "--load-weights")
 }

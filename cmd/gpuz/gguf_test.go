@@ -77,10 +77,10 @@ func TestGGUFTestdata(t *testing.T) {
 			copy(b[i:], "mamba")
 			return b
 		},
-		// A tensor of type 14, Q6_K.
-		"q6k.gguf": func(b []byte) []byte {
+		// A tensor of type 13, Q5_K.
+		"q5k.gguf": func(b []byte) []byte {
 			i := ggufAfter(t, b, "blk.0.ffn_down.weight")
-			binary.LittleEndian.PutUint32(b[i+4+2*8:], 14)
+			binary.LittleEndian.PutUint32(b[i+4+2*8:], 13)
 			return b
 		},
 		// llama.feed_forward_length 12 where the tensors have 16.

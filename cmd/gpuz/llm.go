@@ -84,7 +84,9 @@ func (o *WorkloadOptions) resolveModel(ctx context.Context) error {
 	if err != nil {
 		return usagef("--model: %w", err)
 	}
-	if o.fileWeights, err = fileWeights(m); err != nil {
+	// A file whose projections mix kinds (a Q4_K_M file) runs when
+	// --weights names the kind they are stored in.
+	if o.fileWeights, err = fileWeights(m); err != nil && o.weightsText == "" {
 		return usagef("--model: %s: %w", shortText(o.Model), err)
 	}
 	o.Workload = models.LLMOf(m)

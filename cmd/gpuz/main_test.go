@@ -125,7 +125,7 @@ func TestBadInput(t *testing.T) {
 		{"llm safetensors shape differs", "llm train cpu --model testdata/llm/snapshot-bad", "model.safetensors: model.layers.0.self_attn.k_proj.weight has shape [8 8], the config builds [4 8]"},
 		{"llm gguf truncated header", "llm train cpu --model testdata/llm/truncated.gguf", "testdata/llm/truncated.gguf: malformed GGUF file: tensor count too large for remaining bytes"},
 		{"llm gguf unknown architecture", "plan llm train cpu --model testdata/llm/unknown-arch.gguf", `general.architecture "mamba" is not supported (supported: llama, qwen2)`},
-		{"llm gguf type not implemented", "llm eval cpu --model testdata/llm/q6k.gguf", "blk.0.ffn_down.weight is Q6_K, which gpuz does not implement (it implements F32, F16, BF16, Q8_0, Q4_0, Q4_K)"},
+		{"llm gguf type not implemented", "llm eval cpu --model testdata/llm/q5k.gguf", "blk.0.ffn_down.weight is Q5_K, which gpuz does not implement (it implements F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)"},
 		{"llm gguf shapes differ from the metadata", "fit llm train --model testdata/llm/ffn-mismatch.gguf", "blk.0.ffn_gate.weight has dimensions [8 16], the metadata's model has [8 12]"},
 		{"llm gguf offset beyond the file", "llm generate cpu --model testdata/llm/offset-beyond.gguf", "blk.0.ffn_up.weight: its 256 bytes at offset 1099511627776 of the data"},
 		{"llm sequence beyond GPT-2's positions", "plan llm train cpu --model gpt2 --seq-len 2048", "the sequence length 2048 is beyond n_positions 1024"},

@@ -14,7 +14,7 @@ import (
 // addWeightsFlag adds --weights, the storage of the frozen weights, to
 // the llm workload.
 func addWeightsFlag(fs *pflag.FlagSet, o *WorkloadOptions) {
-	fs.StringVar(&o.weightsText, "weights", "", "the storage of the weights that are not trained (eval, generate, LoRA's base): f32, f16 or bf16 (the floats of --precision, which f16 and bf16 set when it is not given) or a quantized kind, q8_0, q4_0 or q4_k (llama.cpp's GGUF blocks, 8.5, 4.5 and 4.5 bits a weight) or nf4 (bitsandbytes' NormalFloat with double quantization, 4.13 bits, as QLoRA), for every projection of the decoder's layers, the embedding and the output head then in bf16 unless --precision says otherwise, the norms in fp32 (default: --precision's; a GGUF --model's own kind); fit ranks q8_0 and q4_k beside the floats unless a kind is given, a float kind keeping the floats")
+	fs.StringVar(&o.weightsText, "weights", "", "the storage of the weights that are not trained (eval, generate, LoRA's base): f32, f16 or bf16 (the floats of --precision, which f16 and bf16 set when it is not given) or a quantized kind, q8_0, q4_0, q4_k or q6_k (llama.cpp's GGUF blocks, 8.5, 4.5, 4.5 and 6.5625 bits a weight) or nf4 (bitsandbytes' NormalFloat with double quantization, 4.13 bits, as QLoRA), for every projection of the decoder's layers, the embedding and the output head then in bf16 unless --precision says otherwise, the norms in fp32 (default: --precision's; a GGUF --model's own kind); fit ranks q8_0 and q4_k beside the floats unless a kind is given, a float kind keeping the floats")
 }
 
 // addLoadWeightsFlag adds --load-weights to the llm runs.

@@ -193,7 +193,7 @@ func closeTo(got, want []float32, tol float64) bool {
 func TestQuantizedWeights(t *testing.T) {
 	m := quantChain{batch: 3, dim: 256, layers: 3, frozen: 2}
 	init := m.init()
-	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.NF4} {
+	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q6_K, quant.NF4} {
 		deq := slices.Clone(init)
 		for l := m.layers - m.frozen; l < m.layers; l++ {
 			deq[l] = roundTrip(t, kind, init[l], m.out(l), m.in(l))
@@ -239,7 +239,7 @@ func TestQuantizedWeights(t *testing.T) {
 // its kind's, in whole words, beside the trained float32 weight.
 func TestQuantizedBytes(t *testing.T) {
 	m := quantChain{batch: 1, dim: 256, layers: 2, frozen: 1}
-	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K} {
+	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q6_K} {
 		x, target, loss, blocks, ws := m.build()
 		sc, err := Compile(Spec{Inputs: []*gorgonia.Node{x, target}, Blocks: blocks, Output: loss, Train: true,
 			Optimizer: hostmath.DefaultAdam(), Weights: map[*gorgonia.Node]quant.Kind{ws[1]: kind}})

@@ -3,7 +3,7 @@
 // pairs, a table of tensors (name, dimensions, type, offset) and their
 // data, each aligned (docs/gguf.md in github.com/ggml-org/ggml). Tensors
 // are written in float32 or float16, or quantized by package quant into
-// ggml's block types Q8_0, Q4_0 and Q4_K, byte for byte as llama.cpp's
+// ggml's block types Q8_0, Q4_0, Q4_K and Q6_K, byte for byte as llama.cpp's
 // quantizer writes them.
 //
 // It writes and does not read: package hfconfig reads a GGUF file as a
@@ -50,6 +50,7 @@ const (
 	Q4_0 Type = 2  // 32 weights a block: an fp16 scale and 16 bytes of nibbles (18 bytes)
 	Q8_0 Type = 8  // 32 weights a block: an fp16 scale and 32 int8 (34 bytes)
 	Q4_K Type = 12 // 256 weights a super-block of 144 bytes
+	Q6_K Type = 14 // 256 weights a super-block of 210 bytes
 )
 
 // String names t as ggml does.
@@ -65,13 +66,15 @@ func (t Type) String() string {
 		return "Q8_0"
 	case Q4_K:
 		return "Q4_K"
+	case Q6_K:
+		return "Q6_K"
 	}
 	return fmt.Sprintf("Type(%d)", uint32(t))
 }
 
 // Quantized reports whether t is one of ggml's block types written
-// (Q8_0, Q4_0, Q4_K).
-func (t Type) Quantized() bool { return t == Q4_0 || t == Q8_0 || t == Q4_K }
+// (Q8_0, Q4_0, Q4_K, Q6_K).
+func (t Type) Quantized() bool { return t == Q4_0 || t == Q8_0 || t == Q4_K || t == Q6_K }
 
 // kind returns t's storage kind in package quant; ok is false for a type
 // this package does not write.

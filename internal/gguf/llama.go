@@ -39,11 +39,16 @@ type Llama struct {
 	Name string
 	// Type is the matrices' type: F16 or F32.
 	Type Type
-	// Weights, when it is a block type (Q8_0, Q4_0, Q4_K), is the type
+	// Weights, when it is a block type (Q8_0, Q4_0, Q4_K, Q6_K), is the type
 	// of the projections and the token embedding, each of whose rows
 	// must then be a whole number of its blocks; F32, the zero value,
 	// leaves them of Type.
 	Weights Type
+	// Types, when not nil, gives the named matrices (GGUF names:
+	// "blk.0.ffn_down.weight", "output.weight") another type, a float or
+	// a block type: llama.cpp's mixes, such as Q4_K_M's Q6_K attn_v,
+	// ffn_down and output among Q4_K projections.
+	Types map[string]Type
 }
 
 // Check reports the first thing llama.cpp's llama architecture does not
@@ -67,17 +72,24 @@ func (l Llama) Check() error {
 	case l.Type != F16 && l.Type != F32:
 		return fmt.Errorf("type %v: want F16 or F32", l.Type)
 	case l.Weights != F32 && !l.Weights.Quantized():
-		return fmt.Errorf("weights of type %v: want Q8_0, Q4_0 or Q4_K (or F32 for the matrices' type)", l.Weights)
+		return fmt.Errorf("weights of type %v: want Q8_0, Q4_0, Q4_K or Q6_K (or F32 for the matrices' type)", l.Weights)
 	}
-	if l.Weights.Quantized() {
-		k, _ := l.Weights.kind()
-		tensors, _ := l.layout()
-		for _, t := range tensors {
-			if t.Type == l.Weights {
-				if err := k.CheckShape(t.shape()); err != nil {
-					return fmt.Errorf("%s: %w", t.Name, err)
-				}
+	tensors, _ := l.layout()
+	matrices := map[string]bool{}
+	for _, t := range tensors {
+		matrices[t.Name] = len(t.Dims) == 2
+		if _, ok := t.Type.kind(); !ok {
+			return fmt.Errorf("%s: type %v is not one this package writes", t.Name, t.Type)
+		}
+		if k, _ := t.Type.kind(); t.Type.Quantized() {
+			if err := k.CheckShape(t.shape()); err != nil {
+				return fmt.Errorf("%s: %w", t.Name, err)
 			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(l.Types)) {
+		if !matrices[name] {
+			return fmt.Errorf("types: %s is not a matrix of the file", name)
 		}
 	}
 	return nil
@@ -85,7 +97,8 @@ func (l Llama) Check() error {
 
 // FileType is general.file_type: llama.cpp's LLAMA_FTYPE of the
 // projections' type (for Q4_K, MOSTLY_Q4_K_S, the name llama.cpp's
-// quantizer gives a file whose projections are all Q4_K).
+// quantizer gives a file whose projections are all Q4_K; for Q6_K,
+// MOSTLY_Q6_K).
 func (l Llama) FileType() uint32 {
 	switch {
 	case l.Weights == Q8_0:
@@ -94,6 +107,8 @@ func (l Llama) FileType() uint32 {
 		return 2 // LLAMA_FTYPE_MOSTLY_Q4_0
 	case l.Weights == Q4_K:
 		return 14 // LLAMA_FTYPE_MOSTLY_Q4_K_S
+	case l.Weights == Q6_K:
+		return 18 // LLAMA_FTYPE_MOSTLY_Q6_K
 	case l.Type == F16:
 		return 1 // LLAMA_FTYPE_MOSTLY_F16
 	}
@@ -197,6 +212,9 @@ func (l Llama) layout() ([]Tensor, map[string][]piece) {
 		d := make([]uint64, len(dims))
 		for i, n := range dims {
 			d[i] = uint64(n)
+		}
+		if t, ok := l.Types[name]; ok && len(dims) == 2 {
+			typ = t
 		}
 		tensors = append(tensors, Tensor{Name: name, Dims: d, Type: typ})
 		params[param] = append(params[param], p)

@@ -37,23 +37,25 @@ var quantLlamas = []struct {
 		"num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 272, "max_position_embeddings": 128,
 		"rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": false, "hidden_act": "silu",
 		"use_sliding_window": false, "sliding_window": 64}`,
-		[]Type{Q8_0, Q4_0, Q4_K}},
+		[]Type{Q8_0, Q4_0, Q4_K, Q6_K}},
 }
 
 // parserType is gguf-parser-go's name of each type written.
 var parserType = map[Type]parser.GGMLType{
 	F32: parser.GGMLTypeF32, F16: parser.GGMLTypeF16,
 	Q8_0: parser.GGMLTypeQ8_0, Q4_0: parser.GGMLTypeQ4_0, Q4_K: parser.GGMLTypeQ4_K,
+	Q6_K: parser.GGMLTypeQ6_K,
 }
 
 // maxRelRMS is the largest error, relative to the weights' own root mean
 // square, that each kind may leave on weights drawn from a normal
 // distribution: half a step's uniform error (step/√12) with a 32-weight
 // block's step amax/127 (Q8_0: amax about 2.5σ, so 0.006σ) or amax/8
-// (Q4_0: 0.09σ), Q4_K's sub-block range/15 (about 0.09σ), each with room
-// to spare (measured: 0.0054, 0.086 and 0.071) but far below the next
-// kind's.
-var maxRelRMS = map[Type]float64{Q8_0: 0.01, Q4_0: 0.12, Q4_K: 0.12}
+// (Q4_0: 0.09σ), Q4_K's sub-block range/15 (about 0.09σ), Q6_K's
+// 16-weight sub-block's amax/32 (amax about 1.8σ: 0.016σ), each with room
+// to spare (measured: 0.0054, 0.086, 0.071 and 0.018) but far
+// below the next kind's.
+var maxRelRMS = map[Type]float64{Q8_0: 0.01, Q4_0: 0.12, Q4_K: 0.12, Q6_K: 0.03}
 
 // fileRows returns, by tensor name, the float rows the file's matrices
 // hold in llama.cpp's order: gpuz's parameters cut into llama.cpp's
@@ -245,8 +247,8 @@ func TestLlamaRefusesWeights(t *testing.T) {
 		l    Llama
 		want string
 	}{
-		{"f16", Llama{Config: llama.Config, Layers: 1, Type: F32, Weights: F16}, "weights of type F16: want Q8_0, Q4_0 or Q4_K (or F32 for the matrices' type)"},
-		{"unknown", Llama{Config: llama.Config, Layers: 1, Type: F16, Weights: Type(30)}, "weights of type Type(30): want Q8_0, Q4_0 or Q4_K (or F32 for the matrices' type)"},
+		{"f16", Llama{Config: llama.Config, Layers: 1, Type: F32, Weights: F16}, "weights of type F16: want Q8_0, Q4_0, Q4_K or Q6_K (or F32 for the matrices' type)"},
+		{"unknown", Llama{Config: llama.Config, Layers: 1, Type: F16, Weights: Type(30)}, "weights of type Type(30): want Q8_0, Q4_0, Q4_K or Q6_K (or F32 for the matrices' type)"},
 		{"q4_k", Llama{Config: llama.Config, Layers: 1, Type: F16, Weights: Q4_K}, "token_embd.weight: a q4_k weight's rows must be a multiple of 256 weights; these have 64"},
 		{"q8_0", Llama{Config: odd.Config, Layers: 1, Type: F16, Weights: Q8_0}, "token_embd.weight: a q8_0 weight's rows must be a multiple of 32 weights; these have 48"},
 	} {

@@ -52,7 +52,7 @@ type GGUFTensor struct {
 }
 
 // implementedGGML names the ggml types gpuz implements, for messages.
-const implementedGGML = "F32, F16, BF16, Q8_0, Q4_0, Q4_K"
+const implementedGGML = "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K"
 
 // ggufArchs maps the GGUF architectures read to the model_type they are
 // read as, and whether their queries' and keys' rows are permuted.

@@ -278,7 +278,7 @@ func TestLoadGGUFBadInput(t *testing.T) {
 			copy(b[i-len("blk.0.ffn_up.weight"):], "blk.0.attn_q.weight")
 			return b
 		}}, "tensor blk.0.attn_q.weight is in the table twice"},
-		{"type gpuz does not implement", ggufFile{bytes: setType("blk.0.ffn_down.weight", 14)}, "blk.0.ffn_down.weight is Q6_K, which gpuz does not implement (it implements F32, F16, BF16, Q8_0, Q4_0, Q4_K)"},
+		{"type gpuz does not implement", ggufFile{bytes: setType("blk.0.ffn_down.weight", 13)}, "blk.0.ffn_down.weight is Q5_K, which gpuz does not implement (it implements F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)"},
 		{"quantized rows not whole blocks", ggufFile{bytes: setType("blk.0.ffn_down.weight", 8)}, "blk.0.ffn_down.weight: a q8_0 weight's rows must be a multiple of 32 weights; these have 48"},
 		{"rope divisors not positive", ggufFile{bytes: func(t *testing.T, b []byte) []byte {
 			// rope_freqs.weight's data comes first, where the table's

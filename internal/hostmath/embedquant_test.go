@@ -8,13 +8,13 @@ import (
 	"gpuz/internal/quant"
 )
 
-// TestQuantEmbedding looks up rows of random Q8_0, Q4_0 and Q4_K tables
+// TestQuantEmbedding looks up rows of random Q8_0, Q4_0, Q4_K and Q6_K tables
 // against quant.Dequantize's whole table, and refuses an id out of range
 // leaving the output unwritten.
 func TestQuantEmbedding(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const vocab, d = 7, 512
-	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K} {
+	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q6_K} {
 		w := randomBlocks(rng, kind, vocab, d)
 		table := make([]float32, vocab*d)
 		if err := quant.Dequantize(kind, table, w, vocab, d); err != nil {
@@ -41,8 +41,8 @@ func TestQuantEmbedding(t *testing.T) {
 }
 
 // randomBlocks returns a random [rows, cols] matrix of kind's blocks:
-// each fp16 scale (and Q4_K's min) a small positive half, every other
-// byte random.
+// each fp16 scale (and Q4_K's min; Q6_K's d, its last two bytes) a small
+// positive half, every other byte random.
 func randomBlocks(rng *rand.Rand, kind quant.Kind, rows, cols int) []byte {
 	b := make([]byte, kind.Bytes(rows, cols))
 	for i := range b {
@@ -50,6 +50,10 @@ func randomBlocks(rng *rand.Rand, kind quant.Kind, rows, cols int) []byte {
 	}
 	per := kind.Bytes(1, kind.BlockWeights())
 	for o := int64(0); o+per <= int64(len(b)); o += per {
+		if kind == quant.Q6_K {
+			b[o+208], b[o+209] = byte(rng.IntN(256)), 0x20
+			continue
+		}
 		b[o], b[o+1] = byte(rng.IntN(256)), 0x20 // fp16 0x20xx: about 0.008 to 0.016
 		if kind == quant.Q4_K {
 			b[o+2], b[o+3] = byte(rng.IntN(256)), 0x20

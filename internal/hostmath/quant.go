@@ -50,9 +50,9 @@ const quantGWCols = 256
 // BLAS's threads pay.
 const quantBLASPanel = 512
 
-// QuantPath names the path QuantXWt and QuantGW run for Q8_0, Q4_0, Q4_K
-// and NF4 on this CPU in this build, as BF16Path does for GemmBF16: "AVX-512
-// kernels (quant.h; many rows on gpuz's SGEMM micro-kernel)", "AVX2
+// QuantPath names the path QuantXWt and QuantGW run for Q8_0, Q4_0, Q4_K,
+// Q6_K and NF4 on this CPU in this build, as BF16Path does for GemmBF16:
+// "AVX-512 kernels (quant.h; many rows on gpuz's SGEMM micro-kernel)", "AVX2
 // kernels (quant.h; many rows by OpenBLAS 0.3.21 (…))" or "Go loops (…)".
 func QuantPath() string {
 	many := "many rows by " + BLASName()

@@ -1,7 +1,7 @@
 // The products by a quantized weight of package hostmath in C (quant.go):
 // y = x·Wᵀ and dx = g·W for W [n, k] stored in one of ggml's block kinds,
-// Q8_0, Q4_0 or Q4_K, quantized along its rows of k (ggml-common.h's
-// block_q8_0, block_q4_0, block_q4_K; internal/quant's DequantizeRow is
+// Q8_0, Q4_0, Q4_K or Q6_K, quantized along its rows of k (ggml-common.h's
+// block_q8_0, block_q4_0, block_q4_K, block_q6_K; internal/quant's DequantizeRow is
 // the reference decoding), or in bitsandbytes' NF4 with double
 // quantization (quant.NF4Layout; its blocks of 64 run over the flattened
 // weight, and with k a multiple of 64 a row is whole blocks). The weight is never widened whole: its blocks
@@ -22,7 +22,9 @@
 // d·(q − 8) (both exact as the reference computes them: one rounding of
 // the same product), Q4_K d·sc·q − dmin·m with d·sc and dmin·m rounded as
 // the reference rounds them and the last product and difference fused
-// into one FMA (one rounding where the reference makes two), NF4
+// into one FMA (one rounding where the reference makes two), Q6_K
+// d·sc·(q − 32) (exact: d·sc rounded, then one product, as the reference
+// computes it; a sub-block of 32 spans two scales), NF4
 // level[c]·absmax (the block's absmax rebuilt from its 8-bit code, its
 // group's absmax and the offset, which the compiler may fuse into one
 // FMA). Each sum runs
@@ -47,13 +49,15 @@
 #define GPUZ_Q8_0 3
 #define GPUZ_Q4_0 4
 #define GPUZ_Q4_K 5
-#define GPUZ_NF4 6
+#define GPUZ_Q6_K 6
+#define GPUZ_NF4 7
 
 // The bytes of a block of each kind: 32 weights for Q8_0 and Q4_0, 256 for
-// Q4_K.
+// Q4_K and Q6_K.
 #define GPUZ_Q8_0_BYTES 34
 #define GPUZ_Q4_0_BYTES 18
 #define GPUZ_Q4_K_BYTES 144
+#define GPUZ_Q6_K_BYTES 210
 
 // gpuz_q_nf4 is what NF4's decoding reads beside a row's codes: the
 // weight's codes from its first (codes), its blocks' 8-bit absmax codes
@@ -100,6 +104,34 @@ __attribute__((target("f16c"))) static inline void gpuz_q4k_scale_min(const uint
 	*n = _cvtsh_ss(*(const uint16_t *)(b + 2)) * (float)m;
 }
 
+// gpuz_q6k_codes sets *q0 and *q1 to the 6-bit codes less 32 (int8, −32
+// to 31) of sub-block s's 32 weights (16 each) in the Q6_K super-block b,
+// and *d0 and *d1 to the d·sc of their sub-blocks of 16 (ggml's
+// dequantize_row_q6_K; quant's q6kCode): the sub-block is quarter t of half
+// h, its low nibbles the low (t < 2) or high nibbles of ql's 32 bytes from
+// 64h + 32·(t mod 2), its top two bits bits 2t and 2t+1 of qh's 32 bytes
+// from 32h.
+__attribute__((target("f16c"))) static inline void gpuz_q6k_codes(const uint8_t *b, int s, __m128i *q0,
+                                                                       __m128i *q1, float *d0, float *d1) {
+	const int h = (s >> 2) & 1, t = s & 3;
+	const uint8_t *ql = b + 64 * h + 32 * (t & 1), *qh = b + 128 + 32 * h;
+	const __m128i low = _mm_set1_epi8(0x0F), three = _mm_set1_epi8(3), thirtytwo = _mm_set1_epi8(32);
+	const __m128i nib = _mm_cvtsi32_si128(4 * (t >> 1)), two = _mm_cvtsi32_si128(2 * t);
+	for (int i = 0; i < 2; i++) {
+		const __m128i lo = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128((const __m128i *)(ql + 16 * i)), nib), low);
+		const __m128i hi = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128((const __m128i *)(qh + 16 * i)), two), three);
+		const __m128i q = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), thirtytwo);
+		if (i == 0)
+			*q0 = q;
+		else
+			*q1 = q;
+	}
+	const float d = _cvtsh_ss(*(const uint16_t *)(b + 208));
+	const int8_t *sc = (const int8_t *)(b + 192 + 8 * h + 2 * t);
+	*d0 = d * (float)sc[0];
+	*d1 = d * (float)sc[1];
+}
+
 // ------------------------------------------------------------ AVX-512
 
 #pragma GCC push_options
@@ -134,6 +166,12 @@ static inline __attribute__((always_inline)) void gpuz_q_decode_avx512(const int
 		const __m128i hi = _mm_and_si128(_mm_srli_epi16(q, 4), low), lo = _mm_and_si128(q, low);
 		v[0] = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(hi, lo)), levels), a);
 		v[1] = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi8(hi, lo)), levels), a);
+	} else if (kind == GPUZ_Q6_K) {
+		__m128i q0, q1;
+		float d0, d1;
+		gpuz_q6k_codes(row + (ptrdiff_t)(s >> 3) * GPUZ_Q6_K_BYTES, s & 7, &q0, &q1, &d0, &d1);
+		v[0] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q0)), _mm512_set1_ps(d0));
+		v[1] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q1)), _mm512_set1_ps(d1));
 	} else {
 		// Super-block s/8 holds sub-blocks 2c and 2c + 1 in the low and
 		// high nibbles of its chunk c of 32 bytes.
@@ -221,6 +259,15 @@ static inline __attribute__((always_inline)) void gpuz_q_decode_avx2(const int k
 			                                     _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
 			v[i] = _mm256_mul_ps(pick, a);
 		}
+	} else if (kind == GPUZ_Q6_K) {
+		__m128i q0, q1;
+		float d0, d1;
+		gpuz_q6k_codes(row + (ptrdiff_t)(s >> 3) * GPUZ_Q6_K_BYTES, s & 7, &q0, &q1, &d0, &d1);
+		const __m256 vd0 = _mm256_set1_ps(d0), vd1 = _mm256_set1_ps(d1);
+		v[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q0)), vd0);
+		v[1] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q0, 8))), vd0);
+		v[2] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q1)), vd1);
+		v[3] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q1, 8))), vd1);
 	} else {
 		const uint8_t *b = row + (ptrdiff_t)(s >> 3) * GPUZ_Q4_K_BYTES;
 		const int j = s & 7;

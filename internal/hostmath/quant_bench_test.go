@@ -20,7 +20,7 @@ import (
 func BenchmarkQuantOneRow(b *testing.B) {
 	const footprint = 192 << 20
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.NF4} {
+	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q6_K, quant.NF4} {
 		for _, s := range []struct{ k, n int }{{4096, 4096}, {4096, 14336}} {
 			size := int(kind.Bytes(s.n, s.k))
 			copies := max(1, (footprint+size-1)/size)
@@ -58,7 +58,7 @@ func BenchmarkQuantOneRow(b *testing.B) {
 func BenchmarkQuantManyRows(b *testing.B) {
 	const m, n, k = 128, 4096, 4096
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.NF4} {
+	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q6_K, quant.NF4} {
 		w := randomQuantWeight(rng, kind, n, k)
 		x := toFloat32(randomSlice(rng, m*k))
 		g := toFloat32(randomSlice(rng, m*n))

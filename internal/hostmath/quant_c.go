@@ -35,6 +35,8 @@ var (
 	_ [int(quant.Q4_0) - C.GPUZ_Q4_0]struct{}
 	_ [C.GPUZ_Q4_K - int(quant.Q4_K)]struct{}
 	_ [int(quant.Q4_K) - C.GPUZ_Q4_K]struct{}
+	_ [C.GPUZ_Q6_K - int(quant.Q6_K)]struct{}
+	_ [int(quant.Q6_K) - C.GPUZ_Q6_K]struct{}
 	_ [C.GPUZ_NF4 - int(quant.NF4)]struct{}
 	_ [int(quant.NF4) - C.GPUZ_NF4]struct{}
 )

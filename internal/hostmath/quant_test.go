@@ -13,7 +13,7 @@ import (
 
 // randomQuantWeight returns a [rows, cols] weight of kind as random
 // blocks: random codes and scale bytes, and fp16 scales (Q4_K's d and
-// dmin) of random sign between 2^-10 and 2^-4; NF4's groups' absmaxes
+// dmin, Q6_K's d after its int8 scales) of random sign between 2^-10 and 2^-4; NF4's groups' absmaxes
 // between 2^-6 and 2^-2 and its offset below 1/16.
 func randomQuantWeight(rng *rand.Rand, kind quant.Kind, rows, cols int) []byte {
 	w := make([]byte, kind.Bytes(rows, cols))
@@ -39,6 +39,10 @@ func randomQuantWeight(rng *rand.Rand, kind quant.Kind, rows, cols int) []byte {
 	}
 	block := int(kind.RowBytes(kind.BlockWeights()))
 	for b := 0; b < len(w); b += block {
+		if kind == quant.Q6_K {
+			binary.LittleEndian.PutUint16(w[b+208:], scale())
+			continue
+		}
 		binary.LittleEndian.PutUint16(w[b:], scale())
 		if kind == quant.Q4_K {
 			binary.LittleEndian.PutUint16(w[b+2:], scale())
@@ -105,8 +109,8 @@ var quantISANames = map[int]string{quantGo: "go", quantAVX2: "avx2", quantAVX512
 func TestQuantProducts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(42, 2))
 	const u = 1.0 / (1 << 24)
-	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.NF4} {
-		ks := map[quant.Kind][]int{quant.Q4_K: {256, 768}, quant.NF4: {64, 576}}[kind]
+	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q6_K, quant.NF4} {
+		ks := map[quant.Kind][]int{quant.Q4_K: {256, 768}, quant.Q6_K: {256, 768}, quant.NF4: {64, 576}}[kind]
 		if ks == nil {
 			ks = []int{32, 96, 544}
 		}

@@ -104,8 +104,8 @@ static inline __attribute__((always_inline)) void GPUZ_QK(gpuz_q_tile_rows)(cons
 #define GPUZ_QK_CASES(CASE)                                                                                   \
 	CASE(GPUZ_Q8_0, 1) CASE(GPUZ_Q8_0, 2) CASE(GPUZ_Q8_0, 3) CASE(GPUZ_Q8_0, 4) CASE(GPUZ_Q4_0, 1)            \
 	CASE(GPUZ_Q4_0, 2) CASE(GPUZ_Q4_0, 3) CASE(GPUZ_Q4_0, 4) CASE(GPUZ_Q4_K, 1) CASE(GPUZ_Q4_K, 2)            \
-	CASE(GPUZ_Q4_K, 3) CASE(GPUZ_Q4_K, 4) CASE(GPUZ_NF4, 1) CASE(GPUZ_NF4, 2) CASE(GPUZ_NF4, 3)              \
-	CASE(GPUZ_NF4, 4)
+	CASE(GPUZ_Q4_K, 3) CASE(GPUZ_Q4_K, 4) CASE(GPUZ_Q6_K, 1) CASE(GPUZ_Q6_K, 2) CASE(GPUZ_Q6_K, 3)            \
+	CASE(GPUZ_Q6_K, 4) CASE(GPUZ_NF4, 1) CASE(GPUZ_NF4, 2) CASE(GPUZ_NF4, 3) CASE(GPUZ_NF4, 4)
 
 // gpuz_q_dot runs gpuz_q_dot_rows's copy for kind and m.
 static void GPUZ_QK(gpuz_q_dot)(int kind, const struct gpuz_q_nf4 *nf, const float *x, int m, int k, const uint8_t *w, ptrdiff_t rb, int j0,
@@ -141,6 +141,9 @@ static void GPUZ_QK(gpuz_q_tile)(int kind, const struct gpuz_q_nf4 *nf, const ui
 		break;
 	case GPUZ_Q4_K:
 		GPUZ_QK(gpuz_q_tile_rows)(GPUZ_Q4_K, nf, w, rb, rows, s0, s1, dst, ldd);
+		break;
+	case GPUZ_Q6_K:
+		GPUZ_QK(gpuz_q_tile_rows)(GPUZ_Q6_K, nf, w, rb, rows, s0, s1, dst, ldd);
 		break;
 	case GPUZ_NF4:
 		GPUZ_QK(gpuz_q_tile_rows)(GPUZ_NF4, nf, w, rb, rows, s0, s1, dst, ldd);

@@ -69,6 +69,10 @@ func DequantizeRow(k Kind, dst []float32, src []byte) {
 		for b := 0; b < len(dst)/256; b++ {
 			dequantizeQ4KBlock(dst[256*b:256*b+256], src[144*b:144*b+144])
 		}
+	case Q6_K:
+		for b := 0; b < len(dst)/256; b++ {
+			dequantizeQ6KBlock(dst[256*b:256*b+256], src[210*b:210*b+210])
+		}
 	default:
 		panic(fmt.Sprintf("quant: DequantizeRow of %v", k))
 	}
@@ -94,6 +98,36 @@ func dequantizeQ4KBlock(y []float32, blk []byte) {
 		}
 	}
 }
+
+// dequantizeQ6KBlock dequantizes one Q6_K super-block (ggml's
+// dequantize_row_q6_K): each weight is d·sc·(q − 32), d·sc rounded first,
+// with q a 6-bit code and sc the int8 scale of its sub-block of 16
+// (q6kCode, q6kScale).
+func dequantizeQ6KBlock(y []float32, blk []byte) {
+	d := fp16(blk[208:])
+	for l := range y {
+		ds := d * float32(q6kScale(blk, l))
+		y[l] = ds * float32(int(q6kCode(blk, l))-32)
+	}
+}
+
+// q6kCode returns the 6-bit code (0 to 63; the weight's q + 32) of weight l
+// (0 to 255) of a Q6_K super-block blk, as ggml's dequantize_row_q6_K
+// reads it. Each half of 128 weights has 64 bytes of ql (bytes 0–127) and
+// 32 of qh (bytes 128–191); weight 32t + i of a half (t 0 to 3, i 0 to 31)
+// keeps its low four bits in ql byte i + 32·(t mod 2), the low nibble for
+// t < 2 and the high one after, and its high two bits in bits 2t and 2t+1
+// of qh byte i.
+func q6kCode(blk []byte, l int) uint8 {
+	h, t, i := l/128, l%128/32, l%32
+	lo := blk[64*h+32*(t&1)+i] >> (4 * (t >> 1)) & 0x0F
+	hi := blk[128+32*h+i] >> (2 * t) & 3
+	return lo | hi<<4
+}
+
+// q6kScale returns the int8 scale of weight l's sub-block of 16 (l/16) in
+// a Q6_K super-block: bytes 192–207 (d, fp16, is bytes 208–209).
+func q6kScale(blk []byte, l int) int8 { return int8(blk[192+l/16]) }
 
 // ScaleMinK4 returns sub-block j's (0 to 7) 6-bit scale and min from a
 // Q4_K block's twelve scale bytes (ggml's get_scale_min_k4): the first

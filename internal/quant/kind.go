@@ -1,5 +1,5 @@
 // Package quant holds the storage kinds of frozen weights narrower than
-// 16 bits: ggml's block formats Q8_0, Q4_0 and Q4_K, byte for byte as
+// 16 bits: ggml's block formats Q8_0, Q4_0, Q4_K and Q6_K, byte for byte as
 // llama.cpp's GGUF files store them, and bitsandbytes' NF4 with double
 // quantization, as QLoRA stores its frozen base. A quantized weight is a
 // matrix [rows, cols] quantized along its rows (a row is one output's
@@ -31,16 +31,17 @@ const (
 	Q8_0             // ggml: 32 weights a block, an fp16 scale and 32 int8 (34 bytes)
 	Q4_0             // ggml: 32 weights a block, an fp16 scale and 16 bytes of nibbles (18 bytes)
 	Q4_K             // ggml: 256 weights a super-block, fp16 d and dmin, 12 bytes of 6-bit scales and mins, 128 bytes of nibbles (144 bytes)
+	Q6_K             // ggml: 256 weights a super-block, 128 bytes of low nibbles, 64 of high 2-bit pairs, 16 int8 scales, fp16 d (210 bytes)
 	NF4              // bitsandbytes: 64 weights a block, 4-bit NormalFloat codes; absmax double-quantized to 8 bits per 256 blocks
 )
 
 // Kinds lists every kind in flag order.
-var Kinds = []Kind{F32, F16, BF16, Q8_0, Q4_0, Q4_K, NF4}
+var Kinds = []Kind{F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, NF4}
 
-var names = [...]string{F32: "f32", F16: "f16", BF16: "bf16", Q8_0: "q8_0", Q4_0: "q4_0", Q4_K: "q4_k", NF4: "nf4"}
+var names = [...]string{F32: "f32", F16: "f16", BF16: "bf16", Q8_0: "q8_0", Q4_0: "q4_0", Q4_K: "q4_k", Q6_K: "q6_k", NF4: "nf4"}
 
-// String returns the kind's flag name: f32, f16, bf16, q8_0, q4_0, q4_k
-// or nf4.
+// String returns the kind's flag name: f32, f16, bf16, q8_0, q4_0, q4_k,
+// q6_k or nf4.
 func (k Kind) String() string {
 	if int(k) < len(names) {
 		return names[k]
@@ -60,17 +61,17 @@ func Parse(s string) (Kind, error) {
 }
 
 // Quantized reports whether the kind is a block kind (Q8_0, Q4_0, Q4_K,
-// NF4) rather than a float.
+// Q6_K, NF4) rather than a float.
 func (k Kind) Quantized() bool { return k >= Q8_0 && k <= NF4 }
 
 // BlockWeights returns the weights in one block: 32 for Q8_0 and Q4_0,
-// 256 for Q4_K, 64 for NF4, 1 for the floats. A quantized matrix's rows
+// 256 for Q4_K and Q6_K, 64 for NF4, 1 for the floats. A quantized matrix's rows
 // must be a whole number of blocks (CheckShape).
 func (k Kind) BlockWeights() int {
 	switch k {
 	case Q8_0, Q4_0:
 		return 32
-	case Q4_K:
+	case Q4_K, Q6_K:
 		return 256
 	case NF4:
 		return 64
@@ -92,6 +93,8 @@ func (k Kind) blockBytes() int {
 		return 18
 	case Q4_K:
 		return 144
+	case Q6_K:
+		return 210
 	case NF4:
 		return 32
 	}
@@ -141,7 +144,7 @@ func (k Kind) Bytes(rows, cols int) int64 {
 }
 
 // BitsPerWeight returns the kind's bits per weight for a large matrix:
-// 32, 16, 16, 8.5, 4.5, 4.5 and about 4.127.
+// 32, 16, 16, 8.5, 4.5, 4.5, 6.5625 and about 4.127.
 func (k Kind) BitsPerWeight() float64 {
 	if k == NF4 {
 		return 4 + 8.0/NF4Block + 32.0/(NF4Block*NF4Group)
@@ -156,6 +159,7 @@ const (
 	ggmlQ4_0 = 2
 	ggmlQ8_0 = 8
 	ggmlQ4_K = 12
+	ggmlQ6_K = 14
 	ggmlBF16 = 30
 )
 
@@ -175,6 +179,8 @@ func FromGGML(t uint32) (k Kind, ok bool) {
 		return Q4_0, true
 	case ggmlQ4_K:
 		return Q4_K, true
+	case ggmlQ6_K:
+		return Q6_K, true
 	}
 	return 0, false
 }
@@ -195,6 +201,8 @@ func (k Kind) GGML() (t uint32, ok bool) {
 		return ggmlQ4_0, true
 	case Q4_K:
 		return ggmlQ4_K, true
+	case Q6_K:
+		return ggmlQ6_K, true
 	}
 	return 0, false
 }

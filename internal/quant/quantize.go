@@ -11,7 +11,8 @@ import (
 // Quantize sets dst, Bytes(rows, cols) bytes, to the [rows, cols] matrix
 // src (rows·cols float32s, row-major) stored in kind k, byte for byte as
 // the format's reference quantizer writes it: ggml's quantize_row_q8_0_ref,
-// quantize_row_q4_0_ref and quantize_row_q4_K_ref for the ggml kinds
+// quantize_row_q4_0_ref, quantize_row_q4_K_ref and quantize_row_q6_K_ref
+// for the ggml kinds
 // (ggml-quants.c), bitsandbytes' quantize_4bit(quant_type="nf4",
 // blocksize=64, compress_statistics=True) for NF4 (laid out as NF4Layout
 // says; the offset is the absmaxes' mean rounded once to float32), and
@@ -74,6 +75,10 @@ func quantizeRow(k Kind, dst []byte, src []float32) {
 	case Q4_K:
 		for b := range len(src) / 256 {
 			quantizeQ4KBlock(dst[144*b:144*b+144], src[256*b:256*b+256])
+		}
+	case Q6_K:
+		for b := range len(src) / 256 {
+			quantizeQ6KBlock(dst[210*b:210*b+210], src[256*b:256*b+256])
 		}
 	default:
 		panic(fmt.Sprintf("quant: quantizeRow of %v", k))
@@ -277,6 +282,122 @@ func makeQKX2Quants(x, w []float32, codes []uint8) (scale, theMin float32) {
 		}
 	}
 	return scale, -lo
+}
+
+// groupMaxEps is ggml's GROUP_MAX_EPS: a sub-block or super-block whose
+// largest magnitude (or scale) is below it is all zeros.
+const groupMaxEps = 1e-15
+
+// quantizeQ6KBlock writes one Q6_K super-block of 256 weights (ggml's
+// quantize_row_q6_K_ref). Each sub-block of 16 gets a signed scale from
+// makeQXQuants (codes −32..31, weighted by x²); the sixteen scales are
+// quantized to int8 against the one of largest magnitude, max_scale (d =
+// max_scale/−128 in fp16, scale j = min(127, nearest(−128·scale_j /
+// max_scale))); then every weight is requantized against its sub-block's
+// stored d·scale to q in −32..31 (a sub-block whose stored scale is 0
+// keeps makeQXQuants' codes) and packed as q6kCode reads it, q + 32. A
+// super-block whose scales are all below groupMaxEps is all zero bytes.
+func quantizeQ6KBlock(blk []byte, x []float32) {
+	var (
+		codes                 [256]uint8
+		scales                [16]float32
+		maxScale, maxAbsScale float32
+	)
+	for j := range 16 {
+		scales[j] = makeQXQuants(x[16*j:16*j+16], codes[16*j:16*j+16])
+		if a := abs32(scales[j]); a > maxAbsScale {
+			maxAbsScale, maxScale = a, scales[j]
+		}
+	}
+	clear(blk)
+	if maxAbsScale < groupMaxEps {
+		return
+	}
+
+	iscale := -128 / maxScale
+	putFP16(blk[208:], 1/iscale)
+	for j := range 16 {
+		blk[192+j] = byte(int8(min(127, nearestInt(float32(iscale*scales[j])))))
+	}
+	d := fp16(blk[208:])
+	for j := range 16 {
+		dj := d * float32(int8(blk[192+j]))
+		if dj == 0 {
+			continue
+		}
+		for i, v := range x[16*j : 16*j+16] {
+			codes[16*j+i] = uint8(max(-32, min(31, nearestInt(v/dj))) + 32)
+		}
+	}
+
+	for l, c := range codes {
+		h, t, i := l/128, l%128/32, l%32
+		blk[64*h+32*(t&1)+i] |= (c & 0x0F) << (4 * (t >> 1))
+		blk[128+32*h+i] |= (c >> 4) << (2 * t)
+	}
+}
+
+// makeQXQuants fits one Q6_K sub-block (ggml's make_qx_quants with nmax
+// 32, rmse_type 1 and no importance weights): x ≈ scale·q with q in
+// −32..31, first by iscale = −32/max (max the weight of largest
+// magnitude, the first of equals), then by 18 trial inverse scales
+// −(32 + 0.1·is)/max (is = ±1..±9), keeping the one whose least-squares
+// scale Σwxq/Σwq² (w = x²) best explains x (the largest (Σwxq)²/Σwq²). It
+// writes the codes q + 32 and returns the scale, 0 with codes 0 for a
+// sub-block below groupMaxEps.
+func makeQXQuants(x []float32, codes []uint8) float32 {
+	const nmax = 32
+	var mx, amax float32
+	for _, v := range x {
+		if a := abs32(v); a > amax {
+			amax, mx = a, v
+		}
+	}
+	if amax < groupMaxEps {
+		clear(codes)
+		return 0
+	}
+	code := func(iscale, v float32) int {
+		return max(-nmax, min(nmax-1, nearestInt(float32(iscale*v))))
+	}
+	// sums returns Σwxq and Σwq² for the codes of iscale (w = x², each
+	// product rounded as ggml's w*x[i]*l and w*l*l are).
+	sums := func(iscale float32) (sumLX, sumL2 float32) {
+		for _, v := range x {
+			l := float32(code(iscale, v))
+			w := float32(v * v)
+			sumLX += float32(float32(w*v) * l)
+			sumL2 += float32(float32(w*l) * l)
+		}
+		return sumLX, sumL2
+	}
+	setCodes := func(iscale float32) {
+		for i, v := range x {
+			codes[i] = uint8(code(iscale, v) + nmax)
+		}
+	}
+
+	iscale := -nmax / mx
+	setCodes(iscale)
+	sumLX, sumL2 := sums(iscale)
+	var scale float32
+	if sumL2 != 0 {
+		scale = sumLX / sumL2
+	}
+	best := float32(scale * sumLX)
+	for is := -9; is <= 9; is++ {
+		if is == 0 {
+			continue
+		}
+		iscale = -float32(nmax+float32(0.1*float32(is))) / mx
+		sumLX, sumL2 = sums(iscale)
+		if sumL2 > 0 && float32(sumLX*sumLX) > float32(best*sumL2) {
+			setCodes(iscale)
+			scale = sumLX / sumL2
+			best = float32(scale * sumLX)
+		}
+	}
+	return scale
 }
 
 // nearestInt rounds f to the nearest integer, ties to even, as ggml's

@@ -51,6 +51,78 @@ func q4kHandCodes() []byte {
 	return qs
 }
 
+// q6kHandScale is sub-block j's scale in q6kHand, in 128ths: 128 − 8j,
+// negative for sub-blocks 5 and 11 (their weights' signs flipped), 0 for
+// sub-block 15 (all zeros).
+func q6kHandScale(j int) int {
+	switch j {
+	case 5, 11:
+		return -(128 - 8*j)
+	case 15:
+		return 0
+	}
+	return 128 - 8*j
+}
+
+// q6kHandCode is the code q (−32..31) of weight i of sub-block j of
+// q6kHand: −32 for the first weight, the only one of its magnitude, then
+// (7i + 3j) mod 63 − 31.
+func q6kHandCode(j, i int) int {
+	if i == 0 {
+		return -32
+	}
+	return (7*i+3*j)%63 - 31
+}
+
+// q6kHand is the super-block of TestQuantizeVectors' Q6_K case: weight i
+// of sub-block j (of 16) is s_j·q with s_j = q6kHandScale(j)/128 and q =
+// q6kHandCode(j, i), but with its sign flipped for a negative scale.
+func q6kHand() []float32 {
+	x := make([]float32, 256)
+	for j := range 16 {
+		s := float32(q6kHandScale(j)) / 128
+		for i := range 16 {
+			x[16*j+i] = abs32(s) * float32(q6kHandCode(j, i))
+			if s < 0 {
+				x[16*j+i] = -x[16*j+i]
+			}
+		}
+	}
+	return x
+}
+
+// q6kHandBlock returns the 210 bytes of q6kHand as block_q6_K
+// (ggml-common.h) lays them out, placing each code by
+// dequantize_row_q6_K's indexing: weight 128h + 32t + i (half h, quarter
+// t) has its low nibble in ql[64h + 32(t mod 2) + i], low for t < 2, high
+// after, and its top two bits in bits 2t, 2t+1 of qh[32h + i]. The codes
+// are q + 32 (0 for the zero sub-block, whose stored scale is 0, so that
+// make_qx_quants' zeros stay); the scales −128·scale_j/max_scale =
+// −q6kHandScale(j) (max_scale 1); d = 1/(−128) = fp16 0xa000.
+func q6kHandBlock() []byte {
+	blk := make([]byte, 210)
+	ql, qh := blk[:128], blk[128:192]
+	for w := range 256 {
+		j, i := w/16, w%16
+		c := q6kHandCode(j, i) + 32
+		if j == 15 {
+			c = 0
+		}
+		h, t, p := w/128, w%128/32, w%32
+		if t < 2 {
+			ql[64*h+32*t+p] |= byte(c & 15)
+		} else {
+			ql[64*h+32*(t-2)+p] |= byte(c&15) << 4
+		}
+		qh[32*h+p] |= byte(c>>4) << (2 * t)
+	}
+	for j := range 16 {
+		blk[192+j] = byte(int8(-q6kHandScale(j)))
+	}
+	blk[208], blk[209] = 0x00, 0xa0
+	return blk
+}
+
 // nf4HandBlock is the first block of TestQuantizeVectors' NF4 case, in
 // units of its absmax: the 16 levels (codes 0–15), the 15 thresholds of
 // dQuantizeNF4 (a value on a threshold takes the lower code: 0–14), the
@@ -144,6 +216,19 @@ func TestQuantizeVectors(t *testing.T) {
 			source: "ggml-quants.c quantize_row_q4_K_ref, make_qkx2_quants, get_scale_min_k4",
 		},
 		{
+			name: "q6_k sub-blocks s_j·q exactly: scales −128·s_j, negative d, two sub-blocks of negative scale, one of zeros",
+			kind: Q6_K, rows: 1, src: q6kHand(),
+			// make_qx_quants: max = −32·s_j (weight 0), iscale = 1/s_j, codes q, and Σwxq/Σwq²
+			// = s_j; no trial beats it (Cauchy–Schwarz: (Σwxl)²/Σwl² ≤ Σwx², equal only for
+			// l ∝ x). For a flipped sub-block max = +32·|s_j| and the scale is −|s_j|; the zero
+			// sub-block returns 0 with codes 0. max_scale = s_0 = 1: iscale = −128, d =
+			// fp16(−1/128) = 0xa000, scale_j = nearest(−128·scale_j) = −128·s_j (int8; +88
+			// and +40 for the flipped ones), so d·scale_j = s_j exactly and every requantized
+			// code is nearest(x/(d·scale_j)) = q.
+			want:   hex.EncodeToString(q6kHandBlock()),
+			source: "ggml-quants.c quantize_row_q6_K_ref, make_qx_quants; dequantize_row_q6_K's layout",
+		},
+		{
 			name: "nf4 two blocks: absmax 2 and 1, offset 1.5, absmaxes ±0.5 → dynamic codes 255 and 0",
 			kind: NF4, rows: 2, src: nf4(),
 			// Codes of nf4HandBlock: 0..15, 0..14, 1..15, 7, 12, 7×16, first weight in the
@@ -202,7 +287,7 @@ func TestQuantizeGGML(t *testing.T) {
 		x[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
 	}
 	const rows, cols = 4, 1024
-	for _, k := range []Kind{Q8_0, Q4_0, Q4_K} {
+	for _, k := range []Kind{Q8_0, Q4_0, Q4_K, Q6_K} {
 		t.Run(k.String(), func(t *testing.T) {
 			want, err := os.ReadFile(filepath.Join("testdata", "ggml_"+k.String()+".bin"))
 			if err != nil {
@@ -242,7 +327,7 @@ func TestQuantizationError(t *testing.T) {
 	for i := range x {
 		x[i] = float32(0.1 + 2*float64(float32(math.Cos(float64(float32(i))))))
 	}
-	for _, k := range []Kind{Q8_0, Q4_0, Q4_K} {
+	for _, k := range []Kind{Q8_0, Q4_0, Q4_K, Q6_K} {
 		q := make([]byte, k.Bytes(1, n))
 		y := make([]float32, n)
 		if err := Quantize(k, q, x, 1, n); err != nil {
@@ -267,7 +352,8 @@ func TestQuantizationError(t *testing.T) {
 // a step (d = amax/127) plus the fp16 rounding of d times the code; Q4_0
 // the same with codes −8..7, but a whole step for the weights the clamp
 // at 15 cuts (x/d above 7.5); Q4_K the nearest of the sub-block's 16
-// levels d·sc·q − dmin·m, as stored; the floats their own rounding.
+// levels d·sc·q − dmin·m, as stored; Q6_K the nearest of its sub-block's
+// 64 levels d·sc·(q − 32); the floats their own rounding.
 func TestRoundTrip(t *testing.T) {
 	const rows, cols = 3, 512
 	r := rand.New(rand.NewPCG(7, 8))
@@ -275,7 +361,7 @@ func TestRoundTrip(t *testing.T) {
 	for i := range x {
 		x[i] = float32(r.NormFloat64() * math.Exp2(float64(i/256%5)-2))
 	}
-	for _, k := range []Kind{F32, F16, BF16, Q8_0, Q4_0, Q4_K} {
+	for _, k := range []Kind{F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K} {
 		t.Run(k.String(), func(t *testing.T) {
 			q := make([]byte, k.Bytes(rows, cols))
 			y := make([]float32, rows*cols)
@@ -342,6 +428,14 @@ func roundTripBound(k Kind, x []float32, row []byte, j, base int) float64 {
 			best = min(best, math.Abs(v-(d*float64(q)-mn)))
 		}
 		return best + 1e-5*(math.Abs(v)+mn+15*d)
+	case Q6_K:
+		blk := row[210*(j/256):]
+		ds := float64(fp16(blk[208:])) * float64(q6kScale(blk, j%256))
+		best := math.Inf(1)
+		for q := -32; q < 32; q++ {
+			best = min(best, math.Abs(v-ds*float64(q)))
+		}
+		return best + 1e-5*(math.Abs(v)+32*math.Abs(ds))
 	}
 	panic(k)
 }
@@ -361,6 +455,7 @@ func TestQuantizeRejects(t *testing.T) {
 	}{
 		{"q4_0 rows of 48", Q4_0, 2, 48, 36, make([]float32, 96), "multiple of 32"},
 		{"q4_k rows of 128", Q4_K, 1, 128, 72, make([]float32, 128), "multiple of 256"},
+		{"q6_k rows of 320", Q6_K, 1, 320, 262, make([]float32, 320), "multiple of 256"},
 		{"nf4 rows of 32", NF4, 2, 32, 45, make([]float32, 64), "multiple of 64"},
 		{"no rows", Q8_0, 0, 32, 0, nil, "no elements"},
 		{"dst one short", Q8_0, 2, 32, -1, make([]float32, 64), "needs 64 floats into 68 bytes"},
@@ -435,7 +530,7 @@ func BenchmarkQuantize(b *testing.B) {
 	for i := range x {
 		x[i] = float32(r.NormFloat64() * 0.02)
 	}
-	for _, k := range []Kind{F16, BF16, Q8_0, Q4_0, Q4_K, NF4} {
+	for _, k := range []Kind{F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, NF4} {
 		b.Run(k.String(), func(b *testing.B) {
 			dst := make([]byte, k.Bytes(rows, cols))
 			b.SetBytes(4 * rows * cols)

@@ -13,11 +13,11 @@ import (
 // quantCases are the products by a quantized weight and the lookup in a
 // quantized table, for every quantized kind: one row (decode's kernels)
 // and seven (the tiled ones), W [9, 512] (NF4's blocks running over
-// rows, Q4_K's super-blocks two a row).
+// rows, Q4_K's and Q6_K's super-blocks two a row).
 func quantCases() []Case {
 	const n, k, vocab = 9, 512, 9
 	var cases []Case
-	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.NF4} {
+	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q6_K, quant.NF4} {
 		for _, m := range []int{1, 7} {
 			cases = append(cases,
 				Case{Name: fmt.Sprintf("QuantXWt/%v/m=%d", kind, m),

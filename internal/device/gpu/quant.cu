@@ -26,7 +26,8 @@
 #define QUANT_Q8_0 3
 #define QUANT_Q4_0 4
 #define QUANT_Q4_K 5
-#define QUANT_NF4 6
+#define QUANT_Q6_K 6
+#define QUANT_NF4 7
 
 // ggml's blocks (ggml-common.h). The fp16 scales are read as their bits
 // and widened by fp16_to, as the shim can compile it too. Every block's
@@ -57,10 +58,21 @@ typedef struct {
 	unsigned char qs[128];
 } block_q4_K;
 
+// block_q6_K: 256 weights in sixteen sub-blocks of 16, each with an int8
+// scale; a weight's 6-bit code (q6_k_code) split between a nibble of ql
+// and two bits of qh. Weight = d·scale·(code − 32), d·scale rounded first.
+typedef struct {
+	unsigned char ql[128];
+	unsigned char qh[64];
+	signed char scales[16];
+	unsigned short d;
+} block_q6_K;
+
 // The sizes ggml's formats fix; a compile error (an array of −1) otherwise.
 typedef char quant_q8_0_is_34_bytes[sizeof(block_q8_0) == 34 ? 1 : -1];
 typedef char quant_q4_0_is_18_bytes[sizeof(block_q4_0) == 18 ? 1 : -1];
 typedef char quant_q4_K_is_144_bytes[sizeof(block_q4_K) == 144 ? 1 : -1];
+typedef char quant_q6_K_is_210_bytes[sizeof(block_q6_K) == 210 ? 1 : -1];
 
 // QUANT_ROWS is the most rows of x (or g) the one-row kernels take.
 #define QUANT_ROWS 4
@@ -83,6 +95,18 @@ GPUZ_DEVICE void scale_min_k4(int j, const unsigned char *q, unsigned *scale, un
 		*scale = (q[j + 4] & 0x0Fu) | ((unsigned)(q[j - 4] >> 6) << 4);
 		*min = (unsigned)(q[j + 4] >> 4) | ((unsigned)(q[j] >> 6) << 4);
 	}
+}
+
+// q6_k_code returns the 6-bit code of weight l (0 to 255) of a Q6_K block
+// (ggml's dequantize_row_q6_K, quant's q6kCode): weight 32t + i of half h
+// (t 0 to 3) has its low four bits in ql[64h + 32·(t mod 2) + i], the low
+// nibble for t < 2 and the high one after, and its top two in bits 2t and
+// 2t + 1 of qh[32h + i].
+GPUZ_DEVICE unsigned q6_k_code(const block_q6_K *b, int l) {
+	int h = l / 128, t = l % 128 / 32, i = l % 32;
+	unsigned lo = ((unsigned)b->ql[64 * h + 32 * (t & 1) + i] >> (4 * (t >> 1))) & 0x0Fu;
+	unsigned hi = ((unsigned)b->qh[32 * h + i] >> (2 * t)) & 3u;
+	return lo | hi << 4;
 }
 
 // quant_matrix is the weight W [n, k] a kernel reads: its bytes, kind and
@@ -159,6 +183,12 @@ GPUZ_DEVICE float quant_at(const quant_matrix *wm, long long j, long long p) {
 		float d = fp16_to(b->d) * (float)scale, m = fp16_to(b->dmin) * (float)min;
 		return d * (float)(high ? q >> 4 : q & 0x0Fu) - m;
 	}
+	case QUANT_Q6_K: {
+		const block_q6_K *b = (const block_q6_K *)row + p / 256;
+		int l = (int)(p % 256);
+		float d = fp16_to(b->d) * (float)b->scales[l / 16];
+		return d * (float)((int)q6_k_code(b, l) - 32);
+	}
 	case QUANT_NF4: {
 		unsigned c = row[p / 2];
 		return wm->tables[p % 2 == 0 ? c >> 4 : c & 0x0Fu] * nf4_absmax(wm, (j * wm->k + p) / 64);
@@ -168,8 +198,9 @@ GPUZ_DEVICE float quant_at(const quant_matrix *wm, long long j, long long p) {
 }
 
 // QUANT_RUN is how many consecutive weights the one-row kernels decode at a
-// time, sharing one block's scale: a run never crosses a block (of 32 or a
-// Q4_K sub-block), since k is a whole number of blocks.
+// time, sharing one block's scale: a run never crosses a block (of 32, a
+// Q4_K sub-block of 32 or a Q6_K sub-block of 16), since k is a whole
+// number of blocks.
 #define QUANT_RUN 8
 
 // quant_run sets v to weights p … p + QUANT_RUN − 1 of row j of wm (p a
@@ -207,6 +238,15 @@ GPUZ_DEVICE void quant_run(const quant_matrix *wm, long long j, long long p, flo
 		float d = fp16_to(b->d) * (float)scale, m = fp16_to(b->dmin) * (float)min;
 		for (int e = 0; e < QUANT_RUN; e++) {
 			v[e] = d * (float)(high ? (unsigned)q[e] >> 4 : q[e] & 0x0Fu) - m;
+		}
+		return;
+	}
+	case QUANT_Q6_K: {
+		const block_q6_K *b = (const block_q6_K *)row + p / 256;
+		int l = (int)(p % 256);
+		float d = fp16_to(b->d) * (float)b->scales[l / 16];
+		for (int e = 0; e < QUANT_RUN; e++) {
+			v[e] = d * (float)((int)q6_k_code(b, l + e) - 32);
 		}
 		return;
 	}

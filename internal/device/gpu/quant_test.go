@@ -16,7 +16,8 @@ import (
 )
 
 // randomWeight returns the bytes of a [n, k] weight of kind with random
-// blocks: every code random, every fp16 scale (Q4_K's d and dmin too)
+// blocks: every code random, every fp16 scale (Q4_K's d and dmin too,
+// Q6_K's d after its int8 scales)
 // random in ±[2⁻¹⁰, 2⁻⁴], so that no quantizer is needed and every code and
 // scale bit is exercised; NF4's absmax bytes random, its groups' absmaxes
 // in [0.5, 2) and its offset in [0, 0.25); the float kinds hold normal
@@ -58,6 +59,10 @@ func randomWeight(r *rand.Rand, kind quant.Kind, n, k int) []byte {
 		}
 		size := int(kind.RowBytes(kind.BlockWeights()))
 		for at := 0; at < len(b); at += size {
+			if kind == quant.Q6_K {
+				scale(b[at+208:])
+				continue
+			}
 			scale(b[at:])
 			if kind == quant.Q4_K {
 				scale(b[at+2:]) // dmin
@@ -161,13 +166,13 @@ const quantTol = 1e-5
 // and the shim's results bit-identical whatever the order of its blocks
 // and threads.
 func TestQuantProductsMatchDequantized(t *testing.T) {
-	kinds := []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.NF4, quant.F32, quant.F16, quant.BF16}
+	kinds := []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q6_K, quant.NF4, quant.F32, quant.F16, quant.BF16}
 	for _, kind := range kinds {
 		// k: one block, and more than a block of quant_gw_row's 256
 		// columns, partly; for the floats, runs of 8 cut short.
 		ks := []int{32, 320}
 		switch kind {
-		case quant.Q4_K:
+		case quant.Q4_K, quant.Q6_K:
 			ks = []int{256, 512}
 		case quant.NF4:
 			ks = []int{64, 320}

@@ -11,13 +11,13 @@ import (
 	"gpuz/internal/quant"
 )
 
-// TestQuantEmbeddingShim looks rows up in random Q8_0, Q4_0 and Q4_K
-// tables on the shim: each row as quant.DequantizeRow decodes it, bit for
+// TestQuantEmbeddingShim looks rows up in random Q8_0, Q4_0, Q4_K and
+// Q6_K tables on the shim: each row as quant.DequantizeRow decodes it, bit for
 // bit; an id out of range is an error with nothing launched.
 func TestQuantEmbeddingShim(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const vocab, d = 9, 512
-	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K} {
+	for _, kind := range []quant.Kind{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q6_K} {
 		w := randomWeight(r, kind, vocab, d)
 		ids := []float32{8, 0, 3, 3, 5}
 		s := NewShim(Shuffled, 7, 1<<16)

@@ -1,8 +1,9 @@
 // ggml_ref quantizes float32s read from stdin with ggml's reference
 // quantizers and writes the blocks to stdout; it made ggml_q8_0.bin,
-// ggml_q4_0.bin and ggml_q4_k.bin from ggml_input.f32 (see README.md).
+// ggml_q4_0.bin, ggml_q4_k.bin and ggml_q6_k.bin from ggml_input.f32 (see
+// README.md).
 //
-//	usage: ggml_ref q8_0|q4_0|q4_k N < floats > blocks
+//	usage: ggml_ref q8_0|q4_0|q4_k|q6_k N < floats > blocks
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[1], "q4_k")) {
         bytes = n / QK_K * sizeof(block_q4_K);
         quantize_row_q4_K_ref(x, y = calloc(1, bytes), n);
+    } else if (!strcmp(argv[1], "q6_k")) {
+        bytes = n / QK_K * sizeof(block_q6_K);
+        quantize_row_q6_K_ref(x, y = calloc(1, bytes), n);
     } else {
         return 2;
     }
