@@ -231,6 +231,19 @@ func (c Config) Placed(p Config) Config {
 	return c
 }
 
+// WindowFamily returns, for a configuration of mode m whose blocks a
+// window pages through the device (cache), c without its window (its
+// family: the policy, the optimizer's place and the levers) and true: a
+// larger window of one family holds more blocks and needs more of the
+// device, so fit's search rules the larger windows out once one is over
+// the budget. Other configurations give false.
+func (m Mode) WindowFamily(c Config) (Config, bool) {
+	if c.Cache.Window == 0 || m.PlacesBlocks() {
+		return c, false
+	}
+	return c.WithoutWindow(), true
+}
+
 // WithoutWindow is c with the paged blocks' window unset: the
 // configurations a table shows once, at their fastest window.
 func (c Config) WithoutWindow() Config {

@@ -101,7 +101,8 @@ func TestWindowNeedGrows(t *testing.T) {
 			attention := levers.Attention(p.Header().Attention)
 			last := map[string]int64{}
 			for _, c := range Candidates(p.Blocks(), p.MinWindow(), tc.task == bench.TaskTrain, true, attention, nil) {
-				if c.Cache.Window == 0 || c.Mode.PlacesBlocks() {
+				without, ok := c.Mode.WindowFamily(c.Config)
+				if !ok {
 					continue
 				}
 				mp, err := p.Plan(c.Mode, c.Config, budget, false)
@@ -109,7 +110,7 @@ func TestWindowNeedGrows(t *testing.T) {
 					t.Fatal(err)
 				}
 				f := c
-				f.Config = c.WithoutWindow()
+				f.Config = without
 				need := mp.Footprint.Device
 				if prev, ok := last[f.String()]; ok && need < prev {
 					t.Errorf("%s needs %d bytes, less than the window before it (%d)", c, need, prev)

@@ -222,9 +222,9 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 	for i, c := range cs {
 		opts.progress("planning configurations", i, len(cs))
 		family := ""
-		if c.Cache.Window > 0 && !c.Mode.PlacesBlocks() {
+		if without, ok := c.Mode.WindowFamily(c.Config); ok {
 			f := c
-			f.Config = c.WithoutWindow()
+			f.Config = without
 			if family = f.String(); tooBig[family] {
 				continue
 			}
