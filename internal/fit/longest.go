@@ -139,25 +139,15 @@ func fitting(at func(int) (bench.Options, error), cs []Candidate, budget int64, 
 	defer p.Close()
 	var kept []Candidate
 	for _, c := range cs {
-		ok, err := fitsOn(p, c, budget)
+		mp, err := p.Plan(c.Mode, c.Config, budget, false)
 		if err != nil {
 			return nil, fmt.Errorf("planning %s at a length of %d: %w", c, n, err)
 		}
-		if ok {
+		if fits(c, mp) {
 			kept = append(kept, c)
 		}
 	}
 	return kept, nil
-}
-
-// fitsOn says whether candidate c, planned on p, fits budget on the
-// device and the host's available memory.
-func fitsOn(p *bench.Planner, c Candidate, budget int64) (bool, error) {
-	mp, err := p.Plan(c.Mode, c.Config, budget, false)
-	if err != nil {
-		return false, err
-	}
-	return mp.Status.Kind == bench.StatusOK && mp.FitsHost && (c.Mode.OnHost() || mp.FitsDevice), nil
 }
 
 // longest returns the longest length, from from up to limit, at which
@@ -165,33 +155,21 @@ func fitsOn(p *bench.Planner, c Candidate, budget int64) (bool, error) {
 // when at sizes the options: a binary search over the length, each step
 // planning c as Search does. It returns 0 when c does not fit at from.
 func longest(at func(int) (bench.Options, error), c Candidate, budget int64, from, limit int) (int, error) {
-	fits := func(n int) (bool, error) {
-		o, err := at(n)
-		if err != nil {
-			return false, fmt.Errorf("planning %s at a length of %d: %w", c, n, err)
-		}
-		p, err := bench.NewPlanner(o)
-		if err != nil {
-			return false, err
-		}
-		defer p.Close()
-		ok, err := fitsOn(p, c, budget)
-		if err != nil {
-			return false, fmt.Errorf("planning %s at a length of %d: %w", c, n, err)
-		}
-		return ok, nil
+	fitsAt := func(n int) (bool, error) {
+		kept, err := fitting(at, []Candidate{c}, budget, n)
+		return len(kept) == 1, err
 	}
 	if from > limit {
 		return 0, nil
 	}
-	ok, err := fits(from)
+	ok, err := fitsAt(from)
 	if err != nil || !ok {
 		return 0, err
 	}
 	lo, hi := from, limit+1 // lo fits, hi does not (or is past the limit)
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
-		ok, err := fits(mid)
+		ok, err := fitsAt(mid)
 		if err != nil {
 			return 0, err
 		}

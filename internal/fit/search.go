@@ -314,10 +314,7 @@ func plan(p *bench.Planner, c Candidate, budget int64) (Entry, error) {
 	if err != nil {
 		return e, err
 	}
-	e.Fits = mp.Status.Kind == bench.StatusOK && mp.FitsHost && (c.Mode.OnHost() || mp.FitsDevice)
-	if c.Mode.Migrates() && mp.Footprint.Window < 1 {
-		e.Fits = false // a budget under one page holds no page: no kernel can run
-	}
+	e.Fits = fits(c, mp)
 	if e.Fits {
 		if mp, err = p.Plan(c.Mode, c.Config, budget, true); err != nil {
 			return e, err
@@ -325,6 +322,17 @@ func plan(p *bench.Planner, c Candidate, budget int64) (Entry, error) {
 	}
 	e.Plan = mp
 	return e, nil
+}
+
+// fits says whether candidate c, planned as mp, fits: its plan is whole,
+// its host need within the host's available memory and its device need
+// within the budget, and a migrating mode's budget holds a page (under
+// one page no kernel can run).
+func fits(c Candidate, mp bench.ModePlan) bool {
+	if c.Mode.Migrates() && mp.Footprint.Window < 1 {
+		return false
+	}
+	return mp.Status.Kind == bench.StatusOK && mp.FitsHost && (c.Mode.OnHost() || mp.FitsDevice)
 }
 
 // dropUselessLevers removes each candidate that sets a lever to other
