@@ -413,6 +413,7 @@ func (m *modeRun) size() (engine.Footprint, bool) {
 	}
 	fp := m.sched.Footprint(m.placement, free)
 	m.r.Placement = m.placement.Describe(fp, m.sched.Blocks(), engine.Recorded)
+	m.r.PlacementKeys = m.placement.Keys(fp)
 	if reason := hostShortfall(m.caps, fp); reason != "" {
 		return fp, m.fail(Status{Kind: StatusSkipped, Reason: reason})
 	}

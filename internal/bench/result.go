@@ -53,6 +53,10 @@ type ModeResult struct {
 	// Placement describes a paged mode's policy and window, e.g. "window
 	// 3/12" for 3 of 12 blocks resident; empty when every block is resident.
 	Placement string
+	// PlacementKeys is the benchmark-format keys of the placement, from
+	// the placement (engine.Placement.Keys): policy and window for a
+	// paged mode; none for a resident one.
+	PlacementKeys [][2]string
 	// Epochs holds every epoch run, warm-up epochs first.
 	Epochs []Epoch
 	// Warmup is how many leading epochs are reported apart from the statistics.
