@@ -682,7 +682,7 @@ func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Statu
 	if !ok {
 		return nil, nil, Status{Kind: StatusFailed, Reason: fmt.Sprintf("unknown mode %q", mode)}
 	}
-	pl := row.place(opts.Config)
+	pl := mode.Placement(opts.Config)
 	if !row.gpu {
 		return device.NewHost(), pl, Status{}
 	}
