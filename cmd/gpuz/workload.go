@@ -410,8 +410,8 @@ func (o *WorkloadOptions) place(cfg models.Config, opts *bench.Options) error {
 	case strings.Contains(o.PlaceText, ";"):
 		return errors.New("--place: a sweep over several placements is not supported yet")
 	}
-	// The blocks are counted without building the model, which each
-	// mode's run builds for itself (models.BlockCount).
+	// The blocks are counted without building the model, which the run
+	// builds once for its modes (models.BlockCount).
 	var err error
 	if opts.Place, err = bench.ParsePlace(o.PlaceText, models.BlockCount(cfg)); err != nil {
 		return fmt.Errorf("--place: %w", err)

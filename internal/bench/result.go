@@ -123,7 +123,9 @@ const (
 	// CUDA GPU's context, streams, staging buffers, workspace and cuBLAS.
 	PhaseOpen PhaseName = "open"
 	// PhaseBuild is the workload's model built (its graph) and compiled
-	// into the engine's schedule for the task.
+	// into the engine's schedule for the task: once, in the run's own
+	// setup (Header.Setup), every mode loading that schedule into a
+	// program of its own.
 	PhaseBuild PhaseName = "build"
 	// PhaseMeasure is a real GPU's throughput measured for the
 	// predictions (perfmodel.Measured), the first time a run opens it.
