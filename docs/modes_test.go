@@ -32,11 +32,13 @@ var (
 	modeStrings   = []string{"cuda", "cache", "cpu", "hybrid", "managed"}
 )
 
-// placementFields are bench.Config's placement options: read only in the
-// modes table, which turns them into a placement. The cache's fields
-// count when read through a .Cache selector.
+// placementFields are bench.Config's placement options (bench.Placements)
+// and the placement a fit candidate carries (Config.Placed): read only in
+// the modes table, which turns them into a mode's placement
+// (bench.Mode.Placement). The cache's fields count when read through a
+// .Cache selector.
 var (
-	placementFields = []string{"Place", "ManagedPage", "ManagedAdviseHost"}
+	placementFields = []string{"Place", "ManagedPage", "ManagedAdviseHost", "Placed"}
 	cacheFields     = []string{"Policy", "Window", "OptimizerOnHost"}
 )
 
@@ -44,7 +46,7 @@ var (
 // names a mode (a bench.ModeX constant, or a mode's name compared with,
 // switched on or converted to something called mode) or reads a
 // placement's options from a bench.Config (Place, ManagedPage,
-// ManagedAdviseHost, or Cache.Policy, .Window, .OptimizerOnHost; writes,
+// ManagedAdviseHost, Placed, or Cache.Policy, .Window, .OptimizerOnHost; writes,
 // as the command line's flags fill them, are allowed): the rest of the
 // program asks the mode's methods (bench.Mode.OnHost, …) and the
 // placement's (Flags, Settings, Keys, Describe). docs/architecture.md

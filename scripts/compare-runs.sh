@@ -7,13 +7,18 @@
 # what they wrote, less what differs from one run to the next.
 #
 # Runs (--json): linear, resnet, attention and llm (two layers of
-# SmolLM2-135M's shape, sequences of 32), train and eval, at --scale small
+# SmolLM2-135M's shape, sequences of 32), train and eval (and llm's
+# generate), at --scale small
 # on sim:1GiB in the cuda, cache (window, window-paged, auto with the
 # optimizer on the device and on the host), hybrid, managed (both advice
 # settings) and cpu modes, and in the cpu mode under --device cpu. Each run's
 # JSON is compared with the times, the setup phases, the peak RSS, the start
-# time and the command line left out: the losses, the copies each way, the
+# time, the command line and a plan's host memory found available left out:
+# the losses, the copies each way, the
 # peaks, the placements, the statuses and the predictions must be equal.
+# A field the new binary writes and the old one did not (a key added to
+# the document) is listed as such, once, and left out of the comparison;
+# a field the old one wrote and the new one lacks is a difference.
 # Plans (gpuz plan): the same workloads and modes, as JSON (with the host's
 # available memory, which moves between two runs, left out) and as the
 # text table (its host columns blanked).
@@ -70,25 +75,45 @@ place_of() { # WORKLOAD FLAGS...: a block on the host, one resident on the devic
 	echo "host:0,cuda:1,cache:2-$((n - 1))"
 }
 
-# normalize KIND FILE: the file less what differs between two runs.
+# normalize json OLD NEW OLD_OUT NEW_OUT: both files less what differs
+# between two runs, and less the fields only NEW has (each such field's
+# name printed once, as "ADDED"). normalize text FILE: the table less the
+# host's figures, to standard output.
 normalize() {
-	python3 - "$1" "$2" <<'EOF'
+	python3 - "$@" <<'EOF'
 import json, re, sys
 
-kind, path = sys.argv[1], sys.argv[2]
-text = open(path).read()
+kind = sys.argv[1]
 if kind == "json":
     dropped = re.compile(r"(^|_)seconds$|^setup$|^stats$|^start$|^command_line$|^peak_rss_bytes$|^host_available$")
-    def strip(v):
+    added = set()
+    def strip(v, old):
         if isinstance(v, dict):
             host = v.get("device") == "host"
-            return {k: strip(x) for k, x in v.items()
-                    if not dropped.search(k) and not (host and k in ("device_free", "device_total"))}
+            # a plan's header: the host memory this process found available
+            # (not a --host-memory target) moves between two runs.
+            available = v.get("host_memory_source", "--host-memory") != "--host-memory"
+            out = {}
+            for k, x in v.items():
+                if dropped.search(k) or (host and k in ("device_free", "device_total")) or (available and k == "host_memory"):
+                    continue
+                if isinstance(old, dict) and k not in old:
+                    added.add(k)
+                    continue
+                out[k] = strip(x, old.get(k) if isinstance(old, dict) else None)
+            return out
         if isinstance(v, list):
-            return [strip(x) for x in v]
+            return [strip(x, old[i] if isinstance(old, list) and i < len(old) else None) for i, x in enumerate(v)]
         return v
-    print(json.dumps(strip(json.loads(text)), indent=1, sort_keys=True))
+    old, new = (json.load(open(p)) for p in sys.argv[2:4])
+    with open(sys.argv[4], "w") as f:
+        print(json.dumps(strip(old, None), indent=1, sort_keys=True), file=f)
+    with open(sys.argv[5], "w") as f:
+        print(json.dumps(strip(new, old), indent=1, sort_keys=True), file=f)
+    for k in sorted(added):
+        print("ADDED " + k)
 else:
+    text = open(sys.argv[2]).read()
     # A table's columns are the dashed rule's runs; blank the host's
     # figures: the available column, and the free column of the cpu row.
     lines, blank = text.splitlines(), {}
@@ -126,8 +151,8 @@ check() {
 			failed=1
 			return
 		fi
-		normalize json "$out/$name.$which.json" >"$out/$name.$which.norm"
 	done
+	normalize json "$out/$name.old.json" "$out/$name.new.json" "$out/$name.old.norm" "$out/$name.new.norm" >>"$out/added"
 	if diff -u "$out/$name.old.norm" "$out/$name.new.norm" >"$out/$name.diff"; then
 		echo "same      $name"
 	else
@@ -168,7 +193,16 @@ for w in "${workloads[@]}"; do
 		check "plan-$w-$task" plan "$w" "$task" "$modes" "${common[@]}" "${place[@]}"
 		plantext "plantext-$w-$task" plan "$w" "$task" "$modes" "${common[@]}" "${place[@]}"
 	done
+	if [[ $w == llm ]]; then # generation: a prompt, then tokens one at a time
+		# its sizes are the prompt's and the tokens' (no --seq-len)
+		gen=(--scale "$scale" --device "$device" --epochs 2 --layers 2 --prompt 8 --tokens 4)
+		check "run-$w-generate" "$w" generate "$modes" "${gen[@]}" "${place[@]}"
+		check "plan-$w-generate" plan "$w" generate "$modes" "${gen[@]}" "${place[@]}"
+	fi
 done
+if [[ -s $out/added ]]; then
+	sort -u "$out/added" | sed 's/^ADDED /only the new binary writes the field /'
+fi
 if [[ $failed == 0 ]]; then
 	echo "compare-runs: $old and $new wrote the same results"
 else

@@ -180,11 +180,8 @@ func (n *setupNotes) cancel() {
 func setupNote(mode bench.Mode, device string, phase bench.PhaseName) string {
 	var what string
 	switch phase {
-	case bench.PhaseBuild:
-		what = "compiling the model's schedule"
-		if mode == "" {
-			what = "building the model"
-		}
+	case bench.PhaseBuild: // the run's own: every mode loads its schedule
+		what = "building the model and compiling its schedule"
 	case bench.PhaseData:
 		what = "generating the data set from the seed"
 	case bench.PhaseMeasure:

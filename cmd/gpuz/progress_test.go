@@ -68,16 +68,14 @@ func TestSetupNotes(t *testing.T) {
 		want []string
 	}{
 		{"cpu", bench.ModeCPU, false, []string{
-			"setup: building the model…",
+			"setup: building the model and compiling its schedule…",
 			"setup: generating the data set from the seed…",
-			"cpu: setup: compiling the model's schedule…",
 			"cpu: setup: allocating its buffers on host and faulting the memory in…",
 			"cpu: setup: drawing the initial parameters and uploading them…",
 		}},
 		{"cache on sim", bench.ModeCache, false, []string{
-			"setup: building the model…",
+			"setup: building the model and compiling its schedule…",
 			"setup: generating the data set from the seed…",
-			"cache: setup: compiling the model's schedule…",
 			"cache: setup: reserving its memory on sim:64MiB…",
 			"cache: setup: allocating its buffers on sim:64MiB and faulting the memory in…",
 			"cache: setup: drawing the initial parameters and uploading them…",

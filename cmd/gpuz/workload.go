@@ -410,8 +410,8 @@ func (o *WorkloadOptions) place(cfg models.Config, opts *bench.Options) error {
 	case strings.Contains(o.PlaceText, ";"):
 		return errors.New("--place: a sweep over several placements is not supported yet")
 	}
-	// The blocks are counted without building the model, which each
-	// mode's run builds for itself (models.BlockCount).
+	// The blocks are counted without building the model, which the run
+	// builds once for its modes (models.BlockCount).
 	var err error
 	if opts.Place, err = bench.ParsePlace(o.PlaceText, models.BlockCount(cfg)); err != nil {
 		return fmt.Errorf("--place: %w", err)
@@ -568,7 +568,7 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 		ModelName:   name, Scale: scale, Workload: cfg, Task: o.Task, Generate: o.Generate, Modes: o.Modes,
 		Samples: s.Samples, Batch: s.Batch, Epochs: s.Epochs, Warmup: o.Warmup,
 		Adam: adam, ClipNorm: 1, Seed: o.Seed, Threads: o.Threads,
-		Config: bench.Config{Cache: o.Cache, ManagedPage: page, ManagedAdviseHost: o.ManagedAdvise == "host", Set: set}, CommandLine: sysinfo.CommandLine(o.IO.CommandLine),
+		Config: bench.Config{Placements: bench.Placements{Cache: o.Cache, ManagedPage: page, ManagedAdviseHost: o.ManagedAdvise == "host"}, Set: set}, CommandLine: sysinfo.CommandLine(o.IO.CommandLine),
 		ProcessStart: o.IO.Started,
 	}
 	if err := o.place(cfg, &opts); err != nil {

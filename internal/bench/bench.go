@@ -130,7 +130,7 @@ type Event struct {
 	// Phase is the setup phase that starts, so that a reader can say what
 	// a long setup is doing: the run's own (PhaseBuild, PhaseData, Mode
 	// empty) before its header, and each mode's after its start (those of
-	// PhaseBuild, PhaseMeasure, PhaseReserve, PhaseLoad, PhaseInit, which
+	// PhaseMeasure, PhaseReserve, PhaseLoad, PhaseInit, which
 	// the uploads of the initial values interleave with, and
 	// PhasePredict that it has), in the order of ModeResult.Setup.
 	Phase PhaseName
@@ -182,6 +182,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	shared := opts.compiled(model)
 	setup := []Phase{phase(PhaseBuild, time.Since(built))}
 	if res, short := opts.dataShortfall(model, threads); short {
 		return res, nil
@@ -200,7 +201,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		if ctx.Err() != nil {
 			r = ModeResult{Mode: mode, Warmup: opts.Warmup, Status: Status{Kind: StatusSkipped, Reason: "run interrupted"}}
 		} else {
-			r = runMode(ctx, opts, mode, data, &res.Header)
+			r = runMode(ctx, opts, mode, shared, data, &res.Header)
 		}
 		res.Modes = append(res.Modes, r)
 		if opts.Progress != nil {
@@ -290,9 +291,9 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 // Caps, read once: the first GPU device that describes itself
 // (device.Caps.Description) fills h.Env.GPU (where h has an environment), and the first epoch of the
 // run h.StartToFirstEpoch. Its steps, each stopping the run with a status
-// where it fails: build, size, reserve, load, initialise, predict, then
-// the epochs.
-func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *Header) (r ModeResult) {
+// where it fails: build (the run's model, compiled once: shared), size,
+// reserve, load, initialise, predict, then the epochs.
+func runMode(ctx context.Context, opts Options, mode Mode, shared runModel, data models.Data, h *Header) (r ModeResult) {
 	r = ModeResult{Mode: mode, Warmup: opts.Warmup}
 	opening := time.Now()
 	dev, placement, status := opts.deviceFor(mode)
@@ -310,7 +311,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, data models.Data, h *
 	m.describeDevice(h.Env)
 	defer releaseHostMemory()
 
-	if !m.build() {
+	if !m.build(shared) {
 		return r
 	}
 	fp, ok := m.size()
@@ -375,25 +376,16 @@ func (m *modeRun) fail(status Status) bool {
 	return false
 }
 
-// build compiles the model and its schedule, and measures a real GPU for
-// its predictions before anything is loaded, so that the measurement
-// neither finds the memory taken nor counts in the mode's peak.
-func (m *modeRun) build() bool {
-	m.opts.startPhase(m.mode, m.r.Device, PhaseBuild)
-	building := time.Now()
-	var err error
-	if m.opts.Task == TaskGenerate {
-		m.gen, m.sched, err = m.opts.compileGeneration()
-		if err == nil {
-			m.model = m.gen.Model
-		}
-	} else {
-		m.model, m.sched, err = m.opts.compile()
+// build takes the run's model and schedule, compiled once for every
+// mode (a mode's program is its own; the schedule and the graph are only
+// read), or fails as their compile did, and measures a real GPU for its
+// predictions before anything is loaded, so that the measurement neither
+// finds the memory taken nor counts in the mode's peak.
+func (m *modeRun) build(shared runModel) bool {
+	if shared.err != nil {
+		return m.fail(Status{Kind: StatusFailed, Reason: shared.err.Error()})
 	}
-	if err != nil {
-		return m.fail(Status{Kind: StatusFailed, Reason: err.Error()})
-	}
-	m.r.phase(PhaseBuild, building)
+	m.model, m.gen, m.sched = shared.model, shared.gen, shared.sched
 	if m.caps.ComputeCapability != "" && m.opts.measured != nil {
 		m.opts.startPhase(m.mode, m.r.Device, PhaseMeasure)
 		measuring := time.Now()
@@ -413,6 +405,7 @@ func (m *modeRun) size() (engine.Footprint, bool) {
 	}
 	fp := m.sched.Footprint(m.placement, free)
 	m.r.Placement = m.placement.Describe(fp, m.sched.Blocks(), engine.Recorded)
+	m.r.PlacementKeys = m.placement.Keys(fp)
 	if reason := hostShortfall(m.caps, fp); reason != "" {
 		return fp, m.fail(Status{Kind: StatusSkipped, Reason: reason})
 	}
@@ -681,7 +674,7 @@ func (opts Options) deviceFor(mode Mode) (device.Device, engine.Placement, Statu
 	if !ok {
 		return nil, nil, Status{Kind: StatusFailed, Reason: fmt.Sprintf("unknown mode %q", mode)}
 	}
-	pl := row.place(opts.Config)
+	pl := mode.Placement(opts.Config)
 	if !row.gpu {
 		return device.NewHost(), pl, Status{}
 	}
@@ -722,6 +715,31 @@ func (opts Options) applyThreads() threadCount {
 	return threadCount{n: n}
 }
 
+// runModel is a run's model compiled for its task, once, for every mode:
+// the model and its schedule, and for the generate task its graph (gen,
+// whose Model is model; nil for the other tasks); err is why it could not
+// be compiled, each mode's failure.
+type runModel struct {
+	model *models.Model
+	gen   *models.Generation
+	sched *engine.Schedule
+	err   error
+}
+
+// compiled compiles model, built from the workload, for the run's task;
+// the generate task builds and compiles its generation's graph instead.
+func (opts Options) compiled(model *models.Model) runModel {
+	if opts.Task == TaskGenerate {
+		g, sched, err := opts.compileGeneration()
+		if err != nil {
+			return runModel{err: err}
+		}
+		return runModel{model: g.Model, gen: g, sched: sched}
+	}
+	sched, err := opts.compileModel(model)
+	return runModel{model: model, sched: sched, err: err}
+}
+
 // compile builds the workload's graph with the levers and compiles it
 // for the task: the model's levers reach the graph through models.Apply,
 // the schedule's engine.Spec.
@@ -741,23 +759,30 @@ func (opts Options) compile() (*models.Model, *engine.Schedule, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	sched, err := opts.compileModel(model)
+	if err != nil {
+		return nil, nil, err
+	}
+	return model, sched, nil
+}
+
+// compileModel compiles model, built from the workload, for the task
+// (training or evaluation): engine.Compile adds the gradients to its
+// graph, so a model is compiled once.
+func (opts Options) compileModel(model *models.Model) (*engine.Schedule, error) {
 	output := model.OutputMean
 	if opts.Task == TaskTrain {
 		output = model.Loss
 	}
 	weights, err := model.Weights(opts.Weights, opts.Task == TaskTrain)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	sched, err := engine.Compile(engine.Spec{
+	return engine.Compile(engine.Spec{
 		Inputs: model.Inputs(), Blocks: model.Blocks, Output: output,
 		Train: opts.Task == TaskTrain, Optimizer: opts.Adam, ClipNorm: opts.ClipNorm,
 		Recompute: opts.Recompute, Precision: opts.Precision, Weights: weights,
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return model, sched, nil
 }
 
 // errorStatus classifies an error that stopped a mode.

@@ -33,8 +33,31 @@ const (
 
 // Config is how a run places and runs the model beyond its mode and
 // sizes: the one run configuration that the flags fill, a sweep varies, the
-// plan and the JSON describe. Its levers are one value, levers.Set.
+// plan and the JSON describe. Its placement options are one value,
+// Placements, and its levers another, levers.Set.
 type Config struct {
+	// Placements is the placement options of every mode the
+	// configuration runs: each mode's row of the modes table builds the
+	// mode's engine.Placement from them (Mode.Placement).
+	Placements
+	// Placed, when set, is the placement of the configuration's one mode,
+	// in place of the one its row builds from Placements: a candidate of
+	// fit's search, which enumerates placements (Search), runs and plans
+	// in the placement it enumerated.
+	Placed engine.Placement
+	// Set is the levers (--recompute, --precision, --attention, --lora):
+	// the run applies them where it builds the workload (Options.compile),
+	// the model's through models.Apply, the schedule's through
+	// engine.Spec. The zero value is every lever's default.
+	levers.Set
+}
+
+// Placements is the command line's placement options (--policy,
+// --win-size, --optimizer-on, --place, --managed-page, --managed-advise),
+// every mode's at once, since one configuration runs several modes: the
+// flags fill it once, and each mode's row of the modes table turns it
+// into the mode's engine.Placement.
+type Placements struct {
 	// Cache is how cache mode pages the blocks, and the hybrid mode its
 	// cache blocks: the policy, its window and where the optimizer runs.
 	// It reaches the engine's cache unchanged.
@@ -50,11 +73,6 @@ type Config struct {
 	// device in host memory, read in place across the bus
 	// (--managed-advise host), instead of migrating them.
 	ManagedAdviseHost bool
-	// Set is the levers (--recompute, --precision, --attention, --lora):
-	// the run applies them where it builds the workload (Options.compile),
-	// the model's through models.Apply, the schedule's through
-	// engine.Spec. The zero value is every lever's default.
-	levers.Set
 }
 
 // modeRow is what a mode needs, how it places the model and how a plan
@@ -81,14 +99,18 @@ type modeRow struct {
 	// simplicity ranks the modes from the simplest to run: between two
 	// configurations whose predictions tie, fit recommends the simpler.
 	simplicity int
-	// place is the mode's placement under a configuration.
-	place func(Config) engine.Placement
-	// plan is the placements a memory plan shows side by side under a
-	// configuration, in training or not; nil: place's alone.
-	plan func(c Config, train bool) []engine.Placement
-	// search is the configurations fit's search plans (Search); nil:
-	// the zero Config alone.
-	search func(Space) []Config
+	// place is the mode's placement under the placement options.
+	place func(Placements) engine.Placement
+	// plan is the placements a memory plan shows side by side under the
+	// placement options, in training or not; nil: place's alone.
+	plan func(p Placements, train bool) []engine.Placement
+	// search is the placements fit's search plans (Search); nil: place's
+	// under the zero Placements alone.
+	search func(Space) []engine.Placement
+	// window returns one of the mode's placements less the window of
+	// blocks it pages through the device, and whether it had one (fit's
+	// window families, Mode.WindowFamily); nil for a mode without one.
+	window func(engine.Placement) (engine.Placement, bool)
 }
 
 // modes is every mode's row, in the order the command line lists them
@@ -96,17 +118,17 @@ type modeRow struct {
 // and its placement in package engine.
 var modes = []modeRow{
 	{mode: ModeCUDA, gpu: true, resident: true, simplicity: 0,
-		place: func(Config) engine.Placement { return engine.Resident{} }},
+		place: func(Placements) engine.Placement { return engine.Resident{} }},
 	{mode: ModeCache, gpu: true, simplicity: 2,
-		place: func(c Config) engine.Placement { return engine.Paged{Cache: c.Cache} },
-		plan:  pagedChoices, search: pagedSearch},
+		place: func(p Placements) engine.Placement { return engine.Paged{Cache: p.Cache} },
+		plan:  pagedChoices, search: pagedSearch, window: pagedWindow},
 	{mode: ModeCPU, gpu: false, resident: true, simplicity: 1,
-		place: func(Config) engine.Placement { return engine.Resident{} }},
+		place: func(Placements) engine.Placement { return engine.Resident{} }},
 	{mode: ModeHybrid, gpu: true, unpredicted: true, placesBlocks: true, simplicity: 4,
-		place:  func(c Config) engine.Placement { return engine.Hybrid{Blocks: c.Place, Cache: c.Cache} },
+		place:  func(p Placements) engine.Placement { return engine.Hybrid{Blocks: p.Place, Cache: p.Cache} },
 		search: hybridSearch},
 	{mode: ModeManaged, gpu: true, migrates: true, simplicity: 3,
-		place: Config.managedPlacement, search: managedSearch},
+		place: Placements.managed, search: managedSearch},
 }
 
 // rowOf returns mode's row, false for a mode the table does not have.
@@ -118,14 +140,18 @@ func rowOf(mode Mode) (modeRow, bool) {
 	return modes[i], true
 }
 
-// Placement is mode's placement under c; Resident for a mode the table
+// Placement is mode's placement under c: c.Placed where set, else the
+// one its row builds from c.Placements; Resident for a mode the table
 // does not have (ParseMode refuses one).
 func (m Mode) Placement(c Config) engine.Placement {
 	row, ok := rowOf(m)
-	if !ok {
+	switch {
+	case c.Placed != nil:
+		return c.Placed
+	case !ok:
 		return engine.Resident{}
 	}
-	return row.place(c)
+	return row.place(c.Placements)
 }
 
 // OnHost reports whether the mode runs on the host (the cpu), not the
@@ -196,39 +222,32 @@ type Space struct {
 	Train             bool
 }
 
-// Search returns the mode and configuration of every placement fit's
-// search plans in space: the host's modes first, then, with a GPU, the
-// GPU's, each in the table's order.
-func Search(space Space, gpu bool) []ModeConfig {
-	var out []ModeConfig
+// Search returns every placement fit's search plans in space, with its
+// mode: the host's modes first, then, with a GPU, the GPU's, each in the
+// table's order.
+func Search(space Space, gpu bool) []ModePlacement {
+	var out []ModePlacement
 	for _, onGPU := range []bool{false, true} {
 		for _, r := range modes {
 			if r.gpu != onGPU || (onGPU && !gpu) {
 				continue
 			}
-			configs := []Config{{}}
+			placements := []engine.Placement{r.place(Placements{})}
 			if r.search != nil {
-				configs = r.search(space)
+				placements = r.search(space)
 			}
-			for _, c := range configs {
-				out = append(out, ModeConfig{Mode: r.mode, Config: c})
+			for _, p := range placements {
+				out = append(out, ModePlacement{Mode: r.mode, Placement: p})
 			}
 		}
 	}
 	return out
 }
 
-// ModeConfig is a mode and its configuration: one placement.
-type ModeConfig struct {
-	Mode Mode
-	Config
-}
-
-// Placed is c with the placement options of p (the cache, the blocks'
-// places and the managed options), its levers kept.
-func (c Config) Placed(p Config) Config {
-	c.Cache, c.Place, c.ManagedPage, c.ManagedAdviseHost = p.Cache, p.Place, p.ManagedPage, p.ManagedAdviseHost
-	return c
+// ModePlacement is a mode and one of its placements.
+type ModePlacement struct {
+	Mode      Mode
+	Placement engine.Placement
 }
 
 // WindowFamily returns, for a configuration of mode m whose blocks a
@@ -236,53 +255,66 @@ func (c Config) Placed(p Config) Config {
 // family: the policy, the optimizer's place and the levers) and true: a
 // larger window of one family holds more blocks and needs more of the
 // device, so fit's search rules the larger windows out once one is over
-// the budget. Other configurations give false.
+// the budget. Other configurations give c and false.
 func (m Mode) WindowFamily(c Config) (Config, bool) {
-	if c.Cache.Window == 0 || m.PlacesBlocks() {
+	row, ok := rowOf(m)
+	if !ok || row.window == nil {
 		return c, false
 	}
-	return c.WithoutWindow(), true
-}
-
-// WithoutWindow is c with the paged blocks' window unset: the
-// configurations a table shows once, at their fastest window.
-func (c Config) WithoutWindow() Config {
-	c.Cache.Window = 0
-	return c
+	without, windowed := row.window(m.Placement(c))
+	if !windowed {
+		return c, false
+	}
+	c.Placed = without
+	return c, true
 }
 
 // planPlacements is the placements a memory plan shows side by side for
-// mode under c; none for a mode the table does not have.
+// mode under c (c.Placed alone where set); none for a mode the table does
+// not have.
 func planPlacements(mode Mode, c Config, train bool) []engine.Placement {
 	row, ok := rowOf(mode)
 	switch {
 	case !ok:
 		return nil
+	case c.Placed != nil:
+		return []engine.Placement{c.Placed}
 	case row.plan != nil:
-		return row.plan(c, train)
+		return row.plan(c.Placements, train)
 	}
-	return []engine.Placement{row.place(c)}
+	return []engine.Placement{row.place(c.Placements)}
+}
+
+// pagedWindow is a cache placement less its window, and whether it had
+// one (Mode.WindowFamily).
+func pagedWindow(pl engine.Placement) (engine.Placement, bool) {
+	p, ok := pl.(engine.Paged)
+	if !ok || p.Cache.Window == 0 {
+		return pl, false
+	}
+	p.Cache.Window = 0
+	return p, true
 }
 
 // pagedChoices is the cache mode's placements in a plan: every policy,
 // side by side (cache.Choices).
-func pagedChoices(c Config, train bool) []engine.Placement {
+func pagedChoices(p Placements, train bool) []engine.Placement {
 	var out []engine.Placement
-	for _, cc := range cache.Choices(c.Cache.Window, train) {
+	for _, cc := range cache.Choices(p.Cache.Window, train) {
 		out = append(out, engine.Paged{Cache: cc})
 	}
 	return out
 }
 
-// pagedSearch is the cache mode's configurations in fit's search: each
+// pagedSearch is the cache mode's placements in fit's search: each
 // policy, each window from the least a step needs to every block, the
 // optimizer on the device or (where the policy allows and when training)
 // the host. Windows below the least a step needs load as that; the auto
 // policy's window 0 (sized from free memory) is not searched: a run would
 // size it from all the free memory, the margin included, so each window
 // is searched explicitly instead.
-func pagedSearch(s Space) []Config {
-	var out []Config
+func pagedSearch(s Space) []engine.Placement {
+	var out []engine.Placement
 	for _, policy := range cache.Policies() {
 		for _, onHost := range []bool{false, true} {
 			for w := max(s.MinWindow, 1); w <= s.Blocks; w++ {
@@ -290,22 +322,22 @@ func pagedSearch(s Space) []Config {
 				if cc.Validate() != nil || (onHost && !s.Train) {
 					continue
 				}
-				out = append(out, Config{Cache: cc})
+				out = append(out, engine.Paged{Cache: cc})
 			}
 		}
 	}
 	return out
 }
 
-// hybridSearch is the hybrid mode's configurations in fit's search: the
+// hybridSearch is the hybrid mode's placements in fit's search: the
 // first k blocks on the host and the rest resident on the device, and
 // the first k on the device and the rest on the host, for k from 1 to
 // blocks-1. Each boundary between the sides costs one activation copied
 // each way per batch, so of the placements with k blocks on the host
 // these have the fewest copies (one boundary); 2(blocks-1) placements
 // instead of 2^blocks.
-func hybridSearch(s Space) []Config {
-	var out []Config
+func hybridSearch(s Space) []engine.Placement {
+	var out []engine.Placement
 	for _, hostFirst := range []bool{true, false} {
 		for k := 1; k < s.Blocks; k++ {
 			place := make([]engine.Where, s.Blocks)
@@ -315,16 +347,16 @@ func hybridSearch(s Space) []Config {
 					place[b] = engine.OnHost
 				}
 			}
-			out = append(out, Config{Place: place})
+			out = append(out, engine.Hybrid{Blocks: place})
 		}
 	}
 	return out
 }
 
-// managedSearch is the managed mode's configurations in fit's search:
-// migrating, and with the host advised.
-func managedSearch(Space) []Config {
-	return []Config{{}, {ManagedAdviseHost: true}}
+// managedSearch is the managed mode's placements in fit's search, in
+// pages of cache.DefaultPageSize: migrating, and with the host advised.
+func managedSearch(Space) []engine.Placement {
+	return []engine.Placement{Placements{}.managed(), Placements{ManagedAdviseHost: true}.managed()}
 }
 
 // Modes returns every mode, in the table's order.
@@ -346,12 +378,12 @@ func ParseMode(word string) (Mode, bool) {
 	return Mode(word), ok
 }
 
-// managedPlacement is the managed mode's placement: every block resident
-// in managed memory, migrating in pages of c.ManagedPage.
-func (c Config) managedPlacement() engine.Placement {
-	page := c.ManagedPage
+// managed is the managed mode's placement: every block resident in
+// managed memory, migrating in pages of p.ManagedPage.
+func (p Placements) managed() engine.Placement {
+	page := p.ManagedPage
 	if page == 0 {
 		page = cache.DefaultPageSize
 	}
-	return engine.Managed{PageSize: page, AdviseHost: c.ManagedAdviseHost}
+	return engine.Managed{PageSize: page, AdviseHost: p.ManagedAdviseHost}
 }

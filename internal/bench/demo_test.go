@@ -32,7 +32,7 @@ func TestDemoScaleTellsTheStory(t *testing.T) {
 				ModelName: w.Name, Scale: scale, Workload: cfg, Task: TaskTrain, Modes: []Mode{ModeCUDA, ModeCache},
 				Samples: feed.Samples, Batch: feed.Batch, Epochs: feed.Epochs, Warmup: 1,
 				Adam: DefaultAdam(), ClipNorm: 1, Seed: 1, Threads: 1,
-				Config: Config{Cache: cache.Config{Policy: cache.Window, Window: 3}},
+				Config: Config{Placements: Placements{Cache: cache.Config{Policy: cache.Window, Window: 3}}},
 				NewGPU: func() (device.Device, error) { return device.NewSim(tc.free, nil), nil },
 			}
 			plan, err := PlanMemory(opts, PlanOptions{})

@@ -3,8 +3,6 @@ package bench
 import (
 	"strings"
 	"testing"
-
-	"gpuz/internal/engine"
 )
 
 // TestHybridSearch lists the hybrid placements fit searches for three
@@ -12,7 +10,7 @@ import (
 func TestHybridSearch(t *testing.T) {
 	var got []string
 	for _, c := range hybridSearch(Space{Blocks: 3, MinWindow: 1}) {
-		got = append(got, engine.PlaceText(c.Place))
+		got = append(got, c.Settings().Blocks)
 	}
 	want := "host:0,cuda:1-2 host:0-1,cuda:2 cuda:0,host:1-2 cuda:0-1,host:2"
 	if strings.Join(got, " ") != want {

@@ -28,11 +28,11 @@ func TestParsePlace(t *testing.T) {
 	if err != nil || !slices.Equal(got, []engine.Where{engine.OnHost, engine.OnDevice, engine.InCache, engine.InCache}) {
 		t.Errorf("with cache blocks: %v, %v", got, err)
 	}
-	pl := hybridRow(t).place(Config{Place: got, Cache: cache.Config{Policy: cache.Window, Window: 1}})
+	pl := hybridRow(t).place(Placements{Place: got, Cache: cache.Config{Policy: cache.Window, Window: 1}})
 	if c, paged := pl.Paging(); !paged || c.Policy != cache.Window || c.Window != 1 || pl.Validate() != nil {
 		t.Errorf("hybrid placement with cache blocks %+v", pl)
 	}
-	if _, paged := hybridRow(t).place(Config{Place: got[:2]}).Paging(); paged {
+	if _, paged := hybridRow(t).place(Placements{Place: got[:2]}).Paging(); paged {
 		t.Errorf("hybrid placement without cache blocks %+v pages", pl)
 	}
 	for _, tt := range []struct{ in, err string }{

@@ -212,11 +212,10 @@ func (p *Planner) Plan(mode Mode, cfg Config, deviceFree int64, predict bool) (M
 // placementOf is the placement a run of mode under cfg loads, as deviceFor
 // gives it; an error for a configuration that cannot be loaded.
 func placementOf(mode Mode, cfg Config) (engine.Placement, error) {
-	row, ok := rowOf(mode)
-	if !ok {
+	if _, ok := rowOf(mode); !ok {
 		return nil, fmt.Errorf("unknown mode %q", mode)
 	}
-	pl := row.place(cfg)
+	pl := mode.Placement(cfg)
 	if err := pl.Validate(); err != nil {
 		return pl, fmt.Errorf("%s: %w", mode, err)
 	}

@@ -235,7 +235,7 @@ func TestPlannerMatchesPlanMemory(t *testing.T) {
 func checkPlannerRows(t *testing.T, p *Planner, plan MemoryPlan) {
 	t.Helper()
 	for _, want := range plan.Modes {
-		cfg := Config{Cache: cacheOf(want.Placement), Set: levers.Set{Recompute: want.Recompute, Precision: want.Precision}}
+		cfg := Config{Placements: Placements{Cache: cacheOf(want.Placement)}, Set: levers.Set{Recompute: want.Recompute, Precision: want.Precision}}
 		if want.Mode != ModeCache {
 			cfg.Cache = cache.Config{}
 		}

@@ -22,10 +22,11 @@ import (
 func TestModeReservesFootprintAhead(t *testing.T) {
 	opts := smallLinearRun(t, TaskEval, ModeCUDA)
 	opts.Epochs, opts.Warmup = 1, 0
-	_, sched, err := opts.compile()
+	model, sched, err := opts.compile()
 	if err != nil {
 		t.Fatal(err)
 	}
+	shared := runModel{model: model, sched: sched} // the modes' one model, as Run shares it
 	fp := sched.Footprint(engine.Resident{}, 1<<40).Device
 	capacity := fp + fp/2
 	path := filepath.Join(t.TempDir(), "ledger")
@@ -43,11 +44,11 @@ func TestModeReservesFootprintAhead(t *testing.T) {
 	withHook := opts
 	withHook.batchHook = func(mode Mode, epoch, batch int, v float32) float32 {
 		if batch == 0 {
-			second = runMode(context.Background(), opts, ModeCUDA, data, &Header{})
+			second = runMode(context.Background(), opts, ModeCUDA, shared, data, &Header{})
 		}
 		return v
 	}
-	first := runMode(context.Background(), withHook, ModeCUDA, data, &Header{})
+	first := runMode(context.Background(), withHook, ModeCUDA, shared, data, &Header{})
 	if first.Status.Kind != StatusOK {
 		t.Fatalf("first mode: %s %s", first.Status.Kind, first.Status.Reason)
 	}
@@ -60,7 +61,7 @@ func TestModeReservesFootprintAhead(t *testing.T) {
 		t.Errorf("the second mode allocated before failing (%d devices opened)", len(opened))
 	}
 
-	again := runMode(context.Background(), opts, ModeCUDA, data, &Header{})
+	again := runMode(context.Background(), opts, ModeCUDA, shared, data, &Header{})
 	if again.Status.Kind != StatusOK {
 		t.Errorf("second mode after the first closed: %s %s", again.Status.Kind, again.Status.Reason)
 	}

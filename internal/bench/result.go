@@ -53,6 +53,10 @@ type ModeResult struct {
 	// Placement describes a paged mode's policy and window, e.g. "window
 	// 3/12" for 3 of 12 blocks resident; empty when every block is resident.
 	Placement string
+	// PlacementKeys is the benchmark-format keys of the placement, from
+	// the placement (engine.Placement.Keys): policy and window for a
+	// paged mode; none for a resident one.
+	PlacementKeys [][2]string
 	// Epochs holds every epoch run, warm-up epochs first.
 	Epochs []Epoch
 	// Warmup is how many leading epochs are reported apart from the statistics.
@@ -119,7 +123,9 @@ const (
 	// CUDA GPU's context, streams, staging buffers, workspace and cuBLAS.
 	PhaseOpen PhaseName = "open"
 	// PhaseBuild is the workload's model built (its graph) and compiled
-	// into the engine's schedule for the task.
+	// into the engine's schedule for the task: once, in the run's own
+	// setup (Header.Setup), every mode loading that schedule into a
+	// program of its own.
 	PhaseBuild PhaseName = "build"
 	// PhaseMeasure is a real GPU's throughput measured for the
 	// predictions (perfmodel.Measured), the first time a run opens it.

@@ -46,9 +46,11 @@ func TestSetupPhases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	common := []PhaseName{PhaseBuild, PhaseLoad, PhaseInit, PhaseUpload}
+	// The model is built and compiled once, in the run's own setup: no
+	// mode builds.
+	common := []PhaseName{PhaseLoad, PhaseInit, PhaseUpload}
 	onHost := append([]PhaseName{PhaseOpen}, common...)
-	onSim := []PhaseName{PhaseOpen, PhaseBuild, PhaseReserve, PhaseLoad, PhaseInit, PhaseUpload}
+	onSim := []PhaseName{PhaseOpen, PhaseReserve, PhaseLoad, PhaseInit, PhaseUpload}
 	tests := []struct {
 		name  string
 		modes []Mode
@@ -69,11 +71,11 @@ func TestSetupPhases(t *testing.T) {
 			want: [][]PhaseName{append([]PhaseName{PhaseKernelCache}, onSim...)}},
 		// The footprint's reservation fails: the phases before it stay.
 		{name: "OOM then cpu", modes: []Mode{ModeCUDA, ModeCPU}, gpu: func() (device.Device, error) { return device.NewSim(1<<10, nil), nil },
-			want: [][]PhaseName{{PhaseOpen, PhaseBuild}, onHost}},
+			want: [][]PhaseName{{PhaseOpen}, onHost}},
 		{name: "unavailable then cpu", modes: []Mode{ModeCUDA, ModeCPU}, gpu: func() (device.Device, error) { return nil, errNoGPU },
 			want: [][]PhaseName{nil, onHost}},
 		{name: "load fails then cpu", modes: []Mode{ModeCache, ModeCPU}, noPolicy: true,
-			want: [][]PhaseName{{PhaseOpen, PhaseBuild, PhaseReserve}, onHost}},
+			want: [][]PhaseName{{PhaseOpen, PhaseReserve}, onHost}},
 		{name: "no process start", modes: []Mode{ModeCPU}, want: [][]PhaseName{onHost}, noStart: true},
 	}
 	for _, tt := range tests {

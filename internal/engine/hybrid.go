@@ -81,7 +81,7 @@ func (h Hybrid) Settings() Settings {
 }
 
 // Keys is none: the blocks' places are no key.
-func (Hybrid) Keys(string) [][2]string { return nil }
+func (Hybrid) Keys(Footprint) [][2]string { return nil }
 
 // Paging returns the cache blocks' configuration, false when there are
 // none.

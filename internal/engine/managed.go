@@ -93,9 +93,19 @@ func (m Managed) Flags() []string {
 // Settings is the advice.
 func (m Managed) Settings() Settings { return Settings{AdviseHost: m.AdviseHost} }
 
-// Keys reads the resident pages ("40/76") and the advice ("host", where
-// the record ends in adviseHostText) from the record.
-func (Managed) Keys(recorded string) [][2]string {
+// Keys is the resident pages of fp ("40/76") and, where the rest stays
+// on the host, the advice ("host").
+func (m Managed) Keys(fp Footprint) [][2]string {
+	keys := [][2]string{{"resident", fmt.Sprintf("%d/%d", fp.Window, fp.Pages)}}
+	if m.AdviseHost {
+		keys = append(keys, [2]string{"advise", "host"})
+	}
+	return keys
+}
+
+// keysOfRecord reads the resident pages ("40/76") and the advice ("host",
+// where the record ends in adviseHostText) from the record (RecordedKeys).
+func (Managed) keysOfRecord(recorded string) [][2]string {
 	resident, _, _ := strings.Cut(recorded, " ")
 	keys := [][2]string{{"resident", resident}}
 	if strings.Contains(recorded, adviseHostText) {

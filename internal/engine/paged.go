@@ -68,8 +68,14 @@ func (p Paged) Settings() Settings {
 	return Settings{Policy: p.Cache.Policy, Window: p.Cache.Window, OptimizerOnHost: p.Cache.OptimizerOnHost}
 }
 
-// Keys reads the policy and the window from the record "POLICY N/BLOCKS".
-func (Paged) Keys(recorded string) [][2]string {
+// Keys is the policy and the window of the blocks in fp.
+func (p Paged) Keys(fp Footprint) [][2]string {
+	return [][2]string{{"policy", string(p.Cache.Policy)}, {"window", strconv.Itoa(fp.Window)}}
+}
+
+// keysOfRecord reads the policy and the window from the record "POLICY
+// N/BLOCKS" (RecordedKeys).
+func (Paged) keysOfRecord(recorded string) [][2]string {
 	policy, window, ok := strings.Cut(recorded, " ")
 	if !ok {
 		return nil

@@ -40,16 +40,36 @@ type Placement interface {
 	// Settings is the placement's options as a fit's tables list them.
 	Settings() Settings
 	// Keys is the benchmark-format keys that tell a run under the
-	// placement apart, read from its record (what Describe wrote in the
-	// Recorded form, perhaps read back from a result file): policy and
-	// window for a paged placement, the resident pages and the advice for
-	// a managed one; none for the others.
-	Keys(recorded string) [][2]string
+	// placement apart, in order, from its options and its footprint fp:
+	// policy and window for a paged placement, the resident pages and the
+	// advice for a managed one; none for the others. A run records them
+	// (results.Mode.PlacementKeys).
+	Keys(fp Footprint) [][2]string
 
 	// bind lays the placement out over a schedule; an error for a
 	// placement that does not fit the schedule (a hybrid placement
 	// naming another number of blocks, a step reading both sides).
 	bind(sc *Schedule) (bound, error)
+}
+
+// recordReader is a placement whose record (Describe's Recorded form)
+// gave its keys before a run recorded them apart: the result files
+// written before then are still read by it (RecordedKeys).
+type recordReader interface {
+	keysOfRecord(recorded string) [][2]string
+}
+
+// RecordedKeys returns the keys of a run under pl that recorded its
+// placement as text alone (recorded, Describe's Recorded form), as
+// result files written before results.Mode.PlacementKeys did: the paged
+// and managed placements read them back from the text; the others,
+// which had none, give none. A new placement records its keys and needs
+// nothing here.
+func RecordedKeys(pl Placement, recorded string) [][2]string {
+	if r, ok := pl.(recordReader); ok {
+		return r.keysOfRecord(recorded)
+	}
+	return nil
 }
 
 // Form is the length of a placement's description.

@@ -36,7 +36,7 @@ func (Resident) Flags() []string { return nil }
 func (Resident) Settings() Settings { return Settings{} }
 
 // Keys is none: a resident placement records nothing.
-func (Resident) Keys(string) [][2]string { return nil }
+func (Resident) Keys(Footprint) [][2]string { return nil }
 
 // Paging reports false: no block is paged.
 func (Resident) Paging() (cache.Config, bool) { return cache.Config{}, false }

@@ -84,7 +84,8 @@ func (o Options) Validate() error {
 }
 
 // Candidate is one configuration a workload can run in: a mode and the
-// run configuration (placement and levers) that bench.Run takes.
+// run configuration that bench.Run takes, its placement the one the
+// search enumerated (Config.Placed) and its levers.
 type Candidate struct {
 	Mode bench.Mode
 	bench.Config
@@ -499,13 +500,13 @@ func loraSettings(loras []levers.LoRA) dimension {
 	return d
 }
 
-// placements is the placement dimension: each mode's configurations as
-// its row of the modes table enumerates them (bench.Search), the host's
+// placements is the placement dimension: each mode's placements as its
+// row of the modes table enumerates them (bench.Search), the host's
 // first; without a device, the host's only.
 func placements(blocks, minWindow int, train, gpu bool) dimension {
 	var d dimension
-	for _, mc := range bench.Search(bench.Space{Blocks: blocks, MinWindow: minWindow, Train: train}, gpu) {
-		d = append(d, func(c *Candidate) { c.Mode, c.Config = mc.Mode, c.Placed(mc.Config) })
+	for _, mp := range bench.Search(bench.Space{Blocks: blocks, MinWindow: minWindow, Train: train}, gpu) {
+		d = append(d, func(c *Candidate) { c.Mode, c.Placed = mp.Mode, mp.Placement })
 	}
 	return d
 }
@@ -551,12 +552,12 @@ func attentions(def levers.Attention) dimension {
 // Family is the candidate less its window: the configurations a table
 // shows once, at their fastest window.
 func (c Candidate) Family() Candidate {
-	c.Config = c.WithoutWindow()
+	c.Config, _ = c.Mode.WindowFamily(c.Config)
 	return c
 }
 
-// Placement is the candidate's placement: its mode's under its
-// configuration.
+// Placement is the candidate's placement: the one the search enumerated,
+// or its mode's under its configuration's placement options.
 func (c Candidate) Placement() engine.Placement { return c.Mode.Placement(c.Config) }
 
 // PlaceText is a hybrid candidate's placement as --place reads it

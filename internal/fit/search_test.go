@@ -34,7 +34,7 @@ func TestCandidates(t *testing.T) {
 					t.Errorf("%s searched twice", key)
 				}
 				seen[key] = true
-				if c.Mode == bench.ModeCache && (c.Cache.Window < minWindow || c.Cache.Window > blocks) {
+				if c.Mode == bench.ModeCache && (c.Placement().Settings().Window < minWindow || c.Placement().Settings().Window > blocks) {
 					t.Errorf("%s: window outside %d…%d", key, minWindow, blocks)
 				}
 				if c.Recompute.On() && !train {

@@ -63,7 +63,7 @@ func WriteBenchfmt(w io.Writer, r bench.Result) error {
 func benchResults(r bench.Result, cfg [][2]string, suffix string) []*benchfmt.Result {
 	var out []*benchfmt.Result
 	for _, m := range r.Modes {
-		name := benchName(r.Header, m.Mode, m.Device, m.Placement) + suffix
+		name := benchName(r.Header, m.Mode, m.Device, m.PlacementKeys) + suffix
 		for _, e := range m.Timed() {
 			res := &benchfmt.Result{Name: benchfmt.Name(name), Iters: 1}
 			for _, kv := range cfg {
@@ -91,15 +91,15 @@ func benchResults(r bench.Result, cfg [][2]string, suffix string) []*benchfmt.Re
 }
 
 // benchName is the name, without the "Benchmark" prefix, of the benchmark
-// lines of mode on device, placed as placement (results.Mode's fields), in
-// a run described by h: the base benchBase and one key=value part per
-// setting that tells the configuration apart, policy and window only for
-// a paged mode (read from placement, "POLICY N/BLOCKS"). The device is
+// lines of mode on device, its placement's keys placement (results.Mode's
+// fields), in a run described by h: the base benchBase and one key=value
+// part per setting that tells the configuration apart, the placement's
+// keys among them (policy and window for a paged mode). The device is
 // its name's first word ("cuda:0", not the GPU's model), and characters
 // that would end or split a name part (space, slash) become underscores.
 // A run's modes (bench.ModeResult) and a document's read back
 // (results.Mode) are named alike.
-func benchName(h results.Header, mode bench.Mode, device, placement string) string {
+func benchName(h results.Header, mode bench.Mode, device string, placement [][2]string) string {
 	var b strings.Builder
 	b.WriteString(benchBase)
 	part := func(key, value string) {
@@ -119,7 +119,7 @@ func benchName(h results.Header, mode bench.Mode, device, placement string) stri
 	part("mode", string(mode))
 	dev, _, _ := strings.Cut(strings.TrimSpace(device), " ")
 	part("device", dev)
-	for _, kv := range mode.Placement(bench.Config{}).Keys(placement) {
+	for _, kv := range placement {
 		part(kv[0], kv[1])
 	}
 	if recomputes(h) {

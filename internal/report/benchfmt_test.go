@@ -130,7 +130,7 @@ func TestBenchfmtConfigFromEnv(t *testing.T) {
 // placement and before the scale: recompute only when training with it,
 // the precision only when 16-bit (an old header's "" reads as fp32).
 func TestBenchNameLevers(t *testing.T) {
-	cache := bench.ModeResult{Mode: bench.ModeCache, Simulated: true, Device: "sim:8GiB", Placement: "window 3/12"}
+	cache := bench.ModeResult{Mode: bench.ModeCache, Simulated: true, Device: "sim:8GiB", Placement: "window 3/12", PlacementKeys: windowKeys("3")}
 	const base = "Gpuz/workload=linear/task="
 	for _, tt := range []struct {
 		name                       string
@@ -146,9 +146,15 @@ func TestBenchNameLevers(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := bench.Header{Model: "linear", Task: string(tt.task), Scale: "full", Recompute: tt.recompute, Precision: tt.precision}
-			if got := benchName(h, cache.Mode, cache.Device, cache.Placement); got != tt.want {
+			if got := benchName(h, cache.Mode, cache.Device, cache.PlacementKeys); got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})
 	}
+}
+
+// windowKeys is the placement keys of the window policy's placement with
+// window blocks resident.
+func windowKeys(window string) [][2]string {
+	return [][2]string{{"policy", "window"}, {"window", window}}
 }

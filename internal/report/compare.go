@@ -12,6 +12,7 @@ import (
 	"golang.org/x/perf/benchmath"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/engine"
 	"gpuz/internal/filekind"
 	"gpuz/internal/results"
 	"gpuz/internal/termsafe"
@@ -182,7 +183,7 @@ func (f *RunFile) addJSONRun(doc results.Run, suffix, where string) error {
 		return fmt.Errorf("%s: %s%w", f.Name, where, err)
 	}
 	for _, m := range doc.Modes {
-		name := benchName(doc.Header, bench.Mode(m.Mode), m.Device, m.Placement) + suffix
+		name := benchName(doc.Header, bench.Mode(m.Mode), m.Device, placementKeys(m)) + suffix
 		for _, e := range m.Epochs {
 			if !e.Warmup {
 				f.add(name, e.Seconds)
@@ -190,6 +191,16 @@ func (f *RunFile) addJSONRun(doc results.Run, suffix, where string) error {
 		}
 	}
 	return nil
+}
+
+// placementKeys is the keys of m's placement: as recorded, or, from a
+// file written before they were (no keys, a placement's text), read
+// from that text by the mode's placement (engine.RecordedKeys).
+func placementKeys(m results.Mode) [][2]string {
+	if m.PlacementKeys != nil {
+		return m.PlacementKeys
+	}
+	return engine.RecordedKeys(bench.Mode(m.Mode).Placement(bench.Config{}), m.Placement)
 }
 
 // compareConfidence is the confidence level of the medians' intervals.

@@ -1,7 +1,7 @@
 package report
 
 import (
-	"gpuz/internal/bench"
+	"encoding/json"
 	"io"
 	"math"
 	"os"
@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"gpuz/internal/bench"
 )
 
 // readRun reads a result file, failing the test on an error.
@@ -112,6 +114,49 @@ func checkCompareWrittenFiles(t *testing.T, r bench.Result, mark string) {
 	}
 	if strings.Count(got, " ~ ") != 4 {
 		t.Errorf("want no change (~) in each of the 4 rows:\n%s", got)
+	}
+}
+
+// TestCompareOldJSON reads a run's JSON as written before the placement's
+// keys were recorded (no placement_keys: the paged and managed modes'
+// keys read from their placement's text) and finds the same
+// configurations as in the file written now.
+func TestCompareOldJSON(t *testing.T) {
+	r := interruptedResult
+	r.Modes = append(slices.Clone(r.Modes), bench.ModeResult{Mode: bench.ModeManaged, Simulated: true, Device: "sim:8GiB",
+		Placement: "40/76 pages of 2 MiB, rest on the host", PlacementKeys: [][2]string{{"resident", "40/76"}, {"advise", "host"}},
+		Epochs: withCopies(epochs(5.9, 4.48), 9<<30, 6<<30, 2*time.Second), Warmup: 1, Status: bench.Status{Kind: bench.StatusOK}})
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(written(t, func(w io.Writer) error { return WriteJSON(w, r) })), &doc); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	newPath, oldPath := filepath.Join(dir, "new.json"), filepath.Join(dir, "old.json")
+	for path, drop := range map[string]bool{newPath: false, oldPath: true} {
+		keys := 0
+		for _, m := range doc["modes"].([]any) {
+			if _, ok := m.(map[string]any)["placement_keys"]; ok {
+				keys++
+			}
+			if drop {
+				delete(m.(map[string]any), "placement_keys")
+			}
+		}
+		if !drop && keys != 2 {
+			t.Fatalf("%d modes with placement_keys, want the paged and the managed one", keys)
+		}
+		if err := os.WriteFile(path, []byte(written(t, func(w io.Writer) error { return encodeJSON(w, doc) })), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fn, fo := readRun(t, newPath), readRun(t, oldPath)
+	if !slices.Equal(fn.Configs, fo.Configs) {
+		t.Fatalf("configurations %q from the old file, want %q", fo.Configs, fn.Configs)
+	}
+	for _, want := range []string{"/mode=cache/device=sim:8GiB/policy=window/window=3/", "/mode=managed/device=sim:8GiB/resident=40_76/advise=host/"} {
+		if !slices.ContainsFunc(fo.Configs, func(c string) bool { return strings.Contains(c, want) }) {
+			t.Errorf("configurations %q: none holds %q", fo.Configs, want)
+		}
 	}
 }
 

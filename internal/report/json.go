@@ -60,6 +60,7 @@ func toJSONResult(r bench.Result) results.Run {
 			Status:          m.Status,
 			Warmup:          m.Warmup,
 			Placement:       m.Placement,
+			PlacementKeys:   m.PlacementKeys,
 			PeakDeviceBytes: m.PeakDeviceBytes,
 			Setup:           setupList(m.Setup),
 			Epochs:          epochList(m.Epochs),

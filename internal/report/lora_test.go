@@ -48,7 +48,7 @@ func TestHeaderSaysLoRA(t *testing.T) {
 		if doc.Header["lora"] != tc.jsonLoRA || doc.Header["trained_params"] != tc.jsonTrained {
 			t.Errorf("%s %q: JSON header lora %v, trained_params %v; want %v, %v", tc.task, tc.lora, doc.Header["lora"], doc.Header["trained_params"], tc.jsonLoRA, tc.jsonTrained)
 		}
-		name := benchName(h, bench.ModeCUDA, "sim:8GiB", "")
+		name := benchName(h, bench.ModeCUDA, "sim:8GiB", nil)
 		if tc.name == "" && strings.Contains(name, "lora=") || tc.name != "" && !strings.Contains(name, tc.name) {
 			t.Errorf("%s %q: benchmark name %s, want it to hold %q", tc.task, tc.lora, name, tc.name)
 		}

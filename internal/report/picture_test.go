@@ -26,7 +26,7 @@ func smallLinearPlan(t *testing.T, task bench.Task) bench.MemoryPlan {
 		Samples: cfg.Samples, Batch: cfg.Batch, Epochs: cfg.Epochs, Warmup: 1,
 		Adam: bench.DefaultAdam(), ClipNorm: 1, Seed: 1, Threads: 1,
 		NewGPU: func() (device.Device, error) { return device.NewSim(64<<20, nil), nil },
-		Config: bench.Config{Cache: cache.Config{Policy: cache.Window, Window: 1}},
+		Config: bench.Config{Placements: bench.Placements{Cache: cache.Config{Policy: cache.Window, Window: 1}}},
 	}
 	p, err := bench.PlanMemory(opts, bench.PlanOptions{Recomputes: levers.Recomputes(), TakeBytes: 16 << 20})
 	if err != nil {

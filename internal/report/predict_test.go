@@ -27,7 +27,7 @@ var (
 			{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:rtx4060-laptop", Epochs: withCopies(epochs(0.9, 0.31, 0.30, 0.32), 0, 0, 0), Warmup: 1,
 				PeakDeviceBytes: 1_921_440_004, Status: bench.Status{Kind: bench.StatusOK},
 				Prediction: prediction("rtx4060-laptop", 0.0105, 0.00543, perfmodel.LimitCompute)},
-			{Mode: bench.ModeCache, Simulated: true, Device: "sim:rtx4060-laptop", Placement: "window 3/12", Epochs: withCopies(epochs(1.9, 1.21, 1.25, 1.22), 3<<30, 3<<30, time.Second), Warmup: 1,
+			{Mode: bench.ModeCache, Simulated: true, Device: "sim:rtx4060-laptop", Placement: "window 3/12", PlacementKeys: windowKeys("3"), Epochs: withCopies(epochs(1.9, 1.21, 1.25, 1.22), 3<<30, 3<<30, time.Second), Warmup: 1,
 				PeakDeviceBytes: 481 << 20, Status: bench.Status{Kind: bench.StatusOK},
 				Prediction: prediction("rtx4060-laptop", 1.44, 0.49, perfmodel.LimitCopy)},
 			{Mode: bench.ModeCPU, Device: "host", Epochs: epochs(0.5, 0.41, 0.40, 0.42), Warmup: 1, Status: bench.Status{Kind: bench.StatusOK},

@@ -23,7 +23,7 @@ var sweepResult = func() bench.SweepResult {
 			if take > 0 {
 				cuda = bench.ModeResult{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:8GiB", Status: bench.Status{Kind: bench.StatusOOM, Reason: "needs 6.98 GiB, 6.81 GiB of 8.00 GiB free"}}
 			}
-			cache := bench.ModeResult{Mode: bench.ModeCache, Simulated: true, Device: "sim:8GiB", Placement: "window " + win + "/12",
+			cache := bench.ModeResult{Mode: bench.ModeCache, Simulated: true, Device: "sim:8GiB", Placement: "window " + win + "/12", PlacementKeys: windowKeys(win),
 				Epochs: withCopies(epochs(5.9, 4.48, 4.51, 4.47, 4.5), 9<<30, 6<<30, 2*time.Second), Warmup: 1,
 				PeakDeviceBytes: 240 << 20, Status: bench.Status{Kind: bench.StatusOK}}
 			s.Rows = append(s.Rows, bench.SweepRow{
@@ -45,7 +45,7 @@ var precisionSweep = func() bench.SweepResult {
 		h := linearHeader
 		h.Precision = p
 		cuda := bench.ModeResult{Mode: bench.ModeCUDA, Simulated: true, Device: "sim:4GiB", Status: bench.Status{Kind: bench.StatusOOM, Reason: "needs 6.98 GiB, 4.00 GiB of 4.00 GiB free"}}
-		cache := bench.ModeResult{Mode: bench.ModeCache, Simulated: true, Device: "sim:4GiB", Placement: "window 3/12",
+		cache := bench.ModeResult{Mode: bench.ModeCache, Simulated: true, Device: "sim:4GiB", Placement: "window 3/12", PlacementKeys: windowKeys("3"),
 			Epochs: withCopies(epochs(5.9, 4.48, 4.51, 4.47, 4.5), 9<<30, 6<<30, 2*time.Second), Warmup: 1,
 			PeakDeviceBytes: 240 << 20, Status: bench.Status{Kind: bench.StatusOK}}
 		if p != "fp32" {

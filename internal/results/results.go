@@ -172,10 +172,19 @@ type (
 		Mode   string `json:"mode"`
 		Device string `json:"device"`
 		Status
-		Warmup          int     `json:"warmup"`
-		Placement       string  `json:"placement"`
-		PeakDeviceBytes int64   `json:"peak_device_bytes"`
-		Epochs          []Epoch `json:"epochs"`
+		Warmup int `json:"warmup"`
+		// Placement is the placement as a run records it ("lru 3/12",
+		// "40/76 pages of 2 MiB"; "" for a resident one), for tables.
+		Placement string `json:"placement"`
+		// PlacementKeys is the benchmark-format keys that tell the
+		// placement apart, in order ([["policy", "lru"], ["window",
+		// "3"]]), from the placement itself (engine.Placement.Keys);
+		// absent for a placement without keys, and in files written
+		// before it was recorded, whose keys a reader takes from
+		// Placement (engine.RecordedKeys).
+		PlacementKeys   [][2]string `json:"placement_keys,omitempty"`
+		PeakDeviceBytes int64       `json:"peak_device_bytes"`
+		Epochs          []Epoch     `json:"epochs"`
 		// Stats is of the timed epochs, computed by the writer (report)
 		// from Epochs.
 		Stats Stats `json:"stats"`
