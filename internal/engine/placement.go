@@ -233,7 +233,7 @@ type layout struct {
 	// when the schedule does not accumulate, or for a frozen parameter.
 	accums []int
 	saved  []int // offsets of the block's saved values, as Schedule.saved[b]
-	elems   int   // the area's size
+	elems  int   // the area's size
 }
 
 // offsetInArea returns where parameter or saved value v sits in its

@@ -47,9 +47,9 @@ type Program struct {
 	// its moments are, when the schedule accumulates (Spec.Accumulate);
 	// nil for the others and where the host keeps it. micro is the Run's
 	// micro-batch within its optimizer step, from 0.
-	accums  []device.Buffer
-	micro   int
-	owned   []device.Buffer // what Close frees on dev
+	accums []device.Buffer
+	micro  int
+	owned  []device.Buffer // what Close frees on dev
 	// scratch is each side's float32 scratch (device 0, host 1) that
 	// 16-bit steps and updates convert through; nil under fp32.
 	scratch16  [2]device.Buffer

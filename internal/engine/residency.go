@@ -41,7 +41,7 @@ type residency struct {
 	// (Spec.Accumulate).
 	hostAccums [][]float32
 	gradHost   []float32
-	wideHost    []float32 // a 16-bit gradient widened on the host
+	wideHost   []float32 // a 16-bit gradient widened on the host
 	// staging receives a saved value computed while its block is paged
 	// out, on its way to the block's host master.
 	staging device.Buffer
