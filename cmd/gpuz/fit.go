@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -46,7 +47,7 @@ const seqLenMaxFrom = 1
 
 // fitSearched are the workload command's flags that choose a
 // configuration, which fit searches itself and so refuses.
-var fitSearched = []string{"policy", "win-size", "optimizer-on", "place", "managed-page", "managed-advise", "recompute", "precision", "attention", "bench-out", "wide", "plot"}
+var fitSearched = []string{"policy", "win-size", "optimizer-on", "place", "managed-page", "managed-advise", "recompute", "precision", "grad-accum", "attention", "bench-out", "wide", "plot"}
 
 // newFitCmd builds "gpuz fit MODEL train|eval": for each workload, its
 // command's flags less those fit searches, and --margin and --verify.
@@ -57,8 +58,10 @@ func newFitCmd(ios *IOStreams, workloads []workloadDef, runF func(context.Contex
 		Short: "Find how to run a workload in the device memory free, best first (ties within 5% the simpler first)",
 		Long: `fit plans every configuration gpuz can run the workload in (cuda; cache under
 each policy, window and optimizer place; hybrid splits at block boundaries;
-managed; the cpu; each with the recompute and precision levers, and the
-attention's for a workload with attention layers), keeps those whose device
+managed; the cpu; each with the recompute and precision levers, gradient
+accumulation in training (--grad-accum 1, 2, 4, … where it divides the batch),
+and the attention's for a workload with attention layers; --batch 4,8 ranks
+each batch, by the time of an epoch of the same samples), keeps those whose device
 need fits the free memory less --margin and whose host need fits the host,
 and ranks them by the model's predicted epoch time on the device's profile
 (sim:PROFILE, or a real GPU's measured one) and, for the cpu, on the host
@@ -189,6 +192,44 @@ func (o *FitOptions) loraSettings() ([]levers.LoRA, error) {
 	return out, nil
 }
 
+// batchSettings takes a --batch list out of the options: fit ranks every
+// batch given together (--batch 4,8), each candidate naming its own, at
+// the same samples an epoch. Each batch is checked against the sizes (the
+// samples a multiple of it) as a usage error; nil when --batch gives one
+// value or none. A list is refused with --seq-len max and for a
+// generation, whose searches run at a batch of their own.
+func (o *FitOptions) batchSettings() ([]int, error) {
+	i := slices.IndexFunc(o.Sweep, func(f SweepFlag) bool { return f.Flag == "batch" })
+	if i < 0 {
+		return nil, nil
+	}
+	values := o.Sweep[i].Values
+	switch {
+	case o.SeqLenMax:
+		return nil, usagef("--seq-len max searches at one batch; --batch has %d", len(values))
+	case o.Task == bench.TaskGenerate:
+		return nil, usagef("fit ranks a list of batches in training and evaluation; a generation takes one --batch, got %d", len(values))
+	}
+	o.Sweep = slices.Delete(o.Sweep, i, i+1)
+	var out []int
+	for _, v := range values {
+		n, err := parseWhole(v)
+		if err != nil {
+			return nil, usagef("--batch: invalid argument %q (%w)", v, err)
+		}
+		if slices.Contains(out, n) {
+			return nil, usagef("--batch: %d given twice in %s", n, strings.Join(values, ","))
+		}
+		sizes := maps.Clone(o.Sizes)
+		sizes["batch"] = n
+		if _, _, err := o.Workload.Configure(o.Scale, sizes); err != nil {
+			return nil, usage(err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 // weightSettings takes the storage of the frozen weights out of the
 // options: fit ranks the kinds together, each candidate naming its own.
 // A quantized --weights (or a GGUF file's kind) is the one searched; a
@@ -271,6 +312,10 @@ func fitRun(ctx context.Context, o *FitOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	batches, err := o.batchSettings()
+	if err != nil {
+		return err
+	}
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -298,7 +343,7 @@ func fitRun(ctx context.Context, o *FitOptions) (err error) {
 			return err
 		}
 	}
-	fopts := fit.Options{Bench: opts, TakeBytes: take, MarginPercent: o.Margin, Command: o.commandLine, LoRA: loras, Weights: weights}
+	fopts := fit.Options{Bench: opts, TakeBytes: take, MarginPercent: o.Margin, Command: o.commandLine, LoRA: loras, Weights: weights, Batches: batches}
 	// --context max: the search plans the least context a generation
 	// needs, then the longest the fastest configuration fits.
 	longest := opts.Generate.ContextMax
@@ -422,6 +467,9 @@ func (o *FitOptions) commandLine(c fit.Candidate) string {
 	if c.Weights.Quantized() {
 		words = append(words, "--weights", c.Weights.String())
 	}
+	if c.GradAccum.On() {
+		words = append(words, "--grad-accum", c.GradAccum.String())
+	}
 	if c.LoRA.On() {
 		words = append(words, "--lora", strconv.Itoa(c.LoRA.Rank))
 		if c.LoRA.Alpha != 0 {
@@ -439,7 +487,9 @@ func (o *FitOptions) commandLine(c fit.Candidate) string {
 		if generate && (s.Name == "seq-len" || s.Name == "samples") {
 			continue // a generation's, from --prompt and --batch (generateSizes)
 		}
-		if n, ok := o.Sizes[s.Name]; ok {
+		if s.Name == "batch" && c.Batch != 0 {
+			words = append(words, "--batch", strconv.Itoa(c.Batch))
+		} else if n, ok := o.Sizes[s.Name]; ok {
 			words = append(words, "--"+s.Name, strconv.Itoa(n))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,14 +64,16 @@ func TestFitRecommendationRuns(t *testing.T) {
 }
 
 // TestFitNothingFits fits a linear model of 4.85 TiB on a device of 1 MiB:
-// status 3, one line naming the smallest need found, nothing on standard
+// status 3, one line naming the smallest need found (gradient
+// accumulation's micro-batch of 15 keeps half the activations, its
+// accumulators on the host with the optimizer), nothing on standard
 // output.
 func TestFitNothingFits(t *testing.T) {
 	code, out, errOut := fitOnSim(t, "linear", "train", "--device", "sim:1MiB", "--dims", "60000")
 	if code != exitIncomplete {
 		t.Errorf("status %d, want %d", code, exitIncomplete)
 	}
-	want := "gpuz: nothing fits: the smallest device need found is 148 GiB (cache auto policy, 1 block, optimizer on host, bf16), 973 KiB free after the 5% margin; the cpu needs 4.85 TiB of host memory"
+	want := "gpuz: nothing fits: the smallest device need found is 148 GiB (cache auto policy, 1 block, optimizer on host, bf16, grad-accum 2), 973 KiB free after the 5% margin; the cpu needs 4.85 TiB of host memory"
 	if lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
 		t.Errorf("stderr %q, want one line starting %q", errOut, want)
 	}
@@ -187,5 +190,66 @@ func TestFitVerifyJSONIsOneDocument(t *testing.T) {
 	}
 	if doc.Verify == nil || len(doc.Verify.Checks) == 0 {
 		t.Errorf("no verification in the fit's document:\n%s", out)
+	}
+}
+
+// TestFitBatchList fits the small linear workload at batches 4 and 8
+// together (issue 44 item 12: a list was refused, and a faster batch
+// missed): every entry names its batch in its configuration and its
+// command, both batches are planned, the ranking is one over both (the
+// first entry at least as fast as the fastest of each batch that keeps
+// the results), and a grad-accum entry's command runs.
+func TestFitBatchList(t *testing.T) {
+	code, out, errOut := fitOnSim(t, "linear", "train", "--scale", "small", "--device", "sim:rtx4060-laptop", "--batch", "4,8", "--format", "json")
+	if code != 0 {
+		t.Fatalf("fit: status %d: %s", code, errOut)
+	}
+	var doc struct {
+		Entries []struct {
+			Rank          int    `json:"rank"`
+			Configuration string `json:"configuration"`
+			Command       string `json:"command"`
+			Batch         int    `json:"batch"`
+			GradAccum     int    `json:"grad_accum"`
+			Precision     string `json:"precision"`
+			Prediction    *struct {
+				Model float64 `json:"model_seconds"`
+			} `json:"prediction"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	fastest := map[int]float64{}
+	var accum string
+	for _, e := range doc.Entries {
+		if e.Batch != 4 && e.Batch != 8 {
+			t.Fatalf("%s: batch %d, want 4 or 8", e.Configuration, e.Batch)
+		}
+		if want := fmt.Sprintf("batch %d", e.Batch); !strings.Contains(e.Configuration, want) || !strings.Contains(e.Command+" ", "--"+want+" ") {
+			t.Errorf("%s: the configuration or its command %q does not name %s", e.Configuration, e.Command, want)
+		}
+		if e.GradAccum > 1 && !strings.Contains(e.Command, fmt.Sprintf("--grad-accum %d", e.GradAccum)) {
+			t.Errorf("%s: the command %q does not carry --grad-accum %d", e.Configuration, e.Command, e.GradAccum)
+		}
+		if e.GradAccum > 1 && accum == "" {
+			accum = e.Command
+		}
+		if e.Rank > 0 && e.Prediction != nil && e.Precision == "fp32" && (fastest[e.Batch] == 0 || e.Prediction.Model < fastest[e.Batch]) {
+			fastest[e.Batch] = e.Prediction.Model
+		}
+	}
+	if len(fastest) != 2 {
+		t.Fatalf("ranked batches %v, want 4 and 8:\n%s", fastest, out)
+	}
+	if first := doc.Entries[0]; first.Prediction == nil || first.Prediction.Model > min(fastest[4], fastest[8])*1.05 {
+		t.Errorf("first %s, slower than the fastest of a batch %v", first.Configuration, fastest)
+	}
+	if accum == "" {
+		t.Fatalf("no entry with gradient accumulation:\n%s", out)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), append(strings.Fields(accum)[1:], "--epochs", "2"), &stdout, &stderr); code != 0 {
+		t.Fatalf("%s: status %d\n%s%s", accum, code, stdout.String(), stderr.String())
 	}
 }

@@ -132,6 +132,12 @@ func (o *WorkloadOptions) set(flag, value string) error {
 			return fmt.Errorf("--precision: %w", err)
 		}
 		o.Precision = p
+	case "grad-accum":
+		k, err := levers.ParseGradAccum(value)
+		if err != nil {
+			return fmt.Errorf("--grad-accum: %w", err)
+		}
+		o.GradAccum = k
 	case "attention":
 		a, err := levers.ParseAttention(value)
 		if err != nil {

@@ -100,6 +100,9 @@ type WorkloadOptions struct {
 	// Precision is --precision: fp32, bf16 or fp16 (storage on the
 	// compute device, mixed precision in training).
 	Precision levers.Precision
+	// GradAccum is --grad-accum: the micro-batches of each training
+	// step, whose gradients are added before one optimizer step; 0 is 1.
+	GradAccum levers.GradAccum
 	// Sweep lists the flags given several values, in the order of the
 	// command line: the run is then a sweep over their cross product, each
 	// configuration these options with one value of each set (sweepRun).
@@ -232,6 +235,7 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	fs.StringVar(&opts.PlaceText, "place", "", "the hybrid mode's placement: PLACE:N or PLACE:N-M, comma-separated, PLACE cuda (resident on the GPU), host (resident and computed on the host) or cache (paged through the GPU under --policy, --win-size and --optimizer-on), blocks counted from 0 as the model's, each placed once (e.g. host:0-1,cuda:2-13 or host:0-1,cache:2-13 for attention)")
 	lists.add(fs, "recompute", "strings", string(levers.RecomputeNone), "activations in training: none (keep every one the backward pass reads) or blocks (keep only each block's input and run the block's forward again before its gradients, as torch.utils.checkpoint per block); eval is unchanged; a comma list sweeps")
 	lists.add(fs, "precision", "strings", string(levers.FP32), "storage precision on the compute device: fp32, bf16 or fp16 (products' operands, results and weights in 16 bits as automatic mixed precision keeps them, softmax, layer norm and the losses in fp32; training keeps fp32 masters with Adam's moments, and fp16 scales the loss as PyTorch's GradScaler does, skipping a step whose gradients overflow); a comma list sweeps")
+	lists.add(fs, "grad-accum", "ints", "1", "gradient accumulation in training: each batch runs as K micro-batches of batch/K samples (the batch a multiple of K) whose gradients are added before one optimizer step on their mean, so the step is the batch's and the saved activations a micro-batch's; a comma list sweeps")
 	lists.add(fs, "take", "strings", "", "device memory to hold during the run, as take-mem's N blocks or SIZE (0: none); a comma list sweeps")
 	if planOnly {
 		// --json takes a value here as in the runs: with an optional value
@@ -498,7 +502,7 @@ func (o *WorkloadOptions) benchOptions(ctx context.Context) (bench.Options, erro
 
 // levers returns the levers the flags set, as one value.
 func (o *WorkloadOptions) levers() levers.Set {
-	return levers.Set{Recompute: o.Recompute, Precision: o.Precision, Attention: o.Attention, LoRA: o.LoRA, Weights: o.Weights}
+	return levers.Set{Recompute: o.Recompute, Precision: o.Precision, Attention: o.Attention, LoRA: o.LoRA, Weights: o.Weights, GradAccum: o.GradAccum}
 }
 
 // check puts the sizes the user set over the preset and checks them and
@@ -508,6 +512,9 @@ func (o *WorkloadOptions) check() (bench.Options, error) {
 	set := o.levers()
 	if err := o.Workload.Check(set); err != nil {
 		return bench.Options{}, usage(err)
+	}
+	if set.GradAccum.On() && o.Task != bench.TaskTrain {
+		return bench.Options{}, usagef("--grad-accum %d: only training accumulates gradients, not %s", set.GradAccum, o.Task)
 	}
 	if o.Task == bench.TaskGenerate {
 		if err := o.generateSizes(); err != nil {

@@ -215,8 +215,12 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 
 // workload is the workload to build: opts.Workload with the model's
 // levers of opts.Config set (models.Apply), the one road by which a lever
-// reaches a model.
+// reaches a model; under --grad-accum K, built for a micro-batch, which
+// only training takes.
 func (opts Options) workload() (models.Config, error) {
+	if opts.GradAccum.On() && opts.Task != TaskTrain {
+		return nil, fmt.Errorf("--grad-accum %d: only training accumulates gradients, not %s", opts.GradAccum, opts.Task)
+	}
 	return models.Apply(opts.Workload, opts.Set)
 }
 
@@ -246,6 +250,9 @@ func (opts Options) header(model *models.Model, data models.Data, threads thread
 		GPU:       opts.GPUName,
 		TakeBytes: opts.TakeBytes,
 		Recompute: opts.Recompute.String(), Precision: opts.Precision.String(),
+	}
+	if opts.GradAccum.On() {
+		h.GradAccum = int(opts.GradAccum)
 	}
 	in := opts.inForce()
 	if opts.Task != TaskGenerate { // a generation attends through its caches either way
@@ -591,16 +598,39 @@ func (m *modeRun) copiesSince(epoch *Epoch, before device.Stats) {
 	epoch.RemoteBytes = after.RemoteBytes - before.RemoteBytes
 }
 
-// batch sets batch i of data as the program's input and target and runs
-// it, returning its loss or output value.
+// batch runs batch i of data, returning its loss or output value
+// (runBatch).
 func (m *modeRun) batch(data models.Data, i int) (float32, error) {
-	if err := m.prog.SetInput(m.model.Input, data.Batch(i, m.opts.Batch)); err != nil {
+	return runBatch(m.prog, m.model, data, i, m.opts.Batch, m.opts.GradAccum)
+}
+
+// runBatch sets batch i of data, of batch samples, as the program's input
+// and target and runs it, returning its loss or output value. Under
+// gradient accumulation (k > 1) the batch runs as k micro-batches of
+// batch/k samples, the same rows in order, each a Run of the program
+// (which updates after the last), and the value is the mean of theirs:
+// the mean over the batch's samples, as one Run of the whole batch gives.
+func runBatch(prog *engine.Program, model *models.Model, data models.Data, i, batch int, k levers.GradAccum) (float32, error) {
+	micro, err := k.MicroBatch(batch)
+	if err != nil {
 		return 0, err
 	}
-	if err := m.prog.SetInput(m.model.Target, data.TargetBatch(i, m.opts.Batch)); err != nil {
-		return 0, err
+	n := int(k.Setting())
+	sum := 0.0
+	for j := range n {
+		if err := prog.SetInput(model.Input, data.Batch(i*n+j, micro)); err != nil {
+			return 0, err
+		}
+		if err := prog.SetInput(model.Target, data.TargetBatch(i*n+j, micro)); err != nil {
+			return 0, err
+		}
+		v, err := prog.Run()
+		if err != nil || n == 1 {
+			return v, err
+		}
+		sum += float64(v)
 	}
-	return m.prog.Run()
+	return float32(sum / float64(n)), nil
 }
 
 // startPhase reports that setup phase name of mode on device starts
@@ -781,7 +811,7 @@ func (opts Options) compileModel(model *models.Model) (*engine.Schedule, error) 
 	return engine.Compile(engine.Spec{
 		Inputs: model.Inputs(), Blocks: model.Blocks, Output: output,
 		Train: opts.Task == TaskTrain, Optimizer: opts.Adam, ClipNorm: opts.ClipNorm,
-		Recompute: opts.Recompute, Precision: opts.Precision, Weights: weights,
+		Recompute: opts.Recompute, Precision: opts.Precision, Weights: weights, Accumulate: int(opts.GradAccum),
 	})
 }
 

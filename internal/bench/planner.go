@@ -35,7 +35,7 @@ type Planner struct {
 // them: "" read as the default.
 func keyOf(cfg Config) levers.Set {
 	k := cfg.Set
-	k.Recompute, k.Precision = k.Recompute.Setting(), k.Precision.Setting()
+	k.Recompute, k.Precision, k.GradAccum = k.Recompute.Setting(), k.Precision.Setting(), k.GradAccum.Setting()
 	return k
 }
 

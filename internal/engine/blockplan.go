@@ -316,6 +316,9 @@ func (bp *blockPlan) allocMoments(prog *Program) error {
 		if sc.values[pv].store.narrow() {
 			prog.masters[i] = prog.dev.View(buf, 2*n, n)
 		}
+		if off := sc.accumOffset(i); off >= 0 {
+			prog.accums[i] = prog.dev.View(buf, off, n)
+		}
 	}
 	return nil
 }

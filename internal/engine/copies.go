@@ -31,8 +31,9 @@ func (c Copies) plus(d Copies, n int64) Copies {
 		OverlapBytes: c.OverlapBytes + n*d.OverlapBytes, Count: c.Count + n*d.Count, RemoteBytes: c.RemoteBytes + n*d.RemoteBytes}
 }
 
-// Copies returns the copies one epoch of batches Runs makes under
-// placement pl, without allocating anything: before every Run the fed
+// Copies returns the copies one epoch of batches makes under placement
+// pl (a batch one Run, or when accumulating gradients its micro-batches'
+// Runs, Spec.Accumulate of them), without allocating anything: before every Run the fed
 // inputs are uploaded (nil fed: every input of the Spec; constants set once
 // are not fed), after it the output scalar is downloaded (under
 // Spec.Passes, a Run is each pass once, and each pass's output is
@@ -64,9 +65,10 @@ func (sc *Schedule) Copies(pl Placement, window, batches int, fed []*gorgonia.No
 		return Copies{}, err
 	}
 	perBatch = perBatch.plus(sc.crossings(sd), 1)
-	total := Copies{}.plus(perBatch, int64(batches))
+	runs := batches * sc.microBatches() // a batch's micro-batches, each a Run
+	total := Copies{}.plus(perBatch, int64(runs))
 	moved, err := bd.moves(window, func(h runHooks, st stepper) error {
-		for range batches {
+		for range runs {
 			if err := sc.walk(h, st); err != nil {
 				return err
 			}

@@ -307,7 +307,8 @@ func (mp *managedPages) touchStep(si int) error {
 }
 
 // touchUpdate records the touches of block b's update: each parameter's
-// gradient, the parameter and its two moments.
+// gradient, the parameter, its two moments, its master and its gradient
+// accumulator.
 func (mp *managedPages) touchUpdate(b int) error {
 	sc, l := mp.sched, mp.layouts[b]
 	for j, i := range l.params {
@@ -324,6 +325,9 @@ func (mp *managedPages) touchUpdate(b int) error {
 		offs := l.moments[j][:]
 		if l.masters[j] >= 0 {
 			offs = append(offs, l.masters[j])
+		}
+		if l.accums[j] >= 0 {
+			offs = append(offs, l.accums[j])
 		}
 		for _, off := range offs {
 			if err := mp.touch(mp.layout.area[b]+4*int64(off), n); err != nil {

@@ -248,8 +248,12 @@ type layout struct {
 	// masters holds the offset of each 16-bit parameter's float32 master,
 	// after its moments; -1 for a float32 parameter.
 	masters []int
-	saved   []int // offsets of the block's saved values, as Schedule.saved[b]
-	elems   int   // the area's size
+	// accums holds the offset of each trained parameter's gradient
+	// accumulator (Spec.Accumulate), after its moments and master; -1
+	// when the schedule does not accumulate, or for a frozen parameter.
+	accums []int
+	saved  []int // offsets of the block's saved values, as Schedule.saved[b]
+	elems  int   // the area's size
 }
 
 // offsetInArea returns where parameter or saved value v sits in its
@@ -291,6 +295,7 @@ func (sc *Schedule) layouts(momentsInArea func(b int) bool) []layout {
 				if sc.values[sc.params[i]].frozen { // no state: -1 offsets
 					l.moments = append(l.moments, [2]int{-1, -1})
 					l.masters = append(l.masters, -1)
+					l.accums = append(l.accums, -1)
 					continue
 				}
 				n := sc.count(sc.params[i])
@@ -298,6 +303,10 @@ func (sc *Schedule) layouts(momentsInArea func(b int) bool) []layout {
 				l.masters = append(l.masters, -1)
 				if sc.values[sc.params[i]].store.narrow() {
 					l.masters[len(l.masters)-1] = l.elems + 2*n
+				}
+				l.accums = append(l.accums, -1)
+				if off := sc.accumOffset(i); off >= 0 {
+					l.accums[len(l.accums)-1] = l.elems + off
 				}
 				l.elems += sc.stateElems(i)
 			}

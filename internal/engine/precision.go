@@ -270,18 +270,34 @@ func (sc *Schedule) setHalf(v int) {
 }
 
 // stateElems returns the float32 elements of parameter i's (of params)
-// optimizer state: Adam's two moments and, for a 16-bit parameter, its
+// optimizer state: Adam's two moments, for a 16-bit parameter its
 // float32 master, which the update changes and rounds into the 16-bit copy
-// the steps read; none for a frozen parameter.
+// the steps read, and when the schedule accumulates gradients
+// (Spec.Accumulate) its float32 accumulator, last (accumOffset); none for
+// a frozen parameter.
 func (sc *Schedule) stateElems(i int) int {
 	pv := sc.params[i]
 	if sc.values[pv].frozen { // nothing updates it: no moments, no master
 		return 0
 	}
+	n := 2 * sc.count(pv)
 	if sc.values[pv].store.narrow() {
-		return 3 * sc.count(pv)
+		n += sc.count(pv)
 	}
-	return 2 * sc.count(pv)
+	if sc.accumulates() {
+		n += sc.count(pv)
+	}
+	return n
+}
+
+// accumOffset returns where trained parameter i's accumulator sits in its
+// optimizer state (stateElems), in elements from the state's start, -1
+// when the schedule does not accumulate.
+func (sc *Schedule) accumOffset(i int) int {
+	if !sc.accumulates() {
+		return -1
+	}
+	return sc.stateElems(i) - sc.count(sc.params[i])
 }
 
 // scratchElems returns the float32 elements step si converts through: each

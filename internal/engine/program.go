@@ -43,7 +43,13 @@ type Program struct {
 	// masters holds each 16-bit parameter's float32 master where its
 	// moments are, nil for the others and where the host keeps it.
 	masters []device.Buffer
-	owned   []device.Buffer // what Close frees on dev
+	// accums holds each trained parameter's gradient accumulator where
+	// its moments are, when the schedule accumulates (Spec.Accumulate);
+	// nil for the others and where the host keeps it. micro is the Run's
+	// micro-batch within its optimizer step, from 0.
+	accums []device.Buffer
+	micro  int
+	owned  []device.Buffer // what Close frees on dev
 	// scratch is each side's float32 scratch (device 0, host 1) that
 	// 16-bit steps and updates convert through; nil under fp32.
 	scratch16  [2]device.Buffer
@@ -81,7 +87,7 @@ func (sc *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err er
 	host := device.NewHost()
 	prog = &Program{sched: sc, dev: dev, k: dev.Kernels(), placed: stays{}, host: host, hk: host.Kernels(), sides: bd.sides(),
 		buffers: make([]device.Buffer, len(sc.values)), mirrors: make([]device.Buffer, len(sc.values)), moments: make([][2]device.Buffer, len(sc.params)),
-		masters: make([]device.Buffer, len(sc.params)), loss: newLossScale(), seedScale: 1,
+		masters: make([]device.Buffer, len(sc.params)), accums: make([]device.Buffer, len(sc.params)), loss: newLossScale(), seedScale: 1,
 		adamSteps: make([]int, len(sc.spec.Blocks)), scratch: make([]float32, 1),
 		gradSquares: make([]float64, len(sc.params))}
 	loading := prog // the returns below set prog to nil before this runs
@@ -158,6 +164,9 @@ func (prog *Program) bind(b int, area device.Buffer) {
 			if l.masters[j] >= 0 {
 				prog.masters[i] = d.View(area, l.masters[j], n)
 			}
+			if l.accums[j] >= 0 {
+				prog.accums[i] = d.View(area, l.accums[j], n)
+			}
 		}
 	}
 	for j, v := range sc.saved[b] {
@@ -173,6 +182,7 @@ func (prog *Program) unbind(b int) {
 		if l.moments != nil {
 			prog.moments[i] = [2]device.Buffer{}
 			prog.masters[i] = nil
+			prog.accums[i] = nil
 		}
 	}
 	for _, v := range sc.saved[b] {
@@ -309,7 +319,9 @@ func (prog *Program) Read(n *gorgonia.Node) ([]float32, error) {
 
 // Gradient returns the gradient of parameter n from the last Run, of the
 // loss as the program computed it (fp16 training's scaled loss's divided
-// by the scale it ran with). The schedule must have been compiled with
+// by the scale it ran with); when the schedule accumulates gradients, the
+// mean of the accumulated ones, the last optimizer step's once its last
+// micro-batch has run. The schedule must have been compiled with
 // RetainGradients.
 func (prog *Program) Gradient(n *gorgonia.Node) ([]float32, error) {
 	if !prog.sched.spec.RetainGradients {
@@ -319,6 +331,9 @@ func (prog *Program) Gradient(n *gorgonia.Node) ([]float32, error) {
 		if prog.sched.values[pv].node == n {
 			if prog.sched.grads[i] < 0 {
 				return nil, fmt.Errorf("engine: %s is frozen: it has no gradient", n.Name())
+			}
+			if prog.sched.accumulates() {
+				return prog.accumulated(i)
 			}
 			g, err := prog.download(prog.sched.grads[i])
 			if err == nil && prog.scalesLoss() { // the scaled loss's: unscaled
@@ -353,7 +368,10 @@ func (prog *Program) download(i int) ([]float32, error) {
 
 // Run executes one step on the inputs set last: the forward pass and, when
 // training, the backward pass with each block's update as soon as its
-// gradients are final. It returns the output scalar.
+// gradients are final. It returns the output scalar. When the schedule
+// accumulates gradients (Spec.Accumulate = K), a Run is one micro-batch:
+// its updates add the gradients into the accumulators, and every K-th
+// Run's apply Adam to their mean (accumulate.go).
 func (prog *Program) Run() (float32, error) {
 	if len(prog.sched.spec.Passes) > 0 {
 		return 0, errors.New("engine: a schedule of passes runs them one at a time (RunPass)")
@@ -361,13 +379,16 @@ func (prog *Program) Run() (float32, error) {
 	if err := prog.scaleSeed(); err != nil {
 		return 0, err
 	}
-	prog.overflowed = false
+	if prog.micro == 0 {
+		prog.overflowed = false
+	}
 	if err := prog.sched.walk(prog.placed, programSteps{prog}); err != nil {
 		return 0, err
 	}
-	if prog.scalesLoss() {
+	if prog.scalesLoss() && prog.lastMicro() {
 		prog.loss.endStep(prog.overflowed)
 	}
+	prog.micro = (prog.micro + 1) % prog.sched.microBatches()
 	if err := prog.on(prog.sides.valueHost[prog.sched.output]).Download(prog.scratch, prog.buffers[prog.sched.output]); err != nil {
 		return 0, fmt.Errorf("engine: reading the output: %w", err)
 	}
@@ -396,7 +417,7 @@ func (ps programSteps) execute(si int, staged bool) error {
 	if err := prog.execute(si, staged); err != nil {
 		return err
 	}
-	if i, ok := prog.sched.gradOf[s.out]; ok && prog.sched.spec.Train {
+	if i, ok := prog.sched.gradOf[s.out]; ok && prog.sched.spec.Train && !prog.sched.accumulates() { // else the accumulator's, at the update
 		onHost := prog.sides.valueHost[s.out]
 		g := prog.buffers[s.out]
 		if prog.sched.values[s.out].store.narrow() { // the sum of the stored, rounded values
@@ -504,12 +525,15 @@ func (prog *Program) execute(si int, staged bool) error {
 // on the device; walk has made the block resident.
 func (prog *Program) update(b int) error {
 	sc := prog.sched
+	if sc.accumulates() && !prog.accumulate(b) {
+		return nil
+	}
 	var sumSquares float64
 	members := prog.layouts[b].params
 	for _, i := range members {
 		sumSquares += prog.gradSquares[i] // 0 for a frozen parameter
 	}
-	scale, ok := prog.gradScale(sumSquares)
+	scale, ok := prog.stepScale(sumSquares)
 	if !ok {
 		return nil
 	}
@@ -522,7 +546,10 @@ func (prog *Program) update(b int) error {
 		}
 		param, grad := prog.buffers[sc.params[i]], prog.buffers[sc.grads[i]]
 		c := prog.converter(onHost)
-		if sc.values[sc.grads[i]].store.narrow() {
+		switch {
+		case sc.accumulates():
+			grad = prog.accums[i]
+		case sc.values[sc.grads[i]].store.narrow():
 			grad = c.widen(grad, sc.count(sc.grads[i]))
 		}
 		if m := prog.masters[i]; m != nil {

@@ -36,8 +36,12 @@ type residency struct {
 	// hostMasters holds each 16-bit parameter's float32 master when the
 	// optimizer runs on the host (its block's area holds the 16-bit copy).
 	hostMasters [][]float32
-	gradHost    []float32
-	wideHost    []float32 // a 16-bit gradient widened on the host
+	// hostAccums holds each trained parameter's gradient accumulator
+	// when the optimizer runs on the host and the schedule accumulates
+	// (Spec.Accumulate).
+	hostAccums [][]float32
+	gradHost   []float32
+	wideHost   []float32 // a 16-bit gradient widened on the host
 	// staging receives a saved value computed while its block is paged
 	// out, on its way to the block's host master.
 	staging device.Buffer
@@ -153,6 +157,7 @@ func (bp *blockPlan) newResidency(prog *Program) (res *residency, err error) {
 	if sc.spec.Train && bp.cache.OptimizerOnHost {
 		r.hostMoments = make([][2][]float32, len(sc.params))
 		r.hostMasters = make([][]float32, len(sc.params))
+		r.hostAccums = make([][]float32, len(sc.params))
 		for i, pv := range sc.params {
 			if n := sc.count(pv); bp.paged(sc.values[pv].block) && !sc.values[pv].frozen {
 				state, err := r.hostAlloc(sc.stateElems(i))
@@ -161,7 +166,10 @@ func (bp *blockPlan) newResidency(prog *Program) (res *residency, err error) {
 				}
 				r.hostMoments[i] = [2][]float32{state[:n:n], state[n : 2*n : 2*n]}
 				if sc.values[pv].store.narrow() {
-					r.hostMasters[i] = state[2*n:]
+					r.hostMasters[i] = state[2*n : 3*n : 3*n]
+				}
+				if off := sc.accumOffset(i); off >= 0 {
+					r.hostAccums[i] = state[off : off+n : off+n]
 				}
 			}
 		}
@@ -298,8 +306,9 @@ func (c *pager) pagedOut(v int) bool {
 
 // member is one piece of a block's area that a copy moves: parameter
 // param of Schedule.params itself (moment -1) or its Adam moment m (0) or
-// v (1) or, for a 16-bit parameter, its float32 master (2), or, when
-// saved ≥ 0, that saved value.
+// v (1) or, for a 16-bit parameter, its float32 master (2), or its
+// gradient accumulator (3, Spec.Accumulate), or, when saved ≥ 0, that
+// saved value.
 type member struct{ param, moment, saved int }
 
 // moves calls move for each member of block b that a copy moves, with its
@@ -325,7 +334,7 @@ func (c *pager) moves(b int, params, frozen bool, move func(off, n int, m member
 			}
 			if l.moments != nil {
 				n := sc.count(sc.params[i])
-				offs := []int{l.moments[j][0], l.moments[j][1], l.masters[j]}
+				offs := []int{l.moments[j][0], l.moments[j][1], l.masters[j], l.accums[j]}
 				for k, off := range offs {
 					if off < 0 {
 						continue
@@ -391,6 +400,8 @@ func (r *residency) copyArea(b int, toDevice, params bool) error {
 			buf = prog.buffers[m.saved]
 		case m.moment == 2:
 			buf = prog.masters[m.param]
+		case m.moment == 3:
+			buf = prog.accums[m.param]
 		case m.moment >= 0:
 			buf = prog.moments[m.param][m.moment]
 		default:
@@ -447,7 +458,10 @@ func (r *residency) updateOnHost(b int) error {
 		}
 		sumSquares += hostmath.SumSquares(grads[j])
 	}
-	scale, ok := prog.gradScale(sumSquares)
+	if sc.accumulates() && !r.accumulateOnHost(trained, grads, &sumSquares) {
+		return nil
+	}
+	scale, ok := prog.stepScale(sumSquares)
 	if !ok {
 		return nil
 	}

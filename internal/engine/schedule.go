@@ -70,6 +70,16 @@ type Spec struct {
 	// (Program.Gradient); otherwise a gradient's memory is reused once its
 	// block is updated.
 	RetainGradients bool
+	// Accumulate, when training and above 1, is the micro-batches of one
+	// optimizer step (gradient accumulation): a Run computes one
+	// micro-batch's gradients and, at each block's update, adds them into
+	// the block's accumulators (one float32 buffer per trained parameter,
+	// kept with Adam's moments: stateElems); the Accumulate-th Run then
+	// clips and applies Adam to their mean (the sum scaled by
+	// 1/Accumulate, folded into the update's gradient scale), so that the
+	// step is the one of a batch Accumulate times the graph's. 0 and 1
+	// update every Run.
+	Accumulate int
 	// Recompute, when training, keeps only each block's input for the
 	// backward pass and runs the block's forward steps again just before
 	// its gradients (see recompute.go); "" is levers.RecomputeNone.
@@ -313,6 +323,9 @@ func Compile(spec Spec) (*Schedule, error) {
 	if err := spec.Recompute.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	if err := checkAccumulate(spec); err != nil {
+		return nil, err
+	}
 	if spec.Train && spec.Recompute.On() {
 		sc.recompute()
 	}
@@ -333,6 +346,30 @@ func Compile(spec Spec) (*Schedule, error) {
 	}
 	return sc, nil
 }
+
+// checkAccumulate refuses an accumulation that is negative, or above 1
+// without training or with passes.
+func checkAccumulate(spec Spec) error {
+	switch {
+	case spec.Accumulate < 0:
+		return fmt.Errorf("engine: accumulating over %d micro-batches", spec.Accumulate)
+	case spec.Accumulate > 1 && (!spec.Train || len(spec.Passes) > 0):
+		return errors.New("engine: only training accumulates gradients")
+	}
+	return nil
+}
+
+// microBatches returns the Runs of one optimizer step: Spec.Accumulate,
+// at least 1.
+func (sc *Schedule) microBatches() int { return max(sc.spec.Accumulate, 1) }
+
+// accumulates reports whether the schedule accumulates gradients over
+// more than one Run.
+func (sc *Schedule) accumulates() bool { return sc.microBatches() > 1 }
+
+// MicroBatches returns the Runs of one optimizer step (Spec.Accumulate,
+// at least 1).
+func (sc *Schedule) MicroBatches() int { return sc.microBatches() }
 
 // hoistForwardSteps moves every forward step that the graph's order puts
 // among the backward steps to just after the last step that computes one
@@ -627,7 +664,8 @@ type Bytes struct {
 	Frozen     int64 // every block's frozen parameters (Block.Frozen)
 	State      int64 // every block's state (Block.State: the key-value caches)
 	// Optimizer is Adam's two moments per parameter when training, with
-	// the float32 master of each 16-bit parameter.
+	// the float32 master of each 16-bit parameter and, when accumulating
+	// (Spec.Accumulate), each trained parameter's float32 accumulator.
 	Optimizer int64
 	Saved     int64 // activations saved for the backward pass
 	Inputs    int64 // one batch of data and target

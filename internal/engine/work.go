@@ -29,7 +29,9 @@ type HalfCostOp interface {
 // The names under which Work counts the engine's own kernels.
 const (
 	// KernelGradientSum is gorgonia's sum of a value's gradients from
-	// several consumers, which the engine runs as an element-wise addition.
+	// several consumers, which the engine runs as an element-wise
+	// addition, and gradient accumulation's sum of each parameter's
+	// gradients over an optimizer step's micro-batches (Spec.Accumulate).
 	KernelGradientSum = "GradientSum"
 	// KernelSumSquares is the sum of squares of each parameter's gradient,
 	// taken as soon as it is final, for the block's gradient-norm clip.
@@ -66,8 +68,10 @@ type KernelWork struct {
 }
 
 // Work is the device work of one batch: one training step (forward,
-// backward and every block's update) or one evaluation forward pass. An
-// epoch's work is this times the epoch's batches; the caller multiplies.
+// backward and every block's update; when accumulating gradients, its
+// micro-batches' forward and backward passes, the accumulation and one
+// update) or one evaluation forward pass. An epoch's work is this times
+// the epoch's batches; the caller multiplies.
 type Work struct {
 	// Kernels lists each kind of kernel in the order of its first launch.
 	Kernels  []KernelWork
@@ -109,8 +113,11 @@ func (w *Work) addTotal(name string, n int64, c device.Cost, half bool) {
 // host the Adam updates happen there instead; Work still counts them.
 func (sc *Schedule) Work() Work {
 	var w Work
-	for si := range sc.steps {
-		sc.addStepWork(&w, si)
+	micro := int64(sc.microBatches())
+	for range micro {
+		for si := range sc.steps {
+			sc.addStepWork(&w, si)
+		}
 	}
 	if !sc.spec.Train {
 		return w
@@ -121,8 +128,11 @@ func (sc *Schedule) Work() Work {
 		}
 		n := int64(sc.count(g))
 		w.add(KernelSumSquares, 1, device.Cost{FLOPs: 2 * n, ReadBytes: 4 * n}, false)
-		if sc.values[g].store.narrow() { // widened first
-			w.add(KernelConvert, 1, widenCost(n), false)
+		if sc.values[g].store.narrow() { // widened for the sum of squares, or each micro-batch for the accumulator
+			w.add(KernelConvert, micro, widenCost(n), false)
+		}
+		if sc.accumulates() { // added into its float32 accumulator each micro-batch
+			w.add(KernelGradientSum, micro, device.Cost{FLOPs: n, ReadBytes: 8 * n, WriteBytes: 4 * n}, false)
 		}
 	}
 	for i, pv := range sc.params {
@@ -135,7 +145,7 @@ func (sc *Schedule) Work() Work {
 		if sc.values[pv].store.narrow() { // the master rounded into the 16-bit copy
 			w.add(KernelConvert, 1, narrowCost(n), false)
 		}
-		if g := sc.grads[i]; sc.values[g].store.narrow() { // the gradient widened for the update
+		if g := sc.grads[i]; sc.values[g].store.narrow() && !sc.accumulates() { // the gradient widened for the update
 			w.add(KernelConvert, 1, widenCost(n), false)
 		}
 	}

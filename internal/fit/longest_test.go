@@ -100,7 +100,7 @@ func TestWindowNeedGrows(t *testing.T) {
 			_, budget, _ := p.GPU() // the auto policy sizes its plan to the budget
 			attention := levers.Attention(p.Header().Attention)
 			last := map[string]int64{}
-			for _, c := range Candidates(p.Blocks(), p.MinWindow(), tc.task == bench.TaskTrain, true, attention, nil) {
+			for _, c := range Candidates(p.Blocks(), p.MinWindow(), tc.task == bench.TaskTrain, true, attention, nil, nil) {
 				without, ok := c.Mode.WindowFamily(c.Config)
 				if !ok {
 					continue

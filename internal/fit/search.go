@@ -51,6 +51,13 @@ type Options struct {
 	// (levers.Set.Weights: quant.F32 for the precision's floats, or a
 	// quantized kind); nil is the floats only.
 	Weights []quant.Kind
+	// Batches lists the batches to rank together (--batch 4,8): a search
+	// at each, every candidate naming its own (Candidate.Batch); nil is
+	// the workload's own batch alone.
+	Batches []int
+	// batch is the batch a search of one of Batches plans at, which its
+	// candidates name; 0 for the workload's own.
+	batch int
 	// Progress, when set, is told how a long search advances: the
 	// configurations planned of how many, and the longest sequence's
 	// steps (LongestSequences). It is called on the searching goroutine.
@@ -89,6 +96,9 @@ func (o Options) Validate() error {
 type Candidate struct {
 	Mode bench.Mode
 	bench.Config
+	// Batch is the batch the candidate runs, when the search ranks
+	// several (Options.Batches); 0 for the workload's own.
+	Batch int
 	// Trained is the parameters training changes under Config.LoRA when
 	// it is on (its adapters), 0 otherwise: the search fills it.
 	Trained int64
@@ -128,6 +138,9 @@ type Result struct {
 	DeviceFree, Budget, TakeBytes int64
 	MarginPercent                 float64
 	HostAvailable                 int64
+	// Batches are the batches ranked together (Options.Batches), nil
+	// for the workload's own alone.
+	Batches []int
 	// HostProfile names the profile the cpu mode is predicted on, "" when
 	// there is none (the cpu is then listed unranked).
 	HostProfile string
@@ -184,6 +197,9 @@ func Search(opts Options) (Result, error) {
 	if err := opts.Validate(); err != nil {
 		return Result{}, err
 	}
+	if len(opts.Batches) > 0 {
+		return searchBatches(opts)
+	}
 	opts.progress("building the workload's schedule", 0, 0)
 	p, err := bench.NewPlanner(opts.Bench)
 	if err != nil {
@@ -214,7 +230,10 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 	if opts.Bench.Task == bench.TaskGenerate {
 		attention = "" // a generation attends through its caches either way
 	}
-	cs := Candidates(p.Blocks(), p.MinWindow(), train, hasGPU, attention, opts.Weights, opts.LoRA...)
+	cs := Candidates(p.Blocks(), p.MinWindow(), train, hasGPU, attention, opts.Weights, GradAccums(train, opts.Bench.Batch), opts.LoRA...)
+	for i := range cs {
+		cs[i].Batch = opts.batch
+	}
 	// tooBig holds the families (a cache configuration less its window)
 	// whose window of some size was over the budget: a larger window holds
 	// more blocks and needs more, so it is ruled out unplanned. The
@@ -406,6 +425,14 @@ var leverDefaults = []func(Candidate) (Candidate, bool){
 		c.Weights = quant.F32
 		return c, set
 	},
+	// Gradient accumulation against none: it saves a micro-batch's
+	// activations but keeps an accumulator per trained parameter and
+	// runs K smaller steps.
+	func(c Candidate) (Candidate, bool) {
+		set := c.GradAccum.On()
+		c.GradAccum = 0
+		return c, set
+	},
 }
 
 // HasLevers reports whether c sets any lever to other than its default.
@@ -420,9 +447,13 @@ func (c Candidate) HasLevers() bool {
 
 // String describes a candidate in a few words: "cuda", "cache auto
 // policy, 4 blocks, optimizer on host", "hybrid host:0-2,cuda:3-11", "managed,
-// advise host", each followed by its levers ("recompute blocks", "bf16").
+// advise host", each followed by its batch when a search ranks several
+// ("batch 8") and its levers ("recompute blocks", "bf16", "grad-accum 2").
 func (c Candidate) String() string {
 	s := string(c.Mode) + c.Placement().Describe(engine.Footprint{}, 0, engine.Named)
+	if c.Batch != 0 {
+		s += fmt.Sprintf(", batch %d", c.Batch)
+	}
 	if c.Recompute.On() {
 		s += ", recompute " + c.Recompute.String()
 	}
@@ -434,6 +465,9 @@ func (c Candidate) String() string {
 	}
 	if c.Weights.Quantized() {
 		s += ", " + c.Weights.String() + " weights"
+	}
+	if c.GradAccum.On() {
+		s += fmt.Sprintf(", grad-accum %d", c.GradAccum)
 	}
 	if c.LoRA.On() {
 		s += fmt.Sprintf(", LoRA R=%d (%s trained)", c.LoRA.Rank, units.Count(c.Trained))
@@ -467,11 +501,15 @@ func cross(dims ...dimension) []Candidate {
 // product of the placements and each lever's values (recompute, the
 // precision, and for a workload whose attention is computed as attention
 // says, the other way too; "" for a workload without attention layers),
-// each storage of the frozen weights of weights (nil: the floats), and
-// each LoRA setting of loras (none: the workload's own). Adding a lever is
-// one more dimension here, and one more entry of leverDefaults.
-func Candidates(blocks, minWindow int, train, gpu bool, attention levers.Attention, weights []quant.Kind, loras ...levers.LoRA) []Candidate {
-	return cross(loraSettings(loras), placements(blocks, minWindow, train, gpu), recomputes(train), precisions(), attentions(attention), weightSettings(weights))
+// each storage of the frozen weights of weights (nil: the floats), each
+// gradient accumulation of accums (nil: none; GradAccums) and each LoRA
+// setting of loras (none: the workload's own). Adding a lever is one more
+// dimension here, and one more entry of leverDefaults.
+func Candidates(blocks, minWindow int, train, gpu bool, attention levers.Attention, weights []quant.Kind, accums []levers.GradAccum, loras ...levers.LoRA) []Candidate {
+	if accums == nil {
+		accums = []levers.GradAccum{0}
+	}
+	return cross(loraSettings(loras), placements(blocks, minWindow, train, gpu), recomputes(train), precisions(), attentions(attention), weightSettings(weights), gradAccums(accums))
 }
 
 // weightSettings is the weights' dimension: each kind of kinds, or the

@@ -23,7 +23,7 @@ func TestCandidates(t *testing.T) {
 			if strings.Contains(name, "attention") {
 				attention = levers.AttentionFused
 			}
-			cs := Candidates(blocks, minWindow, train, gpu, attention, nil)
+			cs := Candidates(blocks, minWindow, train, gpu, attention, nil, nil)
 			if len(cs) != want {
 				t.Errorf("%d candidates, want %d", len(cs), want)
 			}

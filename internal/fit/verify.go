@@ -76,7 +76,10 @@ const MinTauPoints = 4
 // the runs' events, as bench.Sweep's.
 func Verify(ctx context.Context, opts Options, r Result, k int, progress func(bench.Event)) (Verification, error) {
 	checks := picks(r, k)
-	configs := runConfigs(opts, r, checks)
+	configs, err := runConfigs(opts, r, checks)
+	if err != nil {
+		return Verification{}, err
+	}
 	s, err := bench.Sweep(ctx, bench.SweepOptions{Parameters: []string{"configuration"}, Configs: configs, Progress: progress})
 	if err != nil {
 		return Verification{}, err
@@ -102,12 +105,15 @@ func Verify(ctx context.Context, opts Options, r Result, k int, progress func(be
 }
 
 // runConfigs returns the run of each check: its mode alone with its
-// configuration, holding opts.TakeBytes on the device (the managed mode
+// configuration at its batch, holding opts.TakeBytes on the device (the managed mode
 // the margin too, see Verify; the cpu mode, which has no device, nothing).
-func runConfigs(opts Options, r Result, checks []Check) []bench.SweepConfig {
+func runConfigs(opts Options, r Result, checks []Check) ([]bench.SweepConfig, error) {
 	configs := make([]bench.SweepConfig, len(checks))
 	for i, c := range checks {
-		o := opts.Bench
+		o, err := AtBatch(opts.Bench, c.Batch)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Candidate, err)
+		}
 		o.Modes, o.Config = []bench.Mode{c.Mode}, c.Config
 		configs[i] = bench.SweepConfig{Options: o, Settings: []bench.Setting{{Name: "configuration", Value: c.Candidate.String()}}}
 		switch {
@@ -118,7 +124,7 @@ func runConfigs(opts Options, r Result, checks []Check) []bench.SweepConfig {
 			configs[i].TakeBytes = opts.TakeBytes
 		}
 	}
-	return configs
+	return configs, nil
 }
 
 // checkPeak says whether c's peak is compared with its plan (a placement

@@ -68,7 +68,11 @@ func TestVerifyRunConfigs(t *testing.T) {
 	checks := []Check{{Entry: planned(bench.ModeCUDA, rec, 1, 1)}, {Entry: planned(bench.ModeManaged, bench.Config{}, 1, 1)},
 		{Entry: planned(bench.ModeCPU, bench.Config{}, 1, 0)}, {Entry: planned(bench.ModeCache, bench.Config{}, 1, 1)}}
 	want := []int64{100, 150, 0, 100}
-	for i, c := range runConfigs(opts, r, checks) {
+	configs, err := runConfigs(opts, r, checks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range configs {
 		if c.TakeBytes != want[i] || len(c.Options.Modes) != 1 || c.Options.Modes[0] != checks[i].Mode || !reflect.DeepEqual(c.Options.Config, checks[i].Config) {
 			t.Errorf("%s: runs modes %v, config %+v, holding %d; want it alone, its config, holding %d", checks[i].Mode, c.Options.Modes, c.Options.Config, c.TakeBytes, want[i])
 		}

@@ -1,6 +1,7 @@
 // Package levers names the ways to trade time for device memory that apply
 // to any placement: recomputing activations in the backward pass instead
-// of keeping them, and storing values in 16 bits (half precision). Each
+// of keeping them, storing values in 16 bits (half precision), and
+// accumulating gradients over micro-batches. Each
 // lever is a small named type with the values a flag accepts, and every
 // lever's setting is one value, Set; a run applies it where it builds the
 // workload, the plan and fit enumerate it, the flags parse it. Adding a

@@ -3,7 +3,7 @@ package levers
 import "gpuz/internal/quant"
 
 // Lever names a lever as its flag does (--recompute, --precision,
-// --attention, --lora, --weights).
+// --attention, --lora, --weights, --grad-accum).
 type Lever string
 
 // The levers.
@@ -13,6 +13,7 @@ const (
 	LeverAttention Lever = "attention"
 	LeverLoRA      Lever = "lora"
 	LeverWeights   Lever = "weights"
+	LeverGradAccum Lever = "grad-accum"
 )
 
 // Set is every lever's setting, the one value that the flags, a plan and
@@ -48,6 +49,13 @@ type Set struct {
 	// leaves them as Precision stores them. Only the llm workload's
 	// Llama-family decoders take a quantized kind.
 	Weights quant.Kind
+	// GradAccum is gradient accumulation (--grad-accum K): each training
+	// step's batch runs as K micro-batches whose gradients are added
+	// before one optimizer step, the model built for a micro-batch
+	// (models.Apply) and the schedule accumulating (engine.Spec); 0 is
+	// 1, none. Every workload takes it in training; evaluation and
+	// generation refuse K > 1.
+	GradAccum GradAccum
 }
 
 // Given returns the levers s sets away from their zero value, in Set's
@@ -68,6 +76,9 @@ func (s Set) Given() []Lever {
 	}
 	if s.Weights != quant.F32 {
 		out = append(out, LeverWeights)
+	}
+	if s.GradAccum != 0 {
+		out = append(out, LeverGradAccum)
 	}
 	return out
 }

@@ -11,8 +11,9 @@ import (
 // leverFields are the fields of a config that the model's levers set,
 // declared by each config: nil for a lever its workload does not take,
 // with the reason, and the workload's name for the line that refuses it.
-// Recompute and precision are the schedule's (engine.Spec): every
-// workload takes them.
+// Recompute, precision and gradient accumulation are the schedule's
+// (engine.Spec): every workload takes them, gradient accumulation also
+// dividing the config's batch into micro-batches (set).
 type leverFields struct {
 	workload string
 	// attention is the config's attention setting, nil without attention
@@ -62,7 +63,7 @@ func (c *LLMConfig) clone() Config       { d := *c; return &d }
 
 // takes returns the levers whose fields f has, the schedule's first.
 func (f leverFields) takes() []levers.Lever {
-	out := []levers.Lever{levers.LeverRecompute, levers.LeverPrecision}
+	out := []levers.Lever{levers.LeverRecompute, levers.LeverPrecision, levers.LeverGradAccum}
 	if f.attention != nil {
 		out = append(out, levers.LeverAttention)
 	}
@@ -89,7 +90,8 @@ func (w Workload) Check(s levers.Set) error {
 
 // Apply returns a copy of c with the model's levers of s set, checked: its
 // attention and its LoRA (where s gives them; "" and the zero LoRA keep
-// c's own). It is the one place a lever reaches a model: the command
+// c's own), and its batch a micro-batch of s.GradAccum's (the batch
+// divided by K; a batch K does not divide is refused naming both). It is the one place a lever reaches a model: the command
 // line, a plan and fit build through it. A lever the workload does not
 // take is refused in one line naming the lever and the workload.
 func Apply(c Config, s levers.Set) (Config, error) {
@@ -120,6 +122,14 @@ func set(c Config, s levers.Set) (Config, error) {
 		}
 	}
 	c = c.clone()
+	if s.GradAccum != 0 {
+		feed := c.feedOf()
+		micro, err := s.GradAccum.MicroBatch(feed.Batch)
+		if err != nil {
+			return nil, err
+		}
+		feed.Batch = micro
+	}
 	f := c.leverFields()
 	if s.Attention != "" {
 		if f.attention == nil {

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 // lever and the workload, and that it sets a lever taken on a copy,
 // leaving the config it was given as it was.
 func TestWorkloadLevers(t *testing.T) {
-	schedule := []levers.Lever{levers.LeverRecompute, levers.LeverPrecision}
+	schedule := []levers.Lever{levers.LeverRecompute, levers.LeverPrecision, levers.LeverGradAccum}
 	attention := levers.Set{Attention: levers.AttentionFused}
 	lora := levers.Set{LoRA: levers.LoRA{Rank: 2}}
 	for _, tc := range []struct {
@@ -84,6 +85,31 @@ func TestBlockCount(t *testing.T) {
 		}
 		if got := BlockCount(c); got != len(m.Blocks) {
 			t.Errorf("%T: BlockCount %d, Build lists %d blocks", c, got, len(m.Blocks))
+		}
+	}
+}
+
+// TestApplyGradAccum: gradient accumulation builds the model for a
+// micro-batch, the batch divided by K, on a copy; a batch K does not
+// divide is refused naming both.
+func TestApplyGradAccum(t *testing.T) {
+	for _, w := range []Workload{Linear, Resnet, Attention} {
+		c, _, err := w.Configure(ScaleSmall, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch := FeedOf(c).Batch
+		got, err := Apply(c, levers.Set{GradAccum: 2})
+		if err != nil {
+			t.Fatalf("%s: %v", w.Name, err)
+		}
+		if FeedOf(got).Batch != batch/2 || FeedOf(c).Batch != batch {
+			t.Errorf("%s: batch %d, given %d: want %d on a copy", w.Name, FeedOf(got).Batch, FeedOf(c).Batch, batch/2)
+		}
+		k := levers.GradAccum(batch + 1)
+		want := fmt.Sprintf("--grad-accum %d: the batch (%d) is not a multiple of it", k, batch)
+		if _, err := Apply(c, levers.Set{GradAccum: k}); err == nil || err.Error() != want {
+			t.Errorf("%s: Apply with K=%d: %v, want %s", w.Name, k, err, want)
 		}
 	}
 }

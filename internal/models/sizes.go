@@ -54,6 +54,9 @@ type Config interface {
 type sized interface {
 	sizes() []Size
 	feed() Feed
+	// feedOf is the config's own Feed, which Apply's gradient
+	// accumulation divides.
+	feedOf() *Feed
 }
 
 // Feed is how a workload's data is fed: Samples in batches of Batch, for
@@ -183,6 +186,8 @@ func validate(c sized, check func() error) error {
 }
 
 func (f Feed) feed() Feed { return f }
+
+func (f *Feed) feedOf() *Feed { return f }
 
 // FeedOf returns how c's data is fed.
 func FeedOf(c Config) Feed { return c.feed() }

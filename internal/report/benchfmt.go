@@ -134,6 +134,9 @@ func benchName(h results.Header, mode bench.Mode, device string, placement [][2]
 	if p := precisionOf(h); p.Half() {
 		part("precision", p.String())
 	}
+	if h.GradAccum > 1 {
+		part("grad_accum", strconv.Itoa(h.GradAccum))
+	}
 	part("scale", h.Scale)
 	return b.String()
 }

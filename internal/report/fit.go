@@ -71,7 +71,11 @@ func writeFitTable(b *strings.Builder, r fit.Result, markdown bool) {
 // directory's name, a driver's.
 func fitTitle(r fit.Result) string {
 	h := r.Header
-	s := fmt.Sprintf("Fit of gpuz %s %s (scale %s; batch %d%s)", termsafe.String(h.Model), h.Task, h.Scale, h.Batch, sizesText(h))
+	batch := fmt.Sprintf("batch %d", h.Batch)
+	if len(r.Batches) > 0 {
+		batch = "batches " + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(r.Batches)), ","), "[]")
+	}
+	s := fmt.Sprintf("Fit of gpuz %s %s (scale %s; %s%s)", termsafe.String(h.Model), h.Task, h.Scale, batch, sizesText(h))
 	if r.Device != "" {
 		taken := ""
 		if r.TakeBytes > 0 {
@@ -173,6 +177,9 @@ func fitTable(r fit.Result) (table, []string) {
 	case note != "":
 		t.notes = append(t.notes, note)
 	}
+	if len(r.Batches) > 0 && !generate {
+		t.notes = append(t.notes, fmt.Sprintf("batches ranked by the predicted time of an epoch of the same %d samples: time per sample", r.Header.Samples))
+	}
 	if note := rankOrderNote(rows, ranks); note != "" {
 		t.notes = append(t.notes, note)
 	}
@@ -251,7 +258,7 @@ func rankOrderNote(rows []fit.Entry, ranks []int) string {
 var fitCSVColumns = append([]string{
 	"rank", "mode", "configuration", "policy", "window", "optimizer_on_host", "place", "managed_advise_host", "recompute",
 	"device", "device_need_bytes", "host_need_bytes", "copies_upload_bytes", "copies_download_bytes",
-}, append(predictionCSVColumns, "command", "precision", "lora_rank", "trained_params")...)
+}, append(predictionCSVColumns, "command", "precision", "lora_rank", "trained_params", "grad_accum", "batch")...)
 
 // writeFitCSV writes one row per configuration that fits, the ranked ones
 // first (rank from 1; 0 unranked).
@@ -270,7 +277,12 @@ func writeFitCSV(w io.Writer, r fit.Result) error {
 		if e.LoRA.On() {
 			lora, trained = strconv.Itoa(e.LoRA.Rank), strconv.FormatInt(e.Trained, 10)
 		}
-		recs = append(recs, append(append(rec, predictionCSV(e.Plan.Prediction)...), e.Command, e.Precision.String(), lora, trained))
+		batch := e.Batch
+		if batch == 0 {
+			batch = r.Header.Batch
+		}
+		recs = append(recs, append(append(rec, predictionCSV(e.Plan.Prediction)...), e.Command, e.Precision.String(), lora, trained,
+			e.GradAccum.String(), strconv.Itoa(batch)))
 	}
 	for i, e := range r.Ranked {
 		add(i+1, e)
@@ -331,6 +343,12 @@ type (
 		// trained parameters (its adapters); absent without LoRA.
 		LoRARank      int   `json:"lora_rank,omitempty"`
 		TrainedParams int64 `json:"trained_params,omitempty"`
+		// GradAccum is the micro-batches of a step under gradient
+		// accumulation (K > 1); absent without.
+		GradAccum int `json:"grad_accum,omitempty"`
+		// Batch is the entry's batch when the fit ranked several
+		// (--batch 4,8); absent otherwise (the header's).
+		Batch int `json:"batch,omitempty"`
 	}
 )
 
@@ -352,7 +370,11 @@ func writeFitJSON(w io.Writer, r fit.Result, v *fit.Verification) error {
 			DeviceBytes: e.Plan.Footprint.Device, HostBytes: e.Plan.HostNeed,
 			CopiesPerEpoch: jsonCopies{UploadBytes: c.UploadBytes, DownloadBytes: c.DownloadBytes, SyncBytes: c.SyncBytes(),
 				OverlapBytes: c.OverlapBytes, Count: c.Count, RemoteBytes: c.RemoteBytes},
-			Prediction: toJSONPrediction(e.Plan.Prediction), Command: e.Command, LoRARank: e.LoRA.Rank, TrainedParams: e.Trained})
+			Prediction: toJSONPrediction(e.Plan.Prediction), Command: e.Command, LoRARank: e.LoRA.Rank, TrainedParams: e.Trained,
+			Batch: e.Batch})
+		if e.GradAccum.On() {
+			doc.Entries[len(doc.Entries)-1].GradAccum = int(e.GradAccum)
+		}
 	}
 	for i, e := range r.Ranked {
 		add(i+1, e)

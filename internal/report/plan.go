@@ -46,6 +46,10 @@ func planKinds(p bench.MemoryPlan) []planKind {
 	if bench.Task(p.Header.Task) == bench.TaskGenerate {
 		kinds[5].note = "both passes' token ids and positions, and the constants (rotary tables)"
 	}
+	if p.Header.GradAccum > 1 {
+		kinds[2].note += ", and each trained parameter's gradient accumulator"
+		kinds[5].note = "one micro-batch and its target"
+	}
 	for _, sp := range p.Schedules {
 		b := sp.Bytes
 		for i, n := range []int64{b.Parameters, sp.Gradients, b.Optimizer, b.Saved, b.Arena, b.Inputs} {
@@ -154,7 +158,11 @@ func planTitle(p bench.MemoryPlan) string {
 	if h.LoRA != "" {
 		scale += ", LoRA " + h.LoRA
 	}
-	return fmt.Sprintf("Memory plan of gpuz %s %s (%s): %d blocks, batch %d%s", termsafe.String(h.Model), h.Task, scale, p.Blocks, h.Batch, sizesText(h))
+	batch := fmt.Sprint(h.Batch)
+	if h.GradAccum > 1 {
+		batch += fmt.Sprintf(" (%d micro-batches of %d, gradients accumulated)", h.GradAccum, h.Batch/h.GradAccum)
+	}
+	return fmt.Sprintf("Memory plan of gpuz %s %s (%s): %d blocks, batch %s%s", termsafe.String(h.Model), h.Task, scale, p.Blocks, batch, sizesText(h))
 }
 
 // targetHostNote says that a plan or a fit was made for a target host's

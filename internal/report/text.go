@@ -84,6 +84,9 @@ func WriteHeader(w io.Writer, h bench.Header) error {
 	if recomputes(h) {
 		fmt.Fprintf(&b, "recompute: %s (each block's forward runs again before its gradients; only block inputs are kept)\n", h.Recompute)
 	}
+	if h.GradAccum > 1 {
+		fmt.Fprintf(&b, "grad-accum: %d micro-batches of %d samples a step (their gradients added, one optimizer step on the batch's mean)\n", h.GradAccum, h.Batch/h.GradAccum)
+	}
 	if p := precisionOf(h); p.Half() {
 		line := precisionNote(p)
 		if lossScaled(h) {

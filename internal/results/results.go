@@ -104,6 +104,10 @@ type (
 		// Precision is the storage precision every mode ran with: fp32,
 		// bf16 or fp16.
 		Precision string `json:"precision"`
+		// GradAccum is the micro-batches of each training step when
+		// --grad-accum accumulated the gradients of more than one (a
+		// micro-batch is Batch/GradAccum samples); absent otherwise.
+		GradAccum int `json:"grad_accum,omitempty"`
 		// Weights is the storage of the frozen weights when a quantized
 		// kind stored them (--weights): q8_0, q4_0, q4_k or nf4; absent
 		// when they are floats of the precision.
