@@ -154,7 +154,7 @@ func TestBenchNameLevers(t *testing.T) {
 	// Gradient accumulation, after the precision: its runs compare apart
 	// from one batch's.
 	h := bench.Header{Model: "linear", Task: "train", Scale: "full", Recompute: "none", Precision: "bf16", GradAccum: 2}
-	if got, want := benchName(h, cache.Mode, cache.Device, cache.Placement), base+"train/mode=cache/device=sim:8GiB/policy=window/window=3/precision=bf16/grad_accum=2/scale=full"; got != want {
+	if got, want := benchName(h, cache.Mode, cache.Device, cache.PlacementKeys), base+"train/mode=cache/device=sim:8GiB/policy=window/window=3/precision=bf16/grad_accum=2/scale=full"; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
