@@ -432,7 +432,9 @@ func (m *modeRun) build() bool {
 }
 
 // size computes the placement's footprint in the device's free memory
-// and records the placement; it stops a run the host cannot hold.
+// and records the placement; it stops a run the host cannot hold, or
+// the address-space limit (the plan's host need, AddressSpaceNeed's
+// rule).
 func (m *modeRun) size() (engine.Footprint, bool) {
 	free, _, err := m.dev.MemInfo()
 	if err != nil {
@@ -441,6 +443,9 @@ func (m *modeRun) size() (engine.Footprint, bool) {
 	fp := m.sched.Footprint(m.placement, free)
 	m.r.Placement = m.placement.Describe(fp, m.sched.Blocks(), engine.Recorded)
 	if reason := hostShortfall(m.caps, fp); reason != "" {
+		return fp, m.fail(Status{Kind: StatusSkipped, Reason: reason})
+	}
+	if reason := addressSpaceShortfall(m.opts.dataBytes()+m.opts.plannedHostNeed(m.caps, fp), m.opts.Threads); reason != "" {
 		return fp, m.fail(Status{Kind: StatusSkipped, Reason: reason})
 	}
 	return fp, true
