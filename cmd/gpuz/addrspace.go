@@ -36,7 +36,7 @@ func checkStartAddressSpace(procs int) error {
 
 // addressSpaceError is the one-line error for an address-space limit
 // (limited: there is one) below a need of workload bytes for the run's
-// largest mode and headroom for the runtime with procs processors
+// least mode and headroom for the runtime with procs processors
 // (GOMAXPROCS) and threads BLAS threads, or nil when it fits. A
 // GOMAXPROCS above the CPUs, which only adds the runtime's threads, is
 // named with the advice to lower it.
@@ -54,20 +54,23 @@ func addressSpaceError(limit int64, limited bool, workload, headroom int64, thre
 		return fmt.Errorf("the address-space limit (ulimit -v) is %s; gpuz needs at least %s here for %s and %d BLAS threads; %s",
 			units.Bytes(limit), units.Bytes(headroom), runtimeText, blas, advice)
 	}
-	return fmt.Errorf("the address-space limit (ulimit -v) is %s; this run needs %s: %s for its largest mode's host memory and %s for %s and %d BLAS threads; %s, or run less (--scale small, fewer --threads)",
+	return fmt.Errorf("the address-space limit (ulimit -v) is %s; this run needs %s: %s for the host memory of its least mode and %s for %s and %d BLAS threads; %s, or run less (--scale small, fewer --threads)",
 		units.Bytes(limit), units.Bytes(workload+headroom), units.Bytes(workload), units.Bytes(headroom), runtimeText, blas, advice)
 }
 
-// checkRunAddressSpace refuses, before anything runs, a run whose planned
-// host memory (its largest mode's, bench.AddressSpaceNeed) and the
-// runtime's headroom exceed the address-space limit. Without a limit it
-// plans nothing.
+// checkRunAddressSpace refuses, before anything runs, a run that could
+// run nothing under the address-space limit: its least mode's planned
+// host memory (bench.AddressSpaceNeed), the least over its
+// configurations, and the runtime's headroom exceed the limit. Within
+// it, a mode beyond the limit is skipped as it starts, its row saying
+// why, and the others run, as without a limit a mode beyond the host's
+// memory is. Without a limit it plans nothing.
 func checkRunAddressSpace(ctx context.Context, configs ...bench.Options) error {
 	limit, ok := addressSpaceLimit()
 	if !ok {
 		return nil
 	}
-	var need int64
+	need := int64(-1)
 	threads := 0
 	for _, opts := range configs {
 		var n int64
@@ -78,7 +81,7 @@ func checkRunAddressSpace(ctx context.Context, configs ...bench.Options) error {
 		if err != nil {
 			return err
 		}
-		if n > need {
+		if need < 0 || n < need {
 			need, threads = n, opts.Threads
 		}
 	}

@@ -21,9 +21,9 @@ import (
 // (ulimit -v). Below what the Go runtime and the BLAS's threads need,
 // every command is refused at start with one line and status 1: a small
 // run at 1.9 GB used to abort with a goroutine dump (pthread_create
-// failed) or spin in a GC pause for minutes ignoring Ctrl-C. A run whose
-// largest mode's host memory does not fit besides that headroom is refused
-// before anything runs. At the headroom, a small run works. The refusals
+// failed) or spin in a GC pause for minutes ignoring Ctrl-C. A run none
+// of whose modes' host memory fits besides that headroom is refused
+// before anything runs; a mode beyond it is skipped, the others run. At the headroom, a small run works. The refusals
 // at start come from the constructor of prestart_cgo.go, before the
 // runtime: no failure of the runtime's is excused (TestPrestartComesFirst
 // tries lower limits).
@@ -60,6 +60,18 @@ func TestAddressSpaceLimit(t *testing.T) {
 		{"managed page beyond the device", headroom + 1<<20,
 			[]string{"linear", "train", "managed,cpu", "--scale", "small", "--device", "sim:64MiB", "--managed-page", "128MiB"}, exitIncomplete, "",
 			[]string{`^\[1\] managed: OOM: needs 128 MiB, 64\.0 MiB of 64\.0 MiB free$`, `^cpu host .* ok$`}, 0},
+		// A managed page beyond the address-space limit (issue 44 item
+		// 8): that mode's row says why, the cpu mode runs, status 3, as
+		// without a limit a page beyond the host's memory is; the whole
+		// run was refused, status 1, for its largest mode.
+		{"managed page beyond the limit", headroom + 64<<10,
+			[]string{"linear", "train", "managed,cpu", "--scale", "small", "--device", "sim:64MiB", "--managed-page", "8GiB"}, exitIncomplete, "",
+			[]string{`^\[1\] managed: skipped: needs 8\.00 GiB of host memory`, `^cpu host .* ok$`}, 0},
+		// A page that fits what the process can still map, but not
+		// beside the runtime's headroom: skipped by the check's own rule.
+		{"managed page beyond the limit with the headroom", headroom + 1<<20,
+			[]string{"linear", "train", "managed,cpu", "--scale", "small", "--device", "sim:64MiB", "--managed-page", "1GiB"}, exitIncomplete, "",
+			[]string{`^\[1\] managed: skipped: needs 1\.00 GiB of host memory and .* for the Go runtime and its threads,$`, `^beyond the address-space limit \(ulimit -v\) of `, `^cpu host .* ok$`}, 0},
 		// GOMAXPROCS far above the CPUs (issue 36 item 7): the runtime
 		// started a thread per mark worker before main and aborted with a
 		// goroutine dump (even gpuz version under 3 GB), and the headroom
@@ -132,11 +144,11 @@ func TestAddressSpaceError(t *testing.T) {
 		{"start", gib, true, 0, 2 * gib, 1, n,
 			fmt.Sprintf("the address-space limit (ulimit -v) is 1.00 GiB; gpuz needs at least 2.00 GiB here for the Go runtime and %d BLAS threads; raise the limit", n)},
 		{"run", 3 * gib, true, 5 * gib, 2 * gib, n + 4, 1,
-			fmt.Sprintf("the address-space limit (ulimit -v) is 3.00 GiB; this run needs 7.00 GiB: 5.00 GiB for its largest mode's host memory and 2.00 GiB for the Go runtime and %d BLAS threads; raise the limit, or run less (--scale small, fewer --threads)", n+4)},
+			fmt.Sprintf("the address-space limit (ulimit -v) is 3.00 GiB; this run needs 7.00 GiB: 5.00 GiB for the host memory of its least mode and 2.00 GiB for the Go runtime and %d BLAS threads; raise the limit, or run less (--scale small, fewer --threads)", n+4)},
 		{"start, GOMAXPROCS above the CPUs", gib, true, 0, 5 * gib, 1, n + 1,
 			fmt.Sprintf("the address-space limit (ulimit -v) is 1.00 GiB; gpuz needs at least 5.00 GiB here for the Go runtime with GOMAXPROCS=%d and %d BLAS threads; raise the limit, or lower GOMAXPROCS (this machine has %d CPUs)", n+1, n, n)},
 		{"run, GOMAXPROCS above the CPUs", 3 * gib, true, 5 * gib, 2 * gib, 1, 1000,
-			fmt.Sprintf("the address-space limit (ulimit -v) is 3.00 GiB; this run needs 7.00 GiB: 5.00 GiB for its largest mode's host memory and 2.00 GiB for the Go runtime with GOMAXPROCS=1000 and %d BLAS threads; raise the limit, or lower GOMAXPROCS (this machine has %d CPUs), or run less (--scale small, fewer --threads)", n, n)},
+			fmt.Sprintf("the address-space limit (ulimit -v) is 3.00 GiB; this run needs 7.00 GiB: 5.00 GiB for the host memory of its least mode and 2.00 GiB for the Go runtime with GOMAXPROCS=1000 and %d BLAS threads; raise the limit, or lower GOMAXPROCS (this machine has %d CPUs), or run less (--scale small, fewer --threads)", n, n)},
 	} {
 		err := addressSpaceError(tt.limit, tt.limited, tt.workload, tt.headroom, tt.threads, tt.procs)
 		if got := fmt.Sprint(err); (tt.want == "" && err != nil) || (tt.want != "" && got != tt.want) {

@@ -11,23 +11,29 @@ import (
 	"gpuz/internal/bench"
 )
 
-// modeProgress draws, on a terminal, one live line for the mode that is
-// running: its epoch and batch counters, a bar, the elapsed time and an
-// estimate of what remains, redrawn at every batch done. It erases its line
-// before any other line is written (the epoch lines keep their place and
-// form) and when the mode ends. A nil *modeProgress draws nothing, which is
-// what a run whose standard error is not a terminal gets, so that logs are
-// unchanged.
+// modeProgress shows how the mode that is running advances. On a
+// terminal it draws one live line: its epoch and batch counters, a bar,
+// the elapsed time and an estimate of what remains, redrawn at every
+// batch done; it erases its line before any other line is written (the
+// epoch lines keep their place and form) and when the mode ends. On a
+// standard error that is not a terminal (a log, a pipe) it writes the
+// counters as a line of their own at a batch done slowLineEvery after the
+// last (progressLine), "cuda: epoch 1/3, batch 2/4 (1m4s)", so that a
+// run whose batches take minutes says so, while a quick run's log is
+// unchanged. A nil *modeProgress shows nothing.
 type modeProgress struct {
 	w   io.Writer
 	bar *progressbar.ProgressBar
+	// log is the line of a standard error that is not a terminal, nil on
+	// a terminal.
+	log *progressLine
 }
 
-// newModeProgress returns the progress line on w, or nil when w is not a
-// terminal.
+// newModeProgress returns the progress on w: a bar on a terminal, a line
+// every slowLineEvery otherwise.
 func newModeProgress(w io.Writer, tty bool) *modeProgress {
 	if !tty {
-		return nil
+		return &modeProgress{w: w, log: newProgressLine(w, false)}
 	}
 	return &modeProgress{w: w}
 }
@@ -35,6 +41,10 @@ func newModeProgress(w io.Writer, tty bool) *modeProgress {
 // start begins a mode's line, of epochs × batches batches in all.
 func (p *modeProgress) start(mode bench.Mode, epochs, batches int) {
 	if p == nil {
+		return
+	}
+	if p.log != nil {
+		p.log.restart()
 		return
 	}
 	p.clear()
@@ -50,8 +60,13 @@ func (p *modeProgress) start(mode bench.Mode, epochs, batches int) {
 	_ = p.bar.RenderBlank()
 }
 
-// batch redraws the line after a batch done.
+// batch redraws the line after a batch done (writes it, when it is time
+// to, on a log).
 func (p *modeProgress) batch(mode bench.Mode, b bench.BatchDone) {
+	if p != nil && p.log != nil {
+		p.log.show(fmt.Sprintf("%s: epoch %d/%d, batch %d/%d", mode, b.Epoch+1, b.Epochs, b.Batch+1, b.Batches))
+		return
+	}
 	if p == nil || p.bar == nil {
 		return
 	}

@@ -2,7 +2,11 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"runtime"
+	"syscall"
+
+	"gpuz/internal/units"
 )
 
 // The address space a gpuz process needs besides the memory its workload
@@ -63,19 +67,46 @@ func procsHeadroom(procs, cpus int) int64 {
 	return int64(arenas)*headroomPerP + int64((procs-arenas+3)/4)*markWorkerStack
 }
 
-// AddressSpaceNeed is the address space a run of opts needs: the largest
-// host need of its modes' plans (PlanMemory: the data set and each mode's
-// host memory, a simulated device's included) plus RuntimeHeadroom. The
-// modes run one after another and the Go runtime reuses its heap's
-// address space, so the largest mode counts, not their sum.
+// AddressSpaceNeed is the address space the least of a run's modes
+// needs: the smallest host need of its modes' plans that are whole
+// (PlanMemory: the data set and each mode's host memory, a simulated
+// device's included; the data set alone when none is) plus
+// RuntimeHeadroom. Under an address-space limit below it the run can do
+// nothing, and is refused before anything runs; a mode of a run within
+// it whose own need is beyond the limit is skipped when it starts, its
+// row saying why, and the others run (addressSpaceShortfall), as a mode
+// beyond the host's memory is.
 func AddressSpaceNeed(opts Options) (int64, error) {
 	p, err := PlanMemory(opts, PlanOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("planning the host memory: %w", err)
 	}
-	var largest int64
+	least := int64(-1)
 	for _, m := range p.Modes {
-		largest = max(largest, m.HostNeed)
+		if m.Status.Kind == StatusOK && (least < 0 || m.HostNeed < least) {
+			least = m.HostNeed
+		}
 	}
-	return largest + RuntimeHeadroom(opts.Threads), nil
+	if least < 0 {
+		least = p.Header.DataBytes
+	}
+	return least + RuntimeHeadroom(opts.Threads), nil
+}
+
+// addressSpaceShortfall says why a mode whose host need is need bytes
+// cannot run under the process's address-space limit (RLIMIT_AS, ulimit
+// -v) beside the runtime's headroom with threads BLAS threads, or "" when
+// it can or there is no limit: the rule of AddressSpaceNeed, mode by
+// mode.
+func addressSpaceShortfall(need int64, threads int) string {
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &r); err != nil || r.Cur >= math.MaxInt64 {
+		return ""
+	}
+	headroom := RuntimeHeadroom(threads)
+	if need+headroom <= int64(r.Cur) {
+		return ""
+	}
+	return fmt.Sprintf("needs %s of host memory and %s for the Go runtime and its threads, beyond the address-space limit (ulimit -v) of %s",
+		units.Bytes(need), units.Bytes(headroom), units.Bytes(int64(r.Cur)))
 }

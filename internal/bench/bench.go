@@ -164,9 +164,10 @@ type BatchDone struct {
 // Run measures every requested mode in turn and returns what each did. A
 // mode that cannot run, fails or diverges (a loss or output that is not a
 // finite number) gets a status and the other modes still run. When ctx is
-// cancelled the run stops after the current batch: the epochs completed
-// are kept, the mode is marked interrupted, and the modes not started are
-// skipped.
+// cancelled the run stops where it is, between two of a setup phase's
+// allocations or parameters, or two steps of a batch: the epochs
+// completed are kept, the mode is marked interrupted (saying where), its
+// device closed, and the modes not started are skipped.
 func Run(ctx context.Context, opts Options) (Result, error) {
 	threads := opts.applyThreads()
 	if opts.measured == nil {
@@ -318,7 +319,7 @@ func runMode(ctx context.Context, opts Options, mode Mode, shared runModel, data
 	m.describeDevice(h.Env)
 	defer releaseHostMemory()
 
-	if !m.build(shared) {
+	if !m.build(shared) || m.stopped(ctx, PhaseBuild) {
 		return r
 	}
 	fp, ok := m.size()
@@ -326,15 +327,15 @@ func runMode(ctx context.Context, opts Options, mode Mode, shared runModel, data
 		return r
 	}
 	release, ok := m.reserve(fp)
-	if !ok {
+	if !ok || m.stopped(ctx, PhaseReserve) {
 		return r
 	}
 	defer release()
-	if !m.load(fp) {
+	if !m.load(ctx, fp) {
 		return r
 	}
 	defer m.prog.Close()
-	if !m.initialise() || !m.predict() {
+	if !m.initialise(ctx) || m.stopped(ctx, PhaseInit) || !m.predict() || m.stopped(ctx, PhasePredict) {
 		return r
 	}
 	if m.gen != nil {
@@ -383,6 +384,32 @@ func (m *modeRun) fail(status Status) bool {
 	return false
 }
 
+// stopped reports whether ctx is done, stopping the run, interrupted in
+// its setup at phase (the phase done last, or the one it stopped), where
+// it is: a signal in the setup of a large model (tens of seconds of
+// loading) stops it there, as one in its epochs stops it after a batch.
+func (m *modeRun) stopped(ctx context.Context, phase PhaseName) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	m.interrupted(fmt.Sprintf("in its setup (%s), before its first %s", phase, m.unit()))
+	return true
+}
+
+// interrupted stops the run as interrupted, saying where.
+func (m *modeRun) interrupted(where string) bool {
+	m.r.PeakDeviceBytes = m.dev.Stats().PeakBytes
+	return m.fail(Status{Kind: StatusInterrupted, Reason: where})
+}
+
+// unit is what the run repeats: an epoch, or a generation.
+func (m *modeRun) unit() string {
+	if m.opts.Task == TaskGenerate {
+		return "generation"
+	}
+	return "epoch"
+}
+
 // build takes the run's model and schedule, compiled once for every
 // mode (a mode's program is its own; the schedule and the graph are only
 // read), or fails as their compile did, and measures a real GPU for its
@@ -404,7 +431,9 @@ func (m *modeRun) build(shared runModel) bool {
 }
 
 // size computes the placement's footprint in the device's free memory
-// and records the placement; it stops a run the host cannot hold.
+// and records the placement; it stops a run the host cannot hold, or
+// the address-space limit (the plan's host need, AddressSpaceNeed's
+// rule).
 func (m *modeRun) size() (engine.Footprint, bool) {
 	free, _, err := m.dev.MemInfo()
 	if err != nil {
@@ -414,6 +443,9 @@ func (m *modeRun) size() (engine.Footprint, bool) {
 	m.r.Placement = m.placement.Describe(fp, m.sched.Blocks(), engine.Recorded)
 	m.r.PlacementKeys = m.placement.Keys(fp)
 	if reason := hostShortfall(m.caps, fp); reason != "" {
+		return fp, m.fail(Status{Kind: StatusSkipped, Reason: reason})
+	}
+	if reason := addressSpaceShortfall(m.opts.dataBytes()+m.opts.plannedHostNeed(m.caps, fp), m.opts.Threads); reason != "" {
 		return fp, m.fail(Status{Kind: StatusSkipped, Reason: reason})
 	}
 	return fp, true
@@ -438,11 +470,14 @@ func (m *modeRun) reserve(fp engine.Footprint) (release func(), ok bool) {
 
 // load loads the schedule under the placement; a device out of memory is
 // quoted with what is free once the load has released what it took.
-func (m *modeRun) load(fp engine.Footprint) bool {
+func (m *modeRun) load(ctx context.Context, fp engine.Footprint) bool {
 	m.opts.startPhase(m.mode, m.r.Device, PhaseLoad)
 	loading := time.Now()
 	var err error
-	if m.prog, err = m.sched.Load(m.dev, m.placement); err != nil {
+	if m.prog, err = m.sched.LoadContext(ctx, m.dev, m.placement); err != nil {
+		if ctx.Err() != nil {
+			return !m.stopped(ctx, PhaseLoad)
+		}
 		status := errorStatus(err)
 		var oom *device.OutOfMemoryError
 		if errors.As(err, &oom) {
@@ -463,10 +498,14 @@ func (m *modeRun) load(fp engine.Footprint) bool {
 
 // initialise draws and uploads the initial values parameter by
 // parameter: the uploads are timed as they go, the drawing is the rest.
-func (m *modeRun) initialise() bool {
+// It stops at the next parameter once ctx is done.
+func (m *modeRun) initialise(ctx context.Context) bool {
 	m.opts.startPhase(m.mode, m.r.Device, PhaseInit)
 	initialising, upload := time.Now(), time.Duration(0)
 	err := m.model.InitParams(m.opts.Seed, func(param *gorgonia.Node, values []float32) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		uploading := time.Now()
 		defer func() { upload += time.Since(uploading) }()
 		return m.prog.SetInput(param, values)
@@ -475,6 +514,9 @@ func (m *modeRun) initialise() bool {
 		err = m.loadWeights()
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return !m.stopped(ctx, PhaseInit)
+		}
 		return m.fail(errorStatus(err))
 	}
 	m.r.Setup = append(m.r.Setup, phase(PhaseInit, time.Since(initialising)-upload), phase(PhaseUpload, upload))
@@ -558,11 +600,14 @@ func (m *modeRun) epoch(ctx context.Context, data models.Data, e int) (Epoch, bo
 	sum, samples := 0.0, 0
 	skippedBefore := prog.LossScale().Skipped
 	for i := range batches {
-		if ctx.Err() != nil {
-			m.r.PeakDeviceBytes = m.dev.Stats().PeakBytes
-			return Epoch{}, m.fail(Status{Kind: StatusInterrupted, Reason: fmt.Sprintf("after %d of %d epochs", len(m.r.Epochs), opts.Epochs)})
+		var v float32
+		err := ctx.Err()
+		if err == nil {
+			v, err = m.batch(data, i)
 		}
-		v, err := m.batch(data, i)
+		if err != nil && ctx.Err() != nil { // before the batch, or in it between two steps
+			return Epoch{}, m.interrupted(fmt.Sprintf("after %d of %d epochs", len(m.r.Epochs), opts.Epochs))
+		}
 		if err != nil {
 			return Epoch{}, m.fail(errorStatus(err))
 		}

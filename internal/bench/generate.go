@@ -165,8 +165,8 @@ var errStopped = errors.New("generation stopped")
 
 // generation runs generation e from the prompts (one epoch of the
 // generate task): the prefill, timed to the first token, then the decode
-// passes; a cancelled ctx stops it at its next pass (the generations
-// finished are kept). Its value is the mean over the generated
+// passes; a cancelled ctx stops it at its next pass or step (the
+// generations finished are kept). Its value is the mean over the generated
 // tokens of each one's logit, the largest of its position's (a figure
 // that every mode computes alike, and that is not finite when the
 // logits are not).
@@ -194,9 +194,8 @@ func (m *modeRun) generation(ctx context.Context, prompt []float32, e int) (Epoc
 	})
 	total := time.Since(start)
 	switch {
-	case errors.Is(err, errStopped):
-		m.r.PeakDeviceBytes = m.dev.Stats().PeakBytes
-		return Epoch{}, m.fail(Status{Kind: StatusInterrupted, Reason: fmt.Sprintf("after %d of %d generations", len(m.r.Epochs), opts.Epochs)})
+	case err != nil && ctx.Err() != nil: // between passes (errStopped), or in one between two steps
+		return Epoch{}, m.interrupted(fmt.Sprintf("after %d of %d generations", len(m.r.Epochs), opts.Epochs))
 	case err != nil:
 		return Epoch{}, m.fail(errorStatus(err))
 	}

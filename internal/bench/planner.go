@@ -221,3 +221,14 @@ func placementOf(mode Mode, cfg Config) (engine.Placement, error) {
 	}
 	return pl, nil
 }
+
+// BlockBytes returns the bytes of each block's area under cfg's levers as
+// a placement that keeps it resident lays it out (engine.Schedule.BlockBytes):
+// the least that keeping the block on the device costs there.
+func (p *Planner) BlockBytes(cfg Config) ([]int64, error) {
+	c, err := p.schedule(keyOf(cfg))
+	if err != nil {
+		return nil, err
+	}
+	return c.sched.BlockBytes(), nil
+}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -75,11 +76,24 @@ type Program struct {
 	// gradSquares holds each parameter's gradient's sum of squares,
 	// computed right after the gradient, while it is still in cache.
 	gradSquares []float64
+	// ctx is LoadContext's: once it is done, no allocation or step starts.
+	ctx context.Context
 }
 
 // Load allocates the schedule's memory on dev for a placement. On error,
 // including the device running out of memory, nothing stays allocated.
-func (sc *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err error) {
+func (sc *Schedule) Load(dev device.Device, pl Placement) (*Program, error) {
+	return sc.LoadContext(context.Background(), dev, pl)
+}
+
+// LoadContext is Load, stopped by ctx: once ctx is done, the load
+// allocates nothing more and fails with ctx's error, releasing what it
+// took, and the program it returned runs no further step (Run and
+// RunPass fail with that error between two steps). A load of gigabytes
+// faults its memory in for tens of seconds, and a step of a large model
+// takes a fraction of a second where the whole step takes a minute: so a
+// signal stops either within a buffer or a step.
+func (sc *Schedule) LoadContext(ctx context.Context, dev device.Device, pl Placement) (prog *Program, err error) {
 	bd, err := sc.bindValid(pl)
 	if err != nil {
 		return nil, err
@@ -89,7 +103,7 @@ func (sc *Schedule) Load(dev device.Device, pl Placement) (prog *Program, err er
 		buffers: make([]device.Buffer, len(sc.values)), mirrors: make([]device.Buffer, len(sc.values)), moments: make([][2]device.Buffer, len(sc.params)),
 		masters: make([]device.Buffer, len(sc.params)), accums: make([]device.Buffer, len(sc.params)), loss: newLossScale(), seedScale: 1,
 		adamSteps: make([]int, len(sc.spec.Blocks)), scratch: make([]float32, 1),
-		gradSquares: make([]float64, len(sc.params))}
+		gradSquares: make([]float64, len(sc.params)), ctx: ctx}
 	loading := prog // the returns below set prog to nil before this runs
 	defer func() {
 		if err != nil {
@@ -118,8 +132,19 @@ func (prog *Program) bindSteps() (*Program, error) {
 	return prog, nil
 }
 
+// stopped is the load's context's error, wrapped, once it is done.
+func (prog *Program) stopped() error {
+	if err := prog.ctx.Err(); err != nil {
+		return fmt.Errorf("engine: stopped: %w", err)
+	}
+	return nil
+}
+
 // alloc allocates a buffer that Close frees.
 func (prog *Program) alloc(n int) (device.Buffer, error) {
+	if err := prog.stopped(); err != nil {
+		return nil, err
+	}
 	b, err := prog.dev.Alloc(n)
 	if err != nil {
 		return nil, err
@@ -133,6 +158,9 @@ func (prog *Program) alloc(n int) (device.Buffer, error) {
 func (prog *Program) allocOn(onHost bool, n int) (device.Buffer, error) {
 	if !onHost {
 		return prog.alloc(n)
+	}
+	if err := prog.stopped(); err != nil {
+		return nil, err
 	}
 	b, err := prog.host.Alloc(n)
 	if err != nil {
@@ -376,6 +404,9 @@ func (prog *Program) Run() (float32, error) {
 	if len(prog.sched.spec.Passes) > 0 {
 		return 0, errors.New("engine: a schedule of passes runs them one at a time (RunPass)")
 	}
+	if err := prog.stopped(); err != nil {
+		return 0, err
+	}
 	if err := prog.scaleSeed(); err != nil {
 		return 0, err
 	}
@@ -403,6 +434,9 @@ func (prog *Program) RunPass(p int) error {
 	if p < 0 || p >= len(prog.sched.spec.Passes) {
 		return fmt.Errorf("engine: pass %d of a schedule of %d passes", p, len(prog.sched.spec.Passes))
 	}
+	if err := prog.stopped(); err != nil {
+		return err
+	}
 	return prog.sched.walkPass(prog.placed, programSteps{prog}, p)
 }
 
@@ -413,6 +447,9 @@ type programSteps struct{ prog *Program }
 // takes its sum of squares while it is in cache.
 func (ps programSteps) execute(si int, staged bool) error {
 	prog := ps.prog
+	if err := prog.stopped(); err != nil {
+		return err
+	}
 	s := prog.steps[si]
 	if err := prog.execute(si, staged); err != nil {
 		return err

@@ -182,6 +182,9 @@ func (r *residency) window() int { return r.Window() }
 
 // hostAlloc returns n zeroed floats of host memory that free releases.
 func (r *residency) hostAlloc(n int) ([]float32, error) {
+	if err := r.prog.stopped(); err != nil {
+		return nil, err
+	}
 	f, err := hugemem.Alloc(n)
 	if err != nil {
 		return nil, err

@@ -144,8 +144,12 @@ type Result struct {
 	// HostProfile names the profile the cpu mode is predicted on, "" when
 	// there is none (the cpu is then listed unranked).
 	HostProfile string
-	// Searched is the number of candidates planned.
-	Searched int
+	// Searched is the number of candidates the search considered;
+	// Planned those of them it planned, the others ruled out unplanned
+	// by a lower bound on their device need over the budget (a larger
+	// window of a family over it; a split whose device blocks' areas
+	// alone are).
+	Searched, Planned int
 	// Ranked are the candidates that fit with a prediction, fastest first,
 	// but within a tie (TieFraction) the simpler first, and one that
 	// changes the results (Candidate.ChangesResults) above one that does
@@ -239,6 +243,7 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 	// more blocks and needs more, so it is ruled out unplanned. The
 	// candidates come window by window, smallest first.
 	tooBig := map[string]bool{}
+	bound := deviceBound{p: p, areas: map[string][]int64{}}
 	for i, c := range cs {
 		opts.progress("planning configurations", i, len(cs))
 		family := ""
@@ -246,6 +251,15 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 			f := c
 			f.Config = without
 			if family = f.String(); tooBig[family] {
+				continue
+			}
+		}
+		if hasGPU {
+			least, err := bound.of(c)
+			if err != nil {
+				return Result{}, fmt.Errorf("planning %s: %w", c, err)
+			}
+			if least > res.Budget {
 				continue
 			}
 		}
@@ -268,7 +282,7 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 		all = append(all, e)
 	}
 	opts.progress("planning configurations", len(cs), len(cs))
-	res.Searched = len(cs)
+	res.Searched, res.Planned = len(cs), len(all)
 	all = dropUselessLevers(all)
 	for _, e := range all {
 		switch {
@@ -309,6 +323,46 @@ func search(p *bench.Planner, opts Options) (Result, error) {
 		return cmp.Or(cmp.Compare(copied(a), copied(b)), cmp.Compare(a.Plan.Footprint.Device, b.Plan.Footprint.Device))
 	})
 	return res, nil
+}
+
+// deviceBound is a lower bound on a candidate's device need that costs
+// no plan: the areas of the blocks its placement keeps resident on the
+// device (engine.Schedule.BlockBytes), each allocated there whatever
+// else is. A hybrid split of a model whose every block is larger than
+// the budget (a layer of width 65,536: 200 GB) is ruled out this way,
+// where planning the 35,000 splits of its 500 layers took minutes.
+type deviceBound struct {
+	p *bench.Planner
+	// areas holds the blocks' bytes of each setting of the levers.
+	areas map[string][]int64
+}
+
+// of returns a hybrid candidate's bound: the areas of its blocks
+// resident on the device; 0 for the other modes, which the search plans
+// whatever the bound (their plans name the least need when nothing fits).
+func (d deviceBound) of(c Candidate) (int64, error) {
+	h, ok := c.Placement().(engine.Hybrid)
+	if !ok {
+		return 0, nil
+	}
+	levers := c
+	levers.Placements, levers.Placed = bench.Placements{}, nil
+	key := levers.String()
+	areas, ok := d.areas[key]
+	if !ok {
+		var err error
+		if areas, err = d.p.BlockBytes(c.Config); err != nil {
+			return 0, err
+		}
+		d.areas[key] = areas
+	}
+	var least int64
+	for b, n := range areas {
+		if h.Blocks[b] == engine.OnDevice {
+			least += n
+		}
+	}
+	return least, nil
 }
 
 // cmpBool orders false before true.
