@@ -34,8 +34,15 @@ type Plan struct {
 	Transient int64
 	// Peak is Parameters + Moments + the larger of (WeightCopies + Saved
 	// + Transient), held as the backward pass starts, and Gradients, held
-	// as it ends.
+	// as it ends; of an evaluation pass, Parameters + WeightCopies + Live.
 	Peak int64
+	// Eval marks an evaluation pass's plan (PlanEval): no gradients,
+	// moments or saved tensors; WeightCopies are autocast's cached copies
+	// alive at the peak, Live the other tensors alive then (LogSoftmax
+	// among them), LiveByOp the same by the op that made them.
+	Eval     bool
+	Live     int64
+	LiveByOp []OpBytes
 }
 
 // OpBytes is the bytes one op's rule saved.

@@ -14,6 +14,19 @@ func (s Step) Python() string {
 	return "TrainingArguments(" + s.TrainingArguments() + "), " + s.ModelPython()
 }
 
+// EvalPython is s's evaluation pass as a PyTorch user sets it: bf16
+// autocast and the batch in TrainingArguments (Trainer.evaluate runs the
+// model under no_grad, in the same autocast as training), the model's
+// LoRA and attention.
+func (s Step) EvalPython() string {
+	var args []string
+	if s.Autocast {
+		args = append(args, "bf16=True")
+	}
+	args = append(args, fmt.Sprintf("per_device_eval_batch_size=%d", s.Batch))
+	return "TrainingArguments(" + strings.Join(args, ", ") + "), " + s.ModelPython()
+}
+
 // TrainingArguments is the arguments of s's TrainingArguments.
 func (s Step) TrainingArguments() string {
 	var args []string
