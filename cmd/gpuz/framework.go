@@ -18,7 +18,7 @@ func addFrameworkFlag(fs *pflag.FlagSet, o *WorkloadOptions) {
 		names[i] = string(f)
 	}
 	fs.StringVar(&o.Framework, "framework", string(torchplan.Gpuz), "the framework planned (plan: beside gpuz's own; fit: PyTorch's configurations ranked in its place): "+strings.Join(names, ", ")+
-		" (torch: PyTorch 2.x with transformers, torch-1.13: PyTorch 1.13; a training step: --precision bf16 is autocast over float32 weights, --recompute blocks gradient checkpointing, --lora PEFT's LoRA, --attention fused transformers' sdpa; torch-1.13 is eager)")
+		" (torch: PyTorch 2.x with transformers, torch-1.13: PyTorch 1.13; a training step or an evaluation pass: --precision bf16 is autocast over float32 weights, --recompute blocks gradient checkpointing (training), --lora PEFT's LoRA, --attention fused transformers' sdpa; torch-1.13 is eager)")
 }
 
 // frameworkPlan is PyTorch's plan of the step opts runs, under
@@ -56,17 +56,18 @@ func (o *WorkloadOptions) framework() (torchplan.Framework, error) {
 	return fw, nil
 }
 
-// torchStep is the training step opts describes as fw runs it, without
-// LoRA: --precision bf16 as autocast, --recompute blocks as gradient
-// checkpointing, --attention fused as SDPA (torch-1.13: eager). Its
-// errors are usage errors.
+// torchStep is the training step or evaluation pass opts describes as fw
+// runs it, without LoRA: --precision bf16 as autocast, --recompute blocks
+// as gradient checkpointing (training), --attention fused as SDPA
+// (torch-1.13: eager). Its errors are usage errors.
 func torchStep(fw torchplan.Framework, opts bench.Options) (torchplan.Step, error) {
 	llm, ok := opts.Workload.(*models.LLMConfig)
-	if !ok || opts.Task != bench.TaskTrain {
-		return torchplan.Step{}, usagef("--framework %s plans the llm workload's training step (gpuz plan llm train)", fw)
+	if !ok || opts.Task != bench.TaskTrain && opts.Task != bench.TaskEval {
+		return torchplan.Step{}, usagef("--framework %s plans the llm workload's training step and evaluation pass (gpuz plan llm train|eval)", fw)
 	}
-	step := torchplan.Step{Model: llm.Model.Config, Layers: llm.Layers, Batch: opts.Batch, SeqLen: llm.SeqLen,
-		Checkpoint: opts.Recompute.Setting() == levers.RecomputeBlocks,
+	eval := opts.Task == bench.TaskEval
+	step := torchplan.Step{Model: llm.Model.Config, Layers: llm.Layers, Batch: opts.Batch, SeqLen: llm.SeqLen, Eval: eval,
+		Checkpoint: !eval && opts.Recompute.Setting() == levers.RecomputeBlocks,
 		// PyTorch 1.13 has no scaled_dot_product_attention: its attention
 		// is eager whatever --attention says.
 		SDPA: fw == torchplan.Torch && opts.Attention.Or(llm.Attention).Or(levers.AttentionFused).Fused()}

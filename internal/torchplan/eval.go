@@ -36,6 +36,7 @@ var evalOps = []evalOp{
 	{"mean", "mean(-1, keepdim=True): [N] in its input's type"},
 	{"layer_norm", "native_layer_norm: the output [N, d] and the mean and rstd [N] float32; layer_norm keeps the output and drops the others when it returns"},
 	{"copy", "a copy: rotate_half's cat [N·heads·hd] (its neg of the second half, [N·heads·hd/2], dropped after), repeat_kv's expand and reshape, the attention output's transpose and reshape, logits.float() under autocast"},
+	{"sdpa", "transformers' sdpa_attention_forward (PyTorch 2.x): F.scaled_dot_product_attention of q, k and v (repeat_kv's copies, autocast's of q and k), causal, no mask: the output [B, H, S, hd] and, for the call, the flash kernel's log-sum-exps [B, H, S] float32 (aten _scaled_dot_product_flash_attention; not measured here: CI's PyTorch 1.13 has no SDPA)"},
 	{"softmax", "_softmax(dtype=float32): the probabilities [B, H, S, S] float32, which eager_attention_forward returns as attn_weights and the decoder layer holds until it returns"},
 	{"log_softmax", "cross_entropy: _log_softmax of the float32 logits, [N, vocab] float32"},
 	{"nll_loss", "nll_loss_forward: the loss and the total weight, 0-d float32 each"},
@@ -203,10 +204,13 @@ func (m *evalModel) trained() bool { return m.s.LoRARank <= 0 }
 func (m *evalModel) forward() {
 	w := m.w
 	var consts []*buf
-	full := w.make("constant", m.seq*m.seq, f32)
-	m.mask = w.make("constant", m.seq*m.seq, f32)
-	w.free(full)
-	consts = append(consts, m.mask)
+	if !m.s.SDPA {
+		// sdpa is causal without a mask (transformers drops it).
+		full := w.make("constant", m.seq*m.seq, f32)
+		m.mask = w.make("constant", m.seq*m.seq, f32)
+		w.free(full)
+		consts = append(consts, m.mask)
+	}
 	rotary := m.c.Arch.Positions == hfconfig.Rotary
 	if rotary {
 		half := m.hd / 2
@@ -354,17 +358,24 @@ func (m *evalModel) attention(h *buf) (*buf, *buf) {
 		kr = w.make("copy", m.n*qdim, k.dt)
 		vr = w.make("copy", m.n*qdim, v.dt)
 	}
-	qk := int64(m.batch) * m.h * m.seq * m.seq
-	// q is never viewable as [B·H, S, hd] (rotated, or split off
-	// c_attn); kᵀ is when k is repeat_kv's contiguous copy.
-	scores := w.matmul(qk, q, kr, [2]bool{false, repeated})
-	div := w.ew(scores, nil, qk)
-	w.free(scores)
-	masked := w.ew(div, m.mask, qk)
-	w.free(div)
-	probs := w.make("softmax", qk, f32)
-	w.free(masked)
-	o := w.matmul(m.n*qdim, probs, vr, [2]bool{true, repeated})
+	var o, probs *buf
+	if m.s.SDPA {
+		var temps []*buf
+		for _, x := range []*buf{q, kr, vr} {
+			if c, temp := w.lower(x); temp {
+				temps = append(temps, c)
+			}
+		}
+		dt := f32
+		if w.autocast {
+			dt = bf16
+		}
+		o = w.make("sdpa", m.n*qdim, dt)
+		lse := w.make("sdpa", m.batch*m.h*m.seq, f32)
+		w.free(append(temps, lse)...)
+	} else {
+		o, probs = m.eager(q, kr, vr, repeated)
+	}
 	// transpose(1, 2) and reshape: a copy.
 	oc := w.make("copy", o.numel, o.dt)
 	w.free(o)
@@ -375,6 +386,24 @@ func (m *evalModel) attention(h *buf) (*buf, *buf) {
 	w.free(oc)
 	w.free(drop...)
 	return out, probs
+}
+
+// eager is eager_attention_forward of q and k and v at every head (kr
+// and vr: repeat_kv's contiguous copies when repeated): its output and
+// the probabilities.
+func (m *evalModel) eager(q, kr, vr *buf, repeated bool) (*buf, *buf) {
+	w := m.w
+	qk := m.batch * m.h * m.seq * m.seq
+	// q is never viewable as [B·H, S, hd] (rotated, or split off
+	// c_attn); kᵀ is when k is repeat_kv's contiguous copy.
+	scores := w.matmul(qk, q, kr, [2]bool{false, repeated})
+	div := w.ew(scores, nil, qk)
+	w.free(scores)
+	masked := w.ew(div, m.mask, qk)
+	w.free(div)
+	probs := w.make("softmax", qk, f32)
+	w.free(masked)
+	return w.matmul(m.n*m.h*m.hd, probs, vr, [2]bool{true, repeated}), probs
 }
 
 // rope is apply_rotary_pos_emb on x of heads heads: x·cos +
@@ -435,7 +464,8 @@ func (m *evalModel) mlp(h *buf) *buf {
 // PlanEval plans an evaluation pass of s (its Checkpoint ignored: no
 // graph is kept to checkpoint) under fw: the parameters and the largest
 // set of tensors alive at once, autocast's cached weight copies among
-// them.
+// them. The walk is PyTorch 1.13's and 2.x's alike (no row differs), sdpa
+// 2.x's alone.
 func PlanEval(s Step, fw Framework) (Plan, error) {
 	if _, err := fw.versions(); err != nil {
 		return Plan{}, err
@@ -443,8 +473,8 @@ func PlanEval(s Step, fw Framework) (Plan, error) {
 	switch {
 	case s.Model.Arch == nil:
 		return Plan{}, fmt.Errorf("no model")
-	case s.SDPA:
-		return Plan{}, fmt.Errorf("the evaluation pass is planned with eager attention: sdpa's is not yet written")
+	case s.SDPA && fw != Torch:
+		return Plan{}, fmt.Errorf("%s has no scaled_dot_product_attention: its attention is eager", fw)
 	case s.Batch <= 0 || s.SeqLen <= 0:
 		return Plan{}, fmt.Errorf("batch %d and sequence length %d must be positive", s.Batch, s.SeqLen)
 	}

@@ -51,8 +51,12 @@ type OpBytes struct {
 	Bytes int64
 }
 
-// PlanStep plans s under fw.
+// PlanStep plans s under fw: a training step, or with s.Eval an
+// evaluation pass (PlanEval).
 func PlanStep(s Step, fw Framework) (Plan, error) {
+	if s.Eval {
+		return PlanEval(s, fw)
+	}
 	t, err := trace(s, fw)
 	if err != nil {
 		return Plan{}, err
