@@ -180,7 +180,7 @@ class Params:
 def load(torch, s, init, layers):
     """transformers-named parameters from gpuz's initial weights."""
     P = Params(torch)
-    T = lambda name: torch.tensor(init[name], dtype=torch.float32)
+    T = lambda name: torch.as_tensor(init[name], dtype=torch.float32)
     d, hd, H, KV, I = s["hidden"], s["head_dim"], s["heads"], s["kv"], s["inter"]
     if s["arch"] == "gpt2":
         P.add("wte.weight", T("wte.weight").reshape(s["vocab"], d))
@@ -586,7 +586,9 @@ def check(path):
 
 def random_init(torch, s, layers, seed=1, std=0.02):
     """gpuz-named parameters drawn N(0, std²) (norms at 1), for runs
-    whose values do not matter (saved, count)."""
+    whose values do not matter (saved, count), each a flat tensor (a
+    Python list of a 0.5B model's values would take minutes and tens of
+    GB: gpu-check.sh's framework peaks load Qwen2.5-0.5B)."""
     g = torch.Generator().manual_seed(seed)
     d, hd, H, KV, I, V = s["hidden"], s["head_dim"], s["heads"], s["kv"], s["inter"], s["vocab"]
     shapes = {}
@@ -617,7 +619,7 @@ def random_init(torch, s, layers, seed=1, std=0.02):
                 shapes[pre + "mlp.down_proj.bias"] = [d]
     if not s["tie"]:
         shapes["lm_head.weight"] = [V, d]
-    return {n: (torch.randn(sh, generator=g) * std).flatten().tolist() for n, sh in shapes.items()}
+    return {n: (torch.randn(sh, generator=g) * std).flatten() for n, sh in shapes.items()}
 
 
 def random_lora(torch, s, P, rank):
