@@ -62,34 +62,7 @@ func PlanStep(s Step, fw Framework) (Plan, error) {
 		return Plan{}, err
 	}
 	p := Plan{Framework: fw, Python: s.Python()}
-	for _, x := range t.params {
-		p.ParameterCount += x.numel
-		if x.grad {
-			p.TrainedCount += x.numel
-		}
-	}
-	p.Parameters = 4 * p.ParameterCount
-	p.Gradients = 4 * p.TrainedCount
-	p.Moments = 2 * 4 * p.TrainedCount
-	for _, sv := range t.saved {
-		if sv.Weight {
-			p.WeightCopies += sv.Bytes
-			continue
-		}
-		p.Saved += sv.Bytes
-		if sv.Op == "log_softmax" {
-			p.LogSoftmax += sv.Bytes
-		}
-		i := len(p.SavedByOp) - 1
-		for i >= 0 && p.SavedByOp[i].Op != sv.Op {
-			i--
-		}
-		if i < 0 {
-			p.SavedByOp = append(p.SavedByOp, OpBytes{Op: sv.Op})
-			i = len(p.SavedByOp) - 1
-		}
-		p.SavedByOp[i].Bytes += sv.Bytes
-	}
+	p.tally(t)
 	layers := s.Layers
 	if layers <= 0 {
 		layers = s.Model.Layers
