@@ -17,6 +17,9 @@ import (
 // batches 1, 2, 4 … up to --batch, each printed as the Python a user
 // sets.
 func fitFrameworkRun(ctx context.Context, o *FitOptions, fw torchplan.Framework) (err error) {
+	if o.Workload.Name != "llm" {
+		return usagef("fit --framework %s ranks the llm workload's PyTorch configurations; gpuz plan %s train --framework %s plans this one's step", fw, o.Workload.Name, fw)
+	}
 	loras, err := o.loraSettings()
 	if err != nil {
 		return err

@@ -93,6 +93,44 @@ func TestPlanFrameworkEval(t *testing.T) {
 	}
 }
 
+// TestPlanFrameworkSynthetic runs "gpuz plan W train --scale small
+// --framework torch-1.13 --precision bf16 --format json" for the three
+// synthetic workloads and checks their saved tensors (activations and
+// autocast's weight copies) against what PyTorch 1.13 keeps for
+// scripts/torch_reference.py's step at that size (torch_reference.py
+// saved W --precision bf16, which internal/torchplan's
+// TestSyntheticSavedMatchesTorch runs): the flags reach the plan as
+// they should (the sizes of --scale, bf16 as autocast).
+func TestPlanFrameworkSynthetic(t *testing.T) {
+	for _, tc := range []struct {
+		workload string
+		saved    int64
+	}{{"linear", 180224}, {"resnet", 865792}, {"attention", 301076}} {
+		t.Run(tc.workload, func(t *testing.T) {
+			args := []string{"plan", tc.workload, "train", "cuda", "--scale", "small", "--device", "sim:1GiB",
+				"--framework", "torch-1.13", "--precision", "bf16", "--format", "json"}
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+				t.Fatalf("gpuz %q: status %d: %s", args, code, stderr.String())
+			}
+			var plan struct {
+				Framework struct {
+					Bytes struct {
+						WeightCopies int64 `json:"weight_copies"`
+						Saved        int64 `json:"saved_activations"`
+					} `json:"bytes"`
+				} `json:"framework"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &plan); err != nil {
+				t.Fatal(err)
+			}
+			if b := plan.Framework.Bytes; b.Saved+b.WeightCopies != tc.saved {
+				t.Errorf("PyTorch's saved tensors planned at %d bytes; PyTorch 1.13 keeps %d", b.Saved+b.WeightCopies, tc.saved)
+			}
+		})
+	}
+}
+
 // TestFrameworkBadInput checks that --framework's bad input is one line
 // and status 2.
 func TestFrameworkBadInput(t *testing.T) {
@@ -106,7 +144,9 @@ func TestFrameworkBadInput(t *testing.T) {
 		{"unknown framework", with(plan, "--framework", "jax"), `--framework: unknown framework "jax" (want gpuz, torch, torch-1.13)`},
 		{"fp16", with(plan, "--framework", "torch", "--precision", "fp16"), "--framework torch plans --precision fp32 and bf16 (autocast); fp16 is not planned"},
 		{"generate", []string{"plan", "llm", "generate", "cpu", "--model", "../../scripts/testdata/llm-gpt2.json", "--prompt", "4", "--tokens", "4", "--framework", "torch"}, "--framework torch plans the llm workload's training step and evaluation pass"},
-		{"linear", []string{"plan", "linear", "train", "--framework", "torch"}, "unknown flag: --framework"},
+		{"linear eval", []string{"plan", "linear", "eval", "--scale", "small", "--framework", "torch"}, "--framework torch plans a synthetic workload's training step (gpuz plan linear train)"},
+		{"attention fused", []string{"plan", "attention", "train", "--scale", "small", "--framework", "torch", "--attention", "fused"}, "eager, without LoRA"},
+		{"fit linear", []string{"fit", "linear", "train", "--framework", "torch", "--device", "sim:1GiB"}, "gpuz plan linear train --framework torch plans this one's step"},
 		{"fit unknown", []string{"fit", "llm", "train", "--framework", "jax"}, `--framework: unknown framework "jax"`},
 		{"fit generate", []string{"fit", "llm", "generate", "--framework", "torch", "--device", "sim:1GiB", "--model", "../../scripts/testdata/llm-gpt2.json", "--prompt", "4", "--tokens", "4"}, "--framework torch plans the llm workload's training step and evaluation pass"},
 		{"eval fp16", []string{"plan", "llm", "eval", "cpu", "--model", "../../scripts/testdata/llm-gpt2.json", "--seq-len", "8", "--framework", "torch-1.13", "--precision", "fp16"}, "--framework torch-1.13 plans --precision fp32 and bf16"},

@@ -64,9 +64,9 @@ func frameworkTable(p bench.MemoryPlan, tp *torchplan.Plan) table {
 	row("backward transient", tp.Transient, units.Bytes(b.Bytes.Arena), "gpuz: its arena")
 	row("peak", tp.Peak, gpuzPeak, "gpuz: the first mode's device need")
 	t.notes = []string{
-		"backward transient: the loss's two float32 gradients of the logits, or under checkpointing one decoder layer's saved tensors re-made, the larger",
+		"backward transient: the loss's float32 gradients of the output (an llm's two of the logits, nll_loss's and log_softmax's), or under checkpointing one decoder layer's saved tensors re-made, the larger",
 		"peak: parameters, moments and the larger of what the backward pass starts with (weight copies, saved activations, transient) and the gradients it ends with",
-		"the saved tensors follow docs/llm.md's rules; torch-1.13's equal PyTorch 1.13's to the byte (TestSavedMatchesTorch), torch's 2.x rows, the transient and the peak are not yet measured",
+		"the saved tensors follow docs/llm.md's rules; torch-1.13's equal PyTorch 1.13's to the byte (TestSavedMatchesTorch, TestSyntheticSavedMatchesTorch), torch's 2.x rows, the transient and the peak are not yet measured",
 	}
 	return t
 }
