@@ -683,6 +683,12 @@ def live(argv):
     class Live(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
+            # Storages gone before this op's results may share their
+            # addresses: dropped first, so that a result is not filed
+            # under a dead tensor's entry.
+            alive = {k: e for k, e in storages.items() if any(r() is not None for r in e[0])}
+            storages.clear()
+            storages.update(alive)
             for t in out if isinstance(out, (tuple, list)) else (out,):
                 if isinstance(t, torch.Tensor):
                     st = t.storage()

@@ -98,15 +98,24 @@ func (w *walk) make(op string, n int64, dt dtype) *buf {
 	return b
 }
 
-// free drops bs (nil, parameters and cached copies ignored).
+// free drops the storages of bs (nil, parameters and cached copies
+// ignored; a view drops its base).
 func (w *walk) free(bs ...*buf) {
 	for _, b := range bs {
 		if b == nil || b.param || b.weight || w.live[b.id] == nil {
 			continue
 		}
+		w.cur -= w.live[b.id].bytes()
 		delete(w.live, b.id)
-		w.cur -= b.bytes()
 	}
+}
+
+// view is n elements of b's storage (q, k or v split off c_attn's
+// result): a copy or cast of it has n elements; freeing it frees b.
+func view(b *buf, n int64) *buf {
+	v := *b
+	v.numel = n
+	return &v
 }
 
 // param makes a float32 parameter of n elements.
@@ -339,7 +348,7 @@ func (m *evalModel) attention(h *buf) (*buf, *buf) {
 	var drop []*buf // LlamaAttention's locals (GPT2Attention's c_attn result)
 	if a.Modules.QKV.Parts == nil {
 		qkv = m.linear(h, qdim+2*kvdim, lastName(a.Modules.QKV.Name), true)
-		q, k, v = qkv, qkv, qkv
+		q, k, v = view(qkv, m.n*qdim), view(qkv, m.n*kvdim), view(qkv, m.n*kvdim)
 		drop = []*buf{qkv}
 	} else {
 		parts := a.Modules.QKV.Parts
