@@ -41,7 +41,10 @@
 # each workload's train and eval with cuda,cache,cpu, --epochs 3 and --json
 # (cuda,cache and cpu apart when the cpu rows run at another scale), the
 # managed mode's, each workload's cuda mode in bf16 and linear training in
-# fp16 (--precision), then the peer's runs (on a GPU in fp32 and under
+# fp16 (--precision), `gpuz plan llm train --framework torch` of
+# SmolLM2-135M and Qwen2.5-0.5B beside PyTorch's max_memory_allocated of
+# the same step (torch_llm.py peak, with a GPU and PyTorch; a comparison
+# that fails nothing), then the peer's runs (on a GPU in fp32 and under
 # bf16 autocast), and `nvidia-smi -q` when there is an nvidia-smi. DIR holds
 # each command's output (NAME.txt, NAME.json for the runs) and SUMMARY.md:
 # every check's command, exit status, seconds and result, each run's medians
@@ -396,6 +399,31 @@ if ((peer)) && ((gpu)) && [[ -f $llm_script && -f $presets/smollm2-135m.json ]];
 	check peer-llm-generate "$peer_py" "$llm_script" generate "$presets/smollm2-135m.json" "${gen_size[@]}" \
 		--device cuda --repeats 3 --json "$out/peer-llm-generate.json"
 fi
+# PyTorch's own peak of a training step beside gpuz's plan of that step
+# as PyTorch runs it (plan llm train --framework torch; docs/llm.md, "What
+# PyTorch would hold"): SmolLM2-135M and Qwen2.5-0.5B, float32, eager
+# attention, full fine-tuning, sequences of 512 in batches of 2. The plan
+# runs on any device; torch_llm.py peak (its own transformers-shaped
+# model, two steps of Adam: torch.cuda.max_memory_allocated()) on a GPU
+# with PyTorch. A comparison, not a check: SUMMARY.md gives both and their
+# ratio, and an error here fails nothing.
+fw_py=
+if ((gpu)) && [[ -f $llm_script ]]; then fw_py=$(torch_python) || fw_py=; fi
+fw_models=(smollm2-135m qwen2.5-0.5b)
+fw_size=(--seq-len 512 --batch 2)
+for model in "${fw_models[@]}"; do
+	echo "== framework-$model: gpuz plan llm train --framework torch beside PyTorch's max_memory_allocated"
+	"${gpuz_env[@]}" "$bin" plan llm train cuda --model "$model" --device "$device" --framework torch --attention eager \
+		--precision fp32 "${fw_size[@]}" --samples 2 --json "$out/framework-$model-plan.json" >"$out/framework-$model-plan.txt" 2>&1 ||
+		echo "gpu-check: the plan of $model --framework torch failed (framework-$model-plan.txt)"
+	if [[ -n $fw_py && -f $presets/$model.json ]]; then
+		{ printf '$ %s\n' "$fw_py $llm_script peak $presets/$model.json ${fw_size[*]} --task train"
+			"$fw_py" "$llm_script" peak "$presets/$model.json" "${fw_size[@]}" --task train \
+				--json "$out/framework-$model-peak.json"; } >"$out/framework-$model-peak.txt" 2>&1 ||
+			echo "gpu-check: PyTorch's peak of $model failed (framework-$model-peak.txt)"
+		tail -n 2 "$out/framework-$model-peak.txt"
+	fi
+done
 if ((peer)); then
 	for workload in linear resnet attention; do
 		for task in train eval; do
@@ -482,6 +510,24 @@ for t in ("train", "eval", "generate"):
     peak = next((m.get("peak_device_bytes") for m in (run or {}).get("modes") or [] if m.get("mode") == "cuda"), None)
     mib = lambda b: f"{b / 2**20:.1f} MiB" if isinstance(b, (int, float)) else "-"
     print(f"| {t} | {mib(need)} | {mib(peak)} | {mib((ptorch or {}).get('peak_device_bytes'))} |")
+print()
+print("## PyTorch's peak against gpuz's plan of it (--framework torch)")
+print()
+print("A training step of full fine-tuning in float32 with eager attention, sequences of 512 in batches of 2:")
+print("`gpuz plan llm train --framework torch`'s peak beside PyTorch's `torch.cuda.max_memory_allocated()`")
+print("over two steps of Adam (scripts/torch_llm.py peak). Not a check: the first GPU run settles the ratio.")
+print()
+print("| model | planned peak (--framework torch) | PyTorch max_memory_allocated | PyTorch / planned |")
+print("|---|---|---|---|")
+for model in ("smollm2-135m", "qwen2.5-0.5b"):
+    plan, _ = load(f"framework-{model}-plan")
+    ptorch, _ = load(f"framework-{model}-peak")
+    planned = ((plan or {}).get("framework") or {}).get("bytes", {}).get("peak")
+    measured = (ptorch or {}).get("peak_device_bytes")
+    mib = lambda b: f"{b / 2**20:.1f} MiB" if isinstance(b, (int, float)) else "-"
+    ratio = f"{measured / planned:.3f}" if planned and measured else "-"
+    why = "" if ptorch else " (not run: no GPU with PyTorch, or it failed: framework-" + model + "-peak.txt)"
+    print(f"| {model} | {mib(planned)} | {mib(measured)}{why} | {ratio} |")
 print()
 gen = docs.get("llm-generate")
 if gen:

@@ -35,6 +35,20 @@ MistralForCausalLM and GPT2LMHeadModel), with no dependency but torch.
     torch_llm.py saved -
         saved once per line of standard input, each line its arguments,
         each run's JSON on one line (torch imported once).
+    torch_llm.py live CONFIG.json --seq-len S --batch B [--layers N]
+                 [--precision fp32|bf16] [--lora R] [--list]
+    torch_llm.py live -
+        Print, as JSON, the largest set of tensors alive at once during an
+        evaluation pass (the forward pass and cross_entropy under
+        torch.no_grad(), bf16 autocast with --precision bf16): its bytes
+        ("live_bytes", parameters apart, "parameter_bytes" beside) and each
+        tensor (bytes, shape, dtype, the block, op and aten op that made
+        it; --list: as a table). Every aten op's results are tracked
+        through a TorchDispatchMode by weak reference, one entry per
+        storage, and summed after each op: the tensors PyTorch holds, not
+        what a kernel allocates and frees inside (a BLAS's packing).
+        internal/torchplan's TestEvalMatchesTorch compares it with its
+        evaluation plan. "live -" runs once per line of standard input.
     torch_llm.py bench CONFIG.json --seq-len S --batch B --samples N
                  --epochs E [--layers L] [--task train|eval] [--threads T] [--json FILE]
         Time E epochs (the first a warm-up, left out of the median) of the
@@ -166,7 +180,7 @@ class Params:
 def load(torch, s, init, layers):
     """transformers-named parameters from gpuz's initial weights."""
     P = Params(torch)
-    T = lambda name: torch.tensor(init[name], dtype=torch.float32)
+    T = lambda name: torch.as_tensor(init[name], dtype=torch.float32)
     d, hd, H, KV, I = s["hidden"], s["head_dim"], s["heads"], s["kv"], s["inter"]
     if s["arch"] == "gpt2":
         P.add("wte.weight", T("wte.weight").reshape(s["vocab"], d))
@@ -317,15 +331,18 @@ def forward(torch, s, P, ids, layers, seq, checkpoint=False, kept=None, lora=(No
 
     def attention(q, k, v):
         # q [B, H, S, hd], k, v [B, KV, S, hd]: repeat_kv, then eager
-        # attention as transformers' eager_attention_forward.
+        # attention as transformers' eager_attention_forward, which
+        # returns the probabilities too (its attn_weights): the caller
+        # holds them until the decoder layer returns, as transformers'
+        # decoder layers do (live measures what is alive when).
         at("repeat_kv")
         k, v = repeat_kv(k, H // k.shape[1]), repeat_kv(v, H // v.shape[1])
         at("q @ k^T")
         scores = q @ k.transpose(2, 3) / math.sqrt(q.shape[-1]) + mask
         at("softmax")
-        probs = F.softmax(scores, dim=-1, dtype=torch.float32)
+        scores = F.softmax(scores, dim=-1, dtype=torch.float32)
         at("probs @ v")
-        return (probs @ v).transpose(1, 2).reshape(B, seq, H * q.shape[-1])
+        return (scores @ v).transpose(1, 2).reshape(B, seq, H * q.shape[-1]), scores
 
     def run(i, layer, x):
         at("", f"layer{i + 1}")
@@ -353,12 +370,16 @@ def forward(torch, s, P, ids, layers, seq, checkpoint=False, kept=None, lora=(No
                               h.reshape(-1, d), pre + "attn.c_attn")
                 q, k, v = qkv.reshape(B, seq, 3 * d).split(d, dim=2)
                 split = lambda t: t.reshape(B, seq, H, hd).transpose(1, 2)
-                a = attention(split(q), split(k), split(v))
+                a, probs = attention(split(q), split(k), split(v))
                 at("attn.c_proj")
                 a = adapted(torch.addmm(p[pre + "attn.c_proj.bias"], a.reshape(-1, d), p[pre + "attn.c_proj.weight"]),
                             a.reshape(-1, d), pre + "attn.c_proj")
+                # GPT2Attention returns here: its q, k, v (views of c_attn's
+                # result) and GPT2Block's normed input go.
+                del h, qkv, q, k, v
                 at("residual")
                 x = x + a.reshape(B, seq, d)
+                del a
                 at("ln_2")
                 h = F.layer_norm(x, (d,), p[pre + "ln_2.weight"], p[pre + "ln_2.bias"], s["eps"])
                 at("c_fc")
@@ -390,6 +411,7 @@ def forward(torch, s, P, ids, layers, seq, checkpoint=False, kept=None, lora=(No
         return torch.cat((-x2, x1), dim=-1)
 
     def rms(x, w):
+        # LlamaRMSNorm: x * rsqrt(...) drops the root once multiplied.
         name = where[1]
         at(f"{name}: x²")
         var = x.pow(2)
@@ -399,6 +421,7 @@ def forward(torch, s, P, ids, layers, seq, checkpoint=False, kept=None, lora=(No
         r = torch.rsqrt(var + s["eps"])
         at(f"{name}: x·rsqrt")
         n = x * r
+        del r
         at(f"{name}: w·")
         return w * n
 
@@ -412,6 +435,11 @@ def forward(torch, s, P, ids, layers, seq, checkpoint=False, kept=None, lora=(No
         pre = f"model.layers.{i}."
 
         def f_(x):
+            # LlamaDecoderLayer, its locals living as transformers' do:
+            # LlamaAttention's q, k, v until o_proj's result returns,
+            # apply_rotary_pos_emb's q and k rotated before either goes,
+            # the attention's probabilities to the layer's end, LlamaMLP
+            # one expression.
             at("input_layernorm")
             h = rms(x, p[pre + "input_layernorm.weight"])
             at("q_proj")
@@ -421,14 +449,18 @@ def forward(torch, s, P, ids, layers, seq, checkpoint=False, kept=None, lora=(No
             at("v_proj")
             v = lin(h, pre + "self_attn.v_proj").reshape(B, seq, KV, hd).transpose(1, 2)
             at("rope(q)")
-            q = q * cos + rotate_half(q) * sin
+            q2 = q * cos + rotate_half(q) * sin
             at("rope(k)")
-            k = k * cos + rotate_half(k) * sin
-            a = attention(q, k, v)
+            k2 = k * cos + rotate_half(k) * sin
+            q, k = q2, k2
+            del q2, k2
+            a, probs = attention(q, k, v)
             at("o_proj")
             a = lin(a, pre + "self_attn.o_proj")
+            del h, q, k, v
             at("residual")
             x = x + a
+            del a
             at("post_attention_layernorm")
             h = rms(x, p[pre + "post_attention_layernorm.weight"])
             at("gate_proj")
@@ -439,8 +471,10 @@ def forward(torch, s, P, ids, layers, seq, checkpoint=False, kept=None, lora=(No
             u = lin(h, pre + "mlp.up_proj")
             at("silu(gate) * up")
             m = g * u
+            del g, u
             at("down_proj")
             m = lin(m, pre + "mlp.down_proj")
+            del h
             at("residual")
             return x + m
         return f_
@@ -552,7 +586,9 @@ def check(path):
 
 def random_init(torch, s, layers, seed=1, std=0.02):
     """gpuz-named parameters drawn N(0, std²) (norms at 1), for runs
-    whose values do not matter (saved, count)."""
+    whose values do not matter (saved, count), each a flat tensor (a
+    Python list of a 0.5B model's values would take minutes and tens of
+    GB: gpu-check.sh's framework peaks load Qwen2.5-0.5B)."""
     g = torch.Generator().manual_seed(seed)
     d, hd, H, KV, I, V = s["hidden"], s["head_dim"], s["heads"], s["kv"], s["inter"], s["vocab"]
     shapes = {}
@@ -583,7 +619,109 @@ def random_init(torch, s, layers, seed=1, std=0.02):
                 shapes[pre + "mlp.down_proj.bias"] = [d]
     if not s["tie"]:
         shapes["lm_head.weight"] = [V, d]
-    return {n: (torch.randn(sh, generator=g) * std).flatten().tolist() for n, sh in shapes.items()}
+    return {n: (torch.randn(sh, generator=g) * std).flatten() for n, sh in shapes.items()}
+
+
+def random_lora(torch, s, P, rank):
+    """PEFT's adapters of rank R on the family's default targets, random,
+    every other weight frozen (none for rank 0): forward's lora argument.
+    The adapters' values do not matter to saved and live; random ones
+    keep saved's cast_of from matching zeros."""
+    if rank <= 0:
+        return None, ()
+    # PEFT's defaults (peft/utils/constants.py): q_proj and v_proj for the
+    # Llama family, c_attn for GPT-2.
+    targets = ("c_attn",) if s["arch"] == "gpt2" else ("q_proj", "v_proj")
+    for name, t in list(P.p.items()):
+        parts = name.rsplit(".", 2)
+        if len(parts) == 3 and parts[1] in targets and parts[2] == "weight":
+            out, inp = (t.shape[1], t.shape[0]) if s["arch"] == "gpt2" else tuple(t.shape)
+            P.add(f"{parts[0]}.{parts[1]}.lora_A.weight", torch.randn(rank, inp) * 0.02)
+            P.add(f"{parts[0]}.{parts[1]}.lora_B.weight", torch.randn(out, rank) * 0.02)
+    for name, t in P.p.items():
+        t.requires_grad_(".lora_" in name)
+    return 1.0, targets
+
+
+def live(argv):
+    """The largest set of tensors alive at once during an evaluation pass
+    (the forward pass and the loss under torch.no_grad()), parameters
+    apart: every aten op's results are tracked through a TorchDispatchMode
+    (weak references, one entry per storage), and after each op the
+    storages still referenced are summed; the largest sum is the peak. It
+    counts every tensor an op returns (views share their base's storage)
+    and no allocation inside a kernel that no tensor holds (a BLAS's
+    packing, cuBLAS's workspace)."""
+    import argparse
+    import weakref
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    p = argparse.ArgumentParser(prog="torch_llm.py live")
+    p.add_argument("config")
+    p.add_argument("--seq-len", type=int, required=True)
+    p.add_argument("--batch", type=int, required=True)
+    p.add_argument("--layers", type=int)
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    p.add_argument("--lora", type=int, default=0, metavar="R", help="PEFT's adapters of rank R on the default targets")
+    p.add_argument("--list", action="store_true", help="print a table of the tensors alive at the peak instead of JSON")
+    a = p.parse_args(argv)
+    with open(a.config) as f:
+        s = read_config(json.load(f))
+    layers = a.layers or s["layers"]
+    torch.manual_seed(1)
+    P = load(torch, s, random_init(torch, s, layers), layers)
+    lora = random_lora(torch, s, P, a.lora)
+    ids = torch.randint(0, s["vocab"], (a.batch, a.seq_len))
+    targets = torch.randint(0, s["vocab"], (a.batch * a.seq_len,))
+    # storages: (data pointer, bytes) -> [weak references to the tensors
+    # on it, where it was made, shape, dtype]; peak: the largest sum and
+    # its storages. A view of a parameter is the parameter's storage.
+    params = {t.storage().data_ptr() for t in P.p.values()}
+    storages = {}
+    peak = [0, []]
+
+    class Live(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            # Storages gone before this op's results may share their
+            # addresses: dropped first, so that a result is not filed
+            # under a dead tensor's entry.
+            alive = {k: e for k, e in storages.items() if any(r() is not None for r in e[0])}
+            storages.clear()
+            storages.update(alive)
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                if isinstance(t, torch.Tensor):
+                    st = t.storage()
+                    if st.data_ptr() in params:
+                        continue
+                    key = (st.data_ptr(), st.size() * t.element_size())
+                    entry = storages.setdefault(key, [[], f"{where[0]} {where[1]} {func}", list(t.shape),
+                                                      str(t.dtype).replace("torch.", "")])
+                    entry[0].append(weakref.ref(t))
+            alive = {k: e for k, e in storages.items() if any(r() is not None for r in e[0])}
+            storages.clear()
+            storages.update(alive)
+            total = sum(k[1] for k in alive)
+            if total > peak[0]:
+                peak[0], peak[1] = total, [(k[1], e[1], e[2], e[3]) for k, e in alive.items()]
+            return out
+    amp = torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16")
+    with torch.no_grad(), amp, Live():
+        logits = forward(torch, s, P, ids, layers, a.seq_len, lora=lora)
+        at("cross_entropy", "head")
+        loss = torch.nn.functional.cross_entropy(logits.float(), targets)
+        del logits, loss
+    params = sum(t.numel() * t.element_size() for t in P.p.values())
+    if a.list:
+        print(f"{'bytes':>9}  {'shape':16} {'dtype':9} made by")
+        for b, made, shape, dtype in peak[1]:
+            print(f"{b:9d}  {' '.join(map(str, shape)):16} {dtype:9} {made}")
+        print(f"peak {peak[0]} bytes in {len(peak[1])} tensors beside {params} bytes of parameters (torch {torch.__version__})")
+        return 0
+    print(json.dumps({"live_bytes": peak[0], "parameter_bytes": params, "layers": layers, "seq_len": a.seq_len,
+                      "batch": a.batch, "precision": a.precision, "lora": a.lora, "torch": torch.__version__,
+                      "tensors": [dict(bytes=b, made=m, shape=sh, dtype=dt) for b, m, sh, dt in peak[1]]}))
+    return 0
 
 
 def saved(argv):
@@ -607,21 +745,7 @@ def saved(argv):
     layers = a.layers or s["layers"]
     torch.manual_seed(1)
     P = load(torch, s, random_init(torch, s, layers), layers)
-    lora = (None, ())
-    if a.lora > 0:
-        # PEFT's defaults (peft/utils/constants.py): q_proj and v_proj for
-        # the Llama family, c_attn for GPT-2. The adapters' values do not
-        # matter here; random ones keep cast_of from matching zeros.
-        targets = ("c_attn",) if s["arch"] == "gpt2" else ("q_proj", "v_proj")
-        for name, t in list(P.p.items()):
-            parts = name.rsplit(".", 2)
-            if len(parts) == 3 and parts[1] in targets and parts[2] == "weight":
-                out, inp = (t.shape[1], t.shape[0]) if s["arch"] == "gpt2" else tuple(t.shape)
-                P.add(f"{parts[0]}.{parts[1]}.lora_A.weight", torch.randn(a.lora, inp) * 0.02)
-                P.add(f"{parts[0]}.{parts[1]}.lora_B.weight", torch.randn(out, a.lora) * 0.02)
-        for name, t in P.p.items():
-            t.requires_grad_(".lora_" in name)
-        lora = (1.0, targets)
+    lora = random_lora(torch, s, P, a.lora)
     params = {t.data_ptr() for t in P.p.values()}
     half = torch.bfloat16 if a.precision == "bf16" else None
     ids = torch.randint(0, s["vocab"], (a.batch, a.seq_len))
@@ -1066,16 +1190,19 @@ BENCH_WARMUP = 1
 def main(argv):
     if len(argv) == 2 and argv[0] == "check":
         return check(argv[1])
-    if argv == ["saved", "-"]:
+    if argv in (["saved", "-"], ["live", "-"]):
         # One run per line of standard input (its arguments), one JSON
         # line each: a test's cases in one process, torch imported once.
+        run = saved if argv[0] == "saved" else live
         for line in sys.stdin:
             if line.strip():
-                saved(line.split())
+                run(line.split())
                 sys.stdout.flush()
         return 0
     if argv and argv[0] == "saved":
         return saved(argv[1:])
+    if argv and argv[0] == "live":
+        return live(argv[1:])
     if argv and argv[0] == "peak":
         return peak(argv[1:])
     if argv and argv[0] == "bench":
@@ -1083,7 +1210,8 @@ def main(argv):
     if argv and argv[0] == "generate":
         return generate(argv[1:])
     fail("usage: torch_llm.py check DUMP.json | saved CONFIG.json --seq-len S --batch B [--layers N] "
-         "[--precision fp32|bf16] [--recompute none|blocks] [--lora R] [--list] | saved - | peak CONFIG.json --seq-len S --batch B "
+         "[--precision fp32|bf16] [--recompute none|blocks] [--lora R] [--list] | saved - | live CONFIG.json "
+         "--seq-len S --batch B [--layers N] [--precision fp32|bf16] [--lora R] [--list] | live - | peak CONFIG.json --seq-len S --batch B "
          "[--layers N] [--task train|eval] [--json FILE] | bench CONFIG.json --seq-len S --batch B "
          "--samples N --epochs E [--layers L] [--task train|eval] [--json FILE] | generate DUMP.json|CONFIG.json "
          "[--prompt P --tokens N --batch B --layers L] [--check] [--top K] [--json FILE]", 2)

@@ -46,6 +46,18 @@ the input needs one (not for the data); with them the bias additions
 which CI derives gpuz's count (`gpuz plan --json -`, work_per_batch) and
 compares (scripts/test-torch-reference.sh).
 
+    torch_reference.py saved MODEL [--scale full|small] [--precision fp32|bf16]
+    torch_reference.py saved -
+
+Prints, as JSON, the bytes PyTorch's autograd keeps for the backward pass
+of one training step of MODEL on the cpu (one batch; saved_tensors_hooks,
+parameters excluded, a storage counted once, the data batch counted as
+the first product saves it) and each tensor's op (aten), shape, dtype and
+bytes; under --precision bf16 the forward pass and the loss run in
+torch.autocast. internal/torchplan's TestSyntheticSavedMatchesTorch
+compares it with its rules. "saved -" runs once per line of standard
+input, each line its arguments.
+
 Bad arguments: one line on standard error and exit status 2. No torch, or
 no CUDA for --device cuda: one line and exit status 1.
 """
@@ -254,7 +266,57 @@ def build(torch, model, s, work):
     return [head, embed] + layers, forward
 
 
+def saved(argv):
+    """One training step's saved tensors (see the module's doc)."""
+    p = OneLineParser(prog="torch_reference.py saved")
+    p.add_argument("model", choices=sorted(SIZES))
+    p.add_argument("--scale", choices=["full", "small"], default="small")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    a = p.parse_args(argv)
+    import torch
+    s = dict(SIZES[a.model][a.scale])
+    torch.manual_seed(1)
+    blocks, forward = build(torch, a.model, s, Work())
+    params = {q.data_ptr() for b in blocks for q in b.parameters()}
+    g = torch.Generator().manual_seed(1)
+    if a.model == "attention":
+        x = torch.randint(0, s["vocab"], (s["batch"], s["seq"]), generator=g)
+    elif a.model == "linear":
+        x = torch.rand(s["batch"], s["dims"], generator=g)
+    else:
+        x = torch.rand(s["batch"], s["channels"], s["image"], s["image"], generator=g)
+    seen, tensors = set(), []
+
+    def pack(t):
+        st = t.storage()
+        key = (st.data_ptr(), st.size())
+        if st.data_ptr() not in params and key not in seen:
+            seen.add(key)
+            tensors.append(dict(shape=list(t.shape), dtype=str(t.dtype).replace("torch.", ""),
+                                bytes=st.size() * t.element_size()))
+        return t
+    amp = torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16")
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), amp:
+        out = forward(x)
+        if a.model == "attention":
+            loss = torch.nn.functional.cross_entropy(out.reshape(-1, s["vocab"]), x.reshape(-1))
+        else:
+            loss = torch.nn.functional.mse_loss(out, x)
+    loss.backward()
+    print(json.dumps({"saved_bytes": sum(t["bytes"] for t in tensors), "model": a.model, "scale": a.scale,
+                      "precision": a.precision, "batch": s["batch"], "torch": torch.__version__, "tensors": tensors}))
+    return 0
+
+
 def main(argv):
+    if argv == ["saved", "-"]:
+        for line in sys.stdin:
+            if line.strip():
+                saved(line.split())
+                sys.stdout.flush()
+        return 0
+    if argv and argv[0] == "saved":
+        return saved(argv[1:])
     a = parse_args(argv)
     try:
         import torch

@@ -10,13 +10,16 @@ import (
 	"gpuz/internal/torchplan"
 )
 
-// fitFrameworkRun is "gpuz fit llm train --framework torch": PyTorch
+// fitFrameworkRun is "gpuz fit llm train|eval --framework torch": PyTorch
 // configurations of the model ranked against the device's free memory
 // (torchplan.Rank): bf16 autocast or fp32, gradient checkpointing or
-// not, each LoRA setting of --lora (none: full fine-tuning) and the
+// not (training), each LoRA setting of --lora (none: full fine-tuning) and the
 // batches 1, 2, 4 … up to --batch, each printed as the Python a user
 // sets.
 func fitFrameworkRun(ctx context.Context, o *FitOptions, fw torchplan.Framework) (err error) {
+	if o.Workload.Name != "llm" {
+		return usagef("fit --framework %s ranks the llm workload's PyTorch configurations; gpuz plan %s train --framework %s plans this one's step", fw, o.Workload.Name, fw)
+	}
 	loras, err := o.loraSettings()
 	if err != nil {
 		return err

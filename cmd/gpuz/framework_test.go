@@ -53,6 +53,84 @@ func TestPlanFramework(t *testing.T) {
 	}
 }
 
+// TestPlanFrameworkEval runs "gpuz plan llm eval --framework torch-1.13
+// --format json" on the tiny Llama of scripts/testdata with bf16 and LoRA
+// of rank 4, and checks that the plan is the evaluation pass's: the
+// tensors alive at its peak (autocast's cached adapter copies and the
+// activations) are the 63,040 bytes PyTorch 1.13 holds at once for this
+// pass (scripts/torch_llm.py live … --precision bf16 --lora 4, which
+// internal/torchplan's TestEvalMatchesTorch runs), nothing saved.
+func TestPlanFrameworkEval(t *testing.T) {
+	args := []string{"plan", "llm", "eval", "cuda", "--model", "../../scripts/testdata/llm-llama-gqa.json", "--seq-len", "8",
+		"--batch", "2", "--samples", "2", "--device", "sim:1GiB", "--framework", "torch-1.13", "--precision", "bf16", "--lora", "4", "--format", "json"}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("gpuz %q: status %d: %s", args, code, stderr.String())
+	}
+	var plan struct {
+		Framework struct {
+			Task   string `json:"task"`
+			Python string `json:"python"`
+			Bytes  struct {
+				WeightCopies int64 `json:"weight_copies"`
+				Saved        int64 `json:"saved_activations"`
+				Live         int64 `json:"live_activations"`
+				Parameters   int64 `json:"parameters"`
+				Peak         int64 `json:"peak"`
+			} `json:"bytes"`
+		} `json:"framework"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &plan); err != nil {
+		t.Fatal(err)
+	}
+	f := plan.Framework
+	if f.Task != "eval" || !strings.Contains(f.Python, "per_device_eval_batch_size=2") {
+		t.Errorf("task %q, python %q; want eval, per_device_eval_batch_size=2", f.Task, f.Python)
+	}
+	b := f.Bytes
+	if got := b.WeightCopies + b.Live; got != 63040 || b.Saved != 0 || b.Peak != b.Parameters+got {
+		t.Errorf("alive at the peak %d bytes, saved %d, peak %d of %d parameters; PyTorch 1.13 holds 63040 at once, saves nothing", got, b.Saved, b.Peak, b.Parameters)
+	}
+}
+
+// TestPlanFrameworkSynthetic runs "gpuz plan W train --scale small
+// --framework torch-1.13 --precision bf16 --format json" for the three
+// synthetic workloads and checks their saved tensors (activations and
+// autocast's weight copies) against what PyTorch 1.13 keeps for
+// scripts/torch_reference.py's step at that size (torch_reference.py
+// saved W --precision bf16, which internal/torchplan's
+// TestSyntheticSavedMatchesTorch runs): the flags reach the plan as
+// they should (the sizes of --scale, bf16 as autocast).
+func TestPlanFrameworkSynthetic(t *testing.T) {
+	for _, tc := range []struct {
+		workload string
+		saved    int64
+	}{{"linear", 180224}, {"resnet", 865792}, {"attention", 301076}} {
+		t.Run(tc.workload, func(t *testing.T) {
+			args := []string{"plan", tc.workload, "train", "cuda", "--scale", "small", "--device", "sim:1GiB",
+				"--framework", "torch-1.13", "--precision", "bf16", "--format", "json"}
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+				t.Fatalf("gpuz %q: status %d: %s", args, code, stderr.String())
+			}
+			var plan struct {
+				Framework struct {
+					Bytes struct {
+						WeightCopies int64 `json:"weight_copies"`
+						Saved        int64 `json:"saved_activations"`
+					} `json:"bytes"`
+				} `json:"framework"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &plan); err != nil {
+				t.Fatal(err)
+			}
+			if b := plan.Framework.Bytes; b.Saved+b.WeightCopies != tc.saved {
+				t.Errorf("PyTorch's saved tensors planned at %d bytes; PyTorch 1.13 keeps %d", b.Saved+b.WeightCopies, tc.saved)
+			}
+		})
+	}
+}
+
 // TestFrameworkBadInput checks that --framework's bad input is one line
 // and status 2.
 func TestFrameworkBadInput(t *testing.T) {
@@ -65,10 +143,13 @@ func TestFrameworkBadInput(t *testing.T) {
 	}{
 		{"unknown framework", with(plan, "--framework", "jax"), `--framework: unknown framework "jax" (want gpuz, torch, torch-1.13)`},
 		{"fp16", with(plan, "--framework", "torch", "--precision", "fp16"), "--framework torch plans --precision fp32 and bf16 (autocast); fp16 is not planned"},
-		{"eval", with([]string{"plan", "llm", "eval", "cpu", "--model", "../../scripts/testdata/llm-gpt2.json", "--seq-len", "8"}, "--framework", "torch"), "--framework torch plans the llm workload's training step"},
-		{"linear", []string{"plan", "linear", "train", "--framework", "torch"}, "unknown flag: --framework"},
+		{"generate", []string{"plan", "llm", "generate", "cpu", "--model", "../../scripts/testdata/llm-gpt2.json", "--prompt", "4", "--tokens", "4", "--framework", "torch"}, "--framework torch plans the llm workload's training step and evaluation pass"},
+		{"linear eval", []string{"plan", "linear", "eval", "--scale", "small", "--framework", "torch"}, "--framework torch plans a synthetic workload's training step (gpuz plan linear train)"},
+		{"attention fused", []string{"plan", "attention", "train", "--scale", "small", "--framework", "torch", "--attention", "fused"}, "eager, without LoRA"},
+		{"fit linear", []string{"fit", "linear", "train", "--framework", "torch", "--device", "sim:1GiB"}, "gpuz plan linear train --framework torch plans this one's step"},
 		{"fit unknown", []string{"fit", "llm", "train", "--framework", "jax"}, `--framework: unknown framework "jax"`},
-		{"fit eval", []string{"fit", "llm", "eval", "--framework", "torch", "--device", "sim:1GiB"}, "--framework torch plans the llm workload's training step"},
+		{"fit generate", []string{"fit", "llm", "generate", "--framework", "torch", "--device", "sim:1GiB", "--model", "../../scripts/testdata/llm-gpt2.json", "--prompt", "4", "--tokens", "4"}, "--framework torch plans the llm workload's training step and evaluation pass"},
+		{"eval fp16", []string{"plan", "llm", "eval", "cpu", "--model", "../../scripts/testdata/llm-gpt2.json", "--seq-len", "8", "--framework", "torch-1.13", "--precision", "fp16"}, "--framework torch-1.13 plans --precision fp32 and bf16"},
 		{"fit verify", []string{"fit", "llm", "train", "--framework", "torch", "--model", "../../scripts/testdata/llm-gpt2.json", "--seq-len", "8", "--device", "sim:1GiB", "--verify", "1"}, "--verify runs gpuz's: drop one"},
 		{"fit without a GPU", []string{"fit", "llm", "train", "--framework", "torch", "--model", "../../scripts/testdata/llm-gpt2.json", "--seq-len", "8", "--device", "cpu"}, "fit --framework torch needs a GPU to fit"},
 	} {

@@ -57,9 +57,6 @@ func addLLMFlags(fs *pflag.FlagSet, lists *listFlags, o *WorkloadOptions) {
 	addLoRAFlags(lists, fs, o, "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj and down_proj (the Llama family) or c_attn, c_proj and c_fc (GPT-2)", "q_proj,v_proj for the Llama family, c_attn for GPT-2, as PEFT's")
 	fs.StringVar(&o.Model, "model", defaultLLMModel, "the model: a preset (gpuz llm --list-models), a config.json, a directory holding one (and its safetensors, whose headers are checked), or a GGUF file (FILE.gguf, its tensor table checked)")
 	fs.BoolVar(&o.ListModels, "list-models", false, "list the preset models, their sources and parameter counts, and exit")
-	if o.PlanOnly {
-		addFrameworkFlag(fs, o)
-	}
 	addGenerateFlags(fs, o)
 	addWeightsFlag(fs, o)
 	if !o.PlanOnly {

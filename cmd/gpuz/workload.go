@@ -216,6 +216,9 @@ func newWorkloadCmd(ios *IOStreams, def workloadDef, planOnly bool, runF func(co
 	if def.flags != nil {
 		def.flags(fs, &lists, opts)
 	}
+	if planOnly {
+		addFrameworkFlag(fs, opts)
+	}
 	fs.IntVar(&opts.Warmup, "warmup", 1, "leading epochs reported apart from the statistics")
 	fs.Float64Var(&opts.LR, "lr", bench.DefaultLR, "Adam learning rate")
 	fs.Uint64Var(&opts.Seed, "seed", 1, "seed of the initial weights and the data")

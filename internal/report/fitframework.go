@@ -29,8 +29,8 @@ type FrameworkFit struct {
 // each with the Python a user sets, its batch, its planned peak and
 // whether it fits; CSV in bytes; JSON.
 func WriteFrameworkFit(w io.Writer, f FrameworkFit, format Format) error {
-	title := fmt.Sprintf("Fit of %s for %s train, sequences of %d, on %s: budget %s (%s free, margin %g%%)",
-		f.Framework.Title(), f.Model, f.SeqLen, f.Device, units.Bytes(f.Budget), units.Bytes(f.DeviceFree), f.Margin)
+	title := fmt.Sprintf("Fit of %s for %s %s, sequences of %d, on %s: budget %s (%s free, margin %g%%)",
+		f.Framework.Title(), f.Model, f.task(), f.SeqLen, f.Device, units.Bytes(f.Budget), units.Bytes(f.DeviceFree), f.Margin)
 	build := func() table {
 		// The model's Python (LoRA, attention) is a column when the rows
 		// differ in it (fit --lora 0,16), else a note.
@@ -59,7 +59,7 @@ func WriteFrameworkFit(w io.Writer, f FrameworkFit, format Format) error {
 		}
 		t.notes = append(t.notes,
 			"order: those that fit first, then the larger batch, without gradient checkpointing before with, bf16 before fp32, the smaller peak; no time is predicted",
-			"peak: gpuz plan llm train --framework "+string(f.Framework)+"'s, planned from the rules of docs/llm.md (\"What PyTorch would hold\"), not measured")
+			"peak: gpuz plan llm "+f.task()+" --framework "+string(f.Framework)+"'s, planned from the rules of docs/llm.md (\"What PyTorch would hold\"), not measured")
 		return t
 	}
 	return writeAs(w, format, formatWriters{
@@ -88,6 +88,14 @@ func WriteFrameworkFit(w io.Writer, f FrameworkFit, format Format) error {
 	})
 }
 
+// task is the fit's task: eval when its choices are evaluation passes.
+func (f FrameworkFit) task() string {
+	if len(f.Choices) > 0 && f.Choices[0].Step.Eval {
+		return "eval"
+	}
+	return "train"
+}
+
 // yesNo is a fit's cell.
 func yesNo(b bool) string {
 	if b {
@@ -109,6 +117,7 @@ func writeFrameworkFitJSON(w io.Writer, f FrameworkFit) error {
 	}
 	doc := struct {
 		Kind       string   `json:"kind"`
+		Task       string   `json:"task"`
 		Framework  string   `json:"framework"`
 		Model      string   `json:"model"`
 		SeqLen     int      `json:"seq_len"`
@@ -117,7 +126,7 @@ func writeFrameworkFitJSON(w io.Writer, f FrameworkFit) error {
 		Budget     int64    `json:"budget"`
 		Margin     float64  `json:"margin_percent"`
 		Choices    []choice `json:"choices"`
-	}{Kind: "framework-fit", Framework: string(f.Framework), Model: f.Model, SeqLen: f.SeqLen, Device: f.Device,
+	}{Kind: "framework-fit", Task: f.task(), Framework: string(f.Framework), Model: f.Model, SeqLen: f.SeqLen, Device: f.Device,
 		DeviceFree: f.DeviceFree, Budget: f.Budget, Margin: f.Margin, Choices: []choice{}}
 	for _, c := range f.Choices {
 		doc.Choices = append(doc.Choices, choice{Batch: c.Step.Batch, BF16: c.Step.Autocast, Checkpoint: c.Step.Checkpoint,

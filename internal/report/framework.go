@@ -37,6 +37,21 @@ func frameworkTable(p bench.MemoryPlan, tp *torchplan.Plan) table {
 	row := func(kind string, torch int64, gpuz, note string) {
 		t.rows = append(t.rows, []string{kind, units.Bytes(torch), gpuz, note})
 	}
+	if tp.Eval {
+		row("parameters", tp.Parameters, units.Bytes(params), units.Count(tp.ParameterCount)+" weights as loaded, float32")
+		row("16-bit weight copies", tp.WeightCopies, "-", "autocast's, cached for the pass")
+		row("activations at the peak", tp.Live, units.Bytes(b.Bytes.Arena+b.Bytes.Inputs), "alive at once, by the op that made them below")
+		for _, op := range tp.LiveByOp {
+			row("  "+op.Op, op.Bytes, "", "")
+		}
+		row("  of which log-softmax", tp.LogSoftmax, "", "the loss's, float32")
+		row("peak", tp.Peak, gpuzPeak, "gpuz: the first mode's device need")
+		t.notes = []string{
+			"an evaluation pass under torch.no_grad(): nothing is saved; the peak is the parameters and the largest set of tensors alive at once (gpuz: its arena and a batch's inputs)",
+			"the walk follows docs/llm.md's rules; torch-1.13's equals PyTorch 1.13's to the byte (TestEvalMatchesTorch), sdpa's (torch) is not yet measured",
+		}
+		return t
+	}
 	row("parameters", tp.Parameters, units.Bytes(params), units.Count(tp.ParameterCount)+" weights as loaded, float32")
 	row("16-bit weight copies", tp.WeightCopies, "-", "autocast's, saved by the products")
 	row("gradients", tp.Gradients, units.Bytes(b.Gradients), units.Count(tp.TrainedCount)+" trained, float32")
@@ -49,9 +64,9 @@ func frameworkTable(p bench.MemoryPlan, tp *torchplan.Plan) table {
 	row("backward transient", tp.Transient, units.Bytes(b.Bytes.Arena), "gpuz: its arena")
 	row("peak", tp.Peak, gpuzPeak, "gpuz: the first mode's device need")
 	t.notes = []string{
-		"backward transient: the loss's two float32 gradients of the logits, or under checkpointing one decoder layer's saved tensors re-made, the larger",
+		"backward transient: the loss's float32 gradients of the output (an llm's two of the logits, nll_loss's and log_softmax's), or under checkpointing one decoder layer's saved tensors re-made, the larger",
 		"peak: parameters, moments and the larger of what the backward pass starts with (weight copies, saved activations, transient) and the gradients it ends with",
-		"the saved tensors follow docs/llm.md's rules; torch-1.13's equal PyTorch 1.13's to the byte (TestSavedMatchesTorch), torch's 2.x rows, the transient and the peak are not yet measured",
+		"the saved tensors follow docs/llm.md's rules; torch-1.13's equal PyTorch 1.13's to the byte (TestSavedMatchesTorch, TestSyntheticSavedMatchesTorch), torch's 2.x rows, the transient and the peak are not yet measured",
 	}
 	return t
 }
@@ -69,9 +84,11 @@ func writeFrameworkText(b *strings.Builder, p bench.MemoryPlan, tp *torchplan.Pl
 // jsonFramework is PyTorch's plan in the plan's JSON, bytes by kind.
 type jsonFramework struct {
 	Name      string           `json:"name"`
+	Task      string           `json:"task"`
 	Python    string           `json:"python"`
 	Bytes     jsonTorchBytes   `json:"bytes"`
 	SavedByOp []jsonTorchSaved `json:"saved_by_op"`
+	LiveByOp  []jsonTorchSaved `json:"live_by_op"`
 }
 
 // jsonTorchBytes are torchplan.Plan's kinds.
@@ -83,6 +100,7 @@ type jsonTorchBytes struct {
 	Saved        int64 `json:"saved_activations"`
 	LogSoftmax   int64 `json:"log_softmax"`
 	Transient    int64 `json:"backward_transient"`
+	Live         int64 `json:"live_activations"`
 	Peak         int64 `json:"peak"`
 }
 
@@ -97,11 +115,18 @@ func frameworkJSON(tp *torchplan.Plan) *jsonFramework {
 	if tp == nil {
 		return nil
 	}
-	j := &jsonFramework{Name: string(tp.Framework), Python: tp.Python, SavedByOp: []jsonTorchSaved{},
+	task := "train"
+	if tp.Eval {
+		task = "eval"
+	}
+	j := &jsonFramework{Name: string(tp.Framework), Task: task, Python: tp.Python, SavedByOp: []jsonTorchSaved{}, LiveByOp: []jsonTorchSaved{},
 		Bytes: jsonTorchBytes{Parameters: tp.Parameters, WeightCopies: tp.WeightCopies, Gradients: tp.Gradients,
-			Optimizer: tp.Moments, Saved: tp.Saved, LogSoftmax: tp.LogSoftmax, Transient: tp.Transient, Peak: tp.Peak}}
+			Optimizer: tp.Moments, Saved: tp.Saved, LogSoftmax: tp.LogSoftmax, Transient: tp.Transient, Live: tp.Live, Peak: tp.Peak}}
 	for _, op := range tp.SavedByOp {
 		j.SavedByOp = append(j.SavedByOp, jsonTorchSaved(op))
+	}
+	for _, op := range tp.LiveByOp {
+		j.LiveByOp = append(j.LiveByOp, jsonTorchSaved(op))
 	}
 	return j
 }

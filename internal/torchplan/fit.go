@@ -15,7 +15,8 @@ type Choice struct {
 
 // Rank plans each base step (one per LoRA setting, say) under every
 // lever a PyTorch user has beside them: float32 or bf16 autocast,
-// gradient checkpointing off or on, and each batch of batches; and ranks
+// gradient checkpointing off or on (a training step's), and each batch of
+// batches; and ranks
 // them: those whose peak is within budget first, then the larger batch
 // (more tokens a step), without checkpointing before with (it runs each
 // layer's forward pass twice), bf16 before fp32 (tensor cores), then the
@@ -26,6 +27,9 @@ func Rank(bases []Step, fw Framework, batches []int, budget int64) ([]Choice, er
 		for _, batch := range batches {
 			for _, autocast := range []bool{true, false} {
 				for _, checkpoint := range []bool{false, true} {
+					if checkpoint && base.Eval {
+						continue
+					}
 					s := base
 					s.Batch, s.Autocast, s.Checkpoint = batch, autocast, checkpoint
 					p, err := PlanStep(s, fw)

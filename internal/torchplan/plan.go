@@ -34,8 +34,15 @@ type Plan struct {
 	Transient int64
 	// Peak is Parameters + Moments + the larger of (WeightCopies + Saved
 	// + Transient), held as the backward pass starts, and Gradients, held
-	// as it ends.
+	// as it ends; of an evaluation pass, Parameters + WeightCopies + Live.
 	Peak int64
+	// Eval marks an evaluation pass's plan (PlanEval): no gradients,
+	// moments or saved tensors; WeightCopies are autocast's cached copies
+	// alive at the peak, Live the other tensors alive then (LogSoftmax
+	// among them), LiveByOp the same by the op that made them.
+	Eval     bool
+	Live     int64
+	LiveByOp []OpBytes
 }
 
 // OpBytes is the bytes one op's rule saved.
@@ -44,41 +51,18 @@ type OpBytes struct {
 	Bytes int64
 }
 
-// PlanStep plans s under fw.
+// PlanStep plans s under fw: a training step, or with s.Eval an
+// evaluation pass (PlanEval).
 func PlanStep(s Step, fw Framework) (Plan, error) {
+	if s.Eval {
+		return PlanEval(s, fw)
+	}
 	t, err := trace(s, fw)
 	if err != nil {
 		return Plan{}, err
 	}
 	p := Plan{Framework: fw, Python: s.Python()}
-	for _, x := range t.params {
-		p.ParameterCount += x.numel
-		if x.grad {
-			p.TrainedCount += x.numel
-		}
-	}
-	p.Parameters = 4 * p.ParameterCount
-	p.Gradients = 4 * p.TrainedCount
-	p.Moments = 2 * 4 * p.TrainedCount
-	for _, sv := range t.saved {
-		if sv.Weight {
-			p.WeightCopies += sv.Bytes
-			continue
-		}
-		p.Saved += sv.Bytes
-		if sv.Op == "log_softmax" {
-			p.LogSoftmax += sv.Bytes
-		}
-		i := len(p.SavedByOp) - 1
-		for i >= 0 && p.SavedByOp[i].Op != sv.Op {
-			i--
-		}
-		if i < 0 {
-			p.SavedByOp = append(p.SavedByOp, OpBytes{Op: sv.Op})
-			i = len(p.SavedByOp) - 1
-		}
-		p.SavedByOp[i].Bytes += sv.Bytes
-	}
+	p.tally(t)
 	layers := s.Layers
 	if layers <= 0 {
 		layers = s.Model.Layers

@@ -1,6 +1,7 @@
 package torchplan
 
 import (
+	"strings"
 	"testing"
 
 	"gpuz/internal/hfconfig"
@@ -118,5 +119,53 @@ func TestRank(t *testing.T) {
 		if c.Step.Batch == 1 && c.Step.Autocast && !c.Step.Checkpoint && c.Fits {
 			t.Errorf("bf16 without checkpointing fits: peak %d", c.Plan.Peak)
 		}
+	}
+}
+
+// TestEvalLevers checks the evaluation pass's levers: fit ranks no
+// gradient checkpointing for it (nothing is saved to checkpoint), its
+// Python sets the eval batch, torch-1.13 refuses sdpa, and under torch
+// sdpa's pass at 64 tokens holds no probabilities, so that its peak is
+// below eager's by at least one layer's [B, H, S, S] float32.
+func TestEvalLevers(t *testing.T) {
+	m, err := hfconfig.Load("../../scripts/testdata/llm-llama-gqa.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Step{Model: m.Config, SeqLen: 64, Eval: true}
+	choices, err := Rank([]Step{base}, Torch113, []int{1, 2}, 1<<40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(choices) != 4 {
+		t.Errorf("%d choices; want 4 (batches 1 and 2 × bf16 or fp32)", len(choices))
+	}
+	for _, c := range choices {
+		if c.Step.Checkpoint || !strings.Contains(c.Plan.Python, "per_device_eval_batch_size") {
+			t.Errorf("choice %s", c.Plan.Python)
+		}
+	}
+	s := base
+	s.Batch, s.SDPA = 2, true
+	if _, err := PlanEval(s, Torch113); err == nil {
+		t.Error("torch-1.13 planned sdpa")
+	}
+	sdpa, err := PlanEval(s, Torch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SDPA = false
+	eager, err := PlanEval(s, Torch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probs := int64(2 * m.Config.Heads * 64 * 64 * 4)
+	for _, op := range sdpa.LiveByOp {
+		if op.Op == "softmax" {
+			t.Errorf("sdpa holds %d bytes of probabilities", op.Bytes)
+		}
+	}
+	if eager.Peak-sdpa.Peak < probs {
+		t.Errorf("eager's peak %d, sdpa's %d; want sdpa's at least %d below", eager.Peak, sdpa.Peak, probs)
 	}
 }

@@ -11,19 +11,36 @@ import (
 // per_device_train_batch_size=1), LoraConfig(r=16,
 // target_modules=["q_proj", "v_proj"]), attn_implementation="sdpa"`.
 func (s Step) Python() string {
+	if s.Eval {
+		return s.EvalPython()
+	}
 	return "TrainingArguments(" + s.TrainingArguments() + "), " + s.ModelPython()
 }
 
-// TrainingArguments is the arguments of s's TrainingArguments.
+// EvalPython is s's evaluation pass as a PyTorch user sets it: bf16
+// autocast and the batch in TrainingArguments (Trainer.evaluate runs the
+// model under no_grad, in the same autocast as training), the model's
+// LoRA and attention.
+func (s Step) EvalPython() string {
+	s.Eval = true
+	return "TrainingArguments(" + s.TrainingArguments() + "), " + s.ModelPython()
+}
+
+// TrainingArguments is the arguments of s's TrainingArguments: of an
+// evaluation pass bf16 and per_device_eval_batch_size.
 func (s Step) TrainingArguments() string {
 	var args []string
 	if s.Autocast {
 		args = append(args, "bf16=True")
 	}
-	if s.Checkpoint {
+	if s.Checkpoint && !s.Eval {
 		args = append(args, "gradient_checkpointing=True")
 	}
-	args = append(args, fmt.Sprintf("per_device_train_batch_size=%d", s.Batch))
+	batch := "per_device_train_batch_size"
+	if s.Eval {
+		batch = "per_device_eval_batch_size"
+	}
+	args = append(args, fmt.Sprintf("%s=%d", batch, s.Batch))
 	return strings.Join(args, ", ")
 }
 

@@ -8,12 +8,16 @@ import (
 )
 
 // Step is one training step of a decoder as a PyTorch user runs it with
-// transformers' modules: the model, its sizes and the levers they set in
-// Python.
+// transformers' modules, or with Eval one evaluation pass: the model, its
+// sizes and the levers they set in Python.
 type Step struct {
 	Model         hfconfig.Config
 	Layers        int // decoder layers (0: the model's)
 	Batch, SeqLen int
+	// Eval is an evaluation pass (Trainer.evaluate: the forward pass and
+	// the loss under torch.no_grad()) in place of a training step;
+	// Checkpoint does not apply to it.
+	Eval bool
 	// Autocast is torch.autocast(dtype=torch.bfloat16) over float32
 	// weights: the HF Trainer's TrainingArguments(bf16=True).
 	Autocast bool

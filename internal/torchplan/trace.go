@@ -7,10 +7,11 @@ type dtype int
 
 // The element types a training step's tensors have.
 const (
-	f32  dtype = iota
-	bf16       // autocast's copies and the products' results under it
-	f64        // a Python number wrapped as a 0-d tensor
-	i64        // token ids and targets
+	f32     dtype = iota
+	bf16          // autocast's copies and the products' results under it
+	f64           // a Python number wrapped as a 0-d tensor
+	i64           // token ids and targets
+	boolean       // a mask
 )
 
 // size is an element's bytes.
@@ -20,6 +21,8 @@ func (d dtype) size() int64 {
 		return 2
 	case f64, i64:
 		return 8
+	case boolean:
+		return 1
 	}
 	return 4
 }
@@ -64,7 +67,10 @@ type tracer struct {
 	saved  []Saved
 	// params are the parameters made, each once.
 	params []*tensor
-	err    error
+	// outNumel is the model's output's elements, whose float32 gradient
+	// the loss's backward makes first (the synthetic workloads).
+	outNumel int64
+	err      error
 }
 
 func newTracer(v versions, autocast bool) *tracer {
