@@ -324,8 +324,8 @@ func (prog *Program) crossCopy(v int, toMirror bool) error {
 }
 
 // sideBytes returns the bytes a resident placement allocates on the device
-// and on the host: each block's area, each arena slot (on each side that
-// has a value in it), each input and each mirror, on its side.
+// and on the host: each block's area, each side's arena, each input and
+// each mirror, on its side.
 func (sc *Schedule) sideBytes(s sides, ls []layout) (dev, host int64) {
 	add := func(onHost bool, elems int) {
 		if onHost {

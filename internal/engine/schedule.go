@@ -108,7 +108,7 @@ const (
 	kindInput     valueKind = iota // fed by the caller each step
 	kindParam                      // a parameter, resident for the program's life
 	kindSeed                       // the constant 1 that seeds backpropagation
-	kindTemporary                  // computed by a step, in a slot of the arena
+	kindTemporary                  // computed by a step, at its offset in the arena
 	kindSaved                      // computed in the forward pass, read in the backward pass: kept with its block
 )
 
