@@ -70,7 +70,7 @@ func TestFitNothingFits(t *testing.T) {
 	if code != exitIncomplete {
 		t.Errorf("status %d, want %d", code, exitIncomplete)
 	}
-	want := "gpuz: nothing fits: the smallest device need found is 148 GiB (cache auto policy, 1 block, optimizer on host, bf16), 973 KiB free after the 5% margin; the cpu needs 4.85 TiB of host memory"
+	want := "gpuz: nothing fits: the smallest device need found is 148 GiB (cache auto policy, 1 block, optimizer on host, recompute blocks, bf16), 973 KiB free after the 5% margin; the cpu needs 4.85 TiB of host memory"
 	if lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
 		t.Errorf("stderr %q, want one line starting %q", errOut, want)
 	}
