@@ -64,16 +64,16 @@ func TestFitRecommendationRuns(t *testing.T) {
 }
 
 // TestFitNothingFits fits a linear model of 4.85 TiB on a device of 1 MiB:
-// status 3, one line naming the smallest need found (gradient
-// accumulation's micro-batch of 15 keeps half the activations, its
-// accumulators on the host with the optimizer), nothing on standard
+// status 3, one line naming the smallest need found (recompute with
+// gradient accumulation's micro-batch of 15, under the arena of offsets,
+// its accumulators on the host with the optimizer), nothing on standard
 // output.
 func TestFitNothingFits(t *testing.T) {
 	code, out, errOut := fitOnSim(t, "linear", "train", "--device", "sim:1MiB", "--dims", "60000")
 	if code != exitIncomplete {
 		t.Errorf("status %d, want %d", code, exitIncomplete)
 	}
-	want := "gpuz: nothing fits: the smallest device need found is 148 GiB (cache auto policy, 1 block, optimizer on host, bf16, grad-accum 2), 973 KiB free after the 5% margin; the cpu needs 4.85 TiB of host memory"
+	want := "gpuz: nothing fits: the smallest device need found is 148 GiB (cache auto policy, 1 block, optimizer on host, recompute blocks, bf16, grad-accum 2), 973 KiB free after the 5% margin; the cpu needs 4.85 TiB of host memory"
 	if lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
 		t.Errorf("stderr %q, want one line starting %q", errOut, want)
 	}

@@ -239,14 +239,13 @@ func (bp *blockPlan) load(prog *Program) (placed, error) {
 			}
 		}
 	}
-	var slots [2][]device.Buffer // each side's arena
-	for side, sizes := range sd.slots {
-		for _, n := range sizes {
-			buf, err := prog.allocOn(side == 1, n)
-			if err != nil {
-				return nil, fmt.Errorf("engine: allocating activations: %w", err)
-			}
-			slots[side] = append(slots[side], buf)
+	var arena [2]device.Buffer // each side's arena
+	for side, n := range sd.arena {
+		if n == 0 {
+			continue
+		}
+		if arena[side], err = prog.allocOn(side == 1, n); err != nil {
+			return nil, fmt.Errorf("engine: allocating activations: %w", err)
 		}
 	}
 	for side := range prog.scratch16 {
@@ -264,7 +263,7 @@ func (bp *blockPlan) load(prog *Program) (placed, error) {
 			if sd.valueHost[i] {
 				side = 1
 			}
-			prog.buffers[i] = prog.on(side == 1).View(slots[side][sd.slot[i]], 0, v.elems)
+			prog.buffers[i] = prog.on(side == 1).View(arena[side], sd.offset[i], v.elems)
 		}
 	}
 	for i, v := range sc.values {

@@ -171,11 +171,11 @@ type sides struct {
 	// after marks the steps whose output is computed into its mirror and
 	// copied to its own side right after.
 	after []bool
-	// slot is each temporary's slot in its side's arena, and slots the
-	// elements of each slot of the device's ([0]) and the host's ([1])
-	// arena: each side packs its own temporaries by liveness.
-	slot  []int
-	slots [2][]int
+	// offset is each temporary's place in its side's arena, in elements,
+	// and arena the elements of the device's ([0]) and the host's ([1])
+	// arena: each side packs its own temporaries by liveness (packArena).
+	offset []int
+	arena  [2]int
 }
 
 // sides places the steps and values of the schedule with its blocks
@@ -190,9 +190,9 @@ func (sc *Schedule) sides(where []Where) (sides, error) {
 	s := sides{blockHost: make([]bool, len(sc.spec.Blocks)), stepHost: make([]bool, len(sc.steps)), valueHost: make([]bool, len(sc.values)),
 		mirrored: make([]bool, len(sc.values)), before: make([][]int, len(sc.steps)), after: make([]bool, len(sc.steps))}
 	if !slices.Contains(where, OnHost) {
-		s.slot, s.slots[0] = make([]int, len(sc.values)), sc.slots
+		s.offset, s.arena[0] = make([]int, len(sc.values)), sc.arena
 		for i, v := range sc.values {
-			s.slot[i] = v.slot
+			s.offset[i] = v.offset
 		}
 		return s, nil
 	}
@@ -253,12 +253,12 @@ func (sc *Schedule) sides(where []Where) (sides, error) {
 			s.valueHost[i] = true
 		}
 	}
-	s.slot, s.slots[0] = sc.packSlots(func(v int) bool { return !s.valueHost[v] })
-	hostSlot, hostSizes := sc.packSlots(func(v int) bool { return s.valueHost[v] })
-	s.slots[1] = hostSizes
-	for i, slot := range hostSlot {
-		if slot >= 0 {
-			s.slot[i] = slot
+	s.offset, s.arena[0] = sc.packArena(func(v int) bool { return !s.valueHost[v] })
+	hostOffset, hostElems := sc.packArena(func(v int) bool { return s.valueHost[v] })
+	s.arena[1] = hostElems
+	for i, at := range hostOffset {
+		if at >= 0 {
+			s.offset[i] = at
 		}
 	}
 	// A value's mirror is fresh from the step that wrote it (its output
@@ -324,8 +324,8 @@ func (prog *Program) crossCopy(v int, toMirror bool) error {
 }
 
 // sideBytes returns the bytes a resident placement allocates on the device
-// and on the host: each block's area, each arena slot (on each side that
-// has a value in it), each input and each mirror, on its side.
+// and on the host: each block's area, each side's arena, each input and
+// each mirror, on its side.
 func (sc *Schedule) sideBytes(s sides, ls []layout) (dev, host int64) {
 	add := func(onHost bool, elems int) {
 		if onHost {
@@ -339,10 +339,8 @@ func (sc *Schedule) sideBytes(s sides, ls []layout) (dev, host int64) {
 	}
 	add(false, sc.scratchFor(func(si int) bool { return !s.stepHost[si] }))
 	add(true, sc.scratchFor(func(si int) bool { return s.stepHost[si] }))
-	for side, sizes := range s.slots {
-		for _, n := range sizes {
-			add(side == 1, n)
-		}
+	for side, n := range s.arena {
+		add(side == 1, n)
 	}
 	for i, v := range sc.values {
 		if v.kind == kindInput || v.kind == kindSeed {

@@ -163,9 +163,9 @@ const managedAlign = 256
 
 // managedLayout is where a managed placement keeps every value in its one
 // region of managed memory, in bytes from the region's start: the inputs
-// and the gradient seed, the arena's slots, then each block's area
-// (parameters, Adam's moments, saved values), one after the other, each
-// starting at a multiple of managedAlign bytes as cudaMalloc's buffers do
+// and the gradient seed, the arena (each temporary at its offset in it),
+// then each block's area (parameters, Adam's moments, saved values), one
+// after the other, each starting at a multiple of managedAlign bytes as cudaMalloc's buffers do
 // (kernels may take another path for a less aligned buffer, and the
 // managed mode must compute exactly what the cuda mode computes). Buffers
 // share pages: a page holding the end of one buffer and the start of the
@@ -206,13 +206,10 @@ func (sc *Schedule) managedLayout() managedLayout {
 			m.value[i] = next(v.elems)
 		}
 	}
-	slots := make([]int64, len(sc.slots))
-	for s, n := range sc.slots {
-		slots[s] = next(n)
-	}
+	arena := next(sc.arena)
 	for i, v := range sc.values {
 		if v.kind == kindTemporary {
-			m.value[i] = slots[v.slot]
+			m.value[i] = arena + 4*int64(v.offset)
 		}
 	}
 	for b, l := range sc.layouts(everyBlock) {

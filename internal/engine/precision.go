@@ -175,7 +175,7 @@ func (sc *Schedule) count(v int) int { return max(sc.values[v].shape.TotalSize()
 // product's result; a promoting op's result when all its inputs are 16-bit.
 // Inputs, the gradient seed, the reductions' results and every other value
 // stay float32. It runs once the steps are final (after recompute) and
-// before the slots are packed. The blocks' state is stored after
+// before the arena is packed. The blocks' state is stored after
 // Spec.StatePrecision (assignStateStorage).
 func (sc *Schedule) assignPrecision() error {
 	if err := sc.assignQuantized(); err != nil {
@@ -234,7 +234,7 @@ func (sc *Schedule) assignHalfValues() {
 // storage is how a value's elements sit in its buffer's float32-sized
 // words. A 16-bit storage is read through a widening to float32 and
 // written through a rounding from it (the converter); a quantized one is
-// read only as stored (quantized.go); a value's bytes, and so every slot,
+// read only as stored (quantized.go); a value's bytes, and so the arena,
 // area, copy and page, follow its words.
 type storage uint8
 

@@ -39,7 +39,7 @@ type Program struct {
 	dev     device.Device
 	k       device.Kernels
 	placed  placed          // the placement's hooks
-	buffers []device.Buffer // per value: its own buffer, a view of its slot or its block's area, nil while paged out
+	buffers []device.Buffer // per value: its own buffer, a view of the arena or of its block's area, nil while paged out
 	moments [][2]device.Buffer
 	// masters holds each 16-bit parameter's float32 master where its
 	// moments are, nil for the others and where the host keeps it.

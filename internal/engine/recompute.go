@@ -9,7 +9,7 @@ import (
 // each block's saved activations again instead of keeping them from the
 // forward pass (levers.RecomputeBlocks, torch.utils.checkpoint per block).
 // It runs on a schedule whose steps are final but whose owners, updates,
-// lifetimes and slots are not yet assigned: it derives the owners it
+// lifetimes and arena offsets are not yet assigned: it derives the owners it
 // needs, rewrites the steps, and leaves the rest to Compile's usual passes,
 // which then find only the block inputs saved and the re-run values in the
 // arena.
@@ -126,7 +126,7 @@ func (sc *Schedule) rerun(b int) (at int, run []step, copied map[int]int) {
 		}
 		orig := sc.values[s.out]
 		sc.values = append(sc.values, value{node: orig.node, kind: kindTemporary, shape: orig.shape, elems: orig.elems,
-			slot: -1, block: -1, produced: -1, lastUse: -1})
+			offset: -1, block: -1, produced: -1, lastUse: -1})
 		r.out = len(sc.values) - 1
 		copied[s.out] = r.out
 		run = append(run, r)

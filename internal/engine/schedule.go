@@ -118,7 +118,7 @@ const (
 	kindInput     valueKind = iota // fed by the caller each step
 	kindParam                      // a parameter, resident for the program's life
 	kindSeed                       // the constant 1 that seeds backpropagation
-	kindTemporary                  // computed by a step, in a slot of the arena
+	kindTemporary                  // computed by a step, at its offset in the arena
 	kindSaved                      // computed in the forward pass, read in the backward pass: kept with its block
 )
 
@@ -137,7 +137,7 @@ type value struct {
 	// frozen marks a frozen parameter (Block.Frozen), state a block's
 	// state (Block.State): both kindParam.
 	frozen, state bool
-	slot          int // arena slot, for temporaries
+	offset        int // the place in the arena, in elements, of a temporary
 	// block owns the value: for parameters their block, for saved values
 	// the block they travel with; -1 otherwise.
 	block int
@@ -188,7 +188,7 @@ type Schedule struct {
 	index   map[*gorgonia.Node]int
 	steps   []step
 	updates []update
-	slots   []int // elements of each arena slot
+	arena   int // the arena's elements: every temporary at its offset
 	// needs lists, per step, the blocks that must be resident on the device
 	// for it: those whose parameters it reads and those owning the saved
 	// values it reads or writes.
@@ -340,7 +340,7 @@ func Compile(spec Spec) (*Schedule, error) {
 	}
 	sc.computeLastUse()
 	sc.assignOwners()
-	sc.assignSlots()
+	sc.assignOffsets()
 	if sc.passes == nil { // after recompute's steps
 		sc.passes = [][2]int{{0, len(sc.steps)}}
 	}
@@ -477,7 +477,7 @@ func (sc *Schedule) addValue(n *gorgonia.Node, kind valueKind, block int) int {
 		return i
 	}
 	s := n.Shape()
-	sc.values = append(sc.values, value{node: n, kind: kind, shape: s, elems: max(s.TotalSize(), 1), block: block, slot: -1, produced: -1, lastUse: -1})
+	sc.values = append(sc.values, value{node: n, kind: kind, shape: s, elems: max(s.TotalSize(), 1), block: block, offset: -1, produced: -1, lastUse: -1})
 	sc.index[n] = len(sc.values) - 1
 	return len(sc.values) - 1
 }
@@ -578,74 +578,18 @@ func (sc *Schedule) computeLastUse() {
 	}
 }
 
-// assignSlots gives every temporary a slot of the arena by liveness: a slot
-// is reused once the last reader of its value has run. Saved values live in
-// their block's area instead.
-func (sc *Schedule) assignSlots() {
-	slotOf, sizes := sc.packSlots(func(int) bool { return true })
-	for i, slot := range slotOf {
-		if slot >= 0 {
-			sc.values[i].slot = slot
+// assignOffsets places every temporary at an offset of the arena by
+// liveness (packArena): a value's elements are reused once the last
+// reader of its value has run. Saved values live in their block's area
+// instead.
+func (sc *Schedule) assignOffsets() {
+	offset, elems := sc.packArena(func(int) bool { return true })
+	for i, at := range offset {
+		if at >= 0 {
+			sc.values[i].offset = at
 		}
 	}
-	sc.slots = sizes
-}
-
-// packSlots gives every temporary that in selects a slot by liveness, as
-// assignSlots does, and returns each value's slot (-1 for others) and
-// each slot's elements.
-func (sc *Schedule) packSlots(in func(v int) bool) (slotOf, sizes []int) {
-	end := len(sc.steps)
-	slotOf = make([]int, len(sc.values))
-	for i := range slotOf {
-		slotOf[i] = -1
-	}
-	temp := func(v int) bool { return sc.values[v].kind == kindTemporary && in(v) }
-	// A temporary's slot is released after the step that last uses it, or
-	// after the step that produces it when nothing reads it.
-	release := make([][]int, len(sc.steps))
-	for si, s := range sc.steps {
-		if at := max(si, sc.values[s.out].lastUse); at < end && temp(s.out) {
-			release[at] = append(release[at], s.out)
-		}
-	}
-	var free []int // slot indices not in use
-	for si, s := range sc.steps {
-		if temp(s.out) {
-			slotOf[s.out] = takeSlot(&sizes, &free, sc.values[s.out].elems)
-		}
-		for _, v := range release[si] {
-			free = append(free, slotOf[v])
-		}
-	}
-	return slotOf, sizes
-}
-
-// takeSlot returns the smallest free slot of at least need elements, or
-// else the largest free slot grown to need (which adds less than a new
-// slot would), removing it from free; or, with none free, a new slot
-// added to sizes.
-func takeSlot(sizes, free *[]int, need int) int {
-	best, largest := -1, -1
-	for fi, slot := range *free {
-		if (*sizes)[slot] >= need && (best < 0 || (*sizes)[slot] < (*sizes)[(*free)[best]]) {
-			best = fi
-		}
-		if largest < 0 || (*sizes)[slot] > (*sizes)[(*free)[largest]] {
-			largest = fi
-		}
-	}
-	if best < 0 && largest >= 0 {
-		best = largest
-		(*sizes)[(*free)[best]] = need
-	}
-	if best < 0 {
-		*sizes = append(*sizes, need)
-		return len(*sizes) - 1
-	}
-	slot := (*free)[best]
-	*free = slices.Delete(*free, best, best+1)
-	return slot
+	sc.arena = elems
 }
 
 // updateStep returns the compute step after which block b is updated.
@@ -705,9 +649,7 @@ func (sc *Schedule) Bytes() Bytes {
 			b.Optimizer += 4 * int64(sc.stateElems(i))
 		}
 	}
-	for _, n := range sc.slots {
-		b.Arena += 4 * int64(n)
-	}
+	b.Arena += 4 * int64(sc.arena)
 	b.Arena += 4 * int64(sc.scratchFor(func(int) bool { return true }))
 	return b
 }

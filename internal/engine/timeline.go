@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 
 	"gpuz/internal/cache"
 )
@@ -35,8 +37,8 @@ const (
 	// move through them.
 	PagingSlots
 	// Idle is memory the placement holds that no live value occupies at
-	// the point: an arena slot between its values, or a saved value's place
-	// before it is computed and after its last reader.
+	// the point: the arena's elements no live value fills, or a saved
+	// value's place before it is computed and after its last reader.
 	Idle
 	numCategories
 )
@@ -121,7 +123,7 @@ func (m StepMemory) InUse() int64 { return m.Total() - m.Bytes[Idle] }
 // Timeline returns, for one Run of the schedule under placement pl, the
 // device memory at each compute step and each update, in the order they
 // run, by category. It is derived from the same figures as Footprint (the
-// blocks' layouts, the arena's slots, the sides of a hybrid placement, the
+// blocks' layouts, the arena's offsets, the sides of a hybrid placement, the
 // window of paged slots, window blocks as Copies takes it), so every
 // point's Total is the footprint's Device bytes; what varies is which
 // values occupy them: each value lives from the step that computes it to
@@ -182,11 +184,7 @@ func (bp *blockPlan) timeline(window int) ([]StepMemory, error) {
 	// What each value holds on the device: its own buffer (a resident
 	// block's saved value, an input, a temporary in the device's arena),
 	// and the mirror of a host value that a device step reads or writes.
-	var arena int64
-	for _, n := range s.slots[0] {
-		arena += 4 * int64(n)
-	}
-	fixed[Idle] += arena + 4*int64(sc.scratchFor(func(si int) bool { return !s.stepHost[si] }))
+	fixed[Idle] += 4*int64(s.arena[0]) + 4*int64(sc.scratchFor(func(si int) bool { return !s.stepHost[si] }))
 	var timed []int // values whose device bytes live and die
 	for i, v := range sc.values {
 		own := !s.valueHost[i] && (v.kind == kindTemporary || (v.kind == kindSaved && onDevice(v.block)))
@@ -213,7 +211,7 @@ func (bp *blockPlan) timeline(window int) ([]StepMemory, error) {
 		if st.backward {
 			point.Phase = Backward
 		}
-		used := make(map[int]int64) // elements in each device arena slot
+		var inArena []int // the device arena's temporaries alive
 		for _, i := range timed {
 			v := sc.values[i]
 			if v.produced > si || max(v.produced, v.lastUse) < si {
@@ -221,13 +219,13 @@ func (bp *blockPlan) timeline(window int) ([]StepMemory, error) {
 			}
 			n := 4 * int64(v.elems)
 			if v.kind == kindTemporary && !s.valueHost[i] {
-				slot := s.slot[i]
-				if used[slot] += int64(v.elems); used[slot] > int64(s.slots[0][slot]) {
-					return nil, fmt.Errorf("engine: arena slot %d holds %d elements at step %d, more than its %d", slot, used[slot], si, s.slots[0][slot])
-				}
+				inArena = append(inArena, i)
 			}
 			point.Bytes[sc.category(i)] += n
 			point.Bytes[Idle] -= n
+		}
+		if err := s.checkArena(sc, si, inArena); err != nil {
+			return nil, err
 		}
 		out = append(out, point)
 		for ; next < len(sc.updates) && sc.updates[next].after == si; next++ {
@@ -266,4 +264,22 @@ func (sc *Schedule) stepBlock(si int) string {
 		return ""
 	}
 	return sc.spec.Blocks[b].Name
+}
+
+// checkArena returns an error if two of the device arena's temporaries
+// alive at step si share an element, or one lies past the arena's end.
+func (s sides) checkArena(sc *Schedule, si int, alive []int) error {
+	slices.SortFunc(alive, func(a, b int) int { return cmp.Compare(s.offset[a], s.offset[b]) })
+	end, last := 0, -1
+	for _, i := range alive {
+		if s.offset[i] < end {
+			return fmt.Errorf("engine: at step %d, %s at elements [%d, %d) of the arena lies over %s", si,
+				sc.values[i].node.Name(), s.offset[i], s.offset[i]+sc.values[i].elems, sc.values[last].node.Name())
+		}
+		end, last = s.offset[i]+sc.values[i].elems, i
+	}
+	if end > s.arena[0] {
+		return fmt.Errorf("engine: at step %d, %s ends at element %d, past the arena's %d", si, sc.values[last].node.Name(), end, s.arena[0])
+	}
+	return nil
 }
