@@ -14,8 +14,9 @@ import (
 // run's own setup; and the time from the process's start to the first
 // epoch, at least that setup and the first mode's.
 func TestSetupInJSON(t *testing.T) {
-	onHost := []string{"open", "build", "load", "init", "upload"}
-	onSim := []string{"open", "build", "reserve", "load", "init", "upload"}
+	// The model is built and compiled once, in the run's own setup.
+	onHost := []string{"open", "load", "init", "upload"}
+	onSim := []string{"open", "reserve", "load", "init", "upload"}
 	tests := []struct {
 		name string
 		args []string
