@@ -283,6 +283,19 @@ func (o *FitOptions) takeSeqLenMax(fs *pflag.FlagSet, w models.Workload) error {
 	return nil
 }
 
+// searchOptions opens what a search plans on: modes (the device's and
+// the host's, whose planners open them), the bytes --take counts as
+// taken, and the run options of the workload's flags.
+func (o *FitOptions) searchOptions(ctx context.Context, modes ...bench.Mode) (bench.Options, int64, error) {
+	o.Modes = modes
+	take, err := o.takeBytes()
+	if err != nil {
+		return bench.Options{}, 0, usage(err)
+	}
+	opts, err := o.benchOptions(ctx)
+	return opts, take, err
+}
+
 // validate checks fit's own flags and that the workload's flags take one
 // value each.
 func (o *FitOptions) validate() error {
@@ -321,12 +334,7 @@ func fitRun(ctx context.Context, o *FitOptions) (err error) {
 	}
 	// The modes are fit's to choose; cuda and cpu open the device and
 	// the host as every mode needs them.
-	o.Modes = []bench.Mode{bench.ResidentMode(true), bench.ResidentMode(false)}
-	take, err := o.takeBytes()
-	if err != nil {
-		return usage(err)
-	}
-	opts, err := o.benchOptions(ctx)
+	opts, take, err := o.searchOptions(ctx, bench.ResidentMode(true), bench.ResidentMode(false))
 	if err != nil {
 		return err
 	}

@@ -30,12 +30,7 @@ func fitFrameworkRun(ctx context.Context, o *FitOptions, fw torchplan.Framework)
 	if o.Verify > 0 {
 		return usagef("fit --framework %s plans PyTorch's configurations; --verify runs gpuz's: drop one", fw)
 	}
-	o.Modes = []bench.Mode{bench.ResidentMode(true)}
-	take, err := o.takeBytes()
-	if err != nil {
-		return usage(err)
-	}
-	opts, err := o.benchOptions(ctx)
+	opts, take, err := o.searchOptions(ctx, bench.ResidentMode(true))
 	if err != nil {
 		return err
 	}

@@ -26,15 +26,18 @@ const opClassesFile = "../perfmodel/opclasses.go"
 
 // declaredClasses reads the package's non-test sources and returns, for
 // each class constant of perfmodel that a spec's class method returns (by
-// its identifier, as ClassProducts), the names of those specs' types.
+// its identifier, as ClassProducts), the names of those specs' types. A
+// spec whose class method it has from an embedded unexported type (the
+// normalisations' gradients, normgrad.go) is of that type's class, named
+// after the file's class methods.
 func declaredClasses() (map[string][]string, error) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		return nil, err
 	}
 	slices.Sort(files)
-	classes := map[string][]string{}
 	fset := token.NewFileSet()
+	var parsed []*ast.File
 	for _, file := range files {
 		if strings.HasSuffix(file, "_test.go") {
 			continue
@@ -43,6 +46,14 @@ func declaredClasses() (map[string][]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		parsed = append(parsed, f)
+	}
+	// The class methods, by receiver: an unexported receiver's class is
+	// the class of the specs that embed it.
+	type method struct{ recv, class string }
+	methods := make([][]method, len(parsed))
+	shared := map[string]string{}
+	for i, f := range parsed {
 		for _, d := range f.Decls {
 			fn, ok := d.(*ast.FuncDecl)
 			if !ok || fn.Name.Name != "class" || fn.Recv == nil || len(fn.Recv.List) != 1 {
@@ -53,10 +64,54 @@ func declaredClasses() (map[string][]string, error) {
 			if !ok || !okClass {
 				return nil, fmt.Errorf("%s: a class method must be a value method that returns one of perfmodel's class constants", fset.Position(fn.Pos()))
 			}
-			classes[class] = append(classes[class], recv.Name)
+			if ast.IsExported(recv.Name) {
+				methods[i] = append(methods[i], method{recv.Name, class})
+			} else {
+				shared[recv.Name] = class
+			}
+		}
+	}
+	classes := map[string][]string{}
+	for i, f := range parsed {
+		for _, m := range methods[i] {
+			classes[m.class] = append(classes[m.class], m.recv)
+		}
+		for _, d := range f.Decls {
+			for name, embedded := range embeddings(d) {
+				if class, ok := shared[embedded]; ok {
+					classes[class] = append(classes[class], name)
+				}
+			}
 		}
 	}
 	return classes, nil
+}
+
+// embeddings returns, for d's exported struct types, the one unexported
+// type each embeds, if any, by the struct's name; in d's order, as an
+// iterator.
+func embeddings(d ast.Decl) func(yield func(name, embedded string) bool) {
+	return func(yield func(name, embedded string) bool) {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.TYPE {
+			return
+		}
+		for _, spec := range g.Specs {
+			ts := spec.(*ast.TypeSpec)
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok || !ast.IsExported(ts.Name.Name) {
+				continue
+			}
+			for _, field := range st.Fields.List {
+				id, ok := field.Type.(*ast.Ident)
+				if len(field.Names) == 0 && ok && !ast.IsExported(id.Name) {
+					if !yield(ts.Name.Name, id.Name) {
+						return
+					}
+				}
+			}
+		}
+	}
 }
 
 // classConstant returns the identifier of the perfmodel constant that

@@ -39,8 +39,8 @@ func (op LayerNorm) kernel() kernel {
 // them; beta's gradient is the column sums of g, as Linear's bias's.
 func (op LayerNorm) grads() []grad {
 	return []grad{
-		gradOf(LayerNormInputGrad(op), 0, 1, gArg),
-		gradOf(LayerNormWeightGrad(op), 0, gArg),
+		gradOf(LayerNormInputGrad{Eps: op.Eps}, 0, 1, gArg),
+		gradOf(LayerNormWeightGrad{Eps: op.Eps}, 0, gArg),
 		gradOf(LinearBiasGrad{}, gArg),
 	}
 }
@@ -48,17 +48,8 @@ func (op LayerNorm) grads() []grad {
 // LayerNormInputGrad is the gradient of LayerNorm with respect to x, given
 // x, gamma and the output gradient g.
 type LayerNormInputGrad struct {
+	normInputGrad
 	Eps float64
-}
-
-func (LayerNormInputGrad) signature() []int { return []int{2, 1, 2, 2} }
-
-func (LayerNormInputGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
-	x, gamma, g := in[0], in[1], in[2]
-	if !x.Eq(g) || gamma[0] != x[1] {
-		return nil, fmt.Errorf("shapes x %v, gamma %v, gradient %v do not fit", x, gamma, g)
-	}
-	return x, nil
 }
 
 func (op LayerNormInputGrad) kernel() kernel {
@@ -69,14 +60,8 @@ func (op LayerNormInputGrad) kernel() kernel {
 // LayerNormWeightGrad is the gradient of LayerNorm with respect to gamma,
 // given x and the output gradient g: the column sums of g ⊙ x̂.
 type LayerNormWeightGrad struct {
+	normWeightGrad
 	Eps float64
-}
-
-func (LayerNormWeightGrad) signature() []int { return []int{2, 2, 1} }
-
-// shape: x and g have one shape, gamma's gradient one entry per column.
-func (LayerNormWeightGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
-	return shapeBy(sameShape, in, func(x tensor.Shape) tensor.Shape { return tensor.Shape{x[1]} })
 }
 
 func (op LayerNormWeightGrad) kernel() kernel {
@@ -84,11 +69,9 @@ func (op LayerNormWeightGrad) kernel() kernel {
 		device.Kernels.LayerNormWeightGrad)
 }
 
-// The normalisations in the performance model: row reductions
-// (perfmodel.ClassNormalisation).
-func (LayerNorm) class() string           { return perfmodel.ClassNormalisation }
-func (LayerNormInputGrad) class() string  { return perfmodel.ClassNormalisation }
-func (LayerNormWeightGrad) class() string { return perfmodel.ClassNormalisation }
+// The normalisation in the performance model: a row reduction
+// (perfmodel.ClassNormalisation), as its gradients (normgrad.go).
+func (LayerNorm) class() string { return perfmodel.ClassNormalisation }
 
 // cost: about 8 operations per element (mean, variance, normalise, scale
 // and shift).
@@ -105,8 +88,6 @@ func (LayerNormWeightGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost
 	return stream(in, out, 8*elemsOf(in[0]))
 }
 
-// The reductions, under 16-bit precision: read and stored in float32
+// The normalisation, under 16-bit precision: read and stored in float32
 // (autocast's fp32 list: softmax, layer norm, the losses, sums).
-func (LayerNorm) cast() levers.Cast           { return levers.CastFP32 }
-func (LayerNormInputGrad) cast() levers.Cast  { return levers.CastFP32 }
-func (LayerNormWeightGrad) cast() levers.Cast { return levers.CastFP32 }
+func (LayerNorm) cast() levers.Cast { return levers.CastFP32 }

@@ -41,25 +41,16 @@ func (op RMSNorm) kernel() kernel {
 // as LayerNorm's do.
 func (op RMSNorm) grads() []grad {
 	return []grad{
-		gradOf(RMSNormInputGrad(op), 0, 1, gArg),
-		gradOf(RMSNormWeightGrad(op), 0, gArg),
+		gradOf(RMSNormInputGrad{Eps: op.Eps}, 0, 1, gArg),
+		gradOf(RMSNormWeightGrad{Eps: op.Eps}, 0, gArg),
 	}
 }
 
 // RMSNormInputGrad is the gradient of RMSNorm with respect to x, given x,
 // the weight and the output gradient g.
 type RMSNormInputGrad struct {
+	normInputGrad
 	Eps float64
-}
-
-func (RMSNormInputGrad) signature() []int { return []int{2, 1, 2, 2} }
-
-func (RMSNormInputGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
-	x, w, g := in[0], in[1], in[2]
-	if !x.Eq(g) || w[0] != x[1] {
-		return nil, fmt.Errorf("shapes x %v, weight %v, gradient %v do not fit", x, w, g)
-	}
-	return x, nil
 }
 
 func (op RMSNormInputGrad) kernel() kernel {
@@ -70,15 +61,8 @@ func (op RMSNormInputGrad) kernel() kernel {
 // RMSNormWeightGrad is the gradient of RMSNorm with respect to its weight,
 // given x and the output gradient g: the column sums of g ⊙ x̂.
 type RMSNormWeightGrad struct {
+	normWeightGrad
 	Eps float64
-}
-
-func (RMSNormWeightGrad) signature() []int { return []int{2, 2, 1} }
-
-// shape: x and g have one shape, the weight's gradient one entry per
-// column.
-func (RMSNormWeightGrad) shape(in []tensor.Shape) (tensor.Shape, error) {
-	return shapeBy(sameShape, in, func(x tensor.Shape) tensor.Shape { return tensor.Shape{x[1]} })
 }
 
 func (op RMSNormWeightGrad) kernel() kernel {
@@ -86,11 +70,9 @@ func (op RMSNormWeightGrad) kernel() kernel {
 		device.Kernels.RMSNormWeightGrad)
 }
 
-// The normalisations in the performance model: row reductions
-// (perfmodel.ClassNormalisation).
-func (RMSNorm) class() string           { return perfmodel.ClassNormalisation }
-func (RMSNormInputGrad) class() string  { return perfmodel.ClassNormalisation }
-func (RMSNormWeightGrad) class() string { return perfmodel.ClassNormalisation }
+// The normalisation in the performance model: a row reduction
+// (perfmodel.ClassNormalisation), as its gradients (normgrad.go).
+func (RMSNorm) class() string { return perfmodel.ClassNormalisation }
 
 // cost: about 4 operations per element (square and add, normalise, scale).
 func (RMSNorm) cost(in []tensor.Shape, out tensor.Shape) device.Cost { return perElement(in, out, 4) }
@@ -107,9 +89,7 @@ func (RMSNormWeightGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
 	return stream(in, out, 5*elemsOf(in[0]))
 }
 
-// The reductions, under 16-bit precision: read and stored in float32
+// The normalisation, under 16-bit precision: read and stored in float32
 // (autocast's fp32 list, as layer norm; LlamaRMSNorm itself computes in
 // float32).
-func (RMSNorm) cast() levers.Cast           { return levers.CastFP32 }
-func (RMSNormInputGrad) cast() levers.Cast  { return levers.CastFP32 }
-func (RMSNormWeightGrad) cast() levers.Cast { return levers.CastFP32 }
+func (RMSNorm) cast() levers.Cast { return levers.CastFP32 }
