@@ -25,19 +25,12 @@
 // and the context's n_ctx, n_batch, n_ubatch, the KV cache's cells and
 // types, and whether flash attention was enabled.
 //
-// node-llama-cpp is found in the folder GPUZ_NODE_LLAMA_CPP names, or
-// .peer at the repository's root, where it is installed by
-//
-//	mkdir -p .peer && (cd .peer && npm i -E node-llama-cpp@3.21.1)
-import { createRequire } from "node:module";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+// node-llama-cpp is found as llamacpp_peer.mjs says.
 import { parseArgs } from "node:util";
 
-function fail(msg) {
-  process.stderr.write(`llamacpp_buffers: ${msg}\n`);
-  process.exit(2);
-}
+import { failer, loadModel, nodeLlamaCpp, positive } from "./llamacpp_peer.mjs";
+
+const fail = failer("llamacpp_buffers");
 
 const { values: opts } = parseArgs({
   options: {
@@ -49,26 +42,12 @@ const { values: opts } = parseArgs({
   strict: true,
 });
 
-function positive(name) {
-  const n = Number(opts[name]);
-  if (!Number.isInteger(n) || n <= 0) fail(`--${name} must be a positive integer, got ${opts[name]}`);
-  return n;
-}
-
 if (!opts.model) fail("--model FILE is required");
-const contextSize = positive("context");
-const batchSize = positive("batch");
-const threads = positive("threads");
+const contextSize = positive(opts, "context", fail);
+const batchSize = positive(opts, "batch", fail);
+const threads = positive(opts, "threads", fail);
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const peer = process.env.GPUZ_NODE_LLAMA_CPP || join(root, ".peer");
-let entry;
-try {
-  entry = createRequire(join(peer, "package.json")).resolve("node-llama-cpp");
-} catch {
-  fail(`node-llama-cpp is not installed in ${peer}: mkdir -p .peer && (cd .peer && npm i -E node-llama-cpp@3.21.1)`);
-}
-const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry).href);
+const { getLlama, LlamaLogLevel } = await nodeLlamaCpp(fail);
 
 // buffers collects the sizes the log lines name: kind → backend → MiB.
 const buffers = { model: {}, output: {}, kv: {}, compute: {} };
@@ -95,12 +74,7 @@ const logger = (_level, message) => {
 };
 
 const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.debug, logger });
-let model;
-try {
-  model = await llama.loadModel({ modelPath: resolve(opts.model), gpuLayers: 0 });
-} catch (e) {
-  fail(`--model ${opts.model}: ${e.message}`);
-}
+const model = await loadModel(llama, opts.model, fail);
 const modelSize = model.size;
 const ctx = await model.createContext({ contextSize, batchSize, threads, sequences: 1 });
 await ctx.dispose();

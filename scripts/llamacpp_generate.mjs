@@ -18,20 +18,13 @@
 // share. The first prompt's timings include warming up: give a prompt
 // twice to time it warm.
 //
-// node-llama-cpp is found in the folder GPUZ_NODE_LLAMA_CPP names, or
-// .peer at the repository's root, where it is installed by
-//
-//	mkdir -p .peer && (cd .peer && npm i -E node-llama-cpp@3.21.1)
-import { createRequire } from "node:module";
+// node-llama-cpp is found as llamacpp_peer.mjs says.
 import { loadavg } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
-function fail(msg) {
-  process.stderr.write(`llamacpp_generate: ${msg}\n`);
-  process.exit(2);
-}
+import { failer, loadModel, nodeLlamaCpp, positive } from "./llamacpp_peer.mjs";
+
+const fail = failer("llamacpp_generate");
 
 const { values: opts } = parseArgs({
   options: {
@@ -43,12 +36,6 @@ const { values: opts } = parseArgs({
   strict: true,
 });
 
-function positive(name) {
-  const n = Number(opts[name]);
-  if (!Number.isInteger(n) || n <= 0) fail(`--${name} must be a positive integer, got ${opts[name]}`);
-  return n;
-}
-
 if (!opts.model) fail("--model FILE is required");
 if (!opts["prompt-ids"]) fail("--prompt-ids 1,2,3 is required");
 const prompts = opts["prompt-ids"].map((list) =>
@@ -58,26 +45,13 @@ const prompts = opts["prompt-ids"].map((list) =>
     return id;
   }),
 );
-const tokens = positive("tokens");
-const threads = positive("threads");
+const tokens = positive(opts, "tokens", fail);
+const threads = positive(opts, "threads", fail);
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const peer = process.env.GPUZ_NODE_LLAMA_CPP || join(root, ".peer");
-let entry;
-try {
-  entry = createRequire(join(peer, "package.json")).resolve("node-llama-cpp");
-} catch {
-  fail(`node-llama-cpp is not installed in ${peer}: mkdir -p .peer && (cd .peer && npm i -E node-llama-cpp@3.21.1)`);
-}
-const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry).href);
+const { getLlama, LlamaLogLevel } = await nodeLlamaCpp(fail);
 
 const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
-let model;
-try {
-  model = await llama.loadModel({ modelPath: resolve(opts.model), gpuLayers: 0 });
-} catch (e) {
-  fail(`--model ${opts.model}: ${e.message}`);
-}
+const model = await loadModel(llama, opts.model, fail);
 for (const id of prompts.flat()) {
   if (id >= model.tokens.size) fail(`--prompt-ids: ${id} is not below the vocabulary's ${model.tokens.size} tokens`);
 }
