@@ -497,8 +497,9 @@ func (m *modeRun) load(ctx context.Context, fp engine.Footprint) bool {
 }
 
 // initialise draws and uploads the initial values parameter by
-// parameter: the uploads are timed as they go, the drawing is the rest.
-// It stops at the next parameter once ctx is done.
+// parameter: the uploads are timed as they go, the drawing is the rest;
+// then a GGUF file's weights (--load-weights) one parameter at a time. It
+// stops at the next parameter once ctx is done.
 func (m *modeRun) initialise(ctx context.Context) bool {
 	m.opts.startPhase(m.mode, m.r.Device, PhaseInit)
 	initialising, upload := time.Now(), time.Duration(0)
@@ -511,7 +512,7 @@ func (m *modeRun) initialise(ctx context.Context) bool {
 		return m.prog.SetInput(param, values)
 	})
 	if err == nil && m.opts.LoadWeights != nil {
-		err = m.loadWeights()
+		err = m.loadWeights(ctx)
 	}
 	if err != nil {
 		if ctx.Err() != nil {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,8 +28,9 @@ type filePiece struct {
 // quantized in its tensors' kind takes their blocks as they are
 // (Program.SetStored); any other is dequantized into float32 and set as
 // drawn values are (stored in its own kind, quantized again if it is one).
-// LoRA's adapters, which no file holds, keep their drawn values.
-func (m *modeRun) loadWeights() error {
+// LoRA's adapters, which no file holds, keep their drawn values. It stops
+// before the next parameter once ctx is done, returning ctx's error.
+func (m *modeRun) loadWeights(ctx context.Context) error {
 	g := m.opts.LoadWeights
 	llm, ok := m.opts.Workload.(*models.LLMConfig)
 	if !ok {
@@ -49,6 +51,9 @@ func (m *modeRun) loadWeights() error {
 	defer data.Close()
 	for _, b := range m.model.Blocks {
 		for _, p := range slices.Concat(b.Params, b.Frozen) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			ps, ok := pieces[p.Name()]
 			switch {
 			case !ok && strings.Contains(p.Name(), ".lora_"):

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,6 +51,42 @@ func TestLoadWeightsParams(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoadWeightsStops loads a file under a context already done: the
+// load stops before its first parameter with the context's error, so a
+// signal during --load-weights stops the run's setup (issue 44 item 5).
+// It fails with loadWeights' check of ctx dropped.
+func TestLoadWeightsStops(t *testing.T) {
+	preset, err := hfconfig.Load("smollm2-135m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "smollm2.gguf")
+	writeGGUF(t, preset, 1, 7, path)
+	file, err := hfconfig.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Workload: &models.LLMConfig{Model: file, Layers: 1, SeqLen: 4, Feed: models.Feed{Samples: 1, Batch: 1, Epochs: 1}},
+		Task: TaskEval, Batch: 1, LoadWeights: file.GGUF}
+	model, sched, err := opts.compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := sched.Load(device.NewHost(), engine.Resident{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	if err := model.InitParams(99, prog.SetInput); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := (&modeRun{opts: opts, model: model, prog: prog}).loadWeights(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("loadWeights under a done context: %v, want %v", err, context.Canceled)
 	}
 }
 
@@ -107,7 +145,7 @@ func loadedParams(t *testing.T, m hfconfig.Model, layers int, kind quant.Kind, s
 		t.Fatal(err)
 	}
 	if file != nil {
-		if err := (&modeRun{opts: opts, model: model, prog: prog}).loadWeights(); err != nil {
+		if err := (&modeRun{opts: opts, model: model, prog: prog}).loadWeights(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
