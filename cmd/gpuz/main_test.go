@@ -20,6 +20,9 @@ import (
 var gpuzBinary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(signalChildEnv) != "" {
+		signalChild()
+	}
 	dir, err := os.MkdirTemp("", "gpuz-test")
 	if err != nil {
 		panic(err)

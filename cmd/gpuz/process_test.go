@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -113,33 +114,70 @@ func TestSignalsStopRun(t *testing.T) {
 	}
 }
 
-// TestSecondSignalExitsAtOnce sends SIGINT to a run at full scale, whose
-// setup and epochs are long, until it exits: the first stops the run after
-// its current step, a second, sent while that step goes on, exits at once
-// with 130 and says so. Signals sent together can merge into one, so the
-// test goes on sending (every 100 ms) instead of sleeping once and hoping
-// the first was taken; the ceiling is a generous minute.
+// signalChildEnv, set in the environment of this test binary, makes it
+// signalChild instead of running the tests.
+const signalChildEnv = "GPUZ_TEST_SIGNAL_CHILD"
+
+// signalChild watches the signals as main does (cancelOnSignal), says
+// "ready", and when the first signal ends its context says "cancelled"
+// and blocks, as a step that does not check its context would: only the
+// second signal ends it.
+func signalChild() {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancelOnSignal(cancel, os.Stderr)
+	fmt.Println("ready")
+	<-ctx.Done()
+	fmt.Println("cancelled:", context.Cause(ctx))
+	select {}
+}
+
+// TestSecondSignalExitsAtOnce signals a process that watches the signals
+// as gpuz does and whose work, like a long kernel call, does not stop when
+// the first signal ends its context: the first ends the context (the
+// command then stops where it next checks), a second exits at once with
+// 130 and says so. The second signal is sent only once the first has been
+// taken, so that the two cannot merge into one. (A run's setup and
+// batches now stop within a step of the first signal, too soon for a
+// second to be sent while one goes on: this was first tested on a run.)
 func TestSecondSignalExitsAtOnce(t *testing.T) {
-	cmd, out, stderr := startBinary(t, "linear", "train", "cpu", "--threads", "1")
-	readUntil(t, out, "== cpu on host ==")
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			if cmd.Process.Signal(syscall.SIGINT) != nil {
-				return // exited
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), signalChildEnv+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(out)
+	next := func(want string) {
+		t.Helper()
+		if !lines.Scan() || !strings.HasPrefix(lines.Text(), want) {
+			t.Fatalf("the child said %q, want %q; stderr: %s", lines.Text(), want, stderr.String())
 		}
-	}()
-	if code, _ := waitExit(t, cmd, out, time.Minute); code != 130 {
+	}
+	next("ready")
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	next("cancelled: stopped by SIGINT")
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the second SIGINT did not end the process within a minute")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
 		t.Errorf("status %d after two SIGINTs, want 130; stderr: %s", code, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "SIGINT again: exiting at once") {
+	if !strings.Contains(stderr.String(), "gpuz: SIGINT again: exiting at once") {
 		t.Errorf("stderr %q, want the second signal named", stderr.String())
 	}
 }
