@@ -643,6 +643,35 @@ def random_lora(torch, s, P, rank):
     return 1.0, targets
 
 
+def measured_parser(prog):
+    """The arguments of the subcommands that measure one step's memory
+    (live, saved): the config, the sizes, the precision and LoRA's rank."""
+    import argparse
+    p = argparse.ArgumentParser(prog=prog)
+    p.add_argument("config")
+    p.add_argument("--seq-len", type=int, required=True)
+    p.add_argument("--batch", type=int, required=True)
+    p.add_argument("--layers", type=int)
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    p.add_argument("--lora", type=int, default=0, metavar="R", help="PEFT's adapters of rank R on the default targets")
+    return p
+
+
+def measured_step(torch, a):
+    """The step live and saved measure, drawn from seed 1: the config's
+    sizes, the layers run, the parameters, LoRA's adapters, and one batch
+    of ids and targets."""
+    with open(a.config) as f:
+        s = read_config(json.load(f))
+    layers = a.layers or s["layers"]
+    torch.manual_seed(1)
+    P = load(torch, s, random_init(torch, s, layers), layers)
+    lora = random_lora(torch, s, P, a.lora)
+    ids = torch.randint(0, s["vocab"], (a.batch, a.seq_len))
+    targets = torch.randint(0, s["vocab"], (a.batch * a.seq_len,))
+    return s, layers, P, lora, ids, targets
+
+
 def live(argv):
     """The largest set of tensors alive at once during an evaluation pass
     (the forward pass and the loss under torch.no_grad()), parameters
@@ -652,27 +681,13 @@ def live(argv):
     counts every tensor an op returns (views share their base's storage)
     and no allocation inside a kernel that no tensor holds (a BLAS's
     packing, cuBLAS's workspace)."""
-    import argparse
     import weakref
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
-    p = argparse.ArgumentParser(prog="torch_llm.py live")
-    p.add_argument("config")
-    p.add_argument("--seq-len", type=int, required=True)
-    p.add_argument("--batch", type=int, required=True)
-    p.add_argument("--layers", type=int)
-    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
-    p.add_argument("--lora", type=int, default=0, metavar="R", help="PEFT's adapters of rank R on the default targets")
+    p = measured_parser("torch_llm.py live")
     p.add_argument("--list", action="store_true", help="print a table of the tensors alive at the peak instead of JSON")
     a = p.parse_args(argv)
-    with open(a.config) as f:
-        s = read_config(json.load(f))
-    layers = a.layers or s["layers"]
-    torch.manual_seed(1)
-    P = load(torch, s, random_init(torch, s, layers), layers)
-    lora = random_lora(torch, s, P, a.lora)
-    ids = torch.randint(0, s["vocab"], (a.batch, a.seq_len))
-    targets = torch.randint(0, s["vocab"], (a.batch * a.seq_len,))
+    s, layers, P, lora, ids, targets = measured_step(torch, a)
     # storages: (data pointer, bytes) -> [weak references to the tensors
     # on it, where it was made, shape, dtype]; peak: the largest sum and
     # its storages. A view of a parameter is the parameter's storage.
@@ -728,28 +743,14 @@ def saved(argv):
     """The bytes autograd keeps for the backward pass of one training step,
     and with --list each tensor: the block and op of the forward pass that
     saved it (where), its shape, dtype and storage."""
-    import argparse
     import torch
-    p = argparse.ArgumentParser(prog="torch_llm.py saved")
-    p.add_argument("config")
-    p.add_argument("--seq-len", type=int, required=True)
-    p.add_argument("--batch", type=int, required=True)
-    p.add_argument("--layers", type=int)
-    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    p = measured_parser("torch_llm.py saved")
     p.add_argument("--recompute", choices=["none", "blocks"], default="none")
-    p.add_argument("--lora", type=int, default=0, metavar="R", help="PEFT's adapters of rank R on the default targets")
     p.add_argument("--list", action="store_true", help="print a table of the saved tensors instead of JSON")
     a = p.parse_args(argv)
-    with open(a.config) as f:
-        s = read_config(json.load(f))
-    layers = a.layers or s["layers"]
-    torch.manual_seed(1)
-    P = load(torch, s, random_init(torch, s, layers), layers)
-    lora = random_lora(torch, s, P, a.lora)
+    s, layers, P, lora, ids, targets = measured_step(torch, a)
     params = {t.data_ptr() for t in P.p.values()}
     half = torch.bfloat16 if a.precision == "bf16" else None
-    ids = torch.randint(0, s["vocab"], (a.batch, a.seq_len))
-    targets = torch.randint(0, s["vocab"], (a.batch * a.seq_len,))
     seen, tensors = set(), []
 
     def cast_of(t):
