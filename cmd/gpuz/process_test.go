@@ -217,6 +217,10 @@ func startTakeMem(t *testing.T, path string) (*exec.Cmd, *bufio.Reader) {
 func TestTakeMemProcess(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger")
 	cmd, out := startTakeMem(t, path)
+	// Read on to its last line before signalling: a signal that comes
+	// while take-mem waits for the ledger's lock (this test reads the
+	// ledger too) ends that wait, and the free line is rightly skipped.
+	seen := readUntil(t, out, "releasing on Ctrl-C")
 	ledger := device.OpenLedger(path)
 	entries, err := ledger.Entries()
 	if err != nil || len(entries) != 1 || entries[0].PID != cmd.Process.Pid || entries[0].Bytes != memhog.BlocksBytes(2) ||
@@ -230,6 +234,7 @@ func TestTakeMemProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rest = append([]byte(seen), rest...)
 	if err := cmd.Wait(); exitCode(err) != 130 {
 		t.Fatalf("take-mem after SIGINT: %v, want exit status 130", err)
 	}
