@@ -9,35 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gpuz/internal/peertest"
 )
-
-// llamaCppInstall is the command that installs the peer, from the
-// repository's root.
-const llamaCppInstall = "mkdir -p .peer && (cd .peer && npm i -E node-llama-cpp@3.21.1)"
-
-// llamaCppBuffersScript returns node's path and that of
-// scripts/llamacpp_buffers.mjs, or skips the test naming what is
-// missing: node, or node-llama-cpp in GPUZ_NODE_LLAMA_CPP's folder or the
-// repository's .peer.
-func llamaCppBuffersScript(t *testing.T) (node, script string) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("no node: llama.cpp's buffers need node and node-llama-cpp (" + llamaCppInstall + ")")
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer := os.Getenv("GPUZ_NODE_LLAMA_CPP")
-	if peer == "" {
-		peer = filepath.Join(root, ".peer")
-	}
-	if _, err := os.Stat(filepath.Join(peer, "node_modules", "node-llama-cpp", "package.json")); err != nil {
-		t.Skipf("node-llama-cpp is not installed in %s: llama.cpp's buffers are read after %s (or with GPUZ_NODE_LLAMA_CPP naming the folder it is installed in)", peer, llamaCppInstall)
-	}
-	return node, filepath.Join(root, "scripts", "llamacpp_buffers.mjs")
-}
 
 // llamaCppModel is what llamacpp_buffers.mjs reports of a model: the sum
 // of its tensors' bytes (llama_model_size) and its model buffers in MiB
@@ -80,7 +54,7 @@ func twoLayerConfig(t *testing.T, untied bool) string {
 // buffer and the output buffer differ by design (docs/llm.md, "Plans
 // against llama.cpp") and are not compared either.
 func TestPlannedWeightsMatchLlamaCpp(t *testing.T) {
-	node, script := llamaCppBuffersScript(t)
+	node, script := peertest.LlamaCpp(t, "llamacpp_buffers.mjs", "llama.cpp's buffers are read")
 	for _, tc := range []struct {
 		name    string
 		untied  bool

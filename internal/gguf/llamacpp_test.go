@@ -3,9 +3,7 @@ package gguf
 import (
 	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,36 +16,9 @@ import (
 	"gpuz/internal/half"
 	"gpuz/internal/hfconfig"
 	"gpuz/internal/models"
+	"gpuz/internal/peertest"
 	"gpuz/internal/quant"
 )
-
-// llamaCppInstall is the command that installs the peer, from the
-// repository's root.
-const llamaCppInstall = "mkdir -p .peer && (cd .peer && npm i -E node-llama-cpp@3.21.1)"
-
-// llamaCppScript returns the path of scripts/llamacpp_generate.mjs and
-// node's, or skips the test naming what is missing: node, or
-// node-llama-cpp in GPUZ_NODE_LLAMA_CPP's folder or the repository's
-// .peer.
-func llamaCppScript(t *testing.T) (node, script string) {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("no node: llama.cpp's agreement needs node and node-llama-cpp (" + llamaCppInstall + ")")
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer := os.Getenv("GPUZ_NODE_LLAMA_CPP")
-	if peer == "" {
-		peer = filepath.Join(root, ".peer")
-	}
-	if _, err := os.Stat(filepath.Join(peer, "node_modules", "node-llama-cpp", "package.json")); err != nil {
-		t.Skipf("node-llama-cpp is not installed in %s: llama.cpp's agreement runs after %s (or with GPUZ_NODE_LLAMA_CPP naming the folder it is installed in)", peer, llamaCppInstall)
-	}
-	return node, filepath.Join(root, "scripts", "llamacpp_generate.mjs")
-}
 
 // llamaCppResult is what llamacpp_generate.mjs prints: each prompt's
 // generated tokens.
@@ -181,7 +152,7 @@ func gpuzGenerateIn(t *testing.T, m hfconfig.Model, layers int, seed uint64, edi
 // SmolLM2-135M. It skips, naming the install command, where node or
 // node-llama-cpp is missing.
 func TestLlamaCppAgrees(t *testing.T) {
-	node, script := llamaCppScript(t)
+	node, script := peertest.LlamaCpp(t, "llamacpp_generate.mjs", "llama.cpp's agreement runs")
 	const promptLen, tokens, prompts = 7, 8, 3
 	type model struct {
 		name   string
@@ -239,7 +210,7 @@ func TestLlamaCppAgrees(t *testing.T) {
 // the first eight agree in every sequence, and a kernel or layout bug
 // (a Q4_0 nibble order swapped in gpuz's decode) changes the first.
 func TestLlamaCppAgreesQuantized(t *testing.T) {
-	node, script := llamaCppScript(t)
+	node, script := peertest.LlamaCpp(t, "llamacpp_generate.mjs", "llama.cpp's agreement runs")
 	const promptLen, tokens, agreed = 7, 16, 8
 	for _, tc := range quantLlamas {
 		for _, typ := range tc.kinds {

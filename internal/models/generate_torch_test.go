@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"gorgonia.org/gorgonia"
+
+	"gpuz/internal/peertest"
 )
 
 // genTorchLLMs are small configurations of each family generation
@@ -98,14 +100,8 @@ type genTorchResult struct {
 // reading another group's keys and values) moves the logits by more than
 // a tenth of their size. GPUZ_TORCH_PYTHON as TestLLMMatchesTorch.
 func TestGenerationMatchesTorch(t *testing.T) {
-	python := os.Getenv("GPUZ_TORCH_PYTHON")
-	if python == "" {
-		t.Skip("GPUZ_TORCH_PYTHON is not set: the PyTorch agreement runs in CI (.ci/run) and with GPUZ_TORCH_PYTHON=/usr/bin/python3")
-	}
-	script, err := filepath.Abs("../../scripts/torch_llm.py")
-	if err != nil {
-		t.Fatal(err)
-	}
+	python := peertest.Python(t)
+	script := peertest.Script(t, "torch_llm.py")
 	for _, tc := range genTorchLLMs {
 		t.Run(tc.name, func(t *testing.T) {
 			dump, got := generateForTorch(t, tc.config)

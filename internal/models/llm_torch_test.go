@@ -15,6 +15,7 @@ import (
 	"gpuz/internal/hfconfig"
 	"gpuz/internal/hostmath"
 	"gpuz/internal/levers"
+	"gpuz/internal/peertest"
 )
 
 // tinyLLMs are small configurations of both families that cover what
@@ -98,14 +99,8 @@ type torchBlock struct {
 // with torch: GPUZ_TORCH_PYTHON names the interpreter (CI sets it after
 // installing Debian's python3-torch); without it the test is skipped.
 func TestLLMMatchesTorch(t *testing.T) {
-	python := os.Getenv("GPUZ_TORCH_PYTHON")
-	if python == "" {
-		t.Skip("GPUZ_TORCH_PYTHON is not set: the PyTorch agreement runs in CI (.ci/run) and with GPUZ_TORCH_PYTHON=/usr/bin/python3")
-	}
-	script, err := filepath.Abs("../../scripts/torch_llm.py")
-	if err != nil {
-		t.Fatal(err)
-	}
+	python := peertest.Python(t)
+	script := peertest.Script(t, "torch_llm.py")
 	for _, tc := range tinyLLMs {
 		for _, attention := range levers.Attentions() {
 			t.Run(tc.name+"/"+string(attention), func(t *testing.T) {
@@ -128,14 +123,8 @@ func TestLLMMatchesTorch(t *testing.T) {
 // layer, so that gpuz's own list is not checked against itself.
 // GPUZ_TORCH_PYTHON as TestLLMMatchesTorch.
 func TestLoRAMatchesTorch(t *testing.T) {
-	python := os.Getenv("GPUZ_TORCH_PYTHON")
-	if python == "" {
-		t.Skip("GPUZ_TORCH_PYTHON is not set: the PyTorch agreement runs in CI (.ci/run) and with GPUZ_TORCH_PYTHON=/usr/bin/python3")
-	}
-	script, err := filepath.Abs("../../scripts/torch_llm.py")
-	if err != nil {
-		t.Fatal(err)
-	}
+	python := peertest.Python(t)
+	script := peertest.Script(t, "torch_llm.py")
 	for _, tc := range tinyLLMs {
 		for _, l := range []levers.LoRA{{Rank: 4}, {Rank: 4, Alpha: 2}, {Rank: 3, Alpha: 6, Targets: levers.AllLinear}} {
 			t.Run(tc.name+"/"+l.String(), func(t *testing.T) {

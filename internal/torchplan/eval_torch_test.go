@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"gpuz/internal/hfconfig"
+	"gpuz/internal/peertest"
 )
 
 // TestEvalMatchesTorch checks the evaluation pass's plan against PyTorch
@@ -27,10 +28,7 @@ import (
 // python3 with torch (GPUZ_TORCH_PYTHON, as .ci/run sets it); without it
 // the test is skipped.
 func TestEvalMatchesTorch(t *testing.T) {
-	python := os.Getenv("GPUZ_TORCH_PYTHON")
-	if python == "" {
-		t.Skip("GPUZ_TORCH_PYTHON is not set: the PyTorch agreement runs in CI (.ci/run) and with GPUZ_TORCH_PYTHON=/usr/bin/python3")
-	}
+	python := peertest.Python(t)
 	type tcase struct {
 		step Step
 		args string

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gpuz/internal/peertest"
 )
 
 // smallSynthetic are torch_reference.py's small sizes (SIZES[…]["small"],
@@ -25,10 +27,7 @@ var smallSynthetic = []Synthetic{
 // torch_reference.py saved measures with saved_tensors_hooks. It needs
 // python3 with torch (GPUZ_TORCH_PYTHON, as .ci/run sets it).
 func TestSyntheticSavedMatchesTorch(t *testing.T) {
-	python := os.Getenv("GPUZ_TORCH_PYTHON")
-	if python == "" {
-		t.Skip("GPUZ_TORCH_PYTHON is not set: the PyTorch agreement runs in CI (.ci/run) and with GPUZ_TORCH_PYTHON=/usr/bin/python3")
-	}
+	python := peertest.Python(t)
 	var cases []Synthetic
 	var stdin strings.Builder
 	for _, s := range smallSynthetic {

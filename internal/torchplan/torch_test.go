@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"gpuz/internal/hfconfig"
+	"gpuz/internal/peertest"
 )
 
 // TestSavedMatchesTorch checks the rules against PyTorch 1.13: for tiny
@@ -24,10 +25,7 @@ import (
 // (GPUZ_TORCH_PYTHON, as .ci/run sets it); without it the test is
 // skipped.
 func TestSavedMatchesTorch(t *testing.T) {
-	python := os.Getenv("GPUZ_TORCH_PYTHON")
-	if python == "" {
-		t.Skip("GPUZ_TORCH_PYTHON is not set: the PyTorch agreement runs in CI (.ci/run) and with GPUZ_TORCH_PYTHON=/usr/bin/python3")
-	}
+	python := peertest.Python(t)
 	type tcase struct {
 		family, config string
 		step           Step
