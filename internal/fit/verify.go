@@ -12,6 +12,8 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"gpuz/internal/bench"
+	"gpuz/internal/results"
+	"gpuz/internal/stats"
 	"gpuz/internal/units"
 )
 
@@ -173,20 +175,10 @@ func picks(r Result, k int) []Check {
 	return out
 }
 
-// median is the median duration of epochs, 0 for none.
+// median is the median duration of epochs (stats.Summarize's: the mean
+// of the middle two of an even count), 0 for none.
 func median(epochs []bench.Epoch) time.Duration {
-	if len(epochs) == 0 {
-		return 0
-	}
-	d := make([]time.Duration, len(epochs))
-	for i, e := range epochs {
-		d[i] = e.Duration()
-	}
-	slices.Sort(d)
-	if n := len(d); n%2 == 0 {
-		return (d[n/2-1] + d[n/2]) / 2
-	}
-	return d[len(d)/2]
+	return stats.Summarize(results.Durations(epochs)).Median
 }
 
 // Err says why the verification fails, nil when it does not: a

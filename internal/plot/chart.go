@@ -10,6 +10,7 @@ import (
 	"gpuz/internal/levers"
 	"gpuz/internal/report"
 	"gpuz/internal/results"
+	"gpuz/internal/stats"
 	"gpuz/internal/termsafe"
 )
 
@@ -35,7 +36,7 @@ type Chart struct {
 }
 
 // Interval is a mean epoch time with its 95% confidence interval, as
-// report's tables compute them (report.MeanCI: Student's t). Lo and Hi are
+// report's tables compute them (stats.MeanCI: Student's t). Lo and Hi are
 // infinite where there is a single timed epoch; no error bar is drawn
 // then.
 type Interval struct {
@@ -118,7 +119,7 @@ const NoCINote = "no error bar: fewer than 2 timed epochs (raise --epochs)"
 
 // ci is the mean of seconds and its interval.
 func ci(seconds []float64) Interval {
-	s := report.MeanCI(seconds)
+	s := stats.MeanCI(seconds)
 	return Interval{Mean: s.Center, Lo: s.Lo, Hi: s.Hi}
 }
 

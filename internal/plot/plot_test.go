@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"gpuz/internal/report"
 	"gpuz/internal/results"
+	"gpuz/internal/stats"
 )
 
 // readChart builds the chart of the fixture testdata/name.
@@ -40,7 +40,7 @@ func near(a, b float64) bool {
 // wantInterval checks iv against the mean and interval of seconds, in ms.
 func wantInterval(t *testing.T, what string, iv Interval, seconds []float64) {
 	t.Helper()
-	s := report.MeanCI(seconds)
+	s := stats.MeanCI(seconds)
 	want := Interval{Mean: s.Center * 1e3, Lo: s.Lo * 1e3, Hi: s.Hi * 1e3}
 	if !near(iv.Mean, want.Mean) || !near(iv.Lo, want.Lo) || !near(iv.Hi, want.Hi) {
 		t.Errorf("%s: interval %+v, want %+v", what, iv, want)

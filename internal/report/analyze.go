@@ -12,6 +12,7 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/results"
+	"gpuz/internal/stats"
 	"gpuz/internal/units"
 )
 
@@ -24,10 +25,10 @@ type figures struct {
 	// ran is whether the mode ran any epoch; when not, no figure applies.
 	ran bool
 	// n is the number of timed epochs; stats, mean (with its Student-t
-	// interval, meanCI) and median (with benchmath's, medianCI) describe
+	// interval, stats.MeanCI) and median (with benchmath's, stats.MedianCI) describe
 	// them when n > 0.
 	n      int
-	stats  Stats
+	stats  stats.Summary
 	mean   benchmath.Summary
 	median benchmath.Summary
 	// cold is the mean warm-up epoch in seconds, NaN when there was none.
@@ -61,7 +62,7 @@ func figuresOf(r bench.Result) []figures {
 	ref := math.NaN()
 	for _, m := range r.Modes {
 		if m.Mode.OnHost() && m.Status.Kind == bench.StatusOK && len(m.Timed()) > 0 {
-			ref = meanCI(seconds(m.Timed())).Center
+			ref = stats.MeanCI(results.Seconds(m.Timed())).Center
 			break
 		}
 	}
@@ -72,8 +73,8 @@ func figuresOf(r bench.Result) []figures {
 		timed := m.Timed()
 		f.n = len(timed)
 		if f.n > 0 {
-			f.stats = Summarize(durations(timed))
-			f.mean, f.median = meanCI(seconds(timed)), medianCI(seconds(timed))
+			f.stats = stats.Summarize(results.Durations(timed))
+			f.mean, f.median = stats.MeanCI(results.Seconds(timed)), stats.MedianCI(results.Seconds(timed))
 			if !f.sim && f.mean.Center > 0 {
 				f.speedup = ref / f.mean.Center
 			}
@@ -82,7 +83,7 @@ func figuresOf(r bench.Result) []figures {
 			}
 		}
 		if warm := m.Epochs[:min(m.Warmup, len(m.Epochs))]; len(warm) > 0 {
-			f.cold = Summarize(durations(warm)).Mean.Seconds()
+			f.cold = stats.Summarize(results.Durations(warm)).Mean.Seconds()
 		}
 		if f.n > 0 && m.Mode.Copies() {
 			f.copies = true

@@ -79,27 +79,10 @@ func efficiency(measured float64, p *bench.Prediction) float64 {
 	return p.Bound.Seconds() / measured
 }
 
-// toJSONPrediction converts a prediction for the JSON documents; nil
+// toJSONPrediction is a prediction as the plan's and fit's documents hold
+// it, as bench writes it into a run's (bench.Prediction.Document); nil
 // stays nil (the field is then left out).
-func toJSONPrediction(p *bench.Prediction) *results.Prediction {
-	if p == nil {
-		return nil
-	}
-	jp := &results.Prediction{
-		Profile: p.Profile, ModelSeconds: p.Model.Seconds(), BoundSeconds: p.Bound.Seconds(),
-		ComputeSeconds: p.Compute.Seconds(), MemorySeconds: p.Memory.Seconds(), LaunchSeconds: p.Launch.Seconds(),
-		CopySeconds: p.Copy.Seconds(), Limiter: p.Limiter,
-	}
-	if g := p.Generation; g != nil {
-		jp.Generation = &results.GenerationPrediction{
-			PrefillSeconds: g.Prefill.Model.Seconds(), DecodeSeconds: g.Decode.Model.Seconds(),
-			DecodeTokensPerSecond: g.DecodeTokensPerSecond(),
-			DecodeDeviceBytes:     g.DecodeDeviceBytes, DecodeHostBytes: g.DecodeHostBytes, DecodeBusBytes: g.DecodeBusBytes,
-			DecodeLimit: g.DecodeLimit,
-		}
-	}
-	return jp
-}
+func toJSONPrediction(p *bench.Prediction) *results.Prediction { return p.Document() }
 
 // predictionCSVColumns head the prediction's CSV columns, after a table's
 // own.

@@ -12,7 +12,6 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/levers"
-	"gpuz/internal/results"
 	"gpuz/internal/units"
 )
 
@@ -235,24 +234,10 @@ func writeSweepCSV(w io.Writer, s bench.SweepResult) error {
 // (as a run's), the swept parameters in order (snake_case) and one row per
 // configuration with its settings by parameter, the take and the device's
 // free memory in bytes, and the configuration's result, the same object a
-// run's JSON is (WriteJSON).
+// run's JSON is (WriteJSON): the sweep's document as bench makes it
+// (bench.SweepResult.Document).
 func WriteSweepJSON(w io.Writer, s bench.SweepResult) error {
-	doc := results.Sweep{
-		Version: results.Version, Kind: results.SweepKind, Header: s.Header(),
-		Parameters: append([]string{}, s.Parameters...), Rows: make([]results.Row, 0, len(s.Rows)),
-	}
-	for _, row := range s.Rows {
-		jr := results.Row{Settings: map[string]string{}, TakeBytes: row.TakeBytes, Result: toJSONResult(row.Result)}
-		for _, st := range row.Settings {
-			jr.Settings[st.Name] = st.Value
-		}
-		if row.DeviceFreeBytes >= 0 {
-			free := row.DeviceFreeBytes
-			jr.DeviceFreeBytes = &free
-		}
-		doc.Rows = append(doc.Rows, jr)
-	}
-	return encodeJSON(w, doc)
+	return encodeJSON(w, s.Document())
 }
 
 // WriteSweepBenchfmt writes every timed epoch of every configuration of s

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"gpuz/internal/stats"
 	"gpuz/internal/termsafe"
 )
 
@@ -210,7 +211,7 @@ func timeUnitFor(seconds []float64) timeUnit {
 	if len(seconds) == 0 {
 		return timeUnit{"s", 1}
 	}
-	m := medianOf(seconds)
+	m := stats.MedianCI(seconds).Center
 	switch {
 	case m >= 1:
 		return timeUnit{"s", 1}

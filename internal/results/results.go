@@ -5,9 +5,10 @@
 // its reader and its writer): package bench fills a run's Header as it
 // starts (bench.Header is Header) and records each mode's Epochs and
 // Status as they are here (bench.Epoch is Epoch, bench.Status is
-// Status); package report copies the rest of the run's modes into Mode
-// (their statistics and prediction) and encodes a Run or a Sweep; a
-// reader decodes a file into a Doc (Decode).
+// Status) and makes the rest of the document from its results in one
+// place (bench.Result.Document: each Mode's statistics and prediction, the
+// Run, a Sweep); package report encodes it; a reader decodes a file into a
+// Doc (Decode).
 // Durations are in seconds, sizes in bytes, field names snake_case. The
 // plan's, fit's and verification's documents, which nothing reads back,
 // stay with report, and share Version, Header and Decode with these.
@@ -189,8 +190,8 @@ type (
 		PlacementKeys   [][2]string `json:"placement_keys,omitempty"`
 		PeakDeviceBytes int64       `json:"peak_device_bytes"`
 		Epochs          []Epoch     `json:"epochs"`
-		// Stats is of the timed epochs, computed by the writer (report)
-		// from Epochs.
+		// Stats is of the timed epochs, computed from Epochs as the
+		// document is made (bench.ModeResult.Document).
 		Stats Stats `json:"stats"`
 		// Setup is the mode's setup phases before its first epoch, in the
 		// order they ran; empty for a mode that got no device.
@@ -483,6 +484,24 @@ func Duration(seconds float64) time.Duration {
 
 // Duration is the epoch's time (Duration).
 func (e Epoch) Duration() time.Duration { return Duration(e.Seconds) }
+
+// Durations returns the epochs' times (Epoch.Duration), in order.
+func Durations(epochs []Epoch) []time.Duration {
+	ds := make([]time.Duration, len(epochs))
+	for i, e := range epochs {
+		ds[i] = e.Duration()
+	}
+	return ds
+}
+
+// Seconds returns the epochs' times in seconds, in order.
+func Seconds(epochs []Epoch) []float64 {
+	s := make([]float64, len(epochs))
+	for i, e := range epochs {
+		s[i] = e.Seconds
+	}
+	return s
+}
 
 // Copied returns the epoch's bytes copied host → device and device →
 // host and the copies' time: zeros for a mode without copies.
