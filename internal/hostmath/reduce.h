@@ -6,19 +6,29 @@
 
 #include "flush.h"
 
-static double gpuz_sumsq_scalar(const float *x, size_t n) {
+// gpuz_term is v in double, or its square when squares is nonzero.
+static inline double gpuz_term(float v, int squares) { return squares ? (double)v * v : v; }
+
+// gpuz_sum_terms is the sum in double of x's elements (of their squares
+// when squares is nonzero): element i into accumulator i mod 4 up to the
+// last whole four, the rest into the first, the four added pairwise at the
+// end. Each caller passes squares as a constant, and the function is
+// always inlined, so that each caller's loop tests nothing.
+__attribute__((always_inline)) static inline double gpuz_sum_terms(const float *x, size_t n, int squares) {
 	double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
 	size_t i = 0;
 	for (; i + 4 <= n; i += 4) {
-		s0 += (double)x[i] * x[i];
-		s1 += (double)x[i + 1] * x[i + 1];
-		s2 += (double)x[i + 2] * x[i + 2];
-		s3 += (double)x[i + 3] * x[i + 3];
+		s0 += gpuz_term(x[i], squares);
+		s1 += gpuz_term(x[i + 1], squares);
+		s2 += gpuz_term(x[i + 2], squares);
+		s3 += gpuz_term(x[i + 3], squares);
 	}
 	for (; i < n; i++)
-		s0 += (double)x[i] * x[i];
+		s0 += gpuz_term(x[i], squares);
 	return (s0 + s1) + (s2 + s3);
 }
+
+static double gpuz_sumsq_scalar(const float *x, size_t n) { return gpuz_sum_terms(x, n, 1); }
 
 __attribute__((target("avx512f,fma")))
 static double gpuz_sumsq_avx512(const float *x, size_t n) {
@@ -42,19 +52,7 @@ static double gpuz_sumsq_f32(const float *x, size_t n) {
 	return __builtin_cpu_supports("avx512f") ? gpuz_sumsq_avx512(x, n) : gpuz_sumsq_scalar(x, n);
 }
 
-static double gpuz_sum_scalar(const float *x, size_t n) {
-	double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-	size_t i = 0;
-	for (; i + 4 <= n; i += 4) {
-		s0 += x[i];
-		s1 += x[i + 1];
-		s2 += x[i + 2];
-		s3 += x[i + 3];
-	}
-	for (; i < n; i++)
-		s0 += x[i];
-	return (s0 + s1) + (s2 + s3);
-}
+static double gpuz_sum_scalar(const float *x, size_t n) { return gpuz_sum_terms(x, n, 0); }
 
 __attribute__((target("avx512f")))
 static double gpuz_sum_avx512(const float *x, size_t n) {
