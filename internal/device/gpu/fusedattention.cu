@@ -18,21 +18,18 @@
 // log-sum-exp, the output row serving as the running accumulator.
 GPUZ_KERNEL fused_attn(float *o, float *lse, const float *qkv, int batch, int seq, int heads, int kv_heads, int dh,
 		int causal, float scale) {
-	long long d = (long long)heads * dh, kd = (long long)kv_heads * dh, ld = d + 2 * kd;
+	long long kd = (long long)kv_heads * dh, ld = (long long)heads * dh + 2 * kd;
 	long long n = (long long)batch * heads * seq;
 	GPUZ_FOR(i, n) {
-		long long pair = i / seq, b = pair / heads, h = pair % heads;
-		int s = (int)(i % seq);
-		const float *q = qkv + (b * seq + s) * ld + h * dh;
-		const float *k = qkv + b * seq * ld + d + kv_of(h, heads, kv_heads) * dh;
-		const float *v = k + kd;
-		float *orow = o != GPUZ_NULL ? o + (b * seq + s) * d + h * dh : GPUZ_NULL;
+		attn_row r = attn_row_at(i, seq, heads, kv_heads, dh);
+		const float *q = qkv + r.q, *k = qkv + r.k, *v = k + kd;
+		float *orow = o != GPUZ_NULL ? o + r.o : GPUZ_NULL;
 		if (orow != GPUZ_NULL) {
 			for (int j = 0; j < dh; j++) {
 				orow[j] = 0;
 			}
 		}
-		int lim = limit(s, seq, causal);
+		int lim = limit(r.s, seq, causal);
 		float m = GPUZ_NEG_INF, l = 0;
 		float sc[FUSED_BLOCK];
 		for (int c0 = 0; c0 < lim; c0 += FUSED_BLOCK) {
@@ -118,20 +115,17 @@ GPUZ_DEVICE float fused_dot(const float *a, const float *b, int dh) {
 GPUZ_KERNEL fused_attn_grad_q(float *dqkv, const float *qkv, const float *o, const float *lse, const float *g,
 		const float *gl, int batch,
 		int seq, int heads, int kv_heads, int dh, int causal, float scale) {
-	long long d = (long long)heads * dh, kd = (long long)kv_heads * dh, ld = d + 2 * kd;
+	long long kd = (long long)kv_heads * dh, ld = (long long)heads * dh + 2 * kd;
 	long long n = (long long)batch * heads * seq;
 	GPUZ_FOR(i, n) {
-		long long pair = i / seq, b = pair / heads, h = pair % heads;
-		int s = (int)(i % seq);
-		const float *q = qkv + (b * seq + s) * ld + h * dh;
-		const float *k = qkv + b * seq * ld + d + kv_of(h, heads, kv_heads) * dh;
-		const float *gs = g + (b * seq + s) * d + h * dh;
-		float dd = fused_dot(gs, o + (b * seq + s) * d + h * dh, dh) - gl[i];
-		float *dq = dqkv + (b * seq + s) * ld + h * dh;
+		attn_row r = attn_row_at(i, seq, heads, kv_heads, dh);
+		const float *q = qkv + r.q, *k = qkv + r.k, *gs = g + r.o;
+		float dd = fused_dot(gs, o + r.o, dh) - gl[i];
+		float *dq = dqkv + r.q;
 		for (int j = 0; j < dh; j++) {
 			dq[j] = 0;
 		}
-		int lim = limit(s, seq, causal);
+		int lim = limit(r.s, seq, causal);
 		for (int t = 0; t < lim; t++) {
 			float p;
 			float ds = fused_ds(&p, q, k + (long long)t * ld, k + kd + (long long)t * ld, gs, lse[i], dd, dh, scale);
