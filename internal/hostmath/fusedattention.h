@@ -35,20 +35,10 @@
 #define GPUZ_FA_B 64
 #define GPUZ_FA_MR 6
 
-// The instruction sets of the kernels, for gpuz_fattn_fwd and
-// gpuz_fattn_bwd's isa.
-#define GPUZ_FA_NONE 0
-#define GPUZ_FA_AVX2 1
-#define GPUZ_FA_AVX512 2
-
-// gpuz_fattn_isa is the best instruction set of the kernels this CPU runs.
-static int gpuz_fattn_isa(void) {
-	if (__builtin_cpu_supports("avx512f"))
-		return GPUZ_FA_AVX512;
-	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-		return GPUZ_FA_AVX2;
-	return GPUZ_FA_NONE;
-}
+// gpuz_fattn_isa is the best instruction set of the kernels this CPU runs
+// (softmax.h's GPUZ_ISA_…, for gpuz_fattn_fwd and gpuz_fattn_bwd's isa):
+// softmax.h's own, whose exponentials the kernels call.
+static int gpuz_fattn_isa(void) { return gpuz_softmax_isa(); }
 
 // gpuz_fattn_fwd_scratch and gpuz_fattn_bwd_scratch are the scratch, in
 // floats, of a forward task (a block of queries) and of a backward task
@@ -463,24 +453,24 @@ static void gpuz_fattn_bwd256(float *dq, float *dk, ptrdiff_t ldk, float *dv, pt
 
 #pragma GCC pop_options
 
-// gpuz_fattn_fwd is gpuz_fattn_fwd512 (isa GPUZ_FA_AVX512) or
-// gpuz_fattn_fwd256 (GPUZ_FA_AVX2).
+// gpuz_fattn_fwd is gpuz_fattn_fwd512 (isa GPUZ_ISA_AVX512) or
+// gpuz_fattn_fwd256 (GPUZ_ISA_AVX2).
 static void gpuz_fattn_fwd(int isa, const float *q, const float *k, const float *v, ptrdiff_t ld, int r0, int r1,
                            int kend, int causal, int dh, float scale, float *out, ptrdiff_t ldo, float *lse,
                            float *scratch) {
-	if (isa == GPUZ_FA_AVX512)
+	if (isa == GPUZ_ISA_AVX512)
 		gpuz_fattn_fwd512(q, k, v, ld, r0, r1, kend, causal, dh, scale, out, ldo, lse, scratch);
 	else
 		gpuz_fattn_fwd256(q, k, v, ld, r0, r1, kend, causal, dh, scale, out, ldo, lse, scratch);
 }
 
-// gpuz_fattn_bwd is gpuz_fattn_bwd512 (isa GPUZ_FA_AVX512) or
-// gpuz_fattn_bwd256 (GPUZ_FA_AVX2).
+// gpuz_fattn_bwd is gpuz_fattn_bwd512 (isa GPUZ_ISA_AVX512) or
+// gpuz_fattn_bwd256 (GPUZ_ISA_AVX2).
 static void gpuz_fattn_bwd(int isa, float *dq, float *dk, ptrdiff_t ldk, float *dv, ptrdiff_t ldv, const float *q,
                            const float *k, const float *v, ptrdiff_t ld, const float *o, const float *g,
                            ptrdiff_t ldo, const float *lse, const float *gl, int s, int dh, int causal, float scale,
                            float *scratch) {
-	if (isa == GPUZ_FA_AVX512)
+	if (isa == GPUZ_ISA_AVX512)
 		gpuz_fattn_bwd512(dq, dk, ldk, dv, ldv, q, k, v, ld, o, g, ldo, lse, gl, s, dh, causal, scale, scratch);
 	else
 		gpuz_fattn_bwd256(dq, dk, ldk, dv, ldv, q, k, v, ld, o, g, ldo, lse, gl, s, dh, causal, scale, scratch);

@@ -13,7 +13,7 @@ import "C"
 var fusedAttentionISA = fusedAttentionBest
 
 // fusedAttentionBest is the best instruction set of the C kernels that
-// the CPU runs: C.GPUZ_FA_NONE (0) where it runs neither.
+// the CPU runs: C.GPUZ_ISA_SCALAR (0) where it runs neither.
 var fusedAttentionBest = int(C.gpuz_fattn_isa())
 
 // fusedAttentionISAs lists the instruction sets of the C kernels, worst
@@ -21,12 +21,12 @@ var fusedAttentionBest = int(C.gpuz_fattn_isa())
 var fusedAttentionISAs = []struct {
 	name string
 	isa  int
-}{{"AVX2", C.GPUZ_FA_AVX2}, {"AVX-512", C.GPUZ_FA_AVX512}}
+}{{"AVX2", C.GPUZ_ISA_AVX2}, {"AVX-512", C.GPUZ_ISA_AVX512}}
 
 // fusedAttentionC reports whether the float32 fused attention runs the C
 // kernels (the CPU has AVX2 and FMA, or AVX-512); elsewhere, and when
 // tests turn it off, it runs the Go kernels of fusedattention.go.
-var fusedAttentionC = fusedAttentionISA != C.GPUZ_FA_NONE
+var fusedAttentionC = fusedAttentionISA != C.GPUZ_ISA_SCALAR
 
 // fusedAttentionFloat32 is FusedAttention in the C kernel: the same tasks,
 // a block of fusedBlock queries of one pair each.

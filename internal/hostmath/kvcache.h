@@ -38,24 +38,19 @@
 #define GPUZ_KV_RB 8
 #define GPUZ_KV_KB 16
 
-// The instruction sets of the kernels, for gpuz_kv_attend's isa.
-#define GPUZ_KV_NONE 0
-#define GPUZ_KV_AVX2 1
-#define GPUZ_KV_AVX512 2
-
 // The kinds of a cache's elements, for gpuz_kv_attend's kind: float32,
 // bf16 and fp16 (the 16-bit ones packed, two to 4 bytes).
 #define GPUZ_KV_F32 0
 #define GPUZ_KV_BF16 1
 #define GPUZ_KV_FP16 2
 
-// gpuz_kv_isa is the best instruction set of the kernels this CPU runs.
+// gpuz_kv_isa is the best instruction set of the kernels this CPU runs
+// (softmax.h's GPUZ_ISA_…, for gpuz_kv_attend's isa): softmax.h's own,
+// whose exponentials the kernels call, but AVX2 only with F16C too, which
+// widens the 16-bit caches.
 static int gpuz_kv_isa(void) {
-	if (__builtin_cpu_supports("avx512f"))
-		return GPUZ_KV_AVX512;
-	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-		return GPUZ_KV_AVX2;
-	return GPUZ_KV_NONE;
+	int isa = gpuz_softmax_isa();
+	return isa == GPUZ_ISA_AVX2 && !__builtin_cpu_supports("f16c") ? GPUZ_ISA_SCALAR : isa;
 }
 
 // gpuz_kv_at returns the address of element i of a cache of kind whose
@@ -364,8 +359,8 @@ GPUZ_KV_TASK(gpuz_kv_task256_fp16, gpuz_kv_body256, GPUZ_KV_FP16)
 
 // ------------------------------------------------------------ entry points
 
-// gpuz_kv_attend runs one task (a gpuz_kv_task512 with isa GPUZ_KV_AVX512,
-// a gpuz_kv_task256 with GPUZ_KV_AVX2, on keys k and values v of kind).
+// gpuz_kv_attend runs one task (a gpuz_kv_task512 with isa GPUZ_ISA_AVX512,
+// a gpuz_kv_task256 with GPUZ_ISA_AVX2, on keys k and values v of kind).
 // With out non-NULL the split is the whole cache: the rows' outputs are
 // divided by their sums and written to out (the group's first head's
 // output of the first new token, ldo the stride of the new tokens), acc,
@@ -378,7 +373,7 @@ static void gpuz_kv_attend(int isa, int kind, const float *q, ptrdiff_t ldq, int
 	                  float *, float *, float *);
 	static task *const tasks[2][3] = {{gpuz_kv_task256_f32, gpuz_kv_task256_bf16, gpuz_kv_task256_fp16},
 	                                  {gpuz_kv_task512_f32, gpuz_kv_task512_bf16, gpuz_kv_task512_fp16}};
-	tasks[isa == GPUZ_KV_AVX512][kind](q, ldq, g, r0, r1, start, k, v, t0, t1, dh, scale, acc, mx, l);
+	tasks[isa == GPUZ_ISA_AVX512][kind](q, ldq, g, r0, r1, start, k, v, t0, t1, dh, scale, acc, mx, l);
 	if (out == NULL)
 		return;
 	for (int r = r0; r < r1; r++) {

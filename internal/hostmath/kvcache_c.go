@@ -19,7 +19,7 @@ import (
 var kvCacheISA = kvCacheBest
 
 // kvCacheBest is the best instruction set of the C kernels that the CPU
-// runs: C.GPUZ_KV_NONE (0) where it runs neither.
+// runs: C.GPUZ_ISA_SCALAR (0) where it runs neither.
 var kvCacheBest = int(C.gpuz_kv_isa())
 
 // kvCacheISAs lists the instruction sets of the C kernels, worst first, by
@@ -27,12 +27,12 @@ var kvCacheBest = int(C.gpuz_kv_isa())
 var kvCacheISAs = []struct {
 	name string
 	isa  int
-}{{"AVX2", C.GPUZ_KV_AVX2}, {"AVX-512", C.GPUZ_KV_AVX512}}
+}{{"AVX2", C.GPUZ_ISA_AVX2}, {"AVX-512", C.GPUZ_ISA_AVX512}}
 
 // kvCacheC reports whether the cache attention runs the C kernels (the CPU
 // has AVX2, FMA and F16C, or AVX-512); elsewhere, and when tests turn it
 // off, it runs the Go kernel of kvcache.go.
-var kvCacheC = kvCacheISA != C.GPUZ_KV_NONE
+var kvCacheC = kvCacheISA != C.GPUZ_ISA_SCALAR
 
 // kvRows is the most query rows of a task of the C kernels.
 const kvRows = C.GPUZ_KV_RB

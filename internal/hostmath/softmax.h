@@ -332,6 +332,8 @@ static void gpuz_softmax_scaled_rows_avx2(float *dst, const float *x, size_t row
 // ------------------------------------------------------------- dispatch
 
 // Instruction sets, best last; gpuz_softmax_isa picks the best the CPU has.
+// fusedattention.h and kvcache.h, which call these exponentials, choose
+// by the same names.
 enum { GPUZ_ISA_SCALAR, GPUZ_ISA_AVX2, GPUZ_ISA_AVX512 };
 
 static int gpuz_softmax_isa(void) {

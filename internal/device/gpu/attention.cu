@@ -16,19 +16,39 @@ GPUZ_DEVICE long long kv_of(long long h, int heads, int kv_heads) { return h / (
 // when causal, all seq otherwise.
 GPUZ_DEVICE int limit(int s, int seq, int causal) { return causal ? s + 1 : seq; }
 
+// attn_row is where one row of scores lies in the packed layouts: query
+// head h's row s of sequence b, its query at qkv + q, its group's first
+// key at qkv + k (the next keys ld further, the values kd further), its
+// row of an output [batch·seq, d] at o.
+typedef struct {
+	long long b, h, q, k, o;
+	int s;
+} attn_row;
+
+// attn_row_at is row i of the rows of scores in (sequence, query head,
+// row) order: i = (b·heads + h)·seq + s.
+GPUZ_DEVICE attn_row attn_row_at(long long i, int seq, int heads, int kv_heads, int dh) {
+	long long d = (long long)heads * dh, ld = d + 2LL * kv_heads * dh;
+	attn_row r;
+	r.b = i / seq / heads;
+	r.h = i / seq % heads;
+	r.s = (int)(i % seq);
+	r.q = (r.b * seq + r.s) * ld + r.h * dh;
+	r.k = r.b * seq * ld + d + kv_of(r.h, heads, kv_heads) * dh;
+	r.o = (r.b * seq + r.s) * d + r.h * dh;
+	return r;
+}
+
 // attn_probs sets each probability row to softmax(scale·q_s·K^T) over its
 // leading limit(s) columns and zero beyond: one block per row of one
 // (sequence, head) pair, the scores kept in p between the passes.
 GPUZ_KERNEL attn_probs(float *p, const float *qkv, int seq, int heads, int kv_heads, int dh, int causal, float scale) {
 	GPUZ_SHARED(double, sh);
-	long long d = (long long)heads * dh, ld = d + 2LL * kv_heads * dh;
-	long long pair = GPUZ_BID / seq;
-	int s = (int)(GPUZ_BID % seq);
-	long long b = pair / heads, h = pair % heads;
-	const float *q = qkv + (b * seq + s) * ld + h * dh;
-	const float *k = qkv + b * seq * ld + d + kv_of(h, heads, kv_heads) * dh;
+	long long ld = (long long)heads * dh + 2LL * kv_heads * dh;
+	attn_row r = attn_row_at(GPUZ_BID, seq, heads, kv_heads, dh);
+	const float *q = qkv + r.q, *k = qkv + r.k;
 	float *row = p + GPUZ_BID * seq;
-	int lim = limit(s, seq, causal);
+	int lim = limit(r.s, seq, causal);
 	float m = GPUZ_NEG_INF;
 	for (long long t = GPUZ_TID; t < lim; t += GPUZ_NTHREADS) {
 		float dot = 0;

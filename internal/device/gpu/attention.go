@@ -108,9 +108,8 @@ func packedParts(b device.Buffer, a hostmath.Attention) (out, lse uintptr) {
 }
 
 // CacheWrite writes the new tokens' keys and values into the cache kv: one
-// thread per key element (fusedattention.cu; a 16-bit cache's,
-// kvcache.cu). It reads the position back to check it, which waits for
-// the device.
+// thread per key element (kvcache.cu). It reads the position back to
+// check it, which waits for the device.
 func (k Dispatcher) CacheWrite(kv, qkv, pos device.Buffer, c hostmath.KVCache) error {
 	if err := k.checkCacheStart(pos, c); err != nil {
 		return err
@@ -135,9 +134,8 @@ func fp16(f half.Format) int {
 }
 
 // CacheAttend sets dst to the new tokens' attention against the cache kv:
-// one thread per query row (fusedattention.cu; a 16-bit cache's,
-// kvcache.cu). It reads the position back to check it, which waits for
-// the device.
+// one thread per query row (kvcache.cu). It reads the position back to
+// check it, which waits for the device.
 func (k Dispatcher) CacheAttend(dst, qkv, kv, pos device.Buffer, c hostmath.KVCache) error {
 	if err := k.checkCacheStart(pos, c); err != nil {
 		return err

@@ -18,21 +18,18 @@
 // log-sum-exp, the output row serving as the running accumulator.
 GPUZ_KERNEL fused_attn(float *o, float *lse, const float *qkv, int batch, int seq, int heads, int kv_heads, int dh,
 		int causal, float scale) {
-	long long d = (long long)heads * dh, kd = (long long)kv_heads * dh, ld = d + 2 * kd;
+	long long kd = (long long)kv_heads * dh, ld = (long long)heads * dh + 2 * kd;
 	long long n = (long long)batch * heads * seq;
 	GPUZ_FOR(i, n) {
-		long long pair = i / seq, b = pair / heads, h = pair % heads;
-		int s = (int)(i % seq);
-		const float *q = qkv + (b * seq + s) * ld + h * dh;
-		const float *k = qkv + b * seq * ld + d + kv_of(h, heads, kv_heads) * dh;
-		const float *v = k + kd;
-		float *orow = o != GPUZ_NULL ? o + (b * seq + s) * d + h * dh : GPUZ_NULL;
+		attn_row r = attn_row_at(i, seq, heads, kv_heads, dh);
+		const float *q = qkv + r.q, *k = qkv + r.k, *v = k + kd;
+		float *orow = o != GPUZ_NULL ? o + r.o : GPUZ_NULL;
 		if (orow != GPUZ_NULL) {
 			for (int j = 0; j < dh; j++) {
 				orow[j] = 0;
 			}
 		}
-		int lim = limit(s, seq, causal);
+		int lim = limit(r.s, seq, causal);
 		float m = GPUZ_NEG_INF, l = 0;
 		float sc[FUSED_BLOCK];
 		for (int c0 = 0; c0 < lim; c0 += FUSED_BLOCK) {
@@ -118,20 +115,17 @@ GPUZ_DEVICE float fused_dot(const float *a, const float *b, int dh) {
 GPUZ_KERNEL fused_attn_grad_q(float *dqkv, const float *qkv, const float *o, const float *lse, const float *g,
 		const float *gl, int batch,
 		int seq, int heads, int kv_heads, int dh, int causal, float scale) {
-	long long d = (long long)heads * dh, kd = (long long)kv_heads * dh, ld = d + 2 * kd;
+	long long kd = (long long)kv_heads * dh, ld = (long long)heads * dh + 2 * kd;
 	long long n = (long long)batch * heads * seq;
 	GPUZ_FOR(i, n) {
-		long long pair = i / seq, b = pair / heads, h = pair % heads;
-		int s = (int)(i % seq);
-		const float *q = qkv + (b * seq + s) * ld + h * dh;
-		const float *k = qkv + b * seq * ld + d + kv_of(h, heads, kv_heads) * dh;
-		const float *gs = g + (b * seq + s) * d + h * dh;
-		float dd = fused_dot(gs, o + (b * seq + s) * d + h * dh, dh) - gl[i];
-		float *dq = dqkv + (b * seq + s) * ld + h * dh;
+		attn_row r = attn_row_at(i, seq, heads, kv_heads, dh);
+		const float *q = qkv + r.q, *k = qkv + r.k, *gs = g + r.o;
+		float dd = fused_dot(gs, o + r.o, dh) - gl[i];
+		float *dq = dqkv + r.q;
 		for (int j = 0; j < dh; j++) {
 			dq[j] = 0;
 		}
-		int lim = limit(s, seq, causal);
+		int lim = limit(r.s, seq, causal);
 		for (int t = 0; t < lim; t++) {
 			float p;
 			float ds = fused_ds(&p, q, k + (long long)t * ld, k + kd + (long long)t * ld, gs, lse[i], dd, dh, scale);
@@ -176,72 +170,5 @@ GPUZ_KERNEL fused_attn_grad_kv(float *dqkv, const float *qkv, const float *o, co
 		}
 		dqkv[bt * ld + d + c] = dk;
 		dqkv[bt * ld + d + kd + c] = dv;
-	}
-}
-
-// cache_write copies the keys and values of the packed qkv rows of the seq
-// new tokens of every sequence into a layer's key-value cache kv (its keys,
-// then its values, each [batch, kv_heads, context, dh]) at positions
-// pos[0] … pos[0]+seq−1 (hostmath.CacheWrite): one thread per key element,
-// which copies its value too. The driver checks the position first.
-GPUZ_KERNEL cache_write(float *kv, const float *qkv, const float *pos, int batch, int seq, int heads, int kv_heads, int dh,
-		int context) {
-	long long d = (long long)heads * dh, kd = (long long)kv_heads * dh, ld = d + 2 * kd;
-	long long values = (long long)batch * kv_heads * context * dh, start = (long long)pos[0];
-	long long n = (long long)batch * seq * kd;
-	GPUZ_FOR(i, n) {
-		long long r = i / kd, c = i % kd; // the token's row, the column among the keys
-		long long b = r / seq, s = r % seq;
-		long long at = ((b * kv_heads + c / dh) * context + start + s) * dh + c % dh;
-		kv[at] = qkv[r * ld + d + c];
-		kv[values + at] = qkv[r * ld + d + kd + c];
-	}
-}
-
-// cache_attend sets o's row of every (sequence, query head, new token s),
-// its head's columns, to Σ_t softmax(scale·q_s·K^T)_t·v_t over the cache's
-// positions t ≤ pos[0] + s, the keys and values of the query head's group
-// read in place (hostmath.CacheAttend): one thread per row, the scores
-// computed twice (for the maximum, then for the sum), the sum and the
-// output added in position order and divided by the sum at the end.
-GPUZ_KERNEL cache_attend(float *o, const float *qkv, const float *kv, const float *pos, int batch, int seq, int heads,
-		int kv_heads, int dh, int context, float scale) {
-	long long d = (long long)heads * dh, kd = (long long)kv_heads * dh, ld = d + 2 * kd;
-	long long values = (long long)batch * kv_heads * context * dh, start = (long long)pos[0];
-	long long n = (long long)batch * heads * seq;
-	GPUZ_FOR(i, n) {
-		long long b = i / ((long long)heads * seq), h = i / seq % heads, s = i % seq;
-		const float *q = qkv + (b * seq + s) * ld + h * dh;
-		const float *k = kv + (b * kv_heads + kv_of(h, heads, kv_heads)) * context * dh;
-		const float *v = k + values;
-		float *orow = o + (b * seq + s) * d + h * dh;
-		long long lim = start + s + 1;
-		float m = GPUZ_NEG_INF;
-		for (long long t = 0; t < lim; t++) {
-			float dot = 0;
-			for (int j = 0; j < dh; j++) {
-				dot += q[j] * k[t * dh + j];
-			}
-			m = fmaxf(m, scale * dot);
-		}
-		for (int j = 0; j < dh; j++) {
-			orow[j] = 0;
-		}
-		float sum = 0;
-		for (long long t = 0; t < lim; t++) {
-			float dot = 0;
-			for (int j = 0; j < dh; j++) {
-				dot += q[j] * k[t * dh + j];
-			}
-			float p = expf(scale * dot - m);
-			sum += p;
-			for (int j = 0; j < dh; j++) {
-				orow[j] += p * v[t * dh + j];
-			}
-		}
-		float inv = 1 / sum;
-		for (int j = 0; j < dh; j++) {
-			orow[j] *= inv;
-		}
 	}
 }

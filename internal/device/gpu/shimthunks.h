@@ -47,8 +47,6 @@
 	X(fused_attn, "pppiiiiiif", fused_attn(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8), F(9))) \
 	X(fused_attn_grad_q, "ppppppiiiiiif", fused_attn_grad_q(P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), I(9), I(10), I(11), F(12))) \
 	X(fused_attn_grad_kv, "ppppppiiiiiif", fused_attn_grad_kv(P(0), P(1), P(2), P(3), P(4), P(5), I(6), I(7), I(8), I(9), I(10), I(11), F(12))) \
-	X(cache_write, "pppiiiiii", cache_write(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8))) \
-	X(cache_attend, "ppppiiiiiif", cache_attend(P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7), I(8), I(9), F(10))) \
 	X(gelu_tanh, "ppl", gelu_tanh(P(0), P(1), L(2))) \
 	X(gelu_tanh_grad, "pppl", gelu_tanh_grad(P(0), P(1), P(2), L(3))) \
 	X(token_embedding, "pppli", token_embedding(P(0), P(1), P(2), L(3), I(4))) \
@@ -58,6 +56,8 @@
 	X(from_bf16, "ppl", from_bf16(P(0), P(1), L(2))) \
 	X(to_fp16, "ppl", to_fp16(P(0), P(1), L(2))) \
 	X(from_fp16, "ppl", from_fp16(P(0), P(1), L(2))) \
+	X(cache_write, "pppiiiiii", cache_write(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8))) \
+	X(cache_attend, "ppppiiiiiif", cache_attend(P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7), I(8), I(9), F(10))) \
 	X(cache_write16, "pppiiiiiii", cache_write16(P(0), P(1), P(2), I(3), I(4), I(5), I(6), I(7), I(8), I(9))) \
 	X(cache_attend16, "ppppiiiiiifi", cache_attend16(P(0), P(1), P(2), P(3), I(4), I(5), I(6), I(7), I(8), I(9), F(10), I(11))) \
 	X(layer_norm, "ppppid", layer_norm(P(0), P(1), P(2), P(3), I(4), D(5))) \
