@@ -28,8 +28,8 @@ const opClassesFile = "../perfmodel/opclasses.go"
 // each class constant of perfmodel that a spec's class method returns (by
 // its identifier, as ClassProducts), the names of those specs' types. A
 // spec whose class method it has from an embedded unexported type (the
-// normalisations' gradients, normgrad.go) is of that type's class, named
-// after the file's class methods.
+// normalisations' gradients, normgrad.go, generic in their forward op) is
+// of that type's class, named after the file's class methods.
 func declaredClasses() (map[string][]string, error) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -59,15 +59,15 @@ func declaredClasses() (map[string][]string, error) {
 			if !ok || fn.Name.Name != "class" || fn.Recv == nil || len(fn.Recv.List) != 1 {
 				continue
 			}
-			recv, ok := fn.Recv.List[0].Type.(*ast.Ident)
+			recv, ok := typeName(fn.Recv.List[0].Type)
 			class, okClass := classConstant(fn.Body)
 			if !ok || !okClass {
 				return nil, fmt.Errorf("%s: a class method must be a value method that returns one of perfmodel's class constants", fset.Position(fn.Pos()))
 			}
-			if ast.IsExported(recv.Name) {
-				methods[i] = append(methods[i], method{recv.Name, class})
+			if ast.IsExported(recv) {
+				methods[i] = append(methods[i], method{recv, class})
 			} else {
-				shared[recv.Name] = class
+				shared[recv] = class
 			}
 		}
 	}
@@ -103,15 +103,32 @@ func embeddings(d ast.Decl) func(yield func(name, embedded string) bool) {
 				continue
 			}
 			for _, field := range st.Fields.List {
-				id, ok := field.Type.(*ast.Ident)
-				if len(field.Names) == 0 && ok && !ast.IsExported(id.Name) {
-					if !yield(ts.Name.Name, id.Name) {
+				embedded, ok := typeName(field.Type)
+				if len(field.Names) == 0 && ok && !ast.IsExported(embedded) {
+					if !yield(ts.Name.Name, embedded) {
 						return
 					}
 				}
 			}
 		}
 	}
+}
+
+// typeName is the name of the type that e, a receiver's or an embedded
+// field's, names: its identifier, without the type arguments of a generic
+// type's instantiation (normInputGrad[N], normInputGrad[LayerNorm]).
+func typeName(e ast.Expr) (string, bool) {
+	switch t := e.(type) {
+	case *ast.IndexExpr:
+		e = t.X
+	case *ast.IndexListExpr:
+		e = t.X
+	}
+	id, ok := e.(*ast.Ident)
+	if !ok {
+		return "", false
+	}
+	return id.Name, true
 }
 
 // classConstant returns the identifier of the perfmodel constant that
