@@ -64,8 +64,8 @@ var attentionGradCases = []gradCase{
 var attentionLaunchCases = []launchCase{
 	{name: "Add", op: Add{}, shapes: []tensor.Shape{{3, 4}, {3, 4}}},
 	{name: "LayerNorm", op: LayerNorm{Eps: DefaultLayerNormEps}, shapes: []tensor.Shape{{4, 6}, {6}, {6}}},
-	{name: "LayerNormInputGrad", op: LayerNormInputGrad{normInputGrad[LayerNorm]{Eps: DefaultLayerNormEps}}, shapes: []tensor.Shape{{4, 6}, {6}, {4, 6}}},
-	{name: "LayerNormWeightGrad", op: LayerNormWeightGrad{normWeightGrad[LayerNorm]{Eps: DefaultLayerNormEps}}, shapes: []tensor.Shape{{4, 6}, {4, 6}}},
+	{name: "LayerNormInputGrad", op: LayerNormInputGrad{Eps: DefaultLayerNormEps}, shapes: []tensor.Shape{{4, 6}, {6}, {4, 6}}},
+	{name: "LayerNormWeightGrad", op: LayerNormWeightGrad{Eps: DefaultLayerNormEps}, shapes: []tensor.Shape{{4, 6}, {4, 6}}},
 	{name: "Embedding", op: Embedding{}, shapes: []tensor.Shape{{2, 3}, {5, 4}, {3, 4}}, fixed: map[int][]float32{0: ids32()}},
 	{name: "EmbeddingGrad", op: EmbeddingGrad{Vocab: 5}, shapes: []tensor.Shape{{2, 3}, {6, 4}}, fixed: map[int][]float32{0: ids32()}},
 	{name: "AttentionProbs", op: AttentionProbs{AttentionConfig: causal}, shapes: []tensor.Shape{{6, 12}}},

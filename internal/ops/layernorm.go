@@ -39,19 +39,18 @@ func (op LayerNorm) kernel() kernel {
 // rather than keep them (normGradsOf); beta's is the column sums of g, as
 // Linear's bias's.
 func (op LayerNorm) grads() []grad {
-	input := LayerNormInputGrad{normInputGrad[LayerNorm]{Eps: op.Eps}}
-	weight := LayerNormWeightGrad{normWeightGrad[LayerNorm]{Eps: op.Eps}}
-	return append(normGradsOf(input, weight), gradOf(LinearBiasGrad{}, gArg))
+	return append(normGradsOf(LayerNormInputGrad{Eps: op.Eps}, LayerNormWeightGrad{Eps: op.Eps}),
+		gradOf(LinearBiasGrad{}, gArg))
 }
 
 // LayerNormInputGrad is the gradient of LayerNorm with respect to x, given
-// x, gamma and the output gradient g (normgrad.go).
-type LayerNormInputGrad struct{ normInputGrad[LayerNorm] }
+// x, gamma and the output gradient g, with LayerNorm's Eps (normgrad.go).
+type LayerNormInputGrad = normInputGrad[LayerNorm]
 
 // LayerNormWeightGrad is the gradient of LayerNorm with respect to gamma,
-// given x and the output gradient g: the column sums of g ⊙ x̂
-// (normgrad.go).
-type LayerNormWeightGrad struct{ normWeightGrad[LayerNorm] }
+// given x and the output gradient g, with LayerNorm's Eps: the column sums
+// of g ⊙ x̂ (normgrad.go).
+type LayerNormWeightGrad = normWeightGrad[LayerNorm]
 
 // The normalisation in the performance model: a row reduction
 // (perfmodel.ClassNormalisation), as its gradients (normgrad.go).

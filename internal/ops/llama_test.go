@@ -28,8 +28,8 @@ var llamaGradCases = []gradCase{
 // llamaLaunchCases are the Llama family's ops, gradients included.
 var llamaLaunchCases = []launchCase{
 	{name: "RMSNorm", op: RMSNorm{Eps: DefaultRMSNormEps}, shapes: []tensor.Shape{{5, 7}, {7}}},
-	{name: "RMSNormInputGrad", op: RMSNormInputGrad{normInputGrad[RMSNorm]{Eps: DefaultRMSNormEps}}, shapes: []tensor.Shape{{5, 7}, {7}, {5, 7}}},
-	{name: "RMSNormWeightGrad", op: RMSNormWeightGrad{normWeightGrad[RMSNorm]{Eps: DefaultRMSNormEps}}, shapes: []tensor.Shape{{5, 7}, {5, 7}}},
+	{name: "RMSNormInputGrad", op: RMSNormInputGrad{Eps: DefaultRMSNormEps}, shapes: []tensor.Shape{{5, 7}, {7}, {5, 7}}},
+	{name: "RMSNormWeightGrad", op: RMSNormWeightGrad{Eps: DefaultRMSNormEps}, shapes: []tensor.Shape{{5, 7}, {5, 7}}},
 	{name: "Rotary", op: rotary, shapes: []tensor.Shape{{6, 15}, {3, 3}, {3, 3}}},
 	{name: "RotaryGrad", op: RotaryGrad(rotary), shapes: []tensor.Shape{{6, 15}, {3, 3}, {3, 3}}},
 	{name: "Projection", op: Projection{}, shapes: []tensor.Shape{{3, 4}, {5, 4}}},

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"reflect"
 
 	"gorgonia.org/tensor"
 
@@ -78,9 +79,9 @@ func normGradsOf(input, weight Spec) []grad {
 
 // normInputGrad is the gradient of the row normalisation N with respect to
 // x, given x [rows, d], the scale [d] and the output gradient g
-// [rows, d], with N's ε: the spec of LayerNormInputGrad and
-// RMSNormInputGrad, which embed it and name it. Its kernel and cost are
-// N's normGrads; its class and cast are a normalisation's.
+// [rows, d], with N's ε: LayerNormInputGrad and RMSNormInputGrad, which
+// are its instances by name (opName). Its kernel and cost are N's
+// normGrads; its class and cast are a normalisation's.
 type normInputGrad[N rowNorm] struct {
 	Eps float64
 }
@@ -98,8 +99,8 @@ func (normInputGrad[N]) shape(in []tensor.Shape) (tensor.Shape, error) {
 // normWeightGrad is the gradient of the row normalisation N with respect
 // to its scale, given x and the output gradient g, of one shape
 // [rows, d], with N's ε: one entry per column (the column sums of
-// g ⊙ x̂). It is the spec of LayerNormWeightGrad and RMSNormWeightGrad,
-// which embed it and name it; its kernel and cost are N's normGrads, its
+// g ⊙ x̂): LayerNormWeightGrad and RMSNormWeightGrad, which are its
+// instances by name (opName). Its kernel and cost are N's normGrads, its
 // class and cast a normalisation's.
 type normWeightGrad[N rowNorm] struct {
 	Eps float64
@@ -110,6 +111,12 @@ func (normWeightGrad[N]) signature() []int { return []int{2, 2, 1} }
 func (normWeightGrad[N]) shape(in []tensor.Shape) (tensor.Shape, error) {
 	return shapeBy(sameShape, in, func(x tensor.Shape) tensor.Shape { return tensor.Shape{x[1]} })
 }
+
+// opName is the op's name: its normalisation's and the gradient's, as
+// LayerNormInputGrad, which its alias spells and name reads in place of
+// the type's own (normInputGrad[gpuz/internal/ops.LayerNorm]).
+func (normInputGrad[N]) opName() string  { return reflect.TypeFor[N]().Name() + "InputGrad" }
+func (normWeightGrad[N]) opName() string { return reflect.TypeFor[N]().Name() + "WeightGrad" }
 
 func (op normInputGrad[N]) kernel() kernel  { return gradsOf[N]().input(op.Eps) }
 func (op normWeightGrad[N]) kernel() kernel { return gradsOf[N]().weight(op.Eps) }

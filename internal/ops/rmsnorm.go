@@ -40,18 +40,17 @@ func (op RMSNorm) kernel() kernel {
 // grads recompute each row's root mean square from x rather than keep it,
 // as LayerNorm's do (normGradsOf).
 func (op RMSNorm) grads() []grad {
-	return normGradsOf(RMSNormInputGrad{normInputGrad[RMSNorm]{Eps: op.Eps}},
-		RMSNormWeightGrad{normWeightGrad[RMSNorm]{Eps: op.Eps}})
+	return normGradsOf(RMSNormInputGrad{Eps: op.Eps}, RMSNormWeightGrad{Eps: op.Eps})
 }
 
 // RMSNormInputGrad is the gradient of RMSNorm with respect to x, given x,
-// the weight and the output gradient g (normgrad.go).
-type RMSNormInputGrad struct{ normInputGrad[RMSNorm] }
+// the weight and the output gradient g, with RMSNorm's Eps (normgrad.go).
+type RMSNormInputGrad = normInputGrad[RMSNorm]
 
 // RMSNormWeightGrad is the gradient of RMSNorm with respect to its weight,
-// given x and the output gradient g: the column sums of g ⊙ x̂
-// (normgrad.go).
-type RMSNormWeightGrad struct{ normWeightGrad[RMSNorm] }
+// given x and the output gradient g, with RMSNorm's Eps: the column sums
+// of g ⊙ x̂ (normgrad.go).
+type RMSNormWeightGrad = normWeightGrad[RMSNorm]
 
 // The normalisation in the performance model: a row reduction
 // (perfmodel.ClassNormalisation), as its gradients (normgrad.go).
