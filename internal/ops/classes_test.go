@@ -26,10 +26,11 @@ const opClassesFile = "../perfmodel/opclasses.go"
 
 // declaredClasses reads the package's non-test sources and returns, for
 // each class constant of perfmodel that a spec's class method returns (by
-// its identifier, as ClassProducts), the names of those specs' types. A
-// spec whose class method it has from an embedded unexported type (the
-// normalisations' gradients, normgrad.go) is of that type's class, named
-// after the file's class methods.
+// its identifier, as ClassProducts), the names of those specs' types. An
+// exported alias of an unexported generic type's instance (the
+// normalisations' gradients, normgrad.go: LayerNormInputGrad =
+// normInputGrad[LayerNorm]) is a spec of that type's class, named after
+// the file's class methods.
 func declaredClasses() (map[string][]string, error) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -49,7 +50,7 @@ func declaredClasses() (map[string][]string, error) {
 		parsed = append(parsed, f)
 	}
 	// The class methods, by receiver: an unexported receiver's class is
-	// the class of the specs that embed it.
+	// the class of the aliases of its instances.
 	type method struct{ recv, class string }
 	methods := make([][]method, len(parsed))
 	shared := map[string]string{}
@@ -59,15 +60,15 @@ func declaredClasses() (map[string][]string, error) {
 			if !ok || fn.Name.Name != "class" || fn.Recv == nil || len(fn.Recv.List) != 1 {
 				continue
 			}
-			recv, ok := fn.Recv.List[0].Type.(*ast.Ident)
+			recv, ok := typeName(fn.Recv.List[0].Type)
 			class, okClass := classConstant(fn.Body)
 			if !ok || !okClass {
 				return nil, fmt.Errorf("%s: a class method must be a value method that returns one of perfmodel's class constants", fset.Position(fn.Pos()))
 			}
-			if ast.IsExported(recv.Name) {
-				methods[i] = append(methods[i], method{recv.Name, class})
+			if ast.IsExported(recv) {
+				methods[i] = append(methods[i], method{recv, class})
 			} else {
-				shared[recv.Name] = class
+				shared[recv] = class
 			}
 		}
 	}
@@ -77,8 +78,8 @@ func declaredClasses() (map[string][]string, error) {
 			classes[m.class] = append(classes[m.class], m.recv)
 		}
 		for _, d := range f.Decls {
-			for name, embedded := range embeddings(d) {
-				if class, ok := shared[embedded]; ok {
+			for name, generic := range aliases(d) {
+				if class, ok := shared[generic]; ok {
 					classes[class] = append(classes[class], name)
 				}
 			}
@@ -87,31 +88,42 @@ func declaredClasses() (map[string][]string, error) {
 	return classes, nil
 }
 
-// embeddings returns, for d's exported struct types, the one unexported
-// type each embeds, if any, by the struct's name; in d's order, as an
+// aliases returns, for d's exported aliases of an unexported type's
+// instance, the alias's name and that type's, in d's order, as an
 // iterator.
-func embeddings(d ast.Decl) func(yield func(name, embedded string) bool) {
-	return func(yield func(name, embedded string) bool) {
+func aliases(d ast.Decl) func(yield func(name, generic string) bool) {
+	return func(yield func(name, generic string) bool) {
 		g, ok := d.(*ast.GenDecl)
 		if !ok || g.Tok != token.TYPE {
 			return
 		}
 		for _, spec := range g.Specs {
 			ts := spec.(*ast.TypeSpec)
-			st, ok := ts.Type.(*ast.StructType)
-			if !ok || !ast.IsExported(ts.Name.Name) {
-				continue
-			}
-			for _, field := range st.Fields.List {
-				id, ok := field.Type.(*ast.Ident)
-				if len(field.Names) == 0 && ok && !ast.IsExported(id.Name) {
-					if !yield(ts.Name.Name, id.Name) {
-						return
-					}
+			generic, ok := typeName(ts.Type)
+			if ts.Assign.IsValid() && ast.IsExported(ts.Name.Name) && ok && !ast.IsExported(generic) {
+				if !yield(ts.Name.Name, generic) {
+					return
 				}
 			}
 		}
 	}
+}
+
+// typeName is the name of the type that e, a receiver's or an alias's,
+// names: its identifier, without the type arguments of a generic type's
+// instance (normInputGrad[N], normInputGrad[LayerNorm]).
+func typeName(e ast.Expr) (string, bool) {
+	switch t := e.(type) {
+	case *ast.IndexExpr:
+		e = t.X
+	case *ast.IndexListExpr:
+		e = t.X
+	}
+	id, ok := e.(*ast.Ident)
+	if !ok {
+		return "", false
+	}
+	return id.Name, true
 }
 
 // classConstant returns the identifier of the perfmodel constant that

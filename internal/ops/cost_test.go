@@ -2,6 +2,7 @@ package ops
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -71,6 +72,28 @@ func TestCostByHand(t *testing.T) {
 			device.Cost{FLOPs: 9 * 35, ReadBytes: 4 * (35 + 7 + 35), WriteBytes: 4 * 35}},
 		{"RMSNormWeightGrad", RMSNormWeightGrad{}, []tensor.Shape{{5, 7}, {5, 7}},
 			device.Cost{FLOPs: 5 * 35, ReadBytes: 4 * 70, WriteBytes: 4 * 7}},
+		// 9 operations per element.
+		{"GELUTanh", GELUTanh{}, []tensor.Shape{{4, 6}}, device.Cost{FLOPs: 9 * 24, ReadBytes: 4 * 24, WriteBytes: 4 * 24}},
+		{"GELUTanhGrad", GELUTanhGrad{}, []tensor.Shape{{4, 6}, {4, 6}}, device.Cost{FLOPs: 20 * 24, ReadBytes: 4 * 48, WriteBytes: 4 * 24}},
+		// GEMM 60×768 by 768×2304 (GPT-2's c_attn), then the bias pass.
+		{"Conv1D", Conv1D{}, []tensor.Shape{{60, 768}, {768, 2304}, {2304}},
+			device.Cost{FLOPs: 2*60*768*2304 + 60*2304, ReadBytes: 4 * (60*768 + 768*2304 + 60*2304 + 2304), WriteBytes: 4 * 2 * 60 * 2304}},
+		// dx = g·Wᵀ: 3×5 by 5×4.
+		{"Conv1DInputGrad", Conv1DInputGrad{}, []tensor.Shape{{3, 5}, {4, 5}},
+			device.Cost{FLOPs: 2 * 3 * 4 * 5, ReadBytes: 4 * (15 + 20), WriteBytes: 4 * 12}},
+		// dW = xᵀ·g: 4×3 by 3×5.
+		{"Conv1DWeightGrad", Conv1DWeightGrad{}, []tensor.Shape{{3, 4}, {3, 5}},
+			device.Cost{FLOPs: 2 * 4 * 5 * 3, ReadBytes: 4 * (12 + 15), WriteBytes: 4 * 20}},
+		// 6 ids, 6 rows of 4 gathered and written.
+		{"TokenEmbedding", TokenEmbedding{}, []tensor.Shape{{2, 3}, {50, 4}}, device.Cost{ReadBytes: 4 * (6 + 24), WriteBytes: 4 * 24}},
+		// x read whole, 3 of the table's 5 rows read.
+		{"AddPositions", AddPositions{SeqLen: 3}, []tensor.Shape{{6, 4}, {5, 4}}, device.Cost{FLOPs: 24, ReadBytes: 4 * (24 + 12), WriteBytes: 4 * 24}},
+		{"PositionsGrad", PositionsGrad{SeqLen: 3, Rows: 5}, []tensor.Shape{{6, 4}}, device.Cost{FLOPs: 24, ReadBytes: 4 * 24, WriteBytes: 4 * 20}},
+		// 3×4 by 4×5: 2·3·5·4, no bias pass.
+		{"Projection", Projection{}, []tensor.Shape{{3, 4}, {5, 4}}, device.Cost{FLOPs: 120, ReadBytes: 4 * (12 + 20), WriteBytes: 4 * 15}},
+		// 6 tokens of 12 rotated columns, 3 operations each; the 3 copied
+		// columns cost only their bytes.
+		{"Rotary", rotary, []tensor.Shape{{6, 15}, {3, 3}, {3, 3}}, device.Cost{FLOPs: 3 * 6 * 12, ReadBytes: 4 * (90 + 9 + 9), WriteBytes: 4 * 90}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := New(tc.op).(coster).Cost(tc.shapes); got != tc.want {
@@ -80,14 +103,22 @@ func TestCostByHand(t *testing.T) {
 	}
 }
 
+// movers are the ops of the launch tables that only move data (a
+// broadcast, the fused attention's slices of its packed output, a gather):
+// their costs count bytes and no operations.
+var movers = map[string]bool{"MeanGrad": true, "FusedAttentionOut": true, "FusedAttentionLSE": true,
+	"FusedAttentionPack": true, "TokenEmbedding": true}
+
 // TestEveryOpHasACost checks that every op of the launch tables reports
-// work: some bytes read and written, and nothing for shapes it rejects.
+// work: some bytes read and written, operations unless it is one of the
+// movers, and nothing for shapes it rejects.
 func TestEveryOpHasACost(t *testing.T) {
-	for _, tc := range slices.Concat(launchCases, conv2dLaunchCases, attentionLaunchCases) {
+	for _, tc := range slices.Concat(launchCases, conv2dLaunchCases, attentionLaunchCases, gpt2LaunchCases, llamaLaunchCases) {
 		t.Run(tc.name, func(t *testing.T) {
 			op := New(tc.op).(coster)
-			if c := op.Cost(tc.shapes); c.ReadBytes <= 0 || c.WriteBytes <= 0 || c.FLOPs < 0 {
-				t.Errorf("Cost(%v) = %+v, want bytes read and written", tc.shapes, c)
+			kind, _, _ := strings.Cut(name(tc.op), "{")
+			if c := op.Cost(tc.shapes); c.ReadBytes <= 0 || c.WriteBytes <= 0 || c.FLOPs < 0 || (c.FLOPs == 0) != movers[kind] {
+				t.Errorf("Cost(%v) = %+v, want bytes read and written, and operations unless %s only moves data", tc.shapes, c, kind)
 			}
 			if c := op.Cost(tc.shapes[1:]); c != (device.Cost{}) {
 				t.Errorf("Cost of the wrong arity = %+v, want none", c)

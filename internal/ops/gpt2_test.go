@@ -11,9 +11,10 @@ import (
 	"gpuz/internal/device"
 )
 
-// GPT-2's ops and the token embedding: gradient checks against finite
-// differences, Launch against Do, costs by hand and the errors of bad
-// shapes and ids. The ids (ids in attention_test.go) repeat, so that the
+// GPT-2's ops and the token embedding: their rows of the gradient checks
+// against finite differences (TestGradients), of Launch against Do
+// (TestLaunchMatchesDo, TestEveryOpHasACost; their costs by hand are
+// TestCostByHand's) and the errors of bad shapes and ids. The ids (ids in attention_test.go) repeat, so that the
 // embedding gradient's scatter-add meets a row more than once; the
 // position tables have more rows than a sequence, so that the unused rows'
 // zero gradient is checked too.
@@ -41,69 +42,6 @@ var gpt2LaunchCases = []launchCase{
 	{name: "TokenEmbedding", op: TokenEmbedding{}, shapes: []tensor.Shape{{2, 3}, {5, 4}}, fixed: map[int][]float32{0: ids32()}},
 	{name: "AddPositions", op: AddPositions{SeqLen: 3}, shapes: []tensor.Shape{{6, 4}, {5, 4}}},
 	{name: "PositionsGrad", op: PositionsGrad{SeqLen: 3, Rows: 5}, shapes: []tensor.Shape{{6, 4}}},
-}
-
-// TestGPT2Gradients checks the forward ops' gradients against finite
-// differences.
-func TestGPT2Gradients(t *testing.T) {
-	for _, tc := range gpt2GradCases {
-		t.Run(tc.name, func(t *testing.T) { checkGradients(t, tc) })
-	}
-}
-
-// TestGPT2LaunchMatchesDo runs every op through Do and through Launch on
-// the host: the results must be identical.
-func TestGPT2LaunchMatchesDo(t *testing.T) {
-	for _, tc := range gpt2LaunchCases {
-		t.Run(tc.name, func(t *testing.T) { checkLaunch(t, tc) })
-	}
-}
-
-// TestGPT2Costs checks the cost rules against figures derived by hand,
-// and that every op reports bytes read and written and nothing for the
-// wrong arity.
-func TestGPT2Costs(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		op     Spec
-		shapes []tensor.Shape
-		want   device.Cost
-	}{
-		// 9 operations per element.
-		{"GELUTanh", GELUTanh{}, []tensor.Shape{{4, 6}}, device.Cost{FLOPs: 9 * 24, ReadBytes: 4 * 24, WriteBytes: 4 * 24}},
-		{"GELUTanhGrad", GELUTanhGrad{}, []tensor.Shape{{4, 6}, {4, 6}}, device.Cost{FLOPs: 20 * 24, ReadBytes: 4 * 48, WriteBytes: 4 * 24}},
-		// GEMM 60×768 by 768×2304 (GPT-2's c_attn), then the bias pass.
-		{"Conv1D", Conv1D{}, []tensor.Shape{{60, 768}, {768, 2304}, {2304}},
-			device.Cost{FLOPs: 2*60*768*2304 + 60*2304, ReadBytes: 4 * (60*768 + 768*2304 + 60*2304 + 2304), WriteBytes: 4 * 2 * 60 * 2304}},
-		// dx = g·Wᵀ: 3×5 by 5×4.
-		{"Conv1DInputGrad", Conv1DInputGrad{}, []tensor.Shape{{3, 5}, {4, 5}},
-			device.Cost{FLOPs: 2 * 3 * 4 * 5, ReadBytes: 4 * (15 + 20), WriteBytes: 4 * 12}},
-		// dW = xᵀ·g: 4×3 by 3×5.
-		{"Conv1DWeightGrad", Conv1DWeightGrad{}, []tensor.Shape{{3, 4}, {3, 5}},
-			device.Cost{FLOPs: 2 * 4 * 5 * 3, ReadBytes: 4 * (12 + 15), WriteBytes: 4 * 20}},
-		// 6 ids, 6 rows of 4 gathered and written.
-		{"TokenEmbedding", TokenEmbedding{}, []tensor.Shape{{2, 3}, {50, 4}}, device.Cost{ReadBytes: 4 * (6 + 24), WriteBytes: 4 * 24}},
-		// x read whole, 3 of the table's 5 rows read.
-		{"AddPositions", AddPositions{SeqLen: 3}, []tensor.Shape{{6, 4}, {5, 4}}, device.Cost{FLOPs: 24, ReadBytes: 4 * (24 + 12), WriteBytes: 4 * 24}},
-		{"PositionsGrad", PositionsGrad{SeqLen: 3, Rows: 5}, []tensor.Shape{{6, 4}}, device.Cost{FLOPs: 24, ReadBytes: 4 * 24, WriteBytes: 4 * 20}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := New(tc.op).(coster).Cost(tc.shapes); got != tc.want {
-				t.Errorf("Cost(%v) = %+v, want %+v", tc.shapes, got, tc.want)
-			}
-		})
-	}
-	for _, tc := range gpt2LaunchCases {
-		t.Run("every/"+tc.name, func(t *testing.T) {
-			op := New(tc.op).(coster)
-			if c := op.Cost(tc.shapes); c.ReadBytes <= 0 || c.WriteBytes <= 0 || c.FLOPs < 0 {
-				t.Errorf("Cost(%v) = %+v, want bytes read and written", tc.shapes, c)
-			}
-			if c := op.Cost(tc.shapes[1:]); c != (device.Cost{}) {
-				t.Errorf("Cost of the wrong arity = %+v, want none", c)
-			}
-		})
-	}
 }
 
 // TestGPT2Errors checks that shapes that do not fit and ids out of range

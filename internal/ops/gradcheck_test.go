@@ -49,7 +49,7 @@ var gradCases = []gradCase{
 // TestGradients checks every forward op's gradients against finite
 // differences.
 func TestGradients(t *testing.T) {
-	for _, tc := range slices.Concat(gradCases, conv2dGradCases, attentionGradCases) {
+	for _, tc := range slices.Concat(gradCases, conv2dGradCases, attentionGradCases, gpt2GradCases, llamaGradCases) {
 		t.Run(tc.name, func(t *testing.T) { checkGradients(t, tc) })
 	}
 }

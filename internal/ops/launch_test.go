@@ -46,7 +46,7 @@ var launchCases = []launchCase{
 // the TapeMachine and the gradient checks use) and through Launch (what the
 // engine uses): the results must be identical.
 func TestLaunchMatchesDo(t *testing.T) {
-	for _, tc := range slices.Concat(launchCases, conv2dLaunchCases, attentionLaunchCases, cacheLaunchCases) {
+	for _, tc := range slices.Concat(launchCases, conv2dLaunchCases, attentionLaunchCases, cacheLaunchCases, gpt2LaunchCases, llamaLaunchCases) {
 		t.Run(tc.name, func(t *testing.T) { checkLaunch(t, tc) })
 	}
 }

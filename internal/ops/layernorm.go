@@ -35,39 +35,22 @@ func (op LayerNorm) kernel() kernel {
 	return call3(fixed(op.Eps), hostmath.LayerNorm, hostmath.LayerNorm, device.Kernels.LayerNorm)
 }
 
-// grads recompute each row's mean and variance from x rather than keep
-// them; beta's gradient is the column sums of g, as Linear's bias's.
+// grads: x's and gamma's recompute each row's mean and variance from x
+// rather than keep them (normGradsOf); beta's is the column sums of g, as
+// Linear's bias's.
 func (op LayerNorm) grads() []grad {
-	return []grad{
-		gradOf(LayerNormInputGrad{Eps: op.Eps}, 0, 1, gArg),
-		gradOf(LayerNormWeightGrad{Eps: op.Eps}, 0, gArg),
-		gradOf(LinearBiasGrad{}, gArg),
-	}
+	return append(normGradsOf(LayerNormInputGrad{Eps: op.Eps}, LayerNormWeightGrad{Eps: op.Eps}),
+		gradOf(LinearBiasGrad{}, gArg))
 }
 
 // LayerNormInputGrad is the gradient of LayerNorm with respect to x, given
-// x, gamma and the output gradient g.
-type LayerNormInputGrad struct {
-	normInputGrad
-	Eps float64
-}
-
-func (op LayerNormInputGrad) kernel() kernel {
-	return call3(fixed(op.Eps), hostmath.LayerNormInputGrad, hostmath.LayerNormInputGrad,
-		device.Kernels.LayerNormInputGrad)
-}
+// x, gamma and the output gradient g, with LayerNorm's Eps (normgrad.go).
+type LayerNormInputGrad = normInputGrad[LayerNorm]
 
 // LayerNormWeightGrad is the gradient of LayerNorm with respect to gamma,
-// given x and the output gradient g: the column sums of g ⊙ x̂.
-type LayerNormWeightGrad struct {
-	normWeightGrad
-	Eps float64
-}
-
-func (op LayerNormWeightGrad) kernel() kernel {
-	return call2(fixed(op.Eps), hostmath.LayerNormWeightGrad, hostmath.LayerNormWeightGrad,
-		device.Kernels.LayerNormWeightGrad)
-}
+// given x and the output gradient g, with LayerNorm's Eps: the column sums
+// of g ⊙ x̂ (normgrad.go).
+type LayerNormWeightGrad = normWeightGrad[LayerNorm]
 
 // The normalisation in the performance model: a row reduction
 // (perfmodel.ClassNormalisation), as its gradients (normgrad.go).
@@ -76,17 +59,6 @@ func (LayerNorm) class() string { return perfmodel.ClassNormalisation }
 // cost: about 8 operations per element (mean, variance, normalise, scale
 // and shift).
 func (LayerNorm) cost(in []tensor.Shape, out tensor.Shape) device.Cost { return perElement(in, out, 8) }
-
-// cost: about 12 operations per element (the statistics recomputed, two
-// row sums and the combination).
-func (LayerNormInputGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
-	return perElement(in, out, 12)
-}
-
-// cost: about 8 operations per element of x (x̂ recomputed, g·x̂ summed).
-func (LayerNormWeightGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
-	return stream(in, out, 8*elemsOf(in[0]))
-}
 
 // The normalisation, under 16-bit precision: read and stored in float32
 // (autocast's fp32 list: softmax, layer norm, the losses, sums).

@@ -7,8 +7,6 @@ import (
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
-
-	"gpuz/internal/device"
 )
 
 // rotary is the Rotary layout of the tests: two rotated heads of 6 (odd
@@ -37,52 +35,6 @@ var llamaLaunchCases = []launchCase{
 	{name: "Projection", op: Projection{}, shapes: []tensor.Shape{{3, 4}, {5, 4}}},
 	{name: "SwiGLU", op: SwiGLU{}, shapes: []tensor.Shape{{5, 14}}},
 	{name: "SwiGLUGrad", op: SwiGLUGrad{}, shapes: []tensor.Shape{{5, 14}, {5, 7}}},
-}
-
-// TestLlamaGradients checks the Llama family's gradients against finite
-// differences in float64, as TestGradients does the others'.
-func TestLlamaGradients(t *testing.T) {
-	for _, tc := range llamaGradCases {
-		t.Run(tc.name, func(t *testing.T) { checkGradients(t, tc) })
-	}
-}
-
-// TestLlamaLaunchMatchesDo runs the Llama family's ops through Do and
-// through Launch on the host: the results must be identical.
-func TestLlamaLaunchMatchesDo(t *testing.T) {
-	for _, tc := range llamaLaunchCases {
-		t.Run(tc.name, func(t *testing.T) { checkLaunch(t, tc) })
-	}
-}
-
-// TestLlamaOpsHaveACost checks that every Llama op reports bytes read and
-// written, and nothing for shapes it rejects, and a few figures by hand.
-func TestLlamaOpsHaveACost(t *testing.T) {
-	for _, tc := range llamaLaunchCases {
-		op := New(tc.op).(coster)
-		if c := op.Cost(tc.shapes); c.ReadBytes <= 0 || c.WriteBytes <= 0 || c.FLOPs <= 0 {
-			t.Errorf("%s: Cost(%v) = %+v, want work", tc.name, tc.shapes, c)
-		}
-		if c := op.Cost(tc.shapes[1:]); c != (device.Cost{}) {
-			t.Errorf("%s: cost of the wrong arity = %+v, want none", tc.name, c)
-		}
-	}
-	for _, tc := range []struct {
-		name   string
-		op     Spec
-		shapes []tensor.Shape
-		want   device.Cost
-	}{
-		// 3×4 by 4×5: 2·3·5·4, no bias pass.
-		{"Projection", Projection{}, []tensor.Shape{{3, 4}, {5, 4}}, device.Cost{FLOPs: 120, ReadBytes: 4 * (12 + 20), WriteBytes: 4 * 15}},
-		// 6 tokens of 12 rotated columns, 3 operations each; the 3 copied
-		// columns cost only their bytes.
-		{"Rotary", rotary, []tensor.Shape{{6, 15}, {3, 3}, {3, 3}}, device.Cost{FLOPs: 3 * 6 * 12, ReadBytes: 4 * (90 + 9 + 9), WriteBytes: 4 * 90}},
-	} {
-		if got := New(tc.op).(coster).Cost(tc.shapes); got != tc.want {
-			t.Errorf("%s: Cost(%v) = %+v, want %+v", tc.name, tc.shapes, got, tc.want)
-		}
-	}
 }
 
 // TestLlamaShapeErrors checks that shapes the ops cannot take are errors

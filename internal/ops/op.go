@@ -72,14 +72,24 @@ func Apply(s Spec, inputs ...*gorgonia.Node) (*gorgonia.Node, error) {
 	return n, nil
 }
 
-// name is the name of s's type with its parameters, if it has any.
+// name is the name of s's type with its parameters, if it has any; a
+// generic spec's name is its opName (its type's would carry the type
+// argument).
 func name(s Spec) string {
 	v := reflect.ValueOf(s)
-	if v.NumField() == 0 {
-		return v.Type().Name()
+	n := v.Type().Name()
+	if g, ok := s.(generic); ok {
+		n = g.opName()
 	}
-	return fmt.Sprintf("%s%+v", v.Type().Name(), s)
+	if v.NumField() == 0 {
+		return n
+	}
+	return fmt.Sprintf("%s%+v", n, s)
 }
+
+// generic is a spec of a generic type (the row normalisations'
+// gradients, normgrad.go), which names its instances.
+type generic interface{ opName() string }
 
 // op is the gorgonia.Op of a Spec: what every op answers alike. Its Do
 // returns a new value, never a pointer into an input, and overwrites no

@@ -38,37 +38,19 @@ func (op RMSNorm) kernel() kernel {
 }
 
 // grads recompute each row's root mean square from x rather than keep it,
-// as LayerNorm's do.
+// as LayerNorm's do (normGradsOf).
 func (op RMSNorm) grads() []grad {
-	return []grad{
-		gradOf(RMSNormInputGrad{Eps: op.Eps}, 0, 1, gArg),
-		gradOf(RMSNormWeightGrad{Eps: op.Eps}, 0, gArg),
-	}
+	return normGradsOf(RMSNormInputGrad{Eps: op.Eps}, RMSNormWeightGrad{Eps: op.Eps})
 }
 
 // RMSNormInputGrad is the gradient of RMSNorm with respect to x, given x,
-// the weight and the output gradient g.
-type RMSNormInputGrad struct {
-	normInputGrad
-	Eps float64
-}
-
-func (op RMSNormInputGrad) kernel() kernel {
-	return call3(fixed(op.Eps), hostmath.RMSNormInputGrad, hostmath.RMSNormInputGrad,
-		device.Kernels.RMSNormInputGrad)
-}
+// the weight and the output gradient g, with RMSNorm's Eps (normgrad.go).
+type RMSNormInputGrad = normInputGrad[RMSNorm]
 
 // RMSNormWeightGrad is the gradient of RMSNorm with respect to its weight,
-// given x and the output gradient g: the column sums of g ⊙ x̂.
-type RMSNormWeightGrad struct {
-	normWeightGrad
-	Eps float64
-}
-
-func (op RMSNormWeightGrad) kernel() kernel {
-	return call2(fixed(op.Eps), hostmath.RMSNormWeightGrad, hostmath.RMSNormWeightGrad,
-		device.Kernels.RMSNormWeightGrad)
-}
+// given x and the output gradient g, with RMSNorm's Eps: the column sums
+// of g ⊙ x̂ (normgrad.go).
+type RMSNormWeightGrad = normWeightGrad[RMSNorm]
 
 // The normalisation in the performance model: a row reduction
 // (perfmodel.ClassNormalisation), as its gradients (normgrad.go).
@@ -76,18 +58,6 @@ func (RMSNorm) class() string { return perfmodel.ClassNormalisation }
 
 // cost: about 4 operations per element (square and add, normalise, scale).
 func (RMSNorm) cost(in []tensor.Shape, out tensor.Shape) device.Cost { return perElement(in, out, 4) }
-
-// cost: about 9 operations per element (the statistic recomputed, the row
-// sum of ĝ ⊙ x̂ and the combination).
-func (RMSNormInputGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
-	return perElement(in, out, 9)
-}
-
-// cost: about 5 operations per element of x (the statistic recomputed, g·x̂
-// summed).
-func (RMSNormWeightGrad) cost(in []tensor.Shape, out tensor.Shape) device.Cost {
-	return stream(in, out, 5*elemsOf(in[0]))
-}
 
 // The normalisation, under 16-bit precision: read and stored in float32
 // (autocast's fp32 list, as layer norm; LlamaRMSNorm itself computes in
