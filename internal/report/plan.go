@@ -620,8 +620,8 @@ func WritePlanJSONFramework(w io.Writer, p bench.MemoryPlan, tp *torchplan.Plan)
 		c, paged := m.Placement.Paging()
 		var copies *jsonCopies
 		if m.Device != "" {
-			n := m.Copies
-			copies = &jsonCopies{UploadBytes: n.UploadBytes, DownloadBytes: n.DownloadBytes, SyncBytes: n.SyncBytes(), OverlapBytes: n.OverlapBytes, Count: n.Count, RemoteBytes: n.RemoteBytes}
+			c := copiesJSON(m.Copies)
+			copies = &c
 		}
 		doc.Modes = append(doc.Modes, jsonModePlan{CopiesPerEpoch: copies, Prediction: toJSONPrediction(m.Prediction),
 			Mode: string(m.Mode), Recompute: m.Recompute.String(), Paged: paged, Policy: string(c.Policy), OptimizerOnHost: c.OptimizerOnHost,
@@ -634,6 +634,13 @@ func WritePlanJSONFramework(w io.Writer, p bench.MemoryPlan, tp *torchplan.Plan)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
+}
+
+// copiesJSON is c as the plan's and the fit's JSON write an epoch's
+// copies.
+func copiesJSON(c engine.Copies) jsonCopies {
+	return jsonCopies{UploadBytes: c.UploadBytes, DownloadBytes: c.DownloadBytes, SyncBytes: c.SyncBytes(),
+		OverlapBytes: c.OverlapBytes, Count: c.Count, RemoteBytes: c.RemoteBytes}
 }
 
 // planCSVColumns head the plan's CSV columns; sizes are in bytes.
