@@ -14,23 +14,12 @@ import (
 // printed it.
 func (c Chart) escaped() Chart {
 	c.Title, c.XLabel, c.YLabel, c.Unit = termsafe.String(c.Title), termsafe.String(c.XLabel), termsafe.String(c.YLabel), termsafe.String(c.Unit)
-	c.Bars = slices.Clone(c.Bars)
-	for i := range c.Bars {
-		c.Bars[i].Label, c.Bars[i].Status = termsafe.String(c.Bars[i].Label), termsafe.String(c.Bars[i].Status)
-	}
-	c.Lines = slices.Clone(c.Lines)
-	for i := range c.Lines {
-		l := &c.Lines[i]
+	c.Bars = escapedEach(c.Bars, func(b *Bar) { b.Label, b.Status = termsafe.String(b.Label), termsafe.String(b.Status) })
+	c.Lines = escapedEach(c.Lines, func(l *Line) {
 		l.Label = termsafe.String(l.Label)
-		l.Failures = slices.Clone(l.Failures)
-		for j := range l.Failures {
-			l.Failures[j].Status = termsafe.String(l.Failures[j].Status)
-		}
-	}
-	c.Bands = slices.Clone(c.Bands)
-	for i := range c.Bands {
-		c.Bands[i].Label = termsafe.String(c.Bands[i].Label)
-	}
+		l.Failures = escapedEach(l.Failures, func(f *Failure) { f.Status = termsafe.String(f.Status) })
+	})
+	c.Bands = escapedEach(c.Bands, func(b *Band) { b.Label = termsafe.String(b.Label) })
 	return c
 }
 
@@ -40,14 +29,20 @@ func (c Chart) escaped() Chart {
 func escapedPicture(pic report.MemoryPicture) report.MemoryPicture {
 	pic.Title = termsafe.String(pic.Title)
 	pic.Categories = termsafe.Strings(pic.Categories)
-	pic.Panels = slices.Clone(pic.Panels)
-	for i := range pic.Panels {
-		p := &pic.Panels[i]
+	pic.Panels = escapedEach(pic.Panels, func(p *report.MemoryPanel) {
 		p.Title = termsafe.String(p.Title)
-		p.Ticks = slices.Clone(p.Ticks)
-		for j := range p.Ticks {
-			p.Ticks[j].Label = termsafe.String(p.Ticks[j].Label)
-		}
-	}
+		p.Ticks = escapedEach(p.Ticks, func(t *report.PictureTick) { t.Label = termsafe.String(t.Label) })
+	})
 	return pic
+}
+
+// escapedEach returns a copy of s with escape applied to each element in
+// place: s itself, which the caller's chart or picture shares, is left as
+// it was.
+func escapedEach[T any](s []T, escape func(*T)) []T {
+	s = slices.Clone(s)
+	for i := range s {
+		escape(&s[i])
+	}
+	return s
 }

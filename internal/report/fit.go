@@ -362,14 +362,11 @@ func writeFitJSON(w io.Writer, r fit.Result, v *fit.Verification) error {
 		HostAvailable: r.HostAvailable, HostProfile: r.HostProfile, Searched: r.Searched, Reason: r.Reason(), LongestContext: r.LongestContext, LongestSequences: longestOf(r.LongestSequences),
 		Entries: []jsonFitEntry{}}
 	add := func(rank int, e fit.Entry) {
-		c := e.Plan.Copies
 		s := e.Placement().Settings()
 		doc.Entries = append(doc.Entries, jsonFitEntry{Rank: rank, Mode: string(e.Mode), Configuration: e.Candidate.String(),
 			Policy: string(s.Policy), Window: s.Window, OptimizerOnHost: s.OptimizerOnHost, Place: s.Blocks,
 			ManagedAdviseHost: s.AdviseHost, Recompute: e.Recompute.String(), Precision: e.Precision.String(),
-			DeviceBytes: e.Plan.Footprint.Device, HostBytes: e.Plan.HostNeed,
-			CopiesPerEpoch: jsonCopies{UploadBytes: c.UploadBytes, DownloadBytes: c.DownloadBytes, SyncBytes: c.SyncBytes(),
-				OverlapBytes: c.OverlapBytes, Count: c.Count, RemoteBytes: c.RemoteBytes},
+			DeviceBytes: e.Plan.Footprint.Device, HostBytes: e.Plan.HostNeed, CopiesPerEpoch: copiesJSON(e.Plan.Copies),
 			Prediction: toJSONPrediction(e.Plan.Prediction), Command: e.Command, LoRARank: e.LoRA.Rank, TrainedParams: e.Trained,
 			Batch: e.Batch})
 		if e.GradAccum.On() {

@@ -201,78 +201,95 @@ func WritePlan(w io.Writer, p bench.MemoryPlan) error {
 func WritePlanAs(w io.Writer, p bench.MemoryPlan, o Options) error {
 	return writeAs(w, o.Format, formatWriters{
 		text: func(b *strings.Builder) error {
-			b.WriteString(planTitle(p) + "\n")
-			if recomputeShown(p) {
-				line := fmt.Sprintf("  %-18s", "recompute")
-				for _, sp := range p.Schedules {
-					line += fmt.Sprintf(" %10s", sp.Recompute)
-				}
-				b.WriteString(line + "\n")
-			}
-			for _, k := range planKinds(p) {
-				line := fmt.Sprintf("  %-18s", k.name)
-				for _, c := range k.cells {
-					line += fmt.Sprintf(" %10s", c)
-				}
-				if k.note != "" {
-					line += "   " + k.note
-				}
-				b.WriteString(line + "\n")
-			}
-			for _, note := range planNotes(p) {
-				for _, line := range wrap(note, maxWidth-2) {
-					b.WriteString("  " + line + "\n")
-				}
-			}
-			b.WriteString("\n")
+			writePlanKindsText(b, p)
 			if o.Framework != nil {
 				writeFrameworkText(b, p, o.Framework)
 			}
-			planTable(p, o.Wide).writeText(b)
-			b.WriteString("\n")
-			if bench.Task(p.Header.Task) == bench.TaskGenerate {
-				generationTable(p, o.Wide).writeText(b)
-			} else {
-				copiesTable(p, o.Wide).writeText(b)
-			}
+			writePlanTables(b, p, o.Wide, table.writeText)
 			return nil
 		},
 		markdown: func(b *strings.Builder) error {
 			b.WriteString(planTitle(p) + "\n\n")
-			kinds := table{columns: []column{{"kind", true}}}
-			for _, sp := range p.Schedules {
-				name := "bytes"
-				if recomputeShown(p) {
-					name = "recompute " + sp.Recompute.String()
-				}
-				kinds.columns = append(kinds.columns, column{name, false})
-			}
-			kinds.columns = append(kinds.columns, column{"note", true})
-			for _, k := range planKinds(p) {
-				row := []string{k.name}
-				row = append(row, k.cells...)
-				kinds.rows = append(kinds.rows, append(row, k.note))
-			}
-			kinds.notes = planNotes(p)
-			kinds.writeMarkdown(b)
+			planKindsTable(p).writeMarkdown(b)
 			b.WriteString("\n")
 			if o.Framework != nil {
 				b.WriteString(frameworkHeading(o.Framework) + "\n\n")
 				frameworkTable(p, o.Framework).writeMarkdown(b)
 				b.WriteString("\n")
 			}
-			planTable(p, o.Wide).writeMarkdown(b)
-			b.WriteString("\n")
-			if bench.Task(p.Header.Task) == bench.TaskGenerate {
-				generationTable(p, o.Wide).writeMarkdown(b)
-			} else {
-				copiesTable(p, o.Wide).writeMarkdown(b)
-			}
+			writePlanTables(b, p, o.Wide, table.writeMarkdown)
 			return nil
 		},
 		csv:  func(b *strings.Builder) error { return writePlanCSV(b, p) },
 		json: func(w io.Writer) error { return WritePlanJSONFramework(w, p, o.Framework) },
 	})
+}
+
+// writePlanKindsText writes the plan's title and what the program holds by
+// kind as text: a column per schedule (headed by its recompute setting
+// when there are several), each kind's note after its cells, the plan's
+// notes wrapped below, then a blank line.
+func writePlanKindsText(b *strings.Builder, p bench.MemoryPlan) {
+	b.WriteString(planTitle(p) + "\n")
+	if recomputeShown(p) {
+		line := fmt.Sprintf("  %-18s", "recompute")
+		for _, sp := range p.Schedules {
+			line += fmt.Sprintf(" %10s", sp.Recompute)
+		}
+		b.WriteString(line + "\n")
+	}
+	for _, k := range planKinds(p) {
+		line := fmt.Sprintf("  %-18s", k.name)
+		for _, c := range k.cells {
+			line += fmt.Sprintf(" %10s", c)
+		}
+		if k.note != "" {
+			line += "   " + k.note
+		}
+		b.WriteString(line + "\n")
+	}
+	for _, note := range planNotes(p) {
+		for _, line := range wrap(note, maxWidth-2) {
+			b.WriteString("  " + line + "\n")
+		}
+	}
+	b.WriteString("\n")
+}
+
+// planKindsTable is what the program holds by kind as Markdown shows it:
+// a row per kind, a column per schedule (headed by its recompute setting
+// when there are several, else "bytes"), the kind's note last, and the
+// plan's notes below.
+func planKindsTable(p bench.MemoryPlan) table {
+	kinds := table{columns: []column{{"kind", true}}}
+	for _, sp := range p.Schedules {
+		name := "bytes"
+		if recomputeShown(p) {
+			name = "recompute " + sp.Recompute.String()
+		}
+		kinds.columns = append(kinds.columns, column{name, false})
+	}
+	kinds.columns = append(kinds.columns, column{"note", true})
+	for _, k := range planKinds(p) {
+		row := []string{k.name}
+		row = append(row, k.cells...)
+		kinds.rows = append(kinds.rows, append(row, k.note))
+	}
+	kinds.notes = planNotes(p)
+	return kinds
+}
+
+// writePlanTables writes the tables that end a plan, each by write
+// (table.writeText or table.writeMarkdown): the plan table, a blank line,
+// then a generation's table for a generation and the copies' otherwise.
+func writePlanTables(b *strings.Builder, p bench.MemoryPlan, wide bool, write func(table, *strings.Builder)) {
+	write(planTable(p, wide), b)
+	b.WriteString("\n")
+	if bench.Task(p.Header.Task) == bench.TaskGenerate {
+		write(generationTable(p, wide), b)
+	} else {
+		write(copiesTable(p, wide), b)
+	}
 }
 
 // tableForm is the placement's description in a plan's table: Long in
@@ -603,8 +620,8 @@ func WritePlanJSONFramework(w io.Writer, p bench.MemoryPlan, tp *torchplan.Plan)
 		c, paged := m.Placement.Paging()
 		var copies *jsonCopies
 		if m.Device != "" {
-			n := m.Copies
-			copies = &jsonCopies{UploadBytes: n.UploadBytes, DownloadBytes: n.DownloadBytes, SyncBytes: n.SyncBytes(), OverlapBytes: n.OverlapBytes, Count: n.Count, RemoteBytes: n.RemoteBytes}
+			c := copiesJSON(m.Copies)
+			copies = &c
 		}
 		doc.Modes = append(doc.Modes, jsonModePlan{CopiesPerEpoch: copies, Prediction: toJSONPrediction(m.Prediction),
 			Mode: string(m.Mode), Recompute: m.Recompute.String(), Paged: paged, Policy: string(c.Policy), OptimizerOnHost: c.OptimizerOnHost,
@@ -617,6 +634,13 @@ func WritePlanJSONFramework(w io.Writer, p bench.MemoryPlan, tp *torchplan.Plan)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
+}
+
+// copiesJSON is c as the plan's and the fit's JSON write an epoch's
+// copies.
+func copiesJSON(c engine.Copies) jsonCopies {
+	return jsonCopies{UploadBytes: c.UploadBytes, DownloadBytes: c.DownloadBytes, SyncBytes: c.SyncBytes(),
+		OverlapBytes: c.OverlapBytes, Count: c.Count, RemoteBytes: c.RemoteBytes}
 }
 
 // planCSVColumns head the plan's CSV columns; sizes are in bytes.
