@@ -132,7 +132,13 @@ func TestCompareOldJSON(t *testing.T) {
 	}
 	dir := t.TempDir()
 	newPath, oldPath := filepath.Join(dir, "new.json"), filepath.Join(dir, "old.json")
-	for path, drop := range map[string]bool{newPath: false, oldPath: true} {
+	// The new file first: the old one is the same document with the keys
+	// deleted from it.
+	for _, f := range []struct {
+		path string
+		drop bool
+	}{{newPath, false}, {oldPath, true}} {
+		path, drop := f.path, f.drop
 		keys := 0
 		for _, m := range doc["modes"].([]any) {
 			if _, ok := m.(map[string]any)["placement_keys"]; ok {

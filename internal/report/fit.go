@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -367,7 +366,7 @@ func writeFitJSON(w io.Writer, r fit.Result, v *fit.Verification) error {
 			Policy: string(s.Policy), Window: s.Window, OptimizerOnHost: s.OptimizerOnHost, Place: s.Blocks,
 			ManagedAdviseHost: s.AdviseHost, Recompute: e.Recompute.String(), Precision: e.Precision.String(),
 			DeviceBytes: e.Plan.Footprint.Device, HostBytes: e.Plan.HostNeed, CopiesPerEpoch: copiesJSON(e.Plan.Copies),
-			Prediction: toJSONPrediction(e.Plan.Prediction), Command: e.Command, LoRARank: e.LoRA.Rank, TrainedParams: e.Trained,
+			Prediction: e.Plan.Prediction.Document(), Command: e.Command, LoRARank: e.LoRA.Rank, TrainedParams: e.Trained,
 			Batch: e.Batch})
 		if e.GradAccum.On() {
 			doc.Entries[len(doc.Entries)-1].GradAccum = int(e.GradAccum)
@@ -383,9 +382,7 @@ func writeFitJSON(w io.Writer, r fit.Result, v *fit.Verification) error {
 		vdoc := toJSONVerify(*v)
 		doc.Verify = &vdoc
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return encodeJSON(w, doc)
 }
 
 // WriteVerifyAs writes a fit's verification in o's format: as text or
@@ -531,9 +528,7 @@ const VerifyKind = "fit-verify"
 
 // writeVerifyJSON writes the verification as one JSON document.
 func writeVerifyJSON(w io.Writer, v fit.Verification) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(toJSONVerify(v))
+	return encodeJSON(w, toJSONVerify(v))
 }
 
 // toJSONVerify converts a verification for the JSON documents.

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -132,7 +131,5 @@ func writeFrameworkFitJSON(w io.Writer, f FrameworkFit) error {
 		doc.Choices = append(doc.Choices, choice{Batch: c.Step.Batch, BF16: c.Step.Autocast, Checkpoint: c.Step.Checkpoint,
 			LoRARank: c.Step.LoRARank, Python: c.Step.Python(), Fits: c.Fits, Bytes: frameworkJSON(&c.Plan).Bytes})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return encodeJSON(w, doc)
 }

@@ -19,7 +19,8 @@ func WriteJSON(w io.Writer, r bench.Result) error {
 	return encodeJSON(w, r.Document())
 }
 
-// encodeJSON writes doc indented, without escaping HTML characters.
+// encodeJSON writes doc indented, without escaping HTML characters: every
+// JSON document gpuz writes goes through it.
 func encodeJSON(w io.Writer, doc any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

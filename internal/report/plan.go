@@ -2,7 +2,6 @@ package report
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -623,7 +622,7 @@ func WritePlanJSONFramework(w io.Writer, p bench.MemoryPlan, tp *torchplan.Plan)
 			c := copiesJSON(m.Copies)
 			copies = &c
 		}
-		doc.Modes = append(doc.Modes, jsonModePlan{CopiesPerEpoch: copies, Prediction: toJSONPrediction(m.Prediction),
+		doc.Modes = append(doc.Modes, jsonModePlan{CopiesPerEpoch: copies, Prediction: m.Prediction.Document(),
 			Mode: string(m.Mode), Recompute: m.Recompute.String(), Paged: paged, Policy: string(c.Policy), OptimizerOnHost: c.OptimizerOnHost,
 			Window: m.Footprint.Window, PageBytes: m.Placement.PageBytes(), Pages: m.Footprint.Pages, Device: m.Device, DeviceBytes: m.Footprint.Device,
 			DeviceFree: m.DeviceFree, DeviceTotal: m.DeviceTotal,
@@ -631,9 +630,7 @@ func WritePlanJSONFramework(w io.Writer, p bench.MemoryPlan, tp *torchplan.Plan)
 			Status: m.Status.String(),
 		})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return encodeJSON(w, doc)
 }
 
 // copiesJSON is c as the plan's and the fit's JSON write an epoch's

@@ -8,7 +8,6 @@ import (
 
 	"gpuz/internal/bench"
 	"gpuz/internal/perfmodel"
-	"gpuz/internal/results"
 )
 
 // predictedCell formats a prediction's model time in u with its roofline
@@ -78,11 +77,6 @@ func efficiency(measured float64, p *bench.Prediction) float64 {
 	}
 	return p.Bound.Seconds() / measured
 }
-
-// toJSONPrediction is a prediction as the plan's and fit's documents hold
-// it, as bench writes it into a run's (bench.Prediction.Document); nil
-// stays nil (the field is then left out).
-func toJSONPrediction(p *bench.Prediction) *results.Prediction { return p.Document() }
 
 // predictionCSVColumns head the prediction's CSV columns, after a table's
 // own.
