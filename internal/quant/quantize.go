@@ -49,6 +49,12 @@ func Quantize(k Kind, dst []byte, src []float32, rows, cols int) error {
 	return nil
 }
 
+// blockQuantizers writes one block of each block kind but NF4 from its
+// BlockWeights weights into its blockBytes bytes.
+var blockQuantizers = map[Kind]func(blk []byte, x []float32){
+	Q8_0: quantizeQ8_0Block, Q4_0: quantizeQ4_0Block, Q4_K: quantizeQ4KBlock, Q6_K: quantizeQ6KBlock,
+}
+
 // quantizeRow stores one row of a row kind (every kind but NF4).
 func quantizeRow(k Kind, dst []byte, src []float32) {
 	switch k {
@@ -64,21 +70,10 @@ func quantizeRow(k Kind, dst []byte, src []float32) {
 		for i, v := range src {
 			binary.LittleEndian.PutUint16(dst[2*i:], half.BF16FromFloat32(v))
 		}
-	case Q8_0:
-		for b := range len(src) / 32 {
-			quantizeQ8_0Block(dst[34*b:34*b+34], src[32*b:32*b+32])
-		}
-	case Q4_0:
-		for b := range len(src) / 32 {
-			quantizeQ4_0Block(dst[18*b:18*b+18], src[32*b:32*b+32])
-		}
-	case Q4_K:
-		for b := range len(src) / 256 {
-			quantizeQ4KBlock(dst[144*b:144*b+144], src[256*b:256*b+256])
-		}
-	case Q6_K:
-		for b := range len(src) / 256 {
-			quantizeQ6KBlock(dst[210*b:210*b+210], src[256*b:256*b+256])
+	case Q8_0, Q4_0, Q4_K, Q6_K:
+		quantizeBlock, n, nb := blockQuantizers[k], k.BlockWeights(), k.blockBytes()
+		for b := range len(src) / n {
+			quantizeBlock(dst[nb*b:nb*(b+1)], src[n*b:n*(b+1)])
 		}
 	default:
 		panic(fmt.Sprintf("quant: quantizeRow of %v", k))
