@@ -309,22 +309,12 @@ func (hostKernels) SumSquares(x Buffer) float64 { return hostmath.SumSquares(Flo
 
 // ToHalf rounds src's first n values to 16 bits into dst.
 func (hostKernels) ToHalf(dst, src Buffer, n int, f half.Format) {
-	h, s := Halves(dst)[:n], Floats(src)[:n]
-	if f == half.FP16 {
-		hostmath.FP16FromFloat32s(h, s)
-		return
-	}
-	hostmath.BF16FromFloat32s(h, s)
+	hostmath.HalfFromFloat32s(f, Halves(dst)[:n], Floats(src)[:n])
 }
 
 // FromHalf widens src's first n 16-bit values into dst.
 func (hostKernels) FromHalf(dst, src Buffer, n int, f half.Format) {
-	d, h := Floats(dst)[:n], Halves(src)[:n]
-	if f == half.FP16 {
-		hostmath.FP16ToFloat32s(d, h)
-		return
-	}
-	hostmath.BF16ToFloat32s(d, h)
+	hostmath.HalfToFloat32s(f, Floats(dst)[:n], Halves(src)[:n])
 }
 
 // AdamStep applies one Adam update.

@@ -401,12 +401,7 @@ func halves(words []float32) []uint16 {
 // float32 word as a 16-bit buffer holds them: what an upload of a 16-bit
 // value copies.
 func packHalf(f half.Format, words, data []float32) {
-	h := halves(words)[:len(data)]
-	if f == half.FP16 {
-		hostmath.FP16FromFloat32s(h, data)
-	} else {
-		hostmath.BF16FromFloat32s(h, data)
-	}
+	hostmath.HalfFromFloat32s(f, halves(words)[:len(data)], data)
 }
 
 // packedHalf returns data packed by packHalf in a new slice.
@@ -419,12 +414,7 @@ func packedHalf(f half.Format, data []float32) []float32 {
 // unpackHalf widens the len(out) values of format f packed in words into
 // out.
 func unpackHalf(f half.Format, out, words []float32) {
-	h := halves(words)[:len(out)]
-	if f == half.FP16 {
-		hostmath.FP16ToFloat32s(out, h)
-	} else {
-		hostmath.BF16ToFloat32s(out, h)
-	}
+	hostmath.HalfToFloat32s(f, out, halves(words)[:len(out)])
 }
 
 // LossScale is fp16 training's dynamic loss scale, as PyTorch's GradScaler

@@ -105,37 +105,27 @@ func FP16ToFloat32(h uint16) float32 {
 
 // BF16FromFloat32s converts src to bf16 into dst, element by element; it
 // panics if dst is shorter than src.
-func BF16FromFloat32s(dst []uint16, src []float32) {
-	dst = dst[:len(src)]
-	for i, f := range src {
-		dst[i] = BF16FromFloat32(f)
-	}
-}
+func BF16FromFloat32s(dst []uint16, src []float32) { convert(dst, src, BF16FromFloat32) }
 
 // BF16ToFloat32s converts the bf16 values of src into dst; it panics if
 // dst is shorter than src.
-func BF16ToFloat32s(dst []float32, src []uint16) {
-	dst = dst[:len(src)]
-	for i, h := range src {
-		dst[i] = BF16ToFloat32(h)
-	}
-}
+func BF16ToFloat32s(dst []float32, src []uint16) { convert(dst, src, BF16ToFloat32) }
 
 // FP16FromFloat32s converts src to fp16 into dst, element by element; it
 // panics if dst is shorter than src.
-func FP16FromFloat32s(dst []uint16, src []float32) {
-	dst = dst[:len(src)]
-	for i, f := range src {
-		dst[i] = FP16FromFloat32(f)
-	}
-}
+func FP16FromFloat32s(dst []uint16, src []float32) { convert(dst, src, FP16FromFloat32) }
 
 // FP16ToFloat32s converts the fp16 values of src into dst; it panics if
 // dst is shorter than src.
-func FP16ToFloat32s(dst []float32, src []uint16) {
+func FP16ToFloat32s(dst []float32, src []uint16) { convert(dst, src, FP16ToFloat32) }
+
+// convert sets dst[i] = f(src[i]) for each element of src; it panics if
+// dst is shorter than src. Small enough to be inlined into each slice
+// converter, where f becomes a direct call that is inlined too.
+func convert[S, D any](dst []D, src []S, f func(S) D) {
 	dst = dst[:len(src)]
-	for i, h := range src {
-		dst[i] = FP16ToFloat32(h)
+	for i, v := range src {
+		dst[i] = f(v)
 	}
 }
 

@@ -3,6 +3,8 @@ package hostmath
 import (
 	"fmt"
 	"sync"
+
+	"gpuz/internal/half"
 )
 
 // GemmBF16 computes c = alpha·op(a)·op(b) + beta·c, where a and b hold
@@ -213,4 +215,24 @@ func FP16ToFloat32s(dst []float32, src []uint16) {
 func FP16FromFloat32s(dst []uint16, src []float32) {
 	dst = dst[:len(src)]
 	parallelFor(len(src), 16, func(lo, hi int) { fp16FromFloat32s(dst[lo:hi], src[lo:hi]) })
+}
+
+// HalfToFloat32s converts the values of format f in src into dst: as
+// FP16ToFloat32s for fp16, as BF16ToFloat32s for bf16.
+func HalfToFloat32s(f half.Format, dst []float32, src []uint16) {
+	if f == half.FP16 {
+		FP16ToFloat32s(dst, src)
+		return
+	}
+	BF16ToFloat32s(dst, src)
+}
+
+// HalfFromFloat32s converts src to format f into dst: as FP16FromFloat32s
+// for fp16, as BF16FromFloat32s for bf16.
+func HalfFromFloat32s(f half.Format, dst []uint16, src []float32) {
+	if f == half.FP16 {
+		FP16FromFloat32s(dst, src)
+		return
+	}
+	BF16FromFloat32s(dst, src)
 }

@@ -112,9 +112,9 @@ func QuantXWt(kind quant.Kind, m, n, k int, x []float32, w []byte, y []float32) 
 	case m <= quantDotMax:
 		fewRowsTiles(m, n, k, func(j0, j1 int) { quantDot(qw, m, x, y, j0, j1) })
 	case quantISA == quantAVX512 && sgemmKernel:
-		quantXWtTiles(qw, m, x, y)
+		quantTiles(qw, true, m, x, y)
 	default:
-		quantXWtBLAS(qw, m, x, y)
+		quantBLAS(qw, true, m, x, y)
 	}
 }
 
@@ -150,57 +150,63 @@ func QuantGW(kind quant.Kind, m, n, k int, g []float32, w []byte, dx []float32) 
 		}
 		shareTasks(workers, runs, func() (func(int), func()) { return run, nil })
 	case quantISA == quantAVX512 && sgemmKernel:
-		quantGWTiles(qw, m, g, dx)
+		quantTiles(qw, false, m, g, dx)
 	default:
-		quantGWBLAS(qw, m, g, dx)
+		quantBLAS(qw, false, m, g, dx)
 	}
 }
 
-// quantXWtTiles is QuantXWt's many-row product on the SGEMM's micro-kernel:
-// a task takes up to sgemmTileRows rows of x by quantPanelRows rows of W,
-// and for each block of sgemmKC terms in turn decodes its panel of W into
-// a tile and multiplies x's rows by its transpose into y (the first block
-// writes y, the later ones add to it).
-func quantXWtTiles(qw quantWeight, m int, x, y []float32) {
-	n, k := qw.n, qw.k
+// quantTiles computes a many-row product on the SGEMM's micro-kernel:
+// c = a·Wᵀ where trans (QuantXWt: a = x, c = y), else c = a·W (QuantGW:
+// a = g, c = dx). A task takes up to sgemmTileRows rows of a by a panel
+// of c's columns (quantPanelRows of W's rows, or quantGWCols of its
+// columns), and for each block of sgemmKC terms in turn decodes W's block
+// into a tile (quantBlock) and multiplies a's rows by it into c (the
+// first block writes c, the later ones add to it).
+func quantTiles(qw quantWeight, trans bool, m int, a, c []float32) {
+	out, terms := qw.sides(trans)
+	panel := quantGWCols
+	if trans {
+		panel = quantPanelRows
+	}
 	rowTiles := ceilDiv(m, sgemmTileRows)
-	tasks := rowTiles * ceilDiv(n, quantPanelRows)
+	tasks := rowTiles * ceilDiv(out, panel)
 	shareTasks(min(Threads(), tasks), tasks, func() (func(int), func()) {
-		tile, bt, ap, s := quantScratch(quantPanelRows * sgemmKC)
+		tile, bt, ap, s := quantScratch(panel * sgemmKC)
 		return func(t int) {
-			i0, j0 := t%rowTiles*sgemmTileRows, t/rowTiles*quantPanelRows
-			nb := min(quantPanelRows, n-j0)
-			for k0 := 0; k0 < k; k0 += sgemmKC {
-				kc := min(sgemmKC, k-k0)
-				quantTileC(qw, j0, nb, k0/32, (k0+kc)/32, tile, kc)
-				sgemmTile(false, true, nb, kc, 1, x[k0:], k, tile, kc, nil, bt, firstBeta(k0), y[j0:], n,
-					i0, min(i0+sgemmTileRows, m), 0, nb, ap)
+			i0, o0 := t%rowTiles*sgemmTileRows, t/rowTiles*panel
+			ob := min(panel, out-o0)
+			for t0 := 0; t0 < terms; t0 += sgemmKC {
+				tc := min(sgemmKC, terms-t0)
+				ldb := quantBlock(qw, trans, o0, ob, t0, tc, tile)
+				sgemmTile(false, trans, ob, tc, 1, a[t0:], terms, tile, ldb, nil, bt, firstBeta(t0), c[o0:], out,
+					i0, min(i0+sgemmTileRows, m), 0, ob, ap)
 			}
 		}, func() { putScratch(&quantPool, s) }
 	})
 }
 
-// quantGWTiles is QuantGW's many-row product on the SGEMM's micro-kernel:
-// a task takes up to sgemmTileRows rows of g by quantGWCols columns of W,
-// and for each block of sgemmKC of W's rows in turn decodes them into a
-// tile and multiplies g's rows by it into dx.
-func quantGWTiles(qw quantWeight, m int, g, dx []float32) {
-	n, k := qw.n, qw.k
-	rowTiles := ceilDiv(m, sgemmTileRows)
-	tasks := rowTiles * ceilDiv(k, quantGWCols)
-	shareTasks(min(Threads(), tasks), tasks, func() (func(int), func()) {
-		tile, bt, ap, s := quantScratch(sgemmKC * quantGWCols)
-		return func(t int) {
-			i0, c0 := t%rowTiles*sgemmTileRows, t/rowTiles*quantGWCols
-			cc := min(quantGWCols, k-c0)
-			for j0 := 0; j0 < n; j0 += sgemmKC {
-				nb := min(sgemmKC, n-j0)
-				quantTileC(qw, j0, nb, c0/32, (c0+cc)/32, tile, cc)
-				sgemmTile(false, false, cc, nb, 1, g[j0:], n, tile, cc, nil, bt, firstBeta(j0), dx[c0:], k,
-					i0, min(i0+sgemmTileRows, m), 0, cc, ap)
-			}
-		}, func() { putScratch(&quantPool, s) }
-	})
+// sides returns the columns of the product's output and the terms of its
+// sums: W's rows and columns for a·Wᵀ (trans), its columns and rows for
+// a·W.
+func (qw quantWeight) sides(trans bool) (out, terms int) {
+	if trans {
+		return qw.n, qw.k
+	}
+	return qw.k, qw.n
+}
+
+// quantBlock decodes the block of W that the product's output columns
+// [o0, o0 + ob) take from its terms [t0, t0 + tc) into tile, laid out as
+// the product reads it, and returns the tile's row stride: W's rows o0… as
+// they are for a·Wᵀ (trans), W's rows t0… for a·W.
+func quantBlock(qw quantWeight, trans bool, o0, ob, t0, tc int, tile []float32) int {
+	if trans {
+		quantTile(qw, o0, ob, t0/32, (t0+tc)/32, tile, tc)
+		return tc
+	}
+	quantTile(qw, t0, tc, o0/32, (o0+ob)/32, tile, ob)
+	return ob
 }
 
 // quantScratch returns a worker's scratch for the many-row tasks: a tile
@@ -225,36 +231,21 @@ func firstBeta(t0 int) float32 {
 	return 1
 }
 
-// quantXWtBLAS is QuantXWt's many-row product by the BLAS: panels of
-// quantBLASPanel rows and terms of W decoded in turn, each multiplied into
-// y by gemmStrided.
-func quantXWtBLAS(qw quantWeight, m int, x, y []float32) {
-	n, k := qw.n, qw.k
+// quantBLAS computes a many-row product by the BLAS, c = a·Wᵀ (trans) or
+// c = a·W as quantTiles does: panels of quantBLASPanel of c's columns and of
+// the terms, W's block decoded in turn (quantBlock) and multiplied into c
+// by gemmStrided.
+func quantBLAS(qw quantWeight, trans bool, m int, a, c []float32) {
+	out, terms := qw.sides(trans)
 	p := getScratch[float32](&quantPool, quantBLASPanel*quantBLASPanel)
 	defer putScratch(&quantPool, p)
 	tile := *p
-	for j0 := 0; j0 < n; j0 += quantBLASPanel {
-		nb := min(quantBLASPanel, n-j0)
-		for k0 := 0; k0 < k; k0 += quantBLASPanel {
-			kc := min(quantBLASPanel, k-k0)
-			quantTile(qw, j0, nb, k0/32, (k0+kc)/32, tile, kc)
-			gemmStrided(false, true, m, nb, kc, 1, x[k0:], k, tile, kc, firstBeta(k0), y[j0:], n)
-		}
-	}
-}
-
-// quantGWBLAS is QuantGW's many-row product by the BLAS, as quantXWtBLAS.
-func quantGWBLAS(qw quantWeight, m int, g, dx []float32) {
-	n, k := qw.n, qw.k
-	p := getScratch[float32](&quantPool, quantBLASPanel*quantBLASPanel)
-	defer putScratch(&quantPool, p)
-	tile := *p
-	for c0 := 0; c0 < k; c0 += quantBLASPanel {
-		cc := min(quantBLASPanel, k-c0)
-		for j0 := 0; j0 < n; j0 += quantBLASPanel {
-			nb := min(quantBLASPanel, n-j0)
-			quantTile(qw, j0, nb, c0/32, (c0+cc)/32, tile, cc)
-			gemmStrided(false, false, m, cc, nb, 1, g[j0:], n, tile, cc, firstBeta(j0), dx[c0:], k)
+	for o0 := 0; o0 < out; o0 += quantBLASPanel {
+		ob := min(quantBLASPanel, out-o0)
+		for t0 := 0; t0 < terms; t0 += quantBLASPanel {
+			tc := min(quantBLASPanel, terms-t0)
+			ldb := quantBlock(qw, trans, o0, ob, t0, tc, tile)
+			gemmStrided(false, trans, m, ob, tc, 1, a[t0:], terms, tile, ldb, firstBeta(t0), c[o0:], out)
 		}
 	}
 }

@@ -254,11 +254,7 @@ func (s *Shim) widened(f half.Format, p uintptr) []float32 {
 	}
 	h := unsafe.Slice((*uint16)(mem), bytes/2)
 	out := make([]float32, len(h))
-	if f == half.FP16 {
-		hostmath.FP16ToFloat32s(out, h)
-	} else {
-		hostmath.BF16ToFloat32s(out, h)
-	}
+	hostmath.HalfToFloat32s(f, out, h)
 	return out
 }
 
