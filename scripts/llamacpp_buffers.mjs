@@ -28,7 +28,7 @@
 // node-llama-cpp is found as llamacpp_peer.mjs says.
 import { parseArgs } from "node:util";
 
-import { failer, loadModel, nodeLlamaCpp, positive } from "./llamacpp_peer.mjs";
+import { failer, loadModel, nodeLlamaCpp, peerIdentity, positive } from "./llamacpp_peer.mjs";
 
 const fail = failer("llamacpp_buffers");
 
@@ -83,10 +83,7 @@ await llama.dispose();
 
 process.stdout.write(
   JSON.stringify({
-    tool: "llama.cpp",
-    node_llama_cpp: "3.21.1",
-    llama_cpp_release: llama.llamaCppRelease?.release ?? null,
-    model: opts.model,
+    ...peerIdentity(llama, opts.model),
     model_size_bytes: modelSize,
     context,
     buffers_mib: buffers,

@@ -22,7 +22,7 @@
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 
-import { failer, loadModel, nodeLlamaCpp, positive } from "./llamacpp_peer.mjs";
+import { failer, loadModel, nodeLlamaCpp, peerIdentity, positive } from "./llamacpp_peer.mjs";
 
 const fail = failer("llamacpp_generate");
 
@@ -91,10 +91,7 @@ for (const prompt of prompts) {
 }
 process.stdout.write(
   JSON.stringify({
-    tool: "llama.cpp",
-    node_llama_cpp: "3.21.1",
-    llama_cpp_release: llama.llamaCppRelease?.release ?? null,
-    model: opts.model,
+    ...peerIdentity(llama, opts.model),
     threads: context.currentThreads ?? threads,
     load_average: { before: loadBefore, after: loadavg() },
     sequences,

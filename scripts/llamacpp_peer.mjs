@@ -50,3 +50,15 @@ export async function loadModel(llama, path, fail) {
     fail(`--model ${path}: ${e.message}`);
   }
 }
+
+// peerIdentity is the fields that begin each peer script's JSON
+// document: the tool, node-llama-cpp's version, the llama.cpp release
+// it bundles and the model file.
+export function peerIdentity(llama, model) {
+  return {
+    tool: "llama.cpp",
+    node_llama_cpp: "3.21.1",
+    llama_cpp_release: llama.llamaCppRelease?.release ?? null,
+    model,
+  };
+}
