@@ -29,12 +29,7 @@ func TestDeviceBoundIsBelowTheNeed(t *testing.T) {
 		{"llm eval", models.LLMOf(m), bench.TaskEval},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := options(t, tc.w, models.ScaleSmall, tc.task)
-			p, err := bench.NewPlanner(opts.Bench)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			_, p := smallPlanner(t, tc.w, tc.task)
 			_, free, _ := p.GPU()
 			bound := deviceBound{p: p, areas: map[string][]int64{}}
 			splits := 0
@@ -72,12 +67,7 @@ func TestDeviceBoundIsBelowTheNeed(t *testing.T) {
 // is counted: every candidate but the splits and the larger windows of
 // each cache family (ruled out by its smallest window over the budget).
 func TestSplitsRuledOutUnplanned(t *testing.T) {
-	opts := options(t, models.Linear, models.ScaleSmall, bench.TaskTrain)
-	p, err := bench.NewPlanner(opts.Bench)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	opts, p := smallPlanner(t, models.Linear, bench.TaskTrain)
 	_, free, _ := p.GPU()
 	cs := Candidates(p.Blocks(), p.MinWindow(), true, true, levers.Attention(p.Header().Attention), nil, GradAccums(true, opts.Bench.Batch))
 	// The budget: a byte under every block's area and every cache

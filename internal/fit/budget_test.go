@@ -34,11 +34,7 @@ func TestSearchBudgetRules(t *testing.T) {
 // (issue 44 item 26: fit dropping the managed mode at one page passed
 // every test, which tried a budget of 0 only).
 func TestManagedOnePageBudget(t *testing.T) {
-	opts := options(t, models.Linear, models.ScaleSmall, bench.TaskTrain)
-	p, err := bench.NewPlanner(opts.Bench)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := smallPlanner(t, models.Linear, bench.TaskTrain)
 	// The default page holds the whole region; 64 KiB pages part it.
 	for _, page := range []int64{cache.DefaultPageSize, 64 << 10} {
 		c := Candidate{Mode: bench.ModeManaged}

@@ -91,12 +91,7 @@ func TestWindowNeedGrows(t *testing.T) {
 		{"llm eval", models.LLMOf(m), bench.TaskEval},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := options(t, tc.w, models.ScaleSmall, tc.task)
-			p, err := bench.NewPlanner(opts.Bench)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			_, p := smallPlanner(t, tc.w, tc.task)
 			_, budget, _ := p.GPU() // the auto policy sizes its plan to the budget
 			attention := levers.Attention(p.Header().Attention)
 			last := map[string]int64{}

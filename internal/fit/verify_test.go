@@ -43,6 +43,19 @@ func options(t testing.TB, w models.Workload, scale string, task bench.Task) Opt
 	}}
 }
 
+// smallPlanner returns the options of w's small scale for task (options)
+// and their planner, closed when the test ends.
+func smallPlanner(t testing.TB, w models.Workload, task bench.Task) (Options, *bench.Planner) {
+	t.Helper()
+	opts := options(t, w, models.ScaleSmall, task)
+	p, err := bench.NewPlanner(opts.Bench)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return opts, p
+}
+
 // TestSearchRanksWhatFits searches the small linear workload with all but
 // 1 MiB of the device taken: cuda (1.29 MiB) does not fit and says so;
 // every ranked entry fits the budget, none after one it beats (faster
