@@ -71,21 +71,9 @@ func TestLoadWeightsStops(t *testing.T) {
 	}
 	opts := Options{Workload: &models.LLMConfig{Model: file, Layers: 1, SeqLen: 4, Feed: models.Feed{Samples: 1, Batch: 1, Epochs: 1}},
 		Task: TaskEval, Batch: 1, LoadWeights: file.GGUF}
-	model, sched, err := opts.compile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := sched.Load(device.NewHost(), engine.Resident{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prog.Close()
-	if err := model.InitParams(99, prog.SetInput); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := (&modeRun{opts: opts, model: model, prog: prog}).loadWeights(ctx); !errors.Is(err, context.Canceled) {
+	if err := hostRun(t, opts, 99).loadWeights(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("loadWeights under a done context: %v, want %v", err, context.Canceled)
 	}
 }
@@ -132,23 +120,13 @@ func loadedParams(t *testing.T, m hfconfig.Model, layers int, kind quant.Kind, s
 	opts := Options{Workload: &models.LLMConfig{Model: m, Layers: layers, SeqLen: 4, Feed: models.Feed{Samples: 1, Batch: 1, Epochs: 1}},
 		Task: TaskEval, Batch: 1, LoadWeights: file}
 	opts.Weights = kind
-	model, sched, err := opts.compile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := sched.Load(device.NewHost(), engine.Resident{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prog.Close()
-	if err := model.InitParams(seed, prog.SetInput); err != nil {
-		t.Fatal(err)
-	}
+	run := hostRun(t, opts, seed)
 	if file != nil {
-		if err := (&modeRun{opts: opts, model: model, prog: prog}).loadWeights(context.Background()); err != nil {
+		if err := run.loadWeights(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
+	model, prog := run.model, run.prog
 	out := map[string][]float32{}
 	for _, b := range model.Blocks {
 		for _, p := range slices.Concat(b.Params, b.Frozen) {
@@ -160,4 +138,24 @@ func loadedParams(t *testing.T, m hfconfig.Model, layers int, kind quant.Kind, s
 		}
 	}
 	return out
+}
+
+// hostRun compiles opts' model, loads it resident on the host and draws
+// its parameters from seed: a mode's run up to its weights' load, its
+// program closed when the test ends.
+func hostRun(t *testing.T, opts Options, seed uint64) *modeRun {
+	t.Helper()
+	model, sched, err := opts.compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := sched.Load(device.NewHost(), engine.Resident{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prog.Close() })
+	if err := model.InitParams(seed, prog.SetInput); err != nil {
+		t.Fatal(err)
+	}
+	return &modeRun{opts: opts, model: model, prog: prog}
 }
