@@ -43,6 +43,14 @@ func gpuzOnLedger(t *testing.T, path string, args ...string) *exec.Cmd {
 func startOnLedger(t *testing.T, path string, args ...string) (*exec.Cmd, *bufio.Reader, *bytes.Buffer) {
 	t.Helper()
 	cmd := gpuzOnLedger(t, path, args...)
+	out, stderr := startPiped(t, cmd)
+	return cmd, out, stderr
+}
+
+// startPiped starts cmd with its stdout to be read as lines and its
+// stderr kept, and waits for it when the test ends.
+func startPiped(t *testing.T, cmd *exec.Cmd) (*bufio.Reader, *bytes.Buffer) {
+	t.Helper()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -53,7 +61,7 @@ func startOnLedger(t *testing.T, path string, args ...string) (*exec.Cmd, *bufio
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Wait() })
-	return cmd, bufio.NewReader(out), &stderr
+	return bufio.NewReader(out), &stderr
 }
 
 // readUntil reads lines from r until one contains want, and returns them.
@@ -142,15 +150,7 @@ func signalChild() {
 func TestSecondSignalExitsAtOnce(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), signalChildEnv+"=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out, stderr := startPiped(t, cmd)
 	defer cmd.Process.Kill()
 	lines := bufio.NewScanner(out)
 	next := func(want string) {
