@@ -81,6 +81,21 @@ type trained struct {
 	plan   engine.Footprint
 }
 
+// checkSame fails t unless got has want's losses and parameters, bit for
+// bit; label names want in the losses' message and owner in the
+// parameters' ("cuda mode", "cuda mode's").
+func (got trained) checkSame(t *testing.T, want trained, label, owner string) {
+	t.Helper()
+	if !slices.Equal(got.losses, want.losses) {
+		t.Errorf("losses %v, %s %v", got.losses, label, want.losses)
+	}
+	for i := range want.params {
+		if !slices.Equal(got.params[i], want.params[i]) {
+			t.Fatalf("parameter %d differs from %s", i, owner)
+		}
+	}
+}
+
 // trainOn runs steps batches of a workload on a fresh simulated device under
 // a placement and reads back every parameter.
 func trainOn(t *testing.T, opts Options, task Task, pl engine.Placement, steps int) trained {
@@ -159,14 +174,7 @@ func TestCacheMatchesCUDA(t *testing.T) {
 			for _, pl := range placements {
 				t.Run(fmt.Sprintf("%s/%s/%s-%d/host-optimizer=%v", name, task, cacheOf(pl).Policy, cacheOf(pl).Window, cacheOf(pl).OptimizerOnHost), func(t *testing.T) {
 					got := trainOn(t, opts, task, pl, 3)
-					if !slices.Equal(got.losses, want.losses) {
-						t.Errorf("losses %v, cuda mode %v", got.losses, want.losses)
-					}
-					for i := range want.params {
-						if !slices.Equal(got.params[i], want.params[i]) {
-							t.Fatalf("parameter %d differs from cuda mode's", i)
-						}
-					}
+					got.checkSame(t, want, "cuda mode", "cuda mode's")
 					if got.peak != got.plan.Device {
 						t.Errorf("measured peak %d, plan %d", got.peak, got.plan.Device)
 					}

@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"math"
-	"slices"
 	"testing"
 
 	"gpuz/internal/device"
@@ -70,14 +69,7 @@ func TestGradAccumIsBitIdenticalAcrossModes(t *testing.T) {
 						dev = device.NewHost()
 					}
 					got := trainOnDevice(t, opts, TaskTrain, pl, 3, dev)
-					if !slices.Equal(got.losses, want.losses) {
-						t.Errorf("losses %v, every block resident %v", got.losses, want.losses)
-					}
-					for i := range want.params {
-						if !slices.Equal(got.params[i], want.params[i]) {
-							t.Fatalf("parameter %d differs from every block resident's", i)
-						}
-					}
+					got.checkSame(t, want, "every block resident", "every block resident's")
 					if pname != "cpu" && got.peak != got.plan.Device {
 						t.Errorf("measured peak %d, plan %d", got.peak, got.plan.Device)
 					}

@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"math"
-	"slices"
 	"testing"
 
 	"gpuz/internal/device"
@@ -32,14 +31,7 @@ func TestPrecisionIsBitIdenticalAcrossModes(t *testing.T) {
 							dev = device.NewHost()
 						}
 						got := trainOnDevice(t, opts, task, pl, 3, dev)
-						if !slices.Equal(got.losses, want.losses) {
-							t.Errorf("losses %v, resident %v", got.losses, want.losses)
-						}
-						for i := range want.params {
-							if !slices.Equal(got.params[i], want.params[i]) {
-								t.Fatalf("parameter %d differs from the resident run's", i)
-							}
-						}
+						got.checkSame(t, want, "resident", "the resident run's")
 						switch {
 						case pname == "cpu":
 						case pl.PageBytes() > 0 && got.peak > got.plan.Device:

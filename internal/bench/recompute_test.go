@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"gpuz/internal/cache"
@@ -64,14 +63,7 @@ func TestRecomputeIsBitIdentical(t *testing.T) {
 				opts := opts
 				opts.Recompute = levers.RecomputeBlocks
 				got := trainOnDevice(t, opts, TaskTrain, pl, 3, newDev())
-				if !slices.Equal(got.losses, want.losses) {
-					t.Errorf("losses %v, without recompute %v", got.losses, want.losses)
-				}
-				for i := range want.params {
-					if !slices.Equal(got.params[i], want.params[i]) {
-						t.Fatalf("parameter %d differs from the run without recompute", i)
-					}
-				}
+				got.checkSame(t, want, "without recompute", "the run without recompute")
 				if pname != "cpu" && got.peak != got.plan.Device {
 					t.Errorf("measured peak %d, plan %d", got.peak, got.plan.Device)
 				}
